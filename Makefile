@@ -1,0 +1,31 @@
+# vkir: `make demo` and `make test` each do their own set-up on a fresh Debian machine.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+SYSTEM_PACKAGES := libvulkan1 mesa-vulkan-drivers vulkan-validationlayers
+
+.PHONY: setup system-deps demo test bench clean
+
+setup: system-deps $(STAMP)
+
+system-deps:
+	@./.ci/system-deps.sh $(SYSTEM_PACKAGES)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/vkir demo
+
+test: setup
+	VKIR_VALIDATION=1 $(PY) -m pytest -q
+
+bench: setup
+	$(VENV)/bin/vkir bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -1,0 +1,55 @@
+"""vkir: a strongly typed tensor IR compiled to validated SPIR-V and run on any Vulkan device.
+
+`import vkir` is cheap and needs no Vulkan loader: the heavier parts (SPIR-V backend, runtime,
+facade) are imported on first use through module-level `__getattr__`.
+"""
+
+from importlib import import_module
+
+from .errors import (
+    ArgumentError,
+    DeviceError,
+    ScheduleError,
+    ScriptError,
+    SpirvValidationError,
+    TransformError,
+    TypeCheckError,
+    UnsupportedError,
+    VkirError,
+    WellFormedError,
+)
+from . import ir
+
+__version__ = "0.1.0"
+
+# public name -> "module:attribute", resolved lazily on first access
+_LAZY = {
+    "T": "vkir.script:T",
+    "from_script": "vkir.script:from_script",
+    "structural_equal": "vkir.ir.structural:structural_equal",
+    "assert_structural_equal": "vkir.ir.structural:assert_structural_equal",
+    "interpret": "vkir.interpreter:interpret",
+    "lower": "vkir.api:lower",
+    "build": "vkir.api:build",
+    "devices": "vkir.api:devices",
+    "device": "vkir.api:device",
+    "array": "vkir.api:array",
+    "empty": "vkir.api:empty",
+    "Kernel": "vkir.api:Kernel",
+}
+_SUBMODULES = {"analysis", "transform", "schedule", "spirv", "runtime", "script", "interpreter", "api"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        module, attr = _LAZY[name].split(":")
+        value = getattr(import_module(module), attr)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return import_module(f"vkir.{name}")
+    raise AttributeError(f"module 'vkir' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)

@@ -1,0 +1,1 @@
+"""Arithmetic analysis: constant bounds and modular sets (placeholder until it lands)."""

@@ -1,0 +1,26 @@
+"""The vkir IR: data types, immutable expression/statement nodes, buffers and PrimFunc."""
+
+from .base import FrozenDict, Node, PrimExpr, Span, Stmt
+from .buffer import Buffer, decl_buffer
+from .dtype import DataType, PointerType, SCOPES
+from .expr import (
+    BINARY_OPS, Add, And, BinaryOp, Broadcast, BufferLoad, Call, Cast, CmpOp, Div, EQ, FloatImm,
+    FloorDiv, FloorMod, GE, GT, IntImm, LE, LT, Let, Max, Min, Mod, Mul, NE, Not, Or, Ramp, Select,
+    Shuffle, Sub, Var, const, convert,
+)
+from .function import PrimFunc
+from .functor import Mutator, Visitor, children
+from .op import OPS, OpInfo, is_pure
+from .stmt import (
+    FOR_KINDS, THREAD_TAGS, AllocBuffer, AsyncCommitQueue, AsyncScope, AsyncWaitQueue, Barrier,
+    BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt, SeqStmt, seq,
+)
+from .walk import walk
+
+
+def __getattr__(name):
+    if name in ("structural_equal", "assert_structural_equal"):
+        from . import structural
+
+        return getattr(structural, name)
+    raise AttributeError(f"module 'vkir.ir' has no attribute {name!r}")

@@ -1,0 +1,143 @@
+"""Scalar and vector data types ("int32", "float32x4", "bool", "handle") and pointer types."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+CODES = ("int", "uint", "float", "bool", "handle")
+_DTYPE_RE = re.compile(r"^(int|uint|float|bool|handle)(\d+)?(?:x(\d+))?$")
+
+
+@dataclass(frozen=True, slots=True)
+class DataType:
+    """A value type: `code` in CODES, `bits` per lane, and `lanes` (1 for scalars)."""
+
+    code: str
+    bits: int
+    lanes: int = 1
+
+    def __post_init__(self):
+        assert self.code in CODES, f"unknown type code {self.code!r}"
+        assert self.lanes >= 1, f"lanes must be positive, got {self.lanes}"
+
+    @staticmethod
+    def parse(text: "str | DataType") -> "DataType":
+        """Parse "int32", "uint8", "float16", "float32x4", "bool", "boolx4" or "handle"."""
+        if isinstance(text, DataType):
+            return text
+        if not isinstance(text, str):
+            raise TypeError(f"expected a dtype string, got {text!r}")
+        m = _DTYPE_RE.match(text.strip())
+        if not m:
+            raise ValueError(f"invalid dtype {text!r}")
+        code, bits, lanes = m.group(1), m.group(2), m.group(3)
+        if code == "bool":
+            if bits is not None and bits != "1":
+                raise ValueError(f"invalid dtype {text!r}: bool has no bit width")
+            nbits = 1
+        elif code == "handle":
+            nbits = 64
+        else:
+            if bits is None:
+                raise ValueError(f"invalid dtype {text!r}: missing bit width")
+            nbits = int(bits)
+            valid = (16, 32, 64) if code == "float" else (8, 16, 32, 64)
+            if nbits not in valid:
+                raise ValueError(f"invalid dtype {text!r}: {code} has widths {valid}")
+        nlanes = int(lanes) if lanes is not None else 1
+        if nlanes < 1:
+            raise ValueError(f"invalid dtype {text!r}: lanes must be positive")
+        return DataType(code, nbits, nlanes)
+
+    def __str__(self) -> str:
+        base = self.code if self.code in ("bool", "handle") else f"{self.code}{self.bits}"
+        return base if self.lanes == 1 else f"{base}x{self.lanes}"
+
+    def __repr__(self) -> str:
+        return f"DataType({str(self)!r})"
+
+    def with_lanes(self, lanes: int) -> "DataType":
+        return DataType(self.code, self.bits, lanes)
+
+    def element_of(self) -> "DataType":
+        return DataType(self.code, self.bits, 1)
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.lanes == 1
+
+    @property
+    def is_vector(self) -> bool:
+        return self.lanes > 1
+
+    @property
+    def is_int(self) -> bool:
+        return self.code == "int"
+
+    @property
+    def is_uint(self) -> bool:
+        return self.code == "uint"
+
+    @property
+    def is_integer(self) -> bool:
+        """Signed or unsigned integer (not bool)."""
+        return self.code in ("int", "uint")
+
+    @property
+    def is_float(self) -> bool:
+        return self.code == "float"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.code == "bool"
+
+    @property
+    def is_handle(self) -> bool:
+        return self.code == "handle"
+
+    @property
+    def bytes(self) -> int:
+        """Storage size of one value; bool counts one byte (it is stored as int8)."""
+        return max(self.bits, 8) // 8 * self.lanes
+
+    def numpy_dtype(self):
+        """The numpy dtype of one lane (bool maps to numpy bool)."""
+        import numpy as np
+
+        if self.code == "bool":
+            return np.dtype(np.bool_)
+        assert self.code != "handle", "handle has no numpy type"
+        prefix = {"int": "int", "uint": "uint", "float": "float"}[self.code]
+        return np.dtype(f"{prefix}{self.bits}")
+
+
+def dtype(value: "str | DataType") -> DataType:
+    """Coerce a dtype string or DataType to a DataType."""
+    return DataType.parse(value)
+
+
+SCOPES = ("global", "shared", "local")
+
+
+@dataclass(frozen=True, slots=True)
+class PointerType:
+    """The type of a buffer's `data` var: a typed pointer into a storage scope."""
+
+    element: DataType
+    scope: str = "global"
+
+    def __post_init__(self):
+        object.__setattr__(self, "element", DataType.parse(self.element))
+        assert self.scope in SCOPES, f"unknown storage scope {self.scope!r}"
+
+    def __str__(self) -> str:
+        return f"{self.element}* {self.scope}"
+
+
+int32 = DataType("int", 32)
+int64 = DataType("int", 64)
+uint32 = DataType("uint", 32)
+float32 = DataType("float", 32)
+bool_ = DataType("bool", 1)
+handle = DataType("handle", 64)

@@ -1,0 +1,29 @@
+"""Passes: each a callable frozen dataclass `PassName(**options)(func) -> func`, one file each."""
+
+from importlib import import_module
+
+from .base import Pass, Sequential
+
+_PASSES = {
+    "FlattenBuffer": "flatten_buffer",
+    "VectorizeLoop": "vectorize_loop",
+    "Simplify": "simplify",
+    "VectorTypeRewrite": "vector_type_rewrite",
+    "PointerCastVectorize": "pointer_cast_vectorize",
+    "BoolToInt8": "bool_to_int8",
+    "CommonSubexprElim": "common_subexpr_elim",
+    "InjectSoftwarePipeline": "inject_software_pipeline",
+    "LowerAsync": "lower_async",
+}
+
+
+def __getattr__(name):
+    if name in _PASSES:
+        value = getattr(import_module(f"{__name__}.{_PASSES[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PASSES))
