@@ -15,6 +15,7 @@ from .stmt import (
     FOR_KINDS, THREAD_TAGS, AllocBuffer, AsyncCommitQueue, AsyncScope, AsyncWaitQueue, Barrier,
     BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt, SeqStmt, seq,
 )
+from .substitute import substitute
 from .walk import walk
 
 

@@ -1,9 +1,5 @@
 """Schedule primitives that restructure loop nests (reduction-epilogue fusion)."""
 
+from .fuse_reduction_epilogue import fuse_reduction_epilogue
 
-def __getattr__(name):
-    if name == "fuse_reduction_epilogue":
-        from .fuse_reduction_epilogue import fuse_reduction_epilogue
-
-        return fuse_reduction_epilogue
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["fuse_reduction_epilogue"]

@@ -1,0 +1,160 @@
+"""DeviceInfo: what one physical device is and can do, queried once from Vulkan.
+
+Feature names match vkir.spirv.Target's feature vocabulary so the facade can derive a codegen
+target directly from `DeviceInfo.features`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._vk import cstr, ffi, lib, version_string, vk
+
+KINDS = {
+    vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete",
+    vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: "integrated",
+    vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: "virtual",
+    vk.VK_PHYSICAL_DEVICE_TYPE_CPU: "cpu",
+}
+KIND_RANK = {"discrete": 0, "integrated": 1, "virtual": 2, "cpu": 3, "other": 4}
+
+SUBGROUP_OPS = {
+    vk.VK_SUBGROUP_FEATURE_BASIC_BIT: "basic",
+    vk.VK_SUBGROUP_FEATURE_VOTE_BIT: "vote",
+    vk.VK_SUBGROUP_FEATURE_ARITHMETIC_BIT: "arithmetic",
+    vk.VK_SUBGROUP_FEATURE_BALLOT_BIT: "ballot",
+    vk.VK_SUBGROUP_FEATURE_SHUFFLE_BIT: "shuffle",
+    vk.VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT: "shuffle_relative",
+    vk.VK_SUBGROUP_FEATURE_CLUSTERED_BIT: "clustered",
+    vk.VK_SUBGROUP_FEATURE_QUAD_BIT: "quad",
+}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The device limits a compute kernel can run into."""
+
+    max_workgroup_size: tuple          # (x, y, z) maxComputeWorkGroupSize
+    max_workgroup_invocations: int     # maxComputeWorkGroupInvocations
+    max_workgroup_count: tuple         # (x, y, z) maxComputeWorkGroupCount
+    max_shared_memory_bytes: int       # maxComputeSharedMemorySize
+    max_push_constant_bytes: int       # maxPushConstantsSize
+    max_storage_buffer_range: int      # maxStorageBufferRange
+    min_storage_buffer_offset_alignment: int
+    non_coherent_atom_size: int
+    timestamp_period_ns: float         # nanoseconds per timestamp tick
+    max_memory_allocation_count: int
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """One physical device. `features` uses vkir.spirv.Target's names ("float16", "int8", ...)."""
+
+    index: int
+    name: str
+    kind: str              # "discrete" | "integrated" | "virtual" | "cpu" | "other"
+    driver: str
+    api_version: str
+    limits: Limits
+    features: frozenset
+    subgroup_size: int
+    subgroup_operations: frozenset
+    unified_memory: bool   # device-local memory is host-visible (no staging copies needed)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind}, {self.driver}, Vulkan {self.api_version})"
+
+
+# struct name, sType, {member: feature name}
+FEATURE_STRUCTS = (
+    ("VkPhysicalDeviceShaderFloat16Int8Features",
+     vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+     {"shaderFloat16": "float16", "shaderInt8": "int8"}),
+    ("VkPhysicalDevice8BitStorageFeatures", vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES,
+     {"storageBuffer8BitAccess": "storage_buffer_8bit",
+      "storagePushConstant8": "storage_push_constant_8bit"}),
+    ("VkPhysicalDevice16BitStorageFeatures", vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+     {"storageBuffer16BitAccess": "storage_buffer_16bit",
+      "storagePushConstant16": "storage_push_constant_16bit"}),
+    ("VkPhysicalDeviceVariablePointersFeatures",
+     vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VARIABLE_POINTERS_FEATURES,
+     {"variablePointersStorageBuffer": "variable_pointers"}),
+)
+CORE_FEATURES = {"shaderInt64": "int64", "shaderInt16": "int16", "shaderFloat64": "float64"}
+
+
+def feature_chain():
+    """A VkPhysicalDeviceFeatures2 with FEATURE_STRUCTS chained (zeroed); returns (head, structs)."""
+    head = ffi.new("VkPhysicalDeviceFeatures2*")
+    head.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2
+    structs, prev = [], head
+    for cname, stype, _ in FEATURE_STRUCTS:
+        s = ffi.new(cname + "*")
+        s.sType = stype
+        prev.pNext = s
+        prev = s
+        structs.append(s)
+    return head, structs
+
+
+def query_features(phys) -> frozenset:
+    head, structs = feature_chain()
+    lib.vkGetPhysicalDeviceFeatures2(phys, head)
+    names = {name for member, name in CORE_FEATURES.items() if getattr(head.features, member)}
+    for s, (_, _, members) in zip(structs, FEATURE_STRUCTS):
+        names.update(name for member, name in members.items() if getattr(s, member))
+    return frozenset(names)
+
+
+def query_info(index: int, phys) -> DeviceInfo:
+    props = ffi.new("VkPhysicalDeviceProperties2*")
+    props.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
+    subgroup = ffi.new("VkPhysicalDeviceSubgroupProperties*")
+    subgroup.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES
+    driver = ffi.new("VkPhysicalDeviceDriverProperties*")
+    driver.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES
+    props.pNext = subgroup
+    base = vk.vkGetPhysicalDeviceProperties(phys)
+    if base.apiVersion >= vk.VK_MAKE_VERSION(1, 2, 0):
+        subgroup.pNext = driver
+    lib.vkGetPhysicalDeviceProperties2(phys, props)
+    p = props.properties
+    lim = p.limits
+    limits = Limits(
+        max_workgroup_size=tuple(lim.maxComputeWorkGroupSize),
+        max_workgroup_invocations=lim.maxComputeWorkGroupInvocations,
+        max_workgroup_count=tuple(lim.maxComputeWorkGroupCount),
+        max_shared_memory_bytes=lim.maxComputeSharedMemorySize,
+        max_push_constant_bytes=lim.maxPushConstantsSize,
+        max_storage_buffer_range=lim.maxStorageBufferRange,
+        min_storage_buffer_offset_alignment=lim.minStorageBufferOffsetAlignment,
+        non_coherent_atom_size=lim.nonCoherentAtomSize,
+        timestamp_period_ns=float(lim.timestampPeriod),
+        max_memory_allocation_count=lim.maxMemoryAllocationCount,
+    )
+    if subgroup.pNext != ffi.NULL:
+        driver_text = " ".join(x for x in (cstr(driver.driverName), cstr(driver.driverInfo)) if x)
+    else:
+        driver_text = f"driver {p.driverVersion:#x}"
+    kind = KINDS.get(p.deviceType, "other")
+    return DeviceInfo(
+        index=index, name=cstr(p.deviceName), kind=kind, driver=driver_text,
+        api_version=version_string(p.apiVersion), limits=limits, features=query_features(phys),
+        subgroup_size=subgroup.subgroupSize,
+        subgroup_operations=frozenset(n for bit, n in SUBGROUP_OPS.items()
+                                      if subgroup.supportedOperations & bit),
+        unified_memory=kind != "discrete" and _device_local_is_host_visible(phys),
+    )
+
+
+def _device_local_is_host_visible(phys) -> bool:
+    """True when the largest device-local heap has a host-visible memory type."""
+    mem = vk.vkGetPhysicalDeviceMemoryProperties(phys)
+    heaps = [mem.memoryHeaps[i] for i in range(mem.memoryHeapCount)]
+    local = [i for i, h in enumerate(heaps) if h.flags & vk.VK_MEMORY_HEAP_DEVICE_LOCAL_BIT]
+    if not local:
+        return True  # no device-local heap at all: everything is host memory
+    biggest = max(local, key=lambda i: heaps[i].size)
+    want = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
+    return any(mem.memoryTypes[t].heapIndex == biggest and (mem.memoryTypes[t].propertyFlags & want) == want
+               for t in range(mem.memoryTypeCount))

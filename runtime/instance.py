@@ -1,0 +1,165 @@
+"""The process-wide Vulkan instance: loader discovery, lavapipe fallback, validation messages.
+
+With VKIR_VALIDATION=1 the Khronos validation layer is enabled and a debug-utils messenger collects
+every warning and error it emits into `Instance.messages` (tests fail on any; the CLI prints them).
+If the loader finds no physical device and the user did not choose ICDs, the instance is re-created
+with the ICD manifests installed under the standard `icd.d` folders (the loader reads
+VK_ICD_FILENAMES / VK_DRIVER_FILES when an instance is created), so lavapipe is found without the
+user setting anything.
+"""
+
+from __future__ import annotations
+
+import atexit
+import glob
+import os
+import threading
+
+from vkir.errors import DeviceError
+
+from ._vk import call, cstr, ffi, vk
+
+VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
+ICD_DIRS = ("/usr/share/vulkan/icd.d", "/usr/local/share/vulkan/icd.d", "/etc/vulkan/icd.d")
+API_VERSION = vk.VK_MAKE_VERSION(1, 3, 0)
+
+_SEVERITY = {
+    vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT: "warning",
+    vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT: "error",
+}
+
+
+def validation_requested() -> bool:
+    return os.environ.get("VKIR_VALIDATION", "").strip() not in ("", "0", "false", "no", "off")
+
+
+class Instance:
+    """A VkInstance plus its physical devices and (with validation) a message collector."""
+
+    def __init__(self, validation: bool):
+        self.validation = validation
+        self.messages: list[str] = []
+        self._lock = threading.Lock()
+        self._messenger = None
+        self._callback = None
+        self.handle = self._create()
+        self.physical_devices = list(call("vkEnumeratePhysicalDevices", vk.vkEnumeratePhysicalDevices,
+                                          self.handle))
+        if not self.physical_devices and not _user_chose_icds():
+            manifests = icd_manifests()
+            if manifests:
+                self._destroy()
+                os.environ["VK_ICD_FILENAMES"] = os.pathsep.join(manifests)
+                os.environ["VK_DRIVER_FILES"] = os.pathsep.join(manifests)
+                self.handle = self._create()
+                self.physical_devices = list(vk.vkEnumeratePhysicalDevices(self.handle))
+
+    # -- creation ---------------------------------------------------------------------------
+    def _create(self):
+        layers, extensions = [], []
+        if self.validation:
+            available = {cstr(p.layerName) for p in vk.vkEnumerateInstanceLayerProperties()}
+            if VALIDATION_LAYER not in available:
+                raise DeviceError(f"VKIR_VALIDATION is set but {VALIDATION_LAYER} is not installed "
+                                  "(Debian: apt install vulkan-validationlayers)")
+            layers.append(VALIDATION_LAYER)
+            extensions.append(vk.VK_EXT_DEBUG_UTILS_EXTENSION_NAME)
+        app = vk.VkApplicationInfo(pApplicationName="vkir", applicationVersion=1, pEngineName="vkir",
+                                   engineVersion=1, apiVersion=API_VERSION)
+        messenger_info = self._messenger_info() if self.validation else None
+        info = vk.VkInstanceCreateInfo(
+            pNext=ffi.addressof(messenger_info) if messenger_info is not None else ffi.NULL,
+            pApplicationInfo=app,
+            enabledLayerCount=len(layers), ppEnabledLayerNames=layers,
+            enabledExtensionCount=len(extensions), ppEnabledExtensionNames=extensions)
+        try:
+            handle = vk.vkCreateInstance(info, None)
+        except vk.VkErrorIncompatibleDriver:
+            handle = None
+        except (vk.VkError, vk.VkException) as exc:
+            raise DeviceError(f"vkCreateInstance failed: {type(exc).__name__}") from None
+        if handle is None:
+            raise DeviceError("vkCreateInstance failed: VK_ERROR_INCOMPATIBLE_DRIVER (no Vulkan driver)")
+        if self.validation:
+            create = vk.vkGetInstanceProcAddr(handle, "vkCreateDebugUtilsMessengerEXT")
+            self._messenger = create(handle, messenger_info, None)
+        return handle
+
+    def _messenger_info(self):
+        def on_message(severity, types, data, user_data):
+            text = ffi.string(data.pMessage).decode(errors="replace") if data.pMessage else ""
+            with self._lock:
+                self.messages.append(f"[{_SEVERITY.get(severity, severity)}] {text}")
+            return vk.VK_FALSE
+
+        self._callback = ffi.callback("PFN_vkDebugUtilsMessengerCallbackEXT", on_message)
+        info = ffi.new("VkDebugUtilsMessengerCreateInfoEXT*")
+        info.sType = vk.VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT
+        info.messageSeverity = sum(_SEVERITY)
+        info.messageType = (vk.VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT
+                            | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT
+                            | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT)
+        info.pfnUserCallback = self._callback
+        self._info_keepalive = info
+        return info[0]
+
+    def _destroy(self):
+        if self._messenger is not None:
+            destroy = vk.vkGetInstanceProcAddr(self.handle, "vkDestroyDebugUtilsMessengerEXT")
+            destroy(self.handle, self._messenger, None)
+            self._messenger = None
+        vk.vkDestroyInstance(self.handle, None)
+        self.handle = None
+
+    # -- messages ---------------------------------------------------------------------------
+    def take_messages(self) -> list[str]:
+        """The validation messages collected since the last call (and forget them)."""
+        with self._lock:
+            out, self.messages = self.messages, []
+        return out
+
+
+def _user_chose_icds() -> bool:
+    return any(os.environ.get(k) for k in ("VK_ICD_FILENAMES", "VK_DRIVER_FILES", "VK_ADD_DRIVER_FILES"))
+
+
+def icd_manifests() -> list[str]:
+    """ICD manifest files in the standard folders, lavapipe (lvp) first."""
+    found = []
+    for folder in ICD_DIRS:
+        found.extend(sorted(glob.glob(os.path.join(folder, "*.json"))))
+    return sorted(found, key=lambda p: (0 if "lvp" in os.path.basename(p) else 1, p))
+
+
+_state: dict = {}
+_state_lock = threading.Lock()
+
+
+def get_instance() -> Instance:
+    """The process-wide instance, created on first use (validation read from VKIR_VALIDATION)."""
+    inst = _state.get("instance")
+    if inst is None:
+        with _state_lock:
+            inst = _state.get("instance")
+            if inst is None:
+                inst = Instance(validation_requested())
+                _state["instance"] = inst
+                atexit.register(shutdown)
+    return inst
+
+
+_closers: list = []
+
+
+def on_shutdown(fn) -> None:
+    """Register `fn` to run (before the instance is destroyed) at shutdown; LIFO order."""
+    _closers.append(fn)
+
+
+def shutdown() -> None:
+    """Destroy every device (through the registered closers) and then the instance."""
+    inst = _state.pop("instance", None)
+    while _closers:
+        _closers.pop()()
+    if inst is not None and inst.handle is not None:
+        inst._destroy()

@@ -1,0 +1,37 @@
+"""The default pass pipeline that turns a scheduled PrimFunc into one SPIR-V codegen accepts."""
+
+from __future__ import annotations
+
+from . import transform
+from .analysis import verify_types, verify_well_formed
+from .ir import PrimFunc
+
+
+def default_passes(target=None) -> tuple:
+    """The Vulkan pipeline, in order. Async pipelining is resolved first (it needs the N-d
+    buffers), then buffers are flattened, loops vectorized and vector types introduced; CSE runs
+    last so that it sees the final index arithmetic."""
+    return (
+        transform.InjectSoftwarePipeline(),
+        transform.LowerAsync(),
+        transform.FlattenBuffer(),
+        transform.VectorizeLoop(),
+        transform.Simplify(),
+        transform.VectorTypeRewrite(),
+        transform.BoolToInt8(),
+        transform.CommonSubexprElim(),
+    )
+
+
+def lower(func: PrimFunc, target=None, verify_each: bool = False) -> PrimFunc:
+    """Run the default pipeline for `target` and check the result with the explicit-cast and
+    well-formedness checkers (after every pass when `verify_each`)."""
+    if not isinstance(func, PrimFunc):
+        raise TypeError(f"vkir.lower expects a PrimFunc, got {type(func).__name__}")
+    for p in default_passes(target):
+        func = p(func)
+        if verify_each:
+            verify_types(func)
+    verify_types(func, target="vulkan")
+    verify_well_formed(func)
+    return func

@@ -1,0 +1,385 @@
+"""VectorTypeRewrite (the VectorTypeRewriter): scalar buffers read and written only through aligned,
+stride-1 ramps of one width L become buffers of L-lane vector elements.
+
+SPIR-V has no pointer casts, so `A[Ramp(b, 1, 4)]` on a `float32` buffer cannot be one vector
+load; on a `float32x4` buffer, `A_v[b // 4]` is. This pass changes the element type of the whole
+storage (a kernel parameter, or a shared/local allocation, together with every `DeclBuffer` alias
+over the same data, such as the flat alias FlattenBuffer declares) so that no pointer cast is ever
+needed:
+
+- `A[Ramp(b, 1, L)]` (load or store) with `b` provably a multiple of L becomes `A_v[b // L]`;
+- a scalar read `A[i]` with `i` provably `≡ k (mod L)` becomes the lane extract
+  `Shuffle([A_v[i // L]], [k])`;
+- the shape's last dimension is divided by L, the data var gets `PointerType(dtype xL, scope)`;
+  for a parameter the new data var replaces the old one in `params` and `buffer_map`, so the
+  kernel's binding becomes an array of vectors over the same bytes.
+
+The storage is left scalar (never an error) when any of these fails: every access is 1-d; every
+vector access is a `Ramp` of stride 1 with one common width L in `allowed_lanes`; every ramp base
+is a provable multiple of L and every scalar read has a provable residue mod L (the modular-set
+analysis of vkir.arith, with let-bound values known); there is no scalar store (a scalar write
+into one lane would be a read-modify-write of the whole vector, racing with other invocations);
+every buffer over the data is scalar, compact, at element offset 0 and of the data's own element
+type (no explicit cast aliases it); the last dimension of every such buffer is a provable multiple
+of L; the element type is an integer or float (bool storage belongs to BoolToInt8); and the data
+var is used only through buffers. Codegen then emits one scalar access per lane, without any cast.
+
+Soundness of parameters: the runtime owns a parameter's size, so a parameter is rewritten only
+when the divisibility of its last dimension is proved from the signature itself -- a constant
+(`(1024,)`, `(n, 4)`) or a product with such a constant. A symbolic extent such as `("n",)`
+proves nothing and keeps the buffer scalar. The element offset must be 0, so the vector view
+covers exactly the same bytes.
+
+`allowed_lanes` defaults to (2, 4): Vulkan shaders have vectors of 2 to 4 components, and a
+3-component vector has a 16-byte array stride under std430, so `float32x3` would not cover the
+same bytes as three `float32`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+from ..arith.modular_set import ModularSet, modular_set
+from ..ir import (
+    Add, Buffer, BufferLoad, BufferStore, FloorDiv, IntImm, Mul, Mutator, PointerType, PrimFunc,
+    Ramp, Shuffle, Sub, Var, Visitor,
+)
+from ..ir.base import FrozenDict, PrimExpr
+from .base import Pass
+
+
+# ----------------------------------------------------------------------------------------------
+# index arithmetic shared with PointerCastVectorize
+
+
+def is_unit_ramp(index) -> bool:
+    """True for `Ramp(b, 1, L)` with a scalar base and the constant stride 1."""
+    return (isinstance(index, Ramp) and index.base.dtype.lanes == 1
+            and isinstance(index.stride, IntImm) and index.stride.value == 1)
+
+
+def split_index(index: PrimExpr, lanes: int, var_sets: Mapping[Var, ModularSet]):
+    """Write a scalar integer `index` as `q * lanes + k` with a constant lane `0 <= k < lanes`.
+
+    Returns `(q, k)`, or None when the residue of `index` mod `lanes` is not provable. `q` is built
+    structurally where the terms allow it (`(i*8 + 5) // 4` gives `i*2 + 1`, lane 1), else it is
+    `index // lanes` (floor division, exact up to the known residue).
+    """
+    k = modular_set(index, var_sets).residue(lanes)
+    if k is None:
+        return None
+    q = _quotient(index, lanes, k, var_sets)
+    if q is None:
+        q = FloorDiv(index, IntImm(index.dtype, lanes))
+    return q, k
+
+
+def _quotient(e: PrimExpr, lanes: int, k: int, var_sets) -> PrimExpr | None:
+    """`(e - k) / lanes` built from e's own terms, for `e ≡ k (mod lanes)`; None if not simple."""
+    if isinstance(e, IntImm):
+        return IntImm(e.dtype, (e.value - k) // lanes)
+    if isinstance(e, (Add, Sub)):
+        ra = modular_set(e.a, var_sets).residue(lanes)
+        rb = modular_set(e.b, var_sets).residue(lanes)
+        if ra is None or rb is None:
+            return None
+        if isinstance(e, Sub):
+            if rb != 0:
+                return None  # a - b with b ≢ 0 would borrow; leave it to floor division
+            qa, qb = _quotient(e.a, lanes, ra, var_sets), _quotient(e.b, lanes, 0, var_sets)
+            return None if qa is None or qb is None else _sub(qa, qb)
+        qa, qb = _quotient(e.a, lanes, ra, var_sets), _quotient(e.b, lanes, rb, var_sets)
+        if qa is None or qb is None:
+            return None
+        carry = (ra + rb) // lanes  # ra + rb = carry*lanes + k
+        return _add(_add(qa, qb), IntImm(e.dtype, carry))
+    if isinstance(e, Mul) and k == 0:
+        for x, c in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(c, IntImm) and c.value % lanes == 0:
+                return _mul(x, IntImm(c.dtype, c.value // lanes))
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            if modular_set(x, var_sets).is_multiple_of(lanes):
+                qx = _quotient(x, lanes, 0, var_sets)
+                if qx is not None:
+                    return _mul(qx, y)
+        return None
+    return None  # e.g. a let-bound var: the caller falls back to floor division
+
+
+def divide_exact(e: PrimExpr, lanes: int, var_sets: Mapping[Var, ModularSet] = {}) -> PrimExpr:
+    """`e / lanes` for an `e` proved to be a multiple of `lanes` (asserted)."""
+    parts = split_index(e, lanes, var_sets)
+    assert parts is not None and parts[1] == 0, f"{e} is not a provable multiple of {lanes}"
+    return parts[0]
+
+
+def _is_const(e, value) -> bool:
+    return isinstance(e, IntImm) and e.value == value
+
+
+def _add(a, b):
+    if _is_const(b, 0):
+        return a
+    if _is_const(a, 0):
+        return b
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return IntImm(a.dtype, a.value + b.value)
+    return Add(a, b)
+
+
+def _sub(a, b):
+    if _is_const(b, 0):
+        return a
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return IntImm(a.dtype, a.value - b.value)
+    return Sub(a, b)
+
+
+def _mul(a, b):
+    if _is_const(b, 1):
+        return a
+    if _is_const(a, 1):
+        return b
+    if _is_const(a, 0) or _is_const(b, 0):
+        return IntImm(a.dtype, 0)
+    return Mul(a, b)
+
+
+class ContextMixin:
+    """Tracks the modular sets of let-bound variables while a Visitor/Mutator descends, so that
+    `b` in `x = i * 4; A[Ramp(x, 1, 4)]` is known to be a multiple of 4."""
+
+    var_sets: dict
+
+    def _bind(self, var: Var, value: PrimExpr):
+        if isinstance(var.dtype, PointerType) or not var.dtype.is_integer or value.dtype.lanes != 1:
+            return
+        self.var_sets[var] = modular_set(value, self.var_sets)
+
+
+# ----------------------------------------------------------------------------------------------
+# analysis: which storages can become vector buffers
+
+
+@dataclass
+class Storage:
+    """Everything known about one data var: the buffers over it and how they are accessed."""
+
+    data: Var
+    root: str  # "param" | "alloc"
+    buffers: list = field(default_factory=list)
+    widths: set = field(default_factory=set)
+    refusal: str | None = None
+
+    def refuse(self, reason: str):
+        if self.refusal is None:
+            self.refusal = reason
+
+
+class _Collector(ContextMixin, Visitor):
+    """Records each buffer's accesses, refusing a storage at the first access it cannot take."""
+
+    def __init__(self, func: PrimFunc):
+        self.var_sets = {}
+        self.storages: dict[Var, Storage] = {}
+        for p in func.params:
+            buf = func.buffer_map.get(p)
+            if buf is not None:
+                self._declare(buf, "param")
+        self.pending_scalar_reads: list = []  # (storage, index, var_sets snapshot)
+
+    def _declare(self, buf: Buffer, root: str | None):
+        st = self.storages.get(buf.data)
+        if st is None:
+            if root is None:
+                return  # an alias of storage this function does not own: left alone
+            st = self.storages[buf.data] = Storage(buf.data, root)
+        if buf not in st.buffers:
+            st.buffers.append(buf)
+
+    def visit_AllocBuffer(self, node):
+        self._declare(node.buffer, "alloc")
+        self.visit(node.body)
+
+    def visit_DeclBuffer(self, node):
+        self._declare(node.buffer, None)
+        self.visit(node.body)
+
+    def visit_LetStmt(self, node):
+        self.visit(node.value)
+        self._bind(node.var, node.value)
+        self.visit(node.body)
+
+    def visit_Let(self, node):
+        self.visit(node.value)
+        self._bind(node.var, node.value)
+        self.visit(node.body)
+
+    def visit_Var(self, var):
+        st = self.storages.get(var)
+        if st is not None:
+            st.refuse(f"its data var {var.name} is used as a value")
+
+    def visit_BufferLoad(self, node):
+        self._access(node.buffer, node.indices, is_store=False)
+        self.generic_visit(node)
+
+    def visit_BufferStore(self, node):
+        self._access(node.buffer, node.indices, is_store=True)
+        self.generic_visit(node)
+
+    def _access(self, buf: Buffer, indices: tuple, is_store: bool):
+        st = self.storages.get(buf.data)
+        if st is None or st.refusal is not None:
+            return
+        if buf not in st.buffers:
+            st.buffers.append(buf)
+        if len(indices) != 1:
+            return st.refuse(f"{buf.name} has a {len(indices)}-d access")
+        index = indices[0]
+        if index.dtype.lanes == 1:
+            if is_store:
+                return st.refuse(f"{buf.name} has a scalar store")
+            # residue checked once the width is known
+            self.pending_scalar_reads.append((st, buf, index, dict(self.var_sets)))
+            return
+        if not is_unit_ramp(index):
+            return st.refuse(f"{buf.name} has a vector access that is not a stride-1 ramp")
+        st.widths.add(index.lanes)
+        if len(st.widths) > 1:
+            return st.refuse(f"{buf.name} has mixed vector widths {sorted(st.widths)}")
+        if not modular_set(index.base, self.var_sets).is_multiple_of(index.lanes):
+            st.refuse(f"{buf.name} has a ramp base not provably a multiple of {index.lanes}")
+
+
+def plan(func: PrimFunc, allowed_lanes=(2, 4)) -> dict[Var, Storage]:
+    """For each storage (data var) of `func`, the analysis result: `refusal` is None when it will
+    be rewritten with `widths == {L}`, else it says why the buffer stays scalar."""
+    col = _Collector(func)
+    col.visit(func.body)
+    storages = col.storages
+    for st, buf, index, var_sets in col.pending_scalar_reads:
+        if st.refusal is None and len(st.widths) == 1:
+            (lanes,) = st.widths
+            if modular_set(index, var_sets).residue(lanes) is None:
+                st.refuse(f"{buf.name} has a scalar read with no provable lane mod {lanes}")
+    for st in storages.values():
+        _check_storage(st, allowed_lanes)
+    return storages
+
+
+def _check_storage(st: Storage, allowed_lanes):
+    if st.refusal is not None:
+        return
+    if not st.widths:
+        return st.refuse("no vector access")
+    (lanes,) = st.widths
+    if lanes not in allowed_lanes:
+        return st.refuse(f"width {lanes} is not one of {tuple(allowed_lanes)}")
+    elem = st.data.dtype.element
+    if elem.lanes != 1 or not (elem.is_integer or elem.is_float):
+        return st.refuse(f"element type {elem} is not a scalar int or float")
+    for buf in st.buffers:
+        if buf.dtype != elem:
+            return st.refuse(f"{buf.name} is a {buf.dtype} view of {elem} data (a pointer cast)")
+        if buf.strides or not _is_const(buf.elem_offset, 0):
+            return st.refuse(f"{buf.name} is strided or has an element offset")
+        if not buf.shape:
+            return st.refuse(f"{buf.name} has no dimensions")
+        if not modular_set(buf.shape[-1]).is_multiple_of(lanes):
+            return st.refuse(f"{buf.name}'s extent {buf.shape[-1]} is not a provable multiple "
+                             f"of {lanes}")
+
+
+# ----------------------------------------------------------------------------------------------
+# the rewrite
+
+
+class _Rewriter(ContextMixin, Mutator):
+    def __init__(self, lanes_of: dict[Var, int], buffers: dict[Buffer, Buffer]):
+        self.var_sets = {}
+        self.lanes_of = lanes_of
+        self.buffers = buffers
+
+    def visit_buffer(self, buf):
+        return self.buffers.get(buf, buf)
+
+    def visit_LetStmt(self, node):
+        value = self.visit(node.value)
+        self._bind(node.var, node.value)
+        body = self.visit(node.body)
+        return node if value is node.value and body is node.body else \
+            replace(node, value=value, body=body)
+
+    def visit_Let(self, node):
+        value = self.visit(node.value)
+        self._bind(node.var, node.value)
+        body = self.visit(node.body)
+        return node if value is node.value and body is node.body else \
+            replace(node, value=value, body=body)
+
+    def _index(self, buf, index):
+        """The new scalar index into the vector buffer and the lane read (None for a whole ramp)."""
+        lanes = self.lanes_of[buf.data]
+        if index.dtype.lanes == 1:
+            q, k = split_index(index, lanes, self.var_sets)
+            return self.visit(q), k
+        assert is_unit_ramp(index) and index.lanes == lanes
+        return self.visit(divide_exact(index.base, lanes, self.var_sets)), None
+
+    def visit_BufferLoad(self, node):
+        if node.buffer.data not in self.lanes_of:
+            return self.generic_visit(node)
+        q, k = self._index(node.buffer, node.indices[0])
+        load = BufferLoad(self.buffers[node.buffer], (q,), span=node.span)
+        return load if k is None else Shuffle((load,), (k,), span=node.span)
+
+    def visit_BufferStore(self, node):
+        if node.buffer.data not in self.lanes_of:
+            return self.generic_visit(node)
+        q, k = self._index(node.buffer, node.indices[0])
+        assert k is None, "scalar stores are refused by the analysis"
+        return BufferStore(self.buffers[node.buffer], self.visit(node.value), (q,), span=node.span)
+
+
+def _vector_buffer(buf: Buffer, data: Var, lanes: int) -> Buffer:
+    shape = (*buf.shape[:-1], divide_exact(buf.shape[-1], lanes))
+    return Buffer(buf.name, data, buf.dtype.with_lanes(lanes), shape, (), buf.elem_offset,
+                  buf.scope, span=buf.span)
+
+
+@dataclass(frozen=True)
+class VectorTypeRewrite(Pass):
+    """Rewrite scalar buffers accessed only by aligned stride-1 ramps of one width (and aligned
+    scalar reads) into vector-typed buffers; see the module docstring for the exact rule."""
+
+    allowed_lanes: tuple = (2, 4)
+
+    def transform(self, func: PrimFunc) -> PrimFunc:
+        storages = plan(func, self.allowed_lanes)
+        lanes_of, buffers, new_data = {}, {}, {}
+        for data, st in storages.items():
+            if st.refusal is not None:
+                continue
+            (lanes,) = st.widths
+            ptr = data.dtype
+            new_data[data] = Var(data.name, PointerType(ptr.element.with_lanes(lanes), ptr.scope),
+                                 span=data.span)
+            lanes_of[data] = lanes
+            for buf in st.buffers:
+                buffers[buf] = _vector_buffer(buf, new_data[data], lanes)
+        if not lanes_of:
+            return func
+        body = _Rewriter(lanes_of, buffers).visit(func.body)
+        params = tuple(new_data.get(p, p) for p in func.params)
+        buffer_map = FrozenDict({new_data.get(p, p): buffers.get(b, b)
+                                 for p, b in func.buffer_map.items()})
+        return replace(func, params=params, body=body, buffer_map=buffer_map)
+
+
+def rewritten_buffers(func: PrimFunc, allowed_lanes=(2, 4)) -> dict[str, int | str]:
+    """For tests and diagnostics: storage name -> vector width it would get, or the refusal."""
+    return {data.name: (next(iter(st.widths)) if st.refusal is None else st.refusal)
+            for data, st in plan(func, allowed_lanes).items()}
+
