@@ -1,0 +1,25 @@
+"""vkir.runtime: run SPIR-V compute kernels on a Vulkan device through the `vulkan` package.
+
+It imports no other vkir part except vkir.errors: it takes SPIR-V bytes, the binding numbers of
+the storage buffers, push-constant bytes and group counts.
+
+    dev = open_device()                      # $VKIR_DEVICE or the best device
+    buf = Buffer(dev, nbytes); buf.write(a); buf.read(out)
+    pipe = get_pipeline(dev, spirv, "main", bindings=(0, 1, 2), push_constant_size=4)
+    dispatch(dev, pipe, [x, y, z], push=struct.pack("<i", n), groups=(gx, 1, 1))
+    profile(dev, pipe, [x, y, z], push, groups, repeat=50) -> Timing(median, min, max, ...)
+"""
+
+from .device import Device
+from .info import DeviceInfo, Limits
+from .instance import get_instance, shutdown, validation_requested
+from .launch import Launch, Timing, dispatch, get_launch, profile
+from .memory import Buffer
+from .pipeline import Pipeline, get_pipeline
+from .selection import devices, open_device, select, validation_messages
+
+__all__ = [
+    "Buffer", "Device", "DeviceInfo", "Launch", "Limits", "Pipeline", "Timing", "devices", "dispatch",
+    "get_instance", "get_launch", "get_pipeline", "open_device", "profile", "select", "shutdown",
+    "validation_messages", "validation_requested",
+]

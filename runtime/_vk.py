@@ -11,6 +11,7 @@ import vulkan as vk
 from vkir.errors import DeviceError
 
 ffi = vk.ffi
+WHOLE_SIZE = 0xFFFFFFFFFFFFFFFF  # VK_WHOLE_SIZE (the package defines it as -1)
 lib = vk.lib
 
 # VkResult value -> name ("VK_ERROR_OUT_OF_DEVICE_MEMORY"), from the binding's constants
@@ -50,4 +51,7 @@ def version_string(v: int) -> str:
 
 
 def cstr(arr) -> str:
+    """A C char array (or the str the package's wrappers already made of one) as str."""
+    if isinstance(arr, str):
+        return arr
     return ffi.string(arr).decode(errors="replace")

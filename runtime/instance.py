@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import glob
 import os
+import sys
 import threading
 
 from vkir.errors import DeviceError
@@ -21,6 +22,8 @@ from ._vk import call, cstr, ffi, vk
 
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
 ICD_DIRS = ("/usr/share/vulkan/icd.d", "/usr/local/share/vulkan/icd.d", "/etc/vulkan/icd.d")
+LAYER_DIRS = ("/usr/share/vulkan/explicit_layer.d", "/usr/local/share/vulkan/explicit_layer.d",
+              "/etc/vulkan/explicit_layer.d")
 API_VERSION = vk.VK_MAKE_VERSION(1, 3, 0)
 
 _SEVERITY = {
@@ -43,32 +46,53 @@ class Instance:
         self._messenger = None
         self._callback = None
         self.handle = self._create()
-        self.physical_devices = list(call("vkEnumeratePhysicalDevices", vk.vkEnumeratePhysicalDevices,
-                                          self.handle))
+        self.physical_devices = self._enumerate()
         if not self.physical_devices and not _user_chose_icds():
             manifests = icd_manifests()
             if manifests:
-                self._destroy()
+                if self.handle is not None:
+                    self._destroy()
+                self.messages.clear()  # the loader's "found no drivers" is handled right here
                 os.environ["VK_ICD_FILENAMES"] = os.pathsep.join(manifests)
                 os.environ["VK_DRIVER_FILES"] = os.pathsep.join(manifests)
                 self.handle = self._create()
-                self.physical_devices = list(vk.vkEnumeratePhysicalDevices(self.handle))
+                self.physical_devices = self._enumerate()
+        if self.handle is None:
+            raise DeviceError("vkCreateInstance failed: VK_ERROR_INCOMPATIBLE_DRIVER (no Vulkan driver "
+                              "found; install mesa-vulkan-drivers for lavapipe)")
+
+    def _enumerate(self) -> list:
+        if self.handle is None:
+            return []
+        return list(call("vkEnumeratePhysicalDevices", vk.vkEnumeratePhysicalDevices, self.handle))
 
     # -- creation ---------------------------------------------------------------------------
     def _create(self):
+        """A new VkInstance, or None where the loader finds no driver at all."""
         layers, extensions = [], []
         if self.validation:
-            available = {cstr(p.layerName) for p in vk.vkEnumerateInstanceLayerProperties()}
-            if VALIDATION_LAYER not in available:
+            if VALIDATION_LAYER not in _layers() and not os.environ.get("VK_LAYER_PATH"):
+                folders = [d for d in LAYER_DIRS if os.path.isdir(d)]
+                os.environ["VK_LAYER_PATH"] = os.pathsep.join(folders)
+            if VALIDATION_LAYER not in _layers():
                 raise DeviceError(f"VKIR_VALIDATION is set but {VALIDATION_LAYER} is not installed "
                                   "(Debian: apt install vulkan-validationlayers)")
             layers.append(VALIDATION_LAYER)
             extensions.append(vk.VK_EXT_DEBUG_UTILS_EXTENSION_NAME)
+            extensions.append("VK_EXT_validation_features")
         app = vk.VkApplicationInfo(pApplicationName="vkir", applicationVersion=1, pEngineName="vkir",
                                    engineVersion=1, apiVersion=API_VERSION)
         messenger_info = self._messenger_info() if self.validation else None
+        if messenger_info is not None:
+            # synchronization validation too: a missing barrier is a bug like any other
+            self._enables = ffi.new("VkValidationFeatureEnableEXT[]", [
+                vk.VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT])
+            self._features = ffi.new("VkValidationFeaturesEXT*", {
+                "sType": vk.VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
+                "pNext": ffi.addressof(messenger_info),
+                "enabledValidationFeatureCount": 1, "pEnabledValidationFeatures": self._enables})
         info = vk.VkInstanceCreateInfo(
-            pNext=ffi.addressof(messenger_info) if messenger_info is not None else ffi.NULL,
+            pNext=self._features if messenger_info is not None else ffi.NULL,
             pApplicationInfo=app,
             enabledLayerCount=len(layers), ppEnabledLayerNames=layers,
             enabledExtensionCount=len(extensions), ppEnabledExtensionNames=extensions)
@@ -78,9 +102,7 @@ class Instance:
             handle = None
         except (vk.VkError, vk.VkException) as exc:
             raise DeviceError(f"vkCreateInstance failed: {type(exc).__name__}") from None
-        if handle is None:
-            raise DeviceError("vkCreateInstance failed: VK_ERROR_INCOMPATIBLE_DRIVER (no Vulkan driver)")
-        if self.validation:
+        if handle is not None and self.validation:
             create = vk.vkGetInstanceProcAddr(handle, "vkCreateDebugUtilsMessengerEXT")
             self._messenger = create(handle, messenger_info, None)
         return handle
@@ -117,6 +139,10 @@ class Instance:
         with self._lock:
             out, self.messages = self.messages, []
         return out
+
+
+def _layers() -> set:
+    return {cstr(p.layerName) for p in vk.vkEnumerateInstanceLayerProperties()}
 
 
 def _user_chose_icds() -> bool:
@@ -156,10 +182,16 @@ def on_shutdown(fn) -> None:
     _closers.append(fn)
 
 
-def shutdown() -> None:
-    """Destroy every device (through the registered closers) and then the instance."""
+def shutdown() -> list[str]:
+    """Destroy every device (through the registered closers) and then the instance. Returns the
+    validation messages not yet taken (printed to stderr as well: nobody else will see them)."""
     inst = _state.pop("instance", None)
     while _closers:
         _closers.pop()()
-    if inst is not None and inst.handle is not None:
-        inst._destroy()
+    if inst is None or inst.handle is None:
+        return []
+    left = inst.take_messages()
+    inst._destroy()
+    for m in left:
+        print(f"vkir: validation message at shutdown: {m}", file=sys.stderr)
+    return left

@@ -83,6 +83,26 @@ def _parse_value(v) -> int:
     return int(v, 0) if isinstance(v, str) else int(v)
 
 
+class _EnumTables(dict):
+    """kind -> {enumerant name (and aliases) -> Enumerant}, each kind built on first use."""
+
+    def __init__(self, raw: dict):
+        super().__init__()
+        self._raw = raw
+
+    def __missing__(self, kind: str) -> dict:
+        table = {}
+        for e in self._raw[kind]:
+            item = Enumerant(e["enumerant"], _parse_value(e["value"]),
+                             tuple(e.get("capabilities", ())), tuple(e.get("extensions", ())),
+                             _version(e.get("version")))
+            table[e["enumerant"]] = item
+            for alias in e.get("aliases", ()):
+                table.setdefault(alias, item)
+        self[kind] = table
+        return table
+
+
 @cache
 def grammar() -> Grammar:
     """The parsed grammar (cached per process)."""
@@ -94,19 +114,8 @@ def grammar() -> Grammar:
         opcodes[inst["opname"]] = inst["opcode"]
         for alias in inst.get("aliases", ()):
             opcodes.setdefault(alias, inst["opcode"])
-    enums = {}
-    for kind in core["operand_kinds"]:
-        if "enumerants" not in kind:
-            continue
-        table = {}
-        for e in kind["enumerants"]:
-            item = Enumerant(e["enumerant"], _parse_value(e["value"]),
-                             tuple(e.get("capabilities", ())), tuple(e.get("extensions", ())),
-                             _version(e.get("version")))
-            table[e["enumerant"]] = item
-            for alias in e.get("aliases", ()):
-                table.setdefault(alias, item)
-        enums[kind["kind"]] = table
+    enums = _EnumTables({k["kind"]: k["enumerants"] for k in core["operand_kinds"]
+                         if "enumerants" in k})
     return Grammar(
         magic=_parse_value(core["magic_number"]),
         opcodes=opcodes,

@@ -39,7 +39,8 @@ class Target:
         object.__setattr__(self, "features", frozenset(self.features))
         unknown = self.features - FEATURES
         if unknown:
-            raise ValueError(f"unknown target features {sorted(unknown)}; known: {sorted(FEATURES)}")
+            raise ValueError(f"unknown target features {sorted(unknown)}; "
+                             f"known: {sorted(FEATURES)}")
         limit = _MAX_SPIRV.get(self.env)
         if limit is not None and self.spirv_version > limit:
             raise ValueError(f"SPIR-V {self.spirv_version[0]}.{self.spirv_version[1]} is too new "

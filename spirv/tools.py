@@ -60,7 +60,7 @@ _lock = threading.Lock()  # SPIRV-Tools contexts are not documented as thread-sa
 
 
 class _Lib:
-    """The loaded library and its per-environment contexts (created lazily, kept for the process)."""
+    """The loaded library and its per-environment contexts (created lazily, kept per process)."""
 
     def __init__(self):
         self.ffi = cffi.FFI()
@@ -105,6 +105,11 @@ def version() -> str:
 
 
 def _as_words(words) -> bytes:
+    """Raw little-endian bytes of a module given as bytes-like data or a sequence of words."""
+    if isinstance(words, (list, tuple)):
+        import struct
+
+        return struct.pack(f"<{len(words)}I", *words)
     data = bytes(words)
     if len(data) % 4:
         raise ValueError(f"SPIR-V binary length {len(data)} is not a multiple of 4")
@@ -185,17 +190,41 @@ def _report(data: bytes, env: str, message: str, word_index: int | None) -> str:
         lines.append(f"(no disassembly: {err})")
         return "\n".join(lines)
     asm = text.splitlines()
-    at = instruction_number(data, word_index) if word_index is not None else None
-    if at is None or at >= len(asm):
-        context = asm[:40]
+    at = _locate(asm, message, data, word_index)
+    if at is None:
         lines.append("disassembly (start of module):")
-        lines.extend("    " + s for s in context)
+        lines.extend("    " + s for s in asm[:40])
         return "\n".join(lines)
     lo, hi = max(0, at - 6), min(len(asm), at + 7)
-    lines.append(f"disassembly around instruction {at} (word {word_index}):")
+    lines.append(f"disassembly around instruction {at + 1}:")
     for i in range(lo, hi):
         lines.append(("--> " if i == at else "    ") + asm[i])
     return "\n".join(lines)
+
+
+def _normalize(line: str) -> str:
+    return " ".join(line.split())
+
+
+def _locate(asm: list[str], message: str, data: bytes, index: int | None) -> int | None:
+    """The line of `asm` (one instruction per line) that the diagnostic is about.
+
+    The validator reports `position.index` as the 1-based ordinal of the offending instruction
+    and quotes the instruction's disassembly on the message's last line; a binary-parse error
+    reports a word offset instead. Use the ordinal when the quoted text agrees, else search for
+    the quoted text, else treat the index as a word offset.
+    """
+    quoted = [_normalize(s) for s in message.splitlines()[1:] if s.strip()]
+    if index is not None and 1 <= index <= len(asm):
+        if not quoted or _normalize(asm[index - 1]) in quoted:
+            return index - 1
+    for q in quoted:
+        for i, line in enumerate(asm):
+            if _normalize(line) == q:
+                return i
+    if index is not None:
+        return instruction_number(data, index)
+    return None
 
 
 def instruction_number(data: bytes, word_index: int) -> int | None:

@@ -54,21 +54,13 @@ def _union(a: Bound, b: Bound) -> Bound:
 
 
 def _mul(a: Bound, b: Bound) -> Bound:
-    if a == (0, 0) or b == (0, 0):
-        return (0, 0)
-    if None in a or None in b:
-        # sign information still helps: nonnegative * nonnegative is nonnegative
-        if a[0] is not None and a[0] >= 0 and b[0] is not None and b[0] >= 0:
-            return (a[0] * b[0], None if None in (a[1], b[1]) else a[1] * b[1])
-        if a[0] is not None and a[0] >= 0 and b[0] == b[1]:
-            c = b[0]
-            return (a[0] * c, None if a[1] is None else a[1] * c) if c >= 0 else \
-                (None if a[1] is None else a[1] * c, a[0] * c)
-        if b[0] is not None and b[0] >= 0 and a[0] == a[1]:
-            return _mul(b, a)
-        return _UNBOUNDED
-    products = [x * y for x in a for y in b]
-    return (min(products), max(products))
+    """Interval product; None sides are infinities (with 0 * inf = 0, exact for intervals)."""
+    inf = float("inf")
+    lo_a, hi_a = (-inf if a[0] is None else a[0]), (inf if a[1] is None else a[1])
+    lo_b, hi_b = (-inf if b[0] is None else b[0]), (inf if b[1] is None else b[1])
+    products = [0 if x == 0 or y == 0 else x * y for x in (lo_a, hi_a) for y in (lo_b, hi_b)]
+    lo, hi = min(products), max(products)
+    return (None if lo == -inf else int(lo), None if hi == inf else int(hi))
 
 
 def _floordiv_const(a: Bound, d: int) -> Bound:

@@ -9,20 +9,24 @@ needed:
 
 - `A[Ramp(b, 1, L)]` (load or store) with `b` provably a multiple of L becomes `A_v[b // L]`;
 - a scalar read `A[i]` with `i` provably `≡ k (mod L)` becomes the lane extract
-  `Shuffle([A_v[i // L]], [k])`;
+  `Shuffle([A_v[i // L]], [k])`; likewise a read `A[Ramp(b, s, n)]` with a constant stride whose
+  lanes provably fall inside one vector element (e.g. the reversed `Ramp(4*q + 3, -1, 4)`)
+  becomes `Shuffle([A_v[b // L]], [k, k+s, ...])`;
 - the shape's last dimension is divided by L, the data var gets `PointerType(dtype xL, scope)`;
   for a parameter the new data var replaces the old one in `params` and `buffer_map`, so the
   kernel's binding becomes an array of vectors over the same bytes.
 
-The storage is left scalar (never an error) when any of these fails: every access is 1-d; every
-vector access is a `Ramp` of stride 1 with one common width L in `allowed_lanes`; every ramp base
-is a provable multiple of L and every scalar read has a provable residue mod L (the modular-set
-analysis of vkir.arith, with let-bound values known); there is no scalar store (a scalar write
-into one lane would be a read-modify-write of the whole vector, racing with other invocations);
-every buffer over the data is scalar, compact, at element offset 0 and of the data's own element
-type (no explicit cast aliases it); the last dimension of every such buffer is a provable multiple
-of L; the element type is an integer or float (bool storage belongs to BoolToInt8); and the data
-var is used only through buffers. Codegen then emits one scalar access per lane, without any cast.
+The storage is left scalar (never an error) unless all of these hold: every access is 1-d;
+every vector access is a `Ramp` of stride 1 with one common width L in `allowed_lanes`, or a read
+within one element as above; every such ramp base is a provable multiple of L and every other
+read has a provable residue mod L (the modular-set analysis of vkir.arith, with let-bound values
+known), so a ramp of another stride reaching over several elements is refused; there is no scalar
+or strided store (writing some lanes of an element would be a read-modify-write of the whole
+vector, racing with other invocations); every buffer over the data is scalar, compact, at element
+offset 0 and of the data's own element type (no explicit cast aliases it); the last dimension of
+every such buffer is a provable multiple of L; the element type is an integer or float (bool
+storage belongs to BoolToInt8); and the data var is used only through buffers. For a refused
+storage codegen emits one scalar access per lane, without any cast.
 
 Soundness of parameters: the runtime owns a parameter's size, so a parameter is rewritten only
 when the divisibility of its last dimension is proved from the signature itself -- a constant
@@ -53,10 +57,17 @@ from .base import Pass
 # index arithmetic shared with PointerCastVectorize
 
 
+def const_stride(index) -> int | None:
+    """The stride of a scalar-based Ramp when it is a constant (also when spelled `0 - 1`)."""
+    if not isinstance(index, Ramp) or index.base.dtype.lanes != 1:
+        return None
+    ms = modular_set(index.stride)
+    return ms.base if ms.is_exact else None
+
+
 def is_unit_ramp(index) -> bool:
     """True for `Ramp(b, 1, L)` with a scalar base and the constant stride 1."""
-    return (isinstance(index, Ramp) and index.base.dtype.lanes == 1
-            and isinstance(index.stride, IntImm) and index.stride.value == 1)
+    return const_stride(index) == 1
 
 
 def split_index(index: PrimExpr, lanes: int, var_sets: Mapping[Var, ModularSet]):
@@ -107,11 +118,38 @@ def _quotient(e: PrimExpr, lanes: int, k: int, var_sets) -> PrimExpr | None:
     return None  # e.g. a let-bound var: the caller falls back to floor division
 
 
+def lanes_in_element(index: PrimExpr, lanes: int, var_sets: Mapping[Var, ModularSet]):
+    """For a scalar index, or a constant-stride ramp, whose lanes all lie in one aligned element
+    of `lanes` lanes: `(q, picks)` with the element index q and the lanes picked from it; else
+    None."""
+    if index.dtype.lanes == 1:
+        parts = split_index(index, lanes, var_sets)
+        return None if parts is None else (parts[0], (parts[1],))
+    stride = const_stride(index)
+    if stride is None:
+        return None
+    parts = split_index(index.base, lanes, var_sets)
+    if parts is None:
+        return None
+    q, k = parts
+    picks = tuple(k + stride * i for i in range(index.lanes))
+    if not all(0 <= p < lanes for p in picks):
+        return None
+    return q, picks
+
+
 def divide_exact(e: PrimExpr, lanes: int, var_sets: Mapping[Var, ModularSet] = {}) -> PrimExpr:
     """`e / lanes` for an `e` proved to be a multiple of `lanes` (asserted)."""
     parts = split_index(e, lanes, var_sets)
     assert parts is not None and parts[1] == 0, f"{e} is not a provable multiple of {lanes}"
     return parts[0]
+
+
+def _show(e) -> str:
+    """An expression as script text, for messages."""
+    from ..script.printer import script
+
+    return script(e)
 
 
 def _is_const(e, value) -> bool:
@@ -187,7 +225,7 @@ class _Collector(ContextMixin, Visitor):
             buf = func.buffer_map.get(p)
             if buf is not None:
                 self._declare(buf, "param")
-        self.pending_scalar_reads: list = []  # (storage, index, var_sets snapshot)
+        self.pending_reads: list = []  # (storage, buffer, index, var_sets snapshot)
 
     def _declare(self, buf: Buffer, root: str | None):
         st = self.storages.get(buf.data)
@@ -197,6 +235,9 @@ class _Collector(ContextMixin, Visitor):
             st = self.storages[buf.data] = Storage(buf.data, root)
         if buf not in st.buffers:
             st.buffers.append(buf)
+            if buf.dtype != buf.data.dtype.element:
+                st.refuse(f"{buf.name} is a {buf.dtype} view of {buf.data.dtype.element} data "
+                          f"(a pointer cast)")
 
     def visit_AllocBuffer(self, node):
         self._declare(node.buffer, "alloc")
@@ -231,21 +272,22 @@ class _Collector(ContextMixin, Visitor):
 
     def _access(self, buf: Buffer, indices: tuple, is_store: bool):
         st = self.storages.get(buf.data)
-        if st is None or st.refusal is not None:
+        if st is None:
             return
-        if buf not in st.buffers:
-            st.buffers.append(buf)
+        self._declare(buf, None)
+        if st.refusal is not None:
+            return
         if len(indices) != 1:
             return st.refuse(f"{buf.name} has a {len(indices)}-d access")
         index = indices[0]
-        if index.dtype.lanes == 1:
-            if is_store:
-                return st.refuse(f"{buf.name} has a scalar store")
-            # residue checked once the width is known
-            self.pending_scalar_reads.append((st, buf, index, dict(self.var_sets)))
-            return
+        if index.dtype.lanes == 1 and is_store:
+            return st.refuse(f"{buf.name} has a scalar store")
         if not is_unit_ramp(index):
-            return st.refuse(f"{buf.name} has a vector access that is not a stride-1 ramp")
+            if is_store or not (index.dtype.lanes == 1 or isinstance(index, Ramp)):
+                return st.refuse(f"{buf.name} has a vector access that is not a stride-1 ramp")
+            # a read of some lanes of one element: checked once the width is known
+            self.pending_reads.append((st, buf, index, dict(self.var_sets)))
+            return
         st.widths.add(index.lanes)
         if len(st.widths) > 1:
             return st.refuse(f"{buf.name} has mixed vector widths {sorted(st.widths)}")
@@ -259,11 +301,21 @@ def plan(func: PrimFunc, allowed_lanes=(2, 4)) -> dict[Var, Storage]:
     col = _Collector(func)
     col.visit(func.body)
     storages = col.storages
-    for st, buf, index, var_sets in col.pending_scalar_reads:
-        if st.refusal is None and len(st.widths) == 1:
-            (lanes,) = st.widths
-            if modular_set(index, var_sets).residue(lanes) is None:
-                st.refuse(f"{buf.name} has a scalar read with no provable lane mod {lanes}")
+    for st, buf, index, var_sets in col.pending_reads:
+        if st.refusal is not None:
+            continue
+        if len(st.widths) != 1:
+            if index.dtype.lanes > 1:
+                st.refuse(f"{buf.name} has a vector access that is not a stride-1 ramp")
+            continue
+        (lanes,) = st.widths
+        if lanes_in_element(index, lanes, var_sets) is not None:
+            continue
+        if index.dtype.lanes == 1:
+            st.refuse(f"{buf.name} has a scalar read with no provable lane mod {lanes}")
+        else:
+            st.refuse(f"{buf.name} has a vector access that is not a stride-1 ramp and reaches "
+                      f"over several elements of {lanes} lanes")
     for st in storages.values():
         _check_storage(st, allowed_lanes)
     return storages
@@ -288,8 +340,8 @@ def _check_storage(st: Storage, allowed_lanes):
         if not buf.shape:
             return st.refuse(f"{buf.name} has no dimensions")
         if not modular_set(buf.shape[-1]).is_multiple_of(lanes):
-            return st.refuse(f"{buf.name}'s extent {buf.shape[-1]} is not a provable multiple "
-                             f"of {lanes}")
+            return st.refuse(f"{buf.name}'s extent {_show(buf.shape[-1])} is not a provable "
+                             f"multiple of {lanes}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -320,26 +372,28 @@ class _Rewriter(ContextMixin, Mutator):
             replace(node, value=value, body=body)
 
     def _index(self, buf, index):
-        """The new scalar index into the vector buffer and the lane read (None for a whole ramp)."""
+        """The new scalar index into the vector buffer, and the lanes read from that element
+        (None for a whole aligned ramp)."""
         lanes = self.lanes_of[buf.data]
-        if index.dtype.lanes == 1:
-            q, k = split_index(index, lanes, self.var_sets)
-            return self.visit(q), k
-        assert is_unit_ramp(index) and index.lanes == lanes
-        return self.visit(divide_exact(index.base, lanes, self.var_sets)), None
+        if is_unit_ramp(index):
+            assert index.lanes == lanes
+            return self.visit(divide_exact(index.base, lanes, self.var_sets)), None
+        parts = lanes_in_element(index, lanes, self.var_sets)
+        assert parts is not None, "the analysis refuses reads outside one element"
+        return self.visit(parts[0]), parts[1]
 
     def visit_BufferLoad(self, node):
         if node.buffer.data not in self.lanes_of:
             return self.generic_visit(node)
-        q, k = self._index(node.buffer, node.indices[0])
+        q, picks = self._index(node.buffer, node.indices[0])
         load = BufferLoad(self.buffers[node.buffer], (q,), span=node.span)
-        return load if k is None else Shuffle((load,), (k,), span=node.span)
+        return load if picks is None else Shuffle((load,), picks, span=node.span)
 
     def visit_BufferStore(self, node):
         if node.buffer.data not in self.lanes_of:
             return self.generic_visit(node)
-        q, k = self._index(node.buffer, node.indices[0])
-        assert k is None, "scalar stores are refused by the analysis"
+        q, picks = self._index(node.buffer, node.indices[0])
+        assert picks is None, "partial stores are refused by the analysis"
         return BufferStore(self.buffers[node.buffer], self.visit(node.value), (q,), span=node.span)
 
 

@@ -1,0 +1,1 @@
+"""The vkir benchmark suite (run with `vkir bench`); see suite.py."""

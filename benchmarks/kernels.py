@@ -1,0 +1,78 @@
+"""The vkir kernels the benchmarks run, written as T.prim_func scripts. Each mirrors the
+algorithm of its GLSL reference in shaders/ so the vkir/GLSL ratio compares code generation,
+not algorithms."""
+
+from vkir import T
+from vkir.demo import block_sum, matmul  # noqa: F401  (the same kernels as the demo)
+
+VADD_SOURCE = '''
+@T.prim_func
+def vadd(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32"),
+         c: T.Buffer(("n",), "float32")):
+    for bx in T.thread_binding((n + 63) // 64, "blockIdx.x"):
+        for tx in T.thread_binding(64, "threadIdx.x"):
+            i = bx * 64 + tx
+            if i < n:
+                c[i] = a[i] + b[i]
+'''
+
+
+@T.prim_func
+def vadd4(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32"),
+          c: T.Buffer(("n",), "float32")):
+    # 256 threads x 4 elements per workgroup: 2^24 elements fit the 65535-workgroup limit
+    for bx in T.thread_binding((n + 1023) // 1024, "blockIdx.x"):
+        for tx in T.thread_binding(256, "threadIdx.x"):
+            for j in T.unroll(4):
+                i = bx * 1024 + j * 256 + tx
+                if i < n:
+                    c[i] = a[i] + b[i]
+
+
+@T.prim_func
+def softmax(x: T.Buffer(("rows", "cols"), "float32"), y: T.Buffer(("rows", "cols"), "float32")):
+    # one workgroup of 256 threads per row; max and sum of exp reduced in shared memory
+    for r in T.thread_binding(rows, "blockIdx.x"):
+        s = T.alloc_buffer((256,), "float32", scope="shared")
+        for tx in T.thread_binding(256, "threadIdx.x"):
+            acc = T.alloc_buffer((1,), "float32", scope="local")
+            mx = T.alloc_buffer((1,), "float32", scope="local")
+            acc[0] = T.float32(-3.4028234663852886e38)
+            for j in T.serial((cols + 255) // 256):
+                c = j * 256 + tx
+                if c < cols:
+                    acc[0] = T.max(acc[0], x[r, c])
+            s[tx] = acc[0]
+            T.barrier()
+            for level in T.unroll(8):
+                stride = 128 >> level
+                if tx < stride:
+                    s[tx] = T.max(s[tx], s[tx + stride])
+                T.barrier()
+            mx[0] = s[0]
+            T.barrier()
+            acc[0] = T.float32(0)
+            for j in T.serial((cols + 255) // 256):
+                c = j * 256 + tx
+                if c < cols:
+                    acc[0] = acc[0] + T.exp(x[r, c] - mx[0])
+            s[tx] = acc[0]
+            T.barrier()
+            for level in T.unroll(8):
+                stride = 128 >> level
+                if tx < stride:
+                    s[tx] = s[tx] + s[tx + stride]
+                T.barrier()
+            inv = T.float32(1) / s[0]
+            for j in T.serial((cols + 255) // 256):
+                c = j * 256 + tx
+                if c < cols:
+                    y[r, c] = T.exp(x[r, c] - mx[0]) * inv
+
+
+@T.prim_func
+def noop(a: T.Buffer((1,), "float32")):
+    # one invocation that does nothing: dispatch round-trip latency
+    for bx in T.thread_binding(1, "blockIdx.x"):
+        for tx in T.thread_binding(1, "threadIdx.x"):
+            T.evaluate(0)

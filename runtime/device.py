@@ -1,0 +1,268 @@
+"""Device: a logical VkDevice with one compute queue and everything dispatch needs.
+
+It enables only what kernels can use (shaderInt64/Int16/Float64, float16/int8 arithmetic, 8/16-bit
+storage, variable pointers; robustness and the rest stay off), owns the command pool, descriptor
+pools, the VkPipelineCache, a fence, and the caches of pipelines and pre-recorded launches.
+Execution is synchronous: every submit is waited for, so no resource is ever in flight when Python
+code touches it.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+
+from vkir.errors import DeviceError, UnsupportedError
+
+from ._vk import call, check, cstr, ffi, lib, vk
+from .info import CORE_FEATURES, FEATURE_STRUCTS, DeviceInfo, feature_chain
+
+UINT64_MAX = 0xFFFFFFFFFFFFFFFF
+# extensions that carry feature structs on Vulkan 1.1 devices (core from 1.2)
+FEATURE_EXTENSIONS = {
+    "VkPhysicalDeviceShaderFloat16Int8Features": "VK_KHR_shader_float16_int8",
+    "VkPhysicalDevice8BitStorageFeatures": "VK_KHR_8bit_storage",
+}
+LAUNCH_CACHE_SIZE = 256
+DESCRIPTOR_POOL_SETS = 256
+DESCRIPTOR_POOL_BUFFERS = 256 * 8
+
+
+class Device:
+    """An opened device. Use `vkir.runtime.open_device` (cached), not the constructor."""
+
+    def __init__(self, instance, info: DeviceInfo, physical):
+        self.instance = instance
+        self.info = info
+        self.physical = physical
+        self._lock = threading.RLock()
+        self.queue_family, self.timestamp_bits = self._pick_queue_family()
+        self.handle = self._create_device()
+        self.queue = vk.vkGetDeviceQueue(self.handle, self.queue_family, 0)
+        self.memory = vk.vkGetPhysicalDeviceMemoryProperties(physical)
+        self.command_pool = vk.vkCreateCommandPool(self.handle, vk.VkCommandPoolCreateInfo(
+            flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+            queueFamilyIndex=self.queue_family), None)
+        self.pipeline_cache = vk.vkCreatePipelineCache(self.handle, vk.VkPipelineCacheCreateInfo(), None)
+        self._fence_ptr = ffi.new("VkFence*")
+        check(lib.vkCreateFence(self.handle, ffi.addressof(vk.VkFenceCreateInfo()), ffi.NULL,
+                                  self._fence_ptr),
+              "vkCreateFence")
+        self.fence = self._fence_ptr[0]
+        self._descriptor_pools: list = []
+        self.pipelines: dict = {}                      # key -> Pipeline
+        self.launches: OrderedDict = OrderedDict()     # key -> Launch (LRU)
+        self._live_buffers: dict = {}                  # serial -> weakref.finalize
+        self._pending_free: list = []                  # (serial, VkBuffer, VkDeviceMemory)
+        self._serial = 0
+        self._staging = None
+        self._transfer_cmd = None
+        # host-visible (mapped) buffers on unified memory, device-local + staging elsewhere;
+        # tests flip it to exercise the staging path on lavapipe
+        self.host_visible_buffers = info.unified_memory
+        self.closed = False
+
+    # -- creation ---------------------------------------------------------------------------
+    def _pick_queue_family(self):
+        families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)
+        compute = [(i, f) for i, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT]
+        if not compute:
+            raise UnsupportedError(f"device {self.info.name!r} has no compute queue")
+        # prefer a family with timestamps, then the first one
+        compute.sort(key=lambda x: (x[1].timestampValidBits == 0, x[0]))
+        index, family = compute[0]
+        return index, family.timestampValidBits
+
+    def _create_device(self):
+        available = {cstr(e.extensionName) for e in
+                     vk.vkEnumerateDeviceExtensionProperties(self.physical, None)}
+        core12 = tuple(int(x) for x in self.info.api_version.split(".")[:2]) >= (1, 2)
+        extensions = []
+        if "VK_KHR_portability_subset" in available:
+            extensions.append("VK_KHR_portability_subset")
+        # query supported values, then keep only the members kernels use
+        head, structs = feature_chain()
+        lib.vkGetPhysicalDeviceFeatures2(self.physical, head)
+        enabled = ffi.new("VkPhysicalDeviceFeatures2*")
+        enabled.sType = head.sType
+        for member in CORE_FEATURES:
+            setattr(enabled.features, member, getattr(head.features, member))
+        prev, keep = enabled, []
+        for s, (cname, stype, members) in zip(structs, FEATURE_STRUCTS):
+            ext = FEATURE_EXTENSIONS.get(cname)
+            if ext is not None and not core12:
+                if ext not in available:
+                    continue
+                extensions.append(ext)
+            e = ffi.new(cname + "*")
+            e.sType = stype
+            for member in members:
+                setattr(e, member, getattr(s, member))
+            prev.pNext = e
+            prev = e
+            keep.append(e)
+        priorities = ffi.new("float[]", [1.0])
+        queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.queue_family, queueCount=1,
+                                               pQueuePriorities=priorities)
+        info = vk.VkDeviceCreateInfo(pNext=enabled, queueCreateInfoCount=1,
+                                     pQueueCreateInfos=[queue_info],
+                                     enabledExtensionCount=len(extensions),
+                                     ppEnabledExtensionNames=extensions)
+        return call("vkCreateDevice", vk.vkCreateDevice, self.physical, info, None)
+
+    # -- memory types -----------------------------------------------------------------------
+    def memory_type(self, type_bits: int, want: int, prefer: int = 0) -> int:
+        """Index of a memory type allowed by `type_bits` with all `want` flags (best: + `prefer`)."""
+        best, best_score = None, -1
+        for i in range(self.memory.memoryTypeCount):
+            flags = self.memory.memoryTypes[i].propertyFlags
+            if not (type_bits >> i) & 1 or (flags & want) != want:
+                continue
+            score = bin(flags & prefer).count("1")
+            if score > best_score:
+                best, best_score = i, score
+        if best is None:
+            raise DeviceError(f"no memory type with flags {want:#x} on {self.info.name!r}")
+        return best
+
+    def next_serial(self) -> int:
+        self._serial += 1
+        return self._serial
+
+    # -- buffers: deferred release ----------------------------------------------------------
+    def _track(self, buf, handle, memory):
+        fin = weakref.finalize(buf, self._release, buf.serial, handle, memory)
+        fin.atexit = False
+        self._live_buffers[buf.serial] = (fin, handle, memory)
+
+    def _release(self, serial, handle, memory):
+        # runs from a weakref finalizer at any point: only queue the work
+        self._live_buffers.pop(serial, None)
+        self._pending_free.append((serial, handle, memory))
+
+    def collect(self) -> None:
+        """Destroy buffers whose Python objects are gone, and the launches that used them."""
+        with self._lock:
+            while self._pending_free:
+                pending, self._pending_free = self._pending_free, []
+                dead = {serial for serial, _, _ in pending}
+                for key in [k for k, launch in self.launches.items() if dead & launch.serials]:
+                    self.launches.pop(key).destroy()
+                for _, handle, memory in pending:
+                    lib.vkDestroyBuffer(self.handle, handle, ffi.NULL)
+                    lib.vkFreeMemory(self.handle, memory, ffi.NULL)
+
+    # -- descriptor sets --------------------------------------------------------------------
+    def allocate_descriptor_set(self, layout):
+        """A descriptor set for `layout`, from the first pool with room (a new pool when full)."""
+        layouts = ffi.new("VkDescriptorSetLayout[]", [layout])
+        out = ffi.new("VkDescriptorSet*")
+        for pool in reversed(self._descriptor_pools):
+            info = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1,
+                                                  pSetLayouts=layouts)
+            if lib.vkAllocateDescriptorSets(self.handle, ffi.addressof(info), out) == vk.VK_SUCCESS:
+                return pool, out[0]
+        sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                         descriptorCount=DESCRIPTOR_POOL_BUFFERS)]
+        pool = call("vkCreateDescriptorPool", vk.vkCreateDescriptorPool, self.handle,
+                    vk.VkDescriptorPoolCreateInfo(
+                        flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
+                        maxSets=DESCRIPTOR_POOL_SETS, poolSizeCount=1, pPoolSizes=sizes), None)
+        self._descriptor_pools.append(pool)
+        info = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1,
+                                              pSetLayouts=layouts)
+        check(lib.vkAllocateDescriptorSets(self.handle, ffi.addressof(info), out), "vkAllocateDescriptorSets")
+        return pool, out[0]
+
+    def allocate_command_buffer(self):
+        out = ffi.new("VkCommandBuffer*")
+        info = vk.VkCommandBufferAllocateInfo(commandPool=self.command_pool,
+                                              level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                              commandBufferCount=1)
+        check(lib.vkAllocateCommandBuffers(self.handle, ffi.addressof(info), out), "vkAllocateCommandBuffers")
+        return out[0]
+
+    # -- submission -------------------------------------------------------------------------
+    def submit(self, submit_info) -> None:
+        """Submit one prepared VkSubmitInfo* and wait for it (the hot path: raw C calls)."""
+        with self._lock:
+            r = lib.vkQueueSubmit(self.queue, 1, submit_info, self.fence)
+            if r:
+                check(r, "vkQueueSubmit")
+            r = lib.vkWaitForFences(self.handle, 1, self._fence_ptr, 1, UINT64_MAX)
+            lib.vkResetFences(self.handle, 1, self._fence_ptr)
+            if r:
+                check(r, "vkWaitForFences")
+
+    def one_shot(self, record) -> None:
+        """Record commands with `record(cmd)` into the transfer command buffer, submit and wait."""
+        with self._lock:
+            if self._transfer_cmd is None:
+                self._transfer_cmd = self.allocate_command_buffer()
+                self._transfer_ptr = ffi.new("VkCommandBuffer[]", [self._transfer_cmd])
+                self._transfer_submit = ffi.new("VkSubmitInfo*", {
+                    "sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, "commandBufferCount": 1,
+                    "pCommandBuffers": self._transfer_ptr})
+            cmd = self._transfer_cmd
+            begin = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+            check(lib.vkBeginCommandBuffer(cmd, ffi.addressof(begin)), "vkBeginCommandBuffer")
+            record(cmd)
+            check(lib.vkEndCommandBuffer(cmd), "vkEndCommandBuffer")
+            self.submit(self._transfer_submit)
+
+    def staging(self, nbytes: int):
+        """A host-visible staging buffer of at least `nbytes` (kept and grown as needed)."""
+        from .memory import Buffer
+
+        if self._staging is None or self._staging.nbytes < nbytes:
+            self._staging = None
+            self.collect()
+            self._staging = Buffer(self, max(nbytes, 1 << 20), staging=True)
+        return self._staging
+
+    def reset_pipeline_cache(self) -> None:
+        """Forget every pipeline (and the launches using them) and start a new VkPipelineCache,
+        so the next build compiles from scratch: used to measure cold compile times."""
+        with self._lock:
+            lib.vkDeviceWaitIdle(self.handle)
+            for launch in self.launches.values():
+                launch.destroy()
+            self.launches.clear()
+            for pipeline in self.pipelines.values():
+                pipeline.destroy()
+            self.pipelines.clear()
+            lib.vkDestroyPipelineCache(self.handle, self.pipeline_cache, ffi.NULL)
+            self.pipeline_cache = vk.vkCreatePipelineCache(self.handle, vk.VkPipelineCacheCreateInfo(), None)
+
+    # -- teardown ---------------------------------------------------------------------------
+    def close(self) -> None:
+        """Destroy everything this device created (buffers still referenced become unusable)."""
+        if self.closed:
+            return
+        with self._lock:
+            lib.vkDeviceWaitIdle(self.handle)
+            self._staging = None
+            for launch in self.launches.values():
+                launch.destroy()
+            self.launches.clear()
+            for pipeline in self.pipelines.values():
+                pipeline.destroy()
+            self.pipelines.clear()
+            # free still-referenced buffers directly: at interpreter exit weakref finalizers
+            # no longer run when called
+            for serial, (fin, handle, memory) in list(self._live_buffers.items()):
+                fin.detach()
+                self._pending_free.append((serial, handle, memory))
+            self._live_buffers.clear()
+            self.collect()
+            for pool in self._descriptor_pools:
+                lib.vkDestroyDescriptorPool(self.handle, pool, ffi.NULL)
+            lib.vkDestroyFence(self.handle, self.fence, ffi.NULL)
+            lib.vkDestroyPipelineCache(self.handle, self.pipeline_cache, ffi.NULL)
+            lib.vkDestroyCommandPool(self.handle, self.command_pool, ffi.NULL)
+            lib.vkDestroyDevice(self.handle, ffi.NULL)
+            self.closed = True
+
+    def __repr__(self) -> str:
+        return f"<vkir Device {self.info.index}: {self.info.name}>"

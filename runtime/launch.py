@@ -1,0 +1,190 @@
+"""Launches: a pipeline bound to buffers, push constants and a group count, pre-recorded.
+
+A Launch owns a descriptor set and a command buffer recorded once:
+
+    barrier (earlier shader/transfer writes -> this shader), [timestamp], bind, push constants,
+    vkCmdDispatch, [timestamp], barrier (shader writes -> host reads, later transfers)
+
+so running it again is one vkQueueSubmit + fence wait. `dispatch` looks launches up in the device's
+LRU cache keyed by (pipeline, buffer serials, push-constant bytes, groups, timed): calling a kernel
+again on the same device buffers re-records nothing.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+from vkir.errors import ArgumentError, DeviceError, UnsupportedError
+
+from ._vk import WHOLE_SIZE, check, ffi, lib, vk
+from .device import LAUNCH_CACHE_SIZE
+from .memory import _barrier
+
+SHADER = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+TRANSFER = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+
+
+class Launch:
+    """One recorded dispatch; `run()` submits it and waits."""
+
+    __slots__ = ("device", "pipeline", "serials", "pool", "set", "cmd", "submit_info", "_keep",
+                 "query_pool")
+
+    def __init__(self, device, pipeline, buffers, push: bytes, groups: tuple, timed: bool):
+        self.device = device
+        self.pipeline = pipeline
+        self.serials = frozenset(b.serial for b in buffers)
+        dev = device.handle
+        self.pool, self.set = device.allocate_descriptor_set(pipeline.set_layout)
+        self.query_pool = None
+        self.cmd = None
+        if pipeline.bindings:
+            infos = [vk.VkDescriptorBufferInfo(buffer=b.handle, offset=0, range=WHOLE_SIZE)
+                     for b in buffers]
+            writes = [vk.VkWriteDescriptorSet(dstSet=self.set, dstBinding=binding, dstArrayElement=0,
+                                              descriptorCount=1,
+                                              descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                              pBufferInfo=[info])
+                      for binding, info in zip(pipeline.bindings, infos)]
+            vk.vkUpdateDescriptorSets(dev, len(writes), writes, 0, None)
+        if timed:
+            self.query_pool = vk.vkCreateQueryPool(dev, vk.VkQueryPoolCreateInfo(
+                queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=2), None)
+        self.cmd = cmd = device.allocate_command_buffer()
+        begin = vk.VkCommandBufferBeginInfo()
+        check(lib.vkBeginCommandBuffer(cmd, ffi.addressof(begin)), "vkBeginCommandBuffer")
+        _barrier(cmd, SHADER | TRANSFER, vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                 SHADER, vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT)
+        if timed:
+            lib.vkCmdResetQueryPool(cmd, self.query_pool, 0, 2)
+            lib.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, self.query_pool, 0)
+        lib.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle)
+        sets = ffi.new("VkDescriptorSet[]", [self.set])
+        lib.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout, 0, 1, sets,
+                                    0, ffi.NULL)
+        if pipeline.push_constant_size:
+            data = bytes(push).ljust(pipeline.push_constant_size, b"\0")
+            lib.vkCmdPushConstants(cmd, pipeline.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(data),
+                                   ffi.from_buffer(data))
+        lib.vkCmdDispatch(cmd, *groups)
+        if timed:
+            lib.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, self.query_pool, 1)
+        _barrier(cmd, SHADER, vk.VK_ACCESS_SHADER_WRITE_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT | TRANSFER,
+                 vk.VK_ACCESS_HOST_READ_BIT | vk.VK_ACCESS_TRANSFER_READ_BIT)
+        check(lib.vkEndCommandBuffer(cmd), "vkEndCommandBuffer")
+        cmds = ffi.new("VkCommandBuffer[]", [cmd])
+        self.submit_info = ffi.new("VkSubmitInfo*", {"sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                                                     "commandBufferCount": 1, "pCommandBuffers": cmds})
+        self._keep = cmds
+
+    def run(self) -> None:
+        self.device.submit(self.submit_info)
+
+    def elapsed(self) -> float:
+        """Device seconds between the two timestamps of the last run (timed launches only)."""
+        out = ffi.new("uint64_t[2]")
+        check(lib.vkGetQueryPoolResults(self.device.handle, self.query_pool, 0, 2, 16, out, 8,
+                                        vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT),
+              "vkGetQueryPoolResults")
+        bits = self.device.timestamp_bits
+        mask = (1 << bits) - 1 if bits < 64 else 0xFFFFFFFFFFFFFFFF
+        ticks = ((out[1] & mask) - (out[0] & mask)) & mask
+        return ticks * self.device.info.limits.timestamp_period_ns * 1e-9
+
+    def destroy(self) -> None:
+        dev = self.device.handle
+        if self.cmd is not None:
+            cmds = ffi.new("VkCommandBuffer[]", [self.cmd])
+            lib.vkFreeCommandBuffers(dev, self.device.command_pool, 1, cmds)
+            self.cmd = None
+        sets = ffi.new("VkDescriptorSet[]", [self.set])
+        lib.vkFreeDescriptorSets(dev, self.pool, 1, sets)
+        if self.query_pool is not None:
+            lib.vkDestroyQueryPool(dev, self.query_pool, ffi.NULL)
+            self.query_pool = None
+
+
+def get_launch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1), timed: bool = False) -> Launch:
+    """The cached Launch for these exact arguments, recorded on first use."""
+    key = (pipeline, tuple(b.serial for b in buffers), push, groups, timed)
+    launches = device.launches
+    launch = launches.get(key)
+    if launch is not None:
+        launches.move_to_end(key)
+        return launch
+    with device._lock:
+        device.collect()
+        if pipeline.handle is None:
+            raise DeviceError("this pipeline was destroyed (device closed or pipeline cache reset); "
+                              "build the kernel again")
+        _check(device, pipeline, buffers, push, groups)
+        launch = Launch(device, pipeline, buffers, push, groups, timed)
+        launches[key] = launch
+        while len(launches) > LAUNCH_CACHE_SIZE:
+            launches.popitem(last=False)[1].destroy()
+    return launch
+
+
+def _check(device, pipeline, buffers, push, groups):
+    if len(buffers) != len(pipeline.bindings):
+        raise ArgumentError(f"pipeline has {len(pipeline.bindings)} bindings, got {len(buffers)} buffers")
+    if len(push) > pipeline.push_constant_size:
+        raise ArgumentError(f"{len(push)} push-constant bytes for a block of {pipeline.push_constant_size}")
+    for b in buffers:
+        if b.device is not device:
+            raise ArgumentError(f"{b!r} lives on another device than {device!r}")
+    limits = device.info.limits
+    if len(groups) != 3:
+        raise ArgumentError(f"group counts must be (x, y, z), got {groups!r}")
+    for axis, (n, cap) in enumerate(zip(groups, limits.max_workgroup_count)):
+        if n < 0:
+            raise ArgumentError(f"negative workgroup count {n} on axis {'xyz'[axis]}")
+        if n > cap:
+            raise UnsupportedError(f"{n} workgroups on axis {'xyz'[axis]} exceed maxComputeWorkGroupCount "
+                                   f"({cap}) of {device.info.name!r}")
+
+
+def dispatch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1)) -> None:
+    """Run `pipeline` once on `buffers` and wait for it."""
+    get_launch(device, pipeline, buffers, push, groups).run()
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per run: `median`, `min`, `max` over `n` runs; `source` is "timestamp" (device
+    timestamp queries) or "wall" (host clock around submit+wait, where timestamps are missing)."""
+
+    median: float
+    min: float
+    max: float
+    n: int
+    source: str
+    samples: tuple = ()
+
+    @staticmethod
+    def of(samples, source: str) -> "Timing":
+        return Timing(statistics.median(samples), min(samples), max(samples), len(samples), source,
+                      tuple(samples))
+
+
+def profile(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1), repeat: int = 50,
+            warmup: int = 1) -> Timing:
+    """Time `repeat` runs (after `warmup` untimed ones) with timestamp queries, or wall time."""
+    if repeat < 1:
+        raise ArgumentError(f"repeat must be >= 1, got {repeat}")
+    timed = device.timestamp_bits > 0
+    launch = get_launch(device, pipeline, buffers, push, groups, timed=timed)
+    for _ in range(warmup):
+        launch.run()
+    samples = []
+    for _ in range(repeat):
+        if timed:
+            launch.run()
+            samples.append(launch.elapsed())
+        else:
+            t0 = time.perf_counter()
+            launch.run()
+            samples.append(time.perf_counter() - t0)
+    return Timing.of(samples, "timestamp" if timed else "wall")

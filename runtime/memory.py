@@ -1,0 +1,188 @@
+"""Device buffers: one VkBuffer + VkDeviceMemory each, freed when the Python object goes.
+
+On unified-memory devices (lavapipe, integrated GPUs) buffers live in host-visible device-local
+memory, persistently mapped, and host copies are plain memcpy. Elsewhere they are device-local and
+host copies go through the device's staging buffer with vkCmdCopyBuffer. Non-coherent memory is
+flushed after host writes and invalidated before host reads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vkir.errors import ArgumentError, DeviceError
+
+from ._vk import WHOLE_SIZE, check, ffi, lib, vk
+
+USAGE = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+         | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+HOST_VISIBLE = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
+HOST_COHERENT = vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+HOST_CACHED = vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT
+DEVICE_LOCAL = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+MIN_BYTES = 16  # Vulkan forbids empty buffers; small sizes are rounded up to a 16-byte multiple
+
+
+class Buffer:
+    """`nbytes` bytes of device memory usable as a storage buffer."""
+
+    __slots__ = ("device", "nbytes", "alloc_bytes", "handle", "memory", "serial", "host_visible",
+                 "coherent", "_ptr", "__weakref__")
+
+    def __init__(self, device, nbytes: int, staging: bool = False):
+        device.collect()
+        limit = device.info.limits.max_storage_buffer_range
+        if nbytes > limit and not staging:
+            from vkir.errors import UnsupportedError
+
+            raise UnsupportedError(f"a buffer of {nbytes} bytes exceeds maxStorageBufferRange "
+                                   f"({limit} bytes) of {device.info.name!r}")
+        self.device = device
+        self.nbytes = int(nbytes)
+        self.alloc_bytes = max(MIN_BYTES, (self.nbytes + 15) // 16 * 16)
+        self.serial = device.next_serial()
+        dev = device.handle
+        out = ffi.new("VkBuffer*")
+        info = vk.VkBufferCreateInfo(size=self.alloc_bytes, usage=USAGE,
+                                     sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
+        check(lib.vkCreateBuffer(dev, ffi.addressof(info), ffi.NULL, out), "vkCreateBuffer")
+        self.handle = out[0]
+        req = ffi.new("VkMemoryRequirements*")
+        lib.vkGetBufferMemoryRequirements(dev, self.handle, req)
+        mapped = staging or device.host_visible_buffers
+        if staging:
+            type_index = device.memory_type(req.memoryTypeBits, HOST_VISIBLE, HOST_CACHED | HOST_COHERENT)
+        elif mapped:
+            type_index = device.memory_type(req.memoryTypeBits, HOST_VISIBLE,
+                                            DEVICE_LOCAL | HOST_CACHED | HOST_COHERENT)
+        else:
+            type_index = device.memory_type(req.memoryTypeBits, DEVICE_LOCAL)
+        flags = device.memory.memoryTypes[type_index].propertyFlags
+        mem = ffi.new("VkDeviceMemory*")
+        alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=type_index)
+        r = lib.vkAllocateMemory(dev, ffi.addressof(alloc), ffi.NULL, mem)
+        if r:
+            lib.vkDestroyBuffer(dev, self.handle, ffi.NULL)
+            check(r, f"vkAllocateMemory({req.size} bytes)")
+        self.memory = mem[0]
+        check(lib.vkBindBufferMemory(dev, self.handle, self.memory, 0), "vkBindBufferMemory")
+        device._track(self, self.handle, self.memory)
+        self.host_visible = mapped and bool(flags & HOST_VISIBLE)
+        self.coherent = bool(flags & HOST_COHERENT)
+        self._ptr = None
+        if self.host_visible:
+            pp = ffi.new("void**")
+            check(lib.vkMapMemory(dev, self.memory, 0, WHOLE_SIZE, 0, pp), "vkMapMemory")
+            self._ptr = pp[0]
+
+    # -- host access ------------------------------------------------------------------------
+    def host_view(self) -> np.ndarray:
+        """A uint8 numpy view of the mapped memory (host-visible buffers only)."""
+        assert self._ptr is not None, "buffer is not host-visible"
+        return np.frombuffer(ffi.buffer(self._ptr, self.nbytes), dtype=np.uint8)
+
+    def write(self, data) -> None:
+        """Copy `data` (a C-contiguous array or bytes of exactly nbytes) into the buffer."""
+        if self.device.closed:
+            check_alive(self)
+        src = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        if src.nbytes != self.nbytes:
+            raise ArgumentError(f"write of {src.nbytes} bytes into a buffer of {self.nbytes} bytes")
+        if self.nbytes == 0:
+            return
+        if self._ptr is not None:
+            ffi.memmove(self._ptr, src, self.nbytes)
+            if not self.coherent:
+                self._flush()
+            return
+        stage = self.device.staging(self.nbytes)
+        stage.write_prefix(src)
+        self.device.one_shot(lambda cmd: _copy(cmd, stage.handle, self.handle, self.nbytes))
+
+    def write_prefix(self, src: np.ndarray) -> None:
+        ffi.memmove(self._ptr, src, src.nbytes)
+        if not self.coherent:
+            self._flush()
+
+    def read(self, out: np.ndarray | None = None) -> np.ndarray:
+        """Copy the buffer into `out` (C-contiguous, nbytes large) or a new uint8 array."""
+        if self.device.closed:
+            check_alive(self)
+        if out is None:
+            out = np.empty(self.nbytes, dtype=np.uint8)
+        dst = out.reshape(-1).view(np.uint8)
+        assert dst.nbytes == self.nbytes and out.flags.c_contiguous
+        if self.nbytes == 0:
+            return out
+        if self._ptr is not None:
+            if not self.coherent:
+                self._invalidate()
+            ffi.memmove(ffi.from_buffer(dst), self._ptr, self.nbytes)
+            return out
+        stage = self.device.staging(self.nbytes)
+        self.device.one_shot(lambda cmd: _copy(cmd, self.handle, stage.handle, self.nbytes, to_host=True))
+        if not stage.coherent:
+            stage._invalidate()
+        ffi.memmove(ffi.from_buffer(dst), stage._ptr, self.nbytes)
+        return out
+
+    def fill_zero(self) -> None:
+        """Set every byte to zero."""
+        if self._ptr is not None:
+            self.host_view()[:] = 0
+            if not self.coherent:
+                self._flush()
+            return
+        self.device.one_shot(lambda cmd: _fill_zero(cmd, self.handle))
+
+    def copy_from(self, other: "Buffer") -> None:
+        """Device-side copy of `other`'s bytes into this buffer (same size)."""
+        assert other.nbytes == self.nbytes
+        if self.nbytes:
+            self.device.one_shot(lambda cmd: _copy(cmd, other.handle, self.handle, self.nbytes))
+
+    def _range(self):
+        return vk.VkMappedMemoryRange(memory=self.memory, offset=0, size=WHOLE_SIZE)
+
+    def _flush(self):
+        check(lib.vkFlushMappedMemoryRanges(self.device.handle, 1, ffi.addressof(self._range())),
+              "vkFlushMappedMemoryRanges")
+
+    def _invalidate(self):
+        check(lib.vkInvalidateMappedMemoryRanges(self.device.handle, 1, ffi.addressof(self._range())),
+              "vkInvalidateMappedMemoryRanges")
+
+    def __repr__(self):
+        return f"<vkir Buffer #{self.serial} {self.nbytes} bytes on {self.device.info.name}>"
+
+
+def _copy(cmd, src, dst, nbytes, to_host=False):
+    """vkCmdCopyBuffer between barriers that order it after earlier shader/transfer writes and
+    make its result visible to later shaders (and to the host for a download)."""
+    _barrier(cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+             vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+             vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+             vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+    region = ffi.new("VkBufferCopy*", {"srcOffset": 0, "dstOffset": 0, "size": nbytes})
+    lib.vkCmdCopyBuffer(cmd, src, dst, 1, region)
+    if to_host:
+        _barrier(cmd, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                 vk.VK_PIPELINE_STAGE_HOST_BIT, vk.VK_ACCESS_HOST_READ_BIT)
+
+
+def _fill_zero(cmd, buf):
+    _barrier(cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+             vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+             vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+    lib.vkCmdFillBuffer(cmd, buf, 0, WHOLE_SIZE, 0)
+
+
+def _barrier(cmd, src_stage, src_access, dst_stage, dst_access):
+    mb = ffi.new("VkMemoryBarrier*", {"sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                                      "srcAccessMask": src_access, "dstAccessMask": dst_access})
+    lib.vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, mb, 0, ffi.NULL, 0, ffi.NULL)
+
+
+def check_alive(buf: Buffer) -> None:
+    if buf.device.closed:
+        raise DeviceError(f"{buf!r} belongs to a closed device")

@@ -1,0 +1,82 @@
+"""Compute pipelines: shader module, descriptor set layout, pipeline layout, VkPipeline.
+
+A pipeline is described by the SPIR-V words, the entry point, the binding numbers of its storage
+buffers (descriptor set 0) and the size of its push-constant block. `get_pipeline` caches one per
+device and description (the SPIR-V by its SHA-256), and every creation goes through the device's
+VkPipelineCache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from vkir.errors import UnsupportedError
+
+from ._vk import call, ffi, lib, vk
+
+
+class Pipeline:
+    """A ready compute pipeline. `bindings` are storage-buffer binding numbers, in the order
+    launches pass their buffers."""
+
+    def __init__(self, device, spirv: bytes, entry_point: str, bindings: tuple, push_constant_size: int):
+        if len(spirv) % 4 or len(spirv) == 0:
+            raise UnsupportedError(f"SPIR-V size {len(spirv)} is not a positive multiple of 4")
+        limit = device.info.limits.max_push_constant_bytes
+        if push_constant_size > limit:
+            raise UnsupportedError(f"push constants of {push_constant_size} bytes exceed "
+                                   f"maxPushConstantsSize ({limit}) of {device.info.name!r}")
+        self.device = device
+        self.entry_point = entry_point
+        self.bindings = tuple(bindings)
+        self.push_constant_size = (push_constant_size + 3) // 4 * 4
+        dev = device.handle
+        module = call("vkCreateShaderModule", vk.vkCreateShaderModule, dev,
+                      vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv), None)
+        try:
+            layout_bindings = [vk.VkDescriptorSetLayoutBinding(
+                binding=b, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=1,
+                stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT) for b in self.bindings]
+            self.set_layout = call("vkCreateDescriptorSetLayout", vk.vkCreateDescriptorSetLayout, dev,
+                                   vk.VkDescriptorSetLayoutCreateInfo(
+                                       bindingCount=len(layout_bindings),
+                                       pBindings=layout_bindings or ffi.NULL), None)
+            ranges = []
+            if self.push_constant_size:
+                ranges.append(vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0,
+                                                     size=self.push_constant_size))
+            self.layout = call("vkCreatePipelineLayout", vk.vkCreatePipelineLayout, dev,
+                               vk.VkPipelineLayoutCreateInfo(
+                                   setLayoutCount=1, pSetLayouts=[self.set_layout],
+                                   pushConstantRangeCount=len(ranges),
+                                   pPushConstantRanges=ranges or ffi.NULL), None)
+            stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
+                                                       module=module, pName=entry_point)
+            info = vk.VkComputePipelineCreateInfo(stage=stage, layout=self.layout)
+            self.handle = call("vkCreateComputePipelines", vk.vkCreateComputePipelines, dev,
+                               device.pipeline_cache, 1, [info], None)[0]
+        finally:
+            lib.vkDestroyShaderModule(dev, module, ffi.NULL)
+
+    def destroy(self) -> None:
+        if self.handle is None:
+            return
+        dev = self.device.handle
+        lib.vkDestroyPipeline(dev, self.handle, ffi.NULL)
+        self.handle = None
+        lib.vkDestroyPipelineLayout(dev, self.layout, ffi.NULL)
+        lib.vkDestroyDescriptorSetLayout(dev, self.set_layout, ffi.NULL)
+
+
+def get_pipeline(device, spirv: bytes, entry_point: str = "main", bindings: tuple = (),
+                 push_constant_size: int = 0) -> Pipeline:
+    """The cached pipeline for this device and description, created on first use."""
+    key = (hashlib.sha256(spirv).digest(), entry_point, tuple(bindings), push_constant_size)
+    pipeline = device.pipelines.get(key)
+    if pipeline is None:
+        with device._lock:
+            pipeline = device.pipelines.get(key)
+            if pipeline is None:
+                pipeline = Pipeline(device, spirv, entry_point, bindings, push_constant_size)
+                device.pipelines[key] = pipeline
+    return pipeline

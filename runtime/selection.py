@@ -1,0 +1,79 @@
+"""Device enumeration and selection.
+
+`$VKIR_DEVICE` picks a device: "cpu" or "lavapipe" (a CPU device), "gpu" (the best GPU), or an
+index into `devices()`; without it the best device wins: discrete > integrated > virtual > cpu.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from vkir.errors import DeviceError
+
+from .device import Device
+from .info import KIND_RANK, DeviceInfo, query_info
+from .instance import get_instance, on_shutdown
+
+_opened: dict = {}
+_lock = threading.Lock()
+
+
+def devices() -> list[DeviceInfo]:
+    """Every physical device the Vulkan loader reports (lavapipe included)."""
+    inst = get_instance()
+    infos = inst.__dict__.get("_infos")
+    if infos is None:
+        infos = [query_info(i, p) for i, p in enumerate(inst.physical_devices)]
+        inst._infos = infos
+    return list(infos)
+
+
+def select(selector=None) -> DeviceInfo:
+    """The DeviceInfo chosen by `selector` (None: $VKIR_DEVICE, else the best device)."""
+    infos = devices()
+    if not infos:
+        raise DeviceError("no Vulkan device found (install mesa-vulkan-drivers for lavapipe)")
+    if selector is None:
+        selector = os.environ.get("VKIR_DEVICE") or None
+    if selector is None:
+        return min(infos, key=lambda d: (KIND_RANK[d.kind], d.index))
+    if isinstance(selector, DeviceInfo):
+        return infos[selector.index]
+    text = str(selector).strip().lower()
+    if text.isdigit():
+        index = int(text)
+        if index >= len(infos):
+            raise DeviceError(f"device index {index} out of range: {len(infos)} device(s)")
+        return infos[index]
+    if text in ("cpu", "lavapipe", "llvmpipe"):
+        matches = [d for d in infos if d.kind == "cpu"]
+    elif text == "gpu":
+        matches = [d for d in infos if d.kind in ("discrete", "integrated", "virtual")]
+    else:
+        matches = [d for d in infos if text in d.name.lower()]
+    if not matches:
+        names = ", ".join(f"{d.index}: {d.name} ({d.kind})" for d in infos)
+        raise DeviceError(f"no device matches {selector!r}; available: {names}")
+    return min(matches, key=lambda d: (KIND_RANK[d.kind], d.index))
+
+
+def open_device(selector=None) -> Device:
+    """The opened (logical) Device for `selector`, created once per physical device."""
+    info = select(selector)
+    dev = _opened.get(info.index)
+    if dev is None or dev.closed:
+        with _lock:
+            dev = _opened.get(info.index)
+            if dev is None or dev.closed:
+                inst = get_instance()
+                dev = Device(inst, info, inst.physical_devices[info.index])
+                _opened[info.index] = dev
+                on_shutdown(dev.close)
+    return dev
+
+
+def validation_messages(clear: bool = True) -> list[str]:
+    """Validation-layer messages collected so far (empty unless VKIR_VALIDATION=1)."""
+    inst = get_instance()
+    return inst.take_messages() if clear else list(inst.messages)

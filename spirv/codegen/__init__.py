@@ -1,0 +1,40 @@
+"""Codegen: a lowered PrimFunc to a validated SPIR-V compute module (`codegen(func, target)`)."""
+
+from __future__ import annotations
+
+from vkir.errors import SpirvValidationError
+from vkir.ir import PrimFunc
+
+from ..module import SpirvModule
+from ..target import Target
+from ..tools import validate
+from .emitter import KernelEmitter
+
+
+def codegen(func: PrimFunc, target: Target | None = None) -> SpirvModule:
+    """Emit one GLCompute entry point for `func` (buffers already flattened to 1-d) and validate
+    it with SPIRV-Tools for `target.env`.
+
+    Raises UnsupportedError when the kernel needs a device feature or limit the target lacks,
+    SpirvValidationError if the emitted module is invalid (a codegen bug).
+    """
+    target = target or Target()
+    emitter = KernelEmitter(func, target)
+    words = emitter.run()
+    try:
+        validate(words, target.env)
+    except SpirvValidationError as err:
+        raise SpirvValidationError(
+            f"codegen emitted an invalid module for kernel {func.name!r} (a vkir bug; please "
+            f"report it with the kernel):\n{err}") from None
+    return SpirvModule(
+        words=words,
+        entry_point=func.name,
+        local_size=emitter.local_size(),
+        grid=emitter.grid(),
+        bindings=emitter.bindings(),
+        push_constants=tuple(emitter.iface.push_constants),
+        push_constant_size=emitter.iface.push_constant_size,
+        shared_memory_bytes=emitter.shared_bytes,
+        required_features=frozenset(emitter.types.required),
+    )

@@ -1,0 +1,315 @@
+"""The kernel emitter: one GLCompute entry point for one lowered PrimFunc.
+
+It owns the module builder, the function body being written (current block, Function
+variables), the SSA value of every bound Var and the memory of every buffer. Expressions,
+statements, accesses and intrinsics are mixins (expr.py, stmt.py, access.py, intrinsics.py).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from vkir.errors import TypeCheckError, UnsupportedError, WellFormedError
+from vkir.ir import Buffer, DataType, IntImm, PrimExpr, PrimFunc, Var
+
+from ..builder import ModuleBuilder
+from ..module import Binding
+from ..target import Target
+from .access import AccessMixin, Memory
+from .expr import ExprMixin
+from .interface import Interface, analyze
+from .intrinsics import IntrinsicMixin
+from .stmt import StmtMixin
+from .types import Types
+
+_BUILTINS = {"blockIdx": "WorkgroupId", "threadIdx": "LocalInvocationId"}
+_AXES = {"x": 0, "y": 1, "z": 2}
+_INT32 = DataType("int", 32)
+_UINT32 = DataType("uint", 32)
+
+
+class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin):
+    def __init__(self, func: PrimFunc, target: Target):
+        self.func = func
+        self.target = target
+        self.b = ModuleBuilder(target.spirv_version)
+        self.types = Types(self.b, target, func.name)
+        self.iface: Interface = analyze(func, target.max_push_constant_bytes)
+        self.values: dict[Var, int] = {}
+        self.memory: dict[tuple, Memory] = {}       # (data var, dtype) -> Memory
+        self.local_memory: dict[Var, Buffer] = {}   # data var of shared/local -> its allocation
+        self.code: list[int] = []
+        self.fvars: list[int] = []
+        self.label = 0
+        self.interface_vars: list[tuple[int, str]] = []  # (variable id, storage class)
+        self.builtins: dict[str, int] = {}
+        self.thread_ids: dict[str, int] = {}
+        self.shared_bytes = 0
+
+    # -- emission primitives -------------------------------------------------------------------
+
+    def ty(self, dt: DataType) -> int:
+        return self.types.of(dt)
+
+    def op(self, opname: str, result_type: int, *operands) -> int:
+        rid = self.b.new_id()
+        self.b.encode(self.code, opname, result_type, rid, *operands)
+        return rid
+
+    def do(self, opname: str, *operands) -> None:
+        self.b.encode(self.code, opname, *operands)
+
+    def glsl(self, name: str, result_type: int, *args: int) -> int:
+        return self.op("OpExtInst", result_type, self.b.glsl_std_450(), self.b.g.glsl[name],
+                       *args)
+
+    def const(self, dt: DataType, value) -> int:
+        if dt.lanes > 1:
+            return self.const_vector(dt.element_of(), [value] * dt.lanes)
+        if dt.is_bool:
+            return self.b.constant_bool(bool(value))
+        return self.b.constant(self.ty(dt), dt.code, dt.bits, value)
+
+    def const_vector(self, sdt: DataType, values: list) -> int:
+        parts = tuple(self.const(sdt, v) for v in values)
+        return self.b.constant_composite(self.ty(sdt.with_lanes(len(values))), parts)
+
+    def start_block(self, label: int) -> None:
+        self.b.encode(self.code, "OpLabel", label)
+        self.label = label
+
+    def function_variable(self, pointer_type: int) -> int:
+        vid = self.b.new_id()
+        self.b.encode(self.fvars, "OpVariable", pointer_type, vid,
+                      self.b.enum("StorageClass", "Function"))
+        return vid
+
+    @contextmanager
+    def bound(self, var: Var, value: int):
+        """Bind `var` to the SSA id `value` (named after it) within the block."""
+        if var in self.values:
+            raise WellFormedError(f"kernel {self.func.name!r}: variable {var.name!r} is bound "
+                                  "twice")
+        if value not in self.b.constant_ids:
+            self.b.name(value, var.name)
+        self.values[var] = value
+        try:
+            yield
+        finally:
+            del self.values[var]
+
+    def branch_value(self, cond: int, then: PrimExpr | None, other: PrimExpr | None,
+                     dt: DataType) -> int:
+        """cond ? then : other, evaluating only the taken side (a None side is zero)."""
+        t_label, f_label, merge = self.b.new_id(), self.b.new_id(), self.b.new_id()
+        self.do("OpSelectionMerge", merge, 0)
+        self.do("OpBranchConditional", cond, t_label, f_label)
+        results = []
+        for label, e in ((t_label, then), (f_label, other)):
+            self.start_block(label)
+            v = self.const(dt, 0) if e is None else self.expr(e)
+            results += [v, self.label]
+            self.do("OpBranch", merge)
+        self.start_block(merge)
+        return self.op("OpPhi", self.ty(dt), *results)
+
+    def barrier(self) -> None:
+        """OpControlBarrier(Workgroup, Workgroup, AcquireRelease | WorkgroupMemory)."""
+        wg = self.const(_UINT32, self.b.enum("Scope", "Workgroup"))
+        sem = self.const(_UINT32, self.b.g.bits("MemorySemantics", "AcquireRelease",
+                                                "WorkgroupMemory"))
+        self.do("OpControlBarrier", wg, wg, sem)
+
+    # -- memory --------------------------------------------------------------------------------
+
+    def memory_of(self, buffer: Buffer) -> Memory:
+        mem = self.memory.get((buffer.data, buffer.dtype))
+        if mem is None:
+            raise TypeCheckError(
+                f"kernel {self.func.name!r}: buffer {buffer.name!r} ({buffer.dtype}) is accessed "
+                f"without a declaration over its data {buffer.data.name!r} with that element "
+                "type (an implicit pointer cast, typing rule 2)")
+        return mem
+
+    def _storage_buffers(self) -> None:
+        shared_params = {}
+        for sb in self.iface.bindings.values():
+            shared_params[sb.param_index] = shared_params.get(sb.param_index, 0) + 1
+        for sb in self.iface.bindings.values():
+            dt = sb.dtype
+            what = f"buffer {sb.buffer.name!r}"
+            self.types.storage_element(dt, what)
+            elem = dt.element_of() if dt.lanes == 3 else dt
+            stride = elem.bits // 8 * elem.lanes
+            rt = self.b.type_runtime_array(self.ty(elem), stride)
+            struct = self.b.type_struct(rt)
+            self.b.decorate(struct, "Block")
+            self.b.member_decorate(struct, 0, "Offset", 0)
+            if not sb.writable:
+                self.b.member_decorate(struct, 0, "NonWritable")
+            if not sb.readable:
+                self.b.member_decorate(struct, 0, "NonReadable")
+            self.b.name(struct, f"{sb.buffer.name}_block")
+            self.b.member_name(struct, 0, "data")
+            var = self.b.global_variable(self.b.type_pointer("StorageBuffer", struct),
+                                         "StorageBuffer")
+            self.b.name(var, sb.buffer.name)
+            self.b.decorate(var, "DescriptorSet", 0)
+            self.b.decorate(var, "Binding", sb.binding)
+            if shared_params[sb.param_index] > 1:
+                self.b.decorate(var, "Aliased")
+            self.interface_vars.append((var, "StorageBuffer"))
+            self.memory[(sb.data, dt)] = Memory(var, "StorageBuffer", elem, True)
+
+    def allocate(self, buffer: Buffer) -> None:
+        """A "shared" buffer becomes a Workgroup array, a "local" one a Function array."""
+        scope = buffer.scope
+        if scope == "global":
+            raise UnsupportedError(f"kernel {self.func.name!r}: buffer {buffer.name!r} is "
+                                   "allocated in global memory inside the kernel")
+        size = 1
+        for extent in buffer.shape:
+            if not isinstance(extent, IntImm):
+                raise UnsupportedError(f"kernel {self.func.name!r}: {scope} buffer "
+                                       f"{buffer.name!r} has non-constant shape {buffer.shape}")
+            size *= extent.value
+        if buffer.dtype.is_handle:
+            raise UnsupportedError(f"kernel {self.func.name!r}: handle buffer {buffer.name!r}")
+        array_type = self.b.type_array(self.ty(buffer.dtype), max(size, 1))
+        if scope == "shared":
+            var = self.b.global_variable(self.b.type_pointer("Workgroup", array_type),
+                                         "Workgroup")
+            self.interface_vars.append((var, "Workgroup"))
+            lanes = 4 if buffer.dtype.lanes == 3 else buffer.dtype.lanes  # vec3 pads to vec4
+            self.shared_bytes += size * buffer.dtype.with_lanes(lanes).bytes
+            if self.shared_bytes > self.target.max_shared_memory_bytes:
+                raise UnsupportedError(
+                    f"kernel {self.func.name!r} needs {self.shared_bytes} bytes of shared "
+                    f"memory; the device allows {self.target.max_shared_memory_bytes}")
+            storage = "Workgroup"
+        else:
+            var = self.function_variable(self.b.type_pointer("Function", array_type))
+            storage = "Function"
+        self.b.name(var, buffer.name)
+        self.memory[(buffer.data, buffer.dtype)] = Memory(var, storage, buffer.dtype, False)
+        self.local_memory[buffer.data] = buffer
+
+    def declare(self, buffer: Buffer) -> None:
+        """A DeclBuffer: a view (same element type) or, over a parameter, a cast binding."""
+        key = (buffer.data, buffer.dtype)
+        if key in self.memory:
+            return
+        owner = self.local_memory.get(buffer.data)
+        if owner is not None:
+            raise UnsupportedError(
+                f"kernel {self.func.name!r}: buffer {buffer.name!r} casts {owner.scope} memory "
+                f"{owner.name!r} from {owner.dtype} to {buffer.dtype}; pointer casts of "
+                "shared/local memory are not supported on Vulkan (logical addressing)")
+        raise TypeCheckError(f"kernel {self.func.name!r}: buffer {buffer.name!r} declares data "
+                             f"{buffer.data.name!r}, which is neither a parameter nor allocated")
+
+    # -- interface: push constants and builtins ------------------------------------------------
+
+    def _push_constants(self) -> None:
+        pcs = self.iface.push_constants
+        if not pcs:
+            return
+        members = [self.ty(pc.dtype) for pc in pcs]
+        struct = self.b.type_struct(*members)
+        self.b.decorate(struct, "Block")
+        self.b.name(struct, "PushConstants")
+        for i, pc in enumerate(pcs):
+            self.b.member_decorate(struct, i, "Offset", pc.offset)
+            self.b.member_name(struct, i, pc.var.name)
+        var = self.b.global_variable(self.b.type_pointer("PushConstant", struct), "PushConstant")
+        self.b.name(var, "push_constants")
+        self.interface_vars.append((var, "PushConstant"))
+        for i, pc in enumerate(pcs):
+            t = self.ty(pc.dtype)
+            ptr = self.op("OpAccessChain", self.b.type_pointer("PushConstant", t), var,
+                          self.const(_INT32, i))
+            v = self.op("OpLoad", t, ptr)
+            v = self.convert(v, pc.dtype, pc.var.dtype)
+            self.b.name(v, pc.var.name)
+            self.values[pc.var] = v
+
+    def thread_id(self, tag: str) -> int:
+        """The int32 value of blockIdx.* / threadIdx.*, loaded in the entry block."""
+        return self.thread_ids[tag]
+
+    def _load_thread_ids(self) -> None:
+        uvec3 = DataType("uint", 32, 3)
+        for tag in sorted(self.iface.threads):
+            kind, axis = tag.split(".")
+            builtin = _BUILTINS[kind]
+            if builtin not in self.builtins:
+                var = self.b.global_variable(self.b.type_pointer("Input", self.ty(uvec3)),
+                                             "Input")
+                self.b.decorate(var, "BuiltIn", self.b.enum("BuiltIn", builtin))
+                self.b.name(var, builtin)
+                self.interface_vars.append((var, "Input"))
+                self.builtins[builtin] = self.op("OpLoad", self.ty(uvec3), var)
+            comp = self.op("OpCompositeExtract", self.ty(_UINT32), self.builtins[builtin],
+                           _AXES[axis])
+            self.thread_ids[tag] = self.op("OpBitcast", self.ty(_INT32), comp)
+
+    def local_size(self) -> tuple[int, int, int]:
+        sizes = []
+        for axis in "xyz":
+            extent = self.iface.threads.get(f"threadIdx.{axis}")
+            if extent is None:
+                sizes.append(1)
+            elif isinstance(extent, IntImm) and extent.value >= 1:
+                sizes.append(extent.value)
+            else:
+                raise UnsupportedError(f"kernel {self.func.name!r}: threadIdx.{axis} extent "
+                                       f"{extent} must be a positive constant (the workgroup "
+                                       "size is fixed in SPIR-V)")
+        total = sizes[0] * sizes[1] * sizes[2]
+        if total > self.target.max_workgroup_invocations:
+            raise UnsupportedError(f"kernel {self.func.name!r}: workgroup of {total} invocations "
+                                   f"{tuple(sizes)}; the device allows "
+                                   f"{self.target.max_workgroup_invocations}")
+        return tuple(sizes)
+
+    def grid(self) -> tuple:
+        return tuple(self.iface.threads.get(f"blockIdx.{a}", IntImm("int32", 1)) for a in "xyz")
+
+    def bindings(self) -> tuple[Binding, ...]:
+        return tuple(Binding(sb.binding, sb.param_index, sb.buffer, sb.readable, sb.writable)
+                     for sb in self.iface.bindings.values())
+
+    # -- the whole kernel ----------------------------------------------------------------------
+
+    def run(self) -> bytes:
+        b = self.b
+        local_size = self.local_size()
+        self._storage_buffers()
+        void = b.type_void()
+        main = b.new_id()
+        entry = b.new_id()
+        self.label = entry
+        self._push_constants()
+        self._load_thread_ids()
+        self.stmt(self.func.body)
+        self.do("OpReturn")
+
+        fn: list[int] = []
+        b.encode(fn, "OpFunction", void, main, b.enum("FunctionControl", "None"),
+                 b.type_function(void))
+        b.encode(fn, "OpLabel", entry)
+        fn.extend(self.fvars)
+        fn.extend(self.code)
+        b.encode(fn, "OpFunctionEnd")
+        b.functions.extend(fn)
+        b.name(main, self.func.name)
+
+        if b.version >= (1, 4):
+            interface = [v for v, _ in self.interface_vars]
+        else:
+            interface = [v for v, sc in self.interface_vars if sc in ("Input", "Output")]
+        b.encode(b.entry_points, "OpEntryPoint", b.enum("ExecutionModel", "GLCompute"), main,
+                 self.func.name, *interface)
+        b.encode(b.exec_modes, "OpExecutionMode", main, b.enum("ExecutionMode", "LocalSize"),
+                 *local_size)
+        return b.to_bytes()

@@ -1,0 +1,256 @@
+"""Expressions to SPIR-V values (mixed into the kernel emitter).
+
+Integer division follows Vulkan's rules: OpSDiv (truncating) is defined for negative operands,
+OpSRem/OpSMod are not, so truncated remainder and floor division/modulo are computed from OpSDiv
+with a sign correction.
+"""
+
+from __future__ import annotations
+
+from vkir.errors import TypeCheckError, UnsupportedError
+from vkir.ir import (Add, And, Broadcast, BufferLoad, Call, Cast, DataType, Div, EQ, FloatImm,
+                     FloorDiv, FloorMod, GE, GT, IntImm, LE, LT, Let, Max, Min, Mod, Mul, NE,
+                     Not, Or, PrimExpr, Ramp, Select, Shuffle, Sub, Var)
+
+_ARITH = {Add: ("OpIAdd", "OpFAdd"), Sub: ("OpISub", "OpFSub"), Mul: ("OpIMul", "OpFMul")}
+# comparison -> (signed int, unsigned int, float, bool)
+_CMP = {
+    EQ: ("OpIEqual", "OpIEqual", "OpFOrdEqual", "OpLogicalEqual"),
+    NE: ("OpINotEqual", "OpINotEqual", "OpFUnordNotEqual", "OpLogicalNotEqual"),
+    LT: ("OpSLessThan", "OpULessThan", "OpFOrdLessThan", None),
+    LE: ("OpSLessThanEqual", "OpULessThanEqual", "OpFOrdLessThanEqual", None),
+    GT: ("OpSGreaterThan", "OpUGreaterThan", "OpFOrdGreaterThan", None),
+    GE: ("OpSGreaterThanEqual", "OpUGreaterThanEqual", "OpFOrdGreaterThanEqual", None),
+}
+_MINMAX = {Min: ("SMin", "UMin", "FMin", "OpLogicalAnd"),
+           Max: ("SMax", "UMax", "FMax", "OpLogicalOr")}
+
+
+def _kind(dt: DataType) -> int:
+    return {"int": 0, "uint": 1, "float": 2, "bool": 3}[dt.code]
+
+
+class ExprMixin:
+    """`expr(e)` emits `e` at the current point and returns its result id."""
+
+    def expr(self, e: PrimExpr) -> int:
+        method = self._expr_methods.get(type(e))
+        if method is None:
+            raise UnsupportedError(f"kernel {self.func.name!r}: codegen has no rule for "
+                                   f"{type(e).__name__} ({e!r})")
+        return method(self, e)
+
+    # -- leaves --------------------------------------------------------------------------------
+
+    def e_const(self, e) -> int:
+        return self.const(e.dtype, e.value)
+
+    def e_var(self, e: Var) -> int:
+        vid = self.values.get(e)
+        if vid is None:
+            from vkir.errors import WellFormedError
+
+            raise WellFormedError(f"kernel {self.func.name!r}: variable {e.name!r} is used "
+                                  "where it is not defined")
+        return vid
+
+    # -- arithmetic ----------------------------------------------------------------------------
+
+    def e_arith(self, e) -> int:
+        a, b = self.expr(e.a), self.expr(e.b)
+        int_op, float_op = _ARITH[type(e)]
+        return self.op(float_op if e.dtype.is_float else int_op, self.ty(e.dtype), a, b)
+
+    def e_div(self, e: Div) -> int:
+        a, b = self.expr(e.a), self.expr(e.b)
+        dt = e.dtype
+        name = "OpFDiv" if dt.is_float else "OpUDiv" if dt.is_uint else "OpSDiv"
+        return self.op(name, self.ty(dt), a, b)
+
+    def e_mod(self, e: Mod) -> int:
+        a, b = self.expr(e.a), self.expr(e.b)
+        dt = e.dtype
+        if dt.is_float:
+            return self.op("OpFRem", self.ty(dt), a, b)
+        if dt.is_uint:
+            return self.op("OpUMod", self.ty(dt), a, b)
+        return self._trunc_rem(dt, a, b, self.op("OpSDiv", self.ty(dt), a, b))
+
+    def _trunc_rem(self, dt, a, b, q) -> int:
+        """a - b * q: the truncated remainder from the truncated quotient q."""
+        t = self.ty(dt)
+        return self.op("OpISub", t, a, self.op("OpIMul", t, b, q))
+
+    def _needs_floor_fix(self, dt, r, b) -> int:
+        """r != 0 and sign(r) != sign(b): the truncated result must move one step down."""
+        bt = self.types.bool_of(dt.lanes)
+        zero = self.const(dt, 0)
+        nonzero = self.op("OpINotEqual", bt, r, zero)
+        r_neg = self.op("OpSLessThan", bt, r, zero)
+        b_neg = self.op("OpSLessThan", bt, b, zero)
+        differ = self.op("OpLogicalNotEqual", bt, r_neg, b_neg)
+        return self.op("OpLogicalAnd", bt, nonzero, differ)
+
+    def e_floordiv(self, e: FloorDiv) -> int:
+        a, b = self.expr(e.a), self.expr(e.b)
+        dt, t = e.dtype, self.ty(e.dtype)
+        if dt.is_float:
+            return self.glsl("Floor", t, self.op("OpFDiv", t, a, b))
+        if dt.is_uint:
+            return self.op("OpUDiv", t, a, b)
+        q = self.op("OpSDiv", t, a, b)
+        fix = self._needs_floor_fix(dt, self._trunc_rem(dt, a, b, q), b)
+        return self.op("OpSelect", t, fix, self.op("OpISub", t, q, self.const(dt, 1)), q)
+
+    def e_floormod(self, e: FloorMod) -> int:
+        a, b = self.expr(e.a), self.expr(e.b)
+        dt, t = e.dtype, self.ty(e.dtype)
+        if dt.is_float:
+            q = self.glsl("Floor", t, self.op("OpFDiv", t, a, b))
+            return self.op("OpFSub", t, a, self.op("OpFMul", t, b, q))
+        if dt.is_uint:
+            return self.op("OpUMod", t, a, b)
+        r = self._trunc_rem(dt, a, b, self.op("OpSDiv", t, a, b))
+        fix = self._needs_floor_fix(dt, r, b)
+        return self.op("OpSelect", t, fix, self.op("OpIAdd", t, r, b), r)
+
+    def e_minmax(self, e) -> int:
+        a, b = self.expr(e.a), self.expr(e.b)
+        name = _MINMAX[type(e)][_kind(e.dtype)]
+        if e.dtype.is_bool:
+            return self.op(name, self.ty(e.dtype), a, b)
+        return self.glsl(name, self.ty(e.dtype), a, b)
+
+    def e_cmp(self, e) -> int:
+        a, b = self.expr(e.a), self.expr(e.b)
+        name = _CMP[type(e)][_kind(e.a.dtype)]
+        if name is None:  # ordering of bools: compare as integers
+            it = self.ty(DataType("int", 32, e.a.dtype.lanes))
+            one, zero = self.const(DataType("int", 32, e.a.dtype.lanes), 1), \
+                self.const(DataType("int", 32, e.a.dtype.lanes), 0)
+            a = self.op("OpSelect", it, a, one, zero)
+            b = self.op("OpSelect", it, b, one, zero)
+            name = _CMP[type(e)][0]
+        return self.op(name, self.types.bool_of(e.a.dtype.lanes), a, b)
+
+    def e_logic(self, e) -> int:
+        a, b = self.expr(e.a), self.expr(e.b)
+        name = "OpLogicalAnd" if isinstance(e, And) else "OpLogicalOr"
+        return self.op(name, self.ty(e.dtype), a, b)
+
+    def e_not(self, e: Not) -> int:
+        return self.op("OpLogicalNot", self.ty(e.dtype), self.expr(e.a))
+
+    # -- selection, casts, vectors -------------------------------------------------------------
+
+    def e_select(self, e: Select) -> int:
+        c = self.expr(e.condition)
+        t, f = self.expr(e.true_value), self.expr(e.false_value)
+        lanes = e.dtype.lanes
+        if e.condition.dtype.lanes == 1 and lanes > 1:
+            c = self.splat(c, e.condition.dtype, lanes)
+        return self.op("OpSelect", self.ty(e.dtype), c, t, f)
+
+    def e_cast(self, e: Cast) -> int:
+        return self.convert(self.expr(e.value), e.value.dtype, e.dtype)
+
+    def convert(self, v: int, src: DataType, dst: DataType) -> int:
+        """Value conversion between any int/uint/float widths and bool (lane count kept)."""
+        if src == dst:
+            return v
+        if src.lanes != dst.lanes:
+            raise TypeCheckError(f"kernel {self.func.name!r}: cast from {src} to {dst} changes "
+                                 "the lane count")
+        t = self.ty(dst)
+        if dst.is_bool:
+            zero = self.const(src, 0)
+            return self.op("OpFUnordNotEqual" if src.is_float else "OpINotEqual", t, v, zero)
+        if src.is_bool:
+            return self.op("OpSelect", t, v, self.const(dst, 1), self.const(dst, 0))
+        if src.is_float and dst.is_float:
+            return self.op("OpFConvert", t, v)
+        if src.is_float:
+            return self.op("OpConvertFToS" if dst.is_int else "OpConvertFToU", t, v)
+        if dst.is_float:
+            return self.op("OpConvertSToF" if src.is_int else "OpConvertUToF", t, v)
+        if src.bits == dst.bits:
+            return self.op("OpBitcast", t, v)
+        # width change: extend by the source's signedness, into a same-signedness type
+        mid = DataType(src.code, dst.bits, dst.lanes)
+        v = self.op("OpSConvert" if src.is_int else "OpUConvert", self.ty(mid), v)
+        return v if mid == dst else self.op("OpBitcast", t, v)
+
+    def splat(self, v: int, dt: DataType, lanes: int) -> int:
+        """A `lanes`-wide vector of the scalar value `v` of type `dt`."""
+        return self.op("OpCompositeConstruct", self.ty(dt.with_lanes(lanes)), *([v] * lanes))
+
+    def e_ramp(self, e: Ramp) -> int:
+        base, stride, lanes = e.base, e.stride, e.lanes
+        sdt = base.dtype
+        if sdt.lanes != 1:
+            raise UnsupportedError(f"kernel {self.func.name!r}: Ramp of a vector base {e!r}")
+        if lanes == 1:
+            return self.expr(base)
+        if isinstance(base, (IntImm, FloatImm)) and isinstance(stride, (IntImm, FloatImm)):
+            vals = [base.value + k * stride.value for k in range(lanes)]
+            return self.const_vector(sdt, vals)
+        vdt = sdt.with_lanes(lanes)
+        b = self.splat(self.expr(base), sdt, lanes)
+        iota = self.const_vector(sdt, list(range(lanes)))
+        if isinstance(stride, (IntImm, FloatImm)):
+            steps = self.const_vector(sdt, [k * stride.value for k in range(lanes)])
+        else:
+            s = self.splat(self.expr(stride), sdt, lanes)
+            steps = self.op("OpFMul" if sdt.is_float else "OpIMul", self.ty(vdt), s, iota)
+        return self.op("OpFAdd" if sdt.is_float else "OpIAdd", self.ty(vdt), b, steps)
+
+    def e_broadcast(self, e: Broadcast) -> int:
+        if e.lanes == 1:
+            return self.expr(e.value)
+        if isinstance(e.value, (IntImm, FloatImm)):
+            return self.const(e.dtype, e.value.value)
+        v = self.expr(e.value)
+        return self.op("OpCompositeConstruct", self.ty(e.dtype), *([v] * e.lanes))
+
+    def e_shuffle(self, e: Shuffle) -> int:
+        ids = [self.expr(v) for v in e.vectors]
+        lanes = [v.dtype.lanes for v in e.vectors]
+        edt = e.dtype.element_of()
+        if all(n > 1 for n in lanes) and len(ids) <= 2 and len(e.indices) > 1:
+            first, second = ids[0], ids[-1]
+            return self.op("OpVectorShuffle", self.ty(e.dtype), first, second, *e.indices)
+        parts = []
+        for index in e.indices:
+            for vid, n in zip(ids, lanes):
+                if index < n:
+                    parts.append(vid if n == 1 else
+                                 self.op("OpCompositeExtract", self.ty(edt), vid, index))
+                    break
+                index -= n
+            else:
+                raise TypeCheckError(f"kernel {self.func.name!r}: shuffle index out of range "
+                                     f"in {e!r}")
+        if len(parts) == 1:
+            return parts[0]
+        return self.op("OpCompositeConstruct", self.ty(e.dtype), *parts)
+
+    def e_let(self, e: Let) -> int:
+        v = self.expr(e.value)
+        with self.bound(e.var, v):
+            return self.expr(e.body)
+
+    def e_load(self, e: BufferLoad) -> int:
+        return self.load(e.buffer, e.indices)
+
+    def e_call(self, e: Call) -> int:
+        return self.call(e)
+
+    _expr_methods = {
+        IntImm: e_const, FloatImm: e_const, Var: e_var,
+        Add: e_arith, Sub: e_arith, Mul: e_arith, Div: e_div, Mod: e_mod,
+        FloorDiv: e_floordiv, FloorMod: e_floormod, Min: e_minmax, Max: e_minmax,
+        EQ: e_cmp, NE: e_cmp, LT: e_cmp, LE: e_cmp, GT: e_cmp, GE: e_cmp,
+        And: e_logic, Or: e_logic, Not: e_not, Select: e_select, Cast: e_cast,
+        Ramp: e_ramp, Broadcast: e_broadcast, Shuffle: e_shuffle, Let: e_let,
+        BufferLoad: e_load, Call: e_call,
+    }

@@ -1,0 +1,162 @@
+"""The kernel's interface, found before any code is emitted: storage-buffer bindings (parameters
+and explicit pointer casts of them), how each is accessed, push-constant layout, thread extents.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vkir.errors import UnsupportedError
+from vkir.ir import (Buffer, BufferLoad, BufferStore, DataType, DeclBuffer, For, IntImm,
+                     LetStmt, PrimExpr, PrimFunc, Var, Visitor)
+from vkir.ir.substitute import substitute
+
+from ..module import PushConstant
+
+
+@dataclass
+class StorageBinding:
+    """One descriptor binding: the parameter `data` var viewed with element type `dtype`."""
+
+    binding: int
+    param_index: int
+    data: Var
+    dtype: DataType
+    buffer: Buffer
+    readable: bool = False
+    writable: bool = False
+
+
+@dataclass
+class Interface:
+    """What the host must know: bindings, push-constant layout, thread-binding extents."""
+
+    bindings: dict = field(default_factory=dict)   # (data var, dtype) -> StorageBinding
+    push_constants: list = field(default_factory=list)
+    push_constant_size: int = 0
+    threads: dict = field(default_factory=dict)     # "threadIdx.x" -> extent PrimExpr
+
+    def binding_of(self, buffer: Buffer) -> StorageBinding | None:
+        return self.bindings.get((buffer.data, buffer.dtype))
+
+
+def _widened(dt: DataType) -> DataType:
+    """How a scalar travels in the push-constant block: at least 32 bits, bool as uint32."""
+    if dt.code == "bool":
+        return DataType("uint", 32)
+    if dt.bits < 32:
+        return DataType(dt.code, 32)
+    return dt
+
+
+class _Scan(Visitor):
+    """Collects pointer casts of parameters, buffer accesses and thread-binding extents."""
+
+    def __init__(self, iface: Interface, params: dict, name: str):
+        self.iface = iface
+        self.params = params  # data var -> param index
+        self.name = name
+        self.lets: dict = {}  # enclosing LetStmt vars -> their values (themselves closed)
+
+    def visit_LetStmt(self, node: LetStmt):
+        self.visit(node.value)
+        self.lets[node.var] = substitute(node.value, self.lets) if self.lets else node.value
+        self.visit(node.body)
+        del self.lets[node.var]
+
+    def _register(self, buffer: Buffer) -> None:
+        key = (buffer.data, buffer.dtype)
+        if key not in self.iface.bindings:
+            self.iface.bindings[key] = StorageBinding(
+                len(self.iface.bindings), self.params[buffer.data], buffer.data, buffer.dtype,
+                buffer)
+
+    def visit_DeclBuffer(self, node: DeclBuffer):
+        if node.buffer.data in self.params:
+            self._register(node.buffer)
+        self.generic_visit(node)
+
+    def visit_BufferLoad(self, node: BufferLoad):
+        b = self.iface.binding_of(node.buffer)
+        if b is not None:
+            b.readable = True
+        self.generic_visit(node)
+
+    def visit_BufferStore(self, node: BufferStore):
+        b = self.iface.binding_of(node.buffer)
+        if b is not None:
+            b.writable = True
+        self.generic_visit(node)
+
+    def visit_For(self, node: For):
+        if node.kind == "thread_binding":
+            # the grid is evaluated by the host: extents must not name kernel-local lets
+            extent = substitute(node.extent, self.lets) if self.lets else node.extent
+            extent = _fold(extent)
+            old = self.iface.threads.get(node.thread)
+            if old is None:
+                self.iface.threads[node.thread] = extent
+            elif not _same_extent(old, extent):
+                raise UnsupportedError(
+                    f"kernel {self.name!r}: {node.thread} is bound with extents {old} and "
+                    f"{extent}; every {node.thread} loop must have the same extent")
+        self.generic_visit(node)
+
+
+def _fold(extent: PrimExpr) -> PrimExpr:
+    """A constant extent as an IntImm (e.g. 8 * 8 after let substitution), else unchanged."""
+    if isinstance(extent, IntImm):
+        return extent
+    from vkir.arith import const_int_bound
+
+    lo, hi = const_int_bound(extent)
+    if lo is not None and lo == hi:
+        return IntImm(extent.dtype, lo)
+    return extent
+
+
+def _same_extent(a: PrimExpr, b: PrimExpr) -> bool:
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return a.value == b.value
+    return a == b
+
+
+def analyze(func: PrimFunc, max_push_constant_bytes: int) -> Interface:
+    """Bindings (parameter buffers in parameter order, then casts in order of appearance), push
+    constants (scalar parameters then symbolic sizes, std430 offsets) and thread extents."""
+    iface = Interface()
+    params = {}
+    scalars = []
+    for index, p in enumerate(func.params):
+        buf = func.buffer_map.get(p)
+        if buf is not None:
+            params[buf.data] = index
+        elif isinstance(p.dtype, DataType) and not p.dtype.is_handle:
+            scalars.append(p)
+        else:
+            raise UnsupportedError(f"kernel {func.name!r}: parameter {p.name!r} of type "
+                                   f"{p.dtype} has no buffer in buffer_map")
+    for p in func.params:
+        buf = func.buffer_map.get(p)
+        if buf is not None:
+            key = (buf.data, buf.dtype)
+            if key not in iface.bindings:
+                iface.bindings[key] = StorageBinding(len(iface.bindings), params[buf.data],
+                                                     buf.data, buf.dtype, buf)
+    _Scan(iface, params, func.name).visit(func.body)
+
+    offset = 0
+    for var in (*scalars, *func.size_vars):
+        if var.dtype.lanes != 1:
+            raise UnsupportedError(f"kernel {func.name!r}: vector scalar parameter {var.name!r}")
+        dt = _widened(var.dtype)
+        size = dt.bits // 8
+        offset = -(-offset // size) * size
+        iface.push_constants.append(PushConstant(var, offset, dt))
+        offset += size
+    iface.push_constant_size = offset
+    if offset > max_push_constant_bytes:
+        raise UnsupportedError(
+            f"kernel {func.name!r} needs {offset} bytes of push constants for its scalar "
+            f"parameters and sizes; the device allows {max_push_constant_bytes}")
+    return iface

@@ -1,0 +1,140 @@
+"""Intrinsic calls (vkir.ir.op) to GLSL.std.450 and core instructions (mixed into the emitter).
+
+`erf` has no GLSL.std.450 instruction: it is emitted as the Abramowitz-Stegun 7.1.26 rational
+approximation (absolute error below 1.5e-7). `sigmoid` is 1 / (1 + exp(-x)). Both are built as
+vkir expressions over a bound temporary and emitted like any other expression.
+"""
+
+from __future__ import annotations
+
+from vkir.errors import UnsupportedError
+from vkir.ir import Add, Call, DataType, Div, LT, Let, Mul, Select, Sub, Var, const
+
+_GLSL_FLOAT = {
+    "exp": "Exp", "exp2": "Exp2", "log": "Log", "log2": "Log2", "sqrt": "Sqrt",
+    "rsqrt": "InverseSqrt", "tanh": "Tanh", "sin": "Sin", "cos": "Cos", "tan": "Tan",
+    "asin": "Asin", "acos": "Acos", "atan": "Atan", "sinh": "Sinh", "cosh": "Cosh",
+    "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh", "floor": "Floor", "ceil": "Ceil",
+    "round": "RoundEven", "trunc": "Trunc", "pow": "Pow", "atan2": "Atan2", "fma": "Fma",
+}
+# GLSL.std.450 instructions that accept 64-bit floats (the others are 16/32-bit only)
+_FLOAT64_OK = {"Sqrt", "InverseSqrt", "Floor", "Ceil", "RoundEven", "Trunc", "Fma", "FAbs"}
+_BITWISE = {"bitwise_and": "OpBitwiseAnd", "bitwise_or": "OpBitwiseOr",
+            "bitwise_xor": "OpBitwiseXor", "shift_left": "OpShiftLeftLogical"}
+
+# Abramowitz & Stegun 7.1.26
+_ERF_P = 0.3275911
+_ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+
+class IntrinsicMixin:
+    """`call(e)` for Call nodes."""
+
+    def call(self, e: Call) -> int:
+        op, dt = e.op, e.dtype
+        if op == "if_then_else":
+            return self.if_then_else(e)
+        if op in _GLSL_FLOAT:
+            name = _GLSL_FLOAT[op]
+            self._check_float(e, name)
+            return self.glsl(name, self.ty(dt), *[self.expr(a) for a in e.args])
+        if op == "fabs":
+            arg = e.args[0]
+            if arg.dtype.is_uint:
+                return self.expr(arg)
+            name = "FAbs" if arg.dtype.is_float else "SAbs"
+            if name == "FAbs":
+                self._check_float(e, name)
+            return self.glsl(name, self.ty(dt), self.expr(arg))
+        if op in ("isnan", "isinf"):
+            self._check_float(e, "IsNan", e.args[0].dtype)
+            return self.op("OpIsNan" if op == "isnan" else "OpIsInf", self.ty(dt),
+                           self.expr(e.args[0]))
+        if op == "fmod":
+            self._check_float(e, "FRem")
+            return self.op("OpFRem", self.ty(dt), *[self.expr(a) for a in e.args])
+        if op in _BITWISE:
+            self._check_int(e)
+            return self.op(_BITWISE[op], self.ty(dt), *[self.expr(a) for a in e.args])
+        if op == "shift_right":
+            self._check_int(e)
+            name = "OpShiftRightArithmetic" if dt.is_int else "OpShiftRightLogical"
+            return self.op(name, self.ty(dt), *[self.expr(a) for a in e.args])
+        if op == "bitwise_not":
+            self._check_int(e)
+            return self.op("OpNot", self.ty(dt), self.expr(e.args[0]))
+        if op == "reinterpret":
+            return self.reinterpret(e)
+        if op == "sigmoid":
+            self._check_float(e, "Exp")
+            return self._via_ir(e, _sigmoid)
+        if op == "erf":
+            self._check_float(e, "Exp")
+            return self._via_ir(e, _erf)
+        raise UnsupportedError(f"kernel {self.func.name!r}: no SPIR-V lowering for intrinsic "
+                               f"{op!r} in {e!r}")
+
+    def _check_float(self, e: Call, name: str, dt: DataType | None = None) -> None:
+        dt = dt or e.dtype
+        if not dt.is_float:
+            raise UnsupportedError(f"kernel {self.func.name!r}: {e.op} needs a float operand, "
+                                   f"got {dt} in {e!r}")
+        if dt.bits == 64 and name not in _FLOAT64_OK and name not in ("IsNan", "FRem"):
+            raise UnsupportedError(
+                f"kernel {self.func.name!r}: {e.op} on float64 has no Vulkan instruction "
+                f"(GLSL.std.450 {name} takes 16/32-bit floats); cast to float32 explicitly")
+
+    def _check_int(self, e: Call) -> None:
+        if not e.dtype.is_integer:
+            raise UnsupportedError(f"kernel {self.func.name!r}: {e.op} needs integer operands, "
+                                   f"got {e.dtype}")
+
+    def reinterpret(self, e: Call) -> int:
+        src, dst = e.args[0].dtype, e.dtype
+        v = self.expr(e.args[0])
+        if src == dst:
+            return v
+        if src.is_bool or dst.is_bool or src.bits * src.lanes != dst.bits * dst.lanes:
+            raise UnsupportedError(f"kernel {self.func.name!r}: cannot reinterpret {src} as "
+                                   f"{dst} (bit sizes differ or bool)")
+        return self.op("OpBitcast", self.ty(dst), v)
+
+    def _via_ir(self, e: Call, build) -> int:
+        """Emit build(x) where x is a temporary bound to the (single) evaluated argument."""
+        x = Var("x", e.args[0].dtype)
+        with self.bound(x, self.expr(e.args[0])):
+            return self.expr(build(x))
+
+    def if_then_else(self, e: Call) -> int:
+        """Evaluate only the taken side (a scalar condition branches; a vector condition
+        evaluates each side only when some lane takes it, then selects lane-wise)."""
+        cond, a, b = e.args
+        c = self.expr(cond)
+        if cond.dtype.lanes == 1:
+            return self.branch_value(c, a, b, e.dtype)
+        bt = self.ty(DataType("bool", 1))
+        any_true = self.op("OpAny", bt, c)
+        all_true = self.op("OpAll", bt, c)
+        tv = self.branch_value(any_true, a, None, e.dtype)
+        fv = self.branch_value(all_true, None, b, e.dtype)
+        return self.op("OpSelect", self.ty(e.dtype), c, tv, fv)
+
+
+def _sigmoid(x: Var):
+    dt = x.dtype
+    one = const(1.0, dt)
+    return Div(one, Add(one, Call(dt, "exp", (Sub(const(0.0, dt), x),))))
+
+
+def _erf(x: Var):
+    dt = x.dtype
+    ax = Call(dt, "fabs", (x,))
+    t = Var("t", dt)
+    poly = const(_ERF_A[4], dt)
+    for coeff in reversed(_ERF_A[:4]):
+        poly = Add(Mul(poly, t), const(coeff, dt))
+    poly = Mul(poly, t)
+    y = Sub(const(1.0, dt), Mul(poly, Call(dt, "exp", (Sub(const(0.0, dt), Mul(ax, ax)),))))
+    t_value = Div(const(1.0, dt), Add(const(1.0, dt), Mul(const(_ERF_P, dt), ax)))
+    yv = Var("y", dt)
+    return Let(t, t_value, Let(yv, y, Select(LT(x, const(0.0, dt)), Sub(const(0.0, dt), yv), yv)))

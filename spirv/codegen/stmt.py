@@ -1,0 +1,135 @@
+"""Statements to structured SPIR-V control flow (mixed into the kernel emitter).
+
+Loops: header block (OpLoopMerge) -> condition block -> body -> continue block -> header, with the
+induction variable in a Function variable (no OpPhi). Ifs: OpSelectionMerge. Async statements that
+reach codegen run synchronously; a remaining wait becomes a workgroup barrier.
+"""
+
+from __future__ import annotations
+
+from vkir.errors import TypeCheckError, UnsupportedError
+from vkir.ir import (AllocBuffer, AsyncCommitQueue, AsyncScope, AsyncWaitQueue, Barrier,
+                     BufferStore, DataType, DeclBuffer, Evaluate, FloatImm, For, IfThenElse,
+                     IntImm, LetStmt, SeqStmt, Stmt)
+
+
+class StmtMixin:
+    """`stmt(s)` emits `s` at the current point (the current block stays open afterwards)."""
+
+    def stmt(self, s: Stmt) -> None:
+        method = self._stmt_methods.get(type(s))
+        if method is None:
+            raise UnsupportedError(f"kernel {self.func.name!r}: codegen has no rule for "
+                                   f"{type(s).__name__}")
+        method(self, s)
+
+    def s_seq(self, s: SeqStmt) -> None:
+        for item in s.seq:
+            self.stmt(item)
+
+    def s_store(self, s: BufferStore) -> None:
+        self.store(s.buffer, s.value, s.indices)
+
+    def s_let(self, s: LetStmt) -> None:
+        v = self.expr(s.value)
+        with self.bound(s.var, v):
+            self.stmt(s.body)
+
+    def s_evaluate(self, s: Evaluate) -> None:
+        if not isinstance(s.value, (IntImm, FloatImm)):
+            self.expr(s.value)
+
+    def s_if(self, s: IfThenElse) -> None:
+        if s.condition.dtype != DataType("bool", 1):
+            raise TypeCheckError(f"kernel {self.func.name!r}: if condition must be a scalar "
+                                 f"bool, got {s.condition.dtype}")
+        c = self.expr(s.condition)
+        then_label, merge = self.b.new_id(), self.b.new_id()
+        else_label = self.b.new_id() if s.else_case is not None else merge
+        self.do("OpSelectionMerge", merge, 0)
+        self.do("OpBranchConditional", c, then_label, else_label)
+        self.start_block(then_label)
+        self.stmt(s.then_case)
+        self.do("OpBranch", merge)
+        if s.else_case is not None:
+            self.start_block(else_label)
+            self.stmt(s.else_case)
+            self.do("OpBranch", merge)
+        self.start_block(merge)
+
+    def s_for(self, s: For) -> None:
+        if s.kind == "thread_binding":
+            self.thread_loop(s)
+            return
+        dt = s.loop_var.dtype
+        if not dt.is_integer or dt.lanes != 1:
+            raise TypeCheckError(f"kernel {self.func.name!r}: loop variable {s.loop_var.name!r} "
+                                 f"must be a scalar integer, got {dt}")
+        t = self.ty(dt)
+        lo = self.expr(s.min)
+        extent = self.expr(s.extent)
+        end = extent if _is_zero(s.min) else self.op("OpIAdd", t, lo, extent)
+        ptr = self.function_variable(self.b.type_pointer("Function", t))
+        self.do("OpStore", ptr, lo)
+        header, check, body, cont, merge = (self.b.new_id() for _ in range(5))
+        self.do("OpBranch", header)
+        self.start_block(header)
+        control = "Unroll" if s.kind == "unrolled" else "None"
+        self.do("OpLoopMerge", merge, cont, self.b.enum("LoopControl", control))
+        self.do("OpBranch", check)
+        self.start_block(check)
+        i = self.op("OpLoad", t, ptr)
+        self.b.name(i, s.loop_var.name)
+        less = "OpSLessThan" if dt.is_int else "OpULessThan"
+        self.do("OpBranchConditional", self.op(less, self.ty(DataType("bool", 1)), i, end),
+                body, merge)
+        self.start_block(body)
+        with self.bound(s.loop_var, i):
+            self.stmt(s.body)
+        self.do("OpBranch", cont)
+        self.start_block(cont)
+        self.do("OpStore", ptr, self.op("OpIAdd", t, i, self.const(dt, 1)))
+        self.do("OpBranch", header)
+        self.start_block(merge)
+
+    def thread_loop(self, s: For) -> None:
+        """A thread-binding loop is its body with the loop var bound to the invocation's id."""
+        dt = s.loop_var.dtype
+        v = self.convert(self.thread_id(s.thread), DataType("int", 32), dt)
+        if not _is_zero(s.min):
+            v = self.op("OpIAdd", self.ty(dt), v, self.expr(s.min))
+        self.b.name(v, s.loop_var.name)
+        with self.bound(s.loop_var, v):
+            self.stmt(s.body)
+
+    def s_alloc(self, s: AllocBuffer) -> None:
+        self.allocate(s.buffer)
+        self.stmt(s.body)
+
+    def s_decl(self, s: DeclBuffer) -> None:
+        self.declare(s.buffer)
+        self.stmt(s.body)
+
+    def s_barrier(self, s: Barrier) -> None:
+        self.barrier()
+
+    def s_async_scope(self, s: AsyncScope) -> None:
+        self.stmt(s.body)
+
+    def s_async_commit(self, s: AsyncCommitQueue) -> None:
+        self.stmt(s.body)
+
+    def s_async_wait(self, s: AsyncWaitQueue) -> None:
+        self.barrier()
+        self.stmt(s.body)
+
+    _stmt_methods = {
+        SeqStmt: s_seq, BufferStore: s_store, LetStmt: s_let, Evaluate: s_evaluate,
+        IfThenElse: s_if, For: s_for, AllocBuffer: s_alloc, DeclBuffer: s_decl,
+        Barrier: s_barrier, AsyncScope: s_async_scope, AsyncCommitQueue: s_async_commit,
+        AsyncWaitQueue: s_async_wait,
+    }
+
+
+def _is_zero(e) -> bool:
+    return isinstance(e, IntImm) and e.value == 0

@@ -1,0 +1,74 @@
+"""Shared fixtures. Device tests run on the best Vulkan device (lavapipe in CI) with the Khronos
+validation layer on (VKIR_VALIDATION=1 unless the environment says otherwise); any message the
+layer emits during a test fails that test. Device tests skip only where no Vulkan device exists at
+all, and the skip reason says what still ran."""
+
+import os
+
+import pytest
+
+os.environ.setdefault("VKIR_VALIDATION", "1")
+
+NO_DEVICE = ("no Vulkan device ({why}): device tests skipped; the pure-Python IR, pass, "
+             "interpreter and SPIR-V (SPIRV-Tools validation) tests still ran")
+
+
+@pytest.fixture(scope="session")
+def _vulkan_device():
+    try:
+        from vkir import runtime
+    except OSError as exc:  # the `vulkan` package raises OSError when libvulkan is missing
+        pytest.skip(NO_DEVICE.format(why=f"no Vulkan loader: {exc}"))
+    from vkir.errors import DeviceError
+
+    try:
+        infos = runtime.devices()
+    except DeviceError as exc:
+        pytest.skip(NO_DEVICE.format(why=str(exc)))
+    if not infos:
+        pytest.skip(NO_DEVICE.format(why="the loader reports none"))
+    dev = runtime.open_device()
+    runtime.validation_messages()  # start clean
+    return dev
+
+
+@pytest.fixture
+def device(_vulkan_device):
+    """The opened runtime Device; fails the test if the validation layer said anything."""
+    from vkir import runtime
+
+    runtime.validation_messages()
+    yield _vulkan_device
+    messages = runtime.validation_messages()
+    if messages:
+        pytest.fail(f"{len(messages)} validation-layer message(s):\n" + "\n".join(messages[:20]),
+                    pytrace=False)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Tear the Vulkan instance down inside the session so leak reports fail the run."""
+    import sys
+
+    runtime = sys.modules.get("vkir.runtime")
+    if runtime is None or "instance" not in runtime.instance._state:
+        return
+    left = runtime.shutdown()
+    if left and runtime.validation_requested():
+        session.exitstatus = 1
+
+
+@pytest.fixture(scope="session")
+def glsl():
+    """glsl(name, **defines) -> SPIR-V bytes of shaders/<name>.comp (compiled once per session)."""
+    from functools import cache
+    from pathlib import Path
+
+    from vkir.runtime.glsl import compile_glsl
+
+    shaders = Path(__file__).resolve().parents[1] / "shaders"
+
+    @cache
+    def compile_(name, **defines):
+        return compile_glsl(shaders / f"{name}.comp", defines=defines or None)
+
+    return compile_

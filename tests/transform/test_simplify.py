@@ -1,0 +1,215 @@
+"""Simplify: expressions simplified with loop ranges, let values and nonnegative sizes as
+facts; `if True`/`if False` reduced, empty loops removed, lets kept. Outputs pass the checker and
+compute what their inputs compute (interpreter, random inputs; a property test over random index
+expressions)."""
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+import vkir
+from vkir.analysis import verify_types, verify_well_formed
+from vkir import T, ir
+from vkir.ir import FloorDiv, FloorMod, For, Min, PrimFunc, Var, const, decl_buffer
+from vkir.transform import Simplify
+
+
+def _func(buffers, body, scalars=()):
+    params = [b.data for b in buffers] + list(scalars)
+    return PrimFunc(params, body, {b.data: b for b in buffers}, {"global_symbol": "f"})
+
+
+def _check_types(f):
+    """The explicit-cast checker and the scoping/SSA checker accept the pass output."""
+    verify_types(f)
+    verify_well_formed(f)
+
+
+def _same_results(before, after, seeds=range(3)):
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        want = []
+        for p in before.params:
+            buf = before.buffer_map.get(p)
+            if buf is None:
+                want.append(int(rng.integers(0, 6)))
+                continue
+            shape = tuple(s.value for s in buf.shape)
+            dt = buf.dtype.numpy_dtype()
+            want.append(rng.standard_normal(shape).astype(dt) if dt.kind == "f"
+                        else rng.integers(-50, 50, shape).astype(dt))
+        got = [a.copy() if isinstance(a, np.ndarray) else a for a in want]
+        vkir.interpret(before, *want)
+        vkir.interpret(after, *got)
+        for w, g in zip(want, got):
+            np.testing.assert_array_equal(g, w)
+
+
+def _check(before, expected):
+    after = Simplify()(before)
+    _check_types(after)
+    vkir.assert_structural_equal(after, expected)
+    _same_results(before, after)
+    return after
+
+
+def test_index_arithmetic_uses_loop_ranges():
+    @T.prim_func
+    def before(A: T.Buffer((32,), "float32"), B: T.Buffer((8,), "float32")):
+        for i, j in T.grid(8, 4):
+            B[(i * 4 + j) // 4] = A[i * 4 + j] + A[(i * 4 + j) // 4 * 4 + (i * 4 + j) % 4]
+            if i * 4 + j < 32:
+                A[T.min(i * 4 + j, 31)] = A[(i + 1) * 4 + j - 4] * 2.0
+
+    @T.prim_func
+    def expected(A: T.Buffer((32,), "float32"), B: T.Buffer((8,), "float32")):
+        for i, j in T.grid(8, 4):
+            B[i] = A[i * 4 + j] + A[i * 4 + j]
+            A[i * 4 + j] = A[i * 4 + j] * 2.0
+
+    _check(before, expected)
+
+
+def test_vector_indices_become_canonical_ramps():
+    @T.prim_func
+    def before(A: T.Buffer((64,), "float32")):
+        for o in T.serial(16):
+            A[T.broadcast(o * 4, 4) + T.ramp(0, 1, 4)] = A[T.ramp(o, 1, 4) * T.broadcast(4, 4)
+                                                          // T.broadcast(4, 4)]
+            A[T.ramp(o * 4, 1, 4) // T.broadcast(4, 4) + T.ramp(o * 4, 1, 4) % T.broadcast(4, 4)] \
+                = T.broadcast(1.0, 4)
+
+    @T.prim_func
+    def expected(A: T.Buffer((64,), "float32")):
+        for o in T.serial(16):
+            A[T.ramp(o * 4, 1, 4)] = A[T.ramp(o, 1, 4)]
+            A[T.ramp(o, 1, 4)] = T.broadcast(1.0, 4)
+
+    _check(before, expected)
+
+
+def test_constant_conditions_and_empty_loops():
+    @T.prim_func
+    def before(A: T.Buffer((4,), "int32"), n: T.int32):
+        if 3 > 2:
+            A[0] = 1
+        else:
+            A[0] = 2
+        if 3 < 2:
+            A[1] = 3
+        else:
+            A[1] = 4
+        if 3 < 2:
+            A[2] = 5
+        for i in T.serial(2 - 2):
+            A[3] = 6
+        for k in T.serial(n):
+            if k >= 0:
+                A[3] = A[3] + 1
+
+    @T.prim_func
+    def expected(A: T.Buffer((4,), "int32"), n: T.int32):
+        A[0] = 1
+        A[1] = 4
+        for k in T.serial(n):
+            A[3] = A[3] + 1
+
+    _check(before, expected)
+
+
+def test_lets_are_kept_and_their_values_known():
+    @T.prim_func
+    def before(A: T.Buffer((64,), "int32")):
+        for i in T.serial(8):
+            x = i * 8 + 0
+            if x < 64:
+                A[x] = x % 8 + x
+            A[x + 1] = (x + 3) // 8
+
+    @T.prim_func
+    def expected(A: T.Buffer((64,), "int32")):
+        for i in T.serial(8):
+            x = i * 8
+            A[x] = x
+            A[x + 1] = (x + 3) // 8
+
+    _check(before, expected)
+
+
+def test_symbolic_sizes_are_nonnegative():
+    @T.prim_func
+    def before(A: T.Buffer(("n",), "float32")):
+        for i in T.serial(n):
+            if n >= 0:
+                A[i] = A[i] * 1.0
+
+    @T.prim_func
+    def expected(A: T.Buffer(("n",), "float32")):
+        for i in T.serial(n):
+            A[i] = A[i]
+
+    after = Simplify()(before)
+    vkir.assert_structural_equal(after, expected)
+
+
+def test_floats_are_not_reassociated():
+    @T.prim_func
+    def f(A: T.Buffer((4,), "float32")):
+        A[0] = A[0] + 1.0 - 1.0 + A[1] * 0.0
+        A[1] = A[2] + 0.0
+
+    assert Simplify()(f) is f
+
+
+def test_unchanged_function_is_returned():
+    @T.prim_func
+    def f(A: T.Buffer((4,), "float32")):
+        for i in T.serial(4):
+            A[i] = A[i] + 1.0
+
+    assert Simplify()(f) is f
+
+
+# --- property: random index expressions in a kernel --------------------------------------------
+
+def _index_exprs(i, j):
+    leaf = st.one_of(st.sampled_from([i, j]), st.integers(-5, 9).map(const))
+
+    def node(children):
+        return st.one_of(
+            st.tuples(st.sampled_from(["+", "-", "*"]), children, children),
+            st.tuples(st.sampled_from(["//", "%"]), children, st.sampled_from([2, 3, 4, 8])),
+            st.tuples(st.sampled_from(["min", "<"]), children, children),
+        ).map(_build)
+
+    return st.recursive(leaf, node, max_leaves=6)
+
+
+def _build(t):
+    op, a, b = t
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op == "//":
+        return FloorDiv(a, b)
+    if op == "%":
+        return FloorMod(a, b)
+    if op == "min":
+        return Min(a, b)
+    return ir.Select(ir.LT(a, b), a, b)
+
+
+I, J = Var("i"), Var("j")
+
+
+@settings(max_examples=25, deadline=None)
+@given(_index_exprs(I, J))
+def test_random_index_expressions(e):
+    A = decl_buffer((8, 4), "int32", "A")
+    f = _func([A], For(I, 0, 8, "serial", For(J, 0, 4, "serial",
+                                              A.store(e + A[I, J], I, J))))
+    g = Simplify()(f)
+    _check_types(g)
+    _same_results(f, g, seeds=[0])

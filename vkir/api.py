@@ -1,0 +1,481 @@
+"""The public facade: devices, device arrays, lowering and building kernels, calling them.
+
+It joins the two halves that know nothing of each other: the SPIR-V backend (vkir.spirv: a lowered
+PrimFunc -> SpirvModule) and the runtime (vkir.runtime: SPIR-V bytes + buffers + push-constant
+bytes + group counts -> a dispatch). Both are imported lazily so that `import vkir` needs no Vulkan
+loader.
+
+A Kernel call checks every argument (count, dtype, shape, contiguity, device) and binds the
+symbolic sizes from the shapes BEFORE anything is copied or recorded, so a bad call raises
+ArgumentError and leaves every buffer untouched. Push-constant bytes and group counts are computed
+once per distinct set of size/scalar values; the runtime reuses the pre-recorded command buffer
+when the arguments are the same device buffers.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import ArgumentError, UnsupportedError
+from .ir import DataType, IntImm, PrimFunc, Var
+
+
+# -- devices -------------------------------------------------------------------------------------
+def devices():
+    """Every Vulkan device: a list of vkir.runtime.DeviceInfo."""
+    from . import runtime
+
+    return runtime.devices()
+
+
+def device(selector=None):
+    """The opened device for `selector` ($VKIR_DEVICE, "cpu"/"lavapipe", "gpu", an index, a
+    DeviceInfo), else the best one (discrete > integrated > virtual > cpu)."""
+    from . import runtime
+
+    if selector is not None and not isinstance(selector, (str, int, runtime.DeviceInfo)):
+        if isinstance(selector, runtime.Device):
+            return selector
+        raise ArgumentError(f"device selector must be a str, int or DeviceInfo, got {selector!r}")
+    return runtime.open_device(selector)
+
+
+def _device(dev):
+    from . import runtime
+
+    return dev if isinstance(dev, runtime.Device) else device(dev)
+
+
+def target_for(info):
+    """The vkir.spirv.Target matching a runtime DeviceInfo (SPIR-V version, features, limits)."""
+    from .spirv import FEATURES, Target
+
+    major, minor = (int(v) for v in info.api_version.split(".")[:2])
+    if (major, minor) >= (1, 3):
+        version, env = (1, 6), "vulkan1.3"
+    elif (major, minor) >= (1, 2):
+        version, env = (1, 5), "vulkan1.2"
+    else:
+        version, env = (1, 3), "vulkan1.1"
+    lim = info.limits
+    return Target(spirv_version=version, env=env, features=info.features & FEATURES,
+                  max_workgroup_invocations=lim.max_workgroup_invocations,
+                  max_shared_memory_bytes=lim.max_shared_memory_bytes,
+                  max_push_constant_bytes=lim.max_push_constant_bytes)
+
+
+# -- arrays --------------------------------------------------------------------------------------
+def _numpy_dtype(dtype) -> np.dtype:
+    if isinstance(dtype, DataType):
+        return dtype.element_of().numpy_dtype()
+    if isinstance(dtype, str):
+        try:
+            return DataType.parse(dtype).element_of().numpy_dtype()
+        except ValueError:
+            pass
+    try:
+        return np.dtype(dtype)
+    except TypeError as exc:
+        raise ArgumentError(f"unknown dtype {dtype!r}") from exc
+
+
+class DeviceArray:
+    """An n-d array in device memory. Bool arrays are stored as int8 bytes (0/1)."""
+
+    __slots__ = ("buffer", "shape", "dtype", "device")
+
+    def __init__(self, buffer, shape: tuple, dtype: np.dtype, dev):
+        self.buffer = buffer
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype)
+        self.device = dev
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.buffer.nbytes
+
+    def numpy(self) -> np.ndarray:
+        """A new numpy array with the buffer's contents."""
+        out = np.empty(self.shape, dtype=self.dtype)
+        self.buffer.read(out)
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.numpy()
+        return out if dtype is None else out.astype(dtype)
+
+    def write(self, values) -> None:
+        """Overwrite the contents with `values` (same shape and dtype)."""
+        arr = np.asarray(values)
+        if arr.shape != self.shape or arr.dtype != self.dtype:
+            raise ArgumentError(f"write of {arr.dtype}{list(arr.shape)} into a "
+                                f"{self.dtype}{list(self.shape)} device array")
+        self.buffer.write(np.ascontiguousarray(arr))
+
+    def __repr__(self) -> str:
+        return f"DeviceArray({self.dtype}{list(self.shape)} on {self.device.info.name})"
+
+
+def array(values, device=None) -> DeviceArray:
+    """A device array holding a copy of `values` (any array-like; bool stored as int8)."""
+    from .runtime import Buffer
+
+    dev = _device(device)
+    arr = np.ascontiguousarray(values)
+    if arr.dtype.kind not in "biuf" or arr.dtype.byteorder == ">":
+        raise ArgumentError(f"vkir arrays hold bool, int, uint or float data, got {arr.dtype}")
+    buf = Buffer(dev, arr.nbytes)
+    buf.write(arr)
+    return DeviceArray(buf, arr.shape, arr.dtype, dev)
+
+
+def empty(shape, dtype="float32", device=None) -> DeviceArray:
+    """A zero-filled device array of `shape` and `dtype` ("float32", np.float32, DataType...)."""
+    from .runtime import Buffer
+
+    dev = _device(device)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ArgumentError(f"negative dimension in shape {shape}")
+    npd = _numpy_dtype(dtype)
+    buf = Buffer(dev, int(np.prod(shape, dtype=np.int64)) * npd.itemsize)
+    buf.fill_zero()
+    return DeviceArray(buf, shape, npd, dev)
+
+
+# -- lowering and building -----------------------------------------------------------------------
+def lower(func: PrimFunc, target=None) -> PrimFunc:
+    """The default pass pipeline for `target` (see vkir.lowering)."""
+    from .lowering import lower as _lower
+
+    return _lower(func, target)
+
+
+def build(func: PrimFunc, device=None) -> "Kernel":
+    """Lower, generate SPIR-V for `device`, validate it and create the (cached) pipeline."""
+    if not isinstance(func, PrimFunc):
+        raise ArgumentError(f"vkir.build expects a PrimFunc (a @T.prim_func), got {type(func).__name__}")
+    return Kernel(func, _device(device))
+
+
+@dataclass(frozen=True)
+class _Param:
+    """How one parameter is checked: a buffer (dtype, dims) or a scalar."""
+
+    index: int
+    name: str
+    var: Var
+    dtype: DataType           # scalar dtype, or the buffer's element dtype
+    np_dtype: np.dtype | None  # numpy dtype a buffer argument must have
+    dims: tuple = ()          # per dim: (expr, lanes factor on the last dim)
+    is_buffer: bool = True
+
+
+def _params(func: PrimFunc) -> tuple:
+    out = []
+    for i, p in enumerate(func.params):
+        buf = func.buffer_map.get(p)
+        if buf is None:
+            out.append(_Param(i, p.name, p, p.dtype, None, (), False))
+            continue
+        lanes = buf.dtype.lanes
+        dims = tuple((e, lanes if k == len(buf.shape) - 1 else 1) for k, e in enumerate(buf.shape))
+        out.append(_Param(i, buf.name, p, buf.dtype, buf.dtype.element_of().numpy_dtype(), dims))
+    return tuple(out)
+
+
+def _aliases(func: PrimFunc, lowered: PrimFunc) -> dict:
+    """Lowered-function Vars that stand for a different Var of the user's function: parameters
+    by position, symbolic sizes by name."""
+    out = {}
+    for orig, low in zip(func.params, lowered.params):
+        if orig is not low:
+            out[low] = orig
+    sizes = {v.name: v for v in func.size_vars}
+    for v in lowered.size_vars:
+        if v.name in sizes and sizes[v.name] is not v:
+            out[v] = sizes[v.name]
+    return out
+
+
+_INT_RANGE = {8: (-2**7, 2**7 - 1), 16: (-2**15, 2**15 - 1), 32: (-2**31, 2**31 - 1),
+              64: (-2**63, 2**63 - 1)}
+
+
+def _pack(dtype: DataType, value) -> bytes:
+    """std430 bytes of one push-constant scalar of `dtype` (as codegen laid it out)."""
+    if dtype.code == "float":
+        return np.array(value, dtype=f"float{dtype.bits}").tobytes()
+    if dtype.code == "bool":
+        return struct.pack("<I", int(bool(value)))
+    return np.array(int(value)).astype(f"{'u' if dtype.code == 'uint' else ''}int{dtype.bits}").tobytes()
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Device seconds per run: median, min, max over n runs (source "timestamp" or "wall")."""
+
+    median: float
+    min: float
+    max: float
+    n: int
+    source: str
+    samples: tuple = ()
+
+
+class Kernel:
+    """A compiled kernel on one device. `spirv` (bytes), `asm` (disassembly), `ir` (the lowered
+    PrimFunc), `module` (the SpirvModule), `compile_seconds` (lower + codegen + validate +
+    pipeline). Call it with device arrays, numpy arrays and Python scalars."""
+
+    def __init__(self, func: PrimFunc, dev):
+        from . import runtime, spirv
+        from .interpreter import evaluate
+
+        t0 = time.perf_counter()
+        self.func = func
+        self.device = dev
+        self.target = target_for(dev.info)
+        self.ir = lower(func, self.target)
+        self.module = spirv.codegen(self.ir, self.target)
+        spirv.validate(self.module.words, self.target.env)
+        self._check_limits()
+        self.pipeline = runtime.get_pipeline(
+            dev, self.module.words, self.module.entry_point,
+            tuple(b.binding for b in self.module.bindings), self.module.push_constant_size)
+        self.compile_seconds = time.perf_counter() - t0
+        self._evaluate = evaluate
+        self._params = _params(func)
+        # size vars come from the user's signature; codegen's push constants name the lowered
+        # function's vars, which passes keep (matched by name where a pass made new ones)
+        self._size_vars = tuple(func.size_vars)
+        self._scalars = tuple(p for p in self._params if not p.is_buffer)
+        self._env_vars = self._size_vars + tuple(p.var for p in self._scalars)
+        # a pass may have made new Var objects for params or sizes: map them to the user's
+        self._aliases = _aliases(func, self.ir)
+        self._writes = tuple(sorted({b.param_index for b in self.module.bindings if b.writable}))
+        self._binding_params = tuple(b.param_index for b in self.module.bindings)
+        self._derived = {}     # env values -> (push bytes, groups)
+        self._scratch = {}     # (param index, nbytes) -> runtime Buffer for numpy arguments
+        self._asm = None
+
+    # -- properties --------------------------------------------------------------------------
+    @property
+    def spirv(self) -> bytes:
+        return self.module.words
+
+    @property
+    def asm(self) -> str:
+        if self._asm is None:
+            from .spirv import disassemble
+
+            self._asm = disassemble(self.module.words)
+        return self._asm
+
+    @property
+    def name(self) -> str:
+        return self.func.name
+
+    def __repr__(self) -> str:
+        return f"<vkir Kernel {self.name} on {self.device.info.name}>"
+
+    def _check_limits(self) -> None:
+        lim = self.device.info.limits
+        ls = self.module.local_size
+        name = self.device.info.name
+        for axis, (n, cap) in enumerate(zip(ls, lim.max_workgroup_size)):
+            if n > cap:
+                raise UnsupportedError(f"kernel {self.func.name}: threadIdx.{'xyz'[axis]} extent {n} "
+                                       f"exceeds maxComputeWorkGroupSize[{axis}] = {cap} on {name!r}")
+        total = ls[0] * ls[1] * ls[2]
+        if total > lim.max_workgroup_invocations:
+            raise UnsupportedError(f"kernel {self.func.name}: {total} invocations per workgroup exceed "
+                                   f"maxComputeWorkGroupInvocations = {lim.max_workgroup_invocations} "
+                                   f"on {name!r}")
+        if self.module.shared_memory_bytes > lim.max_shared_memory_bytes:
+            raise UnsupportedError(f"kernel {self.func.name}: {self.module.shared_memory_bytes} bytes of "
+                                   f"shared memory exceed maxComputeSharedMemorySize = "
+                                   f"{lim.max_shared_memory_bytes} on {name!r}")
+        missing = self.module.required_features - self.device.info.features
+        if missing:
+            raise UnsupportedError(f"kernel {self.func.name} needs {sorted(missing)}, which {name!r} "
+                                   "does not support")
+
+    # -- argument binding --------------------------------------------------------------------
+    def _bind(self, args):
+        """Check `args`; return (env values tuple, runtime buffers or numpy arrays per param)."""
+        params = self._params
+        if len(args) != len(params):
+            raise ArgumentError(f"kernel {self.name} takes {len(params)} arguments "
+                                f"({', '.join(p.name for p in params)}), got {len(args)}")
+        env = {}
+        deferred = []
+        for p, a in zip(params, args):
+            if p.is_buffer:
+                self._bind_buffer(p, a, env, deferred)
+            else:
+                env[p.var] = self._scalar(p, a)
+        for p, k, expr, want in deferred:
+            value = self._evaluate(expr, env)
+            if int(value) != want:
+                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} has size {want} in dim {k}, "
+                                    f"expected {expr} = {value}")
+        try:
+            return tuple(env[v] for v in self._env_vars)
+        except KeyError as exc:
+            raise ArgumentError(f"kernel {self.name}: symbolic size {exc.args[0].name} is not bound by "
+                                "any argument shape") from None
+
+    def _bind_buffer(self, p, a, env, deferred):
+        if isinstance(a, DeviceArray):
+            if a.device is not self.device:
+                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} lives on {a.device.info.name!r}, "
+                                    f"the kernel on {self.device.info.name!r}")
+        elif isinstance(a, np.ndarray):
+            if not a.flags.c_contiguous:
+                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is not C-contiguous "
+                                    "(use np.ascontiguousarray)")
+            if not a.flags.writeable and p.index in self._writes:
+                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is written but read-only")
+        else:
+            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} must be a vkir or numpy array, "
+                                f"got {type(a).__name__}")
+        if a.dtype != p.np_dtype:
+            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} has dtype {a.dtype}, "
+                                f"expected {p.np_dtype} (buffer of {p.dtype})")
+        shape = a.shape
+        if len(shape) != len(p.dims):
+            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} has {len(shape)} dims "
+                                f"{list(shape)}, expected {len(p.dims)}")
+        for k, ((expr, lanes), n) in enumerate(zip(p.dims, shape)):
+            if n % lanes:
+                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} dim {k} = {n} is not a "
+                                    f"multiple of the {lanes} vector lanes of {p.dtype}")
+            n //= lanes
+            if isinstance(expr, IntImm):
+                if expr.value != n:
+                    raise ArgumentError(f"kernel {self.name}: argument {p.name!r} has shape {list(shape)}, "
+                                        f"expected {expr.value * lanes} in dim {k}")
+            elif isinstance(expr, Var):
+                bound = env.get(expr)
+                if bound is None:
+                    env[expr] = n
+                elif bound != n:
+                    raise ArgumentError(f"kernel {self.name}: argument {p.name!r} dim {k} = {n} but "
+                                        f"{expr.name} = {bound} from an earlier argument")
+            else:
+                deferred.append((p, k, expr, n))
+
+    def _scalar(self, p, a):
+        dt = p.dtype
+        if isinstance(a, (np.ndarray, DeviceArray)) or not np.isscalar(a):
+            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is a scalar {dt}, got "
+                                f"{type(a).__name__}")
+        if dt.is_float:
+            if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, float, np.integer, np.floating)):
+                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is {dt}, got {a!r}")
+            return float(a)
+        if dt.is_bool:
+            if not isinstance(a, (bool, np.bool_)):
+                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is bool, got {a!r}")
+            return bool(a)
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
+            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is {dt}, got {a!r}")
+        lo, hi = _INT_RANGE[dt.bits] if dt.is_int else (0, 2**dt.bits - 1)
+        if not lo <= int(a) <= hi:
+            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} = {a} is out of range for {dt}")
+        return int(a)
+
+    def _derive(self, values):
+        """(push-constant bytes, group counts) for these size/scalar values (memoized)."""
+        got = self._derived.get(values)
+        if got is not None:
+            return got
+        env = dict(zip(self._env_vars, values))
+        for lowered, original in self._aliases.items():
+            if original in env:
+                env[lowered] = env[original]
+        push = bytearray(self.module.push_constant_size)
+        for pc in self.module.push_constants:
+            if pc.var not in env:
+                raise ArgumentError(f"kernel {self.name}: push constant {pc.var.name} has no value")
+            value = env[pc.var]
+            raw = _pack(pc.dtype, value)
+            push[pc.offset:pc.offset + len(raw)] = raw
+        groups = []
+        for axis, expr in enumerate(self.module.grid):
+            n = int(self._evaluate(expr, env)) if not isinstance(expr, IntImm) else expr.value
+            if n < 0:
+                raise ArgumentError(f"kernel {self.name}: blockIdx.{'xyz'[axis]} extent {expr} = {n} "
+                                    "is negative for these arguments")
+            cap = self.device.info.limits.max_workgroup_count[axis]
+            if n > cap:
+                raise UnsupportedError(f"kernel {self.name}: {n} workgroups on blockIdx.{'xyz'[axis]} "
+                                       f"exceed maxComputeWorkGroupCount = {cap} on "
+                                       f"{self.device.info.name!r}")
+            groups.append(n)
+        got = (bytes(push), tuple(groups))
+        if len(self._derived) > 1024:
+            self._derived.clear()
+        self._derived[values] = got
+        return got
+
+    def _prepare(self, args):
+        """All checks, then the runtime buffers (numpy arguments copied in) and launch data."""
+        from .runtime import Buffer
+
+        values = self._bind(args)
+        push, groups = self._derive(values)
+        buffers = {}
+        copies = []
+        for p, a in zip(self._params, args):
+            if not p.is_buffer:
+                continue
+            if isinstance(a, DeviceArray):
+                buffers[p.index] = a.buffer
+                continue
+            key = (p.index, a.nbytes)
+            buf = self._scratch.get(key)
+            if buf is None:
+                buf = self._scratch[key] = Buffer(self.device, a.nbytes)
+            buffers[p.index] = buf
+            copies.append((p.index, a, buf))
+        for _, a, buf in copies:
+            buf.write(a)
+        return [buffers[i] for i in self._binding_params], push, groups, copies
+
+    def _copy_back(self, copies):
+        for index, a, buf in copies:
+            if index in self._writes:
+                buf.read(a)
+
+    def __call__(self, *args) -> None:
+        from .runtime import get_launch
+
+        buffers, push, groups, copies = self._prepare(args)
+        get_launch(self.device, self.pipeline, buffers, push, groups).run()
+        if copies:
+            self._copy_back(copies)
+
+    def profile(self, *args, repeat: int = 50, warmup: int = 1) -> Profile:
+        """Run `repeat` times; device seconds per run from timestamp queries (wall time where
+        the queue has none). Numpy arguments are copied in once and written ones back at the end."""
+        from .runtime import profile
+
+        buffers, push, groups, copies = self._prepare(args)
+        t = profile(self.device, self.pipeline, buffers, push, groups, repeat=repeat, warmup=warmup)
+        if copies:
+            self._copy_back(copies)
+        return Profile(t.median, t.min, t.max, t.n, t.source, t.samples)

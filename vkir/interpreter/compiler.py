@@ -1,0 +1,522 @@
+"""Compile IR to Python closures over a `Frame`, the state of the invocations executing in lockstep.
+
+Workgroups run one after another (blockIdx loops are ordinary loops). The invocations of a workgroup
+(threadIdx loops) run as one SIMT frame: every value that differs between invocations carries a
+leading axis with one entry per active invocation, and each statement is executed by all active
+invocations before the next starts. A `Barrier` is therefore met by every invocation at the same
+time, which is exactly its semantics for race-free kernels (a swap through shared memory works),
+and the interpreter is numpy-vectorized across invocations. Divergent control flow (an `if` or a
+loop extent that differs between invocations) runs its body on the subset of invocations that take
+it.
+
+Async scopes: a store lexically inside an `AsyncScope` is recorded in the innermost enclosing
+committed group instead of being written; `AsyncWaitQueue(q, n)` retires the oldest groups of queue
+q until at most n are in flight; the rest retire when the function ends (DESIGN section 4).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from ..ir import expr as E
+from ..ir.buffer import Buffer
+from ..ir.dtype import DataType
+from . import numeric as N
+from .errors import InterpreterError
+from .memory import AsyncGroup, Storage, extent_elements, load, make_bound, positions, store
+
+
+class RunState:
+    """Mutable state of one interpretation: async queues and live per-invocation storages."""
+
+    __slots__ = ("queues", "group", "local_storages", "value_ndims", "committed")
+
+    def __init__(self, value_ndims: list):
+        self.queues = defaultdict(list)
+        self.group = None
+        self.local_storages = []
+        self.value_ndims = value_ndims
+        self.committed = []
+
+    def finish(self):
+        """Retire every group still in flight, oldest first."""
+        for group in self.committed:
+            group.retire()
+        self.committed = []
+        self.queues.clear()
+
+
+class Frame:
+    """Slot values of the active invocations: `tid` is None for a single uniform invocation, else
+    the ids (rows of local storage) of the K active invocations."""
+
+    __slots__ = ("slots", "tid", "state")
+
+    def __init__(self, slots: list, tid, state: RunState):
+        self.slots = slots
+        self.tid = tid
+        self.state = state
+
+    def subset(self, mask) -> "Frame":
+        """The frame restricted to the invocations where `mask` holds."""
+        nds = self.state.value_ndims
+        slots = [v[mask] if nd >= 0 and v is not None and v.ndim > nd else v
+                 for v, nd in zip(self.slots, nds)]
+        return Frame(slots, self.tid[mask], self.state)
+
+    def take(self, owner) -> "Frame":
+        """A frame of len(owner) invocations, invocation c copying the values of owner[c]."""
+        nds = self.state.value_ndims
+        slots = [v[owner] if nd >= 0 and v is not None and v.ndim > nd else v
+                 for v, nd in zip(self.slots, nds)]
+        return Frame(slots, None, self.state)
+
+
+def _uniform(value) -> bool:
+    return np.ndim(value) == 0
+
+
+def _need_uniform(value, what: str):
+    if np.ndim(value) != 0:
+        raise InterpreterError(f"{what} differs between invocations")
+    return value
+
+
+class Compiler:
+    """Turns expressions and statements into closures `f(frame)`; variables and buffers get slots."""
+
+    def __init__(self):
+        self.slot_index = {}      # Var | Buffer -> slot
+        self.value_ndims = []     # per slot: 0 scalar, 1 vector, -1 not a value
+        self.bound = set()        # vars and buffers in scope while compiling
+        self.in_async = False
+
+    # -- slots -------------------------------------------------------------------------------
+
+    def slot(self, key) -> int:
+        s = self.slot_index.get(key)
+        if s is None:
+            s = len(self.value_ndims)
+            self.slot_index[key] = s
+            if isinstance(key, E.Var) and isinstance(key.dtype, DataType):
+                self.value_ndims.append(0 if key.dtype.lanes == 1 else 1)
+            else:
+                self.value_ndims.append(-1)
+        return s
+
+    def bind(self, key) -> int:
+        self.bound.add(key)
+        return self.slot(key)
+
+    # -- expressions -------------------------------------------------------------------------
+
+    def expr(self, e):
+        method = getattr(self, "e_" + type(e).__name__, None)
+        if method is None:
+            if isinstance(e, E.BinaryOp):
+                return self.e_binary(e)
+            raise InterpreterError(f"cannot interpret expression {type(e).__name__}")
+        return method(e)
+
+    def e_Var(self, e):
+        if e not in self.bound:
+            raise InterpreterError(f"variable {e.name} is used outside its scope")
+        s = self.slot(e)
+        return lambda fr: fr.slots[s]
+
+    def e_IntImm(self, e):
+        c = N.scalar(e.value, e.dtype)
+        return lambda fr: c
+
+    def e_FloatImm(self, e):
+        c = N.scalar(e.value, e.dtype)
+        return lambda fr: c
+
+    def e_binary(self, e):
+        fn = N.binary_op(type(e).__name__, e.a.dtype)
+        fa, fb = self.expr(e.a), self.expr(e.b)
+        return lambda fr: fn(fa(fr), fb(fr))
+
+    def e_Not(self, e):
+        fa = self.expr(e.a)
+        return lambda fr: np.logical_not(fa(fr))
+
+    def e_Select(self, e):
+        fc, ft, ff = self.expr(e.condition), self.expr(e.true_value), self.expr(e.false_value)
+        widen = e.condition.dtype.lanes == 1 and e.true_value.dtype.lanes > 1
+
+        def select(fr):
+            c = fc(fr)
+            if widen:
+                c = N.expand_lanes(c)
+            return N.as_value(np.where(c, ft(fr), ff(fr)))
+        return select
+
+    def e_Cast(self, e):
+        fv = self.expr(e.value)
+        npdt = N.np_dtype(e.dtype)
+        return lambda fr: N.cast(fv(fr), npdt)
+
+    def e_Ramp(self, e):
+        fb, fs = self.expr(e.base), self.expr(e.stride)
+        offsets = np.arange(e.lanes).astype(N.np_dtype(e.base.dtype))
+        return lambda fr: N.expand_lanes(fb(fr)) + N.expand_lanes(fs(fr)) * offsets
+
+    def e_Broadcast(self, e):
+        fv = self.expr(e.value)
+        lanes = e.lanes
+        if e.value.dtype.lanes == 1:
+            return lambda fr: np.repeat(N.expand_lanes(fv(fr)), lanes, axis=-1)
+        return lambda fr: np.concatenate([fv(fr)] * lanes, axis=-1)
+
+    def e_Let(self, e):
+        fv = self.expr(e.value)
+        s = self.bind(e.var)
+        fb = self.expr(e.body)
+        self.bound.discard(e.var)
+
+        def let(fr):
+            fr.slots[s] = fv(fr)
+            return fb(fr)
+        return let
+
+    def e_Shuffle(self, e):
+        fvs = [(self.expr(v), v.dtype.lanes) for v in e.vectors]
+        idx = np.array(e.indices, dtype=np.intp)
+        single = len(e.indices) == 1
+
+        def shuffle(fr):
+            parts = [fv(fr) if lanes > 1 else N.expand_lanes(fv(fr)) for fv, lanes in fvs]
+            lead = np.broadcast_shapes(*(np.shape(p)[:-1] for p in parts))
+            parts = [np.broadcast_to(p, lead + np.shape(p)[-1:]) for p in parts]
+            out = np.concatenate(parts, axis=-1)[..., idx]
+            return N.as_value(out[..., 0]) if single else out
+        return shuffle
+
+    def e_Call(self, e):
+        if e.op == "if_then_else":
+            return self._if_then_else(e)
+        args = [self.expr(a) for a in e.args]
+        npdt = N.np_dtype(e.dtype)
+        if e.op == "reinterpret":
+            if len(args) != 1:
+                raise InterpreterError("reinterpret takes one argument")
+            fa, src, dst = args[0], e.args[0].dtype, e.dtype
+            return lambda fr: N.reinterpret(fa(fr), src, dst)
+        fn = N.intrinsic(e.op)
+        if fn is None:
+            raise InterpreterError(f"cannot interpret call of unknown intrinsic {e.op!r}")
+        if len(args) == 1:
+            fa = args[0]
+            return lambda fr: fn(fa(fr)).astype(npdt)
+        if len(args) == 2:
+            fa, fb = args
+            return lambda fr: fn(fa(fr), fb(fr)).astype(npdt)
+        return lambda fr: fn(*[a(fr) for a in args]).astype(npdt)
+
+    def _if_then_else(self, e):
+        if len(e.args) != 3:
+            raise InterpreterError("if_then_else takes three arguments")
+        fc, ft, ff = (self.expr(a) for a in e.args)
+        npdt = N.np_dtype(e.dtype)
+        tail = () if e.dtype.lanes == 1 else (e.dtype.lanes,)
+        vector_cond = e.args[0].dtype.lanes > 1
+
+        def if_then_else(fr):
+            c = fc(fr)
+            if _uniform(c):
+                return ft(fr) if c else ff(fr)
+            if vector_cond:  # lane-wise choice: both sides are evaluated
+                return N.as_value(np.where(c, ft(fr), ff(fr)))
+            if c.all():
+                return ft(fr)
+            if not c.any():
+                return ff(fr)
+            out = np.empty((len(c),) + tail, npdt)
+            out[c] = ft(fr.subset(c))
+            nc = ~c
+            out[nc] = ff(fr.subset(nc))
+            return out
+        return if_then_else
+
+    def e_BufferLoad(self, e):
+        get = self.buffer_getter(e.buffer)
+        fidx = [self.expr(i) for i in e.indices]
+        lanes = e.indices[-1].dtype.lanes if e.indices else 1
+
+        if len(fidx) == 1:
+            f0 = fidx[0]
+
+            def buffer_load(fr):
+                bb = get(fr)
+                return load(bb, positions(bb, [f0(fr)], lanes, fr.tid))
+        elif len(fidx) == 2:
+            f0, f1 = fidx
+
+            def buffer_load(fr):
+                bb = get(fr)
+                return load(bb, positions(bb, [f0(fr), f1(fr)], lanes, fr.tid))
+        else:
+            def buffer_load(fr):
+                bb = get(fr)
+                return load(bb, positions(bb, [f(fr) for f in fidx], lanes, fr.tid))
+        return buffer_load
+
+    # -- buffers -----------------------------------------------------------------------------
+
+    def buffer_getter(self, buffer: Buffer):
+        """Closure giving the BoundBuffer of `buffer`; a buffer used without a declaration is bound
+        lazily over its data var's storage (lenient, for IR that is not well formed)."""
+        s = self.slot(buffer)
+        if buffer in self.bound:
+            return lambda fr: fr.slots[s]
+        if buffer.data not in self.bound:
+            raise InterpreterError(f"buffer {buffer.name} is used outside its scope")
+        binder = self.binder(buffer)
+        ds = self.slot(buffer.data)
+
+        def lazy(fr):
+            bb = fr.slots[s]
+            if bb is None:
+                bb = binder(fr, fr.slots[ds])
+            return bb
+        return lazy
+
+    def binder(self, buffer: Buffer):
+        """Closure `(frame, storage) -> BoundBuffer` evaluating the buffer's sizes."""
+        fshape = [self.expr(x) for x in buffer.shape]
+        fstrides = [self.expr(x) for x in buffer.strides]
+        foffset = self.expr(buffer.elem_offset)
+
+        def bind(fr, storage):
+            if not isinstance(storage, Storage):
+                raise InterpreterError(f"buffer {buffer.name}: its data {buffer.data.name} is unbound")
+            shape = [int(_need_uniform(f(fr), f"shape of buffer {buffer.name}")) for f in fshape]
+            strides = [int(_need_uniform(f(fr), f"stride of buffer {buffer.name}")) for f in fstrides]
+            offset = int(_need_uniform(foffset(fr), f"elem_offset of buffer {buffer.name}"))
+            return make_bound(buffer, storage, shape, strides, offset)
+        return bind
+
+    # -- statements --------------------------------------------------------------------------
+
+    def stmt(self, s):
+        method = getattr(self, "s_" + type(s).__name__, None)
+        if method is None:
+            raise InterpreterError(f"cannot interpret statement {type(s).__name__}")
+        return method(s)
+
+    def s_SeqStmt(self, s):
+        body = tuple(self.stmt(x) for x in s.seq)
+
+        def seq(fr):
+            for f in body:
+                f(fr)
+        return seq
+
+    def s_Evaluate(self, s):
+        fv = self.expr(s.value)
+
+        def evaluate(fr):
+            fv(fr)
+        return evaluate
+
+    def s_Barrier(self, s):
+        # Invocations run in lockstep: every one of them reaches the barrier together.
+        return lambda fr: None
+
+    def s_LetStmt(self, s):
+        fv = self.expr(s.value)
+        slot = self.bind(s.var)
+        fb = self.stmt(s.body)
+        self.bound.discard(s.var)
+
+        def let(fr):
+            fr.slots[slot] = fv(fr)
+            fb(fr)
+        return let
+
+    def s_IfThenElse(self, s):
+        fc = self.expr(s.condition)
+        ft = self.stmt(s.then_case)
+        fe = self.stmt(s.else_case) if s.else_case is not None else None
+
+        def if_then_else(fr):
+            c = fc(fr)
+            if _uniform(c):
+                if c:
+                    ft(fr)
+                elif fe is not None:
+                    fe(fr)
+                return
+            if c.ndim > 1:
+                raise InterpreterError("if condition must be a scalar bool")
+            if c.all():
+                ft(fr)
+            elif not c.any():
+                if fe is not None:
+                    fe(fr)
+            else:
+                ft(fr.subset(c))
+                if fe is not None:
+                    fe(fr.subset(~c))
+        return if_then_else
+
+    def s_BufferStore(self, s):
+        get = self.buffer_getter(s.buffer)
+        fidx = [self.expr(i) for i in s.indices]
+        fv = self.expr(s.value)
+        lanes = s.indices[-1].dtype.lanes if s.indices else 1
+        is_async = self.in_async
+
+        def buffer_store(fr):
+            bb = get(fr)
+            value = fv(fr)
+            pos = positions(bb, [f(fr) for f in fidx], lanes, fr.tid)
+            group = fr.state.group if is_async else None
+            if group is None:
+                store(bb, pos, value)
+            else:
+                group.record(bb, pos, value)
+        return buffer_store
+
+    def s_For(self, s):
+        fmin, fext = self.expr(s.min), self.expr(s.extent)
+        slot = self.bind(s.loop_var)
+        body = self.stmt(s.body)
+        self.bound.discard(s.loop_var)
+        npdt = N.np_dtype(s.loop_var.dtype)
+        if s.kind == "thread_binding" and s.thread.startswith("threadIdx"):
+            return self._thread_loop(fmin, fext, slot, body, npdt)
+        return self._serial_loop(fmin, fext, slot, body, npdt)
+
+    @staticmethod
+    def _serial_loop(fmin, fext, slot, body, npdt):
+        def serial(fr):
+            lo, ext = fmin(fr), fext(fr)
+            if _uniform(lo) and _uniform(ext):
+                slots = fr.slots
+                for v in np.arange(int(lo), int(lo) + int(ext), dtype=np.int64).astype(npdt):
+                    slots[slot] = v
+                    body(fr)
+                return
+            k = len(fr.tid)
+            lo = np.broadcast_to(lo, (k,))
+            ext = np.broadcast_to(ext, (k,))
+            for it in range(int(ext.max(initial=0))):
+                active = it < ext
+                sub = fr if active.all() else fr.subset(active)
+                sub.slots[slot] = (lo[active] + it).astype(npdt)
+                body(sub)
+        return serial
+
+    @staticmethod
+    def _thread_loop(fmin, fext, slot, body, npdt):
+        def thread_loop(fr):
+            lo, ext = fmin(fr), fext(fr)
+            state = fr.state
+            if fr.tid is None:
+                n = int(_need_uniform(ext, "thread extent"))
+                if n <= 0:
+                    return
+                child = Frame(list(fr.slots), np.arange(n), state)
+                child.slots[slot] = (np.arange(n, dtype=np.int64) + int(lo)).astype(npdt)
+                parent_rows = np.zeros(n, np.intp)
+            else:
+                k = len(fr.tid)
+                counts = np.maximum(np.broadcast_to(ext, (k,)), 0).astype(np.intp)
+                total = int(counts.sum())
+                if total == 0:
+                    return
+                owner = np.repeat(np.arange(k), counts)
+                within = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+                parent_rows = fr.tid[owner]
+                child = fr.take(owner)
+                child.tid = parent_rows * int(counts.max()) + within
+                lo_c = lo if _uniform(lo) else lo[owner]
+                child.slots[slot] = (within + lo_c).astype(npdt)
+            saved = [(st, st.fork_rows(parent_rows, child.tid)) for st in state.local_storages]
+            body(child)
+            for st, (data, rows) in saved:
+                st.replace(data, rows)
+        return thread_loop
+
+    def s_AllocBuffer(self, s):
+        buffer = s.buffer
+        binder = self.binder(buffer)
+        dslot, bslot = self.bind(buffer.data), self.bind(buffer)
+        body = self.stmt(s.body)
+        self.bound.discard(buffer.data)
+        self.bound.discard(buffer)
+        per_invocation = buffer.scope == "local"
+        itemsize = buffer.dtype.bytes
+
+        def alloc(fr):
+            probe = binder(fr, Storage.allocate(0))
+            count = extent_elements(probe.shape, [int(x) for x in probe.strides], probe.offset)
+            rows = int(fr.tid.max()) + 1 if per_invocation and fr.tid is not None else 1
+            storage = Storage.allocate(count * itemsize, rows, per_invocation)
+            probe.storage = storage
+            fr.slots[dslot] = storage
+            fr.slots[bslot] = probe
+            if per_invocation:
+                fr.state.local_storages.append(storage)
+                body(fr)
+                fr.state.local_storages.remove(storage)
+            else:
+                body(fr)
+        return alloc
+
+    def s_DeclBuffer(self, s):
+        buffer = s.buffer
+        if buffer.data not in self.bound:
+            raise InterpreterError(f"DeclBuffer {buffer.name}: data {buffer.data.name} is not in scope")
+        binder = self.binder(buffer)
+        dslot = self.slot(buffer.data)
+        bslot = self.bind(buffer)
+        body = self.stmt(s.body)
+        self.bound.discard(buffer)
+
+        def decl(fr):
+            fr.slots[bslot] = binder(fr, fr.slots[dslot])
+            body(fr)
+        return decl
+
+    def s_AsyncScope(self, s):
+        outer = self.in_async
+        self.in_async = True
+        body = self.stmt(s.body)
+        self.in_async = outer
+        return body
+
+    def s_AsyncCommitQueue(self, s):
+        body = self.stmt(s.body)
+        queue = s.queue
+
+        def commit(fr):
+            state = fr.state
+            outer = state.group
+            group = state.group = AsyncGroup()
+            body(fr)
+            state.group = outer
+            state.queues[queue].append(group)
+            state.committed.append(group)
+        return commit
+
+    def s_AsyncWaitQueue(self, s):
+        fn = self.expr(s.in_flight)
+        body = self.stmt(s.body)
+        queue = s.queue
+
+        def wait(fr):
+            n = int(_need_uniform(fn(fr), "async_wait_queue in-flight count"))
+            state = fr.state
+            pending = state.queues[queue]
+            while len(pending) > max(n, 0):
+                group = pending.pop(0)
+                group.retire()
+                state.committed.remove(group)
+            body(fr)
+        return wait
+

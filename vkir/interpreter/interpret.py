@@ -1,0 +1,79 @@
+"""`interpret(func, *args)` and `evaluate(expr, env)`: the reference semantics of vkir."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.dtype import DataType
+from ..ir.expr import Var, convert
+from ..ir.function import PrimFunc
+from .arguments import bind_arguments
+from .compiler import Compiler, Frame, RunState
+from .errors import InterpreterError
+
+_CACHE_SIZE = 32
+_cache: dict = {}
+
+
+def _compile(func: PrimFunc):
+    """Compile `func` once (a small cache keyed by identity; the func is kept alive with it)."""
+    hit = _cache.get(id(func))
+    if hit is not None and hit[0] is func:
+        return hit[1], hit[2]
+    compiler = Compiler()
+    for p in func.params:
+        compiler.bind(p)
+    for v in func.size_vars:
+        compiler.bind(v)
+    for buffer in func.buffer_map.values():
+        compiler.bind(buffer)
+    body = compiler.stmt(func.body)
+    if len(_cache) >= _CACHE_SIZE:
+        _cache.pop(next(iter(_cache)))
+    _cache[id(func)] = (func, compiler, body)
+    return compiler, body
+
+
+def interpret(func: PrimFunc, *args) -> None:
+    """Run `func` on numpy arrays (buffers are modified in place) and Python/numpy scalars.
+
+    Symbolic sizes come from the array shapes. Wrong argument count, dtypes or shapes raise
+    `vkir.ArgumentError`; out-of-bounds accesses raise `OutOfBoundsError`.
+    """
+    if not isinstance(func, PrimFunc):
+        raise TypeError(f"interpret expects a PrimFunc, got {type(func).__name__}")
+    compiler, body = _compile(func)
+    bindings = bind_arguments(func, args, evaluate)
+    state = RunState(compiler.value_ndims)
+    slots = [None] * len(compiler.value_ndims)
+    for key, value in bindings.values.items():
+        slots[compiler.slot(key)] = value
+    for buffer, bb in bindings.buffers.items():
+        slots[compiler.slot(buffer)] = bb
+    with np.errstate(all="ignore"):
+        body(Frame(slots, None, state))
+        state.finish()
+    bindings.finish()
+
+
+def evaluate(expr, env: dict | None = None):
+    """Value of a closed expression, its free vars taken from `env` (Var -> number).
+
+    Returns a Python int/float/bool for a scalar and a numpy array for a vector.
+    """
+    env = env or {}
+    compiler = Compiler()
+    for v in env:
+        compiler.bind(v)
+    fn = compiler.expr(convert(expr))
+    slots = [None] * len(compiler.value_ndims)
+    for v, value in env.items():
+        if not isinstance(v, Var) or not isinstance(v.dtype, DataType):
+            raise InterpreterError(f"evaluate: environment key {v!r} is not a value variable")
+        npdt = v.dtype.numpy_dtype()
+        slots[compiler.slot(v)] = npdt.type(value) if v.dtype.lanes == 1 else np.asarray(value, npdt)
+    with np.errstate(all="ignore"):
+        result = fn(Frame(slots, None, RunState(compiler.value_ndims)))
+    if np.ndim(result) == 0:
+        return result.item() if hasattr(result, "item") else result
+    return np.asarray(result)

@@ -1,0 +1,225 @@
+"""Memory of an interpreted kernel: byte storages, typed buffer views over them, element access,
+and the pending writes of asynchronous groups.
+
+Every allocation (and every buffer argument) is a `Storage` of raw bytes, so that explicit pointer
+casts (a `DeclBuffer` over another buffer's data with another dtype or shape) are plain numpy views
+over the same bytes. A "local" storage holds one row of bytes per invocation of the workgroup
+(indexed by the invocation id `tid`); "shared" and "global" storages have a single row, because
+workgroups run one after another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir.buffer import Buffer
+from .errors import InterpreterError, OutOfBoundsError
+
+
+class Storage:
+    """Raw bytes behind a data var: `rows` rows of `row_bytes` bytes (one per invocation when
+    `per_invocation`, else one)."""
+
+    __slots__ = ("data", "rows", "row_bytes", "per_invocation", "_views")
+
+    def __init__(self, data: np.ndarray, rows: int, row_bytes: int, per_invocation: bool):
+        assert data.dtype == np.uint8 and data.ndim == 1
+        self.data = data
+        self.rows = rows
+        self.row_bytes = row_bytes
+        self.per_invocation = per_invocation
+        self._views = {}
+
+    @staticmethod
+    def allocate(nbytes: int, rows: int = 1, per_invocation: bool = False) -> "Storage":
+        return Storage(np.zeros(rows * nbytes, np.uint8), rows, nbytes, per_invocation)
+
+    def view(self, npdt: np.dtype) -> np.ndarray:
+        """The bytes as a flat array of `npdt` (a trailing partial element is dropped)."""
+        v = self._views.get(npdt)
+        if v is None:
+            n = len(self.data) // npdt.itemsize * npdt.itemsize
+            v = self.data[:n].view(npdt)
+            self._views[npdt] = v
+        return v
+
+    def replace(self, data: np.ndarray, rows: int):
+        """Swap in new bytes (used when invocations fork and each takes a copy of its row)."""
+        self.data = data
+        self.rows = rows
+        self._views = {}
+
+    def fork_rows(self, parent_rows: np.ndarray, child_rows: np.ndarray):
+        """Give invocation child_rows[c] a copy of row parent_rows[c]; return the old state."""
+        old = (self.data, self.rows)
+        n = int(child_rows.max()) + 1
+        table = self.data.reshape(self.rows, self.row_bytes)
+        new = np.zeros((n, self.row_bytes), np.uint8)
+        new[child_rows] = table[np.minimum(parent_rows, self.rows - 1)]
+        self.replace(new.reshape(-1), n)
+        return old
+
+
+@dataclass(slots=True)
+class BoundBuffer:
+    """A Buffer with its sizes evaluated, over a Storage."""
+
+    buffer: Buffer
+    storage: Storage
+    shape: tuple          # ints
+    strides: tuple        # np.int64, in (vector) elements
+    offset: np.int64      # elem_offset, in (vector) elements
+    npdt: np.dtype        # numpy type of one lane
+    lanes: int            # lanes of the element type (M)
+    lane_offsets: np.ndarray = field(default=None)
+    strides_int: tuple = ()
+    offset_int: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.buffer.name
+
+
+def compact_strides(shape) -> tuple:
+    strides, acc = [], 1
+    for ext in reversed(shape):
+        strides.append(acc)
+        acc *= ext
+    return tuple(reversed(strides))
+
+
+def extent_elements(shape, strides, offset) -> int:
+    """Number of (vector) elements a buffer spans from element 0."""
+    if any(s <= 0 for s in shape):
+        return int(offset)
+    return int(offset) + sum((s - 1) * st for s, st in zip(shape, strides)) + 1
+
+
+def make_bound(buffer: Buffer, storage: Storage, shape, strides, offset) -> BoundBuffer:
+    dt = buffer.dtype
+    npdt = dt.numpy_dtype()
+    shape = tuple(int(s) for s in shape)
+    strides = tuple(np.int64(s) for s in (strides or compact_strides(shape)))
+    if len(strides) != len(shape):
+        raise InterpreterError(f"buffer {buffer.name}: {len(strides)} strides for {len(shape)} dims")
+    return BoundBuffer(buffer, storage, shape, strides, np.int64(offset), npdt, dt.lanes,
+                       np.arange(dt.lanes, dtype=np.int64), tuple(int(s) for s in strides),
+                       int(offset))
+
+
+def positions(bb: BoundBuffer, idx: list, index_lanes: int, tid) -> np.ndarray:
+    """Flat lane positions (into storage.view(bb.npdt)) of an access with index values `idx`.
+
+    The result has the access's lanes (index lanes x element lanes) on its last axis when it has
+    more than one, and a leading invocation axis when any index varies across invocations.
+    """
+    if index_lanes == 1 and bb.lanes == 1 and (tid is None or not bb.storage.per_invocation):
+        flat = _scalar_position(bb, idx)
+        if flat is not None:
+            return flat
+    nd = len(idx)
+    if nd != len(bb.shape):
+        raise InterpreterError(f"buffer {bb.name} has {len(bb.shape)} dims, accessed with {nd} indices")
+    e = bb.offset
+    for d in range(nd):
+        i = idx[d]
+        ext = bb.shape[d]
+        if np.ndim(i) == 0:
+            if i < 0 or i >= ext:
+                raise OutOfBoundsError(f"buffer {bb.name}: index {i} out of bounds for dim {d} "
+                                       f"of extent {ext}")
+        elif i.size and (i.min() < 0 or i.max() >= ext):
+            bad = i[(i < 0) | (i >= ext)].ravel()[0]
+            raise OutOfBoundsError(f"buffer {bb.name}: index {bad} out of bounds for dim {d} "
+                                   f"of extent {ext}")
+        if index_lanes > 1 and d < nd - 1:
+            i = np.asarray(i)[..., None]
+        e = e + i * bb.strides[d]
+    lanes = bb.lanes
+    if lanes > 1:
+        e = np.asarray(e)[..., None] * lanes + bb.lane_offsets
+        if index_lanes > 1:
+            e = e.reshape(e.shape[:-2] + (index_lanes * lanes,))
+    storage = bb.storage
+    if storage.per_invocation and tid is not None:
+        row = storage.row_bytes // bb.npdt.itemsize
+        t = tid if index_lanes * lanes == 1 else tid[:, None]
+        e = e + t * row
+    return e
+
+
+def _scalar_position(bb: BoundBuffer, idx: list):
+    """Fast path: the flat position (a Python int) of a one-lane access with uniform indices,
+    or None when some index varies across invocations."""
+    if len(idx) != len(bb.shape):
+        return None
+    e = bb.offset_int
+    for i, ext, st in zip(idx, bb.shape, bb.strides_int):
+        if i.__class__ is np.ndarray:
+            return None
+        i = int(i)
+        if not 0 <= i < ext:
+            raise OutOfBoundsError(f"buffer {bb.name}: index {i} out of bounds for a dim "
+                                   f"of extent {ext}")
+        e += i * st
+    return e
+
+
+def _check_flat(bb: BoundBuffer, view: np.ndarray, pos):
+    lo, hi = (pos, pos) if np.ndim(pos) == 0 else (pos.min(), pos.max())
+    if lo < 0 or hi >= len(view):
+        raise OutOfBoundsError(f"buffer {bb.name}: access at element {hi if hi >= len(view) else lo} "
+                               f"is outside the {len(view)} elements of its data")
+
+
+def load(bb: BoundBuffer, pos):
+    view = bb.storage.view(bb.npdt)
+    if type(pos) is int:
+        if pos >= len(view):
+            _check_flat(bb, view, pos)
+        return view[pos]
+    if np.ndim(pos) == 0 or pos.size:
+        _check_flat(bb, view, pos)
+    return view[pos]
+
+
+def store(bb: BoundBuffer, pos, value):
+    view = bb.storage.view(bb.npdt)
+    if type(pos) is int and np.ndim(value) == 0:
+        if pos >= len(view):
+            _check_flat(bb, view, pos)
+        view[pos] = value
+        return
+    if np.ndim(value) > np.ndim(pos):
+        pos = np.broadcast_to(pos, np.shape(value))
+    if np.ndim(pos) == 0 or pos.size:
+        _check_flat(bb, view, pos)
+    view[pos] = value
+
+
+# ---------------------------------------------------------------------------------------------
+# async groups
+
+
+class AsyncGroup:
+    """The writes of one committed group: buffered until a wait retires the group."""
+
+    __slots__ = ("writes",)
+
+    def __init__(self):
+        self.writes = []
+
+    def record(self, bb: BoundBuffer, pos, value):
+        if np.ndim(value) > np.ndim(pos):
+            pos = np.broadcast_to(pos, np.shape(value))
+        view = bb.storage.view(bb.npdt)
+        if np.ndim(pos) == 0 or pos.size:
+            _check_flat(bb, view, pos)
+        self.writes.append((bb.storage, bb.npdt, np.array(pos), np.array(value)))
+
+    def retire(self):
+        for storage, npdt, pos, value in self.writes:
+            storage.view(npdt)[pos] = value
+        self.writes = []

@@ -1,0 +1,147 @@
+"""The numeric semantics of vkir expressions on numpy values.
+
+A value is a numpy scalar (one lane, uniform), or an ndarray whose last axis holds vector lanes and
+whose optional leading axis holds the invocations of a workgroup that execute in lockstep. Integer
+arithmetic wraps at the dtype width (numpy does, with its overflow warnings silenced by the caller),
+floats stay in their own width, and division follows the IR: `Div`/`Mod` truncate like C on
+integers, `FloorDiv`/`FloorMod` are numpy's `//` and `%`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir.dtype import DataType
+from .errors import InterpreterError
+
+
+def np_dtype(dt: DataType) -> np.dtype:
+    """numpy dtype of one lane of `dt`."""
+    if not isinstance(dt, DataType) or dt.is_handle:
+        raise InterpreterError(f"type {dt} has no value representation")
+    return dt.numpy_dtype()
+
+
+def scalar(value, dt: DataType):
+    """A numpy scalar of `dt`'s lane type."""
+    return np_dtype(dt).type(value)
+
+
+def as_value(result):
+    """Turn a 0-d ndarray into a numpy scalar (ufuncs do this already; np.where does not)."""
+    if isinstance(result, np.ndarray) and result.ndim == 0:
+        return result[()]
+    return result
+
+
+def expand_lanes(value):
+    """A scalar-per-invocation value with a trailing lane axis of length 1."""
+    return np.asarray(value)[..., None]
+
+
+# ---------------------------------------------------------------------------------------------
+# binary operators
+
+
+def trunc_div(a, b):
+    """Integer division rounding toward zero (C, SPIR-V OpSDiv)."""
+    r = np.fmod(a, b)
+    return np.floor_divide(a - r, b)
+
+
+def _binary_table():
+    return {
+        "Add": (np.add, np.add),
+        "Sub": (np.subtract, np.subtract),
+        "Mul": (np.multiply, np.multiply),
+        "Div": (trunc_div, np.true_divide),
+        "Mod": (np.fmod, np.fmod),
+        "FloorDiv": (np.floor_divide, np.floor_divide),
+        "FloorMod": (np.remainder, np.remainder),
+        "Min": (np.minimum, np.minimum),
+        "Max": (np.maximum, np.maximum),
+        "EQ": (np.equal, np.equal),
+        "NE": (np.not_equal, np.not_equal),
+        "LT": (np.less, np.less),
+        "LE": (np.less_equal, np.less_equal),
+        "GT": (np.greater, np.greater),
+        "GE": (np.greater_equal, np.greater_equal),
+        "And": (np.logical_and, np.logical_and),
+        "Or": (np.logical_or, np.logical_or),
+    }
+
+
+BINARY = _binary_table()
+
+
+def binary_op(name: str, operand: DataType):
+    """The numpy function computing binary node `name` on operands of type `operand`."""
+    int_fn, float_fn = BINARY[name]
+    return float_fn if operand.is_float else int_fn
+
+
+# ---------------------------------------------------------------------------------------------
+# casts
+
+
+def cast(value, target: np.dtype):
+    """Value conversion: C semantics (float -> int truncates toward zero, x -> bool is x != 0)."""
+    return value.astype(target)
+
+
+def reinterpret(value, src: DataType, dst: DataType):
+    """Bit cast between types of the same total width (lanes may change)."""
+    arr = np.ascontiguousarray(value)
+    if src.lanes == 1:
+        arr = arr[..., None]
+    out = arr.view(np_dtype(dst))
+    if dst.lanes == 1:
+        out = out[..., 0]
+    return as_value(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# intrinsics
+
+
+def _erf(x):
+    return np.frompyfunc(math.erf, 1, 1)(x).astype(np.asarray(x).dtype)
+
+
+def _sigmoid(x):
+    one = np.asarray(x).dtype.type(1)
+    return one / (one + np.exp(-x))
+
+
+def _rsqrt(x):
+    return np.reciprocal(np.sqrt(x))
+
+
+def _fma(a, b, c):
+    dt = np.asarray(a).dtype
+    wide = np.float64 if dt.itemsize < 8 else dt
+    return (np.asarray(a, wide) * b + c).astype(dt)
+
+
+def _shift_right(a, b):
+    return np.right_shift(a, b)
+
+
+MATH = {
+    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
+    "rsqrt": _rsqrt, "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
+    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "floor": np.floor,
+    "ceil": np.ceil, "round": np.rint, "trunc": np.trunc, "erf": _erf, "sigmoid": _sigmoid,
+    "fabs": np.abs, "isnan": np.isnan, "isinf": np.isinf, "pow": np.power, "atan2": np.arctan2,
+    "fmod": np.fmod, "fma": _fma,
+    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+    "bitwise_not": np.invert, "shift_left": np.left_shift, "shift_right": _shift_right,
+}
+
+
+def intrinsic(op: str):
+    """The numpy function of a pure math/bitwise intrinsic (`None` if `op` is not one)."""
+    return MATH.get(op)

@@ -1,0 +1,226 @@
+"""Structural equality of IR up to renaming of bound variables (alpha-equivalence).
+
+Bound are: let and loop variables, buffers declared by AllocBuffer/DeclBuffer (and a data var that
+such a declaration introduces), function parameters, buffer_map buffers and symbolic size vars.
+Names and spans never matter. Two PrimFuncs match parameters by position and size vars by first
+occurrence; their "global_symbol" attr is ignored (an expected script may have another name).
+Nested SeqStmts are compared flattened (a one-statement sequence equals the statement).
+For bare expressions/statements free vars must be the same objects unless `map_free_vars`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+
+from .base import Node
+from .buffer import Buffer
+from .expr import Var
+from .stmt import SeqStmt
+
+
+class _Mismatch(Exception):
+    def __init__(self, path, lhs, rhs, reason):
+        super().__init__(reason)
+        self.path, self.lhs, self.rhs, self.reason = path, lhs, rhs, reason
+
+
+def structural_equal(a, b, map_free_vars: bool = False) -> bool:
+    """True when `a` and `b` (PrimFunc, Stmt or PrimExpr) are equal up to bound-var renaming."""
+    try:
+        _Comparer(map_free_vars).value(a, b, "", (a, b))
+    except _Mismatch:
+        return False
+    return True
+
+
+def assert_structural_equal(a, b, map_free_vars: bool = False) -> None:
+    """Raise AssertionError with the path to the first mismatch and both sides' script text."""
+    try:
+        _Comparer(map_free_vars).value(a, b, "", (a, b))
+    except _Mismatch as m:
+        path = m.path.lstrip(".") or "<root>"
+        raise AssertionError(
+            f"structural mismatch at {path}: {m.reason}\n"
+            f"--- lhs ---\n{_show(m.lhs)}\n--- rhs ---\n{_show(m.rhs)}") from None
+
+
+def _show(node, max_lines: int = 40) -> str:
+    if isinstance(node, Node):
+        from ..script.printer import script
+
+        text = script(node)
+    else:
+        text = repr(node)
+    lines = text.splitlines()
+    if len(lines) > max_lines:
+        lines = lines[:max_lines] + [f"... ({len(lines) - max_lines} more lines)"]
+    return "\n".join(lines)
+
+
+def _flatten(stmt) -> list:
+    if isinstance(stmt, SeqStmt):
+        out = []
+        for s in stmt.seq:
+            out.extend(_flatten(s))
+        return out
+    return [stmt]
+
+
+class _Comparer:
+    def __init__(self, map_free_vars: bool):
+        self.map_free_vars = map_free_vars
+        self.vars: dict = {}
+        self.vars_rev: dict = {}
+        self.bufs: dict = {}
+        self.bufs_rev: dict = {}
+
+    def fail(self, path, where, reason):
+        raise _Mismatch(path, where[0], where[1], reason)
+
+    # -- generic dispatch ----------------------------------------------------------------------
+
+    def value(self, a, b, path, where):
+        if isinstance(a, Buffer) or isinstance(b, Buffer):
+            self.buffer_use(a, b, path, where)
+        elif isinstance(a, Node) or isinstance(b, Node):
+            self.node(a, b, path, where)
+        elif isinstance(a, tuple) and isinstance(b, tuple):
+            if len(a) != len(b):
+                self.fail(path, where, f"length {len(a)} != {len(b)}")
+            for i, (x, y) in enumerate(zip(a, b)):
+                self.value(x, y, f"{path}[{i}]", where)
+        elif isinstance(a, Mapping) and isinstance(b, Mapping):
+            if list(a) != list(b) and set(a) != set(b):
+                self.fail(path, where, f"keys {sorted(map(str, a))} != {sorted(map(str, b))}")
+            for k in a:
+                self.value(a[k], b[k], f"{path}[{k!r}]", where)
+        elif isinstance(a, float) and isinstance(b, float):
+            if not _same_float(a, b):
+                self.fail(path, where, f"{a!r} != {b!r}")
+        elif type(a) is not type(b) or a != b:
+            self.fail(path, where, f"{a!r} != {b!r}")
+
+    def node(self, a, b, path, where):
+        if isinstance(a, SeqStmt) or isinstance(b, SeqStmt):
+            return self.seq(a, b, path, where)
+        if type(a) is not type(b):
+            self.fail(path, (a, b), f"{type(a).__name__} != {type(b).__name__}")
+        method = getattr(self, "_" + type(a).__name__, None)
+        if method is not None:
+            return method(a, b, path, (a, b))
+        return self.fields(a, b, path, (a, b))
+
+    def fields(self, a, b, path, where, skip=()):
+        for f in dataclasses.fields(a):
+            if f.name == "span" or f.name in skip:
+                continue
+            self.value(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}", where)
+
+    def seq(self, a, b, path, where):
+        la, lb = _flatten(a), _flatten(b)
+        if len(la) == 1 and len(lb) == 1:
+            return self.node(la[0], lb[0], path, where)
+        if len(la) != len(lb):
+            self.fail(path, (a, b), f"sequence of {len(la)} statements != {len(lb)}")
+        for i, (x, y) in enumerate(zip(la, lb)):
+            self.node(x, y, f"{path}.seq[{i}]", (a, b))
+
+    # -- variables and buffers -----------------------------------------------------------------
+
+    def _Var(self, a, b, path, where):
+        if a in self.vars:
+            if self.vars[a] is not b:
+                self.fail(path, where, f"variable '{a.name}' is bound to another variable than "
+                                       f"'{b.name}'")
+            return
+        if b in self.vars_rev:
+            self.fail(path, where, f"free variable '{a.name}' vs bound variable '{b.name}'")
+        if a is b:
+            return
+        if self.map_free_vars:
+            return self.define_var(a, b, path, where)
+        self.fail(path, where, f"different free variables '{a.name}' and '{b.name}' "
+                               f"(pass map_free_vars=True to map them)")
+
+    def define_var(self, a, b, path, where):
+        if not isinstance(a, Var) or not isinstance(b, Var):
+            self.fail(path, where, f"{type(a).__name__} != {type(b).__name__}")
+        if a.dtype != b.dtype:
+            self.fail(path, where, f"variable '{a.name}' has type {a.dtype}, '{b.name}' has "
+                                   f"{b.dtype}")
+        self.vars[a] = b
+        self.vars_rev[b] = a
+
+    def buffer_use(self, a, b, path, where):
+        if not isinstance(a, Buffer) or not isinstance(b, Buffer):
+            self.fail(path, where, f"{type(a).__name__} != {type(b).__name__}")
+        if a in self.bufs:
+            if self.bufs[a] is not b:
+                self.fail(path, where, f"buffer '{a.name}' is another buffer than '{b.name}'")
+            return
+        if b in self.bufs_rev:
+            self.fail(path, where, f"free buffer '{a.name}' vs declared buffer '{b.name}'")
+        if a is b:
+            return
+        if self.map_free_vars:
+            return self.define_buffer(a, b, path, where)
+        self.fail(path, where, f"different free buffers '{a.name}' and '{b.name}'")
+
+    def define_buffer(self, a, b, path, where):
+        self.fields(a, b, path, where, skip=("name", "data"))
+        if a.data in self.vars or b.data in self.vars_rev:
+            self.value(a.data, b.data, f"{path}.data", where)
+        else:  # a data var this declaration introduces
+            self.define_var(a.data, b.data, f"{path}.data", where)
+        self.bufs[a] = b
+        self.bufs_rev[b] = a
+
+    # -- binding nodes -------------------------------------------------------------------------
+
+    def _LetStmt(self, a, b, path, where):
+        self.value(a.value, b.value, f"{path}.value", where)
+        self.define_var(a.var, b.var, f"{path}.var", where)
+        self.value(a.body, b.body, f"{path}.body", where)
+
+    _Let = _LetStmt
+
+    def _For(self, a, b, path, where):
+        self.fields(a, b, path, where, skip=("loop_var", "body"))
+        self.define_var(a.loop_var, b.loop_var, f"{path}.loop_var", where)
+        self.value(a.body, b.body, f"{path}.body", where)
+
+    def _AllocBuffer(self, a, b, path, where):
+        self.define_buffer(a.buffer, b.buffer, f"{path}.buffer", where)
+        self.value(a.body, b.body, f"{path}.body", where)
+
+    _DeclBuffer = _AllocBuffer
+
+    def _PrimFunc(self, a, b, path, where):
+        if len(a.params) != len(b.params):
+            self.fail(f"{path}.params", where, f"{len(a.params)} parameters != {len(b.params)}")
+        for i, (x, y) in enumerate(zip(a.params, b.params)):
+            self.define_var(x, y, f"{path}.params[{i}]", where)
+        sa, sb = a.size_vars, b.size_vars
+        if len(sa) != len(sb):
+            self.fail(f"{path}.size_vars", where, f"{len(sa)} symbolic sizes != {len(sb)}")
+        for x, y in zip(sa, sb):
+            self.define_var(x, y, f"{path}.size_vars", where)
+        for i, (x, y) in enumerate(zip(a.params, b.params)):
+            bx, by = a.buffer_map.get(x), b.buffer_map.get(y)
+            if (bx is None) != (by is None):
+                self.fail(f"{path}.params[{i}]", where, "a buffer parameter vs a scalar one")
+            if bx is not None:
+                self.define_buffer(bx, by, f"{path}.buffer_map[{i}]", (bx, by))
+        attrs_a = {k: v for k, v in a.attrs.items() if k != "global_symbol"}
+        attrs_b = {k: v for k, v in b.attrs.items() if k != "global_symbol"}
+        self.value(attrs_a, attrs_b, f"{path}.attrs", where)
+        self.value(a.body, b.body, f"{path}.body", where)
+
+
+def _same_float(a: float, b: float) -> bool:
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+

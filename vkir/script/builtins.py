@@ -1,0 +1,269 @@
+"""The expression builders behind `T.<name>(...)`, shared by the parser and programmatic use.
+
+Each builder takes IR expressions or Python literals and returns IR. Python literals (int, float,
+bool) take the dtype of the other typed operand (broadcast next to a vector); with no typed operand
+they default to int32 / float32 / bool. A float literal never silently becomes an integer, and a
+typed value never converts silently: builders reject misuse with `BuildError`, which the parser turns
+into a ScriptError at the offending argument.
+"""
+
+from __future__ import annotations
+
+from ..ir import expr as E
+from ..ir.dtype import DataType
+from ..ir.op import OPS
+
+
+class BuildError(ValueError):
+    """A builder rejects its arguments; `arg` is the index of the offending one (or None)."""
+
+    def __init__(self, message: str, arg: int | None = None):
+        super().__init__(message)
+        self.arg = arg
+
+
+LITERAL_TYPES = (bool, int, float)
+
+
+def is_literal(value) -> bool:
+    return isinstance(value, LITERAL_TYPES)
+
+
+def parse_dtype(value, arg: int | None = None) -> DataType:
+    """A dtype from a string like "float32x4" (or a DataType)."""
+    if isinstance(value, DataType):
+        return value
+    if not isinstance(value, str):
+        raise BuildError(f"expected a dtype string such as \"float32\", got {_describe(value)}", arg)
+    try:
+        return DataType.parse(value)
+    except ValueError as exc:
+        raise BuildError(str(exc), arg) from None
+
+
+def default_dtype(value) -> DataType:
+    if isinstance(value, bool):
+        return DataType("bool", 1)
+    if isinstance(value, int):
+        return DataType("int", 32)
+    return DataType("float", 32)
+
+
+def literal_as(value, dtype: DataType, arg: int | None = None) -> E.PrimExpr:
+    """The Python literal `value` as a constant of `dtype` (a Broadcast for a vector dtype)."""
+    if dtype.is_handle:
+        raise BuildError(f"literal {value!r} cannot be used with a handle operand", arg)
+    elem = dtype.element_of()
+    if isinstance(value, bool):
+        if not elem.is_bool:
+            raise BuildError(f"bool literal {value!r} used where a value of type {dtype} is expected; "
+                             f"write T.cast({value!r}, \"{elem}\")", arg)
+    elif isinstance(value, float):
+        if not elem.is_float:
+            raise BuildError(f"float literal {value!r} used where a value of type {dtype} is expected; "
+                             f"use an integer literal or T.cast", arg)
+    elif elem.is_integer:
+        lo, hi = ((-(1 << (elem.bits - 1)), (1 << (elem.bits - 1)) - 1) if elem.is_int
+                  else (0, (1 << elem.bits) - 1))
+        if not lo <= value <= hi:
+            raise BuildError(f"integer literal {value} is out of range for {elem}", arg)
+    elif elem.is_bool and value not in (0, 1):
+        raise BuildError(f"integer literal {value} used where a bool is expected", arg)
+    return E.const(value, dtype)
+
+
+def to_expr(value, arg: int | None = None) -> E.PrimExpr:
+    """An IR expression from an expression or a literal (literals get their default dtype)."""
+    if isinstance(value, E.PrimExpr):
+        return value
+    if is_literal(value):
+        return literal_as(value, default_dtype(value), arg)
+    raise BuildError(f"expected an expression, got {_describe(value)}", arg)
+
+
+def unify(*values) -> list[E.PrimExpr]:
+    """Convert literals among `values` to the dtype of the first typed value (see module doc)."""
+    like = next((v.dtype for v in values if isinstance(v, E.PrimExpr)), None)
+    if like is None:
+        if any(isinstance(v, float) for v in values) and not any(isinstance(v, bool) for v in values):
+            like = DataType("float", 32)
+        else:
+            return [to_expr(v, i) for i, v in enumerate(values)]
+    out = []
+    for i, v in enumerate(values):
+        if isinstance(v, E.PrimExpr):
+            out.append(v)
+        elif is_literal(v):
+            out.append(literal_as(v, like, i))
+        else:
+            raise BuildError(f"expected an expression, got {_describe(v)}", i)
+    return out
+
+
+def binary(cls, a, b, span=None) -> E.PrimExpr:
+    """`cls(a, b)` with literal operands typed after the other operand."""
+    a, b = unify(a, b)
+    return cls(a, b, span=span)
+
+
+def _int_arg(value, what: str, arg: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BuildError(f"{what} must be a Python integer literal, got {_describe(value)}", arg)
+    return value
+
+
+def _describe(value) -> str:
+    if isinstance(value, E.PrimExpr):
+        return f"an expression of type {value.dtype}"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return repr(value)
+
+
+# ----------------------------------------------------------------------------------------------
+# builders exposed as T.<name>
+
+
+def cast(value, dtype, span=None):
+    return E.Cast(parse_dtype(dtype, 1), to_expr(value, 0), span=span)
+
+
+def reinterpret(value, dtype, span=None):
+    return E.Call(parse_dtype(dtype, 1), "reinterpret", (to_expr(value, 0),), span=span)
+
+
+def ramp(base, stride, lanes, span=None):
+    lanes = _int_arg(lanes, "lanes", 2)
+    if lanes < 1:
+        raise BuildError("lanes must be positive", 2)
+    base, stride = unify(base, stride)
+    return E.Ramp(base, stride, lanes, span=span)
+
+
+def broadcast(value, lanes, span=None):
+    lanes = _int_arg(lanes, "lanes", 1)
+    if lanes < 1:
+        raise BuildError("lanes must be positive", 1)
+    return E.Broadcast(to_expr(value, 0), lanes, span=span)
+
+
+def select(condition, true_value, false_value, span=None):
+    t, f = _unify_from(1, true_value, false_value)
+    return E.Select(to_expr(condition, 0), t, f, span=span)
+
+
+def if_then_else(condition, true_value, false_value, span=None):
+    t, f = _unify_from(1, true_value, false_value)
+    return E.Call(t.dtype, "if_then_else", (to_expr(condition, 0), t, f), span=span)
+
+
+def _unify_from(first: int, *values):
+    try:
+        return unify(*values)
+    except BuildError as exc:
+        raise BuildError(str(exc), None if exc.arg is None else exc.arg + first) from None
+
+
+def min(a, b, span=None):  # noqa: A001 - T.min
+    return binary(E.Min, a, b, span)
+
+
+def max(a, b, span=None):  # noqa: A001 - T.max
+    return binary(E.Max, a, b, span)
+
+
+def truncdiv(a, b, span=None):
+    return binary(E.Div, a, b, span)
+
+
+def truncmod(a, b, span=None):
+    return binary(E.Mod, a, b, span)
+
+
+def floordiv(a, b, span=None):
+    return binary(E.FloorDiv, a, b, span)
+
+
+def floormod(a, b, span=None):
+    return binary(E.FloorMod, a, b, span)
+
+
+def shuffle(vectors, indices, span=None):
+    if not isinstance(vectors, (list, tuple)) or not vectors:
+        raise BuildError("T.shuffle takes a non-empty list of vectors", 0)
+    if not isinstance(indices, (list, tuple)) or not indices:
+        raise BuildError("T.shuffle takes a non-empty list of lane indices", 1)
+    vecs = tuple(to_expr(v, 0) for v in vectors)
+    idx = tuple(_int_arg(i, "a shuffle index", 1) for i in indices)
+    return E.Shuffle(vecs, idx, span=span)
+
+
+def call(dtype, op, *args, span=None):
+    """T.call(dtype, op, *args): any intrinsic call with an explicit result dtype."""
+    if not isinstance(op, str):
+        raise BuildError("T.call takes the op name as a string", 1)
+    return E.Call(parse_dtype(dtype, 0), op, tuple(to_expr(a, i + 2) for i, a in enumerate(args)),
+                  span=span)
+
+
+def intrinsic(op: str, *args, span=None) -> E.PrimExpr:
+    """Call of a known op (T.exp, T.pow, T.bitwise_and, ...); dtype from the typed arguments."""
+    info = OPS[op]
+    if len(args) != info.arity:
+        raise BuildError(f"takes {info.arity} argument{'s' * (info.arity != 1)}, "
+                         f"got {len(args)}")
+    values = unify(*args)
+    return E.Call(result_dtype(op, values), op, tuple(values), span=span)
+
+
+def result_dtype(op: str, args) -> DataType:
+    """The dtype the parser gives `T.<op>(*args)` (the printer uses it to know when it must spell
+    the dtype out with T.call)."""
+    if op in ("isnan", "isinf"):
+        return DataType("bool", 1, args[0].dtype.lanes)
+    if op == "if_then_else":
+        return args[1].dtype
+    return args[0].dtype
+
+
+def typed_const(dtype: str, value, span=None) -> E.PrimExpr:
+    """T.float32(1.5), T.int64(3), T.bool(True), T.float32("inf")."""
+    dt = parse_dtype(dtype)
+    if isinstance(value, str):
+        if not dt.is_float or value not in ("inf", "-inf", "nan"):
+            raise BuildError(f"T.{dtype} takes a number, got {value!r}", 0)
+        value = float(value)
+    if not is_literal(value):
+        raise BuildError(f"T.{dtype}(...) takes a literal; to convert an expression write "
+                         f"T.cast(value, \"{dtype}\")", 0)
+    if dt.is_float and isinstance(value, bool):
+        raise BuildError(f"T.{dtype} takes a number, got {value!r}", 0)
+    if dt.is_integer and isinstance(value, float):
+        if not value.is_integer():
+            raise BuildError(f"T.{dtype} takes an integer, got {value!r}", 0)
+        value = int(value)
+    if dt.is_bool and not isinstance(value, bool) and value not in (0, 1):
+        raise BuildError(f"T.bool takes True or False, got {value!r}", 0)
+    if dt.is_bool:
+        value = bool(value)
+    if dt.is_integer and isinstance(value, bool):
+        value = int(value)
+    out = literal_as(value, dt, 0)
+    return out if span is None else _with_span(out, span)
+
+
+def _with_span(node, span):
+    from dataclasses import replace
+
+    return replace(node, span=span)
+
+
+EXPR_BUILDERS = {
+    "cast": cast, "reinterpret": reinterpret, "ramp": ramp, "broadcast": broadcast,
+    "select": select, "if_then_else": if_then_else, "min": min, "max": max,
+    "truncdiv": truncdiv, "truncmod": truncmod, "floordiv": floordiv, "floormod": floormod,
+    "shuffle": shuffle, "call": call,
+}
+"""Builders by T name; every op of vkir.ir.op.OPS not listed here is `intrinsic(op, ...)`."""

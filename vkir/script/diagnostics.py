@@ -1,0 +1,52 @@
+"""Source text of a script and the `ScriptError`s that point into it (file:line:col + caret)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from ..errors import ScriptError
+from ..ir.base import Span
+
+
+@dataclass(frozen=True)
+class Source:
+    """The text being parsed and where it sits in its file.
+
+    `text` is what `ast.parse` saw (dedented); `line_offset` and `col_offset` map its positions back
+    to the original file so that messages and spans point at the user's real source.
+    """
+
+    text: str
+    file: str = "<script>"
+    line_offset: int = 0
+    col_offset: int = 0
+
+    def line(self, lineno: int) -> str:
+        """Line `lineno` (1-based, in `text` numbering) as it appears in the original file."""
+        lines = self.text.splitlines()
+        if 1 <= lineno <= len(lines):
+            return " " * self.col_offset + lines[lineno - 1]
+        return ""
+
+    def span(self, node: ast.AST | None) -> Span | None:
+        if node is None or not hasattr(node, "lineno"):
+            return None
+        return Span(self.file, node.lineno + self.line_offset, node.col_offset + self.col_offset + 1,
+                    self.line(node.lineno))
+
+    def error(self, node: ast.AST | None, message: str) -> ScriptError:
+        """A ScriptError at `node`: 'file:line:col: message', the source line, a caret."""
+        if node is None or not hasattr(node, "lineno"):
+            return ScriptError(f"{self.file}: {message}")
+        line = node.lineno + self.line_offset
+        col0 = _char_col(self.line(node.lineno), node.col_offset + self.col_offset)
+        src = self.line(node.lineno)
+        err = ScriptError(f"{self.file}:{line}:{col0 + 1}: {message}\n    {src}\n    {' ' * col0}^")
+        err.file, err.line, err.col, err.reason = self.file, line, col0 + 1, message
+        return err
+
+
+def _char_col(line: str, byte_col: int) -> int:
+    """ast column offsets count UTF-8 bytes; convert to characters for the caret."""
+    return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))

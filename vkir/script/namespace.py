@@ -1,0 +1,67 @@
+"""The `T` object of `from vkir import T`.
+
+Inside a `@T.prim_func` nothing of `T` is ever called: the parser reads the source. Outside, the
+expression builders work programmatically (`T.exp(x)`, `T.float32(1.5)`, `T.cast(v, "int8")`), and
+`T.Buffer(...)` / `T.int32` evaluate to harmless descriptions because Python evaluates parameter
+annotations when it defines the function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ScriptError
+from ..ir.op import OPS
+from . import builtins as B
+from .exprs import STMT_NAMES, is_dtype_name
+from .parser import prim_func
+
+
+@dataclass(frozen=True)
+class BufferType:
+    """What `T.Buffer(shape, dtype, ...)` evaluates to in an annotation (never used otherwise)."""
+
+    shape: object
+    dtype: str = "float32"
+    strides: object = ()
+    elem_offset: object = 0
+    scope: str = "global"
+
+
+class DType(str):
+    """`T.float32` etc.: the dtype name; calling it makes a typed constant."""
+
+    def __call__(self, value):
+        return B.typed_const(str(self), value)
+
+
+class _Namespace:
+    prim_func = staticmethod(prim_func)
+
+    @staticmethod
+    def Buffer(shape, dtype="float32", strides=(), elem_offset=0, scope="global"):  # noqa: N802
+        return BufferType(shape, dtype, strides, elem_offset, scope)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if is_dtype_name(name):
+            return DType(name)
+        if name in B.EXPR_BUILDERS:
+            return B.EXPR_BUILDERS[name]
+        if name in OPS:
+            return lambda *args: B.intrinsic(name, *args)
+        if name in STMT_NAMES or name == "let":
+            def only_in_scripts(*_args, **_kwargs):
+                raise ScriptError(f"T.{name} can only be used inside a @T.prim_func")
+            return only_in_scripts
+        raise AttributeError(f"T has no attribute {name!r}")
+
+    def __dir__(self):
+        return sorted({"prim_func", "Buffer", "let", *B.EXPR_BUILDERS, *OPS, *STMT_NAMES})
+
+    def __repr__(self):
+        return "<vkir script namespace T>"
+
+
+T = _Namespace()

@@ -1,0 +1,504 @@
+"""Statement and function half of the script parser: `@T.prim_func` / `from_script` -> PrimFunc.
+
+The decorated function is never executed: its source is read with `inspect.getsource` and walked
+as a Python AST. Bindings (`x = e`, `X = T.alloc_buffer(...)`, `X = T.decl_buffer(...)`) scope
+over the rest of their block.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+
+from ..errors import ScriptError
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.buffer import Buffer
+from ..ir.dtype import SCOPES, DataType, PointerType
+from ..ir.function import PrimFunc
+from . import builtins as B
+from .diagnostics import Source
+from .exprs import ExprParser, is_dtype_name
+
+_LOOP_KINDS = {"serial": "serial", "unroll": "unrolled", "vectorized": "vectorized",
+               "thread_binding": "thread_binding", "grid": "serial"}
+
+
+# signatures of the statement-level T functions (bound against the call's AST arguments)
+def _sig_buffer(shape, dtype="float32", strides=(), elem_offset=0, scope="global"):
+    """T.Buffer(shape, dtype, strides=, elem_offset=, scope=)"""
+
+
+def _sig_alloc_buffer(shape, dtype="float32", scope="global", strides=(), elem_offset=0):
+    """T.alloc_buffer(shape, dtype, scope=, strides=, elem_offset=)"""
+
+
+def _sig_decl_buffer(shape, dtype="float32", data=None, strides=(), elem_offset=0, scope=None):
+    """T.decl_buffer(shape, dtype, data=, strides=, elem_offset=, scope=)"""
+
+
+def _sig_range(start, stop=None, *, annotations=None):
+    """T.serial / T.unroll / T.vectorized"""
+
+
+def _sig_thread_binding(start, stop=None, thread=None, *, annotations=None):
+    """T.thread_binding(extent, thread) or (start, stop, thread)"""
+
+
+def _sig_let(value, *, dtype=None):
+    """with T.let(value) as x:"""
+
+
+class Parser(ExprParser):
+    """Parses one function definition into a PrimFunc."""
+
+    # -- entry ---------------------------------------------------------------------------------
+
+    def function(self, fn: ast.FunctionDef) -> PrimFunc:
+        args = fn.args
+        for bad in (*args.posonlyargs, *args.kwonlyargs):
+            raise self.error(bad, "only plain positional parameters are supported")
+        for bad in (args.vararg, args.kwarg):
+            if bad is not None:
+                raise self.error(bad, "*args/**kwargs parameters are not supported")
+        if args.defaults:
+            raise self.error(args.defaults[0], "parameters cannot have default values")
+        params: dict[str, object] = {}
+        # scalar parameters first: buffer shapes may use them
+        for a in args.args:
+            if a.annotation is None:
+                raise self.error(a, f"parameter '{a.arg}' needs a type annotation "
+                                    f"({self.t_name}.Buffer(...) or a dtype like {self.t_name}.int32)")
+            if self.t_call(a.annotation) != "Buffer":
+                dtype = self._scalar_annotation(a)
+                params[a.arg] = E.Var(a.arg, dtype, span=self.span(a))
+                self.bind(a, a.arg, params[a.arg])
+        buffer_map = {}
+        self.size_vars = {}
+        for a in args.args:
+            if a.arg not in params:
+                buf = self._param_buffer(a)
+                params[a.arg] = buf.data
+                buffer_map[buf.data] = buf
+        self.size_vars = None
+        for a in args.args:  # buffers become visible to the body
+            if a.arg not in self.scope:
+                self.bind(a, a.arg, buffer_map[params[a.arg]])
+        body = fn.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            body = body[1:]  # docstring
+        attrs = {"global_symbol": fn.name}
+        while body and isinstance(body[0], ast.Expr) and self.t_call(body[0].value) == "func_attr":
+            call = body[0].value
+            if len(call.args) != 1 or call.keywords:
+                raise self.error(call, f"{self.t_name}.func_attr takes one dict")
+            attrs.update(self._annotations(call.args[0]))
+            body = body[1:]
+        return PrimFunc(tuple(params[a.arg] for a in args.args), self.block(body), buffer_map,
+                        attrs, span=self.span(fn))
+
+    def _scalar_annotation(self, a: ast.arg) -> DataType:
+        node = a.annotation
+        name = self.t_attr(node)
+        if name is None and isinstance(node, ast.Constant) and isinstance(node.value, str):
+            name = node.value
+        if name is None or not is_dtype_name(name):
+            raise self.error(node, f"parameter '{a.arg}': expected {self.t_name}.Buffer(...) or a "
+                                   f"scalar dtype such as {self.t_name}.int32")
+        dtype = DataType.parse(name)
+        if dtype.is_handle:
+            raise self.error(node, "handle parameters are not supported; use T.Buffer")
+        return dtype
+
+    def _param_buffer(self, a: ast.arg) -> Buffer:
+        args = self.bind_call(a.annotation, _sig_buffer)
+        dtype, scope, shape, strides, offset = self._buffer_fields(args)
+        data = E.Var(a.arg, PointerType(dtype, scope), span=self.span(a))
+        return Buffer(a.arg, data, dtype, shape, strides, offset, scope, span=self.span(a))
+
+    def _buffer_fields(self, args, default_scope="global"):
+        dtype = self._arg_dtype(args["dtype"])
+        scope = args["scope"]
+        if scope is None:
+            scope = default_scope
+        elif isinstance(scope, ast.AST):
+            node, scope = scope, self.value(scope)
+            if scope not in SCOPES:
+                raise self.error(node, f"storage scope must be one of {', '.join(SCOPES)}; "
+                                       f"got {scope!r}")
+        self.in_shape = self.size_vars is not None
+        try:
+            shape = self._shape(args["shape"])
+            strides = self._shape(args["strides"])
+            offset = args["elem_offset"]
+            offset = self.expr(offset) if isinstance(offset, ast.AST) else E.const(offset, "int32")
+        finally:
+            self.in_shape = False
+        return dtype, scope, shape, strides, offset
+
+    def _arg_dtype(self, node) -> DataType:
+        return DataType.parse(node) if isinstance(node, str) else self.dtype(node)
+
+    def _shape(self, node) -> tuple:
+        if not isinstance(node, ast.AST):
+            return tuple(node)
+        elts = node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node]
+        return tuple(self.expr(e) for e in elts)
+
+    def bind_call(self, node, sig) -> dict:
+        """Match a statement-level T call's AST arguments against `sig`; absent ones take its
+        defaults (plain Python values, not AST)."""
+        name = f"{self.t_name}.{sig.__doc__.split('(')[0].split('.')[-1].split()[0]}"
+        if not isinstance(node, ast.Call):
+            raise self.error(node, f"expected a call of {name}")
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+                k.arg is None for k in node.keywords):
+            raise self.error(node, "*args/**kwargs are not supported")
+        try:
+            bound = inspect.signature(sig).bind(*node.args,
+                                                **{k.arg: k.value for k in node.keywords})
+        except TypeError as exc:
+            raise self.error(node, f"{self.t_name}.{self.t_call(node)}: {exc}") from None
+        bound.apply_defaults()
+        return dict(bound.arguments)
+
+    # -- blocks and statements -----------------------------------------------------------------
+
+    def block(self, stmts: list) -> S.Stmt:
+        """A statement list; a binding statement scopes over the rest of the list."""
+        out = []
+        with self.scope.frame():
+            for i, node in enumerate(stmts):
+                binding = self._binding(node)
+                if binding is not None:
+                    out.append(binding(stmts[i + 1:]))
+                    break
+                out.append(self.stmt(node))
+        return S.seq(*out) if out else S.SeqStmt(())
+
+    def stmt(self, node) -> S.Stmt:
+        method = getattr(self, "_s_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(node, f"unsupported statement: {type(node).__name__}")
+        return method(node)
+
+    def _s_Pass(self, node):
+        return S.SeqStmt((), span=self.span(node))
+
+    def _s_Expr(self, node):
+        name = self.t_call(node.value)
+        if name == "evaluate":
+            call = node.value
+            if len(call.args) != 1 or call.keywords:
+                raise self.error(call, f"{self.t_name}.evaluate takes exactly one argument")
+            return S.Evaluate(self.expr(call.args[0]), span=self.span(node))
+        if name == "barrier":
+            if node.value.args or node.value.keywords:
+                raise self.error(node.value, f"{self.t_name}.barrier takes no arguments")
+            return S.Barrier(span=self.span(node))
+        if name == "func_attr":
+            raise self.error(node, f"{self.t_name}.func_attr must come first in the function body")
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return S.SeqStmt((), span=self.span(node))  # a string statement is a comment
+        raise self.error(node, f"an expression is not a statement; wrap it in "
+                               f"{self.t_name}.evaluate(...) if you mean it")
+
+    def _s_Assign(self, node):
+        if len(node.targets) != 1:
+            raise self.error(node, "chained assignment is not supported")
+        target = node.targets[0]
+        if isinstance(target, ast.Subscript):
+            return self._store(node, target, node.value)
+        if isinstance(target, ast.Name):  # only reached when _binding refused (cannot happen)
+            raise self.error(target, "unexpected binding")
+        raise self.error(target, "only 'name = value' and 'buffer[indices] = value' assignments "
+                                 "are supported")
+
+    def _s_AugAssign(self, node):
+        target = node.target
+        if not isinstance(target, ast.Subscript):
+            raise self.error(target, f"'{ast.unparse(node.op)}=' can only update a buffer element; "
+                                     f"names are immutable bindings")
+        fake = ast.BinOp(left=target, op=node.op, right=node.value)
+        ast.copy_location(fake, node)
+        fake.left = ast.Subscript(value=target.value, slice=target.slice, ctx=ast.Load())
+        ast.copy_location(fake.left, target)
+        return self._store(node, target, fake)
+
+    def _store(self, node, target: ast.Subscript, value_node) -> S.BufferStore:
+        buf = self.value(target.value)
+        if not isinstance(buf, Buffer):
+            raise self.error(target.value, "only buffers can be stored to")
+        indices = self.indices(target.slice)
+        lanes = indices[-1].dtype.lanes if indices else 1
+        access = buf.dtype.with_lanes(buf.dtype.lanes * lanes)
+        value = self.expr_as(value_node, access)
+        return S.BufferStore(buf, value, indices, span=self.span(node))
+
+    def _s_If(self, node):
+        cond = self.expr(node.test)
+        then = self.block(node.body)
+        other = self.block(node.orelse) if node.orelse else None
+        return S.IfThenElse(cond, then, other, span=self.span(node))
+
+    def _s_For(self, node):
+        if node.orelse:
+            raise self.error(node.orelse[0], "for ... else is not supported")
+        kind = self.t_call(node.iter)
+        if kind not in _LOOP_KINDS:
+            raise self.error(node.iter, f"loops must iterate over {self.t_name}.serial, "
+                                        f"{self.t_name}.unroll, {self.t_name}.vectorized, "
+                                        f"{self.t_name}.grid or {self.t_name}.thread_binding")
+        if kind == "grid":
+            return self._grid(node)
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node.target, "the loop variable must be a single name")
+        sig = _sig_thread_binding if kind == "thread_binding" else _sig_range
+        args = self.bind_call(node.iter, sig)
+        thread = None
+        if kind == "thread_binding":
+            if args["thread"] is None and isinstance(args["stop"], ast.Constant) \
+                    and isinstance(args["stop"].value, str):
+                args["thread"], args["stop"] = args["stop"], None
+            if args["thread"] is None:
+                raise self.error(node.iter, f"{self.t_name}.thread_binding needs a thread tag "
+                                            f"such as \"threadIdx.x\"")
+            thread = self.value(args["thread"])
+            if thread not in S.THREAD_TAGS:
+                raise self.error(args["thread"], f"unknown thread tag {thread!r}; expected one of "
+                                                 f"{', '.join(S.THREAD_TAGS)}")
+        start, extent, dtype = self._range(args["start"], args["stop"])
+        annotations = self._annotations(args["annotations"])
+        var = E.Var(node.target.id, dtype, span=self.span(node.target))
+        with self.scope.frame():
+            self.bind(node.target, node.target.id, var)
+            body = self.block(node.body)
+        return S.For(var, start, extent, _LOOP_KINDS[kind], body, thread, annotations,
+                     span=self.span(node))
+
+    def _range(self, start_node, stop_node):
+        """(min, extent, loop var dtype) of `(extent)` or `(start, stop)`."""
+        if stop_node is None:
+            ext = self.value(start_node)
+            start = 0
+        else:
+            start, ext = self.value(start_node), self.value(stop_node)
+        try:
+            start, ext = B.unify(start, ext)
+        except B.BuildError as exc:
+            raise self.error(stop_node if exc.arg else start_node, str(exc)) from None
+        dtype = ext.dtype
+        if stop_node is not None:
+            ext = _extent(start, ext)
+        return start, ext, dtype
+
+    def _grid(self, node):
+        call = node.iter
+        if call.keywords:
+            raise self.error(call.keywords[0].value, f"{self.t_name}.grid takes only extents")
+        targets = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
+        if len(targets) != len(call.args):
+            raise self.error(node.target, f"{self.t_name}.grid has {len(call.args)} extents but "
+                                          f"{len(targets)} loop variables")
+        for t in targets:
+            if not isinstance(t, ast.Name):
+                raise self.error(t, "loop variables must be names")
+        loops = []
+        with self.scope.frame():
+            for t, ext_node in zip(targets, call.args):
+                ext = self.expr(ext_node)
+                var = E.Var(t.id, ext.dtype, span=self.span(t))
+                self.bind(t, t.id, var)
+                loops.append((var, ext))
+            body = self.block(node.body)
+        for var, ext in reversed(loops):
+            body = S.For(var, E.const(0, ext.dtype), ext, "serial", body, span=self.span(node))
+        return body
+
+    def _annotations(self, node) -> dict:
+        if node is None:
+            return {}
+        try:
+            value = ast.literal_eval(node)
+        except ValueError:
+            raise self.error(node, "expected a dict literal of constants") from None
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            raise self.error(node, "expected a dict with string keys")
+        return value
+
+    def _s_With(self, node):
+        if len(node.items) != 1:
+            raise self.error(node, "one context manager per 'with'")
+        item = node.items[0]
+        name = self.t_call(item.context_expr)
+        call = item.context_expr
+        span = self.span(node)
+        if name in ("alloc_buffer", "decl_buffer", "let"):
+            if not isinstance(item.optional_vars, ast.Name):
+                raise self.error(call, f"write 'with {self.t_name}.{name}(...) as name:'")
+            return self._bind_stmt(item.optional_vars, call, lambda: self.block(node.body), span)
+        if item.optional_vars is not None:
+            raise self.error(item.optional_vars, f"{self.t_name}.{name} takes no 'as' target")
+        if name == "async_scope":
+            if call.args or call.keywords:
+                raise self.error(call, f"{self.t_name}.async_scope takes no arguments")
+            return S.AsyncScope(self.block(node.body), span=span)
+        if name == "async_commit_queue":
+            if len(call.args) != 1 or call.keywords:
+                raise self.error(call, f"{self.t_name}.async_commit_queue takes a queue index")
+            queue = self.int_literal(call.args[0], "the queue index")
+            return S.AsyncCommitQueue(queue, self.block(node.body), span=span)
+        if name == "async_wait_queue":
+            if len(call.args) != 2 or call.keywords:
+                raise self.error(call, f"{self.t_name}.async_wait_queue takes (queue, in_flight)")
+            queue = self.int_literal(call.args[0], "the queue index")
+            in_flight = self.expr(call.args[1])
+            return S.AsyncWaitQueue(queue, in_flight, self.block(node.body), span=span)
+        raise self.error(call, f"unsupported context manager; expected {self.t_name}.async_scope, "
+                               f"async_commit_queue, async_wait_queue, alloc_buffer, decl_buffer "
+                               f"or let")
+
+    # -- bindings ------------------------------------------------------------------------------
+
+    def _binding(self, node):
+        """For a binding statement, a function parsing it given the rest of its block."""
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            target, value, ann = node.targets[0], node.value, None
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            if node.value is None:
+                raise self.error(node, "a declaration needs a value")
+            target, value, ann = node.target, node.value, node.annotation
+        else:
+            return None
+        if ann is not None and self.t_call(value) in ("alloc_buffer", "decl_buffer"):
+            raise self.error(ann, "buffers take no type annotation")
+        if ann is not None:
+            value = ast.Call(func=ast.Attribute(value=ast.Name(self.t_name, ast.Load()), attr="let",
+                                                ctx=ast.Load()),
+                             args=[value], keywords=[ast.keyword("dtype", ann)])
+            ast.copy_location(value, node.value)
+            ast.copy_location(value.func, node.value)
+        return lambda rest: self._bind_stmt(target, value, lambda: self.block(rest),
+                                            self.span(node), implicit_let=ann is None)
+
+    def _bind_stmt(self, target: ast.Name, value: ast.AST, body_fn, span, implicit_let=False):
+        """LetStmt / AllocBuffer / DeclBuffer binding `target` over the statements of body_fn."""
+        name = self.t_call(value)
+        if name == "alloc_buffer":
+            args = self.bind_call(value, _sig_alloc_buffer)
+            dtype, scope, shape, strides, offset = self._buffer_fields(args)
+            data = E.Var(target.id, PointerType(dtype, scope), span=span)
+            bound = Buffer(target.id, data, dtype, shape, strides, offset, scope, span=span)
+            make = lambda body: S.AllocBuffer(bound, body, span=span)  # noqa: E731
+        elif name == "decl_buffer":
+            args = self.bind_call(value, _sig_decl_buffer)
+            data = None
+            if args["data"] is not None:
+                data = self.value(args["data"])
+                if not isinstance(data, E.Var) or not isinstance(data.dtype, PointerType):
+                    raise self.error(args["data"], "data= must be a buffer's data, e.g. A.data")
+            default_scope = data.dtype.scope if data is not None else "global"
+            dtype, scope, shape, strides, offset = self._buffer_fields(args, default_scope)
+            if data is None:
+                data = E.Var(target.id, PointerType(dtype, scope), span=span)
+            bound = Buffer(target.id, data, dtype, shape, strides, offset, scope, span=span)
+            make = lambda body: S.DeclBuffer(bound, body, span=span)  # noqa: E731
+        elif name == "let" and not implicit_let:
+            args = self.bind_call(value, _sig_let)
+            dtype = None if args["dtype"] is None else self._arg_dtype(args["dtype"])
+            val = self.expr(args["value"]) if dtype is None else self.expr_as(args["value"], dtype)
+            bound = E.Var(target.id, dtype or val.dtype, span=self.span(target))
+            make = lambda body: S.LetStmt(bound, val, body, span=span)  # noqa: E731
+        else:
+            val = self.value(value)
+            if isinstance(val, Buffer):
+                raise self.error(value, f"cannot bind a buffer to a new name; declare an alias "
+                                        f"with {self.t_name}.decl_buffer(..., data=X.data)")
+            val = self._to_expr(value, val)
+            bound = E.Var(target.id, val.dtype, span=self.span(target))
+            make = lambda body: S.LetStmt(bound, val, body, span=span)  # noqa: E731
+        with self.scope.frame():
+            self.bind(target, target.id, bound)
+            return make(body_fn())
+
+
+def _extent(start: E.PrimExpr, stop: E.PrimExpr) -> E.PrimExpr:
+    """stop - start, folded for constants and for `start + e` (so printed loops round-trip)."""
+    if isinstance(start, E.IntImm) and isinstance(stop, E.IntImm) and start.dtype == stop.dtype:
+        return E.IntImm(stop.dtype, stop.value - start.value)
+    if isinstance(stop, E.Add):
+        from ..ir.structural import structural_equal
+
+        if structural_equal(stop.a, start):
+            return stop.b
+    return E.Sub(stop, start)
+
+
+# ----------------------------------------------------------------------------------------------
+# entry points
+
+
+def _parse_function_def(source: Source, tree: ast.Module, env: dict) -> PrimFunc:
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    others = [n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.Import,
+                                                          ast.ImportFrom))]
+    if len(defs) != 1 or others:
+        bad = others[0] if others else (defs[1] if len(defs) > 1 else None)
+        raise source.error(bad, "expected exactly one function definition (@T.prim_func def ...)")
+    fn = defs[0]
+    t_name = "T"
+    for dec in fn.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        if isinstance(target, ast.Attribute) and target.attr == "prim_func" \
+                and isinstance(target.value, ast.Name):
+            t_name = target.value.id
+    return Parser(source, env, t_name).function(fn)
+
+
+def from_script(text: str, env: dict | None = None, file: str = "<script>") -> PrimFunc:
+    """Parse source text holding one `@T.prim_func` function (or the bare def) into a PrimFunc.
+
+    `env` optionally maps names to Python numbers/strings/IR expressions the script may use.
+    """
+    source = Source(textwrap.dedent(text), file)
+    try:
+        tree = ast.parse(source.text, filename=file)
+    except SyntaxError as exc:
+        node = ast.Constant(None, lineno=exc.lineno or 1, col_offset=max((exc.offset or 1) - 1, 0))
+        raise source.error(node, f"syntax error: {exc.msg}") from None
+    return _parse(source, tree, dict(env or {}))
+
+
+def prim_func(func=None, **_options):
+    """Decorator: parse the function's source into a PrimFunc (the body is never run)."""
+    if func is None:
+        return lambda f: prim_func(f, **_options)
+    try:
+        lines, first = inspect.getsourcelines(func)
+        file = inspect.getsourcefile(func) or "<unknown>"
+    except (OSError, TypeError) as exc:
+        raise ScriptError(f"cannot read the source of {func.__qualname__}: {exc}; "
+                          f"use vkir.from_script(text) instead") from None
+    text = "".join(lines)
+    dedented = textwrap.dedent(text)
+    indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
+    source = Source(dedented, file, line_offset=first - 1, col_offset=indent)
+    tree = ast.parse(source.text, filename=file)
+    env = dict(func.__globals__)
+    if func.__closure__:
+        for name, cell in zip(func.__code__.co_freevars, func.__closure__):
+            try:
+                env[name] = cell.cell_contents
+            except ValueError:  # an empty cell: the name is assigned later in the outer function
+                continue
+    return _parse(source, tree, env)
+
+
+def _parse(source, tree, env) -> PrimFunc:
+    try:
+        return _parse_function_def(source, tree, env)
+    except ScriptError as exc:
+        raise exc.with_traceback(None) from None  # the message points at the script, not here

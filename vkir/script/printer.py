@@ -1,0 +1,252 @@
+"""The printer: `script(node)` renders a PrimFunc (or a statement/expression) as T.prim_func source
+that `vkir.from_script` parses back to a structurally equal function.
+
+Names are made unique per print (`i`, `i_1`, ...) in printing order, so the output is deterministic.
+A binding (let, alloc_buffer, decl_buffer) that is the last statement of its block is printed flat
+(`x = v` and its body below at the same indentation); one followed by statements outside its scope
+is printed as `with T.let(v) as x:` / `with T.alloc_buffer(...) as X:` so the scope is exact.
+"""
+
+from __future__ import annotations
+
+from ..ir import stmt as S
+from ..ir.base import FrozenDict, PrimExpr, Stmt
+from ..ir.buffer import Buffer
+from ..ir.expr import Add, IntImm, Sub, Var
+from ..ir.function import PrimFunc
+from ..ir.structural import structural_equal
+from ..ir.walk import walk
+from .print_expr import ExprPrinter, quote
+
+_INDENT = "    "
+_KIND_FN = {"serial": "serial", "unrolled": "unroll", "vectorized": "vectorized",
+            "thread_binding": "thread_binding"}
+
+
+def script(node) -> str:
+    """Script text of a PrimFunc, Stmt, PrimExpr or Buffer."""
+    p = Printer()
+    if isinstance(node, PrimFunc):
+        return p.function(node)
+    if isinstance(node, Stmt):
+        return "\n".join(p.block(node, 0))
+    if isinstance(node, PrimExpr):
+        return p.expr(node)
+    if isinstance(node, Buffer):
+        return p.buffer_decl_text(node)
+    raise TypeError(f"cannot print {type(node).__name__}")
+
+
+class Printer(ExprPrinter):
+    # -- function ------------------------------------------------------------------------------
+
+    def function(self, func: PrimFunc) -> str:
+        name = self.fresh(func, func.name if func.name.isidentifier() else "main")
+        for p in func.params:  # parameter names first, so they keep their own names
+            buf = func.buffer_map.get(p)
+            self.fresh(p, p.name if buf is None else buf.name)
+            if buf is not None:
+                self.names[buf] = self.names[p]
+                self.data_owner[p] = buf
+        self.size_vars = set(func.size_vars)
+        for v in func.size_vars:
+            self.fresh(v, v.name)
+        params = []
+        self.in_annotation = True
+        for p in func.params:
+            buf = func.buffer_map.get(p)
+            ann = f"T.{p.dtype}" if buf is None else self.buffer_type(buf)
+            params.append(f"{self.names[p]}: {ann}")
+        self.in_annotation = False
+        lines = ["@T.prim_func", f"def {name}({', '.join(params)}):"]
+        extra = {k: v for k, v in func.attrs.items() if k != "global_symbol"}
+        if extra:
+            lines.append(f"{_INDENT}T.func_attr({_literal(extra)})")
+        lines += self.block(func.body, 1)
+        return "\n".join(lines) + "\n"
+
+    def buffer_type(self, buf: Buffer) -> str:
+        return f"T.Buffer({self.shape(buf.shape)}, \"{buf.dtype}\"{self.buffer_extras(buf)})"
+
+    def shape(self, shape) -> str:
+        items = [self.expr(s) for s in shape]
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+
+    def buffer_extras(self, buf: Buffer, default_scope="global") -> str:
+        out = ""
+        if buf.strides:
+            out += f", strides={self.shape(buf.strides)}"
+        if not (isinstance(buf.elem_offset, IntImm) and buf.elem_offset.value == 0
+                and str(buf.elem_offset.dtype) == "int32"):
+            out += f", elem_offset={self.expr(buf.elem_offset)}"
+        if buf.scope != default_scope:
+            out += f', scope="{buf.scope}"'
+        return out
+
+    def buffer_decl_text(self, buf: Buffer) -> str:
+        return f"{self.fresh(buf, buf.name)}: {self.buffer_type(buf)}"
+
+    # -- statements ----------------------------------------------------------------------------
+
+    def block(self, stmt, depth: int) -> list[str]:
+        """Lines of `stmt` as the statements of a block at indentation `depth`."""
+        items = _flatten(stmt)
+        if not items:
+            return [_INDENT * depth + "pass"]
+        lines = []
+        for k, s in enumerate(items):
+            lines += self.stmt(s, depth, last=k == len(items) - 1)
+        return lines
+
+    def stmt(self, s, depth: int, last: bool) -> list[str]:
+        pad = _INDENT * depth
+        if isinstance(s, (S.LetStmt, S.AllocBuffer, S.DeclBuffer)):
+            head, with_head = self.binding(s)
+            if last:
+                lines = [pad + head] + self.block(s.body, depth)
+            else:
+                lines = [pad + with_head] + self.block(s.body, depth + 1)
+            self.release(s.var if isinstance(s, S.LetStmt) else s.buffer)
+            return lines
+        method = getattr(self, "_s_" + type(s).__name__)
+        return method(s, depth, pad)
+
+    def binding(self, s) -> tuple[str, str]:
+        """(flat form, with form) of the head of a binding statement."""
+        if isinstance(s, S.LetStmt):
+            if s.var.dtype == s.value.dtype:
+                value = self.expr(s.value)
+                name = self.fresh(s.var, s.var.name)
+                return f"{name} = {value}", f"with T.let({value}) as {name}:"
+            value = self.expr(s.value, s.var.dtype)
+            name = self.fresh(s.var, s.var.name)
+            return (f"{name}: T.{s.var.dtype} = {value}",
+                    f'with T.let({value}, dtype="{s.var.dtype}") as {name}:')
+        buf = s.buffer
+        if isinstance(s, S.AllocBuffer):
+            call = f"T.alloc_buffer({self.shape(buf.shape)}, \"{buf.dtype}\"" \
+                   f"{self.buffer_extras(buf)})"
+        else:
+            known = buf.data in self.data_owner or buf.data in self.names
+            data = f", data={self.expr(buf.data)}" if known else ""
+            default_scope = buf.data.dtype.scope if known else "global"
+            call = f"T.decl_buffer({self.shape(buf.shape)}, \"{buf.dtype}\"{data}" \
+                   f"{self.buffer_extras(buf, default_scope)})"
+        name = self.fresh(buf, buf.name)
+        self.data_owner.setdefault(buf.data, buf)
+        return f"{name} = {call}", f"with {call} as {name}:"
+
+    def _s_BufferStore(self, s, depth, pad):
+        lanes = s.indices[-1].dtype.lanes if s.indices else 1
+        access = s.buffer.dtype.with_lanes(s.buffer.dtype.lanes * lanes)
+        target = self._e_BufferLoad(s)[0]
+        return [f"{pad}{target} = {self.expr(s.value, access)}"]
+
+    def _s_For(self, s, depth, pad):
+        chain = self._grid_chain(s)
+        if len(chain) > 1:
+            extents = ", ".join(self.expr(f.extent) for f in chain)
+            names = ", ".join(self.fresh(f.loop_var, f.loop_var.name) for f in chain)
+            lines = [f"{pad}for {names} in T.grid({extents}):"] + \
+                self.block(chain[-1].body, depth + 1)
+            for f in chain:
+                self.release(f.loop_var)
+            return lines
+        if _is_zero(s.min) and s.min.dtype == s.extent.dtype:
+            args = [self.expr(s.extent)]
+        else:
+            args = self.args(s.min, _stop(s.min, s.extent))
+        if s.kind == "thread_binding":
+            args.append(f'"{s.thread}"')
+        if s.annotations:
+            args.append(f"annotations={_literal(s.annotations)}")
+        var = self.fresh(s.loop_var, s.loop_var.name)
+        head = f"{pad}for {var} in T.{_KIND_FN[s.kind]}({', '.join(args)}):"
+        lines = [head] + self.block(s.body, depth + 1)
+        self.release(s.loop_var)
+        return lines
+
+    @staticmethod
+    def _grid_chain(s) -> list:
+        """Perfectly nested plain serial loops from 0 that T.grid can express."""
+        chain, bound = [], set()
+
+        def plain(f):
+            return (isinstance(f, S.For) and f.kind == "serial" and not f.annotations
+                    and _is_zero(f.min) and f.min.dtype == f.extent.dtype == f.loop_var.dtype
+                    and not any(isinstance(n, Var) and n in bound for n in walk(f.extent)))
+
+        while plain(s):
+            chain.append(s)
+            bound.add(s.loop_var)
+            items = _flatten(s.body)
+            if len(items) != 1:
+                break
+            s = items[0]
+        return chain
+
+    def _s_IfThenElse(self, s, depth, pad, keyword="if"):
+        lines = [f"{pad}{keyword} {self.expr(s.condition)}:"] + self.block(s.then_case, depth + 1)
+        other = s.else_case
+        if other is None:
+            return lines
+        items = _flatten(other)
+        if len(items) == 1 and isinstance(items[0], S.IfThenElse):
+            return lines + self._s_IfThenElse(items[0], depth, pad, "elif")
+        return lines + [f"{pad}else:"] + self.block(other, depth + 1)
+
+    def _s_Evaluate(self, s, depth, pad):
+        return [f"{pad}T.evaluate({self.expr(s.value)})"]
+
+    def _s_Barrier(self, s, depth, pad):
+        return [f"{pad}T.barrier()"]
+
+    def _s_AsyncScope(self, s, depth, pad):
+        return [f"{pad}with T.async_scope():"] + self.block(s.body, depth + 1)
+
+    def _s_AsyncCommitQueue(self, s, depth, pad):
+        return [f"{pad}with T.async_commit_queue({s.queue}):"] + self.block(s.body, depth + 1)
+
+    def _s_AsyncWaitQueue(self, s, depth, pad):
+        return [f"{pad}with T.async_wait_queue({s.queue}, {self.expr(s.in_flight)}):"] + \
+            self.block(s.body, depth + 1)
+
+
+def _is_zero(e) -> bool:
+    return isinstance(e, IntImm) and e.value == 0
+
+
+def _stop(start, extent):
+    """The `stop` argument that the parser turns back into exactly `extent` (see
+    parser._extent): folded for constants, `stop` itself for an extent `stop - start`."""
+    if isinstance(start, IntImm) and isinstance(extent, IntImm) and start.dtype == extent.dtype:
+        return IntImm(start.dtype, start.value + extent.value)
+    if isinstance(extent, Sub) and structural_equal(extent.b, start):
+        stop = extent.a
+        folds = isinstance(stop, IntImm) and isinstance(start, IntImm) and \
+            stop.dtype == start.dtype
+        if not folds and not (isinstance(stop, Add) and structural_equal(stop.a, start)):
+            return stop
+    return Add(start, extent)
+
+
+def _flatten(stmt) -> list:
+    if isinstance(stmt, S.SeqStmt):
+        out = []
+        for s in stmt.seq:
+            out.extend(_flatten(s))
+        return out
+    return [stmt]
+
+
+def _literal(value) -> str:
+    """Python literal text of an annotation/attr value (tuples print as lists)."""
+    if isinstance(value, (FrozenDict, dict)):
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if isinstance(value, str):
+        return quote(value)
+    if isinstance(value, Var):
+        raise TypeError("annotations holding IR variables cannot be printed")
+    return repr(value)

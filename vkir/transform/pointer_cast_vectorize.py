@@ -1,0 +1,139 @@
+"""PointerCastVectorize: vector accesses through explicit pointer casts (the RFC's alternative to
+the VectorTypeRewriter, for targets that allow aliasing).
+
+`A[Ramp(b, 1, L)]` (load or store) on a scalar 1-d buffer, with `b` provably a multiple of L,
+becomes `A_xL[b // L]`, where
+
+    A_xL = T.decl_buffer((extent // L,), "float32xL", data=A.data)
+
+is declared once per (buffer, width) at the top of A's scope (the function body for a parameter,
+the body of A's DeclBuffer/AllocBuffer otherwise). That DeclBuffer is the one explicit form of
+pointer cast (typing rule 2). Everything else stays on A: scalar accesses, unaligned or strided
+ramps, multi-dimensional, strided or offset buffers, bool buffers. So unlike VectorTypeRewrite, a
+buffer read both as float32 and as float32x4 keeps its scalar accesses *and* gets vector loads.
+
+With `target="vulkan"` only casts of kernel parameters are allowed: the runtime binds the same
+VkBuffer to a second descriptor of the cast element type (codegen gives the DeclBuffer its own
+binding with the parameter's `param_index`, decorated Aliased). Vulkan has no pointer casts of
+Workgroup or Function memory, nor of storage the kernel allocates itself, so such a cast raises
+`UnsupportedError`. Without a target every cast is made.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..arith.modular_set import modular_set
+from ..errors import UnsupportedError
+from ..ir import (
+    Buffer, BufferLoad, BufferStore, DeclBuffer, FloorDiv, IntImm, Mutator, PrimFunc,
+    decl_buffer,
+)
+from .base import Pass
+from .vector_type_rewrite import ContextMixin, divide_exact, is_unit_ramp
+
+TARGETS = (None, "vulkan")
+
+
+def _castable(buf: Buffer) -> bool:
+    """A 1-d, compact, offset-free buffer of scalar ints or floats."""
+    elem = buf.dtype
+    return (len(buf.shape) == 1 and not buf.strides and isinstance(buf.elem_offset, IntImm)
+            and buf.elem_offset.value == 0 and elem.lanes == 1
+            and (elem.is_integer or elem.is_float))
+
+
+def _cast_extent(extent, lanes: int):
+    """The number of whole L-lane vectors in `extent` elements."""
+    if modular_set(extent).is_multiple_of(lanes):
+        return divide_exact(extent, lanes)
+    if isinstance(extent, IntImm):
+        return IntImm(extent.dtype, extent.value // lanes)
+    return FloorDiv(extent, IntImm(extent.dtype, lanes))
+
+
+class _Caster(ContextMixin, Mutator):
+    def __init__(self, func: PrimFunc, target: str | None):
+        self.var_sets = {}
+        self.target = target
+        self.params = {func.buffer_map[p].data for p in func.params if p in func.buffer_map}
+        self.casts: dict[tuple, Buffer] = {}  # (buffer, lanes) -> cast buffer, in creation order
+        self.declared: set = set()
+
+    def visit_LetStmt(self, node):
+        value = self.visit(node.value)
+        self._bind(node.var, node.value)
+        body = self.visit(node.body)
+        return node if value is node.value and body is node.body else \
+            replace(node, value=value, body=body)
+
+    visit_Let = visit_LetStmt
+
+    def visit_DeclBuffer(self, node):
+        body = self._declare_casts(node.buffer, self.visit(node.body))
+        return node if body is node.body else replace(node, body=body)
+
+    visit_AllocBuffer = visit_DeclBuffer
+
+    def _declare_casts(self, buf: Buffer, body):
+        """Wrap `body` in the DeclBuffers of the casts made of `buf` inside it."""
+        for key, cast in reversed(list(self.casts.items())):
+            if key[0] is buf:
+                body = DeclBuffer(cast, body)
+                self.declared.add(key)
+        return body
+
+    def _cast_index(self, buf: Buffer, index):
+        """The cast buffer and its index for an aligned unit ramp into `buf`, else None."""
+        if not is_unit_ramp(index) or not _castable(buf):
+            return None
+        lanes = index.lanes
+        if not modular_set(index.base, self.var_sets).is_multiple_of(lanes):
+            return None
+        if self.target == "vulkan" and (buf.scope != "global" or buf.data not in self.params):
+            raise UnsupportedError(
+                f"PointerCastVectorize: the vector access {buf.name}[Ramp(..., 1, {lanes})] needs a "
+                f"pointer cast of {buf.scope} buffer {buf.name!r} to {buf.dtype.with_lanes(lanes)}; "
+                f"Vulkan can only alias kernel parameters (storage buffers), not "
+                f"{'workgroup/function memory' if buf.scope != 'global' else 'allocated storage'}")
+        cast = self.casts.get((buf, lanes))
+        if cast is None:
+            cast = decl_buffer((_cast_extent(buf.shape[0], lanes),), buf.dtype.with_lanes(lanes),
+                               f"{buf.name}_x{lanes}", data=buf.data, scope=buf.scope)
+            self.casts[(buf, lanes)] = cast
+        return cast, self.visit(divide_exact(index.base, lanes, self.var_sets))
+
+    def visit_BufferLoad(self, node):
+        hit = self._cast_index(node.buffer, node.indices[-1]) if len(node.indices) == 1 else None
+        if hit is None:
+            return self.generic_visit(node)
+        return BufferLoad(hit[0], (hit[1],), span=node.span)
+
+    def visit_BufferStore(self, node):
+        hit = self._cast_index(node.buffer, node.indices[-1]) if len(node.indices) == 1 else None
+        if hit is None:
+            return self.generic_visit(node)
+        return BufferStore(hit[0], self.visit(node.value), (hit[1],), span=node.span)
+
+
+@dataclass(frozen=True)
+class PointerCastVectorize(Pass):
+    """Turn aligned stride-1 ramp accesses into accesses of explicit vector-typed DeclBuffer casts
+    over the same data; `target="vulkan"` refuses (UnsupportedError) casts Vulkan cannot honor."""
+
+    target: str | None = None
+
+    def __post_init__(self):
+        if self.target not in TARGETS:
+            raise ValueError(f"PointerCastVectorize: unknown target {self.target!r}; "
+                             f"expected one of {TARGETS}")
+
+    def transform(self, func: PrimFunc) -> PrimFunc:
+        caster = _Caster(func, self.target)
+        body = caster.visit(func.body)
+        for p in reversed(func.params):
+            if p in func.buffer_map:
+                body = caster._declare_casts(func.buffer_map[p], body)
+        assert caster.declared == set(caster.casts), "a cast of a buffer declared nowhere"
+        return func if body is func.body else replace(func, body=body)
+
