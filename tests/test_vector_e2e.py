@@ -73,6 +73,25 @@ def test_vectorized_loop_gives_vector_loads_and_stores(device):
 
 
 @T.prim_func
+def halves(A: T.Buffer((1024,), "int32"), B: T.Buffer((1024,), "int32")):
+    for bx in T.thread_binding(8, "blockIdx.x"):
+        for tx in T.thread_binding(64, "threadIdx.x"):
+            for v in T.vectorized(2):
+                B[bx * 128 + tx * 2 + v] = A[bx * 128 + tx * 2 + v] * 3 - A[bx * 128 + tx * 2]
+
+
+def test_two_lane_int_vectors(device):
+    k = vkir.build(halves, device=device)
+    assert _param_dtypes(k.ir) == ["int32x2", "int32x2"]
+    assert re.search(r"%v2int = OpTypeVector %int 2", k.asm)
+    assert len(re.findall(r"= OpLoad %v2int ", k.asm)) == 2  # the ramp, and the lane-0 read
+    a = np.random.default_rng(5).integers(-1000, 1000, 1024).astype("int32")
+    b = np.zeros_like(a)
+    k(a, b)
+    np.testing.assert_array_equal(b, a * 3 - np.repeat(a[::2], 2))
+
+
+@T.prim_func
 def rows4(A: T.Buffer(("n", 4), "float32"), B: T.Buffer(("n", 4), "float32")):
     for bx in T.thread_binding((n + 63) // 64, "blockIdx.x"):
         for tx in T.thread_binding(64, "threadIdx.x"):
