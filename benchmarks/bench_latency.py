@@ -41,7 +41,6 @@ def main(argv=None):
     ap.add_argument("--device", default=None)
     args = ap.parse_args(argv)
 
-    import numpy as np
     import vulkan as vk
 
     import vkir

@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+pytest_plugins = ["checker_plugin"]  # verify_types after every pass (tests/checker_plugin.py)
 os.environ.setdefault("VKIR_VALIDATION", "1")
 
 NO_DEVICE = ("no Vulkan device ({why}): device tests skipped; the pure-Python IR, pass, "

@@ -333,3 +333,20 @@ def test_profile_falls_back_to_wall_time(device, monkeypatch):
     A = vkir.array(np.ones(64, np.float32), device)
     p = k.profile(A, A, vkir.empty(64, "float32", device), repeat=3)
     assert p.source == "wall" and p.n == 3 and p.min > 0
+
+
+def test_repeated_calls_take_the_fast_path_correctly(device):
+    k = vkir.build(vadd, device=device)
+    n = 300
+    A, B = vkir.array(np.ones(n, np.float32), device), vkir.array(np.ones(n, np.float32), device)
+    C = vkir.empty(n, "float32", device)
+    k(A, B, C)
+    A.write(np.full(n, 5.0, np.float32))          # same arrays, new contents: read at run time
+    k(A, B, C)
+    np.testing.assert_array_equal(C.numpy(), np.full(n, 6.0, np.float32))
+    del A
+    A2 = vkir.array(np.full(n, 2.0, np.float32), device)   # a new array never hits the old entry
+    k(A2, B, C)
+    np.testing.assert_array_equal(C.numpy(), np.full(n, 3.0, np.float32))
+    with pytest.raises(ArgumentError):
+        k(A2, B, vkir.empty(n + 1, "float32", device))

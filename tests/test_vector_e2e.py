@@ -229,6 +229,36 @@ def test_pointer_cast_binds_the_buffer_twice(device):
         np.testing.assert_array_equal(b, _interpret(casted, a, np.zeros_like(a), index)[1])
 
 
+@T.prim_func
+def write_then_read(A: T.Buffer((1024,), "float32"), B: T.Buffer((1024,), "float32"),
+                    C: T.Buffer((256,), "float32")):
+    for bx in T.thread_binding(4, "blockIdx.x"):
+        for tx in T.thread_binding(64, "threadIdx.x"):
+            for v in T.vectorized(4):
+                B[bx * 256 + tx * 4 + v] = A[bx * 256 + tx * 4 + v] * 2.0
+            C[bx * 64 + tx] = B[bx * 256 + tx * 4 + 3] - B[bx * 256 + tx * 4]
+
+
+def test_store_through_the_cast_then_read_through_the_scalar_view(device):
+    # within one invocation the vec4 store through B_x4 must be seen by the float loads of B:
+    # both descriptors of the one VkBuffer are decorated Aliased
+    casted = _cast_vectorized(write_then_read)
+    assert sorted(c.name for c in _casts(casted)) == ["A_x4", "B_x4"]
+    k = vkir.build(casted, device=device)
+    assert vector_accesses(k.asm) == (1, 1)
+    assert len(re.findall(r"= OpLoad %float ", k.asm)) == 2
+    a = np.random.default_rng(6).standard_normal(1024).astype("float32")
+    b, c = np.zeros_like(a), np.zeros(256, "float32")
+    k(a, b, c)
+    np.testing.assert_array_equal(b, a * 2)
+    np.testing.assert_array_equal(c, 2 * a[3::4] - 2 * a[0::4])
+
+
+def _casts(func):
+    return [n.buffer for n in vkir.ir.walk(func) if isinstance(n, vkir.ir.DeclBuffer)
+            and n.buffer.dtype != n.buffer.data.dtype.element]
+
+
 def test_pointer_cast_of_shared_memory_is_refused_for_vulkan():
     with pytest.raises(vkir.UnsupportedError, match="shared buffer 'S'"):
         _cast_vectorized(reverse_blocks)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import struct
 import time
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,7 +87,7 @@ def _numpy_dtype(dtype) -> np.dtype:
 class DeviceArray:
     """An n-d array in device memory. Bool arrays are stored as int8 bytes (0/1)."""
 
-    __slots__ = ("buffer", "shape", "dtype", "device")
+    __slots__ = ("buffer", "shape", "dtype", "device", "__weakref__")
 
     def __init__(self, buffer, shape: tuple, dtype: np.dtype, dev):
         self.buffer = buffer
@@ -270,6 +271,7 @@ class Kernel:
         self._derived = {}     # env values -> (push bytes, groups)
         self._scratch = {}     # (param index, nbytes) -> runtime Buffer for numpy arguments
         self._asm = None
+        self._memo = None      # (argument keys, Launch) of the last all-device-array call
 
     # -- properties --------------------------------------------------------------------------
     @property
@@ -461,13 +463,36 @@ class Kernel:
             if index in self._writes:
                 buf.read(a)
 
+    def _memo_hit(self, args):
+        """The launch of the previous call when `args` are the same device arrays and equal
+        scalars (the per-call fast path: no re-checking, no lookups)."""
+        memo = self._memo
+        if memo is None or len(args) != len(memo[0]):
+            return None
+        for a, key in zip(args, memo[0]):
+            if type(key) is weakref.ref:
+                if key() is not a:
+                    return None
+            elif type(a) is not key[0] or a != key[1]:
+                return None
+        launch = memo[1]
+        return launch if launch.cmd is not None else None  # evicted launches are destroyed
+
     def __call__(self, *args) -> None:
         from .runtime import get_launch
 
+        launch = self._memo_hit(args)
+        if launch is not None:
+            launch.run()
+            return
         buffers, push, groups, copies = self._prepare(args)
-        get_launch(self.device, self.pipeline, buffers, push, groups).run()
+        launch = get_launch(self.device, self.pipeline, buffers, push, groups)
+        launch.run()
         if copies:
             self._copy_back(copies)
+        else:
+            self._memo = (tuple(weakref.ref(a) if isinstance(a, DeviceArray) else (type(a), a)
+                                for a in args), launch)
 
     def profile(self, *args, repeat: int = 50, warmup: int = 1) -> Profile:
         """Run `repeat` times; device seconds per run from timestamp queries (wall time where

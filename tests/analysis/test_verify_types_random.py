@@ -1,5 +1,6 @@
-"""Property tests: the checker never crashes (random programs give None or TypeCheckError only),
-always rejects a program containing an ill-typed fragment, and accepts random well-typed ones."""
+"""Property tests: the checkers never crash (random programs give None, TypeCheckError or
+WellFormedError only), the type checker always rejects a program containing an ill-typed fragment,
+and random well-typed programs are accepted, well formed, and run in the interpreter."""
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -96,6 +97,10 @@ def test_random_programs_never_crash_the_checker(body):
         verify_types(func)
         verify_types(func, target="vulkan")
     except vkir.TypeCheckError:
+        pass
+    try:
+        verify_well_formed(func)
+    except vkir.WellFormedError:
         pass
 
 

@@ -55,17 +55,17 @@ def matmul(a: T.Buffer((64, 64), "float32"), b: T.Buffer((64, 64), "float32"),
 
 
 @T.prim_func
-def matmul_serial(a: T.Buffer((64, 64), "float32"), b: T.Buffer((64, 64), "float32"),
+def matmul_serial(a: T.Buffer((64, 32), "float32"), b: T.Buffer((32, 64), "float32"),
                   c: T.Buffer((64, 64), "float32")):
     for i, j in T.grid(64, 64):
         c[i, j] = T.float32(0)
-        for k in T.serial(64):
+        for k in T.serial(32):
             c[i, j] = c[i, j] + a[i, k] * b[k, j]
 
 
-@pytest.mark.parametrize("kernel", [matmul, matmul_serial])
-def test_matmul_64(kernel):
-    a, b = rng.random((64, 64), dtype=np.float32), rng.random((64, 64), dtype=np.float32)
+@pytest.mark.parametrize("kernel,k", [(matmul, 64), (matmul_serial, 32)])
+def test_matmul(kernel, k):
+    a, b = rng.random((64, k), dtype=np.float32), rng.random((k, 64), dtype=np.float32)
     c = np.zeros((64, 64), np.float32)
     interpret(kernel, a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-5)
@@ -247,3 +247,46 @@ def test_matmul_is_fast():
     start = time.perf_counter()
     interpret(matmul, a, b, c)
     assert time.perf_counter() - start < 1.0
+
+
+@T.prim_func
+def loop_kinds(a: T.Buffer((16,), "int32"), out: T.Buffer((3, 16), "int32")):
+    g = T.alloc_buffer((16,), "int32", scope="global")
+    for i in T.unroll(16):
+        g[i] = a[i] * 2
+    for i in T.vectorized(16):
+        out[0, i] = g[i]
+    for i in T.serial(4, 12):
+        out[1, i] = a[i] + 1
+    for i in T.serial(16):
+        out[2, i] = T.cast(a[i] == 3, "int32") + T.cast(a[i] != 3, "int32") * 2 \
+            + T.cast(a[i] <= 3, "int32") * 4 + T.cast(a[i] >= 3, "int32") * 8 \
+            + T.cast(a[i] > 3, "int32") * 16
+
+
+def test_loop_kinds_global_alloc_and_comparisons():
+    a = np.arange(16, dtype=np.int32)
+    out = np.zeros((3, 16), np.int32)
+    interpret(loop_kinds, a, out)
+    np.testing.assert_array_equal(out[0], 2 * a)
+    np.testing.assert_array_equal(out[1], np.where((a >= 4) & (a < 12), a + 1, 0))
+    want = (a == 3) + (a != 3) * 2 + (a <= 3) * 4 + (a >= 3) * 8 + (a > 3) * 16
+    np.testing.assert_array_equal(out[2], want)
+
+
+def test_float16_and_uint8_arithmetic_stays_in_width():
+    a = ir.decl_buffer((4,), "float16", "a")
+    u = ir.decl_buffer((4,), "uint8", "u")
+    i = ir.Var("i")
+    body = ir.For(i, 0, 4, "serial", ir.seq(
+        ir.BufferStore(a, a[i] * ir.const(3.0, "float16") + ir.const(0.1, "float16"), (i,)),
+        ir.BufferStore(u, u[i] + ir.const(200, "uint8"), (i,))))
+    f = ir.PrimFunc((a.data, u.data), body, {a.data: a, u.data: u})
+    x = np.array([1.0, 1000.0, 30000.0, -2.5], np.float16)
+    y = np.array([0, 55, 56, 255], np.uint8)
+    with np.errstate(over="ignore"):
+        want_x = x * np.float16(3) + np.float16(0.1)
+        want_y = y + np.uint8(200)
+    interpret(f, x, y)
+    np.testing.assert_array_equal(x, want_x)
+    np.testing.assert_array_equal(y, want_y)

@@ -2,6 +2,7 @@
 invocations of a workgroup meet at every T.barrier()."""
 
 import numpy as np
+import pytest
 
 from vkir import T
 from vkir.interpreter import interpret
@@ -149,3 +150,31 @@ def test_stencil_with_halo():
     pad = np.pad(a.reshape(2, 64), ((0, 0), (1, 1)))
     want = pad[:, :-2] + pad[:, 1:-1] + pad[:, 2:]
     np.testing.assert_allclose(b.reshape(2, 64), want, rtol=1e-6)
+
+
+@T.prim_func
+def divergent_barrier(a: T.Buffer((64,), "float32")):
+    for tx in T.thread_binding(64, "threadIdx.x"):
+        if tx < 32:
+            T.barrier()
+            a[tx] = T.float32(1)
+
+
+@T.prim_func
+def uniform_barrier_under_if(a: T.Buffer((64,), "float32"), flag: T.int32):
+    for tx in T.thread_binding(64, "threadIdx.x"):
+        if flag > 0:
+            a[tx] = T.float32(1)
+            T.barrier()
+        if tx < 64:
+            T.barrier()
+
+
+def test_barrier_reached_by_part_of_the_workgroup_is_an_error():
+    from vkir.interpreter import InterpreterError
+
+    with pytest.raises(InterpreterError, match="32 of the 64"):
+        interpret(divergent_barrier, np.zeros(64, np.float32))
+    a = np.zeros(64, np.float32)
+    interpret(uniform_barrier_under_if, a, 1)
+    assert (a == 1).all()

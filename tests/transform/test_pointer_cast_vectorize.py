@@ -218,5 +218,6 @@ def test_random_offsets(lanes, offset, vectors, seed):
     after = PointerCastVectorize(target="vulkan")(before)
     verify_types(after)
     expected = [f"A_x{lanes}", f"B_x{lanes}"] if offset % lanes == 0 else []
-    assert [c.name for c in _casts(after)] == expected
+    assert [c.name for c in _casts(after)] == (expected if lanes in (2, 4) else [])
+    assert [c.name for c in _casts(PointerCastVectorize()(before))] == expected
     _same_results(before, after, seeds=[seed])

@@ -422,3 +422,71 @@ def test_random_offsets(lanes, offset, vectors, seed):
     want = f"float32x{lanes}" if aligned else "float32"
     assert _param_dtype(after, "A") == want and _param_dtype(after, "B") == want
     _same_results(before, after, seeds=[seed])
+
+
+# ----------------------------------------------------------------------------------------------
+# model check: random mixes of access patterns on one input buffer; the pass rewrites it exactly
+# when the rule says so, and the output always checks and computes the same
+
+
+_PATTERN = st.tuples(st.sampled_from([1, 2, 4, 4]),                          # statement width W
+                     st.sampled_from(["ramp", "ramp", "lane", "unknown"]),   # how it reads A
+                     st.sampled_from([0, 0, 4, 2, 1, 3, 5]))                 # offset of the read
+
+
+def _mixed_kernel(stmts, vectors, pad):
+    """for i < vectors: C_j[i*W .. +W] = read_j(A) for each statement j = (W, kind, offset):
+    "ramp" reads A[Ramp(i*W + offset, 1, W)] (a lane read when W is 1), "lane" reads
+    A[i*W + offset] and "unknown" reads A[k] (broadcast to W lanes). Returns the function, the
+    reads as (W, kind, offset) and A's extent: the largest index read + 1, rounded up to a
+    multiple of `pad` (1 keeps it)."""
+    i, k = ir.Var("i"), ir.Var("k")
+    reads = [(w, "lane" if kind == "ramp" and w == 1 else kind, off) for w, kind, off in stmts]
+    top = max(4 if kind == "unknown" else (vectors - 1) * w + off + (w if kind == "ramp" else 1)
+              for w, kind, off in reads)
+    n = -(-top // pad) * pad
+    A = ir.decl_buffer((n,), "float32", "A")
+    outs, stores = [], []
+    for j, (w, kind, off) in enumerate(reads):
+        C = ir.decl_buffer((vectors * w,), "float32", f"C{j}")
+        if kind == "ramp":
+            value = A[ir.Ramp(i * w + off, 1, w)]
+        else:
+            value = A[k] if kind == "unknown" else A[i * w + off]
+            if w > 1:
+                value = ir.Broadcast(value, w)
+        stores.append(C.store(value, ir.Ramp(i * w, 1, w) if w > 1 else i))
+        outs.append(C)
+    loop = ir.For(i, 0, vectors, "serial", ir.seq(*stores))
+    params = (A.data, *(C.data for C in outs), k)
+    return ir.PrimFunc(params, loop, {A.data: A, **{C.data: C for C in outs}}), reads, n
+
+
+def _model_width(reads, n):
+    """The width the rule gives A, or None when A must stay scalar."""
+    widths = {w for w, kind, _ in reads if kind == "ramp"}
+    if len(widths) != 1:
+        return None
+    (lanes,) = widths
+    for w, kind, off in reads:
+        if kind == "ramp" and off % lanes:
+            return None
+        if kind == "lane" and w % lanes:  # i*w + off: its lane mod L is known iff L divides w
+            return None
+        if kind == "unknown":
+            return None
+    return lanes if n % lanes == 0 else None
+
+
+@settings(max_examples=50, deadline=None)
+@given(stmts=st.lists(_PATTERN, min_size=1, max_size=3), vectors=st.integers(1, 3),
+       pad=st.sampled_from([1, 4, 4, 6]), seed=st.integers(0, 2**16))
+def test_model_of_the_rule(stmts, vectors, pad, seed):
+    before, reads, n = _mixed_kernel(stmts, vectors, pad)
+    after = VectorTypeRewrite()(before)
+    verify_types(after)
+    lanes = _model_width(reads, n)
+    assert _param_dtype(after, "A") == ("float32" if lanes is None else f"float32x{lanes}")
+    for j, (w, _, _) in enumerate(reads):
+        assert _param_dtype(after, f"C{j}") == ("float32" if w == 1 else f"float32x{w}")
+    _same_results(before, after, seeds=[seed])

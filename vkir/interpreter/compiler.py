@@ -1,17 +1,24 @@
 """Compile IR to Python closures over a `Frame`, the state of the invocations executing in lockstep.
 
 Workgroups run one after another (blockIdx loops are ordinary loops). The invocations of a workgroup
-(threadIdx loops) run as one SIMT frame: every value that differs between invocations carries a
-leading axis with one entry per active invocation, and each statement is executed by all active
-invocations before the next starts. A `Barrier` is therefore met by every invocation at the same
-time, which is exactly its semantics for race-free kernels (a swap through shared memory works),
-and the interpreter is numpy-vectorized across invocations. Divergent control flow (an `if` or a
-loop extent that differs between invocations) runs its body on the subset of invocations that take
-it.
+(threadIdx loops, nested x/y/z included) run as one SIMT frame: a value that differs between
+invocations carries a leading axis with one entry per active invocation (uniform values stay numpy
+scalars, or 1-d lane vectors), and each statement is executed by all active invocations before the
+next one starts. Every invocation therefore reaches a `Barrier` together with the others and sees
+all writes made before it: for race-free kernels this is the same result as stepping one coroutine
+per invocation from barrier to barrier (a swap through shared memory works), while the work is
+numpy-vectorized across invocations. Divergent control flow (an `if`, or a loop extent, that
+differs between invocations) runs its body on the subset of invocations that take it; a barrier
+reached by only part of the workgroup is an error (it would hang a GPU).
+
+Storage scopes: "local" allocations have one row per invocation (rows are copied to the new
+invocations when a threadIdx loop forks them, so a value set before the fork is seen by each),
+"shared" ones exist once per workgroup execution, "global" ones once.
 
 Async scopes: a store lexically inside an `AsyncScope` is recorded in the innermost enclosing
-committed group instead of being written; `AsyncWaitQueue(q, n)` retires the oldest groups of queue
-q until at most n are in flight; the rest retire when the function ends (DESIGN section 4).
+committed group instead of being written, so reads (even in the same scope) still see old data;
+`AsyncWaitQueue(q, n)` retires the oldest groups of queue q until at most n are in flight; the rest
+retire when the function ends (DESIGN section 4).
 """
 
 from __future__ import annotations
@@ -52,26 +59,27 @@ class Frame:
     """Slot values of the active invocations: `tid` is None for a single uniform invocation, else
     the ids (rows of local storage) of the K active invocations."""
 
-    __slots__ = ("slots", "tid", "state")
+    __slots__ = ("slots", "tid", "state", "group_size")
 
-    def __init__(self, slots: list, tid, state: RunState):
+    def __init__(self, slots: list, tid, state: RunState, group_size: int = 1):
         self.slots = slots
         self.tid = tid
         self.state = state
+        self.group_size = group_size  # invocations of the workgroup (active or not)
 
     def subset(self, mask) -> "Frame":
         """The frame restricted to the invocations where `mask` holds."""
         nds = self.state.value_ndims
         slots = [v[mask] if nd >= 0 and v is not None and v.ndim > nd else v
                  for v, nd in zip(self.slots, nds)]
-        return Frame(slots, self.tid[mask], self.state)
+        return Frame(slots, self.tid[mask], self.state, self.group_size)
 
     def take(self, owner) -> "Frame":
         """A frame of len(owner) invocations, invocation c copying the values of owner[c]."""
         nds = self.state.value_ndims
         slots = [v[owner] if nd >= 0 and v is not None and v.ndim > nd else v
                  for v, nd in zip(self.slots, nds)]
-        return Frame(slots, None, self.state)
+        return Frame(slots, None, self.state, len(owner))
 
 
 def _uniform(value) -> bool:
@@ -82,6 +90,42 @@ def _need_uniform(value, what: str):
     if np.ndim(value) != 0:
         raise InterpreterError(f"{what} differs between invocations")
     return value
+
+
+def _scalar_access(fidx):
+    """Closure `(frame, bound buffer) -> (index values, flat position or None)` computing, with
+    Python ints, the position of a one-lane access whose 1 or 2 indices are uniform scalars and in
+    bounds; otherwise the position is None and the general path (with its diagnostics) runs."""
+    ndarray = np.ndarray
+    if len(fidx) == 1:
+        (f0,) = fidx
+
+        def access1(fr, bb):
+            i = f0(fr)
+            if i.__class__ is ndarray or len(bb.shape) != 1 or (
+                    fr.tid is not None and bb.storage.per_invocation):
+                return [i], None
+            k = int(i)
+            if not 0 <= k < bb.shape[0]:
+                return [i], None
+            p = bb.offset_int + k * bb.strides_int[0]
+            return [i], (p if 0 <= p < bb.storage.data.size // bb.npdt.itemsize else None)
+        return access1
+    f0, f1 = fidx
+
+    def access2(fr, bb):
+        i, j = f0(fr), f1(fr)
+        if i.__class__ is ndarray or j.__class__ is ndarray or len(bb.shape) != 2 or (
+                fr.tid is not None and bb.storage.per_invocation):
+            return [i, j], None
+        a, b = int(i), int(j)
+        shape = bb.shape
+        if not (0 <= a < shape[0] and 0 <= b < shape[1]):
+            return [i, j], None
+        st = bb.strides_int
+        p = bb.offset_int + a * st[0] + b * st[1]
+        return [i, j], (p if 0 <= p < bb.storage.data.size // bb.npdt.itemsize else None)
+    return access2
 
 
 class Compiler:
@@ -100,7 +144,8 @@ class Compiler:
         if s is None:
             s = len(self.value_ndims)
             self.slot_index[key] = s
-            if isinstance(key, E.Var) and isinstance(key.dtype, DataType):
+            if isinstance(key, E.Var) and isinstance(key.dtype, DataType) \
+                    and not key.dtype.is_handle:
                 self.value_ndims.append(0 if key.dtype.lanes == 1 else 1)
             else:
                 self.value_ndims.append(-1)
@@ -149,9 +194,13 @@ class Compiler:
 
         def select(fr):
             c = fc(fr)
+            t, f = ft(fr), ff(fr)
+            if c.__class__ is not np.ndarray and t.__class__ is not np.ndarray \
+                    and f.__class__ is not np.ndarray:
+                return t if c else f
             if widen:
                 c = N.expand_lanes(c)
-            return N.as_value(np.where(c, ft(fr), ff(fr)))
+            return N.as_value(np.where(c, t, f))
         return select
 
     def e_Cast(self, e):
@@ -246,18 +295,15 @@ class Compiler:
         fidx = [self.expr(i) for i in e.indices]
         lanes = e.indices[-1].dtype.lanes if e.indices else 1
 
-        if len(fidx) == 1:
-            f0 = fidx[0]
+        if lanes == 1 and e.buffer.dtype.lanes == 1 and len(fidx) in (1, 2):
+            fast = _scalar_access(fidx)
 
-            def buffer_load(fr):
+            def buffer_load(fr):  # fast path: scalar indices, uniform across invocations
                 bb = get(fr)
-                return load(bb, positions(bb, [f0(fr)], lanes, fr.tid))
-        elif len(fidx) == 2:
-            f0, f1 = fidx
-
-            def buffer_load(fr):
-                bb = get(fr)
-                return load(bb, positions(bb, [f0(fr), f1(fr)], lanes, fr.tid))
+                idx, p = fast(fr, bb)
+                if p is not None:
+                    return bb.storage.view(bb.npdt)[p]
+                return load(bb, positions(bb, idx, lanes, fr.tid))
         else:
             def buffer_load(fr):
                 bb = get(fr)
@@ -323,8 +369,14 @@ class Compiler:
         return evaluate
 
     def s_Barrier(self, s):
-        # Invocations run in lockstep: every one of them reaches the barrier together.
-        return lambda fr: None
+        # Invocations run in lockstep, so the active ones reach the barrier together; a barrier
+        # that only some invocations of the workgroup reach would hang a GPU.
+        def barrier(fr):
+            if fr.tid is not None and len(fr.tid) < fr.group_size:
+                raise InterpreterError(f"barrier reached by only {len(fr.tid)} of the "
+                                       f"{fr.group_size} invocations of the workgroup "
+                                       "(non-uniform control flow)")
+        return barrier
 
     def s_LetStmt(self, s):
         fv = self.expr(s.value)
@@ -370,10 +422,20 @@ class Compiler:
         lanes = s.indices[-1].dtype.lanes if s.indices else 1
         is_async = self.in_async
 
+        fast = _scalar_access(fidx) if lanes == 1 and s.buffer.dtype.lanes == 1 \
+            and len(fidx) in (1, 2) and not is_async else None
+
         def buffer_store(fr):
             bb = get(fr)
             value = fv(fr)
-            pos = positions(bb, [f(fr) for f in fidx], lanes, fr.tid)
+            if fast is not None:  # fast path: scalar indices and value, uniform
+                idx, p = fast(fr, bb)
+                if p is not None and value.__class__ is not np.ndarray:
+                    bb.storage.view(bb.npdt)[p] = value
+                    return
+            else:
+                idx = [f(fr) for f in fidx]
+            pos = positions(bb, idx, lanes, fr.tid)
             group = fr.state.group if is_async else None
             if group is None:
                 store(bb, pos, value)
@@ -420,7 +482,7 @@ class Compiler:
                 n = int(_need_uniform(ext, "thread extent"))
                 if n <= 0:
                     return
-                child = Frame(list(fr.slots), np.arange(n), state)
+                child = Frame(list(fr.slots), np.arange(n), state, n)
                 child.slots[slot] = (np.arange(n, dtype=np.int64) + int(lo)).astype(npdt)
                 parent_rows = np.zeros(n, np.intp)
             else:
@@ -434,6 +496,7 @@ class Compiler:
                 parent_rows = fr.tid[owner]
                 child = fr.take(owner)
                 child.tid = parent_rows * int(counts.max()) + within
+                child.group_size = fr.group_size * int(counts.max())
                 lo_c = lo if _uniform(lo) else lo[owner]
                 child.slots[slot] = (within + lo_c).astype(npdt)
             saved = [(st, st.fork_rows(parent_rows, child.tid)) for st in state.local_storages]

@@ -11,15 +11,8 @@ from .arguments import bind_arguments
 from .compiler import Compiler, Frame, RunState
 from .errors import InterpreterError
 
-_CACHE_SIZE = 32
-_cache: dict = {}
-
-
 def _compile(func: PrimFunc):
-    """Compile `func` once (a small cache keyed by identity; the func is kept alive with it)."""
-    hit = _cache.get(id(func))
-    if hit is not None and hit[0] is func:
-        return hit[1], hit[2]
+    """Closures for `func`'s body, with params, size vars and parameter buffers in scope."""
     compiler = Compiler()
     for p in func.params:
         compiler.bind(p)
@@ -27,11 +20,7 @@ def _compile(func: PrimFunc):
         compiler.bind(v)
     for buffer in func.buffer_map.values():
         compiler.bind(buffer)
-    body = compiler.stmt(func.body)
-    if len(_cache) >= _CACHE_SIZE:
-        _cache.pop(next(iter(_cache)))
-    _cache[id(func)] = (func, compiler, body)
-    return compiler, body
+    return compiler, compiler.stmt(func.body)
 
 
 def interpret(func: PrimFunc, *args) -> None:

@@ -134,6 +134,8 @@ def positions(bb: BoundBuffer, idx: list, index_lanes: int, tid) -> np.ndarray:
             bad = i[(i < 0) | (i >= ext)].ravel()[0]
             raise OutOfBoundsError(f"buffer {bb.name}: index {bad} out of bounds for dim {d} "
                                    f"of extent {ext}")
+        if getattr(i, "dtype", None) == np.uint64:
+            i = i.astype(np.int64)
         if index_lanes > 1 and d < nd - 1:
             i = np.asarray(i)[..., None]
         e = e + i * bb.strides[d]
@@ -177,7 +179,7 @@ def _check_flat(bb: BoundBuffer, view: np.ndarray, pos):
 def load(bb: BoundBuffer, pos):
     view = bb.storage.view(bb.npdt)
     if type(pos) is int:
-        if pos >= len(view):
+        if not 0 <= pos < len(view):
             _check_flat(bb, view, pos)
         return view[pos]
     if np.ndim(pos) == 0 or pos.size:
@@ -188,7 +190,7 @@ def load(bb: BoundBuffer, pos):
 def store(bb: BoundBuffer, pos, value):
     view = bb.storage.view(bb.npdt)
     if type(pos) is int and np.ndim(value) == 0:
-        if pos >= len(view):
+        if not 0 <= pos < len(view):
             _check_flat(bb, view, pos)
         view[pos] = value
         return

@@ -10,6 +10,7 @@ integers, `FloorDiv`/`FloorMod` are numpy's `//` and `%`.
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -51,23 +52,42 @@ def trunc_div(a, b):
     return np.floor_divide(a - r, b)
 
 
+def _minimum(a, b):
+    if a.__class__ is np.ndarray or b.__class__ is np.ndarray:
+        return np.minimum(a, b)
+    if a <= b:
+        return a
+    return b if b < a else np.minimum(a, b)  # NaN: as numpy
+
+
+def _maximum(a, b):
+    if a.__class__ is np.ndarray or b.__class__ is np.ndarray:
+        return np.maximum(a, b)
+    if a >= b:
+        return a
+    return b if b > a else np.maximum(a, b)
+
+
 def _binary_table():
+    # Python operators on numpy scalars take numpy's fast scalar paths (a ufunc call on scalars
+    # costs ten times more) and have the same semantics as the ufuncs; on arrays they are the
+    # ufuncs. And/Or/Not apply to bools only, where bitwise and logical coincide.
     return {
-        "Add": (np.add, np.add),
-        "Sub": (np.subtract, np.subtract),
-        "Mul": (np.multiply, np.multiply),
-        "Div": (trunc_div, np.true_divide),
+        "Add": (operator.add, operator.add),
+        "Sub": (operator.sub, operator.sub),
+        "Mul": (operator.mul, operator.mul),
+        "Div": (trunc_div, operator.truediv),
         "Mod": (np.fmod, np.fmod),
-        "FloorDiv": (np.floor_divide, np.floor_divide),
-        "FloorMod": (np.remainder, np.remainder),
-        "Min": (np.minimum, np.minimum),
-        "Max": (np.maximum, np.maximum),
-        "EQ": (np.equal, np.equal),
-        "NE": (np.not_equal, np.not_equal),
-        "LT": (np.less, np.less),
-        "LE": (np.less_equal, np.less_equal),
-        "GT": (np.greater, np.greater),
-        "GE": (np.greater_equal, np.greater_equal),
+        "FloorDiv": (operator.floordiv, operator.floordiv),
+        "FloorMod": (operator.mod, operator.mod),
+        "Min": (_minimum, _minimum),
+        "Max": (_maximum, _maximum),
+        "EQ": (operator.eq, operator.eq),
+        "NE": (operator.ne, operator.ne),
+        "LT": (operator.lt, operator.lt),
+        "LE": (operator.le, operator.le),
+        "GT": (operator.gt, operator.gt),
+        "GE": (operator.ge, operator.ge),
         "And": (np.logical_and, np.logical_and),
         "Or": (np.logical_or, np.logical_or),
     }
@@ -107,7 +127,8 @@ def reinterpret(value, src: DataType, dst: DataType):
 
 
 def _erf(x):
-    return np.frompyfunc(math.erf, 1, 1)(x).astype(np.asarray(x).dtype)
+    # frompyfunc gives a Python float (no astype) for a scalar argument: go through an array
+    return as_value(np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=np.asarray(x).dtype))
 
 
 def _sigmoid(x):

@@ -356,7 +356,7 @@ class _Scan:
             eids.append(info[1])
             size += info[2]
             clean = clean and info[3]
-            traps = traps or (info[4] and kind != _ARM)
+            traps = traps or info[4]
         sid = self.keys.syntactic(expr, tuple(sids))
         eid = self.keys.equivalent(expr, tuple(eids), sid)
         if clean and _eligible(expr):

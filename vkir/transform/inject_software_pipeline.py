@@ -3,10 +3,10 @@ prologue, a pipelined body and an epilogue (semantics of the async-pipeline RFC,
 
 A statement of stage `s` runs, in the new loop's iteration for original index `j + s`, the work of
 original iteration `j`: the body runs `extent - max_stage` iterations with every stage busy, the
-prologue fills the pipeline and the epilogue drains it (both `max_stage` iterations, unrolled
-loops, with guards `min <= j < min + extent` where a stage has no iteration; one iteration is
-emitted as straight-line code). Buffers produced in stage `d` and consumed in stage `u > d` get
-`u - d + 1` versions, a new leading dimension indexed by `(j - min) % versions`.
+prologue fills the pipeline and the epilogue drains it (both `max_stage` iterations: loops,
+unrolled when short, with guards `min <= j < min + extent` where a stage has no iteration; one
+iteration is emitted as straight-line code). Buffers produced in stage `d` and consumed in stage
+`u > d` get `u - d + 1` versions, a new leading dimension indexed by `(j - min) % versions`.
 
 Async stages: each statement of an async stage is wrapped in `AsyncScope`; runs of them adjacent
 in the new order form one `AsyncCommitQueue(stage)` group (a run is split where a statement reads
@@ -39,6 +39,8 @@ from ..errors import TransformError
 from .base import Pass
 from .software_pipeline_linear import Lin, compare, const_diff
 from .software_pipeline_plan import KEYS, PipelinePlan, plan_pipeline
+
+UNROLL_LIMIT = 8  # prologues and epilogues of at most this many iterations are unrolled loops
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,10 @@ class _Injector(Mutator):
         enclosing = set(self.enclosing)
         for buf, (new, _count) in plan.versions.items():
             if buf in enclosing:
+                if buf in self.remap:
+                    raise TransformError(
+                        f"buffer {buf.name!r} needs versions in two software-pipelined loops; "
+                        f"allocate one buffer per loop")
                 self.remap[buf] = new
         return _Emitter(plan).run()
 
@@ -117,14 +123,15 @@ class _Emitter:
 
     def run(self):
         plan, ms = self.plan, self.ms
+        edge_kind = "unrolled" if ms <= UNROLL_LIMIT else "serial"
         annotations = plan.loop.annotations
         for k in KEYS:
             annotations = annotations.without(k)
         parts = [
-            self.emit(Lin(), Lin(const=ms), "unrolled", {}, epilogue=False),
+            self.emit(Lin(), Lin(const=ms), edge_kind, {}, epilogue=False),
             self.emit(Lin(const=ms), self.extent - ms, plan.loop.kind, annotations,
                       epilogue=False),
-            self.emit(self.extent, Lin(const=ms), "unrolled", {}, epilogue=True),
+            self.emit(self.extent, Lin(const=ms), edge_kind, {}, epilogue=True),
         ]
         parts = [p for p in parts if p is not None]
         stmt = seq(*parts) if parts else Evaluate(IntImm("int32", 0))

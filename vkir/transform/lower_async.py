@@ -17,8 +17,13 @@ fixed point (shifting the loop var by one on the back edge). A barrier goes befo
 that reads a version written since the last barrier, or writes a version read or written since
 then: before the wait's consumer when the data crosses invocations, nothing when it does not. For a
 double-buffered pipeline this gives one barrier per iteration, where the unpipelined loop needs two.
-A kernel without threadIdx loops is a single invocation and gets no barrier. Waits in divergent
-control flow get their barrier before the divergent statement (barriers must be uniform).
+A kernel without threadIdx loops is a single invocation and gets no barrier. Existing barriers
+are respected. A pipeline inside control flow that differs between invocations is refused
+(`TransformError`): no barrier may go there.
+
+Only shared buffers written by async scopes are tracked: shared memory written synchronously is,
+as everywhere in vkir, synchronised by the program's own `T.barrier()`. In a software-pipelined
+loop over a workgroup, make the stages that fill shared memory async.
 """
 
 from __future__ import annotations

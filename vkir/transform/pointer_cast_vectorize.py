@@ -16,7 +16,9 @@ With `target="vulkan"` only casts of kernel parameters are allowed: the runtime 
 VkBuffer to a second descriptor of the cast element type (codegen gives the DeclBuffer its own
 binding with the parameter's `param_index`, decorated Aliased). Vulkan has no pointer casts of
 Workgroup or Function memory, nor of storage the kernel allocates itself, so such a cast raises
-`UnsupportedError`. Without a target every cast is made.
+`UnsupportedError`; and only widths 2 and 4 are cast (a 3-lane vector has a 16-byte array stride
+under std430, and shaders have no vectors over 4 lanes): other ramps stay scalar accesses.
+Without a target every width is cast. `allowed_lanes` overrides the widths in both cases.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from .base import Pass
 from .vector_type_rewrite import ContextMixin, divide_exact, is_unit_ramp
 
 TARGETS = (None, "vulkan")
+VULKAN_LANES = (2, 4)  # vec3 has a 16-byte array stride under std430; no vectors over 4 lanes
 
 
 def _castable(buf: Buffer) -> bool:
@@ -53,9 +56,10 @@ def _cast_extent(extent, lanes: int):
 
 
 class _Caster(ContextMixin, Mutator):
-    def __init__(self, func: PrimFunc, target: str | None):
+    def __init__(self, func: PrimFunc, target: str | None, allowed_lanes):
         self.var_sets = {}
         self.target = target
+        self.allowed_lanes = allowed_lanes
         self.params = {func.buffer_map[p].data for p in func.params if p in func.buffer_map}
         self.casts: dict[tuple, Buffer] = {}  # (buffer, lanes) -> cast buffer, in creation order
         self.declared: set = set()
@@ -88,6 +92,8 @@ class _Caster(ContextMixin, Mutator):
         if not is_unit_ramp(index) or not _castable(buf):
             return None
         lanes = index.lanes
+        if self.allowed_lanes is not None and lanes not in self.allowed_lanes:
+            return None
         if not modular_set(index.base, self.var_sets).is_multiple_of(lanes):
             return None
         if self.target == "vulkan" and (buf.scope != "global" or buf.data not in self.params):
@@ -122,6 +128,7 @@ class PointerCastVectorize(Pass):
     over the same data; `target="vulkan"` refuses (UnsupportedError) casts Vulkan cannot honor."""
 
     target: str | None = None
+    allowed_lanes: tuple | None = None
 
     def __post_init__(self):
         if self.target not in TARGETS:
@@ -129,7 +136,10 @@ class PointerCastVectorize(Pass):
                              f"expected one of {TARGETS}")
 
     def transform(self, func: PrimFunc) -> PrimFunc:
-        caster = _Caster(func, self.target)
+        lanes = self.allowed_lanes
+        if lanes is None and self.target == "vulkan":
+            lanes = VULKAN_LANES
+        caster = _Caster(func, self.target, lanes)
         body = caster.visit(func.body)
         for p in reversed(func.params):
             if p in func.buffer_map:

@@ -1,0 +1,527 @@
+"""Property tests of the whole pipeline (DESIGN section 7): random well-typed kernels lower, pass
+the checkers, validate in SPIRV-Tools, run on the Vulkan device (lavapipe in CI) and compute what
+the interpreter computes on the unlowered function; lowering alone preserves the interpreter's
+results exactly.
+
+The kernels are generated as script text (so the parser is exercised too, and a failing example
+prints as a readable kernel): elementwise kernels over 1-3 input buffers (float32, int32, bool, and
+float32x4/int32x4 vector-typed buffers), random typed expression trees (arithmetic, min/max,
+select/if_then_else, casts, comparisons and logic, math functions on safe domains, floor/trunc
+division and modulo by nonzero divisors, bitwise ops and shifts, let bindings), blockIdx/threadIdx
+loops with guards for symbolic or ragged sizes, optionally an inner `T.vectorized(4)` loop (with a
+lane-dependent condition sometimes), optionally a shared-memory stage with a barrier.
+
+Undefined behaviour is avoided by construction: no integer division by zero (divisors are nonzero
+constants other than -1, or `(b & 7) + 1`-style runtime values), shifts by 0..31 only, float->int
+casts only of clamped values, math functions only on their safe domains. Integer overflow is *not*
+avoided: in "wide" examples int inputs span all of int32, and the device must wrap exactly like the
+interpreter.
+
+Float comparison: a float value is "exact" when every conforming device computes it bit for bit
+(loads, constants, int->float casts, +, -, min, max, abs, select, floor/ceil/trunc/round of exact
+values: all correctly rounded and never contracted into an fma). Discontinuous operations
+(comparisons, float->int casts, floor...) only ever see exact values, so ints and bools always
+match exactly, exact float outputs match exactly, and the others are compared with a tolerance
+scaled to the output's magnitude (device math functions and fma contraction are not bit-exact).
+
+Examples are derandomized (the same examples on every run); set VKIR_PROPERTY_RANDOM=1 to explore
+new ones and VKIR_PROPERTY_EXAMPLES=N for more of them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import vkir
+from vkir.analysis import verify_types, verify_well_formed
+
+SETTINGS = settings(max_examples=int(os.environ.get("VKIR_PROPERTY_EXAMPLES", 30)), deadline=None,
+                    derandomize=not os.environ.get("VKIR_PROPERTY_RANDOM"),
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                           HealthCheck.data_too_large])
+
+FLOAT_CONSTS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, -0.25, -1.0, -2.5)
+INT_CONSTS = (0, 1, 2, 3, 5, 7, -1, -3, 100, -1000, 65535)
+DIVISORS = (1, 2, 3, 4, 5, 7, 8, 16, -2, -3, -4, -7)  # never 0, never -1 (INT_MIN // -1 overflows)
+
+
+# ---------------------------------------------------------------------------------------------
+# random typed expressions, as script text
+
+
+@dataclass(frozen=True)
+class Val:
+    """A generated expression: script text, and for floats whether it is bit-reproducible."""
+
+    text: str
+    exact: bool = True
+
+
+@dataclass
+class Leaves:
+    """What expressions may read, by kind ("float", "int", "bool"), all of the context's lanes."""
+
+    float: list = field(default_factory=list)
+    int: list = field(default_factory=list)
+    bool: list = field(default_factory=list)
+
+    def of(self, kind: str) -> list:
+        return getattr(self, kind)
+
+
+class ExprGen:
+    """Draws random well-typed expressions of `lanes` lanes (1 or 4) over `leaves`."""
+
+    def __init__(self, draw, lanes: int, leaves: Leaves):
+        self.draw = draw
+        self.lanes = lanes
+        self.leaves = leaves
+
+    def dtype(self, kind: str) -> str:
+        base = {"float": "float32", "int": "int32", "bool": "bool"}[kind]
+        return base if self.lanes == 1 else f"{base}x{self.lanes}"
+
+    def const(self, kind: str, value) -> str:
+        text = f"T.{self.dtype(kind).split('x')[0]}({value!r})"
+        return text if self.lanes == 1 else f"T.broadcast({text}, {self.lanes})"
+
+    def pick(self, options):
+        return self.draw(st.sampled_from(options))
+
+    def leaf(self, kind: str, exact_only: bool = False) -> Val:
+        options = [v for v in self.leaves.of(kind) if v.exact or not exact_only]
+        if kind == "bool" or self.draw(st.integers(0, 4)) > 0 and options:
+            if options:
+                return self.pick(options)
+            return self.compare(0)
+        consts = FLOAT_CONSTS if kind == "float" else INT_CONSTS
+        return Val(self.const(kind, self.pick(consts)))
+
+    def gen(self, kind: str, depth: int, exact_only: bool = False) -> Val:
+        if depth <= 0 or self.draw(st.integers(0, 3)) == 0:
+            return self.leaf(kind, exact_only)
+        return {"float": self.float_op, "int": self.int_op, "bool": self.bool_op}[kind](
+            depth - 1, exact_only)
+
+    # -- floats ----------------------------------------------------------------------------------
+    def float_op(self, d: int, exact_only: bool) -> Val:
+        exact_ops = ["add", "sub", "min", "max", "neg", "abs", "select", "cast", "round", "literal"]
+        ops = exact_ops if exact_only else exact_ops + [
+            "mul", "div", "fma", "exp", "tanh", "sin", "cos", "sqrt", "log", "sigmoid", "erf",
+            "rsqrt", "pow", "if_then_else", "mul"]
+        op = self.pick(ops)
+        g = lambda: self.gen("float", d, exact_only)  # noqa: E731
+        if op in ("add", "sub", "mul"):
+            a, b = g(), g()
+            sym = {"add": "+", "sub": "-", "mul": "*"}[op]
+            return Val(f"({a.text} {sym} {b.text})", a.exact and b.exact and op != "mul")
+        if op == "literal":  # a bare Python literal takes the other operand's type (broadcast)
+            a = g()
+            return Val(f"({a.text} {self.pick(['+', '-'])} {self.pick(FLOAT_CONSTS)!r})", a.exact)
+        if op in ("min", "max"):
+            a, b = g(), g()
+            return Val(f"T.{op}({a.text}, {b.text})", a.exact and b.exact)
+        if op == "neg":
+            a = g()
+            return Val(f"(-{a.text})", a.exact)
+        if op == "abs":
+            a = g()
+            return Val(f"T.fabs({a.text})", a.exact)
+        if op in ("select", "if_then_else"):
+            c, a, b = self.gen("bool", d), g(), g()
+            return Val(f"T.{op}({c.text}, {a.text}, {b.text})", a.exact and b.exact)
+        if op == "cast":
+            src = self.pick(["int", "int", "bool"])
+            a = self.gen(src, d)
+            return Val(f"T.cast({a.text}, \"{self.dtype('float')}\")")
+        if op == "round":  # discontinuous: only on exact values
+            a = self.gen("float", d, exact_only=True)
+            return Val(f"T.{self.pick(['floor', 'ceil', 'trunc', 'round'])}({a.text})")
+        a = g()
+        one = self.const("float", 1.0)
+        if op == "div":
+            b = g()
+            return Val(f"({a.text} / (T.fabs({b.text}) + {one}))", False)
+        if op == "fma":
+            b, c = g(), g()
+            return Val(f"T.fma({a.text}, {b.text}, {c.text})", False)
+        domain = {
+            "exp": f"T.exp(T.min({a.text}, {self.const('float', 4.0)}))",
+            "tanh": f"T.tanh({a.text})",
+            "sin": f"T.sin(T.max(T.min({a.text}, {self.const('float', 3.0)}), "
+                   f"{self.const('float', -3.0)}))",
+            "cos": f"T.cos(T.max(T.min({a.text}, {self.const('float', 3.0)}), "
+                   f"{self.const('float', -3.0)}))",
+            "sqrt": f"T.sqrt(T.fabs({a.text}))",
+            "log": f"T.log(T.fabs({a.text}) + {one})",
+            "sigmoid": f"T.sigmoid(T.max({a.text}, {self.const('float', -30.0)}))",
+            "erf": f"T.erf({a.text})",
+            "rsqrt": f"T.rsqrt(T.fabs({a.text}) + {one})",
+            "pow": f"T.pow(T.fabs({a.text}) + {one}, {self.const('float', 1.5)})",
+        }
+        return Val(domain[op], False)
+
+    # -- ints ------------------------------------------------------------------------------------
+    def int_op(self, d: int, exact_only: bool) -> Val:
+        op = self.pick(["add", "sub", "mul", "min", "max", "neg", "select", "floordiv", "floormod",
+                        "truncdiv", "truncmod", "rtdiv", "bitwise", "not", "shift", "from_float",
+                        "from_bool", "literal"])
+        g = lambda: self.gen("int", d)  # noqa: E731
+        if op in ("add", "sub", "mul"):
+            a, b = g(), g()
+            return Val(f"({a.text} {dict(add='+', sub='-', mul='*')[op]} {b.text})")
+        if op == "literal":
+            return Val(f"({g().text} {self.pick(['+', '-', '*'])} {self.pick(INT_CONSTS)})")
+        if op in ("min", "max"):
+            return Val(f"T.{op}({g().text}, {g().text})")
+        if op == "neg":
+            return Val(f"(-{g().text})")
+        if op == "select":
+            return Val(f"T.{self.pick(['select', 'if_then_else'])}({self.gen('bool', d).text}, "
+                       f"{g().text}, {g().text})")
+        if op in ("floordiv", "floormod"):
+            return Val(f"({g().text} {'//' if op == 'floordiv' else '%'} {self.pick(DIVISORS)})")
+        if op in ("truncdiv", "truncmod"):
+            return Val(f"T.{op}({g().text}, {self.const('int', self.pick(DIVISORS))})")
+        if op == "rtdiv":  # a runtime divisor, nonzero by construction, of either sign
+            a, b = g(), g()
+            divisor = self.pick([f"(({b.text} & 7) + 1)", f"(-2 - ({b.text} & 7))"])
+            form = self.pick(["({a} // {b})", "({a} % {b})", "T.truncdiv({a}, {b})",
+                              "T.truncmod({a}, {b})"])
+            return Val(form.format(a=a.text, b=divisor))
+        if op == "bitwise":
+            return Val(f"({g().text} {self.pick(['&', '|', '^'])} {g().text})")
+        if op == "not":
+            return Val(f"(~{g().text})")
+        if op == "shift":
+            return Val(f"({g().text} {self.pick(['<<', '>>'])} {self.draw(st.integers(0, 31))})")
+        if op == "from_float":  # clamped, and exact: the cast truncates the same everywhere
+            a = self.gen("float", d, exact_only=True)
+            return Val(f"T.cast(T.max(T.min({a.text}, {self.const('float', 1.0e6)}), "
+                       f"{self.const('float', -1.0e6)}), \"{self.dtype('int')}\")")
+        return Val(f"T.cast({self.gen('bool', d).text}, \"{self.dtype('int')}\")")
+
+    # -- bools -----------------------------------------------------------------------------------
+    def compare(self, d: int) -> Val:
+        kind = self.pick(["int", "float"])
+        a, b = self.gen(kind, d, exact_only=True), self.gen(kind, d, exact_only=True)
+        return Val(f"({a.text} {self.pick(['<', '<=', '>', '>=', '==', '!='])} {b.text})")
+
+    def bool_op(self, d: int, exact_only: bool) -> Val:
+        op = self.pick(["cmp", "cmp", "and", "or", "not"])
+        if op == "cmp":
+            return self.compare(d)
+        if op == "not":
+            return Val(f"(not {self.gen('bool', d).text})")
+        return Val(f"({self.gen('bool', d).text} {op} {self.gen('bool', d).text})")
+
+
+# ---------------------------------------------------------------------------------------------
+# random kernels
+
+
+@dataclass
+class Param:
+    """One kernel parameter: a buffer (`dtype` of its numpy array, `shape` of that array) or a
+    scalar (`value`)."""
+
+    name: str
+    kind: str          # "float" | "int" | "bool"
+    dtype: str         # the vkir dtype in the signature
+    shape: tuple = ()  # numpy array shape for a buffer; () for a scalar
+    output: bool = False
+    exact: bool = True  # for float outputs: bit-reproducible
+    value: object = None
+
+    @property
+    def is_buffer(self) -> bool:
+        return self.value is None
+
+
+@dataclass
+class Kernel:
+    text: str
+    params: list
+    seed: int
+    wide: bool  # int inputs span all of int32
+
+    def func(self):
+        return vkir.from_script(self.text)
+
+    def arguments(self) -> list:
+        """Fresh inputs (deterministic in `seed`) and zeroed outputs."""
+        rng = np.random.default_rng(self.seed)
+        out = []
+        for p in self.params:
+            if not p.is_buffer:
+                out.append(p.value)
+            elif p.output:
+                out.append(np.zeros(p.shape, np.dtype(_NUMPY[p.kind])))
+            elif p.kind == "float":
+                if rng.integers(2):
+                    out.append(rng.uniform(-4, 4, p.shape).astype("float32"))
+                else:  # coarse values: ties and equalities happen
+                    out.append((rng.integers(-12, 12, p.shape) / 4).astype("float32"))
+            elif p.kind == "int":
+                lo, hi = (-2**31, 2**31) if self.wide else (-200, 200)
+                out.append(rng.integers(lo, hi, p.shape, dtype=np.int64).astype("int32"))
+            else:
+                out.append(rng.integers(0, 2, p.shape).astype(bool))
+        return out
+
+
+_NUMPY = {"float": "float32", "int": "int32", "bool": "bool"}
+_DTYPE = {"float": "float32", "int": "int32", "bool": "bool"}
+
+
+@st.composite
+def kernels(draw, modes=("flat", "vector_typed", "vectorized", "shared"), kinds=("float", "int")):
+    """A random well-typed kernel (see the module docstring)."""
+    mode = draw(st.sampled_from(modes))
+    symbolic = draw(st.booleans())
+    block = draw(st.sampled_from([1, 8, 32, 64] if mode != "shared" else [4, 16, 32, 64]))
+    n = draw(st.integers(1, 150))
+    if not symbolic and draw(st.booleans()):
+        n = block * draw(st.integers(1, 3))  # an exact grid: no guard needed
+    size = "n" if symbolic else str(n)
+    shape_text = "\"n\"" if symbolic else size
+    guard = symbolic or n % block or draw(st.booleans())
+    lanes = 4 if mode == "vector_typed" else 1
+    wide = draw(st.integers(0, 3)) == 0
+
+    params: list[Param] = []
+    sig: list[str] = []
+    leaves = Leaves()
+    loop_leaves = {"vectorized": ["i", "v"], "shared": ["i", "tx"]}.get(mode, ["i"])
+
+    def lane_text(scalar_text: str) -> str:
+        return scalar_text if lanes == 1 else f"T.broadcast({scalar_text}, 4)"
+
+    for name in loop_leaves:
+        leaves.int.append(Val(lane_text(name)))
+
+    # inputs
+    n_inputs = draw(st.integers(1, 3))
+    input_kinds = kinds + (("bool",) if mode in ("flat", "shared") else ())
+    for k in range(n_inputs):
+        kind = draw(st.sampled_from(input_kinds))
+        name = f"A{k}"
+        if mode == "vector_typed":
+            form = draw(st.sampled_from(["vector", "vector", "scalar", "rows"] if kind != "bool"
+                                        else ["scalar"]))
+            if form == "vector":  # a float32x4 / int32x4 buffer
+                dt = f"{_DTYPE[kind]}x4"
+                sig.append(f"{name}: T.Buffer(({shape_text},), \"{dt}\")")
+                params.append(Param(name, kind, dt, (n * 4,)))
+                leaves.of(kind).append(Val(f"{name}[i]"))
+            elif form == "rows":  # a scalar buffer read through a vector (ramp) index
+                sig.append(f"{name}: T.Buffer(({shape_text}, 4), \"{_DTYPE[kind]}\")")
+                params.append(Param(name, kind, _DTYPE[kind], (n, 4)))
+                leaves.of(kind).append(Val(f"{name}[i, T.ramp(0, 1, 4)]"))
+            else:
+                sig.append(f"{name}: T.Buffer(({shape_text},), \"{_DTYPE[kind]}\")")
+                params.append(Param(name, kind, _DTYPE[kind], (n,)))
+                leaves.of(kind).append(Val(f"T.broadcast({name}[i], 4)"))
+        elif mode == "vectorized":
+            if draw(st.integers(0, 3)) == 0:  # uniform across the vector lanes
+                sig.append(f"{name}: T.Buffer(({shape_text},), \"{_DTYPE[kind]}\")")
+                params.append(Param(name, kind, _DTYPE[kind], (n,)))
+                leaves.of(kind).append(Val(f"{name}[i]"))
+            else:
+                sig.append(f"{name}: T.Buffer(({shape_text}, 4), \"{_DTYPE[kind]}\")")
+                params.append(Param(name, kind, _DTYPE[kind], (n, 4)))
+                leaves.of(kind).append(Val(f"{name}[i, v]"))
+                leaves.of(kind).append(Val(f"{name}[i, 3 - v]"))
+        else:
+            sig.append(f"{name}: T.Buffer(({shape_text},), \"{_DTYPE[kind]}\")")
+            params.append(Param(name, kind, _DTYPE[kind], (n,)))
+            leaves.of(kind).append(Val(f"{name}[i]"))
+            if mode == "flat" and draw(st.booleans()):  # a gather with a clamped index
+                leaves.of(kind).append(Val(f"{name}[T.min(i + 1, {size} - 1)]"))
+                leaves.of(kind).append(Val(f"{name}[{size} - 1 - i]"))
+
+    # outputs
+    outputs = []
+    for k in range(draw(st.integers(1, 2))):
+        kind = draw(st.sampled_from(kinds + (("bool",) if mode != "vector_typed" else ())))
+        name = f"Out{k}"
+        if mode == "vector_typed":
+            if draw(st.booleans()):
+                dt = f"{_DTYPE[kind]}x4"
+                sig.append(f"{name}: T.Buffer(({shape_text},), \"{dt}\")")
+                params.append(Param(name, kind, dt, (n * 4,), output=True))
+                target = f"{name}[i]"
+            else:
+                sig.append(f"{name}: T.Buffer(({shape_text}, 4), \"{_DTYPE[kind]}\")")
+                params.append(Param(name, kind, _DTYPE[kind], (n, 4), output=True))
+                target = f"{name}[i, T.ramp(0, 1, 4)]"
+        elif mode == "vectorized":
+            sig.append(f"{name}: T.Buffer(({shape_text}, 4), \"{_DTYPE[kind]}\")")
+            params.append(Param(name, kind, _DTYPE[kind], (n, 4), output=True))
+            target = f"{name}[i, v]"
+        else:
+            sig.append(f"{name}: T.Buffer(({shape_text},), \"{_DTYPE[kind]}\")")
+            params.append(Param(name, kind, _DTYPE[kind], (n,), output=True))
+            target = f"{name}[i]"
+        outputs.append((params[-1], target))
+
+    # scalar parameters (push constants)
+    if draw(st.booleans()):
+        sig.append("s: T.int32")
+        params.append(Param("s", "int", "int32", value=draw(st.sampled_from([-7, 0, 3, 1000]))))
+        leaves.int.append(Val(lane_text("s")))
+    if draw(st.booleans()):
+        sig.append("f: T.float32")
+        params.append(Param("f", "float", "float32", value=draw(st.sampled_from([-1.5, 0.25, 2.0]))))
+        leaves.float.append(Val(lane_text("f")))
+
+    gen = ExprGen(draw, lanes, leaves)
+    depth = draw(st.integers(1, 4))
+    lines = [f"@T.prim_func", f"def kernel({', '.join(sig)}):"]
+    grid = f"({size} + {block - 1}) // {block}" if symbolic else str(-(-n // block))
+    lines.append(f"    for bx in T.thread_binding({grid}, \"blockIdx.x\"):")
+    lines.append(f"        for tx in T.thread_binding({block}, \"threadIdx.x\"):")
+    ind = " " * 12
+    if mode == "shared":
+        kind = draw(st.sampled_from(kinds))
+        zero = {"float": "T.float32(0)", "int": "T.int32(0)"}[kind]
+        lines.append(f"{ind}S = T.alloc_buffer(({block},), \"{_DTYPE[kind]}\", scope=\"shared\")")
+        lines.append(f"{ind}i = bx * {block} + tx")
+        staged = gen.gen(kind, depth)
+        lines += [f"{ind}if i < {size}:", f"{ind}    S[tx] = {staged.text}",
+                  f"{ind}else:", f"{ind}    S[tx] = {zero}", f"{ind}T.barrier()"]
+        for index in ("tx", f"{block - 1} - tx", f"(tx + 1) % {block}"):
+            leaves.of(kind).append(Val(f"S[{index}]", staged.exact))
+        guard = True
+    else:
+        lines.append(f"{ind}i = bx * {block} + tx")
+    if guard:
+        lines.append(f"{ind}if i < {size}:")
+        ind += "    "
+    if mode == "vectorized":
+        lines.append(f"{ind}for v in T.vectorized(4):")
+        ind += "    "
+        if draw(st.integers(0, 3)) == 0:  # a lane-dependent condition (scalarized)
+            lines.append(f"{ind}if v {draw(st.sampled_from(['<', '!=', '>=']))} {draw(st.integers(0, 3))}:")
+            ind += "    "
+    for k in range(draw(st.integers(0, 2))):  # let bindings
+        kind = draw(st.sampled_from(("float", "int", "bool")))
+        value = gen.gen(kind, depth)
+        lines.append(f"{ind}t{k} = {value.text}")
+        leaves.of(kind).append(Val(f"t{k}", value.exact))
+    for param, target in outputs:
+        value = gen.gen(param.kind, depth)
+        param.exact = value.exact
+        lines.append(f"{ind}{target} = {value.text}")
+    return Kernel("\n".join(lines) + "\n", params, draw(st.integers(0, 2**32 - 1)), wide)
+
+
+# ---------------------------------------------------------------------------------------------
+# checks
+
+
+def run_interpreter(func, kernel: Kernel) -> list:
+    """Fresh arguments after `interpret(func, ...)`; bool arrays are passed as int8 views where
+    the (lowered) function stores bools as int8 (BoolToInt8 changes the signature)."""
+    args = kernel.arguments()
+    views = []
+    for p, a in zip(func.params, args):
+        buffer = func.buffer_map.get(p)
+        if buffer is not None and a.dtype == bool and str(buffer.dtype) == "int8":
+            a = a.view(np.int8)
+        views.append(a)
+    vkir.interpret(func, *views)
+    return args
+
+
+def assert_outputs_match(kernel: Kernel, got: list, want: list, approx: bool) -> None:
+    """Outputs agree: ints and bools and exact floats bit for bit; other floats (when `approx`)
+    within a tolerance scaled to the output's magnitude."""
+    for p, g, w in zip(kernel.params, got, want):
+        if not (p.is_buffer and p.output):
+            continue
+        msg = f"output {p.name} of\n{kernel.text}"
+        if p.kind != "float" or p.exact or not approx:
+            np.testing.assert_array_equal(g, w, err_msg=msg)
+        else:
+            finite = np.abs(w[np.isfinite(w)])
+            scale = max(1.0, float(finite.max())) if finite.size else 1.0
+            np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-3 * scale, err_msg=msg)
+
+
+def _show(kernel):
+    return f"\n--- kernel (seed {kernel.seed}, wide ints {kernel.wide}) ---\n{kernel.text}"
+
+
+@SETTINGS
+@given(kernels())
+def test_lowering_preserves_interpreter_results(kernel):
+    """interpret(lower(f)) == interpret(f), bit for bit; the lowered function is well typed
+    (for Vulkan) and well formed."""
+    func = kernel.func()
+    verify_types(func)
+    lowered = vkir.lower(func)
+    verify_types(lowered, target="vulkan")
+    verify_well_formed(lowered)
+    want = run_interpreter(func, kernel)
+    got = run_interpreter(lowered, kernel)
+    assert_outputs_match(kernel, got, want, approx=False)
+
+
+@pytest.mark.device
+@SETTINGS
+@given(kernel=kernels())
+def test_random_kernels_run_on_device_like_the_interpreter(device, kernel):
+    """build (lower, codegen, SPIRV-Tools validation, pipeline) and dispatch; the results equal the
+    interpreter's on the unlowered function."""
+    from vkir import spirv
+
+    func = kernel.func()
+    k = vkir.build(func, device=device)
+    verify_types(k.ir, target="vulkan")
+    spirv.validate(k.spirv, k.target.env)
+    args = kernel.arguments()
+    k(*args)
+    assert_outputs_match(kernel, args, run_interpreter(func, kernel), approx=True)
+
+
+@pytest.mark.device
+@SETTINGS
+@given(kernel=kernels(modes=("flat", "vector_typed", "vectorized"), kinds=("int",)).filter(
+    lambda k: k.wide))
+def test_int32_overflow_wraps_like_the_interpreter(device, kernel):
+    """Integer-only kernels on inputs spanning all of int32: products and sums overflow, and the
+    device wraps exactly like the interpreter (two's complement), through division, modulo,
+    shifts and comparisons of wrapped values."""
+    func = kernel.func()
+    args = kernel.arguments()
+    vkir.build(func, device=device)(*args)
+    assert_outputs_match(kernel, args, run_interpreter(func, kernel), approx=False)
+
+
+def test_overflowing_products_wrap_in_the_interpreter():
+    """The oracle itself wraps: (2**31 - 1) * 2 == -2, INT_MIN - 1 == INT_MAX, INT_MIN // 3 floors."""
+    func = vkir.from_script(
+        "@T.prim_func\n"
+        "def wrap(A: T.Buffer((3,), \"int32\"), B: T.Buffer((3,), \"int32\")):\n"
+        "    for i in T.serial(3):\n"
+        "        B[i] = A[i] * 2 + (A[i] - 1) // 3\n")
+    a = np.array([2**31 - 1, -2**31, -5], np.int32)
+    b = np.zeros(3, np.int32)
+    vkir.interpret(func, a, b)
+    wrapped = ((a.astype(np.int64) * 2 + ((a.astype(np.int64) - 1 + 2**31) % 2**32 - 2**31) // 3)
+               + 2**31) % 2**32 - 2**31
+    np.testing.assert_array_equal(b, wrapped.astype(np.int32))
+
+
+def test_the_checker_runs_after_every_pass_in_this_session():
+    """tests/checker_plugin.py is active: Pass.__call__ is the checking wrapper."""
+    from vkir.transform.base import Pass
+
+    assert getattr(Pass.__call__, "__wrapped_by_checker_plugin__", False)
