@@ -87,29 +87,33 @@ class Bench:
         words = compile_glsl(SHADERS / f"{name}.comp", defines=defines or None)
         return runtime.get_pipeline(self.dev, words, "main", bindings, push_size)
 
-    def glsl_run(self, workload, pipeline, arrays, push, groups, flops=None, nbytes=None, launches=None):
-        """device_s and wall_s of a GLSL pipeline; `launches` (a list of (arrays, push, groups))
-        times several dispatches as one measurement (their sum)."""
+    def _timed(self, workload, impl, steps, flops, nbytes):
+        """device_s and wall_s from the same runs: each sample times every step once with
+        timestamp queries (profile with repeat=1) and the host clock around all of them."""
+        for step in steps:
+            step()  # warm-up (lavapipe compiles the shader at first use)
+        device, wall = [], []
+        for _ in range(self.repeat):
+            t0 = time.perf_counter()
+            device.append(sum(step().median for step in steps))
+            wall.append(time.perf_counter() - t0)
+        self.add(workload, impl, "device_s", device, flops, nbytes)
+        self.add(workload, impl, "wall_s", wall, flops, nbytes)
+
+    def glsl_run(self, workload, pipeline, launches, flops=None, nbytes=None):
+        """Time GLSL dispatches; `launches` is a list of (arrays, push bytes, groups), run in order
+        and measured together."""
         from vkir import runtime
 
-        steps = launches or [(arrays, push, groups)]
-        device = [0.0] * self.repeat
-        for arrs, p, g in steps:
-            t = runtime.profile(self.dev, pipeline, [a.buffer for a in arrs], p, g, repeat=self.repeat)
-            device = [d + s for d, s in zip(device, t.samples)]
-        self.add(workload, "glsl", "device_s", device, flops, nbytes)
-        ls = [runtime.get_launch(self.dev, pipeline, [a.buffer for a in arrs], p, g) for arrs, p, g in steps]
-        self.add(workload, "glsl", "wall_s", _wall(lambda: [l.run() for l in ls], self.repeat), flops, nbytes)
+        steps = [lambda arrs=arrs, p=p, g=g: runtime.profile(
+            self.dev, pipeline, [a.buffer for a in arrs], p, g, repeat=1, warmup=0)
+            for arrs, p, g in launches]
+        self._timed(workload, "glsl", steps, flops, nbytes)
 
     def vkir_run(self, workload, kernel, calls, flops=None, nbytes=None):
-        """device_s and wall_s of vkir kernel calls (`calls`: a list of argument tuples)."""
-        device = [0.0] * self.repeat
-        for args in calls:
-            t = kernel.profile(*args, repeat=self.repeat)
-            device = [d + s for d, s in zip(device, t.samples)]
-        self.add(workload, "vkir", "device_s", device, flops, nbytes)
-        self.add(workload, "vkir", "wall_s", _wall(lambda: [kernel(*a) for a in calls], self.repeat),
-                 flops, nbytes)
+        """Time vkir kernel calls (`calls`: a list of argument tuples, run in order)."""
+        steps = [lambda a=a: kernel.profile(*a, repeat=1, warmup=0) for a in calls]
+        self._timed(workload, "vkir", steps, flops, nbytes)
 
     def check(self, workload, got, want, rtol=1e-4, atol=1e-5):
         if not np.allclose(got, want, rtol=rtol, atol=atol):
@@ -129,7 +133,8 @@ class Bench:
         self.vkir_run("vadd", k, [(A, B, C1)], nbytes=nbytes)
         self.check("vadd vkir", C1.numpy(), a + b)
         pipe = self.glsl("vadd", (0, 1, 2), 4, WG=256)
-        self.glsl_run("vadd", pipe, [A, B, C2], struct.pack("<I", n), ((n + 1023) // 1024, 1, 1), nbytes=nbytes)
+        self.glsl_run("vadd", pipe, [([A, B, C2], struct.pack("<I", n), ((n + 1023) // 1024, 1, 1))],
+                      nbytes=nbytes)
         self.check("vadd glsl", C2.numpy(), a + b)
         c = np.empty_like(a)
         self.add("vadd", "numpy", "wall_s", _wall(lambda: np.add(a, b, out=c), self.repeat), nbytes=nbytes)
@@ -147,8 +152,8 @@ class Bench:
         self.check("sum vkir", S.numpy()[0], want, rtol=1e-5)
         pipe = self.glsl("sum", (0, 1), 4, WG=128)
         P2, S2 = vk.empty(m, "float32", dev), vk.empty(1, "float32", dev)
-        self.glsl_run("sum", pipe, None, None, None, nbytes=4 * n, launches=[
-            ([X, P2], struct.pack("<I", n), (m, 1, 1)), ([P2, S2], struct.pack("<I", m), (1, 1, 1))])
+        self.glsl_run("sum", pipe, [([X, P2], struct.pack("<I", n), (m, 1, 1)),
+                                    ([P2, S2], struct.pack("<I", m), (1, 1, 1))], nbytes=4 * n)
         self.check("sum glsl", S2.numpy()[0], want, rtol=1e-5)
         self.add("sum", "numpy", "wall_s", _wall(lambda: x.sum(), self.repeat), nbytes=4 * n)
 
@@ -163,14 +168,15 @@ class Bench:
         C1, C2 = vk.empty((s, s), "float32", dev), vk.empty((s, s), "float32", dev)
         flops = 2.0 * s ** 3
         repeat = self.repeat
-        self.repeat = max(3, repeat // 4)  # the slowest workload on a CPU device
+        self.repeat = min(repeat, 3)  # seconds per run on a CPU device
         try:
             k = vk.build(kernels.matmul, device=dev)
             self.vkir_run("matmul_1024", k, [(A, B, C1)], flops=flops)
             self.check("matmul vkir", C1.numpy(), want, rtol=1e-3, atol=1e-3)
             pipe = self.glsl("matmul", (0, 1, 2), 12)
             g = (s + 15) // 16
-            self.glsl_run("matmul_1024", pipe, [A, B, C2], struct.pack("<III", s, s, s), (g, g, 1), flops=flops)
+            self.glsl_run("matmul_1024", pipe, [([A, B, C2], struct.pack("<III", s, s, s), (g, g, 1))],
+                          flops=flops)
             self.check("matmul glsl", C2.numpy(), want, rtol=1e-3, atol=1e-3)
             self.add("matmul_1024", "numpy", "wall_s", _wall(lambda: a @ b, self.repeat), flops=flops)
         finally:
@@ -196,7 +202,8 @@ class Bench:
         self.vkir_run("softmax", k, [(X, Y1)], nbytes=nbytes)
         self.check("softmax vkir", Y1.numpy(), want, rtol=1e-4, atol=1e-6)
         pipe = self.glsl("softmax", (0, 1), 8, WG=256)
-        self.glsl_run("softmax", pipe, [X, Y2], struct.pack("<II", rows, cols), (rows, 1, 1), nbytes=nbytes)
+        self.glsl_run("softmax", pipe, [([X, Y2], struct.pack("<II", rows, cols), (rows, 1, 1))],
+                      nbytes=nbytes)
         self.check("softmax glsl", Y2.numpy(), want, rtol=1e-4, atol=1e-6)
         self.add("softmax", "numpy", "wall_s", _wall(np_softmax, self.repeat), nbytes=nbytes)
 

@@ -1,4 +1,4 @@
-"""The explicit-cast checker: each typing rule of DESIGN section 2 with passing and failing cases."""
+"""The explicit-cast checker: each typing rule of DESIGN section 2, passing and failing cases."""
 
 import numpy as np
 import pytest
@@ -253,7 +253,8 @@ def test_constants_fit_their_type():
 
 def test_pointers_are_not_values():
     a = decl_buffer((4,), "int32", "a")
-    fails(func_of(BufferStore(a, Add(a.data, ir.const(1)), (0,)), a), 5, "pointer a used as a value")
+    fails(func_of(BufferStore(a, Add(a.data, ir.const(1)), (0,)), a), 5,
+          "pointer a used as a value")
 
 
 def test_async_in_flight_count_is_an_integer():

@@ -212,7 +212,8 @@ def test_strided_and_offset_buffer():
     a = ir.Buffer("a", data, "float32", (3, 2), strides=(4, 2), elem_offset=1)
     i, j = ir.Var("i"), ir.Var("j")
     f = ir.PrimFunc((data,), ir.For(i, 0, 3, "serial", ir.For(j, 0, 2, "serial",
-                    ir.BufferStore(a, a[i, j] + ir.Cast("float32", i * 10 + j), (i, j)))), {data: a})
+                    ir.BufferStore(a, a[i, j] + ir.Cast("float32", i * 10 + j), (i, j)))),
+                    {data: a})
     x = np.ones((3, 2), np.float32)
     interpret(f, x)
     np.testing.assert_array_equal(x, 1 + np.arange(3)[:, None] * 10 + np.arange(2))

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from vkir import ir
 from vkir.interpreter import interpret
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 N = 16
 
 INT_OPS = [ir.Add, ir.Sub, ir.Mul, ir.Div, ir.Mod, ir.FloorDiv, ir.FloorMod, ir.Min, ir.Max]
@@ -40,7 +40,8 @@ def _kernels(expr_of, dtype):
         b = ir.decl_buffer((N,), dtype, "b")
         i, x = ir.Var("i"), ir.Var("x", dtype)
         body = ir.LetStmt(x, a[i], ir.BufferStore(b, expr_of(x), (i,)))
-        loop = ir.For(i, 0, N, kind, body, thread="threadIdx.x" if kind == "thread_binding" else None)
+        thread = "threadIdx.x" if kind == "thread_binding" else None
+        loop = ir.For(i, 0, N, kind, body, thread=thread)
         out.append(ir.PrimFunc((a.data, b.data), loop, {a.data: a, b.data: b}))
     return out
 

@@ -359,3 +359,84 @@ def _int_exprs():
 def test_random_expressions_roundtrip(e):
     f = _func(ir.Evaluate(e), _X, _Y, _F, _BUF.data, buffer_map={_BUF.data: _BUF})
     roundtrip(f, ssa=False)  # the generator reuses subtrees, so a Let may appear twice
+
+
+# random statement trees: every statement kind, nested/empty sequences, bindings that are not last
+# in their block, and many variables sharing the names "x" and "i"
+
+_A = ir.decl_buffer((64,), "int32", "A")
+
+
+def _pick(env, k):
+    return env[k % len(env)] if env else ir.IntImm("int32", k)
+
+
+def _stmts():
+    leaves = st.one_of(
+        st.builds(lambda k, v: lambda env: _A.store(_pick(env, v) + k, _pick(env, k) % 64),
+                  st.integers(-3, 3), st.integers(0, 5)),
+        st.just(lambda env: ir.Barrier()),
+        st.integers(0, 5).map(lambda k: lambda env: ir.Evaluate(_pick(env, k))),
+        st.just(lambda env: ir.SeqStmt(())),
+    )
+
+    def let(child, k):
+        def build(env):
+            v = ir.Var("x", "int32")
+            return ir.LetStmt(v, _pick(env, k) * 2, child(env + [v]))
+        return build
+
+    def loop(child, kind, k, ann):
+        def build(env):
+            i = ir.Var("i", "int32")
+            thread = "threadIdx.x" if kind == "thread_binding" else None
+            lo = ir.IntImm("int32", 0) if k % 2 else _pick(env, k)
+            return ir.For(i, lo, ir.IntImm("int32", 4), kind, child(env + [i]), thread,
+                          {"stage": [k, 1]} if ann else {})
+        return build
+
+    def seq(children):
+        return lambda env: ir.SeqStmt(tuple(c(env) for c in children))
+
+    def cond(k, then, other):
+        return lambda env: ir.IfThenElse(ir.LT(_pick(env, k), 3), then(env),
+                                         other(env) if other is not None else None)
+
+    def alloc(child, scope, decl):
+        def build(env):
+            buf = ir.decl_buffer((4,), "int32", "S", scope=scope)
+            body = ir.SeqStmt((buf.store(1, 0), child(env)))
+            if decl:
+                alias = ir.decl_buffer((1,), "int32x4", "V", data=buf.data, scope=scope)
+                body = ir.DeclBuffer(alias, ir.SeqStmt((alias.store(alias[0], 0), body)))
+            return ir.AllocBuffer(buf, body)
+        return build
+
+    def asyncs(child, which, k):
+        if which == 0:
+            return lambda env: ir.AsyncScope(child(env))
+        if which == 1:
+            return lambda env: ir.AsyncCommitQueue(k, child(env))
+        return lambda env: ir.AsyncWaitQueue(k, _pick(env, k), child(env))
+
+    def extend(children):
+        return st.one_of(
+            st.builds(let, children, st.integers(0, 5)),
+            st.builds(loop, children, st.sampled_from(["serial", "unrolled", "vectorized",
+                                                       "thread_binding"]),
+                      st.integers(0, 5), st.booleans()),
+            st.builds(seq, st.lists(children, min_size=0, max_size=4)),
+            st.builds(cond, st.integers(0, 5), children, st.none() | children),
+            st.builds(alloc, children, st.sampled_from(["shared", "local"]), st.booleans()),
+            st.builds(asyncs, children, st.integers(0, 2), st.integers(0, 2)),
+        )
+
+    return st.recursive(leaves, extend, max_leaves=10)
+
+
+@settings(max_examples=50, deadline=None)
+@given(_stmts())
+def test_random_statements_roundtrip(build):
+    n = ir.Var("n", "int32")
+    f = _func(build([n]), n, _A.data, buffer_map={_A.data: _A})
+    roundtrip(f)

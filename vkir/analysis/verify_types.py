@@ -83,7 +83,8 @@ def _show(n, depth: int) -> str:  # noqa: C901 - one case per node kind
     if isinstance(n, E.Not):
         return f"not {_show(n.a, d)}"
     if isinstance(n, E.Select):
-        return f"T.select({_show(n.condition, d)}, {_show(n.true_value, d)}, {_show(n.false_value, d)})"
+        parts = (n.condition, n.true_value, n.false_value)
+        return f"T.select({', '.join(_show(x, d) for x in parts)})"
     if isinstance(n, E.Cast):
         return f"T.cast({_show(n.value, d)}, \"{n.dtype}\")"
     if isinstance(n, E.Ramp):
@@ -114,7 +115,8 @@ def _show(n, depth: int) -> str:  # noqa: C901 - one case per node kind
         return f"{_show(n.buffer, d)} = T.alloc_buffer({_shape(n.buffer, d)}, \"{n.buffer.dtype}\")"
     if isinstance(n, S.DeclBuffer):
         data = getattr(n.buffer.data, "name", "?")
-        return (f"{_show(n.buffer, d)} = T.decl_buffer({_shape(n.buffer, d)}, \"{n.buffer.dtype}\", "
+        return (f"{_show(n.buffer, d)} = T.decl_buffer({_shape(n.buffer, d)}, "
+                f"\"{n.buffer.dtype}\", "
                 f"data={data})")
     if isinstance(n, S.AsyncWaitQueue):
         return f"with T.async_wait_queue({n.queue}, {_show(n.in_flight, d)}):"
@@ -187,7 +189,8 @@ class _Checker:
 
     def check_func(self, func):
         if not isinstance(func, PrimFunc):
-            raise TypeCheckError(f"rule 5 ({RULES[5]}): expected a PrimFunc, got {type(func).__name__}")
+            raise TypeCheckError(f"rule 5 ({RULES[5]}): expected a PrimFunc, got "
+                                 f"{type(func).__name__}")
         self.span = func.span
         for p in func.params:
             if not isinstance(p, E.Var):
@@ -309,7 +312,8 @@ class _Checker:
     def e_FloatImm(self, e):
         t = e.dtype
         if not isinstance(t, DataType) or t.lanes != 1 or not t.is_float:
-            self.fail(5, e, "a float constant must have a scalar float type", t, DataType("float", 32))
+            self.fail(5, e, "a float constant must have a scalar float type", t,
+                      DataType("float", 32))
         if t.bits == 16 and math.isfinite(e.value) and abs(e.value) > 65504:
             self.fail(5, e, f"constant {e.value} overflows {t}", t, DataType("float", 32))
         return t
@@ -381,7 +385,8 @@ class _Checker:
             self.fail(5, e, "Let binds a non-variable")
         tvar = self.var_type(e.var)
         if tv != tvar:
-            self.fail(3, e, f"value bound to {e.var.name} has another type than the variable", tvar, tv)
+            self.fail(3, e, f"value bound to {e.var.name} has another type than the variable",
+                      tvar, tv)
         return self.expr(e.body)
 
     def e_Shuffle(self, e):
@@ -439,7 +444,8 @@ class _Checker:
             self.fail(3, e, f"{e.op} needs integer arguments", ta, DataType("int", 32, ta.lanes))
         if info.kind == "math_pred":
             if not ta.is_float:
-                self.fail(3, e, f"{e.op} needs a float argument", ta, DataType("float", 32, ta.lanes))
+                self.fail(3, e, f"{e.op} needs a float argument", ta,
+                          DataType("float", 32, ta.lanes))
             want = BOOL.with_lanes(ta.lanes)
         else:
             want = ta
@@ -469,7 +475,8 @@ class _Checker:
         want = self.access(s, s.buffer, s.indices)
         got = self.expr(s.value)
         if got != want:
-            self.fail(1, s, f"stored value does not have the access type of {s.buffer.name}", want, got)
+            self.fail(1, s, f"stored value does not have the access type of {s.buffer.name}",
+                      want, got)
 
     def s_LetStmt(self, s):
         tv = self.expr(s.value)
@@ -477,7 +484,8 @@ class _Checker:
             self.fail(5, s, "LetStmt binds a non-variable")
         tvar = self.var_type(s.var)
         if tv != tvar:
-            self.fail(3, s, f"value bound to {s.var.name} has another type than the variable", tvar, tv)
+            self.fail(3, s, f"value bound to {s.var.name} has another type than the variable",
+                      tvar, tv)
         self.stmt(s.body)
 
     def s_For(self, s):

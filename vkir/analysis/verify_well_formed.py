@@ -184,7 +184,8 @@ class _Checker:
     def s_DeclBuffer(self, s):
         buffer = s.buffer
         if buffer.data not in self.in_scope:
-            self.fail(f"DeclBuffer {buffer.name}: its data var {buffer.data.name} is not in scope", s)
+            self.fail(f"DeclBuffer {buffer.name}: its data var {buffer.data.name} is not in "
+                      "scope", s)
         self.declare(buffer, s)
         self.stmt(s.body)
         self.buffers.discard(buffer)
@@ -196,5 +197,6 @@ class _Checker:
     def s_Barrier(self, s):
         if self.divergent is not None:
             self.fail("barrier in non-uniform control flow (invocations of a workgroup may not all "
-                      f"reach it): under `{compact(self.divergent, 60)}`, which depends on threadIdx",
+                      f"reach it): under `{compact(self.divergent, 60)}`, which depends on "
+                      "threadIdx",
                       s)

@@ -26,14 +26,16 @@ def logical_shape(buffer, arr: np.ndarray) -> tuple:
     shape = arr.shape
     if lanes == 1:
         if len(shape) != rank:
-            raise ArgumentError(f"buffer {buffer.name} has {rank} dims, got an array of shape {shape}")
+            raise ArgumentError(f"buffer {buffer.name} has {rank} dims, got an array of "
+                                f"shape {shape}")
         return shape
     if len(shape) == rank + 1 and shape[-1] == lanes:
         return shape[:-1]
     if len(shape) == rank and rank > 0 and shape[-1] % lanes == 0:
         return shape[:-1] + (shape[-1] // lanes,)
     raise ArgumentError(f"buffer {buffer.name} of {buffer.dtype} elements and {rank} dims cannot "
-                        f"take an array of shape {shape} (the last dim must be a multiple of {lanes})")
+                        f"take an array of shape {shape} (the last dim must be a multiple of "
+                        f"{lanes})")
 
 
 def convert_scalar(value, dt: DataType, name: str):
@@ -132,7 +134,8 @@ def bind_arguments(func: PrimFunc, args: tuple, evaluate) -> Bindings:
         out.buffers[buffer] = make_bound(buffer, storage, shape, strides, offset)
     for v in func.size_vars:
         if v not in out.values:
-            raise ArgumentError(f"cannot infer size {v.name} of {func.name} from the argument shapes")
+            raise ArgumentError(f"cannot infer size {v.name} of {func.name} from the "
+                                "argument shapes")
     return out
 
 
@@ -146,7 +149,8 @@ def _size(expr, env, evaluate, name) -> int:
     try:
         value = evaluate(expr, env)
     except InterpreterError as err:
-        raise ArgumentError(f"buffer {name}: cannot compute a size from the arguments ({err})") from None
+        raise ArgumentError(f"buffer {name}: cannot compute a size from the arguments "
+                            f"({err})") from None
     return int(value)
 
 

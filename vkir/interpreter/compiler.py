@@ -129,7 +129,8 @@ def _scalar_access(fidx):
 
 
 class Compiler:
-    """Turns expressions and statements into closures `f(frame)`; variables and buffers get slots."""
+    """Turns expressions and statements into closures `f(frame)`; variables and buffers get
+    slots."""
 
     def __init__(self):
         self.slot_index = {}      # Var | Buffer -> slot
@@ -338,9 +339,11 @@ class Compiler:
 
         def bind(fr, storage):
             if not isinstance(storage, Storage):
-                raise InterpreterError(f"buffer {buffer.name}: its data {buffer.data.name} is unbound")
+                raise InterpreterError(f"buffer {buffer.name}: its data {buffer.data.name} is "
+                                       "unbound")
             shape = [int(_need_uniform(f(fr), f"shape of buffer {buffer.name}")) for f in fshape]
-            strides = [int(_need_uniform(f(fr), f"stride of buffer {buffer.name}")) for f in fstrides]
+            strides = [int(_need_uniform(f(fr), f"stride of buffer {buffer.name}"))
+                       for f in fstrides]
             offset = int(_need_uniform(foffset(fr), f"elem_offset of buffer {buffer.name}"))
             return make_bound(buffer, storage, shape, strides, offset)
         return bind
@@ -534,7 +537,8 @@ class Compiler:
     def s_DeclBuffer(self, s):
         buffer = s.buffer
         if buffer.data not in self.bound:
-            raise InterpreterError(f"DeclBuffer {buffer.name}: data {buffer.data.name} is not in scope")
+            raise InterpreterError(f"DeclBuffer {buffer.name}: data {buffer.data.name} is not in "
+                                   "scope")
         binder = self.binder(buffer)
         dslot = self.slot(buffer.data)
         bslot = self.bind(buffer)

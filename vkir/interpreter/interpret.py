@@ -60,7 +60,8 @@ def evaluate(expr, env: dict | None = None):
         if not isinstance(v, Var) or not isinstance(v.dtype, DataType):
             raise InterpreterError(f"evaluate: environment key {v!r} is not a value variable")
         npdt = v.dtype.numpy_dtype()
-        slots[compiler.slot(v)] = npdt.type(value) if v.dtype.lanes == 1 else np.asarray(value, npdt)
+        slots[compiler.slot(v)] = (npdt.type(value) if v.dtype.lanes == 1
+                                   else np.asarray(value, npdt))
     with np.errstate(all="ignore"):
         result = fn(Frame(slots, None, RunState(compiler.value_ndims)))
     if np.ndim(result) == 0:

@@ -103,7 +103,8 @@ def make_bound(buffer: Buffer, storage: Storage, shape, strides, offset) -> Boun
     shape = tuple(int(s) for s in shape)
     strides = tuple(np.int64(s) for s in (strides or compact_strides(shape)))
     if len(strides) != len(shape):
-        raise InterpreterError(f"buffer {buffer.name}: {len(strides)} strides for {len(shape)} dims")
+        raise InterpreterError(f"buffer {buffer.name}: {len(strides)} strides for "
+                               f"{len(shape)} dims")
     return BoundBuffer(buffer, storage, shape, strides, np.int64(offset), npdt, dt.lanes,
                        np.arange(dt.lanes, dtype=np.int64), tuple(int(s) for s in strides),
                        int(offset))
@@ -121,7 +122,8 @@ def positions(bb: BoundBuffer, idx: list, index_lanes: int, tid) -> np.ndarray:
             return flat
     nd = len(idx)
     if nd != len(bb.shape):
-        raise InterpreterError(f"buffer {bb.name} has {len(bb.shape)} dims, accessed with {nd} indices")
+        raise InterpreterError(f"buffer {bb.name} has {len(bb.shape)} dims, accessed with "
+                               f"{nd} indices")
     e = bb.offset
     for d in range(nd):
         i = idx[d]
@@ -172,7 +174,8 @@ def _scalar_position(bb: BoundBuffer, idx: list):
 def _check_flat(bb: BoundBuffer, view: np.ndarray, pos):
     lo, hi = (pos, pos) if np.ndim(pos) == 0 else (pos.min(), pos.max())
     if lo < 0 or hi >= len(view):
-        raise OutOfBoundsError(f"buffer {bb.name}: access at element {hi if hi >= len(view) else lo} "
+        bad = hi if hi >= len(view) else lo
+        raise OutOfBoundsError(f"buffer {bb.name}: access at element {bad} "
                                f"is outside the {len(view)} elements of its data")
 
 

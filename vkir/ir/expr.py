@@ -95,7 +95,7 @@ def convert(value, like: DataType | None = None) -> PrimExpr:
         base = bool_ if like is None or not like.is_bool else like.element_of()
         return const(value, base if like is None else base.with_lanes(like.lanes))
     if isinstance(value, (int, float)):
-        if like is None or like.is_handle:
+        if not isinstance(like, DataType) or like.is_handle:
             return const(value, "int32" if isinstance(value, int) else "float32")
         if isinstance(value, float) and not like.is_float and not float(value).is_integer():
             raise TypeError(f"literal {value!r} cannot take type {like}")

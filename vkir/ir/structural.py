@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
+from contextlib import contextmanager
 from collections.abc import Mapping
 
 from .base import Node
@@ -26,10 +28,23 @@ class _Mismatch(Exception):
         self.path, self.lhs, self.rhs, self.reason = path, lhs, rhs, reason
 
 
+@contextmanager
+def recursion_headroom(limit: int = 20000):
+    """Raise Python's recursion limit while walking deep IR (long expression chains recurse once
+    per level in the parser, the printer and here); restored afterwards."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, limit))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
 def structural_equal(a, b, map_free_vars: bool = False) -> bool:
     """True when `a` and `b` (PrimFunc, Stmt or PrimExpr) are equal up to bound-var renaming."""
     try:
-        _Comparer(map_free_vars).value(a, b, "", (a, b))
+        with recursion_headroom():
+            _Comparer(map_free_vars).value(a, b, "", (a, b))
     except _Mismatch:
         return False
     return True
@@ -38,7 +53,8 @@ def structural_equal(a, b, map_free_vars: bool = False) -> bool:
 def assert_structural_equal(a, b, map_free_vars: bool = False) -> None:
     """Raise AssertionError with the path to the first mismatch and both sides' script text."""
     try:
-        _Comparer(map_free_vars).value(a, b, "", (a, b))
+        with recursion_headroom():
+            _Comparer(map_free_vars).value(a, b, "", (a, b))
     except _Mismatch as m:
         path = m.path.lstrip(".") or "<root>"
         raise AssertionError(
@@ -57,6 +73,15 @@ def _show(node, max_lines: int = 40) -> str:
     if len(lines) > max_lines:
         lines = lines[:max_lines] + [f"... ({len(lines) - max_lines} more lines)"]
     return "\n".join(lines)
+
+
+def _unwrap(node):
+    """A one-statement sequence is that statement (for comparison)."""
+    if isinstance(node, SeqStmt):
+        items = _flatten(node)
+        if len(items) == 1:
+            return items[0]
+    return node
 
 
 def _flatten(stmt) -> list:
@@ -180,9 +205,16 @@ class _Comparer:
     # -- binding nodes -------------------------------------------------------------------------
 
     def _LetStmt(self, a, b, path, where):
-        self.value(a.value, b.value, f"{path}.value", where)
-        self.define_var(a.var, b.var, f"{path}.var", where)
-        self.value(a.body, b.body, f"{path}.body", where)
+        # iterative along chains of lets (long let chains must not recurse)
+        cls = type(a)
+        while True:
+            self.value(a.value, b.value, f"{path}.value", where)
+            self.define_var(a.var, b.var, f"{path}.var", where)
+            path = f"{path}.body"
+            a, b = _unwrap(a.body), _unwrap(b.body)
+            if not (type(a) is cls and type(b) is cls):
+                return self.value(a, b, path, (a, b))
+            where = (a, b)
 
     _Let = _LetStmt
 

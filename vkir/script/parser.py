@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+from contextlib import ExitStack
 
 from ..errors import ScriptError
 from ..ir import expr as E
@@ -17,10 +18,14 @@ from ..ir import stmt as S
 from ..ir.buffer import Buffer
 from ..ir.dtype import SCOPES, DataType, PointerType
 from ..ir.function import PrimFunc
+from ..ir.structural import recursion_headroom
 from . import builtins as B
 from .diagnostics import Source
 from .exprs import ExprParser, is_dtype_name
 
+_AUG_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+            ast.Mod: "%", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<",
+            ast.RShift: ">>", ast.Pow: "**"}
 _LOOP_KINDS = {"serial": "serial", "unroll": "unrolled", "vectorized": "vectorized",
                "thread_binding": "thread_binding", "grid": "serial"}
 
@@ -142,10 +147,20 @@ class Parser(ExprParser):
         return DataType.parse(node) if isinstance(node, str) else self.dtype(node)
 
     def _shape(self, node) -> tuple:
+        """A shape/strides argument: a tuple or list of expressions, or one expression (a Python
+        tuple from the enclosing scope also works)."""
         if not isinstance(node, ast.AST):
             return tuple(node)
-        elts = node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node]
-        return tuple(self.expr(e) for e in elts)
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return tuple(self.expr(e) for e in node.elts)
+        value = self.value(node)
+        items = value if isinstance(value, list) else [value]
+        out = []
+        for item in items:
+            if isinstance(item, str) and self.in_shape:
+                item = self.size_var(node, item)
+            out.append(self._to_expr(node, item))
+        return tuple(out)
 
     def bind_call(self, node, sig) -> dict:
         """Match a statement-level T call's AST arguments against `sig`; absent ones take its
@@ -167,16 +182,26 @@ class Parser(ExprParser):
     # -- blocks and statements -----------------------------------------------------------------
 
     def block(self, stmts: list) -> S.Stmt:
-        """A statement list; a binding statement scopes over the rest of the list."""
-        out = []
-        with self.scope.frame():
-            for i, node in enumerate(stmts):
-                binding = self._binding(node)
-                if binding is not None:
-                    out.append(binding(stmts[i + 1:]))
-                    break
-                out.append(self.stmt(node))
-        return S.seq(*out) if out else S.SeqStmt(())
+        """A statement list; a binding statement scopes over the rest of the list. Iterative, so
+        long chains of bindings do not recurse."""
+        with ExitStack() as frames:
+            frames.enter_context(self.scope.frame())
+            enclosing, out = [], []
+            for node in stmts:
+                head = self._binding(node)
+                if head is None:
+                    out.append(self.stmt(node))
+                    continue
+                target, value, span, implicit = head
+                bound, make = self._bind_head(target, value, span, implicit)
+                frames.enter_context(self.scope.frame())
+                self.bind(target, target.id, bound)
+                enclosing.append((out, make))
+                out = []
+            body = _seq(out)
+            for prefix, make in reversed(enclosing):
+                body = _seq(prefix + [make(body)])
+        return body
 
     def stmt(self, node) -> S.Stmt:
         method = getattr(self, "_s_" + type(node).__name__, None)
@@ -219,7 +244,7 @@ class Parser(ExprParser):
     def _s_AugAssign(self, node):
         target = node.target
         if not isinstance(target, ast.Subscript):
-            raise self.error(target, f"'{ast.unparse(node.op)}=' can only update a buffer element; "
+            raise self.error(target, f"'{_AUG_OPS.get(type(node.op), '')}=' can only update a buffer element; "
                                      f"names are immutable bindings")
         fake = ast.BinOp(left=target, op=node.op, right=node.value)
         ast.copy_location(fake, node)
@@ -363,7 +388,7 @@ class Parser(ExprParser):
     # -- bindings ------------------------------------------------------------------------------
 
     def _binding(self, node):
-        """For a binding statement, a function parsing it given the rest of its block."""
+        """(target, value, span, implicit_let) of a binding statement, else None."""
         if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], ast.Name):
             target, value, ann = node.targets[0], node.value, None
@@ -381,11 +406,17 @@ class Parser(ExprParser):
                              args=[value], keywords=[ast.keyword("dtype", ann)])
             ast.copy_location(value, node.value)
             ast.copy_location(value.func, node.value)
-        return lambda rest: self._bind_stmt(target, value, lambda: self.block(rest),
-                                            self.span(node), implicit_let=ann is None)
+        return target, value, self.span(node), ann is None
 
-    def _bind_stmt(self, target: ast.Name, value: ast.AST, body_fn, span, implicit_let=False):
+    def _bind_stmt(self, target: ast.Name, value: ast.AST, body_fn, span):
         """LetStmt / AllocBuffer / DeclBuffer binding `target` over the statements of body_fn."""
+        bound, make = self._bind_head(target, value, span, implicit_let=False)
+        with self.scope.frame():
+            self.bind(target, target.id, bound)
+            return make(body_fn())
+
+    def _bind_head(self, target: ast.Name, value: ast.AST, span, implicit_let: bool):
+        """(the bound Var/Buffer, a function making the statement from its body)."""
         name = self.t_call(value)
         if name == "alloc_buffer":
             args = self.bind_call(value, _sig_alloc_buffer)
@@ -420,9 +451,11 @@ class Parser(ExprParser):
             val = self._to_expr(value, val)
             bound = E.Var(target.id, val.dtype, span=self.span(target))
             make = lambda body: S.LetStmt(bound, val, body, span=span)  # noqa: E731
-        with self.scope.frame():
-            self.bind(target, target.id, bound)
-            return make(body_fn())
+        return bound, make
+
+
+def _seq(stmts: list) -> S.Stmt:
+    return S.seq(*stmts) if stmts else S.SeqStmt(())
 
 
 def _extent(start: E.PrimExpr, stop: E.PrimExpr) -> E.PrimExpr:
@@ -499,6 +532,7 @@ def prim_func(func=None, **_options):
 
 def _parse(source, tree, env) -> PrimFunc:
     try:
-        return _parse_function_def(source, tree, env)
+        with recursion_headroom():
+            return _parse_function_def(source, tree, env)
     except ScriptError as exc:
         raise exc.with_traceback(None) from None  # the message points at the script, not here

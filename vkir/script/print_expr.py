@@ -98,34 +98,29 @@ class ExprPrinter:
         return f"T.{dt}({text})", ATOM
 
     def args(self, *values) -> list[str]:
-        """Texts of values that the parser unifies (builtins.unify): literals take the first typed
-        value's dtype; with no typed value, all-default literals stay bare."""
+        """Texts of values that the parser unifies (builtins.unify)."""
+        return [text for text, _ in self.arg_pairs(*values)]
+
+    def arg_pairs(self, *values) -> list[tuple[str, int]]:
+        """(text, precedence) of values that the parser unifies (builtins.unify): literals take
+        the first typed value's dtype; with no typed value, all-default literals stay bare."""
         typed = [v for v in values if not is_const(v)]
         if typed:
             like = typed[0].dtype
-            return [self.expr(v, like) for v in values]
+            return [self.prec(v, like) for v in values]
         first = values[0]
         if all(v.dtype == first.dtype and _can_be_bare(v) for v in values) \
                 and first.dtype in _DEFAULT:
-            return [self.expr(v) for v in values]
-        head = self.const(first, False)[0]
-        return [head] + [self.expr(v, first.dtype) for v in values[1:]]
+            return [self.prec(v) for v in values]
+        return [self.const(first, False)] + [self.prec(v, first.dtype) for v in values[1:]]
 
     def _paren(self, pair, need: int) -> str:
         text, p = pair
         return text if p >= need else f"({text})"
 
     def _operands(self, e):
-        """prec pairs of a binary node's operands under the unify rule."""
-        ta, tb = self.args(e.a, e.b)
-        pa = self._prec_of(e.a, ta)
-        pb = self._prec_of(e.b, tb)
-        return (ta, pa), (tb, pb)
-
-    def _prec_of(self, e, text: str) -> int:
-        if is_const(e):
-            return UNARY if text.startswith("-") else ATOM
-        return self.prec(e)[1]
+        """(text, precedence) of a binary node's operands under the unify rule."""
+        return self.arg_pairs(e.a, e.b)
 
     def _binary(self, e):
         op, p = _INFIX[type(e)]
@@ -206,13 +201,11 @@ class ExprPrinter:
                     return f"T.if_then_else({self.expr(e.args[0])}, {t}, {f})", ATOM
                 if e.op == "bitwise_not" and not is_const(e.args[0]):
                     return f"~{self._paren(self.prec(e.args[0]), UNARY)}", UNARY
-                texts = self.args(*e.args)
+                pairs = self.arg_pairs(*e.args)
                 if e.op in _BITWISE:
                     op, p = _BITWISE[e.op]
-                    a = (texts[0], self._prec_of(e.args[0], texts[0]))
-                    b = (texts[1], self._prec_of(e.args[1], texts[1]))
-                    return f"{self._paren(a, p)} {op} {self._paren(b, p + 1)}", p
-                return f"T.{e.op}({', '.join(texts)})", ATOM
+                    return f"{self._paren(pairs[0], p)} {op} {self._paren(pairs[1], p + 1)}", p
+                return f"T.{e.op}({', '.join(t for t, _ in pairs)})", ATOM
         args = "".join(", " + self.expr(a) for a in e.args)
         return f'T.call("{e.dtype}", {quote(e.op)}{args})', ATOM
 

@@ -14,7 +14,7 @@ from ..ir.base import FrozenDict, PrimExpr, Stmt
 from ..ir.buffer import Buffer
 from ..ir.expr import Add, IntImm, Sub, Var
 from ..ir.function import PrimFunc
-from ..ir.structural import structural_equal
+from ..ir.structural import recursion_headroom, structural_equal
 from ..ir.walk import walk
 from .print_expr import ExprPrinter, quote
 
@@ -25,6 +25,11 @@ _KIND_FN = {"serial": "serial", "unrolled": "unroll", "vectorized": "vectorized"
 
 def script(node) -> str:
     """Script text of a PrimFunc, Stmt, PrimExpr or Buffer."""
+    with recursion_headroom():
+        return _script(node)
+
+
+def _script(node) -> str:
     p = Printer()
     if isinstance(node, PrimFunc):
         return p.function(node)
@@ -89,24 +94,33 @@ class Printer(ExprPrinter):
     # -- statements ----------------------------------------------------------------------------
 
     def block(self, stmt, depth: int) -> list[str]:
-        """Lines of `stmt` as the statements of a block at indentation `depth`."""
+        """Lines of `stmt` as the statements of a block at indentation `depth`. A binding that
+        ends the block is printed flat and its body continues the block (iteratively)."""
+        pad = _INDENT * depth
         items = _flatten(stmt)
         if not items:
-            return [_INDENT * depth + "pass"]
-        lines = []
-        for k, s in enumerate(items):
-            lines += self.stmt(s, depth, last=k == len(items) - 1)
+            return [pad + "pass"]
+        lines, scoped = [], []
+        while items:
+            *init, tail = items
+            for s in init:
+                lines += self.stmt(s, depth)
+            if not isinstance(tail, _BINDINGS):
+                lines += self.stmt(tail, depth)
+                break
+            lines.append(pad + self.binding(tail)[0])
+            scoped.append(tail)
+            items = _flatten(tail.body)
+        for s in reversed(scoped):
+            self.release(_bound(s))
         return lines
 
-    def stmt(self, s, depth: int, last: bool) -> list[str]:
+    def stmt(self, s, depth: int) -> list[str]:
+        """Lines of one statement; a binding is printed in its `with` form (explicit scope)."""
         pad = _INDENT * depth
-        if isinstance(s, (S.LetStmt, S.AllocBuffer, S.DeclBuffer)):
-            head, with_head = self.binding(s)
-            if last:
-                lines = [pad + head] + self.block(s.body, depth)
-            else:
-                lines = [pad + with_head] + self.block(s.body, depth + 1)
-            self.release(s.var if isinstance(s, S.LetStmt) else s.buffer)
+        if isinstance(s, _BINDINGS):
+            lines = [pad + self.binding(s)[1]] + self.block(s.body, depth + 1)
+            self.release(_bound(s))
             return lines
         method = getattr(self, "_s_" + type(s).__name__)
         return method(s, depth, pad)
@@ -210,6 +224,13 @@ class Printer(ExprPrinter):
     def _s_AsyncWaitQueue(self, s, depth, pad):
         return [f"{pad}with T.async_wait_queue({s.queue}, {self.expr(s.in_flight)}):"] + \
             self.block(s.body, depth + 1)
+
+
+_BINDINGS = (S.LetStmt, S.AllocBuffer, S.DeclBuffer)
+
+
+def _bound(s):
+    return s.var if isinstance(s, S.LetStmt) else s.buffer
 
 
 def _is_zero(e) -> bool:

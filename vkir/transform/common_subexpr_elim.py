@@ -37,8 +37,9 @@ Speculation
     division and remainder by a divisor that is not a nonzero constant: `if_then_else(d != 0,
     x // d, 0)` must not become an unguarded `x // d`. Unlike TVM (which ignores this), such
     *may-trap* computations are only commoned among uses inside the same conditional region
-    (an `if` branch, a loop body, an `if_then_else` arm, or the right operand of `and`/`or`), so
-    they are never hoisted out of one.
+    (an `if` branch, a loop body or an `if_then_else` arm, each of which is also a scope), so
+    they are never hoisted out of one. (`and`/`or`, like `Select`, evaluate both operands.) An
+    `if_then_else` guards its arms: it may trap only through its condition.
 
 Output is deterministic: new variables are `cse_v1`, `cse_v2`, ... in creation order (numbering
 continues after any `cse_vN` already in the function, so running the pass twice is safe).
@@ -51,8 +52,8 @@ import re
 from dataclasses import dataclass
 
 from ..ir import (
-    And, Broadcast, BufferLoad, Call, Div, FloatImm, FloorDiv, FloorMod, IntImm, Let, LetStmt,
-    Mod, Or, PrimExpr, PrimFunc, Ramp, SeqStmt, Stmt, Var, is_pure, walk,
+    Broadcast, BufferLoad, Call, Div, FloatImm, FloorDiv, FloorMod, IntImm, Let, LetStmt,
+    Mod, PrimExpr, PrimFunc, Ramp, SeqStmt, Stmt, Var, is_pure, walk,
 )
 from ..ir.dtype import DataType
 from ..ir.functor import _child_fields
@@ -63,7 +64,6 @@ from .cse_keys import KeyTable
 _PLAIN = "plain"  # evaluated whenever the parent is
 _ARM = "arm"  # an if_then_else arm: a scope, evaluated only when taken
 _LET_BODY = "let_body"  # a Let body: a scope binding the Let's var
-_LAZY = "lazy"  # the right operand of and/or: not a scope, but treated as conditional
 _BLOCK = "block"  # a statement body: a scope
 _COND_BLOCK = "cond_block"  # a loop body or an if branch: a scope, conditionally executed
 
@@ -172,8 +172,6 @@ def _expr_parts(expr: PrimExpr) -> list:
         return [("value", None, _PLAIN, expr.value, None), ("body", None, _LET_BODY, expr.body, expr.var)]
     if isinstance(expr, Call) and expr.op == "if_then_else" and len(expr.args) == 3:
         return [("args", j, _PLAIN if j == 0 else _ARM, a, None) for j, a in enumerate(expr.args)]
-    if isinstance(expr, (And, Or)):
-        return [("a", None, _PLAIN, expr.a, None), ("b", None, _LAZY, expr.b, None)]
     if isinstance(expr, BufferLoad):
         return [("indices", j, _PLAIN, e, None) for j, e in enumerate(expr.indices)]
     parts = []
@@ -344,7 +342,7 @@ class _Scan:
                 info = self.expr(child, child_site, chain)
             else:
                 saved_region, saved_binder = self.region, self.binders.get(bound, _MISSING)
-                if kind in (_ARM, _LAZY):
+                if kind == _ARM:
                     self.region = child_site
                 if bound is not None:
                     self.binders[bound] = child_site
