@@ -9,8 +9,10 @@ code touches it.
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
+from pathlib import Path
 from collections import OrderedDict
 
 from vkir.errors import DeviceError, UnsupportedError
@@ -29,6 +31,17 @@ DESCRIPTOR_POOL_SETS = 256
 DESCRIPTOR_POOL_BUFFERS = 256 * 8
 
 
+def _cache_file(physical):
+    """Where this device's pipeline cache persists: $VKIR_CACHE_DIR (default ~/.cache/vkir),
+    one file per pipelineCacheUUID; None when VKIR_CACHE_DIR is set to "" or "0"."""
+    folder = os.environ.get("VKIR_CACHE_DIR")
+    if folder is not None and folder.strip() in ("", "0"):
+        return None
+    base = Path(folder) if folder else Path(os.path.expanduser("~")) / ".cache" / "vkir"
+    uuid = bytes(vk.vkGetPhysicalDeviceProperties(physical).pipelineCacheUUID).hex()
+    return base / f"pipelines-{uuid}.bin"
+
+
 class Device:
     """An opened device. Use `vkir.runtime.open_device` (cached), not the constructor."""
 
@@ -44,7 +57,8 @@ class Device:
         self.command_pool = vk.vkCreateCommandPool(self.handle, vk.VkCommandPoolCreateInfo(
             flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
             queueFamilyIndex=self.queue_family), None)
-        self.pipeline_cache = vk.vkCreatePipelineCache(self.handle, vk.VkPipelineCacheCreateInfo(), None)
+        self._cache_file = _cache_file(physical)
+        self.pipeline_cache = self._create_pipeline_cache(self._cache_file)
         self._fence_ptr = ffi.new("VkFence*")
         check(lib.vkCreateFence(self.handle, ffi.addressof(vk.VkFenceCreateInfo()), ffi.NULL,
                                   self._fence_ptr),
@@ -110,6 +124,38 @@ class Device:
                                      enabledExtensionCount=len(extensions),
                                      ppEnabledExtensionNames=extensions)
         return call("vkCreateDevice", vk.vkCreateDevice, self.physical, info, None)
+
+    # -- pipeline cache (persisted across processes) -----------------------------------------
+    def _create_pipeline_cache(self, path):
+        """A VkPipelineCache, seeded from `path` when it holds data (drivers check its header
+        and ignore data from another device or driver version)."""
+        data = b""
+        if path is not None:
+            try:
+                data = path.read_bytes()
+            except OSError:
+                data = b""
+        keep = ffi.from_buffer(data) if data else ffi.NULL
+        info = vk.VkPipelineCacheCreateInfo(initialDataSize=len(data), pInitialData=keep)
+        return call("vkCreatePipelineCache", vk.vkCreatePipelineCache, self.handle, info, None)
+
+    def _save_pipeline_cache(self) -> None:
+        path = self._cache_file
+        if path is None:
+            return
+        size = ffi.new("size_t*")
+        if lib.vkGetPipelineCacheData(self.handle, self.pipeline_cache, size, ffi.NULL) or not size[0]:
+            return
+        buf = ffi.new("char[]", size[0])
+        if lib.vkGetPipelineCacheData(self.handle, self.pipeline_cache, size, buf):
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(ffi.buffer(buf, size[0])[:])
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only or missing cache folder only costs compile time next run
 
     # -- memory types -----------------------------------------------------------------------
     def memory_type(self, type_bits: int, want: int, prefer: int = 0) -> int:
@@ -233,7 +279,7 @@ class Device:
                 pipeline.destroy()
             self.pipelines.clear()
             lib.vkDestroyPipelineCache(self.handle, self.pipeline_cache, ffi.NULL)
-            self.pipeline_cache = vk.vkCreatePipelineCache(self.handle, vk.VkPipelineCacheCreateInfo(), None)
+            self.pipeline_cache = self._create_pipeline_cache(None)
 
     # -- teardown ---------------------------------------------------------------------------
     def close(self) -> None:
@@ -259,6 +305,7 @@ class Device:
             for pool in self._descriptor_pools:
                 lib.vkDestroyDescriptorPool(self.handle, pool, ffi.NULL)
             lib.vkDestroyFence(self.handle, self.fence, ffi.NULL)
+            self._save_pipeline_cache()
             lib.vkDestroyPipelineCache(self.handle, self.pipeline_cache, ffi.NULL)
             lib.vkDestroyCommandPool(self.handle, self.command_pool, ffi.NULL)
             lib.vkDestroyDevice(self.handle, ffi.NULL)

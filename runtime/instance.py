@@ -1,7 +1,8 @@
 """The process-wide Vulkan instance: loader discovery, lavapipe fallback, validation messages.
 
-With VKIR_VALIDATION=1 the Khronos validation layer is enabled and a debug-utils messenger collects
-every warning and error it emits into `Instance.messages` (tests fail on any; the CLI prints them).
+With VKIR_VALIDATION=1 the Khronos validation layer is enabled (synchronization validation included)
+and a debug-utils messenger collects every warning and error it emits into `Instance.messages`
+(tests fail on any; the CLI prints them).
 If the loader finds no physical device and the user did not choose ICDs, the instance is re-created
 with the ICD manifests installed under the standard `icd.d` folders (the loader reads
 VK_ICD_FILENAMES / VK_DRIVER_FILES when an instance is created), so lavapipe is found without the
@@ -69,7 +70,7 @@ class Instance:
     # -- creation ---------------------------------------------------------------------------
     def _create(self):
         """A new VkInstance, or None where the loader finds no driver at all."""
-        layers, extensions = [], []
+        layers, extensions, sync = [], [], False
         if self.validation:
             if VALIDATION_LAYER not in _layers() and not os.environ.get("VK_LAYER_PATH"):
                 folders = [d for d in LAYER_DIRS if os.path.isdir(d)]
@@ -79,11 +80,16 @@ class Instance:
                                   "(Debian: apt install vulkan-validationlayers)")
             layers.append(VALIDATION_LAYER)
             extensions.append(vk.VK_EXT_DEBUG_UTILS_EXTENSION_NAME)
-            extensions.append("VK_EXT_validation_features")
+            layer_exts = {cstr(e.extensionName) for e in
+                          vk.vkEnumerateInstanceExtensionProperties(VALIDATION_LAYER)}
+            sync = "VK_EXT_validation_features" in layer_exts
+            if sync:
+                extensions.append("VK_EXT_validation_features")
         app = vk.VkApplicationInfo(pApplicationName="vkir", applicationVersion=1, pEngineName="vkir",
                                    engineVersion=1, apiVersion=API_VERSION)
         messenger_info = self._messenger_info() if self.validation else None
-        if messenger_info is not None:
+        head = ffi.addressof(messenger_info) if messenger_info is not None else ffi.NULL
+        if messenger_info is not None and sync:
             # synchronization validation too: a missing barrier is a bug like any other
             self._enables = ffi.new("VkValidationFeatureEnableEXT[]", [
                 vk.VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT])
@@ -91,8 +97,9 @@ class Instance:
                 "sType": vk.VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
                 "pNext": ffi.addressof(messenger_info),
                 "enabledValidationFeatureCount": 1, "pEnabledValidationFeatures": self._enables})
+            head = self._features
         info = vk.VkInstanceCreateInfo(
-            pNext=self._features if messenger_info is not None else ffi.NULL,
+            pNext=head,
             pApplicationInfo=app,
             enabledLayerCount=len(layers), ppEnabledLayerNames=layers,
             enabledExtensionCount=len(extensions), ppEnabledExtensionNames=extensions)

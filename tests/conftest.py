@@ -9,6 +9,7 @@ import pytest
 
 pytest_plugins = ["checker_plugin"]  # verify_types after every pass (tests/checker_plugin.py)
 os.environ.setdefault("VKIR_VALIDATION", "1")
+os.environ.setdefault("VKIR_CACHE_DIR", "0")  # tests never write a pipeline cache into $HOME
 
 NO_DEVICE = ("no Vulkan device ({why}): device tests skipped; the pure-Python IR, pass, "
              "interpreter and SPIR-V (SPIRV-Tools validation) tests still ran")

@@ -118,6 +118,7 @@ def test_kernel_exposes_spirv_asm_ir(device):
     k = vkir.build(vadd, device=device)
     assert k.spirv[:4] == b"\x03\x02\x23\x07"       # SPIR-V magic, little-endian
     assert "OpEntryPoint GLCompute" in k.asm and "OpDecorate" in k.asm
+    vkir.spirv.validate(k.spirv, k.target.env)
     assert isinstance(k.ir, vkir.ir.PrimFunc) and 0 < k.compile_seconds < 10
     assert vkir.build(vadd, device=device).pipeline is k.pipeline   # cached per device + SPIR-V
 
@@ -350,3 +351,14 @@ def test_repeated_calls_take_the_fast_path_correctly(device):
     np.testing.assert_array_equal(C.numpy(), np.full(n, 3.0, np.float32))
     with pytest.raises(ArgumentError):
         k(A2, B, vkir.empty(n + 1, "float32", device))
+
+
+def test_grid_beyond_device_limit_is_refused_before_dispatch(device):
+    k = vkir.build(vadd, device=device)
+    blocks = device.info.limits.max_workgroup_count[0] + 1
+    n = 64 * blocks                       # (n + 63) // 64 workgroups: one too many
+    a = np.empty(n, np.float32)
+    launches = len(device.launches)
+    with pytest.raises(UnsupportedError, match="maxComputeWorkGroupCount"):
+        k(a, a, a)
+    assert len(device.launches) == launches

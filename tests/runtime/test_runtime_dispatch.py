@@ -159,3 +159,14 @@ def test_device_errors_name_the_vkresult():
 
     with pytest.raises(DeviceError, match="VK_ERROR_OUT_OF_DEVICE_MEMORY"):
         check(vk.VK_ERROR_OUT_OF_DEVICE_MEMORY, "vkAllocateMemory")
+
+
+def test_pipeline_cache_persists(device, tmp_path, monkeypatch):
+    from vkir.runtime._vk import ffi, lib
+
+    path = tmp_path / "cache" / "pipelines.bin"
+    monkeypatch.setattr(device, "_cache_file", path)
+    device._save_pipeline_cache()
+    assert path.stat().st_size > 0
+    cache = device._create_pipeline_cache(path)       # seeded from the file (validated on)
+    lib.vkDestroyPipelineCache(device.handle, cache, ffi.NULL)

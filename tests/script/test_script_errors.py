@@ -186,7 +186,7 @@ def f(A: T.Buffer((4,), "int32")):
     ('''
 def f(A: T.Buffer((4,), "float32")):
     A[0] = T.float32(A[1])
-''', 3, 22, r"T\.float32\(\.\.\.\) takes a literal"),
+''', 3, 22, r"T\.float32: expected a literal; to convert an expression write T\.cast"),
     ('''
 def f(A: T.Buffer((4,), "float32")):
     A[0] = T.ramp(0, 1, A[0])

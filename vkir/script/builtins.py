@@ -72,9 +72,13 @@ def literal_as(value, dtype: DataType, arg: int | None = None) -> E.PrimExpr:
     return E.const(value, dtype)
 
 
-def to_expr(value, arg: int | None = None) -> E.PrimExpr:
-    """An IR expression from an expression or a literal (literals get their default dtype)."""
+def to_expr(value, arg: int | None = None, allow_pointer: bool = False) -> E.PrimExpr:
+    """An IR expression from an expression or a literal (literals get their default dtype). A
+    buffer's data pointer is a value only where `allow_pointer` (T.evaluate, T.call)."""
     if isinstance(value, E.PrimExpr):
+        if not allow_pointer and not isinstance(value.dtype, DataType):
+            raise BuildError(f"a buffer's data pointer ({value.dtype}) cannot be used as a value "
+                             f"here", arg)
         return value
     if is_literal(value):
         return literal_as(value, default_dtype(value), arg)
@@ -83,6 +87,9 @@ def to_expr(value, arg: int | None = None) -> E.PrimExpr:
 
 def unify(*values) -> list[E.PrimExpr]:
     """Convert literals among `values` to the dtype of the first typed value (see module doc)."""
+    for i, v in enumerate(values):
+        if isinstance(v, E.PrimExpr):
+            to_expr(v, i)  # rejects pointers
     like = next((v.dtype for v in values if isinstance(v, E.PrimExpr)), None)
     if like is None:
         if any(isinstance(v, float) for v in values) and not any(isinstance(v, bool) for v in values):
@@ -100,7 +107,7 @@ def unify(*values) -> list[E.PrimExpr]:
     return out
 
 
-def binary(cls, a, b, span=None) -> E.PrimExpr:
+def binary(cls, a, b, *, span=None) -> E.PrimExpr:
     """`cls(a, b)` with literal operands typed after the other operand."""
     a, b = unify(a, b)
     return cls(a, b, span=span)
@@ -126,15 +133,15 @@ def _describe(value) -> str:
 # builders exposed as T.<name>
 
 
-def cast(value, dtype, span=None):
+def cast(value, dtype, *, span=None):
     return E.Cast(parse_dtype(dtype, 1), to_expr(value, 0), span=span)
 
 
-def reinterpret(value, dtype, span=None):
+def reinterpret(value, dtype, *, span=None):
     return E.Call(parse_dtype(dtype, 1), "reinterpret", (to_expr(value, 0),), span=span)
 
 
-def ramp(base, stride, lanes, span=None):
+def ramp(base, stride, lanes, *, span=None):
     lanes = _int_arg(lanes, "lanes", 2)
     if lanes < 1:
         raise BuildError("lanes must be positive", 2)
@@ -142,19 +149,19 @@ def ramp(base, stride, lanes, span=None):
     return E.Ramp(base, stride, lanes, span=span)
 
 
-def broadcast(value, lanes, span=None):
+def broadcast(value, lanes, *, span=None):
     lanes = _int_arg(lanes, "lanes", 1)
     if lanes < 1:
         raise BuildError("lanes must be positive", 1)
     return E.Broadcast(to_expr(value, 0), lanes, span=span)
 
 
-def select(condition, true_value, false_value, span=None):
+def select(condition, true_value, false_value, *, span=None):
     t, f = _unify_from(1, true_value, false_value)
     return E.Select(to_expr(condition, 0), t, f, span=span)
 
 
-def if_then_else(condition, true_value, false_value, span=None):
+def if_then_else(condition, true_value, false_value, *, span=None):
     t, f = _unify_from(1, true_value, false_value)
     return E.Call(t.dtype, "if_then_else", (to_expr(condition, 0), t, f), span=span)
 
@@ -166,35 +173,35 @@ def _unify_from(first: int, *values):
         raise BuildError(str(exc), None if exc.arg is None else exc.arg + first) from None
 
 
-def min(a, b, span=None):  # noqa: A001 - T.min
-    return binary(E.Min, a, b, span)
+def min(a, b, *, span=None):  # noqa: A001 - T.min
+    return binary(E.Min, a, b, span=span)
 
 
-def max(a, b, span=None):  # noqa: A001 - T.max
-    return binary(E.Max, a, b, span)
+def max(a, b, *, span=None):  # noqa: A001 - T.max
+    return binary(E.Max, a, b, span=span)
 
 
-def truncdiv(a, b, span=None):
-    return binary(E.Div, a, b, span)
+def truncdiv(a, b, *, span=None):
+    return binary(E.Div, a, b, span=span)
 
 
-def truncmod(a, b, span=None):
-    return binary(E.Mod, a, b, span)
+def truncmod(a, b, *, span=None):
+    return binary(E.Mod, a, b, span=span)
 
 
-def floordiv(a, b, span=None):
-    return binary(E.FloorDiv, a, b, span)
+def floordiv(a, b, *, span=None):
+    return binary(E.FloorDiv, a, b, span=span)
 
 
-def floormod(a, b, span=None):
-    return binary(E.FloorMod, a, b, span)
+def floormod(a, b, *, span=None):
+    return binary(E.FloorMod, a, b, span=span)
 
 
-def shuffle(vectors, indices, span=None):
+def shuffle(vectors, indices, *, span=None):
     if not isinstance(vectors, (list, tuple)) or not vectors:
-        raise BuildError("T.shuffle takes a non-empty list of vectors", 0)
+        raise BuildError("expected a non-empty list of vectors", 0)
     if not isinstance(indices, (list, tuple)) or not indices:
-        raise BuildError("T.shuffle takes a non-empty list of lane indices", 1)
+        raise BuildError("expected a non-empty list of lane indices", 1)
     vecs = tuple(to_expr(v, 0) for v in vectors)
     idx = tuple(_int_arg(i, "a shuffle index", 1) for i in indices)
     return E.Shuffle(vecs, idx, span=span)
@@ -203,9 +210,9 @@ def shuffle(vectors, indices, span=None):
 def call(dtype, op, *args, span=None):
     """T.call(dtype, op, *args): any intrinsic call with an explicit result dtype."""
     if not isinstance(op, str):
-        raise BuildError("T.call takes the op name as a string", 1)
-    return E.Call(parse_dtype(dtype, 0), op, tuple(to_expr(a, i + 2) for i, a in enumerate(args)),
-                  span=span)
+        raise BuildError("the op name must be a string", 1)
+    return E.Call(parse_dtype(dtype, 0), op,
+                  tuple(to_expr(a, i + 2, allow_pointer=True) for i, a in enumerate(args)), span=span)
 
 
 def intrinsic(op: str, *args, span=None) -> E.PrimExpr:
@@ -228,24 +235,24 @@ def result_dtype(op: str, args) -> DataType:
     return args[0].dtype
 
 
-def typed_const(dtype: str, value, span=None) -> E.PrimExpr:
+def typed_const(dtype: str, value, *, span=None) -> E.PrimExpr:
     """T.float32(1.5), T.int64(3), T.bool(True), T.float32("inf")."""
     dt = parse_dtype(dtype)
     if isinstance(value, str):
         if not dt.is_float or value not in ("inf", "-inf", "nan"):
-            raise BuildError(f"T.{dtype} takes a number, got {value!r}", 0)
+            raise BuildError(f"expected a number, got {value!r}", 0)
         value = float(value)
     if not is_literal(value):
-        raise BuildError(f"T.{dtype}(...) takes a literal; to convert an expression write "
+        raise BuildError(f"expected a literal; to convert an expression write "
                          f"T.cast(value, \"{dtype}\")", 0)
     if dt.is_float and isinstance(value, bool):
-        raise BuildError(f"T.{dtype} takes a number, got {value!r}", 0)
+        raise BuildError(f"expected a number, got {value!r}", 0)
     if dt.is_integer and isinstance(value, float):
         if not value.is_integer():
-            raise BuildError(f"T.{dtype} takes an integer, got {value!r}", 0)
+            raise BuildError(f"expected an integer, got {value!r}", 0)
         value = int(value)
     if dt.is_bool and not isinstance(value, bool) and value not in (0, 1):
-        raise BuildError(f"T.bool takes True or False, got {value!r}", 0)
+        raise BuildError(f"expected True or False, got {value!r}", 0)
     if dt.is_bool:
         value = bool(value)
     if dt.is_integer and isinstance(value, bool):

@@ -67,11 +67,11 @@ class ExprParser:
         """'name' when `node` is a call `T.name(...)`, else None."""
         return self.t_attr(node.func) if isinstance(node, ast.Call) else None
 
-    def expr(self, node) -> E.PrimExpr:
+    def expr(self, node, allow_pointer: bool = False) -> E.PrimExpr:
         """An IR expression (a literal gets its default dtype)."""
         value = self.value(node)
         try:
-            return B.to_expr(value)
+            return B.to_expr(value, allow_pointer=allow_pointer)
         except B.BuildError as exc:
             raise self.error(node, str(exc)) from None
 
@@ -277,7 +277,7 @@ class ExprParser:
         if name == "let":
             return self.let_expr(node)
         if is_dtype_name(name):
-            builder = lambda value, span=None: B.typed_const(name, value, span)  # noqa: E731
+            builder = lambda value, *, span=None: B.typed_const(name, value, span=span)  # noqa: E731
         elif name in B.EXPR_BUILDERS:
             builder = B.EXPR_BUILDERS[name]
         elif name in OPS:
@@ -293,6 +293,8 @@ class ExprParser:
         for kw in node.keywords:
             if kw.arg is None:
                 raise self.error(kw.value, "**kwargs are not supported")
+            if kw.arg == "span":
+                raise self.error(kw.value, f"{self.t_name}.{name}: unexpected keyword 'span'")
             kwargs[kw.arg] = self.value(kw.value)
         self.check_signature(node, f"{self.t_name}.{name}", builder, args, kwargs)
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+import warnings
 from contextlib import ExitStack
 
 from ..errors import ScriptError
@@ -165,9 +166,8 @@ class Parser(ExprParser):
     def bind_call(self, node, sig) -> dict:
         """Match a statement-level T call's AST arguments against `sig`; absent ones take its
         defaults (plain Python values, not AST)."""
-        name = f"{self.t_name}.{sig.__doc__.split('(')[0].split('.')[-1].split()[0]}"
         if not isinstance(node, ast.Call):
-            raise self.error(node, f"expected a call of {name}")
+            raise self.error(node, f"expected {sig.__doc__}")
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
                 k.arg is None for k in node.keywords):
             raise self.error(node, "*args/**kwargs are not supported")
@@ -218,7 +218,7 @@ class Parser(ExprParser):
             call = node.value
             if len(call.args) != 1 or call.keywords:
                 raise self.error(call, f"{self.t_name}.evaluate takes exactly one argument")
-            return S.Evaluate(self.expr(call.args[0]), span=self.span(node))
+            return S.Evaluate(self.expr(call.args[0], allow_pointer=True), span=self.span(node))
         if name == "barrier":
             if node.value.args or node.value.keywords:
                 raise self.error(node.value, f"{self.t_name}.barrier takes no arguments")
@@ -360,6 +360,9 @@ class Parser(ExprParser):
         name = self.t_call(item.context_expr)
         call = item.context_expr
         span = self.span(node)
+        if name is None:
+            raise self.error(call, f"unsupported context manager; expected a call such as "
+                                   f"{self.t_name}.async_scope()")
         if name in ("alloc_buffer", "decl_buffer", "let"):
             if not isinstance(item.optional_vars, ast.Name):
                 raise self.error(call, f"write 'with {self.t_name}.{name}(...) as name:'")
@@ -498,7 +501,9 @@ def from_script(text: str, env: dict | None = None, file: str = "<script>") -> P
     """
     source = Source(textwrap.dedent(text), file)
     try:
-        tree = ast.parse(source.text, filename=file)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(source.text, filename=file)
     except SyntaxError as exc:
         node = ast.Constant(None, lineno=exc.lineno or 1, col_offset=max((exc.offset or 1) - 1, 0))
         raise source.error(node, f"syntax error: {exc.msg}") from None

@@ -1,0 +1,100 @@
+"""The fixed order in which CSE visits a statement tree, shared by its scan and its rewrite.
+
+Both walk the same children in the same order and name every node by its *site*, the path of
+child indices from the function body, so a site found by the scan designates the same node for
+the rewrite. A block (a statement body) is a flat list of statements, nested sequences
+flattened; each child position has a kind saying whether it opens a scope and whether it is
+evaluated only conditionally.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..ir import BufferLoad, Call, FloatImm, IntImm, Let, PrimExpr, SeqStmt, Stmt, Var
+from ..ir.functor import _child_fields
+
+# kinds of child positions
+PLAIN = "plain"  # an expression evaluated whenever its parent is; no new scope
+ARM = "arm"  # an if_then_else arm: a scope, evaluated only when taken
+LET_BODY = "let_body"  # a Let body: a scope binding the Let's var
+BLOCK = "block"  # a statement body: a scope
+COND_BLOCK = "cond_block"  # a loop body or an if branch: a scope, conditionally executed
+
+
+def flatten(stmt: Stmt) -> list:
+    """The statements of a block, nested sequences flattened."""
+    if isinstance(stmt, SeqStmt):
+        out = []
+        for s in stmt.seq:
+            out.extend(flatten(s))
+        return out
+    return [stmt]
+
+
+def stmt_parts(stmt: Stmt) -> list:
+    """(field, tuple index or None, kind, child, bound var) of a non-sequence statement."""
+    name = type(stmt).__name__
+    if name == "BufferStore":
+        parts = [("indices", j, PLAIN, e, None) for j, e in enumerate(stmt.indices)]
+        return parts + [("value", None, PLAIN, stmt.value, None)]
+    if name == "LetStmt":
+        return [("value", None, PLAIN, stmt.value, None),
+                ("body", None, BLOCK, stmt.body, stmt.var)]
+    if name == "For":
+        return [("min", None, PLAIN, stmt.min, None), ("extent", None, PLAIN, stmt.extent, None),
+                ("body", None, COND_BLOCK, stmt.body, stmt.loop_var)]
+    if name == "IfThenElse":
+        parts = [("condition", None, PLAIN, stmt.condition, None),
+                 ("then_case", None, COND_BLOCK, stmt.then_case, None)]
+        if stmt.else_case is not None:
+            parts.append(("else_case", None, COND_BLOCK, stmt.else_case, None))
+        return parts
+    parts = []
+    for field in _child_fields(type(stmt)):
+        value = getattr(stmt, field)
+        if isinstance(value, PrimExpr):
+            parts.append((field, None, PLAIN, value, None))
+        elif isinstance(value, Stmt):
+            parts.append((field, None, BLOCK, value, None))
+    return parts
+
+
+def expr_parts(expr: PrimExpr) -> list:
+    """(field, tuple index or None, kind, child, bound var) of an expression."""
+    if isinstance(expr, (Var, IntImm, FloatImm)):
+        return []
+    if isinstance(expr, Let):
+        return [("value", None, PLAIN, expr.value, None),
+                ("body", None, LET_BODY, expr.body, expr.var)]
+    if isinstance(expr, Call) and expr.op == "if_then_else" and len(expr.args) == 3:
+        return [("args", j, PLAIN if j == 0 else ARM, a, None) for j, a in enumerate(expr.args)]
+    if isinstance(expr, BufferLoad):
+        return [("indices", j, PLAIN, e, None) for j, e in enumerate(expr.indices)]
+    parts = []
+    for field in _child_fields(type(expr)):
+        value = getattr(expr, field)
+        if isinstance(value, PrimExpr):
+            parts.append((field, None, PLAIN, value, None))
+        elif isinstance(value, tuple):
+            parts.extend((field, j, PLAIN, v, None) for j, v in enumerate(value)
+                         if isinstance(v, PrimExpr))
+    return parts
+
+
+def rebuild(node, parts: list, new_children: list):
+    """`node` with its children replaced (the same object when nothing changed)."""
+    if all(new is part[3] for new, part in zip(new_children, parts)):
+        return node
+    changes: dict = {}
+    for (field, index, _, _, _), new in zip(parts, new_children):
+        if index is None:
+            changes[field] = new
+        else:
+            values = changes.get(field)
+            if values is None:
+                values = list(getattr(node, field))
+                changes[field] = values
+            values[index] = new
+    changes = {k: tuple(v) if isinstance(v, list) else v for k, v in changes.items()}
+    return dataclasses.replace(node, **changes)
