@@ -579,10 +579,6 @@ _WRAPPING = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="Simplify (vkir/arith/simplify_expr.py) assumes int "
-                   "arithmetic never overflows, but vkir ints wrap (interpreter and device): "
-                   "(x*4 + 1) // 4 -> x, x + 1 > x -> True and (x + 2**31 - 1) // 2 -> "
-                   "(x + 1) // 2 + 2**30 - 1 change results when x*4, x + 1, x + 2**31 - 1 wrap")
 @pytest.mark.parametrize("rule", list(_WRAPPING))
 def test_simplify_keeps_wrapping_semantics(rule):
     func = vkir.from_script(

@@ -149,10 +149,11 @@ def ill_typed(draw):
     """(mutation name, mutated function) from a random well-typed kernel."""
     func = draw(kernels()).func()
     verify_types(func)  # the starting point is well typed
-    sites = [(node, name) for node in ir.walk(func.body) for name, (applies, _) in MUTATIONS.items()
-             if applies(node)]
-    sites.append((None, "implicit cast of a parameter"))
-    node, name = draw(st.sampled_from(sites))
+    sites = {name: [node for node in ir.walk(func.body) if applies(node)]
+             for name, (applies, _) in MUTATIONS.items()}
+    sites["implicit cast of a parameter"] = [None]
+    name = draw(st.sampled_from(sorted(name for name, nodes in sites.items() if nodes)))
+    node = draw(st.sampled_from(sites[name]))
     if node is None:
         return name, implicit_cast_param(func, draw)
     new = MUTATIONS[name][1](node, draw)

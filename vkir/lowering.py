@@ -28,6 +28,7 @@ def lower(func: PrimFunc, target=None, verify_each: bool = False) -> PrimFunc:
     well-formedness checkers (after every pass when `verify_each`)."""
     if not isinstance(func, PrimFunc):
         raise TypeError(f"vkir.lower expects a PrimFunc, got {type(func).__name__}")
+    verify_types(func)  # passes assume well-typed input: refuse ill-typed IR before any runs
     for p in default_passes(target):
         func = p(func)
         if verify_each:

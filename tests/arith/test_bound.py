@@ -1,5 +1,6 @@
-"""const_int_bound: inclusive intervals (None = unbounded), checked by exhaustive evaluation on
-small ranges."""
+"""const_int_bound: inclusive intervals (None = unbounded) of the values expressions actually
+compute, wrap-around included, checked by exhaustive evaluation on small ranges. (Random int32
+expressions at extreme values: tests/arith/test_wrapping.py.)"""
 
 import itertools
 
@@ -37,8 +38,27 @@ def test_arithmetic():
     assert const_int_bound(Min(i, j), r) == (0, 3)
     assert const_int_bound(Max(i, 5), r) == (5, 7)
     assert const_int_bound(Select(i < j, i, j * 10), r) == (0, 30)
-    assert const_int_bound(i * n, {i: (0, 7), n: (0, None)}) == (0, None)
+    assert const_int_bound(i * n, {i: (0, 7), n: (0, 1000)}) == (0, 7000)
     assert const_int_bound(i + n, {i: (0, 7)}) == (None, None)
+
+
+def test_wrap_around():
+    """An operation whose mathematical interval leaves the type may wrap to anywhere in it (the
+    old answer (0, None) for i * n was wrong: 7 * (2**31 - 1) wraps to -2**31 + 7 ... )."""
+    nonneg = {i: (0, 7), n: (0, None)}
+    assert const_int_bound(i * n, nonneg) == (None, None)
+    assert const_int_bound(n + 1, nonneg) == (None, None)          # 2**31 - 1 + 1 wraps
+    assert const_int_bound(n - 1, nonneg) == (-1, 2**31 - 2)        # cannot wrap
+    assert const_int_bound(FloorDiv(n + 63, 64), nonneg) == (-2**25, 2**25 - 1)
+    assert const_int_bound(Div(const(-2**31), -1)) == (None, None)  # INT_MIN / -1 wraps
+    assert const_int_bound(Cast("int8", i * 100), {i: (0, 1)}) == (0, 100)
+    assert const_int_bound(Cast("int8", i * 100), {i: (0, 2)}) == (-128, 127)
+    u = Var("u", "uint32")
+    assert const_int_bound(u - 1, {u: (1, 10)}) == (0, 9)
+    assert const_int_bound(u - 1, {u: (0, 10)}) == (0, None)        # 0 - 1 wraps to 2**32 - 1
+    b8 = Var("b", "int8")
+    assert const_int_bound(b8 + 1) == (-128, 127)
+    assert const_int_bound(b8 + 1, {b8: (-5, 5)}) == (-4, 6)
 
 
 def test_vectors_let_cast():

@@ -1,12 +1,14 @@
 """ModularSet algebra and the modular-set analysis (divisibility proofs used by the vector
-passes), checked against brute-force enumeration."""
+passes), checked against brute-force enumeration. The analysis describes wrapped values: after
++, -, * the coefficient keeps only its factors common with 2**bits."""
 
 import itertools
 
 from hypothesis import given, settings, strategies as st
 
 from vkir.arith import ModularSet, modular_set
-from vkir.ir import Broadcast, FloorDiv, FloorMod, Let, Max, Min, Ramp, Select, Var, const
+from vkir.ir import (Broadcast, Cast, FloorDiv, FloorMod, Let, Max, Min, Ramp, Select, Var,
+                     const)
 
 i, j = Var("i"), Var("j")
 
@@ -23,7 +25,9 @@ def test_normalization():
 def test_linear_index_expressions():
     assert modular_set(i * 8 + 4) == ModularSet(8, 4)
     assert modular_set(i * 8 + j * 12) == ModularSet(4, 0)
-    assert modular_set((i * 8 + 4) * 3) == ModularSet(24, 12)
+    # (i*8 + 4) * 3 is 24*i + 12 mathematically, but wraps modulo 2**32: only "4 mod 8" survives
+    assert modular_set((i * 8 + 4) * 3) == ModularSet(8, 4)
+    assert modular_set(i * 3) == ModularSet(1, 0)
     assert modular_set(i * 4 - 1) == ModularSet(4, 3)
     assert modular_set(i) == ModularSet(1, 0)
     assert modular_set(const(7)) == ModularSet(0, 7)
@@ -41,7 +45,12 @@ def test_var_sets_let_select_minmax():
     v = Var("v")
     assert modular_set(Let(v, i * 8, v + 4)) == ModularSet(8, 4)
     assert modular_set(Select(i < j, i * 8, i * 12 + 4)) == ModularSet(4, 0)
-    assert modular_set(Min(i * 6, i * 9 + 3)) == ModularSet(3, 0)
+    # i * 6 is only known to be even (it wraps: 6 * 715827883 is 2 modulo 2**32), i * 9 + 3 nothing
+    assert modular_set(Min(i * 6, i * 9 + 3)) == ModularSet(1, 0)
+    assert modular_set(Min(i * 6, i * 10 + 4)) == ModularSet(2, 0)
+    # min, max, select and floor division never wrap: a coefficient 3 survives them
+    assert modular_set(Select(i < j, const(0), const(3))) == ModularSet(3, 0)
+    assert modular_set(FloorDiv(Select(i < j, const(0), const(6)), 2)) == ModularSet(3, 0)
     assert modular_set(Max(i * 4, j * 4)) == ModularSet(4, 0)
 
 
@@ -49,6 +58,16 @@ def test_vectors_cover_every_lane():
     assert modular_set(Broadcast(i * 4, 4)) == ModularSet(4, 0)
     assert modular_set(Ramp(i * 8, 2, 4)) == ModularSet(2, 0)
     assert modular_set(Ramp(i * 8, 8, 4)) == ModularSet(8, 0)
+
+
+def test_wrapped_constants_and_casts():
+    assert modular_set(const(2**31 - 1) + 1) == ModularSet(0, -2**31)
+    assert modular_set(FloorDiv(const(-2**31), -1)) == ModularSet(0, -2**31)
+    assert modular_set(Cast("int8", i * 4 + 1)) == ModularSet(4, 1)
+    assert modular_set(Cast("int8", const(300))) == ModularSet(0, 44)
+    assert modular_set(Cast("uint32", Cast("int8", i) * 6)) == ModularSet(2, 0)
+    b = Var("b", "int8")
+    assert modular_set(Cast("int32", b * 4)) == ModularSet(4, 0)
 
 
 def test_float_is_unknown():

@@ -1,7 +1,9 @@
 """simplify_expr: folding with int32 wrap-around and exact floor/trunc semantics, integer
 identities, the canonical vector forms the vector passes rely on, bound- and modular-set-based
-division and comparison rewrites, and no reassociation of floats. A property test checks that
-simplification preserves the value of random integer expressions."""
+division and comparison rewrites (only where no term can wrap around, or for residues modulo a
+divisor of 2**32), and no reassociation of floats. Property tests check that simplification
+preserves the value of random integer expressions on small ranges here, and on random int32
+values, extreme ones included, in tests/arith/test_wrapping.py."""
 
 from hypothesis import given, settings, strategies as st
 
@@ -72,9 +74,13 @@ def test_vector_canonical_forms():
 
 def test_ramp_div_mod_by_lanes():
     four = Broadcast(const(4), 4)
-    assert simplify_expr(FloorDiv(Ramp(i * 4, 1, 4), four)) == Broadcast(i, 4)
+    r = {i: (0, 1023)}
+    assert simplify_expr(FloorDiv(Ramp(i * 4, 1, 4), four), r) == Broadcast(i, 4)
     assert simplify_expr(FloorMod(Ramp(i * 4, 1, 4), four)) == Ramp(0, 1, 4)
-    assert simplify_expr(FloorDiv(Ramp(i * 8 + 4, 1, 4), four)) == Broadcast(i * 2 + 1, 4)
+    assert simplify_expr(FloorDiv(Ramp(i * 8 + 4, 1, 4), four), r) == Broadcast(i * 2 + 1, 4)
+    # with i unknown, i*4 may wrap (i = 2**30 gives lanes 0..3, quotient 0): kept; the remainder
+    # needs no bound (4 divides 2**32, so wrapping keeps residues mod 4)
+    assert simplify_expr(FloorDiv(Ramp(i * 4, 1, 4), four)) == FloorDiv(Ramp(i * 4, 1, 4), four)
     # provable through a modular set of a let-bound var
     v = Var("v")
     assert simplify_expr(FloorMod(Ramp(v, 1, 4), four), var_sets={v: ModularSet(8, 0)}) == \
@@ -88,29 +94,72 @@ def test_ramp_div_mod_by_lanes():
 
 
 def test_div_mod_by_constant_with_bounds():
-    r = {j: (0, 3)}
+    r = {i: (0, 1023), j: (0, 3)}
     assert simplify_expr(FloorDiv(i * 4 + j, 4), r) is i
     assert simplify_expr(FloorMod(i * 4 + j, 4), r) is j
     assert simplify_expr(FloorDiv(j, 4), r) == const(0)
     assert simplify_expr(FloorDiv(i * 4 + j + 4, 4), r) == i + 1
-    # unknown j: the multiple of 4 is split off
-    assert simplify_expr(FloorDiv(i * 4 + n, 4)) == i + FloorDiv(n, 4)
+    # unknown n: the multiple of 4 is split off
+    assert simplify_expr(FloorDiv(i * 4 + n, 4), {**r, n: (0, 2**20)}) == i + FloorDiv(n, 4)
     assert simplify_expr(FloorMod(i * 4 + n, 4)) == FloorMod(n, 4)
     # truncating division is the floor one on nonnegative values only
     assert simplify_expr(Div(i * 4 + j, 4), {i: (0, 10), j: (0, 3)}) is i
-    assert simplify_expr(Div(i * 4 + j, 4), r) == Div(i * 4 + j, 4)
+    assert simplify_expr(Div(i * 4 + j, 4), {i: (-10, 10), j: (0, 3)}) == Div(i * 4 + j, 4)
     assert simplify_expr(Mod(i * 4 + j, 4), {i: (0, 10), j: (0, 3)}) is j
+
+
+def test_division_is_kept_where_terms_may_wrap():
+    """The rewrites above change results once a term wraps around int32, so without bounds
+    proving that none does they are not applied (the cases of the strict test in
+    tests/test_property_pipeline.py)."""
+    r = {j: (0, 3)}
+    for e in [FloorDiv(i * 4 + 1, 4),              # i = 2**30: (0 + 1) // 4 is 0, not i
+              FloorDiv(i * 4 + j, 4),
+              FloorDiv(i + (2**31 - 1), 2),         # not (i + 1) // 2 + 2**30 - 1
+              FloorDiv(i * 4 + n, 4),
+              FloorMod(i * 3 + 1, 3)]:              # 3 does not divide 2**32
+        assert simplify_expr(e, r) == e
+    # residues modulo a power of two survive wrap-around
+    assert simplify_expr(FloorMod(i * 4 + 1, 4)) == const(1)
+    assert simplify_expr(FloorMod(i * 4 + j, 4), r) is j
+    assert simplify_expr(FloorMod(i * 8 + n * 2, 4)) == FloorMod(n * 2, 4)
+    assert simplify_expr(FloorMod(i * 8 + n * 4 + j, 4), r) is j
+    # ... and with bounds the same rewrites apply, 3 included
+    assert simplify_expr(FloorMod(i * 3 + 1, 3), {i: (0, 2**20)}) == const(1)
+    assert simplify_expr(FloorDiv(i + (2**31 - 1), 2), {i: (-2**20, 0)}) == \
+        FloorDiv(i + 1, 2) + (2**30 - 1)
+    # a uint32 sum that always wraps by the same amount: x + (2**32 - 1) is x - 1 for x >= 1
+    x = Var("x", "uint32")
+    e = FloorDiv(x + const(2**32 - 1, "uint32"), const(2, "uint32"))
+    assert simplify_expr(e, {x: (1, 100)}) == \
+        FloorDiv(x + const(1, "uint32"), const(2, "uint32")) - const(1, "uint32")
+    assert simplify_expr(e, {x: (0, 100)}) == \
+        FloorDiv(x - const(1, "uint32"), const(2, "uint32"))  # the same in the ring
 
 
 def test_comparisons_decided_by_bounds():
     assert simplify_expr(i < n) == LT(i, n)
     assert simplify_expr(i < 10, {i: (0, 7)}) == TRUE
     assert simplify_expr(i >= 8, {i: (0, 7)}) == FALSE
-    assert simplify_expr(i * 4 + j < i * 4 + 4, {j: (0, 3)}) == TRUE
+    assert simplify_expr(i * 4 + j < i * 4 + 4, {i: (0, 1023), j: (0, 3)}) == TRUE
     assert simplify_expr(EQ(i, i)) == TRUE
-    assert simplify_expr(NE(i + 1, i)) == TRUE
-    assert simplify_expr(Ramp(i, 1, 4) < Broadcast(i + 4, 4)) == Broadcast(TRUE, 4)
+    assert simplify_expr(NE(i + 1, i)) == TRUE  # exact in the ring: i + 1 != i even wrapped
+    assert simplify_expr(EQ(i * 4 + 1, j * 8)) == FALSE  # residues mod 4 differ, wrapped or not
+    assert simplify_expr(Ramp(i, 1, 4) < Broadcast(i + 4, 4), {i: (0, 1023)}) == \
+        Broadcast(TRUE, 4)
     assert simplify_expr(x < x) == LT(x, x)  # NaN: not decided
+
+
+def test_comparisons_kept_where_terms_may_wrap():
+    # i + 1 > i is false for i = 2**31 - 1 (i + 1 wraps to -2**31)
+    assert simplify_expr(i + 1 > i) == (i + 1 > i)
+    assert simplify_expr(i + 1 > i, {i: (None, 2**31 - 2)}) == TRUE
+    e = i * 4 + j < i * 4 + 4
+    assert simplify_expr(e, {j: (0, 3)}) == e
+    e = Ramp(i, 1, 4) < Broadcast(i + 4, 4)
+    assert simplify_expr(e) == e
+    assert simplify_expr(Min(i * 4 + j, i * 4 + 3), {i: (0, 9), j: (0, 3)}) == i * 4 + j
+    assert simplify_expr(Min(i * 4 + j, i * 4 + 3), {j: (0, 3)}) == Min(i * 4 + j, i * 4 + 3)
 
 
 def test_logic_select_cast_minmax():

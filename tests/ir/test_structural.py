@@ -206,3 +206,16 @@ def test_assert_message_shows_statement_scripts():
     msg = str(info.value)
     assert "sequence of 2 statements != 1" in msg
     assert "A[0] = 1\nA[1] = 2" in msg
+
+
+def test_pointer_cast_of_free_data_is_a_use_not_a_definition():
+    A1 = ir.decl_buffer((16,), "float32", "A")
+    A2 = ir.decl_buffer((16,), "float32", "A")
+    V1 = ir.decl_buffer((4,), "float32x4", "V", data=A1.data)
+    V2 = ir.decl_buffer((4,), "float32x4", "V", data=A2.data)
+    s1 = ir.DeclBuffer(V1, V1.store(V1[1], 0))
+    s2 = ir.DeclBuffer(V2, V2.store(V2[1], 0))
+    assert not structural_equal(s1, s2)  # casts of two different free pointers
+    assert structural_equal(s1, s2, map_free_vars=True)
+    V3 = ir.decl_buffer((4,), "float32x4", "V", data=A1.data)
+    assert structural_equal(s1, ir.DeclBuffer(V3, V3.store(V3[1], 0)))

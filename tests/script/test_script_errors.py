@@ -242,3 +242,35 @@ def test_from_script_needs_one_function():
 x = 1
 ''')
     assert "expected exactly one function definition" in str(err)
+
+
+# ---------------------------------------------------------------------------------------------
+# robustness: a mangled script parses or raises ScriptError, never another exception
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from test_script_roundtrip import SCRIPTS  # noqa: E402
+
+_FRAGMENTS = ["T.serial(4)", "A", "A.data", "n", "1.5", "-1", "T.int64(3)", "(", ")", "[", "]",
+              ",", ":", "=", "+", " and ", " not ", "T.let", ":=", "x", '"n"', "T.ramp(0, 1, 4)",
+              "T.exp", "T.cast", '"float32x4"', "True", "None", "lambda: 1", "{}", "...", "**",
+              "T.grid(2, 3)", "T.decl_buffer", "data=", "T.float32", "T", "[0]", ".", "if", "else",
+              "yield 1", "A[()]", "T.shuffle", "[1, 2]", '""', "1j", 'f"{n}"', "T.call", "span=1",
+              'T.thread_binding(4, "threadIdx.x")', "T.max(", "T.broadcast(", "q :=", "%", "~"]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.sampled_from(sorted(SCRIPTS)), st.data())
+def test_mangled_scripts_raise_only_script_errors(name, data):
+    lines = SCRIPTS[name].splitlines()
+    k = data.draw(st.integers(0, len(lines) - 1))
+    line = lines[k]
+    for _ in range(data.draw(st.integers(1, 3))):
+        a = data.draw(st.integers(0, len(line)))
+        b = min(len(line), a + data.draw(st.integers(0, 8)))
+        line = line[:a] + data.draw(st.sampled_from(_FRAGMENTS)) + line[b:]
+    lines[k] = line
+    try:
+        vkir.from_script("\n".join(lines))
+    except ScriptError as err:
+        assert re.match(r"<script>(:\d+:\d+)?: ", str(err))

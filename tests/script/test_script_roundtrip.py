@@ -440,3 +440,27 @@ def test_random_statements_roundtrip(build):
     n = ir.Var("n", "int32")
     f = _func(build([n]), n, _A.data, buffer_map={_A.data: _A})
     roundtrip(f)
+
+
+def test_loop_var_dtype_other_than_extent():
+    A = ir.decl_buffer((8,), "int32", "A")
+    n = ir.Var("n", "int32")
+    loops = []
+    for kind in ("serial", "thread_binding"):
+        thread = "threadIdx.x" if kind == "thread_binding" else None
+        for lo, ext in ((ir.IntImm("int64", 0), ir.IntImm("int32", 4)),
+                        (ir.IntImm("int32", 0), n),
+                        (ir.IntImm("int32", 2), ir.IntImm("int32", 4)),
+                        (n, ir.IntImm("int64", 4))):
+            i = ir.Var("i", "int64")
+            loops.append(ir.For(i, lo, ext, kind, A.store(1, 0), thread))
+    f = _func(S.seq(*loops), n, A.data, buffer_map={A.data: A})
+    assert 'dtype="int64"' in f.script()
+    roundtrip(f)
+    g = vkir.from_script('''
+def g(A: T.Buffer((8,), "int32")):
+    for i in T.serial(2, 6, dtype="int64"):
+        A[0] = 1
+''')
+    assert g.body.loop_var.dtype == ir.DataType.parse("int64")
+    assert g.body.min == ir.IntImm("int64", 2) and g.body.extent == ir.IntImm("int64", 4)

@@ -217,7 +217,10 @@ def test_random_offsets(lanes, offset, vectors, seed):
     before = _offset_kernel(lanes, offset, vectors)
     after = PointerCastVectorize(target="vulkan")(before)
     verify_types(after)
-    expected = [f"A_x{lanes}", f"B_x{lanes}"] if offset % lanes == 0 else []
+    # i*L is a multiple of L for every int32 i only when L divides 2**32: i*3 wraps to values
+    # that are not multiples of 3 (i = 715827883), so 3 lanes are never provably aligned here
+    aligned = offset % lanes == 0 and 2**32 % lanes == 0
+    expected = [f"A_x{lanes}", f"B_x{lanes}"] if aligned else []
     assert [c.name for c in _casts(after)] == (expected if lanes in (2, 4) else [])
     assert [c.name for c in _casts(PointerCastVectorize()(before))] == expected
     _same_results(before, after, seeds=[seed])

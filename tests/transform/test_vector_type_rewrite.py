@@ -117,7 +117,8 @@ def symbolic_rows_vector(A: T.Buffer(("n", 1), "float32x4"), B: T.Buffer(("n", 1
     A_flat = T.decl_buffer((n,), "float32x4", data=A.data)
     B_flat = T.decl_buffer((n,), "float32x4", data=B.data)
     for i in T.serial(n):
-        B_flat[i] = A_flat[i] + 1.0
+        # i < n < 2**31 does not keep i * 4 from wrapping: the quotient stays a floor division
+        B_flat[i * 4 // 4] = A_flat[i * 4 // 4] + 1.0
 
 
 def test_symbolic_extent_with_constant_factor():
@@ -218,16 +219,22 @@ def test_each_storage_gets_its_own_width():
     _same_results(two_widths_two_buffers, after)
 
 
-def test_split_index_builds_quotients_from_terms():
+def test_split_index_is_exact_under_wrap_around():
     i = ir.Var("i")
-    q, k = split_index(i * 8 + 5, 4, {})
+    four = ir.IntImm("int32", 4)
+    # for an unknown int32 i, i*8 may wrap: only the floor division is exact
+    assert split_index(i * 8 + 5, 4) == (ir.FloorDiv(i * 8 + 5, four), 1)
+    # in a loop range it cannot wrap and the quotient is taken term by term
+    q, k = split_index(i * 8 + 5, 4, var_ranges={i: (0, 99)})
     assert k == 1
-    assert q == ir.Add(ir.Mul(i, 2), ir.IntImm("int32", 1))
-    q, k = split_index(i * 4 - 8, 4, {})
-    assert (q, k) == (ir.Sub(i, ir.IntImm("int32", 2)), 0)
-    assert split_index(i * 2, 4, {}) is None
-    q, k = split_index(i, 4, {i: ModularSet(4, 2)})
-    assert (q, k) == (ir.FloorDiv(i, ir.IntImm("int32", 4)), 2)
+    vkir.assert_structural_equal(q, i * 2 + 1)
+    q, k = split_index(i * 4 - 8, 4, var_ranges={i: (0, 99)})
+    assert k == 0
+    vkir.assert_structural_equal(q, i - 2)
+    assert split_index(i * 2, 4) is None
+    assert split_index(i, 4, {i: ModularSet(4, 2)}) == (ir.FloorDiv(i, four), 2)
+    # the residue survives wrap-around for powers of two only
+    assert split_index(i * 3, 3) is None
 
 
 # ----------------------------------------------------------------------------------------------

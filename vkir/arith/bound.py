@@ -1,12 +1,23 @@
 """Constant integer bounds: an inclusive interval (lo, hi) holding every value of an expression.
 
-`None` stands for an unbounded side. Known ranges of free Vars come in `var_ranges` as inclusive
-(lo, hi) pairs too (a loop `for i in range(m, m + n)` gives `(m, m + n - 1)`), so a result can be
-fed back as a range. For a vector expression the interval covers every lane.
+vkir integers wrap at their width (the interpreter, which defines the semantics, and the GPU
+both compute modulo 2**bits), so the bound of an integer node is the bound of the value it
+actually computes. Each operation is first bounded in mathematical integers from the bounds of
+its operands; when that interval fits the node's type the operation cannot have wrapped and the
+interval is the answer, otherwise the value may have wrapped to anywhere and the answer is the
+whole range of the type (`(x + 1)` with x unknown spans all of int32, so `x + 1 > x` is not
+decided). Bounds are therefore sound for every input, overflowing ones included.
 
-As in every index analysis of vkir, integer arithmetic is treated as mathematical (index
-expressions are assumed not to wrap around); leaves of narrow types (int8, uint16, bool, ...) and
-casts to them are bounded by their type.
+Two spellings of a bound:
+- `value_range(expr, var_ranges)` is the internal, finite one: integer and bool expressions
+  always get two ints (the type's limits where nothing better is known).
+- `const_int_bound(expr, var_ranges)` is the contract's: a side that is only bounded by the
+  limit of a 32- or 64-bit type is reported as None ("unbounded"), as `dtype_bound` does (an
+  unsigned type's 0 stays 0); narrow types (int8, uint16, bool, ...) keep their finite limits.
+
+Known ranges of free Vars come in `var_ranges` as inclusive (lo, hi) pairs (None for an
+unbounded side) and are clipped to the Var's type; a loop `for i in range(m, m + n)` gives
+`(m, m + n - 1)`. For a vector expression the interval covers every lane.
 """
 
 from __future__ import annotations
@@ -20,58 +31,55 @@ Bound = tuple  # (lo: int | None, hi: int | None)
 _UNBOUNDED = (None, None)
 
 
-def dtype_bound(dt) -> Bound:
-    """The range of a type: finite for bool and narrow ints, None for 32/64-bit sides."""
+def type_range(dt) -> tuple | None:
+    """The finite (min, max) of an integer or bool type; None for other types."""
     if not isinstance(dt, DataType) or not (dt.is_integer or dt.is_bool):
-        return _UNBOUNDED
+        return None
     if dt.is_bool:
         return (0, 1)
     if dt.is_uint:
-        return (0, (1 << dt.bits) - 1 if dt.bits < 32 else None)
-    if dt.bits < 32:
-        return (-(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1)
-    return _UNBOUNDED
+        return (0, (1 << dt.bits) - 1)
+    return (-(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1)
 
 
-def _add(a, b):
-    return None if a is None or b is None else a + b
+def dtype_bound(dt) -> Bound:
+    """The range of a type: finite for bool and narrow ints, None for 32/64-bit sides."""
+    full = type_range(dt)
+    if full is None:
+        return _UNBOUNDED
+    return _public(full, dt)
 
 
-def _neg(x):
-    return None if x is None else -x
+def fits(interval, dt) -> bool:
+    """True when the mathematical integer interval lies inside the range of `dt`."""
+    full = type_range(dt)
+    return (full is not None and interval[0] is not None and interval[1] is not None
+            and full[0] <= interval[0] and interval[1] <= full[1])
 
 
-def _intersect(a: Bound, b: Bound) -> Bound:
-    lo = a[0] if b[0] is None else b[0] if a[0] is None else max(a[0], b[0])
-    hi = a[1] if b[1] is None else b[1] if a[1] is None else min(a[1], b[1])
-    return (lo, hi)
+def _public(b, dt) -> Bound:
+    """A finite bound as reported by const_int_bound: the limits of 32/64-bit types become None,
+    except an unsigned type's 0."""
+    if dt.bits < 32 or dt.is_bool:
+        return b
+    full = type_range(dt)
+    lo = None if b[0] <= full[0] and dt.is_int else b[0]
+    return (lo, None if b[1] >= full[1] else b[1])
 
 
-def _union(a: Bound, b: Bound) -> Bound:
-    lo = None if a[0] is None or b[0] is None else min(a[0], b[0])
-    hi = None if a[1] is None or b[1] is None else max(a[1], b[1])
-    return (lo, hi)
-
-
-def _mul(a: Bound, b: Bound) -> Bound:
-    """Interval product; None sides are infinities (with 0 * inf = 0, exact for intervals)."""
-    inf = float("inf")
-    lo_a, hi_a = (-inf if a[0] is None else a[0]), (inf if a[1] is None else a[1])
-    lo_b, hi_b = (-inf if b[0] is None else b[0]), (inf if b[1] is None else b[1])
-    products = [0 if x == 0 or y == 0 else x * y for x in (lo_a, hi_a) for y in (lo_b, hi_b)]
-    lo, hi = min(products), max(products)
-    return (None if lo == -inf else int(lo), None if hi == inf else int(hi))
-
-
-def _floordiv_const(a: Bound, d: int) -> Bound:
-    lo = None if a[0] is None else a[0] // d
-    hi = None if a[1] is None else a[1] // d
-    return (lo, hi) if d > 0 else (hi, lo)
+def mul_interval(a, b):
+    """Product of two finite intervals."""
+    products = [x * y for x in a for y in b]
+    return (min(products), max(products))
 
 
 def _truncdiv(x: int, d: int) -> int:
     q = abs(x) // abs(d)
     return q if (x >= 0) == (d > 0) else -q
+
+
+def _union(a, b):
+    return (min(a[0], b[0]), max(a[1], b[1]))
 
 
 def _const(e) -> int | None:
@@ -83,115 +91,119 @@ def _const(e) -> int | None:
 
 
 class _Analyzer:
+    """Finite bounds of actual (wrapped) values. A visit_ method returns the mathematical
+    interval of the operation on its operands' bounds, None for a side it knows nothing about;
+    `visit` turns an interval that leaves the type's range into the whole range."""
+
     def __init__(self, var_ranges: Mapping):
         self.env = dict(var_ranges)
 
-    def visit(self, e) -> Bound:
-        dt = e.dtype
-        if not isinstance(dt, DataType) or not (dt.is_integer or dt.is_bool):
+    def visit(self, e):
+        full = type_range(e.dtype)
+        if full is None:
             return _UNBOUNDED
         method = getattr(self, "visit_" + type(e).__name__, None)
-        result = method(e) if method is not None else _UNBOUNDED
-        return _intersect(result, dtype_bound(dt))
+        if method is None:
+            return full
+        lo, hi = method(e)
+        lo = full[0] if lo is None else lo
+        hi = full[1] if hi is None else hi
+        if lo < full[0] or hi > full[1]:
+            return full  # the operation may wrap around
+        return (lo, hi)
 
     def visit_IntImm(self, e):
         return (e.value, e.value)
 
     def visit_Var(self, e):
-        return tuple(self.env.get(e, _UNBOUNDED))
+        r = self.env.get(e)
+        if r is None:
+            return _UNBOUNDED
+        full = type_range(e.dtype)
+        lo = full[0] if r[0] is None else max(r[0], full[0])
+        hi = full[1] if r[1] is None else min(r[1], full[1])
+        return (lo, hi)
 
     def visit_Add(self, e):
         a, b = self.visit(e.a), self.visit(e.b)
-        return (_add(a[0], b[0]), _add(a[1], b[1]))
+        return (a[0] + b[0], a[1] + b[1])
 
     def visit_Sub(self, e):
         a, b = self.visit(e.a), self.visit(e.b)
-        return (_add(a[0], _neg(b[1])), _add(a[1], _neg(b[0])))
+        return (a[0] - b[1], a[1] - b[0])
 
     def visit_Mul(self, e):
-        return _mul(self.visit(e.a), self.visit(e.b))
+        return mul_interval(self.visit(e.a), self.visit(e.b))
+
+    def _division(self, e, div):
+        """Quotient bounds for a divisor of one sign: `x div y` is monotone in x for a fixed
+        y, and in y for a fixed x, so the extremes are at the corners. A divisor range
+        containing 0 says nothing (the interpreter's x // 0 is 0; a GPU's is undefined)."""
+        a, b = self.visit(e.a), self.visit(e.b)
+        if b[0] <= 0 <= b[1]:
+            return _UNBOUNDED
+        ends = [div(x, y) for x in a for y in b]
+        return (min(ends), max(ends))
 
     def visit_FloorDiv(self, e):
-        a, b = self.visit(e.a), self.visit(e.b)
-        d = b[0] if b[0] == b[1] else None
-        if d is not None and d != 0:
-            return _floordiv_const(a, d)
-        if b[0] is not None and b[0] > 0 and a[0] is not None and a[0] >= 0:
-            return (0, a[1])  # nonnegative / positive
-        return _UNBOUNDED
+        return self._division(e, lambda x, y: x // y)
 
     def visit_Div(self, e):
-        a, b = self.visit(e.a), self.visit(e.b)
-        d = b[0] if b[0] == b[1] else None
-        if d is not None and d != 0 and None not in a:
-            ends = (_truncdiv(a[0], d), _truncdiv(a[1], d))
-            lo, hi = min(ends), max(ends)
-            if a[0] < 0 < a[1]:
-                lo, hi = min(lo, 0), max(hi, 0)
-            return (lo, hi)
-        if b[0] is not None and b[0] > 0 and a[0] is not None and a[0] >= 0:
-            return (0, a[1])
-        return _UNBOUNDED
+        return self._division(e, _truncdiv)
 
     def visit_FloorMod(self, e):
         a, b = self.visit(e.a), self.visit(e.b)
-        if b[0] is not None and b[0] > 0:
-            if b[0] == b[1] and None not in a and a[0] // b[0] == a[1] // b[0]:
+        if b[0] > 0:
+            if b[0] == b[1] and a[0] // b[0] == a[1] // b[0]:
                 return (a[0] % b[0], a[1] % b[0])  # the whole range lies in one period
-            hi = None if b[1] is None else b[1] - 1
-            if a[0] is not None and a[0] >= 0:
-                hi = a[1] if hi is None else hi if a[1] is None else min(hi, a[1])
+            hi = b[1] - 1
+            if a[0] >= 0:
+                hi = min(hi, a[1])
             return (0, hi)
-        if b[1] is not None and b[1] < 0:
-            return (None if b[0] is None else b[0] + 1, 0)
+        if b[1] < 0:
+            return (b[0] + 1, 0)
         return _UNBOUNDED
 
     def visit_Mod(self, e):
         a, b = self.visit(e.a), self.visit(e.b)
-        if None in b or b[0] <= 0 <= b[1]:
+        if b[0] <= 0 <= b[1]:
             return _UNBOUNDED
         m = max(abs(b[0]), abs(b[1])) - 1
-        if a[0] is not None and a[0] >= 0:
-            return (0, m if a[1] is None else min(m, a[1]))
-        if a[1] is not None and a[1] <= 0:
-            return (-m if a[0] is None else max(-m, a[0]), 0)
+        if a[0] >= 0:
+            return (0, min(m, a[1]))
+        if a[1] <= 0:
+            return (max(-m, a[0]), 0)
         return (-m, m)
 
     def visit_Min(self, e):
         a, b = self.visit(e.a), self.visit(e.b)
-        lo = None if a[0] is None or b[0] is None else min(a[0], b[0])
-        hi = b[1] if a[1] is None else a[1] if b[1] is None else min(a[1], b[1])
-        return (lo, hi)
+        return (min(a[0], b[0]), min(a[1], b[1]))
 
     def visit_Max(self, e):
         a, b = self.visit(e.a), self.visit(e.b)
-        lo = b[0] if a[0] is None else a[0] if b[0] is None else max(a[0], b[0])
-        hi = None if a[1] is None or b[1] is None else max(a[1], b[1])
-        return (lo, hi)
+        return (max(a[0], b[0]), max(a[1], b[1]))
 
     def visit_Select(self, e):
         return _union(self.visit(e.true_value), self.visit(e.false_value))
 
     def visit_Cast(self, e):
         src = e.value.dtype
+        if e.dtype.is_bool:
+            return (0, 1)
         if src.is_integer or src.is_bool:
             inner = self.visit(e.value)
-            target = dtype_bound(e.dtype)
-            if e.dtype.is_bool:
-                return (0, 1)
-            fits = (target[0] is None or (inner[0] is not None and inner[0] >= target[0])) and \
-                   (target[1] is None or (inner[1] is not None and inner[1] <= target[1]))
-            if fits:
-                return inner
-        return dtype_bound(e.dtype)
+            if fits(inner, e.dtype.element_of()):
+                return inner  # value-preserving
+        return _UNBOUNDED  # wrapped to the target width, or converted from a float
 
     def visit_Broadcast(self, e):
         return self.visit(e.value)
 
     def visit_Ramp(self, e):
+        # lane l is base + l * stride, wrapped: bound every lane at once
         base = self.visit(e.base)
-        last = _mul(self.visit(e.stride), (e.lanes - 1, e.lanes - 1))
-        return _union(base, (_add(base[0], last[0]), _add(base[1], last[1])))
+        steps = mul_interval(self.visit(e.stride), (0, e.lanes - 1))
+        return (base[0] + steps[0], base[1] + steps[1])
 
     def visit_Let(self, e):
         old = self.env.get(e.var)
@@ -210,12 +222,14 @@ class _Analyzer:
         if e.op == "bitwise_and":
             a, b = self.visit(e.args[0]), self.visit(e.args[1])
             for x in (a, b):
-                if x[0] is not None and x[0] >= 0:
-                    return (0, x[1])
-        if e.op == "shift_right":
+                if x[0] >= 0:
+                    return (0, x[1])  # the result's bits are a subset of x's
+        if e.op in ("shift_right", "shift_left"):
             a, k = self.visit(e.args[0]), _const(e.args[1])
-            if k is not None and 0 <= k < e.dtype.bits and a[0] is not None and a[0] >= 0:
-                return (0, None if a[1] is None else a[1] >> k)
+            if k is not None and 0 <= k < e.dtype.bits:
+                if e.op == "shift_left":
+                    return mul_interval(a, (1 << k, 1 << k))  # x * 2**k, wrapped
+                return (a[0] >> k, a[1] >> k)  # arithmetic shift for signed types
         return _UNBOUNDED
 
     def _bool(self, e):
@@ -225,10 +239,20 @@ class _Analyzer:
     visit_And = visit_Or = visit_Not = _bool
 
 
+def value_range(expr, var_ranges: Mapping = {}) -> Bound:
+    """Finite inclusive (lo, hi) of the actual values of an integer or bool expression, the
+    type's limits where nothing better is known; (None, None) for other types."""
+    return _Analyzer(var_ranges).visit(expr)
+
+
 def const_int_bound(expr, var_ranges: Mapping = {}) -> Bound:
-    """Inclusive (lo, hi) bounds of an integer or bool expression; None for an unbounded side.
+    """Inclusive (lo, hi) bounds of an integer or bool expression; None for an unbounded side
+    (one only bounded by a 32- or 64-bit type's limit).
 
     `var_ranges` maps Vars to inclusive (lo, hi) ranges (None sides allowed). Non-integer
-    expressions are unbounded.
+    expressions are unbounded. Sound under wrap-around (see the module docstring).
     """
-    return _Analyzer(var_ranges).visit(expr)
+    b = value_range(expr, var_ranges)
+    if b[0] is None:
+        return _UNBOUNDED
+    return _public(b, expr.dtype)

@@ -9,7 +9,10 @@ where `base` and `stride` map scalar atoms to integer coefficients, `lane` is th
 Atoms are the non-linear sub-expressions (vars, loads, divisions, products of two non-constants).
 
 Integer +, -, * form a ring modulo 2**bits, so rebuilding an expression from its linear form (with
-coefficients reduced modulo 2**bits) preserves the wrapped int semantics exactly.
+coefficients reduced modulo 2**bits) preserves the wrapped int semantics exactly: the expression
+computes the linear form's mathematical value modulo 2**bits, whatever wrapped on the way. Only
+where that value provably lies in the type's range (see `Simplifier.exact_form`) may it be
+reasoned about as a mathematical integer (divided, compared).
 """
 
 from __future__ import annotations
@@ -124,6 +127,22 @@ def _signed(value: int, dt: DataType) -> int:
     bits = dt.bits
     value &= (1 << bits) - 1
     return value - (1 << bits) if value >= 1 << (bits - 1) else value
+
+
+def reduced(lin: Linear, dt: DataType) -> Linear:
+    """`lin` with every coefficient and constant a signed residue modulo 2**bits of `dt`: the same
+    value in the ring of `dt`, with the smallest coefficients (the tightest interval)."""
+
+    def red(d):
+        out = {}
+        for atom, k in d.items():
+            k = _signed(k, dt)
+            if k:
+                out[atom] = k
+        return out
+
+    return Linear(lin.lanes, red(lin.base), _signed(lin.c, dt), red(lin.stride),
+                  _signed(lin.sc, dt), red(lin.vec))
 
 
 def _assemble(pairs, zero, const=None):

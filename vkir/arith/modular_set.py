@@ -4,8 +4,16 @@ Passes use it to prove divisibility and alignment (e.g. that the base of `Ramp(b
 multiple of 4). `coeff == 0` means the value is exactly `base`; `ModularSet(1, 0)` says nothing.
 For a vector expression the set covers every lane.
 
-Like every index analysis in vkir, it reasons about mathematical integers: index arithmetic is
-assumed not to wrap around.
+Wrap-around: vkir integers wrap at their width, so `x + y`, `x - y`, `x * y` (and a Ramp's
+lanes, `shift_left`, a narrowing or sign-changing cast) compute the mathematical result minus
+some multiple t * 2**bits. The set describes the value actually computed: after such an
+operation the coefficient becomes gcd(coeff, 2**bits) (an exact value is wrapped to the type).
+A coefficient that divides 2**bits -- every power of two up to the width, so the alignments 2,
+4, 8, 16 the vector passes ask about -- survives unchanged, which is why `i*4 + 8` is a multiple
+of 4 for every int32 i, wrapped or not; a coefficient 3 does not: `i * 3` wraps to 2**32 * t +
+3i, which need not be a multiple of 3, so `i * 6` is only known to be even. Division, modulo,
+min, max and select never wrap for the divisors the analysis uses (floor division by a positive
+constant), so their sets need no such reduction.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from typing import Mapping
 
 from ..ir import expr as E
 from ..ir.dtype import DataType
+from .linear import wrap
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +110,14 @@ class ModularSet:
 _EVERYTHING = ModularSet(1, 0)
 
 
+def wrapped(ms: ModularSet, dt: DataType) -> ModularSet:
+    """The set of the values of an operation of integer type `dt` whose mathematical results lie
+    in `ms`: they are reduced modulo 2**bits into the type's range."""
+    if ms.is_exact:
+        return ModularSet.exact(wrap(ms.base, dt))
+    return ModularSet(gcd(ms.coeff, 1 << dt.bits), ms.base)
+
+
 def _const_int(e) -> int | None:
     if isinstance(e, E.IntImm) and not e.dtype.is_bool:
         return e.value
@@ -117,7 +134,10 @@ class _Analyzer:
         if not isinstance(e.dtype, DataType) or not e.dtype.is_integer:
             return _EVERYTHING
         method = getattr(self, "visit_" + type(e).__name__, None)
-        return method(e) if method is not None else _EVERYTHING
+        ms = method(e) if method is not None else _EVERYTHING
+        # every value of the type is in range: an exact result out of range can only be the
+        # mathematical result of an operation that wrapped (e.g. INT_MIN // -1)
+        return ModularSet.exact(wrap(ms.base, e.dtype)) if ms.is_exact else ms
 
     def visit_IntImm(self, e):
         return ModularSet.exact(e.value)
@@ -126,13 +146,13 @@ class _Analyzer:
         return self.env.get(e, _EVERYTHING)
 
     def visit_Add(self, e):
-        return self.visit(e.a) + self.visit(e.b)
+        return wrapped(self.visit(e.a) + self.visit(e.b), e.dtype)
 
     def visit_Sub(self, e):
-        return self.visit(e.a) - self.visit(e.b)
+        return wrapped(self.visit(e.a) - self.visit(e.b), e.dtype)
 
     def visit_Mul(self, e):
-        return self.visit(e.a) * self.visit(e.b)
+        return wrapped(self.visit(e.a) * self.visit(e.b), e.dtype)
 
     def visit_FloorDiv(self, e):
         d = _const_int(e.b)
@@ -156,10 +176,13 @@ class _Analyzer:
 
     def visit_Cast(self, e):
         src = e.value.dtype
-        if src.is_integer and src.bits <= e.dtype.bits and (src.is_int == e.dtype.is_int or
-                                                             src.bits < e.dtype.bits):
+        if not src.is_integer:
+            return _EVERYTHING
+        if src.bits <= e.dtype.bits and (src.is_int == e.dtype.is_int or
+                                         (src.is_uint and src.bits < e.dtype.bits)):
             return self.visit(e.value)  # value-preserving widening
-        return _EVERYTHING
+        # two's complement conversion: the value modulo 2**bits of the target
+        return wrapped(self.visit(e.value), e.dtype)
 
     def visit_Broadcast(self, e):
         return self.visit(e.value)
@@ -168,7 +191,7 @@ class _Analyzer:
         # lanes base + i*stride for i in [0, lanes): a union of (base) and (base + stride*k)
         if e.lanes == 1:
             return self.visit(e.base)
-        return self.visit(e.base) + self.visit(e.stride) * _EVERYTHING
+        return wrapped(self.visit(e.base) + self.visit(e.stride) * _EVERYTHING, e.dtype)
 
     def visit_Let(self, e):
         old = self.env.get(e.var)
@@ -187,7 +210,7 @@ class _Analyzer:
         if e.op == "shift_left":
             k = _const_int(e.args[1])
             if k is not None and 0 <= k < e.dtype.bits:
-                return self.visit(e.args[0]) * ModularSet.exact(1 << k)
+                return wrapped(self.visit(e.args[0]) * ModularSet.exact(1 << k), e.dtype)
         return _EVERYTHING
 
 

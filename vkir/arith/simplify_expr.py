@@ -1,15 +1,26 @@
 """Expression simplification: constant folding, identities and the canonical forms passes need.
 
-Integer +, -, * are put in linear normal form (see linear.py), which turns `Broadcast(i*4) +
-Ramp(0, 1, 4)` into `Ramp(i*4, 1, 4)` and folds constants with int32 (or the type's) wrap-around.
-Floor division and modulo by a positive constant split off the part that is a multiple of the
-divisor and decide the rest from bounds (`(i*4 + j) // 4 -> i` when 0 <= j < 4) or from modular
-sets (`Ramp(b, 1, 4) // 4 -> Broadcast(b // 4)` when b is a multiple of 4). Integer comparisons
-are decided from bounds. Float arithmetic is only folded when both operands are constants (in the
-operands' precision) and rewritten only by exact identities (x*1, x-0, x/1); it is never
-reassociated.
+Every rewrite is exact under vkir's integer semantics, where arithmetic wraps at the type's width
+(the interpreter and the GPU compute int32 modulo 2**32):
 
-Reasoning about divisibility and bounds assumes index arithmetic does not overflow, as usual.
+- Integer +, -, * are put in linear normal form (see linear.py), which turns `Broadcast(i*4) +
+  Ramp(0, 1, 4)` into `Ramp(i*4, 1, 4)` and folds constants with wrap-around. This is ring
+  arithmetic modulo 2**bits, exact whatever the values.
+- Rewrites that reason about the mathematical value -- floor division and modulo by a positive
+  constant (`(i*4 + j) // 4 -> i` when 0 <= j < 4), comparisons (`i*4 + j < i*4 + 4`), min/max --
+  first prove that the value an expression computes equals the mathematical value of its linear
+  form (`exact_form`): the interval of that form, from the bounds of its atoms (loop ranges,
+  let values, sizes), fits the type, possibly after a shift by a multiple of 2**bits. So
+  `(x*4 + 1) // 4` stays as it is for an unknown int32 x (x*4 may wrap) and becomes x for a loop
+  variable x in [0, 1024); `x + 1 > x` is only decided where x + 1 cannot wrap.
+- Modulo by a constant c that divides 2**bits (1, 2, 4, ... 2**(bits-1)) needs no such proof:
+  wrapping subtracts a multiple of 2**bits, hence of c, so residues mod c survive it, and
+  `(i*4 + j) % 4 -> j % 4` (and `Ramp(b, 1, 4) % 4 -> Ramp(0, 1, 4)` for b a multiple of 4) hold
+  for every i. Residues known from the modular-set analysis (which accounts for wrap-around) are
+  always usable.
+
+Float arithmetic is only folded when both operands are constants (in the operands' precision)
+and rewritten only by exact identities (x*1, x-0, x/1); it is never reassociated.
 """
 
 from __future__ import annotations
@@ -23,8 +34,8 @@ from ..ir import expr as E
 from ..ir.dtype import DataType
 from ..ir.op import is_pure
 from ..ir.walk import walk
-from .bound import const_int_bound
-from .linear import Linear, linear_of, rebuild, wrap
+from .bound import fits, mul_interval, type_range, value_range
+from .linear import Linear, linear_of, rebuild, reduced, wrap
 from .modular_set import ModularSet, modular_set
 
 
@@ -58,6 +69,11 @@ def _float_const(e) -> float | None:
 def _scalar_of(e):
     """The broadcast value of a Broadcast, else the expression itself."""
     return e.value if isinstance(e, E.Broadcast) else e
+
+
+def _int_imm(value: int, dt: DataType):
+    """An integer constant of `dt` (a Broadcast for vectors)."""
+    return E.const(value, dt)
 
 
 def _make_bool(value: bool, lanes: int):
@@ -113,13 +129,52 @@ class Simplifier:
     # --- helpers ------------------------------------------------------------------------------
 
     def bound(self, e):
-        return const_int_bound(e, self.ranges)
+        """Finite bounds of the values `e` computes (see bound.value_range)."""
+        return value_range(e, self.ranges)
 
     def modset(self, e) -> ModularSet:
         return modular_set(e, self.sets)
 
-    def lin_bound(self, lin: Linear, dt: DataType):
-        return self.bound(rebuild(lin, dt))
+    def math_range(self, lin: Linear):
+        """The interval of the mathematical value of a linear form over every lane, from the
+        bounds of its atoms (no wrap-around: a sum of intervals)."""
+        lo = hi = lin.c
+        for d in (lin.base, lin.vec):
+            for atom, k in d.items():
+                alo, ahi = mul_interval(self.bound(atom), (k, k))
+                lo, hi = lo + alo, hi + ahi
+        if lin.lanes > 1 and (lin.stride or lin.sc):
+            slo = shi = lin.sc
+            for atom, k in lin.stride.items():
+                alo, ahi = mul_interval(self.bound(atom), (k, k))
+                slo, shi = slo + alo, shi + ahi
+            steps = mul_interval((slo, shi), (0, lin.lanes - 1))
+            lo, hi = lo + steps[0], hi + steps[1]
+        return lo, hi
+
+    def exact_form(self, lin: Linear, dt: DataType) -> Linear | None:
+        """A linear form whose mathematical value is, on every lane, exactly the value that the
+        expression of `lin` (of integer type `dt`) computes; None when not provable.
+
+        The expression computes the form's value modulo 2**bits. When the form's interval,
+        shifted by some multiple t * 2**bits, fits the type's range, that one shift is the
+        wrap-around for every value, and the shifted form is the value itself (t is 0 in
+        the common case; `x + 4294967295` on uint32 becomes x - 1 when x >= 1)."""
+        elem = dt.element_of()
+        lin = reduced(lin, elem)
+        lo, hi = self.math_range(lin)
+        tmin, tmax = type_range(elem)
+        modulus = 1 << elem.bits
+        t = -((lo - tmin) // modulus)  # the least t with lo + t * modulus >= tmin
+        if hi + t * modulus > tmax:
+            return None
+        if t:
+            lin = lin.add(Linear(lin.lanes, c=t * modulus))
+        return lin
+
+    def fits(self, lin: Linear, dt: DataType) -> bool:
+        """True when the expression of `lin` computes its mathematical value (no shift)."""
+        return fits(self.math_range(lin), dt.element_of())
 
     def __call__(self, e):
         return self.visit(e)
@@ -231,47 +286,72 @@ class Simplifier:
         return q, r
 
     def _divmod_const(self, e, a, c: int, want_div: bool):
-        """a // c or a % c (floor) for a constant c > 0, or None when nothing simplifies."""
+        """a // c or a % c (floor, on the value a computes) for a constant c > 0, or None when
+        nothing simplifies exactly.
+
+        With A the exact form of a (its value as a mathematical integer) split as c*Q + R, the
+        quotient is Q + R // c and the remainder R % c, provided the rebuilt R computes R (its
+        interval fits the type). A remainder by a c dividing 2**bits needs no exact form: any
+        wrap of a or of R changes them by multiples of c."""
         dt = e.dtype
         elem = dt.element_of()
+        lanes = dt.lanes
         if _has_side_effects(a):
             return None
-        la = linear_of(a)
-        q, r = self._split(la, c)
-        r_expr = rebuild(r, dt)
-        lo, hi = self.bound(r_expr)
-        if lo is not None and hi is not None and lo // c == hi // c:
+        if not want_div:
+            m = self.modset(a).residue(c)
+            if m is not None:
+                return _int_imm(m, dt)
+        residues_survive = (1 << elem.bits) % c == 0
+        la = reduced(linear_of(a), elem)
+        form = self.exact_form(la, dt)
+        if form is None:
+            if want_div or not residues_survive:
+                return None
+            form = la  # a ≡ la (mod 2**bits), hence (mod c)
+        q, r = self._split(form, c)
+        r_range = self.math_range(r)
+        r_exact = fits(r_range, elem)
+        lo, hi = r_range
+        if r_exact and lo // c == hi // c:
+            # R lies in one period [k*c, k*c + c): the quotient is Q + k, the remainder R - k*c
             k = lo // c
             if want_div:
-                return rebuild(q.add(Linear(la.lanes, c=k)), dt)
-            return rebuild(r.add(Linear(la.lanes, c=-k * c)), dt)
-        if la.lanes > 1 and not r.vec and not r.stride:
-            # lanes are rb + sc*lane with rb's residue m known: (m + sc*lane) stays in [0, c)
-            m = self.modset(rebuild(r.base_part(), elem)).residue(c)
-            if m is not None:
-                ends = (m, m + r.sc * (la.lanes - 1))
-                if min(ends) >= 0 and max(ends) < c:
-                    if want_div:
-                        rb = r.base_part().add(Linear(1, c=-m))
-                        head = self.visit(E.FloorDiv(rebuild(rb, elem), E.IntImm(elem, c)))
-                        return self.visit(E.Add(rebuild(q, dt), E.Broadcast(head, la.lanes)))
-                    if r.sc:
-                        return E.Ramp(E.IntImm(elem, m), E.IntImm(elem, r.sc), la.lanes)
-                    return E.Broadcast(E.IntImm(elem, m), la.lanes)
-        if la.lanes == 1 and not want_div:
+                return rebuild(q.add(Linear(lanes, c=k)), dt)
+            return rebuild(r.add(Linear(lanes, c=-k * c)), dt)
+        if lanes > 1 and not r.vec and not r.stride:
+            # lanes are c*Q + RB + sc*lane with RB ≡ m (mod c): when every m + sc*lane stays in
+            # [0, c), the remainder is Ramp(m, sc) and the quotient Q + (RB - m) // c
+            rb = r.base_part()
+            if residues_survive or self.fits(rb, elem):
+                m = self.modset(rebuild(rb, elem)).residue(c)
+                if m is not None:
+                    ends = (m, m + r.sc * (lanes - 1))
+                    if min(ends) >= 0 and max(ends) < c:
+                        if not want_div:
+                            if r.sc:
+                                return E.Ramp(E.IntImm(elem, m), E.IntImm(elem, r.sc), lanes)
+                            return E.Broadcast(E.IntImm(elem, m), lanes)
+                        rbm = rb.add(Linear(1, c=-m))
+                        if self.fits(rbm, elem):
+                            head = self.visit(E.FloorDiv(rebuild(rbm, elem), E.IntImm(elem, c)))
+                            return self.visit(E.Add(rebuild(q, dt), E.Broadcast(head, lanes)))
+        if not (r_exact or residues_survive and not want_div):
+            return None  # the rebuilt R might wrap: R // c and R % c would change
+        r_expr = rebuild(r, dt)
+        if lanes == 1 and not want_div:
             m = self.modset(r_expr).residue(c)
             if m is not None:
                 return E.IntImm(dt, m)
         if q.is_const and q.c == 0:
             return None  # nothing split off
-        cexpr = E.IntImm(elem, c) if la.lanes == 1 else E.Broadcast(E.IntImm(elem, c), la.lanes)
         if want_div:
             if r.is_const and r.c == 0:
                 return rebuild(q, dt)
-            return self.visit(E.Add(rebuild(q, dt), E.FloorDiv(r_expr, cexpr)))
+            return self.visit(E.Add(rebuild(q, dt), E.FloorDiv(r_expr, _int_imm(c, dt))))
         if r.is_const and r.c == 0:
             return rebuild(r, dt)
-        return E.FloorMod(r_expr, cexpr)
+        return E.FloorMod(r_expr, _int_imm(c, dt))
 
     def visit_FloorDiv(self, e):
         return self._division(e, floor=True, want_div=True)
@@ -307,8 +387,7 @@ class Simplifier:
         if c == 1:
             return a if want_div else E.const(0, e.dtype)
         if c is not None and c > 0:
-            nonneg = self.bound(a)[0]
-            if floor or (nonneg is not None and nonneg >= 0):
+            if floor or self.bound(a)[0] >= 0:
                 # on a nonnegative dividend truncating and floor division agree
                 out = self._divmod_const(e, a, c, want_div)
                 if out is not None:
@@ -332,11 +411,11 @@ class Simplifier:
             return type(e)(a, b)  # ill-typed: left for the checker to report
         if a == b and not _has_side_effects(a):
             return a
-        if _is_int(e.dtype):
-            (alo, ahi), (blo, bhi) = self.bound(a), self.bound(b)
-            if ahi is not None and blo is not None and ahi <= blo:
+        if _is_int(e.dtype) and not _has_side_effects(a) and not _has_side_effects(b):
+            le = self._int_order(E.LE, a, b)
+            if le is True:
                 return a if is_min else b
-            if bhi is not None and alo is not None and bhi <= alo:
+            if le is False or self._int_order(E.GE, a, b) is True:
                 return b if is_min else a
         if e.dtype.is_float:
             x, y = _float_const(a), _float_const(b)
@@ -355,9 +434,7 @@ class Simplifier:
         lanes = e.dtype.lanes
         if _is_int(a.dtype) and a.dtype == b.dtype and not _has_side_effects(a) \
                 and not _has_side_effects(b):
-            d = linear_of(a).add(linear_of(b), -1)
-            lo, hi = self.lin_bound(d, a.dtype)
-            decided = _decide(op, lo, hi)
+            decided = self._int_order(op, a, b)
             if decided is not None:
                 return _make_bool(decided, lanes)
         x, y = _int_const(a), _int_const(b)
@@ -373,6 +450,30 @@ class Simplifier:
         return op(a, b)
 
     visit_EQ = visit_NE = visit_LT = visit_LE = visit_GT = visit_GE = _compare
+
+    def _int_order(self, op, a, b) -> bool | None:
+        """The truth of `a op b` on the values a and b compute (every lane), or None.
+
+        Decided from the bounds of a and b; for == and != also from the ring (a - b a nonzero
+        constant modulo 2**bits: never equal, even wrapped) and from disjoint modular sets;
+        else from the interval of A - B where A, B are the exact forms of a and b."""
+        dt = a.dtype
+        elem = dt.element_of()
+        (alo, ahi), (blo, bhi) = self.bound(a), self.bound(b)
+        decided = _decide(op, alo - bhi, ahi - blo)
+        if decided is not None:
+            return decided
+        la, lb = reduced(linear_of(a), elem), reduced(linear_of(b), elem)
+        if op is E.EQ or op is E.NE:
+            d = reduced(la.add(lb, -1), elem)
+            if d.is_const:
+                return (d.c == 0) == (op is E.EQ)
+            if _disjoint(self.modset(a), self.modset(b)):
+                return op is E.NE
+        ea, eb = self.exact_form(la, dt), self.exact_form(lb, dt)
+        if ea is None or eb is None:
+            return None
+        return _decide(op, *self.math_range(ea.add(eb, -1)))
 
     def visit_And(self, e):
         a, b = self.visit(e.a), self.visit(e.b)
@@ -489,20 +590,24 @@ class Simplifier:
         return E.BufferLoad(e.buffer, indices)
 
 
+def _disjoint(x: ModularSet, y: ModularSet) -> bool:
+    """True when no integer is in both sets."""
+    g = math.gcd(x.coeff, y.coeff)
+    return (x.base - y.base) % g != 0 if g else x.base != y.base
+
+
 def _decide(op, lo, hi) -> bool | None:
-    """The truth of `d op 0` for every d in [lo, hi], or None."""
+    """The truth of `d op 0` for every d in [lo, hi] (finite), or None."""
     if op is E.LT:
-        return True if hi is not None and hi < 0 else False if lo is not None and lo >= 0 else None
+        return True if hi < 0 else False if lo >= 0 else None
     if op is E.LE:
-        return True if hi is not None and hi <= 0 else False if lo is not None and lo > 0 else None
+        return True if hi <= 0 else False if lo > 0 else None
     if op is E.GT:
-        return True if lo is not None and lo > 0 else False if hi is not None and hi <= 0 else None
+        return True if lo > 0 else False if hi <= 0 else None
     if op is E.GE:
-        return True if lo is not None and lo >= 0 else False if hi is not None and hi < 0 else None
+        return True if lo >= 0 else False if hi < 0 else None
     if op is E.EQ:
-        if lo == 0 and hi == 0:
-            return True
-        return False if (lo is not None and lo > 0) or (hi is not None and hi < 0) else None
+        return True if lo == hi == 0 else False if lo > 0 or hi < 0 else None
     if op is E.NE:
         r = _decide(E.EQ, lo, hi)
         return None if r is None else not r

@@ -195,7 +195,7 @@ class _Comparer:
 
     def define_buffer(self, a, b, path, where):
         self.fields(a, b, path, where, skip=("name", "data"))
-        if a.data in self.vars or b.data in self.vars_rev:
+        if a.data in self.vars or b.data in self.vars_rev or not _may_be_fresh(a):
             self.value(a.data, b.data, f"{path}.data", where)
         else:  # a data var this declaration introduces
             self.define_var(a.data, b.data, f"{path}.data", where)
@@ -249,6 +249,13 @@ class _Comparer:
         attrs_b = {k: v for k, v in b.attrs.items() if k != "global_symbol"}
         self.value(attrs_a, attrs_b, f"{path}.attrs", where)
         self.value(a.body, b.body, f"{path}.body", where)
+
+
+def _may_be_fresh(buf: Buffer) -> bool:
+    """Can `buf.data` be a var its declaration introduces? Not when it points to another element
+    type or scope: such a buffer is a pointer cast of data defined elsewhere."""
+    ptr = buf.data.dtype
+    return getattr(ptr, "element", None) == buf.dtype and getattr(ptr, "scope", None) == buf.scope
 
 
 def _same_float(a: float, b: float) -> bool:

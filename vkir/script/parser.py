@@ -44,11 +44,11 @@ def _sig_decl_buffer(shape, dtype="float32", data=None, strides=(), elem_offset=
     """T.decl_buffer(shape, dtype, data=, strides=, elem_offset=, scope=)"""
 
 
-def _sig_range(start, stop=None, *, annotations=None):
+def _sig_range(start, stop=None, *, annotations=None, dtype=None):
     """T.serial / T.unroll / T.vectorized"""
 
 
-def _sig_thread_binding(start, stop=None, thread=None, *, annotations=None):
+def _sig_thread_binding(start, stop=None, thread=None, *, annotations=None, dtype=None):
     """T.thread_binding(extent, thread) or (start, stop, thread)"""
 
 
@@ -294,7 +294,8 @@ class Parser(ExprParser):
             if thread not in S.THREAD_TAGS:
                 raise self.error(args["thread"], f"unknown thread tag {thread!r}; expected one of "
                                                  f"{', '.join(S.THREAD_TAGS)}")
-        start, extent, dtype = self._range(args["start"], args["stop"])
+        dtype = None if args["dtype"] is None else self._arg_dtype(args["dtype"])
+        start, extent, dtype = self._range(args["start"], args["stop"], dtype)
         annotations = self._annotations(args["annotations"])
         var = E.Var(node.target.id, dtype, span=self.span(node.target))
         with self.scope.frame():
@@ -303,18 +304,22 @@ class Parser(ExprParser):
         return S.For(var, start, extent, _LOOP_KINDS[kind], body, thread, annotations,
                      span=self.span(node))
 
-    def _range(self, start_node, stop_node):
-        """(min, extent, loop var dtype) of `(extent)` or `(start, stop)`."""
+    def _range(self, start_node, stop_node, dtype=None):
+        """(min, extent, loop var dtype) of `(extent)` or `(start, stop)`. The loop var takes
+        the extent's dtype, or `dtype` when given (then literals take it too)."""
         if stop_node is None:
             ext = self.value(start_node)
             start = 0
         else:
             start, ext = self.value(start_node), self.value(stop_node)
         try:
+            if dtype is not None:
+                start, ext = (B.literal_as(v, dtype, i) if B.is_literal(v) else v
+                              for i, v in enumerate((start, ext)))
             start, ext = B.unify(start, ext)
         except B.BuildError as exc:
             raise self.error(stop_node if exc.arg else start_node, str(exc)) from None
-        dtype = ext.dtype
+        dtype = dtype or ext.dtype
         if stop_node is not None:
             ext = _extent(start, ext)
         return start, ext, dtype

@@ -166,12 +166,19 @@ class Printer(ExprPrinter):
             for f in chain:
                 self.release(f.loop_var)
             return lines
-        if _is_zero(s.min) and s.min.dtype == s.extent.dtype:
+        dtype = s.loop_var.dtype
+        if dtype != s.extent.dtype:  # spelled out: literals then take the loop var's dtype
+            if _is_zero(s.min) and s.min.dtype == dtype:
+                args = [self.expr(s.extent, dtype)]
+            else:
+                args = [self.expr(s.min, dtype), self.expr(_stop(s.min, s.extent), dtype)]
+            args.append(f'dtype="{dtype}"')
+        elif _is_zero(s.min) and s.min.dtype == s.extent.dtype:
             args = [self.expr(s.extent)]
         else:
             args = self.args(s.min, _stop(s.min, s.extent))
         if s.kind == "thread_binding":
-            args.append(f'"{s.thread}"')
+            args.insert(len(args) - (dtype != s.extent.dtype), f'"{s.thread}"')
         if s.annotations:
             args.append(f"annotations={_literal(s.annotations)}")
         var = self.fresh(s.loop_var, s.loop_var.name)

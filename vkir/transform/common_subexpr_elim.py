@@ -14,11 +14,12 @@ Which, and in what order
     Only computations that occur at least twice are bound; with `identify_equiv_terms=True`
     occurrences that are equal up to commutativity, associativity and distributivity count as
     one computation (see cse_keys.py: a ring normal form for integers, only operand order for
-    floats), and the binding takes the first occurrence as written. The pass works greedily,
-    largest computation first (ties: first occurrence in source order), and recounts after each
-    binding, so a larger computation is bound before the smaller ones inside it and their
-    binding then uses the smaller one's variable (the cascade `cse_v2 = x + y;
-    cse_v1 = cse_v2 + z`). A computation used once is left exactly as written.
+    floats) provided they use the same variables (`x - x` and `y - y` are not identified), and
+    the binding takes the first occurrence as written. The pass works greedily: largest
+    computation first (size = node count of the occurrence that gets bound; ties: first
+    occurrence in source order), recounting after each binding, so the binding of a larger
+    computation ends up using the variable of a smaller one inside it (the cascade
+    `cse_v2 = x + y; cse_v1 = cse_v2 + z`). A computation used once is left exactly as written.
 
 Where
     Scopes are the function body, `LetStmt`, `Let` and loop bodies, the branches of an `if`, the
@@ -27,15 +28,18 @@ Where
     that contains a use (a `LetStmt` whose body is the rest of the block); in an expression scope
     it wraps the scope's expression in a `Let`. Hence two uses in one branch stay in that branch,
     one use in each branch (or one in the condition) is bound above the `if`, a loop-variant
-    computation stays inside its loop, and a binding never leaves the scope of a variable it
-    uses (uses are grouped per binding instance of their variables, so even a variable object
-    bound in two sibling scopes is handled).
+    computation stays inside its loop (so does an invariant one used only there: this is not
+    loop-invariant code motion), and a binding never leaves the scope of a variable it uses
+    (uses are grouped per binding instance of their variables, so even a variable object bound
+    in two sibling scopes is handled).
 
 Speculation
     Placing a binding above an `if`, a loop or an `if_then_else` may evaluate it on a path where
     the original program did not. That is harmless for every pure vkir operation except integer
-    division and remainder by a divisor that is not a nonzero constant: `if_then_else(d != 0,
-    x // d, 0)` must not become an unguarded `x // d`. Unlike TVM (which ignores this), such
+    division and remainder by a divisor that is not a nonzero constant (undefined behaviour in
+    SPIR-V): `if_then_else(d != 0, x // d, 0)` must not become an unguarded `x // d`, and a
+    division in a loop that may run zero times must not move before it. Unlike TVM (which
+    ignores this), such
     *may-trap* computations are only commoned among uses inside the same conditional region
     (an `if` branch, a loop body or an `if_then_else` arm, each of which is also a scope), so
     they are never hoisted out of one. (`and`/`or`, like `Select`, evaluate both operands.) An

@@ -32,7 +32,7 @@ from ..ir import (
 # a product with more terms than this stays an atom (avoids exponential expansion)
 MAX_POLY_TERMS = 64
 
-_INT_COMMUTATIVE = (Min, Max, EQ, NE, And, Or)
+_INT_COMMUTATIVE = (Min, Max)
 _FLOAT_COMMUTATIVE = (Add, Mul, EQ, NE)
 _COMMUTATIVE_CALLS = ("bitwise_and", "bitwise_or", "bitwise_xor")
 
@@ -130,7 +130,7 @@ class KeyTable:
         if isinstance(expr, Sub):
             return self._from_poly(dtype, _add(pa, pb, -1))
         if len(pa) * len(pb) > MAX_POLY_TERMS:
-            return self._intern(("equiv", Mul, (), tuple(sorted(child_eids))))
+            return self._intern(("equiv", Mul, (dtype,), tuple(sorted(child_eids))))
         product: dict = {}
         for ma, ca in pa.items():
             for mb, cb in pb.items():

@@ -74,8 +74,9 @@ class Scan:
         computations nested in them (it never creates a new repeated computation), so the next
         candidate is unaffected when none of its uses is nested in, or contains, a use of the
         batch. A candidate whose uses do interact stops the batch; and since such a candidate
-        keeps its size but may move earlier in source order, batch members no larger than any
-        interacting candidate are dropped (they could lose a tie to it).
+        may move earlier in source order (and, with equivalence, another of its uses may become
+        its first), batch members no larger than any use of an interacting candidate are
+        dropped (they could rank below it after the first binding).
         """
         candidates = []
         for group in self.groups.values():
@@ -108,8 +109,8 @@ class Scan:
             for use in group.uses:
                 sites.add(use.site)
                 within.update(use.site[:n] for n in range(len(use.site) + 1))
-        largest_affected = max((g.uses[0].size for g in candidates[stop:] if interacts(g)),
-                               default=0)
+        largest_affected = max((max(u.size for u in g.uses)
+                                for g in candidates[stop:] if interacts(g)), default=0)
         return batch[:1] + [g for g in batch[1:] if g.uses[0].size > largest_affected]
 
     # -- statements -------------------------------------------------------------------------

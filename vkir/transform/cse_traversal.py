@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..ir import BufferLoad, Call, FloatImm, IntImm, Let, PrimExpr, SeqStmt, Stmt, Var
+from ..ir import (
+    BufferLoad, BufferStore, Call, FloatImm, For, IfThenElse, IntImm, Let, LetStmt, PrimExpr,
+    SeqStmt, Stmt, Var,
+)
 from ..ir.functor import _child_fields
 
 # kinds of child positions
@@ -33,18 +36,18 @@ def flatten(stmt: Stmt) -> list:
 
 
 def stmt_parts(stmt: Stmt) -> list:
-    """(field, tuple index or None, kind, child, bound var) of a non-sequence statement."""
-    name = type(stmt).__name__
-    if name == "BufferStore":
+    """(field, tuple index or None, kind, child, bound var) of a non-sequence statement; a
+    store's indices come before its value, as in the source."""
+    if isinstance(stmt, BufferStore):
         parts = [("indices", j, PLAIN, e, None) for j, e in enumerate(stmt.indices)]
         return parts + [("value", None, PLAIN, stmt.value, None)]
-    if name == "LetStmt":
+    if isinstance(stmt, LetStmt):
         return [("value", None, PLAIN, stmt.value, None),
                 ("body", None, BLOCK, stmt.body, stmt.var)]
-    if name == "For":
+    if isinstance(stmt, For):
         return [("min", None, PLAIN, stmt.min, None), ("extent", None, PLAIN, stmt.extent, None),
                 ("body", None, COND_BLOCK, stmt.body, stmt.loop_var)]
-    if name == "IfThenElse":
+    if isinstance(stmt, IfThenElse):
         parts = [("condition", None, PLAIN, stmt.condition, None),
                  ("then_case", None, COND_BLOCK, stmt.then_case, None)]
         if stmt.else_case is not None:

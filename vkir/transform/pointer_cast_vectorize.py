@@ -32,7 +32,7 @@ from ..ir import (
     decl_buffer,
 )
 from .base import Pass
-from .vector_type_rewrite import ContextMixin, divide_exact, is_unit_ramp
+from .vector_type_rewrite import ContextMixin, divide_extent, is_unit_ramp
 
 TARGETS = (None, "vulkan")
 VULKAN_LANES = (2, 4)  # vec3 has a 16-byte array stride under std430; no vectors over 4 lanes
@@ -49,7 +49,7 @@ def _castable(buf: Buffer) -> bool:
 def _cast_extent(extent, lanes: int):
     """The number of whole L-lane vectors in `extent` elements."""
     if modular_set(extent).is_multiple_of(lanes):
-        return divide_exact(extent, lanes)
+        return divide_extent(extent, lanes)
     if isinstance(extent, IntImm):
         return IntImm(extent.dtype, extent.value // lanes)
     return FloorDiv(extent, IntImm(extent.dtype, lanes))
@@ -57,7 +57,7 @@ def _cast_extent(extent, lanes: int):
 
 class _Caster(ContextMixin, Mutator):
     def __init__(self, func: PrimFunc, target: str | None, allowed_lanes):
-        self.var_sets = {}
+        self._init_context(func)
         self.target = target
         self.allowed_lanes = allowed_lanes
         self.params = {func.buffer_map[p].data for p in func.params if p in func.buffer_map}
@@ -107,7 +107,9 @@ class _Caster(ContextMixin, Mutator):
             cast = decl_buffer((_cast_extent(buf.shape[0], lanes),), buf.dtype.with_lanes(lanes),
                                f"{buf.name}_x{lanes}", data=buf.data, scope=buf.scope)
             self.casts[(buf, lanes)] = cast
-        return cast, self.visit(divide_exact(index.base, lanes, self.var_sets))
+        q, k = self.split(index.base, lanes)
+        assert k == 0
+        return cast, self.visit(q)
 
     def visit_BufferLoad(self, node):
         hit = self._cast_index(node.buffer, node.indices[-1]) if len(node.indices) == 1 else None

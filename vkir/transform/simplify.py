@@ -1,10 +1,19 @@
 """Simplify: constant folding and arithmetic simplification of every expression of a function.
 
 Expressions go through `vkir.arith.simplify_expr`, knowing the ranges of loop variables (from
-the loops' min and extent), of let-bound variables (from their values) and that symbolic sizes
-are nonnegative. Statements: `if True` keeps its then-branch, `if False` its else-branch (or
-nothing), loops of extent 0 disappear (thread-binding loops stay: they define the launch grid),
-and no-op `Evaluate`s of constants drop out of sequences. Lets are kept.
+the loops' min and extent), of let-bound variables (from their values), of variables compared in
+an enclosing `if` (`if i < n:` gives i <= max(n) - 1 in the then-branch) and that symbolic sizes
+are nonnegative int32 values. Statements: `if True` keeps its then-branch, `if False` its
+else-branch (or nothing), loops of extent 0 disappear (thread-binding loops stay: they define the
+launch grid), and no-op `Evaluate`s of constants drop out of sequences. Lets are kept.
+
+Integers wrap (see vkir.arith): every fact is about the values the program actually computes. A
+loop runs its variable through min, min + 1, ..., min + extent - 1 (each wrapped to the type, as
+the interpreter does), so its range is [min_lo, min_hi + extent_hi - 1] when that fits the type
+and the whole type otherwise. For the grid loop of `T.thread_binding((n + 63) // 64)` with
+0 <= n < 2**31 the extent is at most 2**25 - 1 (n + 63 may itself wrap to a negative value, whose
+quotient is negative: then no block runs), so bx <= 2**25 - 2 and `bx * 64 + tx` (tx < 64) is at
+most 2**31 - 65: provably free of wrap-around, and divisions and comparisons of it simplify.
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..arith import Simplifier
+from ..arith.bound import type_range
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.base import PrimExpr
@@ -35,26 +45,75 @@ class _StmtSimplifier(Mutator):
             return self.s(node)
         return super().visit(node)
 
+    def with_ranges(self, ranges: dict, fn):
+        """Run fn() with the given var ranges known (restored afterwards)."""
+        saved = {v: self.s.ranges.get(v) for v in ranges}
+        self.s.ranges.update(ranges)
+        try:
+            return fn()
+        finally:
+            for v, old in saved.items():
+                if old is None:
+                    del self.s.ranges[v]
+                else:
+                    self.s.ranges[v] = old
+
     def visit_For(self, op):
         start, extent = self.s(op.min), self.s(op.extent)
-        ext_lo, ext_hi = self.s.bound(extent)
+        ext_hi = self.s.bound(extent)[1]
         if op.kind != "thread_binding" and ext_hi is not None and ext_hi <= 0:
             return NOOP
-        lo = self.s.bound(start)[0]
-        hi = self.s.bound(self.s(E.Sub(E.Add(start, extent), E.IntImm(extent.dtype, 1))))[1]
-        var = op.loop_var
-        saved = self.s.ranges.get(var)
-        self.s.ranges[var] = (lo, hi)
-        try:
-            body = self.visit(op.body)
-        finally:
-            if saved is None:
-                del self.s.ranges[var]
-            else:
-                self.s.ranges[var] = saved
+        body = self.with_ranges({op.loop_var: self.loop_range(op.loop_var, start, extent)},
+                                lambda: self.visit(op.body))
         if start is op.min and extent is op.extent and body is op.body:
             return op
         return replace(op, min=start, extent=extent, body=body)
+
+    def loop_range(self, var, start, extent):
+        """The values the loop variable takes (see the module docstring)."""
+        full = type_range(var.dtype)
+        (start_lo, start_hi), ext_hi = self.s.bound(start), self.s.bound(extent)[1]
+        if full is None or start_lo is None or ext_hi is None:
+            return (None, None)
+        hi = start_hi + max(ext_hi, 1) - 1  # an empty loop runs nothing: any range is true
+        return (start_lo, hi) if hi <= full[1] else full
+
+    def condition_ranges(self, cond, holds: bool) -> dict:
+        """Ranges of scalar integer vars implied by `cond` being `holds`: from comparisons of a
+        var with an expression, and from the operands of `and` (or of `or` when it fails)."""
+        if isinstance(cond, E.Not):
+            return self.condition_ranges(cond.a, not holds)
+        if isinstance(cond, E.And if holds else E.Or):
+            out = self.condition_ranges(cond.a, holds)
+            out.update(self.with_ranges(out, lambda: self.condition_ranges(cond.b, holds)))
+            return out
+        flip = {E.LT: E.GT, E.LE: E.GE, E.GT: E.LT, E.GE: E.LE, E.EQ: E.EQ, E.NE: E.NE}
+        negate = {E.LT: E.GE, E.LE: E.GT, E.GT: E.LE, E.GE: E.LT, E.EQ: E.NE, E.NE: E.EQ}
+        op = type(cond)
+        if op not in flip or cond.dtype.lanes != 1:
+            return {}
+        if not holds:
+            op = negate[op]
+        out = {}
+        for var, other, rel in ((cond.a, cond.b, op), (cond.b, cond.a, flip[op])):
+            if not isinstance(var, E.Var) or type_range(var.dtype) is None \
+                    or var.dtype.is_bool or var.dtype.lanes != 1:
+                continue
+            lo, hi = self.s.bound(var)
+            olo, ohi = self.s.bound(other)
+            if rel is E.LT:
+                hi = min(hi, ohi - 1)
+            elif rel is E.LE:
+                hi = min(hi, ohi)
+            elif rel is E.GT:
+                lo = max(lo, olo + 1)
+            elif rel is E.GE:
+                lo = max(lo, olo)
+            elif rel is E.EQ:
+                lo, hi = max(lo, olo), min(hi, ohi)
+            if lo <= hi:  # else the branch never runs
+                out[var] = (lo, hi)
+        return out
 
     def visit_IfThenElse(self, op):
         cond = self.s(op.condition)
@@ -62,8 +121,12 @@ class _StmtSimplifier(Mutator):
             if cond.value:
                 return self.visit(op.then_case)
             return self.visit(op.else_case) if op.else_case is not None else NOOP
-        then_case = self.visit(op.then_case)
-        else_case = self.visit(op.else_case) if op.else_case is not None else None
+        then_case = self.with_ranges(self.condition_ranges(cond, True),
+                                     lambda: self.visit(op.then_case))
+        else_case = None
+        if op.else_case is not None:
+            else_case = self.with_ranges(self.condition_ranges(cond, False),
+                                         lambda: self.visit(op.else_case))
         if else_case is not None and _is_noop(else_case):
             else_case = None
         if _is_noop(then_case) and else_case is None:
@@ -92,6 +155,7 @@ class Simplify(Pass):
     """Constant folding and arithmetic simplification (see the module docstring)."""
 
     def transform(self, func):
+        # a symbolic size is a nonnegative value of its type (int32: [0, 2**31 - 1])
         ranges = {v: (0, None) for buf in func.buffer_map.values() for s in buf.shape
                   for v in [s] if isinstance(v, E.Var)}
         body = _StmtSimplifier(Simplifier(ranges)).visit(func.body)

@@ -12,6 +12,9 @@ needed:
   `Shuffle([A_v[i // L]], [k])`; likewise a read `A[Ramp(b, s, n)]` with a constant stride whose
   lanes provably fall inside one vector element (e.g. the reversed `Ramp(4*q + 3, -1, 4)`)
   becomes `Shuffle([A_v[b // L]], [k, k+s, ...])`;
+- the quotients `b // L` go through the arith simplifier, which knows the ranges of loop, let
+  and size variables: `(bx*256 + tx*4) // 4` becomes `bx*64 + tx` where that is exact under
+  int32 wrap-around (a constant grid), and stays a floor division (exact anyway) where it is not;
 - the shape's last dimension is divided by L, the data var gets `PointerType(dtype xL, scope)`;
   for a parameter the new data var replaces the old one in `params` and `buffer_map`, so the
   kernel's binding becomes an array of vectors over the same bytes.
@@ -44,10 +47,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
+from ..arith import simplify_expr
+from ..arith.bound import type_range, value_range
 from ..arith.modular_set import ModularSet, modular_set
 from ..ir import (
     Add, Buffer, BufferLoad, BufferStore, FloorDiv, IntImm, Mul, Mutator, PointerType, PrimFunc,
-    Ramp, Shuffle, Sub, Var, Visitor,
+    Ramp, Shuffle, Var, Visitor,
 )
 from ..ir.base import FrozenDict, PrimExpr
 from .base import Pass
@@ -70,65 +75,67 @@ def is_unit_ramp(index) -> bool:
     return const_stride(index) == 1
 
 
-def split_index(index: PrimExpr, lanes: int, var_sets: Mapping[Var, ModularSet]):
+def split_index(index: PrimExpr, lanes: int, var_sets: Mapping[Var, ModularSet] = {},
+                var_ranges: Mapping = {}):
     """Write a scalar integer `index` as `q * lanes + k` with a constant lane `0 <= k < lanes`.
 
-    Returns `(q, k)`, or None when the residue of `index` mod `lanes` is not provable. `q` is built
-    structurally where the terms allow it (`(i*8 + 5) // 4` gives `i*2 + 1`, lane 1), else it is
-    `index // lanes` (floor division, exact up to the known residue).
+    Returns `(q, k)`, or None when the residue of `index` mod `lanes` is not provable (the
+    modular-set analysis accounts for int32 wrap-around). `q` is `index // lanes` as the arith
+    simplifier rewrites it with the known ranges and sets: division-free where that is exact
+    under wrap-around (`(i*8 + 5) // 4` is `i*2 + 1` for a loop var i in [0, 100)), else the
+    floor division itself, which is always exact.
     """
     k = modular_set(index, var_sets).residue(lanes)
     if k is None:
         return None
-    q = _quotient(index, lanes, k, var_sets)
-    if q is None:
-        q = FloorDiv(index, IntImm(index.dtype, lanes))
+    q = simplify_expr(FloorDiv(index, IntImm(index.dtype, lanes)), var_ranges, var_sets)
     return q, k
 
 
-def _quotient(e: PrimExpr, lanes: int, k: int, var_sets) -> PrimExpr | None:
-    """`(e - k) / lanes` built from e's own terms, for `e ≡ k (mod lanes)`; None if not simple."""
+def divide_extent(extent: PrimExpr, lanes: int) -> PrimExpr:
+    """`extent / lanes` for a buffer extent proved to be a multiple of `lanes`.
+
+    An extent counts elements: `n * 4` elements of a (n, 4) buffer are n vectors of 4. Unlike an
+    index it never wraps (a buffer of more elements than int32 can count cannot be addressed at
+    all), so the quotient is taken term by term: `n * 4` gives `n`, `m * n * 8` gives `m * n * 2`.
+    """
+    assert modular_set(extent).is_multiple_of(lanes), f"{extent} is not a multiple of {lanes}"
+    q = _quotient(extent, lanes)
+    return q if q is not None else FloorDiv(extent, IntImm(extent.dtype, lanes))
+
+
+def _quotient(e: PrimExpr, lanes: int) -> PrimExpr | None:
+    """`e / lanes` from e's own terms, for an element count `e` that is a multiple of `lanes`;
+    None when the terms do not show it."""
     if isinstance(e, IntImm):
-        return IntImm(e.dtype, (e.value - k) // lanes)
-    if isinstance(e, (Add, Sub)):
-        ra = modular_set(e.a, var_sets).residue(lanes)
-        rb = modular_set(e.b, var_sets).residue(lanes)
-        if ra is None or rb is None:
-            return None
-        if isinstance(e, Sub):
-            if rb != 0:
-                return None  # a - b with b ≢ 0 would borrow; leave it to floor division
-            qa, qb = _quotient(e.a, lanes, ra, var_sets), _quotient(e.b, lanes, 0, var_sets)
-            return None if qa is None or qb is None else _sub(qa, qb)
-        qa, qb = _quotient(e.a, lanes, ra, var_sets), _quotient(e.b, lanes, rb, var_sets)
-        if qa is None or qb is None:
-            return None
-        carry = (ra + rb) // lanes  # ra + rb = carry*lanes + k
-        return _add(_add(qa, qb), IntImm(e.dtype, carry))
-    if isinstance(e, Mul) and k == 0:
+        return IntImm(e.dtype, e.value // lanes) if e.value % lanes == 0 else None
+    if isinstance(e, Mul):
         for x, c in ((e.a, e.b), (e.b, e.a)):
             if isinstance(c, IntImm) and c.value % lanes == 0:
                 return _mul(x, IntImm(c.dtype, c.value // lanes))
         for x, y in ((e.a, e.b), (e.b, e.a)):
-            if modular_set(x, var_sets).is_multiple_of(lanes):
-                qx = _quotient(x, lanes, 0, var_sets)
-                if qx is not None:
-                    return _mul(qx, y)
+            qx = _quotient(x, lanes)
+            if qx is not None:
+                return _mul(qx, y)
         return None
-    return None  # e.g. a let-bound var: the caller falls back to floor division
+    if isinstance(e, Add):
+        qa, qb = _quotient(e.a, lanes), _quotient(e.b, lanes)
+        return None if qa is None or qb is None else Add(qa, qb)
+    return None
 
 
-def lanes_in_element(index: PrimExpr, lanes: int, var_sets: Mapping[Var, ModularSet]):
+def lanes_in_element(index: PrimExpr, lanes: int, var_sets: Mapping[Var, ModularSet] = {},
+                     var_ranges: Mapping = {}):
     """For a scalar index, or a constant-stride ramp, whose lanes all lie in one aligned element
     of `lanes` lanes: `(q, picks)` with the element index q and the lanes picked from it; else
     None."""
     if index.dtype.lanes == 1:
-        parts = split_index(index, lanes, var_sets)
+        parts = split_index(index, lanes, var_sets, var_ranges)
         return None if parts is None else (parts[0], (parts[1],))
     stride = const_stride(index)
     if stride is None:
         return None
-    parts = split_index(index.base, lanes, var_sets)
+    parts = split_index(index.base, lanes, var_sets, var_ranges)
     if parts is None:
         return None
     q, k = parts
@@ -136,13 +143,6 @@ def lanes_in_element(index: PrimExpr, lanes: int, var_sets: Mapping[Var, Modular
     if not all(0 <= p < lanes for p in picks):
         return None
     return q, picks
-
-
-def divide_exact(e: PrimExpr, lanes: int, var_sets: Mapping[Var, ModularSet] = {}) -> PrimExpr:
-    """`e / lanes` for an `e` proved to be a multiple of `lanes` (asserted)."""
-    parts = split_index(e, lanes, var_sets)
-    assert parts is not None and parts[1] == 0, f"{e} is not a provable multiple of {lanes}"
-    return parts[0]
 
 
 def _show(e) -> str:
@@ -156,24 +156,6 @@ def _is_const(e, value) -> bool:
     return isinstance(e, IntImm) and e.value == value
 
 
-def _add(a, b):
-    if _is_const(b, 0):
-        return a
-    if _is_const(a, 0):
-        return b
-    if isinstance(a, IntImm) and isinstance(b, IntImm):
-        return IntImm(a.dtype, a.value + b.value)
-    return Add(a, b)
-
-
-def _sub(a, b):
-    if _is_const(b, 0):
-        return a
-    if isinstance(a, IntImm) and isinstance(b, IntImm):
-        return IntImm(a.dtype, a.value - b.value)
-    return Sub(a, b)
-
-
 def _mul(a, b):
     if _is_const(b, 1):
         return a
@@ -185,15 +167,42 @@ def _mul(a, b):
 
 
 class ContextMixin:
-    """Tracks the modular sets of let-bound variables while a Visitor/Mutator descends, so that
-    `b` in `x = i * 4; A[Ramp(x, 1, 4)]` is known to be a multiple of 4."""
+    """Tracks what is known of integer variables while a Visitor/Mutator descends: the modular
+    sets of let-bound variables (so that `b` in `x = i * 4; A[Ramp(x, 1, 4)]` is a known multiple
+    of 4) and, for the quotients, the ranges of loop and let variables and of the symbolic sizes
+    (nonnegative), as the Simplify pass knows them."""
 
     var_sets: dict
+    var_ranges: dict
+
+    def _init_context(self, func: PrimFunc):
+        self.var_sets, self.var_ranges = {}, {}
+        for v in func.size_vars:
+            full = type_range(v.dtype)
+            if full is not None:
+                self.var_ranges[v] = (0, full[1])
 
     def _bind(self, var: Var, value: PrimExpr):
         if isinstance(var.dtype, PointerType) or not var.dtype.is_integer or value.dtype.lanes != 1:
             return
         self.var_sets[var] = modular_set(value, self.var_sets)
+        self.var_ranges[var] = value_range(value, self.var_ranges)
+
+    def visit_For(self, node):
+        """The loop variable runs through min .. min + extent - 1 (the whole type if that could
+        wrap)."""
+        var = node.loop_var
+        full = type_range(var.dtype)
+        (lo, hi), ext_hi = value_range(node.min, self.var_ranges), \
+            value_range(node.extent, self.var_ranges)[1]
+        if full is not None and lo is not None and ext_hi is not None:
+            top = hi + max(ext_hi, 1) - 1
+            self.var_ranges[var] = (lo, top) if top <= full[1] else full
+        return self.generic_visit(node)
+
+    def split(self, index: PrimExpr, lanes: int):
+        """split_index in the current context."""
+        return split_index(index, lanes, self.var_sets, self.var_ranges)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -219,7 +228,7 @@ class _Collector(ContextMixin, Visitor):
     """Records each buffer's accesses, refusing a storage at the first access it cannot take."""
 
     def __init__(self, func: PrimFunc):
-        self.var_sets = {}
+        self._init_context(func)
         self.storages: dict[Var, Storage] = {}
         for p in func.params:
             buf = func.buffer_map.get(p)
@@ -286,7 +295,7 @@ class _Collector(ContextMixin, Visitor):
             if is_store or not (index.dtype.lanes == 1 or isinstance(index, Ramp)):
                 return st.refuse(f"{buf.name} has a vector access that is not a stride-1 ramp")
             # a read of some lanes of one element: checked once the width is known
-            self.pending_reads.append((st, buf, index, dict(self.var_sets)))
+            self.pending_reads.append((st, buf, index, dict(self.var_sets)))  # sets suffice
             return
         st.widths.add(index.lanes)
         if len(st.widths) > 1:
@@ -349,8 +358,8 @@ def _check_storage(st: Storage, allowed_lanes):
 
 
 class _Rewriter(ContextMixin, Mutator):
-    def __init__(self, lanes_of: dict[Var, int], buffers: dict[Buffer, Buffer]):
-        self.var_sets = {}
+    def __init__(self, func: PrimFunc, lanes_of: dict[Var, int], buffers: dict[Buffer, Buffer]):
+        self._init_context(func)
         self.lanes_of = lanes_of
         self.buffers = buffers
 
@@ -377,8 +386,10 @@ class _Rewriter(ContextMixin, Mutator):
         lanes = self.lanes_of[buf.data]
         if is_unit_ramp(index):
             assert index.lanes == lanes
-            return self.visit(divide_exact(index.base, lanes, self.var_sets)), None
-        parts = lanes_in_element(index, lanes, self.var_sets)
+            q, k = self.split(index.base, lanes)
+            assert k == 0, "the analysis refuses unaligned ramps"
+            return self.visit(q), None
+        parts = lanes_in_element(index, lanes, self.var_sets, self.var_ranges)
         assert parts is not None, "the analysis refuses reads outside one element"
         return self.visit(parts[0]), parts[1]
 
@@ -398,7 +409,7 @@ class _Rewriter(ContextMixin, Mutator):
 
 
 def _vector_buffer(buf: Buffer, data: Var, lanes: int) -> Buffer:
-    shape = (*buf.shape[:-1], divide_exact(buf.shape[-1], lanes))
+    shape = (*buf.shape[:-1], divide_extent(buf.shape[-1], lanes))
     return Buffer(buf.name, data, buf.dtype.with_lanes(lanes), shape, (), buf.elem_offset,
                   buf.scope, span=buf.span)
 
@@ -425,7 +436,7 @@ class VectorTypeRewrite(Pass):
                 buffers[buf] = _vector_buffer(buf, new_data[data], lanes)
         if not lanes_of:
             return func
-        body = _Rewriter(lanes_of, buffers).visit(func.body)
+        body = _Rewriter(func, lanes_of, buffers).visit(func.body)
         params = tuple(new_data.get(p, p) for p in func.params)
         buffer_map = FrozenDict({new_data.get(p, p): buffers.get(b, b)
                                  for p, b in func.buffer_map.items()})
