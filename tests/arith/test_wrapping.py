@@ -44,6 +44,10 @@ def _node(children):
         op, a, d = t
         return op(a, const(d))
 
+    def index(t):  # the shape of index arithmetic: (a * d + b) // d, % d
+        op, a, b, d = t
+        return op(a * const(d) + b, const(d))
+
     def select(t):
         cmp, a, b, c, d = t
         return Select(cmp(a, b), c, d)
@@ -62,6 +66,8 @@ def _node(children):
         st.tuples(st.sampled_from(["+", "-", "*", "min", "max"]), children, children).map(binary),
         st.tuples(st.sampled_from([FloorDiv, FloorMod, Div, Mod]), children,
                   st.sampled_from(DIVISORS)).map(division),
+        st.tuples(st.sampled_from([FloorDiv, FloorMod, Div, Mod]), children, children,
+                  st.sampled_from([2, 3, 4, 64, 1024])).map(index),
         st.tuples(st.sampled_from(COMPARE), children, children, children, children).map(select),
         st.tuples(st.sampled_from(["shl", "shr", "and", "int8", "int16", "uint8"]), children,
                   st.sampled_from([0, 1, 2, 3, 7, 31, 255, 1023])).map(other),
@@ -78,12 +84,14 @@ def ranges_and_envs(draw):
     range endpoints favoured."""
     ranges = {}
     for v in VARS:
-        if draw(st.booleans()):
+        kind = draw(st.sampled_from(["unknown", "loop", "narrow", "any"]))
+        if kind == "loop":  # the ranges loops, thread extents and sizes give
+            ranges[v] = (0, draw(st.sampled_from([0, 3, 63, 1023, 2**20, 2**25 - 2, INT_MAX])))
+        elif kind != "unknown":
             a, b = draw(values), draw(values)
-            if draw(st.booleans()):  # a narrow range, the kind loops give
+            if kind == "narrow":
                 b = a + draw(st.integers(0, 2000))
-            lo, hi = min(a, b), min(max(a, b), INT_MAX)
-            ranges[v] = (lo, hi)
+            ranges[v] = (min(a, b), min(max(a, b), INT_MAX))
     envs = []
     for _ in range(3):
         env = {}

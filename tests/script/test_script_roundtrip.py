@@ -464,3 +464,21 @@ def g(A: T.Buffer((8,), "int32")):
 ''')
     assert g.body.loop_var.dtype == ir.DataType.parse("int64")
     assert g.body.min == ir.IntImm("int64", 2) and g.body.extent == ir.IntImm("int64", 4)
+
+
+def test_implicit_pointer_casts_print_faithfully():
+    """Ill-typed buffers whose data pointer has another element type or scope (the checker
+    rejects them) still print as what they are, via data_dtype= / data_scope=."""
+    from vkir.ir.dtype import PointerType
+
+    A = ir.Buffer("A", ir.Var("A", PointerType(ir.DataType.parse("float32"))), "float32x4", (4,))
+    L = ir.Buffer("L", ir.Var("L", PointerType(ir.DataType.parse("int32"), "shared")), "int32",
+                  (4,), scope="local")
+    D = ir.Buffer("D", ir.Var("D", PointerType(ir.DataType.parse("int8"))), "bool", (4,))
+    body = ir.AllocBuffer(L, ir.DeclBuffer(D, S.seq(L.store(1, 0), D.store(True, 0),
+                                                    A.store(A[1], 0))))
+    f = _func(body, A.data, buffer_map={A.data: A})
+    text = f.script()
+    assert 'data_dtype="float32"' in text and 'data_scope="shared"' in text
+    assert 'data_dtype="int8"' in text
+    roundtrip(f)

@@ -4,7 +4,6 @@ leaves the buffer scalar. Each output passes the explicit-cast checker and compu
 input computes (interpreter, random inputs)."""
 
 import numpy as np
-import pytest
 from hypothesis import given, settings, strategies as st
 
 import vkir

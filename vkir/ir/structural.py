@@ -100,6 +100,10 @@ class _Comparer:
         self.vars_rev: dict = {}
         self.bufs: dict = {}
         self.bufs_rev: dict = {}
+        # inside a PrimFunc every free var is a parameter or size var (mapped up front), so a
+        # DeclBuffer over an unmapped data var introduces it; in a bare statement that var may
+        # instead be free, and only a pointer of the buffer's own type is taken as introduced
+        self.in_func = False
 
     def fail(self, path, where, reason):
         raise _Mismatch(path, where[0], where[1], reason)
@@ -193,9 +197,12 @@ class _Comparer:
             return self.define_buffer(a, b, path, where)
         self.fail(path, where, f"different free buffers '{a.name}' and '{b.name}'")
 
-    def define_buffer(self, a, b, path, where):
+    def define_buffer(self, a, b, path, where, allocates=False):
         self.fields(a, b, path, where, skip=("name", "data"))
-        if a.data in self.vars or b.data in self.vars_rev or not _may_be_fresh(a):
+        if allocates:
+            self.define_var(a.data, b.data, f"{path}.data", where)
+        elif a.data in self.vars or b.data in self.vars_rev or \
+                (not self.in_func and not _may_be_fresh(a)):
             self.value(a.data, b.data, f"{path}.data", where)
         else:  # a data var this declaration introduces
             self.define_var(a.data, b.data, f"{path}.data", where)
@@ -224,12 +231,15 @@ class _Comparer:
         self.value(a.body, b.body, f"{path}.body", where)
 
     def _AllocBuffer(self, a, b, path, where):
+        self.define_buffer(a.buffer, b.buffer, f"{path}.buffer", where, allocates=True)
+        self.value(a.body, b.body, f"{path}.body", where)
+
+    def _DeclBuffer(self, a, b, path, where):
         self.define_buffer(a.buffer, b.buffer, f"{path}.buffer", where)
         self.value(a.body, b.body, f"{path}.body", where)
 
-    _DeclBuffer = _AllocBuffer
-
     def _PrimFunc(self, a, b, path, where):
+        self.in_func = True
         if len(a.params) != len(b.params):
             self.fail(f"{path}.params", where, f"{len(a.params)} parameters != {len(b.params)}")
         for i, (x, y) in enumerate(zip(a.params, b.params)):
@@ -252,8 +262,8 @@ class _Comparer:
 
 
 def _may_be_fresh(buf: Buffer) -> bool:
-    """Can `buf.data` be a var its declaration introduces? Not when it points to another element
-    type or scope: such a buffer is a pointer cast of data defined elsewhere."""
+    """Can `buf.data` be a var its DeclBuffer introduces? In a bare statement, not when it points
+    to another element type or scope: take such a buffer as a cast of data defined elsewhere."""
     ptr = buf.data.dtype
     return getattr(ptr, "element", None) == buf.dtype and getattr(ptr, "scope", None) == buf.scope
 

@@ -32,15 +32,18 @@ _LOOP_KINDS = {"serial": "serial", "unroll": "unrolled", "vectorized": "vectoriz
 
 
 # signatures of the statement-level T functions (bound against the call's AST arguments)
-def _sig_buffer(shape, dtype="float32", strides=(), elem_offset=0, scope="global"):
+def _sig_buffer(shape, dtype="float32", strides=(), elem_offset=0, scope="global", *,
+                data_dtype=None, data_scope=None):
     """T.Buffer(shape, dtype, strides=, elem_offset=, scope=)"""
 
 
-def _sig_alloc_buffer(shape, dtype="float32", scope="global", strides=(), elem_offset=0):
+def _sig_alloc_buffer(shape, dtype="float32", scope="global", strides=(), elem_offset=0, *,
+                      data_dtype=None, data_scope=None):
     """T.alloc_buffer(shape, dtype, scope=, strides=, elem_offset=)"""
 
 
-def _sig_decl_buffer(shape, dtype="float32", data=None, strides=(), elem_offset=0, scope=None):
+def _sig_decl_buffer(shape, dtype="float32", data=None, strides=(), elem_offset=0, scope=None, *,
+                     data_dtype=None, data_scope=None):
     """T.decl_buffer(shape, dtype, data=, strides=, elem_offset=, scope=)"""
 
 
@@ -121,7 +124,7 @@ class Parser(ExprParser):
     def _param_buffer(self, a: ast.arg) -> Buffer:
         args = self.bind_call(a.annotation, _sig_buffer)
         dtype, scope, shape, strides, offset = self._buffer_fields(args)
-        data = E.Var(a.arg, PointerType(dtype, scope), span=self.span(a))
+        data = E.Var(a.arg, self._pointer(args, dtype, scope), span=self.span(a))
         return Buffer(a.arg, data, dtype, shape, strides, offset, scope, span=self.span(a))
 
     def _buffer_fields(self, args, default_scope="global"):
@@ -143,6 +146,19 @@ class Parser(ExprParser):
         finally:
             self.in_shape = False
         return dtype, scope, shape, strides, offset
+
+    def _pointer(self, args, dtype: DataType, scope: str) -> PointerType:
+        """The type of a fresh data var: PointerType(dtype, scope) unless data_dtype=/data_scope=
+        say otherwise (an implicit pointer cast, which the type checker rejects; printable so
+        that such IR can be shown faithfully)."""
+        if args["data_dtype"] is not None:
+            dtype = self._arg_dtype(args["data_dtype"])
+        if args["data_scope"] is not None:
+            node, scope = args["data_scope"], self.value(args["data_scope"])
+            if scope not in SCOPES:
+                raise self.error(node, f"storage scope must be one of {', '.join(SCOPES)}; "
+                                       f"got {scope!r}")
+        return PointerType(dtype, scope)
 
     def _arg_dtype(self, node) -> DataType:
         return DataType.parse(node) if isinstance(node, str) else self.dtype(node)
@@ -319,10 +335,9 @@ class Parser(ExprParser):
             start, ext = B.unify(start, ext)
         except B.BuildError as exc:
             raise self.error(stop_node if exc.arg else start_node, str(exc)) from None
-        dtype = dtype or ext.dtype
         if stop_node is not None:
             ext = _extent(start, ext)
-        return start, ext, dtype
+        return start, ext, dtype or ext.dtype
 
     def _grid(self, node):
         call = node.iter
@@ -429,7 +444,7 @@ class Parser(ExprParser):
         if name == "alloc_buffer":
             args = self.bind_call(value, _sig_alloc_buffer)
             dtype, scope, shape, strides, offset = self._buffer_fields(args)
-            data = E.Var(target.id, PointerType(dtype, scope), span=span)
+            data = E.Var(target.id, self._pointer(args, dtype, scope), span=span)
             bound = Buffer(target.id, data, dtype, shape, strides, offset, scope, span=span)
             make = lambda body: S.AllocBuffer(bound, body, span=span)  # noqa: E731
         elif name == "decl_buffer":
@@ -439,10 +454,14 @@ class Parser(ExprParser):
                 data = self.value(args["data"])
                 if not isinstance(data, E.Var) or not isinstance(data.dtype, PointerType):
                     raise self.error(args["data"], "data= must be a buffer's data, e.g. A.data")
+                for key in ("data_dtype", "data_scope"):
+                    if args[key] is not None:
+                        raise self.error(args[key], f"{key}= describes a fresh data pointer; "
+                                                    f"it cannot be combined with data=")
             default_scope = data.dtype.scope if data is not None else "global"
             dtype, scope, shape, strides, offset = self._buffer_fields(args, default_scope)
             if data is None:
-                data = E.Var(target.id, PointerType(dtype, scope), span=span)
+                data = E.Var(target.id, self._pointer(args, dtype, scope), span=span)
             bound = Buffer(target.id, data, dtype, shape, strides, offset, scope, span=span)
             make = lambda body: S.DeclBuffer(bound, body, span=span)  # noqa: E731
         elif name == "let" and not implicit_let:

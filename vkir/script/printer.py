@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..ir import stmt as S
 from ..ir.base import FrozenDict, PrimExpr, Stmt
 from ..ir.buffer import Buffer
+from ..ir.dtype import PointerType
 from ..ir.expr import Add, IntImm, Sub, Var
 from ..ir.function import PrimFunc
 from ..ir.structural import recursion_headroom, structural_equal
@@ -77,7 +78,7 @@ class Printer(ExprPrinter):
         items = [self.expr(s) for s in shape]
         return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
-    def buffer_extras(self, buf: Buffer, default_scope="global") -> str:
+    def buffer_extras(self, buf: Buffer, default_scope="global", fresh_data=True) -> str:
         out = ""
         if buf.strides:
             out += f", strides={self.shape(buf.strides)}"
@@ -86,6 +87,12 @@ class Printer(ExprPrinter):
             out += f", elem_offset={self.expr(buf.elem_offset)}"
         if buf.scope != default_scope:
             out += f', scope="{buf.scope}"'
+        ptr = buf.data.dtype
+        if fresh_data and isinstance(ptr, PointerType):
+            if ptr.element != buf.dtype:
+                out += f', data_dtype="{ptr.element}"'
+            if ptr.scope != buf.scope:
+                out += f', data_scope="{ptr.scope}"'
         return out
 
     def buffer_decl_text(self, buf: Buffer) -> str:
@@ -145,7 +152,7 @@ class Printer(ExprPrinter):
             data = f", data={self.expr(buf.data)}" if known else ""
             default_scope = buf.data.dtype.scope if known else "global"
             call = f"T.decl_buffer({self.shape(buf.shape)}, \"{buf.dtype}\"{data}" \
-                   f"{self.buffer_extras(buf, default_scope)})"
+                   f"{self.buffer_extras(buf, default_scope, fresh_data=not known)})"
         name = self.fresh(buf, buf.name)
         self.data_owner.setdefault(buf.data, buf)
         return f"{name} = {call}", f"with {call} as {name}:"
