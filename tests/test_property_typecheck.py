@@ -222,3 +222,44 @@ def k(A: T.Buffer(("n", 4), "float32"), B: T.Buffer(("n", 4), "int32"), C: T.Buf
     names = {name for f in funcs for node in ir.walk(f.body)
              for name, (applies, _) in MUTATIONS.items() if applies(node)}
     assert names == set(MUTATIONS)
+
+
+# ---------------------------------------------------------------------------------------------
+# the checker plugin (tests/checker_plugin.py) itself
+
+
+@dataclasses.dataclass(frozen=True)
+class _CastStores(vkir.transform.Pass):
+    """A broken pass: every stored value becomes float16 (an implicit conversion)."""
+
+    def transform(self, func):
+        class Cast16(Mutator):
+            def visit_BufferStore(self, node):
+                return dataclasses.replace(node, value=ir.Cast(
+                    DataType.parse("float16").with_lanes(node.value.dtype.lanes), node.value))
+
+        return func.with_body(Cast16().visit(func.body))
+
+
+_STORE = '''@T.prim_func
+def store(A: T.Buffer((4,), "float32")):
+    for i in T.serial(4):
+        A[i] = T.float32(1)
+'''
+
+
+def test_checker_plugin_fails_a_pass_that_breaks_typing():
+    func = vkir.from_script(_STORE)
+    with pytest.raises(TypeCheckError, match=r"pass _CastStores\(\) turned well-typed function "
+                                             r"'store' into an ill-typed one: rule 1"):
+        _CastStores()(func)
+
+
+def test_checker_plugin_blames_ill_typed_input_not_the_pass():
+    """Garbage in, garbage out: a pass given ill-typed IR is not blamed for its ill-typed result."""
+    bad = _CastStores().transform(vkir.from_script(_STORE))
+    with pytest.raises(TypeCheckError):
+        verify_types(bad)
+    out = _CastStores()(bad)  # no error from the plugin
+    with pytest.raises(TypeCheckError):
+        verify_types(out)

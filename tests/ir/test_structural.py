@@ -197,6 +197,7 @@ def f(A: T.Buffer((4,), "float32")):
     assert "body.body.value.b.value" in msg
     assert "2.0 != 3.0" in msg
     assert "--- lhs ---\n2.0" in msg and "--- rhs ---\n3.0" in msg
+    assert "-        A[i] = A[i] * 2.0\n+        A[i] = A[i] * 3.0" in msg  # whole-script diff
 
 
 def test_assert_message_shows_statement_scripts():

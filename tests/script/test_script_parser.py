@@ -401,3 +401,16 @@ def test_t_builders_work_programmatically():
     assert str(T.float32) == "float32"
     with pytest.raises(vkir.ScriptError):
         T.serial(4)
+
+
+def test_pointer_and_handle_params_in_decorated_functions():
+    @T.prim_func
+    def f(p: T.Ptr("float32", scope="shared"), h: T.handle, n: "int32"):
+        V = T.decl_buffer((4,), "float32x4", data=p)
+        V[0] = V[1]
+
+    p, h, n = f.params
+    assert p.dtype == PointerType(DataType.parse("float32"), "shared")
+    assert h.dtype == DataType.parse("handle") and n.dtype == DataType.parse("int32")
+    assert f.body.buffer.data is p and f.body.buffer.scope == "shared"
+    assert not f.buffer_map

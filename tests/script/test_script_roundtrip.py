@@ -482,3 +482,33 @@ def test_implicit_pointer_casts_print_faithfully():
     assert 'data_dtype="float32"' in text and 'data_scope="shared"' in text
     assert 'data_dtype="int8"' in text
     roundtrip(f)
+
+
+def test_pointer_and_handle_params_without_buffers():
+    from vkir.ir.dtype import PointerType
+
+    p = ir.Var("p", PointerType(ir.DataType.parse("float32"), "global"))
+    h = ir.Var("h", "handle")
+    V = ir.decl_buffer((4,), "float32x4", "V", data=p)
+    f = _func(ir.DeclBuffer(V, V.store(V[1], 0)), p, h)
+    text = f.script()
+    assert 'p: T.Ptr("float32", scope="global"), h: T.handle' in text
+    assert "data=p" in text
+    roundtrip(f)
+
+
+def test_int64_size_vars():
+    f = vkir.from_script('''
+def f(A: T.Buffer((T.int64("n"), 4), "float32"), B: T.Buffer((T.int64("n") * 4,), "float32")):
+    for i in T.serial(n):
+        A[i, 0] = B[i * 4]
+''')
+    (n,) = f.size_vars
+    assert n.dtype == ir.DataType.parse("int64") and f.body.loop_var.dtype == n.dtype
+    assert 'T.Buffer((T.int64("n"), 4), "float32")' in f.script()
+    roundtrip(f)
+    with pytest.raises(vkir.ScriptError, match="used as int32 and int64"):
+        vkir.from_script('''
+def f(A: T.Buffer(("n",), "float32"), B: T.Buffer((T.int64("n"),), "float32")):
+    A[0] = B[0]
+''')

@@ -2,15 +2,20 @@
 
 - `ModularSet(coeff, base)`, `modular_set(expr, var_sets={})`: every value is coeff*k + base.
 - `const_int_bound(expr, var_ranges={}) -> (lo, hi)`: inclusive, None for an unbounded side;
-  `var_ranges` maps Vars to inclusive (lo, hi) ranges as well.
+  `var_ranges` maps Vars to inclusive (lo, hi) ranges as well. `value_range` is the same with
+  finite sides (the type's limits where nothing better is known), `type_range(dtype)` the limits.
 - `simplify_expr(expr, var_ranges={}, var_sets={})`: folding and canonical forms.
 
-Index arithmetic is assumed not to overflow when reasoning about bounds and divisibility.
+vkir integers wrap at their width (the interpreter and the GPU compute modulo 2**bits), and every
+result here is about the values programs actually compute, overflow included: bounds widen to
+the whole type where an operation may wrap, modular sets keep only the factors of a coefficient
+that divide 2**bits after +, -, *, and the simplifier divides or compares an expression as a
+mathematical integer only where bounds prove that none of its terms wraps (see simplify_expr.py).
 """
 
-from .bound import const_int_bound, dtype_bound
+from .bound import const_int_bound, dtype_bound, type_range, value_range
 from .modular_set import ModularSet, modular_set
 from .simplify_expr import Simplifier, simplify_expr
 
 __all__ = ["ModularSet", "modular_set", "const_int_bound", "dtype_bound", "simplify_expr",
-           "Simplifier"]
+           "Simplifier", "type_range", "value_range"]

@@ -172,7 +172,7 @@ class Simplifier:
             lin = lin.add(Linear(lin.lanes, c=t * modulus))
         return lin
 
-    def fits(self, lin: Linear, dt: DataType) -> bool:
+    def computes_exactly(self, lin: Linear, dt: DataType) -> bool:
         """True when the expression of `lin` computes its mathematical value (no shift)."""
         return fits(self.math_range(lin), dt.element_of())
 
@@ -323,7 +323,7 @@ class Simplifier:
             # lanes are c*Q + RB + sc*lane with RB ≡ m (mod c): when every m + sc*lane stays in
             # [0, c), the remainder is Ramp(m, sc) and the quotient Q + (RB - m) // c
             rb = r.base_part()
-            if residues_survive or self.fits(rb, elem):
+            if residues_survive or self.computes_exactly(rb, elem):
                 m = self.modset(rebuild(rb, elem)).residue(c)
                 if m is not None:
                     ends = (m, m + r.sc * (lanes - 1))
@@ -333,7 +333,7 @@ class Simplifier:
                                 return E.Ramp(E.IntImm(elem, m), E.IntImm(elem, r.sc), lanes)
                             return E.Broadcast(E.IntImm(elem, m), lanes)
                         rbm = rb.add(Linear(1, c=-m))
-                        if self.fits(rbm, elem):
+                        if self.computes_exactly(rbm, elem):
                             head = self.visit(E.FloorDiv(rebuild(rbm, elem), E.IntImm(elem, c)))
                             return self.visit(E.Add(rebuild(q, dt), E.Broadcast(head, lanes)))
         if not (r_exact or residues_survive and not want_div):

@@ -11,6 +11,7 @@ For bare expressions/statements free vars must be the same objects unless `map_f
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import sys
 from contextlib import contextmanager
@@ -57,9 +58,11 @@ def assert_structural_equal(a, b, map_free_vars: bool = False) -> None:
             _Comparer(map_free_vars).value(a, b, "", (a, b))
     except _Mismatch as m:
         path = m.path.lstrip(".") or "<root>"
-        raise AssertionError(
-            f"structural mismatch at {path}: {m.reason}\n"
-            f"--- lhs ---\n{_show(m.lhs)}\n--- rhs ---\n{_show(m.rhs)}") from None
+        message = (f"structural mismatch at {path}: {m.reason}\n"
+                   f"--- lhs ---\n{_show(m.lhs)}\n--- rhs ---\n{_show(m.rhs)}")
+        if not (m.lhs is a and m.rhs is b) and isinstance(a, Node) and isinstance(b, Node):
+            message += "\n--- diff of the whole scripts ---\n" + _diff(a, b)
+        raise AssertionError(message) from None
 
 
 def _show(node, max_lines: int = 40) -> str:
@@ -82,6 +85,16 @@ def _unwrap(node):
         if len(items) == 1:
             return items[0]
     return node
+
+
+def _diff(a, b, max_lines: int = 60) -> str:
+    from ..script.printer import script
+
+    lines = list(difflib.unified_diff(script(a).splitlines(), script(b).splitlines(), "lhs",
+                                      "rhs", lineterm=""))
+    if len(lines) > max_lines:
+        lines = lines[:max_lines] + [f"... ({len(lines) - max_lines} more lines)"]
+    return "\n".join(lines) if lines else "(the scripts print identically)"
 
 
 def _flatten(stmt) -> list:

@@ -18,9 +18,13 @@ the enclosing scope (globals, closures, or `from_script(text, env=...)`) may be 
 
 Surface (see DESIGN.md section 3):
 - parameters `T.Buffer(shape, dtype, strides=(), elem_offset=0, scope="global")` (string shape
-  entries are symbolic int32 sizes shared by name) and scalars `T.int32`, `T.float16`, ...;
+  entries are symbolic int32 sizes shared by name, `T.int64("n")` an int64 one) and scalars
+  `T.int32`, `T.float16`, ...; rarely needed: `T.handle`, a bare pointer `T.Ptr("float32",
+  scope="global")`, and `data_dtype=` / `data_scope=` on a buffer whose fresh data pointer has
+  another type (an implicit pointer cast, rejected by the checker but printable);
 - loops `T.serial(ext)` / `T.serial(start, stop)`, `T.unroll`, `T.vectorized`, `T.grid(a, b, ...)`,
-  `T.thread_binding(ext, "threadIdx.x")`, each with `annotations={...}`;
+  `T.thread_binding(ext, "threadIdx.x")`, each with `annotations={...}` (and `dtype=` for a loop
+  var whose dtype differs from the extent's);
 - `A[i, j] = v` (and `A[i] += v`); `x = e` / `x: T.int64 = e` bind over the rest of the block
   (names are immutable: re-binding a visible name is an error); `with T.let(e) as x:` binds over
   the indented block only; `if/elif/else`; `pass` (an empty SeqStmt);

@@ -3,8 +3,8 @@
 Each builder takes IR expressions or Python literals and returns IR. Python literals (int, float,
 bool) take the dtype of the other typed operand (broadcast next to a vector); with no typed operand
 they default to int32 / float32 / bool. A float literal never silently becomes an integer, and a
-typed value never converts silently: builders reject misuse with `BuildError`, which the parser turns
-into a ScriptError at the offending argument.
+typed value never converts silently: builders reject misuse with `BuildError`, which the parser
+turns into a ScriptError at the offending argument.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ def parse_dtype(value, arg: int | None = None) -> DataType:
     if isinstance(value, DataType):
         return value
     if not isinstance(value, str):
-        raise BuildError(f"expected a dtype string such as \"float32\", got {_describe(value)}", arg)
+        raise BuildError(f"expected a dtype string such as \"float32\", got {_describe(value)}",
+                         arg)
     try:
         return DataType.parse(value)
     except ValueError as exc:
@@ -56,12 +57,12 @@ def literal_as(value, dtype: DataType, arg: int | None = None) -> E.PrimExpr:
     elem = dtype.element_of()
     if isinstance(value, bool):
         if not elem.is_bool:
-            raise BuildError(f"bool literal {value!r} used where a value of type {dtype} is expected; "
-                             f"write T.cast({value!r}, \"{elem}\")", arg)
+            raise BuildError(f"bool literal {value!r} used where a value of type {dtype} is "
+                             f"expected; write T.cast({value!r}, \"{elem}\")", arg)
     elif isinstance(value, float):
         if not elem.is_float:
-            raise BuildError(f"float literal {value!r} used where a value of type {dtype} is expected; "
-                             f"use an integer literal or T.cast", arg)
+            raise BuildError(f"float literal {value!r} used where a value of type {dtype} is "
+                             f"expected; use an integer literal or T.cast", arg)
     elif elem.is_integer:
         lo, hi = ((-(1 << (elem.bits - 1)), (1 << (elem.bits - 1)) - 1) if elem.is_int
                   else (0, (1 << elem.bits) - 1))
@@ -92,7 +93,8 @@ def unify(*values) -> list[E.PrimExpr]:
             to_expr(v, i)  # rejects pointers
     like = next((v.dtype for v in values if isinstance(v, E.PrimExpr)), None)
     if like is None:
-        if any(isinstance(v, float) for v in values) and not any(isinstance(v, bool) for v in values):
+        if any(isinstance(v, float) for v in values) and \
+                not any(isinstance(v, bool) for v in values):
             like = DataType("float", 32)
         else:
             return [to_expr(v, i) for i, v in enumerate(values)]
@@ -211,8 +213,8 @@ def call(dtype, op, *args, span=None):
     """T.call(dtype, op, *args): any intrinsic call with an explicit result dtype."""
     if not isinstance(op, str):
         raise BuildError("the op name must be a string", 1)
-    return E.Call(parse_dtype(dtype, 0), op,
-                  tuple(to_expr(a, i + 2, allow_pointer=True) for i, a in enumerate(args)), span=span)
+    values = tuple(to_expr(a, i + 2, allow_pointer=True) for i, a in enumerate(args))
+    return E.Call(parse_dtype(dtype, 0), op, values, span=span)
 
 
 def intrinsic(op: str, *args, span=None) -> E.PrimExpr:

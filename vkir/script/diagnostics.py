@@ -32,8 +32,8 @@ class Source:
     def span(self, node: ast.AST | None) -> Span | None:
         if node is None or not hasattr(node, "lineno"):
             return None
-        return Span(self.file, node.lineno + self.line_offset, node.col_offset + self.col_offset + 1,
-                    self.line(node.lineno))
+        col = node.col_offset + self.col_offset + 1
+        return Span(self.file, node.lineno + self.line_offset, col, self.line(node.lineno))
 
     def error(self, node: ast.AST | None, message: str) -> ScriptError:
         """A ScriptError at `node`: 'file:line:col: message', the source line, a caret."""

@@ -24,7 +24,7 @@ _COMPARE = {ast.Eq: E.EQ, ast.NotEq: E.NE, ast.Lt: E.LT, ast.LtE: E.LE, ast.Gt: 
 STMT_NAMES = frozenset({
     "serial", "unroll", "vectorized", "grid", "thread_binding", "alloc_buffer", "decl_buffer",
     "async_scope", "async_commit_queue", "async_wait_queue", "barrier", "evaluate", "prim_func",
-    "Buffer", "func_attr",
+    "Buffer", "func_attr", "Ptr",
 })
 
 
@@ -117,16 +117,22 @@ class ExprParser:
             return v
         raise self.error(node, f"unsupported constant {v!r}")
 
-    def size_var(self, node, name: str) -> E.Var:
-        """The symbolic int32 size named by a string shape entry (one Var per name)."""
+    def size_var(self, node, name: str, dtype: DataType | None = None) -> E.Var:
+        """The symbolic size named by a string shape entry: int32, or `T.int64("n")` (one Var
+        per name)."""
         if not name.isidentifier():
             raise self.error(node, f"symbolic size {name!r} must be a valid identifier")
+        dtype = dtype or DataType("int", 32)
+        if not dtype.is_integer or dtype.lanes != 1:
+            raise self.error(node, f"symbolic size {name!r} must have a scalar integer type")
         var = self.size_vars.get(name)
+        if var is not None and var.dtype != dtype:
+            raise self.error(node, f"symbolic size {name!r} is used as {var.dtype} and {dtype}")
         if var is None:
             existing = self.scope.lookup(name)
             if existing is not None:
                 raise self.error(node, f"symbolic size {name!r} has the name of a parameter")
-            var = self.size_vars[name] = E.Var(name, "int32", span=self.span(node))
+            var = self.size_vars[name] = E.Var(name, dtype, span=self.span(node))
             self.scope.bind(name, var, node.lineno + self.source.line_offset)
         return var
 
@@ -276,12 +282,17 @@ class ExprParser:
                                         f"calls are allowed in scripts")
         if name == "let":
             return self.let_expr(node)
+        if self.in_shape and is_dtype_name(name) and len(node.args) == 1 and not node.keywords \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            return self.size_var(node.args[0], node.args[0].value, DataType.parse(name))
         if is_dtype_name(name):
-            builder = lambda value, *, span=None: B.typed_const(name, value, span=span)  # noqa: E731
+            def builder(value, *, span=None):
+                return B.typed_const(name, value, span=span)
         elif name in B.EXPR_BUILDERS:
             builder = B.EXPR_BUILDERS[name]
         elif name in OPS:
-            builder = lambda *args, span=None: B.intrinsic(name, *args, span=span)  # noqa: E731
+            def builder(*args, span=None):
+                return B.intrinsic(name, *args, span=span)
         elif name in STMT_NAMES:
             raise self.error(node, f"{self.t_name}.{name} is a statement, not an expression")
         else:

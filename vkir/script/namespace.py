@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ScriptError
+from ..ir.dtype import PointerType
 from ..ir.op import OPS
 from . import builtins as B
 from .exprs import STMT_NAMES, is_dtype_name
@@ -42,6 +43,10 @@ class _Namespace:
     def Buffer(shape, dtype="float32", strides=(), elem_offset=0, scope="global"):  # noqa: N802
         return BufferType(shape, dtype, strides, elem_offset, scope)
 
+    @staticmethod
+    def Ptr(dtype, scope="global"):  # noqa: N802
+        return PointerType(dtype, scope)
+
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
@@ -58,7 +63,7 @@ class _Namespace:
         raise AttributeError(f"T has no attribute {name!r}")
 
     def __dir__(self):
-        return sorted({"prim_func", "Buffer", "let", *B.EXPR_BUILDERS, *OPS, *STMT_NAMES})
+        return sorted({"prim_func", "Buffer", "Ptr", "let", *B.EXPR_BUILDERS, *OPS, *STMT_NAMES})
 
     def __repr__(self):
         return "<vkir script namespace T>"

@@ -55,6 +55,10 @@ def _sig_thread_binding(start, stop=None, thread=None, *, annotations=None, dtyp
     """T.thread_binding(extent, thread) or (start, stop, thread)"""
 
 
+def _sig_ptr(dtype, scope="global"):
+    """T.Ptr(dtype, scope=)"""
+
+
 def _sig_let(value, *, dtype=None):
     """with T.let(value) as x:"""
 
@@ -78,7 +82,8 @@ class Parser(ExprParser):
         for a in args.args:
             if a.annotation is None:
                 raise self.error(a, f"parameter '{a.arg}' needs a type annotation "
-                                    f"({self.t_name}.Buffer(...) or a dtype like {self.t_name}.int32)")
+                                    f"({self.t_name}.Buffer(...) or a dtype like "
+                                    f"{self.t_name}.int32)")
             if self.t_call(a.annotation) != "Buffer":
                 dtype = self._scalar_annotation(a)
                 params[a.arg] = E.Var(a.arg, dtype, span=self.span(a))
@@ -108,18 +113,24 @@ class Parser(ExprParser):
         return PrimFunc(tuple(params[a.arg] for a in args.args), self.block(body), buffer_map,
                         attrs, span=self.span(fn))
 
-    def _scalar_annotation(self, a: ast.arg) -> DataType:
+    def _scalar_annotation(self, a: ast.arg):
+        """The dtype of a non-buffer parameter: `T.int32`, "int32", `T.handle`, or a bare pointer
+        `T.Ptr("float32", scope="global")` (a PointerType var with no buffer)."""
         node = a.annotation
+        if self.t_call(node) == "Ptr":
+            args = self.bind_call(node, _sig_ptr)
+            scope = self.value(args["scope"]) if isinstance(args["scope"], ast.AST) else "global"
+            if scope not in SCOPES:
+                raise self.error(args["scope"], f"storage scope must be one of "
+                                                f"{', '.join(SCOPES)}; got {scope!r}")
+            return PointerType(self._arg_dtype(args["dtype"]), scope)
         name = self.t_attr(node)
         if name is None and isinstance(node, ast.Constant) and isinstance(node.value, str):
             name = node.value
         if name is None or not is_dtype_name(name):
             raise self.error(node, f"parameter '{a.arg}': expected {self.t_name}.Buffer(...) or a "
                                    f"scalar dtype such as {self.t_name}.int32")
-        dtype = DataType.parse(name)
-        if dtype.is_handle:
-            raise self.error(node, "handle parameters are not supported; use T.Buffer")
-        return dtype
+        return DataType.parse(name)
 
     def _param_buffer(self, a: ast.arg) -> Buffer:
         args = self.bind_call(a.annotation, _sig_buffer)
@@ -260,8 +271,9 @@ class Parser(ExprParser):
     def _s_AugAssign(self, node):
         target = node.target
         if not isinstance(target, ast.Subscript):
-            raise self.error(target, f"'{_AUG_OPS.get(type(node.op), '')}=' can only update a buffer element; "
-                                     f"names are immutable bindings")
+            op = _AUG_OPS.get(type(node.op), "")
+            raise self.error(target, f"'{op}=' can only update a buffer element; names are "
+                                     f"immutable bindings")
         fake = ast.BinOp(left=target, op=node.op, right=node.value)
         ast.copy_location(fake, node)
         fake.left = ast.Subscript(value=target.value, slice=target.slice, ctx=ast.Load())

@@ -149,7 +149,9 @@ class ExprPrinter:
         if isinstance(e.dtype, PointerType) and e in self.data_owner:
             return f"{self.names[self.data_owner[e]]}.data", ATOM
         if self.in_annotation and e in self.size_vars:
-            return f'"{self.var_name(e)}"', ATOM
+            if str(e.dtype) == "int32":
+                return f'"{self.var_name(e)}"', ATOM
+            return f'T.{e.dtype}("{self.var_name(e)}")', ATOM
         return self.var_name(e), ATOM
 
     def _e_Select(self, e):

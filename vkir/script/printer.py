@@ -9,6 +9,8 @@ is printed as `with T.let(v) as x:` / `with T.alloc_buffer(...) as X:` so the sc
 
 from __future__ import annotations
 
+import keyword
+
 from ..ir import stmt as S
 from ..ir.base import FrozenDict, PrimExpr, Stmt
 from ..ir.buffer import Buffer
@@ -20,6 +22,7 @@ from ..ir.walk import walk
 from .print_expr import ExprPrinter, quote
 
 _INDENT = "    "
+_KEYWORDS = frozenset(keyword.kwlist)
 _KIND_FN = {"serial": "serial", "unrolled": "unroll", "vectorized": "vectorized",
             "thread_binding": "thread_binding"}
 
@@ -47,7 +50,7 @@ class Printer(ExprPrinter):
     # -- function ------------------------------------------------------------------------------
 
     def function(self, func: PrimFunc) -> str:
-        name = self.fresh(func, func.name if func.name.isidentifier() else "main")
+        name = func.name if func.name.isidentifier() and func.name not in _KEYWORDS else "main"
         for p in func.params:  # parameter names first, so they keep their own names
             buf = func.buffer_map.get(p)
             self.fresh(p, p.name if buf is None else buf.name)
@@ -61,7 +64,12 @@ class Printer(ExprPrinter):
         self.in_annotation = True
         for p in func.params:
             buf = func.buffer_map.get(p)
-            ann = f"T.{p.dtype}" if buf is None else self.buffer_type(buf)
+            if buf is not None:
+                ann = self.buffer_type(buf)
+            elif isinstance(p.dtype, PointerType):
+                ann = f'T.Ptr("{p.dtype.element}", scope="{p.dtype.scope}")'
+            else:
+                ann = f"T.{p.dtype}"
             params.append(f"{self.names[p]}: {ann}")
         self.in_annotation = False
         lines = ["@T.prim_func", f"def {name}({', '.join(params)}):"]

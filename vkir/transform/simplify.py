@@ -101,6 +101,8 @@ class _StmtSimplifier(Mutator):
                 continue
             lo, hi = self.s.bound(var)
             olo, ohi = self.s.bound(other)
+            if olo is None:
+                continue
             if rel is E.LT:
                 hi = min(hi, ohi - 1)
             elif rel is E.LE:
