@@ -4,7 +4,7 @@ an explicit pointer cast, a bool mask, a CSE-heavy kernel, a reduction with a fu
 a software-pipelined tiled matmul (async stage, shared memory) and a synchronous per-thread
 pipeline.
 
-For each: `lower(f, verify_each=True)` passes the explicit-cast checker after every pass; every
+For each: `vkir.lower(f, verify_each=True)` passes the explicit-cast checker after every pass; every
 intermediate function is also well formed; the result passes `verify_types(target="vulkan")` and
 `verify_well_formed`, lowering is deterministic, the lowered function interprets bit for bit like
 the original on random inputs, its SPIR-V validates in SPIRV-Tools, and (device tests) it runs
@@ -271,7 +271,7 @@ def lowered():
     out = {}
     for name, make in KERNELS.items():
         func = make()
-        out[name] = (func, lower(func, verify_each=True))
+        out[name] = (func, vkir.lower(func, verify_each=True))
     return out
 
 
@@ -294,8 +294,8 @@ def test_lowered_kernel_is_checked_and_interprets_like_the_original(lowered, nam
     func, low = lowered[name]
     verify_types(low, target="vulkan")
     verify_well_formed(low)
-    vkir.assert_structural_equal(lower(func), low)  # deterministic
-    vkir.assert_structural_equal(vkir.lower(func), low)  # the facade runs the same pipeline
+    vkir.assert_structural_equal(vkir.lower(func), low)  # deterministic
+    vkir.assert_structural_equal(lower(func), low)  # the facade runs vkir.lowering's pipeline
     for seed in range(2):
         args = arguments(func, seed)
         want, got = interpret(func, args), interpret(low, args)

@@ -570,11 +570,16 @@ def _show(kernel):
     return f"\n--- kernel (seed {kernel.seed}, wide ints {kernel.wide}) ---\n{kernel.text}"
 
 
+MODES = ("flat", "vector_typed", "vectorized", "shared")
+
+
+@pytest.mark.parametrize("mode", MODES)
 @SETTINGS
-@given(kernels())
-def test_lowering_preserves_interpreter_results(kernel):
+@given(data=st.data())
+def test_lowering_preserves_interpreter_results(mode, data):
     """interpret(lower(f)) == interpret(f), bit for bit; the lowered function is well typed
     (for Vulkan) and well formed."""
+    kernel = data.draw(kernels(modes=(mode,)), label="kernel")
     func = kernel.func()
     verify_types(func)
     lowered = vkir.lower(func)
@@ -586,13 +591,15 @@ def test_lowering_preserves_interpreter_results(kernel):
 
 
 @pytest.mark.device
+@pytest.mark.parametrize("mode", MODES)
 @SETTINGS
-@given(kernel=kernels())
-def test_random_kernels_run_on_device_like_the_interpreter(device, kernel):
+@given(data=st.data())
+def test_random_kernels_run_on_device_like_the_interpreter(device, mode, data):
     """build (lower, codegen, SPIRV-Tools validation, pipeline) and dispatch; the results equal the
     interpreter's on the unlowered function."""
     from vkir import spirv
 
+    kernel = data.draw(kernels(modes=(mode,)), label="kernel")
     func = kernel.func()
     k = vkir.build(func, device=device)
     verify_types(k.ir, target="vulkan")
@@ -604,8 +611,7 @@ def test_random_kernels_run_on_device_like_the_interpreter(device, kernel):
 
 @pytest.mark.device
 @SETTINGS
-@given(kernel=kernels(modes=("flat", "vector_typed", "vectorized", "shared"), kinds=("int",),
-                      wide=True))
+@given(kernel=kernels(modes=MODES, kinds=("int",), wide=True))
 def test_int32_overflow_wraps_like_the_interpreter(device, kernel):
     """Integer kernels on inputs spanning all of int32: sums, products and shifts overflow, and
     the device wraps exactly like the interpreter (two's complement), through division, modulo,

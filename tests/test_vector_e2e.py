@@ -229,6 +229,17 @@ def test_pointer_cast_binds_the_buffer_twice(device):
         np.testing.assert_array_equal(b, _interpret(casted, a, np.zeros_like(a), index)[1])
 
 
+def test_build_option_pointer_casts(device):
+    """vkir.build(..., pointer_casts=True) runs PointerCastVectorize inside the default pipeline."""
+    k = vkir.build(plus_element, device=device, pointer_casts=True)
+    assert vector_accesses(k.asm) == (1, 1)
+    assert sorted(c.name for c in _casts(k.ir)) == ["A_x4", "B_x4"]
+    a = np.random.default_rng(4).standard_normal(4096).astype("float32")
+    b = np.zeros_like(a)
+    k(a, b, 7)
+    np.testing.assert_array_equal(b, a + a[7])
+
+
 @T.prim_func
 def write_then_read(A: T.Buffer((1024,), "float32"), B: T.Buffer((1024,), "float32"),
                     C: T.Buffer((256,), "float32")):

@@ -157,19 +157,22 @@ def empty(shape, dtype="float32", device=None) -> DeviceArray:
 
 
 # -- lowering and building -----------------------------------------------------------------------
-def lower(func: PrimFunc, target=None) -> PrimFunc:
-    """The default pass pipeline for `target` (see vkir.lowering)."""
+def lower(func: PrimFunc, target=None, verify_each: bool = False,
+          pointer_casts: bool = False) -> PrimFunc:
+    """The default pass pipeline for `target` (see vkir.lowering); `verify_each` runs the
+    explicit-cast checker after every pass; `pointer_casts` adds PointerCastVectorize."""
     from .lowering import lower as _lower
 
-    return _lower(func, target)
+    return _lower(func, target, verify_each=verify_each, pointer_casts=pointer_casts)
 
 
-def build(func: PrimFunc, device=None) -> "Kernel":
+def build(func: PrimFunc, device=None, pointer_casts: bool = False) -> "Kernel":
     """Lower, generate SPIR-V for `device` (validated by codegen) and create the (cached)
-    pipeline."""
+    pipeline. `pointer_casts=True` vectorizes aligned accesses through explicit pointer casts
+    (one VkBuffer bound to aliased descriptors) where the VectorTypeRewriter must scalarize."""
     if not isinstance(func, PrimFunc):
         raise ArgumentError(f"vkir.build expects a PrimFunc (a @T.prim_func), got {type(func).__name__}")
-    return Kernel(func, _device(device))
+    return Kernel(func, _device(device), pointer_casts)
 
 
 @dataclass(frozen=True)
@@ -242,7 +245,7 @@ class Kernel:
     PrimFunc), `module` (the SpirvModule), `compile_seconds` (lower + codegen + validate +
     pipeline). Call it with device arrays, numpy arrays and Python scalars."""
 
-    def __init__(self, func: PrimFunc, dev):
+    def __init__(self, func: PrimFunc, dev, pointer_casts: bool = False):
         from . import runtime, spirv
         from .interpreter import evaluate
 
@@ -250,7 +253,7 @@ class Kernel:
         self.func = func
         self.device = dev
         self.target = target_for(dev.info)
-        self.ir = lower(func, self.target)
+        self.ir = lower(func, self.target, pointer_casts=pointer_casts)
         # codegen validates every module with SPIRV-Tools before returning it (its contract),
         # so nothing unvalidated reaches vkCreateShaderModule; validating again would cost ~1 ms
         self.module = spirv.codegen(self.ir, self.target)

@@ -11,12 +11,13 @@ random values, the extremes of int32 among them:
 """
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
-from vkir.arith import const_int_bound, modular_set, simplify_expr
+from vkir.arith import const_int_bound, modular_set, simplify_expr, type_range
 from vkir.interpreter import evaluate
-from vkir.ir import (EQ, GE, GT, LE, LT, NE, Broadcast, Call, Cast, Div, FloorDiv, FloorMod,
-                     Max, Min, Mod, Ramp, Select, Var, const)
+from vkir.ir import (EQ, GE, GT, LE, LT, NE, Broadcast, Call, Cast, DataType, Div, FloorDiv,
+                     FloorMod, Max, Min, Mod, Ramp, Select, Var, const)
 
 INT_MIN, INT_MAX = -2**31, 2**31 - 1
 X, Y, Z = Var("x"), Var("y"), Var("z")
@@ -127,6 +128,63 @@ def test_simplify_is_exact_on_int32(e, ranges_envs):
         assert evaluate(bounded, env) == want, (e, bounded, ranges, env)
         _check_facts(e, ranges, env, want)
         _check_facts(bounded, ranges, env, want)
+
+
+# --- other widths: unsigned and narrow types wrap at their own width ------------------------
+
+def _typed_exprs(dt):
+    lo, hi = type_range(DataType.parse(dt))
+    names = [Var(n, dt) for n in "uvw"]
+    special = [x for x in (lo, lo + 1, -1, 0, 1, 3, 4, hi // 2 + 1, hi - 1, hi) if lo <= x <= hi]
+    width = st.one_of(st.sampled_from(special), st.integers(lo, hi))
+    leaf = st.one_of(st.sampled_from(names), width.map(lambda v: const(v, dt)))
+
+    def build(t):
+        op, a, b, d = t
+        d = const(d, dt)
+        return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
+                "min": lambda: Min(a, b), "max": lambda: Max(a, b),
+                "//": lambda: FloorDiv(a * d + b, d), "%": lambda: FloorMod(a * d + b, d),
+                "/": lambda: Div(a, d), "mod": lambda: Mod(a + b, d),
+                "<": lambda: Select(LT(a, b), a + d, b), "==": lambda: Select(EQ(a, b + d), a, b)
+                }[op]()
+
+    node = lambda children: st.tuples(  # noqa: E731
+        st.sampled_from(["+", "-", "*", "min", "max", "//", "%", "/", "mod", "<", "=="]),
+        children, children, st.sampled_from([1, 2, 3, 4, 16, 100])).map(build)
+    exprs_ = st.recursive(leaf, node, max_leaves=8)
+
+    @st.composite
+    def case(draw):
+        e = draw(exprs_)
+        ranges = {}
+        for v in names:
+            if draw(st.booleans()):
+                a = draw(width)
+                ranges[v] = (a, min(hi, a + draw(st.sampled_from([0, 3, 100, hi - lo]))))
+        envs = [{v: draw(st.one_of(st.sampled_from(list(ranges.get(v, (lo, hi)))),
+                                   st.integers(*ranges.get(v, (lo, hi)))))
+                 for v in names} for _ in range(3)]
+        return e, ranges, envs
+
+    return case()
+
+
+@pytest.mark.parametrize("dt", ["uint32", "int8", "uint8", "int16", "int64"])
+def test_simplify_is_exact_on_other_widths(dt):
+    @settings(max_examples=40, deadline=None)
+    @given(_typed_exprs(dt))
+    def check(case):
+        e, ranges, envs = case
+        for s in (simplify_expr(e), simplify_expr(e, ranges)):
+            assert s.dtype == e.dtype
+            for env in envs:
+                want = evaluate(e, env)
+                assert evaluate(s, env) == want, (e, s, ranges, env)
+        for env in envs:
+            _check_facts(e, ranges, env, evaluate(e, env))
+
+    check()
 
 
 # --- vectors: ramps whose lanes wrap, divided and compared lane-wise --------------------------

@@ -330,7 +330,8 @@ class Simplifier:
                     if min(ends) >= 0 and max(ends) < c:
                         if not want_div:
                             if r.sc:
-                                return E.Ramp(E.IntImm(elem, m), E.IntImm(elem, r.sc), lanes)
+                                return E.Ramp(E.IntImm(elem, m), E.IntImm(elem, wrap(r.sc, elem)),
+                                              lanes)
                             return E.Broadcast(E.IntImm(elem, m), lanes)
                         rbm = rb.add(Linear(1, c=-m))
                         if self.computes_exactly(rbm, elem):
