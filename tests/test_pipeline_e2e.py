@@ -81,7 +81,7 @@ def test_barriers_only_at_waits_would_race(device, monkeypatch):
         def visit_AsyncWaitQueue(self, node):
             return ir.seq(ir.Barrier(), self.visit(node.body))
 
-    def racy_lower(func, target=None):
+    def racy_lower(func, target=None, pointer_casts=False):
         passes = lowering.default_passes(target)
         func = passes[0](func)  # InjectSoftwarePipeline
         func = func.with_body(_WaitBarriersOnly().visit(func.body))  # instead of LowerAsync

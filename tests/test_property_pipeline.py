@@ -9,8 +9,8 @@ float32x4/int32x4 vector-typed buffers), random typed expression trees (arithmet
 select/if_then_else, casts, comparisons and logic, math functions on safe domains, floor/trunc
 division and modulo by nonzero divisors, bitwise ops and shifts, let bindings), blockIdx/threadIdx
 loops (1-d or 2-d launches) with guards for symbolic or ragged sizes, optionally an inner
-`T.vectorized(4)` loop (with a lane-dependent condition sometimes), a serial reduction into a local
-accumulator, or a shared-memory stage with a barrier.
+`T.vectorized(4)` loop (with lane-dependent conditions sometimes), if/else around stores, a serial
+reduction into a local accumulator, or a shared-memory stage with a barrier.
 
 Undefined behaviour is avoided by construction: no integer division by zero (divisors are nonzero
 constants other than -1, or `(b & 7) + 1`-style runtime values), shifts by 0..31 only, float->int
@@ -42,6 +42,7 @@ from hypothesis import strategies as st
 
 import vkir
 from vkir.analysis import verify_types, verify_well_formed
+from vkir.ir import DataType
 
 SETTINGS = settings(max_examples=int(os.environ.get("VKIR_PROPERTY_EXAMPLES", 30)), deadline=None,
                     derandomize=not os.environ.get("VKIR_PROPERTY_RANDOM"),
@@ -320,23 +321,41 @@ class Kernel:
         for p in self.params:
             if not p.is_buffer:
                 out.append(p.value)
-            elif p.output:
-                out.append(np.zeros(p.shape, np.dtype(_NUMPY[p.kind])))
+                continue
+            dtype = DataType.parse(p.dtype).element_of()
+            npdt = dtype.numpy_dtype()
+            if p.output:
+                out.append(np.zeros(p.shape, npdt))
             elif p.kind == "float":
                 if rng.integers(2):
-                    out.append(rng.uniform(-4, 4, p.shape).astype("float32"))
+                    out.append(rng.uniform(-4, 4, p.shape).astype(npdt))
                 else:  # coarse values: ties and equalities happen
-                    out.append((rng.integers(-12, 12, p.shape) / 4).astype("float32"))
+                    out.append((rng.integers(-12, 12, p.shape) / 4).astype(npdt))
             elif p.kind == "int":
-                lo, hi = INT32 if self.wide else NARROW
-                out.append(rng.integers(lo, hi + 1, p.shape, dtype=np.int64).astype("int32"))
+                lo, hi = _storage_range(str(dtype), self.wide)
+                if dtype.is_uint and dtype.bits == 32 and self.wide:
+                    lo, hi = 0, 2**32 - 1
+                out.append(rng.integers(lo, hi + 1, p.shape, dtype=np.int64).astype(npdt))
             else:
                 out.append(rng.integers(0, 2, p.shape).astype(bool))
         return out
 
 
-_NUMPY = {"float": "float32", "int": "int32", "bool": "bool"}
 _DTYPE = {"float": "float32", "int": "int32", "bool": "bool"}
+STORAGE = {"float": ("float32",) * 3 + ("float16",),
+           "int": ("int32",) * 4 + ("int8", "uint8", "int16", "uint32"),
+           "bool": ("bool",)}
+
+
+def _storage_range(storage: str, wide: bool) -> tuple[int, int]:
+    """Values an int input stored as `storage` takes, as seen after its cast to int32 (uint32
+    inputs wrap to negative int32 values in wide kernels; narrow ones stay below 200)."""
+    if storage in ("int32", "uint32"):
+        return INT32 if wide else ((0, NARROW[1]) if storage == "uint32" else NARROW)
+    dt = DataType.parse(storage) if storage != "bool" else None
+    if dt is None or not dt.is_integer:
+        return INT32
+    return (0, 2**dt.bits - 1) if dt.is_uint else (-2**(dt.bits - 1), 2**(dt.bits - 1) - 1)
 
 
 @st.composite
@@ -373,70 +392,79 @@ def kernels(draw, modes=("flat", "vector_typed", "vectorized", "shared"), kinds=
     def load(text: str) -> Val:
         return Val(text, lo=lo, hi=hi)
 
-    # inputs
+    # inputs (int and float ones sometimes stored in a narrower or unsigned type, read through a cast)
     n_inputs = draw(st.integers(1, 3))
     input_kinds = kinds + (("bool",) if mode in ("flat", "shared") else ())
     for k in range(n_inputs):
         kind = draw(st.sampled_from(input_kinds))
+        storage = draw(st.sampled_from(STORAGE[kind]))
         name = f"A{k}"
+        slo, shi = _storage_range(storage, wide)
+
+        def read(text: str, vector: bool = False) -> Val:
+            if storage != _DTYPE[kind]:
+                text = f"T.cast({text}, \"{_DTYPE[kind]}{'x4' if vector else ''}\")"
+            return Val(text, lo=slo, hi=shi)
+
+        def add(shape: str, dtype: str, np_shape: tuple) -> None:
+            sig.append(f"{name}: T.Buffer(({shape}), \"{dtype}\")")
+            params.append(Param(name, kind, dtype, np_shape))
+
         if mode == "vector_typed":
             form = draw(st.sampled_from(["vector", "vector", "scalar", "rows"] if kind != "bool"
                                         else ["scalar"]))
-            if form == "vector":  # a float32x4 / int32x4 buffer
-                dt = f"{_DTYPE[kind]}x4"
-                sig.append(f"{name}: T.Buffer(({shape_text},), \"{dt}\")")
-                params.append(Param(name, kind, dt, (n * 4,)))
-                leaves.of(kind).append(load(f"{name}[i]"))
+            if form == "vector":  # a float32x4 / int32x4 (int8x4, float16x4...) buffer
+                add(f"{shape_text},", f"{storage}x4", (n * 4,))
+                leaves.of(kind).append(read(f"{name}[i]", vector=True))
             elif form == "rows":  # a scalar buffer read through a vector (ramp) index
-                sig.append(f"{name}: T.Buffer(({shape_text}, 4), \"{_DTYPE[kind]}\")")
-                params.append(Param(name, kind, _DTYPE[kind], (n, 4)))
-                leaves.of(kind).append(load(f"{name}[i, T.ramp(0, 1, 4)]"))
+                add(f"{shape_text}, 4", storage, (n, 4))
+                leaves.of(kind).append(read(f"{name}[i, T.ramp(0, 1, 4)]", vector=True))
             else:
-                sig.append(f"{name}: T.Buffer(({shape_text},), \"{_DTYPE[kind]}\")")
-                params.append(Param(name, kind, _DTYPE[kind], (n,)))
-                leaves.of(kind).append(load(f"T.broadcast({name}[i], 4)"))
+                add(f"{shape_text},", storage, (n,))
+                leaves.of(kind).append(read(f"T.broadcast({name}[i], 4)", vector=True))
         elif mode == "vectorized":
             if draw(st.integers(0, 3)) == 0:  # uniform across the vector lanes
-                sig.append(f"{name}: T.Buffer(({shape_text},), \"{_DTYPE[kind]}\")")
-                params.append(Param(name, kind, _DTYPE[kind], (n,)))
-                leaves.of(kind).append(load(f"{name}[i]"))
+                add(f"{shape_text},", storage, (n,))
+                leaves.of(kind).append(read(f"{name}[i]"))
             else:
-                sig.append(f"{name}: T.Buffer(({shape_text}, 4), \"{_DTYPE[kind]}\")")
-                params.append(Param(name, kind, _DTYPE[kind], (n, 4)))
-                leaves.of(kind).append(load(f"{name}[i, v]"))
-                leaves.of(kind).append(load(f"{name}[i, 3 - v]"))
+                add(f"{shape_text}, 4", storage, (n, 4))
+                leaves.of(kind).append(read(f"{name}[i, v]"))
+                leaves.of(kind).append(read(f"{name}[i, 3 - v]"))
         else:
-            sig.append(f"{name}: T.Buffer(({shape_text},), \"{_DTYPE[kind]}\")")
-            params.append(Param(name, kind, _DTYPE[kind], (n,)))
-            leaves.of(kind).append(load(f"{name}[i]"))
+            add(f"{shape_text},", storage, (n,))
+            leaves.of(kind).append(read(f"{name}[i]"))
             if mode == "flat" and draw(st.booleans()):  # a gather with a clamped index
-                leaves.of(kind).append(load(f"{name}[T.min(i + 1, {size} - 1)]"))
-                leaves.of(kind).append(load(f"{name}[{size} - 1 - i]"))
+                leaves.of(kind).append(read(f"{name}[T.min(i + 1, {size} - 1)]"))
+                leaves.of(kind).append(read(f"{name}[{size} - 1 - i]"))
 
-    # outputs
+    # outputs (int ones sometimes stored in a narrower or unsigned type, through a wrapping cast)
     outputs = []
     for k in range(draw(st.integers(1, 2))):
         kind = draw(st.sampled_from(kinds + (("bool",) if mode != "vector_typed" else ())))
+        storage = draw(st.sampled_from(STORAGE[kind])) if kind == "int" else _DTYPE[kind]
         name = f"Out{k}"
+        vector = False
         if mode == "vector_typed":
+            vector = True
             if draw(st.booleans()):
-                dt = f"{_DTYPE[kind]}x4"
+                dt = f"{storage}x4"
                 sig.append(f"{name}: T.Buffer(({shape_text},), \"{dt}\")")
                 params.append(Param(name, kind, dt, (n * 4,), output=True))
                 target = f"{name}[i]"
             else:
-                sig.append(f"{name}: T.Buffer(({shape_text}, 4), \"{_DTYPE[kind]}\")")
-                params.append(Param(name, kind, _DTYPE[kind], (n, 4), output=True))
+                sig.append(f"{name}: T.Buffer(({shape_text}, 4), \"{storage}\")")
+                params.append(Param(name, kind, storage, (n, 4), output=True))
                 target = f"{name}[i, T.ramp(0, 1, 4)]"
         elif mode == "vectorized":
-            sig.append(f"{name}: T.Buffer(({shape_text}, 4), \"{_DTYPE[kind]}\")")
-            params.append(Param(name, kind, _DTYPE[kind], (n, 4), output=True))
+            sig.append(f"{name}: T.Buffer(({shape_text}, 4), \"{storage}\")")
+            params.append(Param(name, kind, storage, (n, 4), output=True))
             target = f"{name}[i, v]"
         else:
-            sig.append(f"{name}: T.Buffer(({shape_text},), \"{_DTYPE[kind]}\")")
-            params.append(Param(name, kind, _DTYPE[kind], (n,), output=True))
+            sig.append(f"{name}: T.Buffer(({shape_text},), \"{storage}\")")
+            params.append(Param(name, kind, storage, (n,), output=True))
             target = f"{name}[i]"
-        outputs.append((params[-1], target))
+        cast = None if storage == _DTYPE[kind] else storage + ("x4" if vector else "")
+        outputs.append((params[-1], target, cast))
 
     # scalar parameters (push constants)
     if draw(st.booleans()):
@@ -494,11 +522,11 @@ def kernels(draw, modes=("flat", "vector_typed", "vectorized", "shared"), kinds=
         steps = draw(st.integers(1, 4))
         window = Leaves(int=[Val("k", lo=0, hi=steps - 1)] + [
             Val(v.text.replace("[i]", f"[T.min(i + k, {size} - 1)]"), v.exact, v.lo, v.hi)
-            for v in leaves.int if v.text.endswith("[i]")])
+            for v in leaves.int if "[i]" in v.text])
         window.float = [Val(v.text.replace("[i]", f"[T.min(i + k, {size} - 1)]"), v.exact)
-                        for v in leaves.float if v.text.endswith("[i]")]
+                        for v in leaves.float if "[i]" in v.text]
         window.bool = [Val(v.text.replace("[i]", f"[T.min(i + k, {size} - 1)]"))
-                       for v in leaves.bool if v.text.endswith("[i]")]
+                       for v in leaves.bool if "[i]" in v.text]
         sub = ExprGen(draw, lanes, window, wide)
         init, term = gen.gen(kind, depth), sub.gen(kind, depth, top=True)
         op = draw(st.sampled_from(["+", "min", "max"]))
@@ -526,10 +554,20 @@ def kernels(draw, modes=("flat", "vector_typed", "vectorized", "shared"), kinds=
         value = gen.gen(kind, depth, top=True)
         lines.append(f"{ind}t{k} = {value.text}")
         leaves.of(kind).append(Val(f"t{k}", value.exact, value.lo, value.hi))
-    for param, target in outputs:
+    def stored(value: Val, cast) -> str:
+        return value.text if cast is None else f"T.cast({value.text}, \"{cast}\")"
+
+    for param, target, cast in outputs:
         value = gen.gen(param.kind, depth, top=True)
         param.exact = value.exact
-        lines.append(f"{ind}{target} = {value.text}")
+        if lanes == 1 and draw(st.integers(0, 3)) == 0:  # if/else (lane-dependent when vectorized)
+            other = gen.gen(param.kind, depth, top=True)
+            param.exact = value.exact and other.exact
+            lines += [f"{ind}if {gen.gen('bool', depth).text}:",
+                      f"{ind}    {target} = {stored(value, cast)}",
+                      f"{ind}else:", f"{ind}    {target} = {stored(other, cast)}"]
+        else:
+            lines.append(f"{ind}{target} = {stored(value, cast)}")
     return Kernel("\n".join(lines) + "\n", params, draw(st.integers(0, 2**32 - 1)), wide)
 
 
@@ -541,6 +579,7 @@ def run_interpreter(func, kernel: Kernel) -> list:
     """Fresh arguments after `interpret(func, ...)`; bool arrays are passed as int8 views where
     the (lowered) function stores bools as int8 (BoolToInt8 changes the signature)."""
     args = kernel.arguments()
+    assert len(args) == len(func.params)
     views = []
     for p, a in zip(func.params, args):
         buffer = func.buffer_map.get(p)
