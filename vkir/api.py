@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -237,7 +237,7 @@ class Profile:
     max: float
     n: int
     source: str
-    samples: tuple = ()
+    samples: tuple = field(default=(), repr=False)
 
 
 class Kernel:
