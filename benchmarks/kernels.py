@@ -20,11 +20,13 @@ def vadd(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32"),
 @T.prim_func
 def vadd4(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32"),
           c: T.Buffer(("n",), "float32")):
-    # 256 threads x 4 elements per workgroup: 2^24 elements fit the 65535-workgroup limit
+    # grid-stride, as shaders/vadd.comp is dispatched: (n + 1023) // 1024 workgroups of 256
+    # threads (2^24 elements fit the 65535-workgroup limit); thread g adds elements g,
+    # g + stride, g + 2 * stride and g + 3 * stride, stride = 256 * workgroups (>= n / 4)
     for bx in T.thread_binding((n + 1023) // 1024, "blockIdx.x"):
         for tx in T.thread_binding(256, "threadIdx.x"):
-            for j in T.unroll(4):
-                i = bx * 1024 + j * 256 + tx
+            for k in T.serial(4):
+                i = k * ((n + 1023) // 1024 * 256) + bx * 256 + tx
                 if i < n:
                     c[i] = a[i] + b[i]
 

@@ -222,7 +222,8 @@ KERNELS = {
     "bool_mask_vec": lambda: vkir.from_script(BOOL_MASK_VEC),
     "cse": lambda: vkir.from_script(CSE),
     "fused_epilogue": _fused,
-    "pipelined_async": lambda: vkir.from_script(PIPELINED.replace("{ANNOTATIONS}", "{" + _ASYNC + "}")),
+    "pipelined_async": lambda: vkir.from_script(
+        PIPELINED.replace("{ANNOTATIONS}", "{" + _ASYNC + "}")),
     "pipelined_local": lambda: vkir.from_script(PIPELINED_LOCAL),
 }
 SIZE = 77  # the value of every symbolic size

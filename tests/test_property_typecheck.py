@@ -34,8 +34,8 @@ from test_property_pipeline import kernels
 
 SETTINGS = settings(max_examples=int(os.environ.get("VKIR_PROPERTY_EXAMPLES", 40)), deadline=None,
                     derandomize=not os.environ.get("VKIR_PROPERTY_RANDOM"),
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                           HealthCheck.data_too_large])
+                    suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                           HealthCheck.too_slow, HealthCheck.data_too_large])
 
 OTHERS = ("int32", "float32", "int8", "float16", "uint32", "int64", "bool")
 
@@ -69,8 +69,9 @@ def _access(n):
 MUTATIONS = {
     "operand dtype": (_binary, lambda n, d: dataclasses.replace(
         n, b=ir.Cast(_other(n.b.dtype, d), n.b))),
-    "operand lanes": (lambda n: _binary(n) and n.b.dtype.lanes == 1, lambda n, d: dataclasses.replace(
-        n, b=ir.Broadcast(n.b, d(st.sampled_from([2, 4]))))),
+    "operand lanes": (lambda n: _binary(n) and n.b.dtype.lanes == 1,
+                      lambda n, d: dataclasses.replace(
+                          n, b=ir.Broadcast(n.b, d(st.sampled_from([2, 4]))))),
     "store value dtype": (lambda n: isinstance(n, ir.BufferStore), lambda n, d: dataclasses.replace(
         n, value=ir.Cast(_other(n.value.dtype, d), n.value))),
     "store lanes": (lambda n: isinstance(n, ir.BufferStore) and n.value.dtype.lanes == 1,
@@ -105,11 +106,13 @@ MUTATIONS = {
         n, stride=ir.Cast(d(st.sampled_from(["int64", "float32", "int16"])), n.stride))),
     "select branches": (lambda n: isinstance(n, ir.Select), lambda n, d: dataclasses.replace(
         n, false_value=ir.Cast(_other(n.false_value.dtype, d), n.false_value))),
-    "implicit cast by alloc": (lambda n: isinstance(n, ir.AllocBuffer), lambda n, d: dataclasses.replace(
-        n, buffer=dataclasses.replace(n.buffer, dtype=_other(n.buffer.dtype, d)))),
-    "implicit cast by use": (lambda n: isinstance(n, ir.BufferLoad), lambda n, d: dataclasses.replace(
-        n, buffer=dataclasses.replace(n.buffer, name=n.buffer.name + "_as",
-                                      dtype=_other(n.buffer.dtype, d)))),
+    "implicit cast by alloc": (lambda n: isinstance(n, ir.AllocBuffer),
+                               lambda n, d: dataclasses.replace(n, buffer=dataclasses.replace(
+                                   n.buffer, dtype=_other(n.buffer.dtype, d)))),
+    "implicit cast by use": (lambda n: isinstance(n, ir.BufferLoad),
+                             lambda n, d: dataclasses.replace(n, buffer=dataclasses.replace(
+                                 n.buffer, name=n.buffer.name + "_as",
+                                 dtype=_other(n.buffer.dtype, d)))),
 }
 
 

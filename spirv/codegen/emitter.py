@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from vkir.arith import type_range
 from vkir.errors import TypeCheckError, UnsupportedError, WellFormedError
 from vkir.ir import Buffer, DataType, IntImm, PrimExpr, PrimFunc, Var
 
@@ -19,6 +20,7 @@ from .access import AccessMixin, Memory
 from .expr import ExprMixin
 from .interface import Interface, analyze
 from .intrinsics import IntrinsicMixin
+from .ranges import Ranges
 from .stmt import StmtMixin
 from .types import Types
 
@@ -45,6 +47,9 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin):
         self.builtins: dict[str, int] = {}
         self.thread_ids: dict[str, int] = {}
         self.shared_bytes = 0
+        self.ranges = Ranges()
+        # NoSignedWrap/NoUnsignedWrap are core from SPIR-V 1.4 (an extension before)
+        self.wrap_decorations = target.spirv_version >= (1, 4)
 
     # -- emission primitives -------------------------------------------------------------------
 
@@ -58,6 +63,18 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin):
 
     def do(self, opname: str, *operands) -> None:
         self.b.encode(self.code, opname, *operands)
+
+    def int_op(self, opname: str, e: PrimExpr, result_type: int, a: int, b: int) -> int:
+        """An integer OpIAdd/OpISub/OpIMul computing the IR node `e`, decorated NoSignedWrap
+        and/or NoUnsignedWrap where the ranges in scope prove the operation cannot wrap."""
+        rid = self.op(opname, result_type, a, b)
+        if self.wrap_decorations:
+            nsw, nuw = self.ranges.no_wrap(e)
+            if nsw:
+                self.b.decorate(rid, "NoSignedWrap")
+            if nuw:
+                self.b.decorate(rid, "NoUnsignedWrap")
+        return rid
 
     def glsl(self, name: str, result_type: int, *args: int) -> int:
         return self.op("OpExtInst", result_type, self.b.glsl_std_450(), self.b.g.glsl[name],
@@ -253,6 +270,17 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin):
                            _AXES[axis])
             self.thread_ids[tag] = self.op("OpBitcast", self.ty(_INT32), comp)
 
+    def _extent_vars(self) -> list[Var]:
+        """Symbolic sizes that are themselves an extent of a parameter buffer (so never
+        negative: the host binds them from array shapes)."""
+        sizes = set(self.func.size_vars)
+        out = []
+        for buf in self.func.buffer_map.values():
+            for extent in buf.shape:
+                if isinstance(extent, Var) and extent in sizes and extent not in out:
+                    out.append(extent)
+        return out
+
     def local_size(self) -> tuple[int, int, int]:
         sizes = []
         for axis in "xyz":
@@ -291,6 +319,8 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin):
         self.label = entry
         self._push_constants()
         self._load_thread_ids()
+        for var in self._extent_vars():
+            self.ranges.env[var] = (0, type_range(var.dtype)[1])
         self.stmt(self.func.body)
         self.do("OpReturn")
 

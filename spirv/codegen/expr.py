@@ -2,7 +2,9 @@
 
 Integer division follows Vulkan's rules: OpSDiv (truncating) is defined for negative operands,
 OpSRem/OpSMod are not, so truncated remainder and floor division/modulo are computed from OpSDiv
-with a sign correction.
+with a sign correction. Where the ranges in scope (ranges.py) prove the operands non-negative,
+the unsigned instructions are used instead; a floor division or modulo by a power of two is a
+shift or a mask. Integer +, -, * carry NoSignedWrap/NoUnsignedWrap where the ranges prove it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,16 @@ _CMP = {
 }
 _MINMAX = {Min: ("SMin", "UMin", "FMin", "OpLogicalAnd"),
            Max: ("SMax", "UMax", "FMax", "OpLogicalOr")}
+
+
+def _log2_const(e: PrimExpr) -> int | None:
+    """k when `e` is the integer constant 2**k (k >= 0; scalar or broadcast), else None."""
+    if isinstance(e, Broadcast):
+        e = e.value
+    if isinstance(e, IntImm) and e.value >= 1 and e.value & (e.value - 1) == 0:
+        k = e.value.bit_length() - 1
+        return k if k < e.dtype.bits - 1 else None
+    return None
 
 
 def _kind(dt: DataType) -> int:
@@ -59,60 +71,115 @@ class ExprMixin:
     def e_arith(self, e) -> int:
         a, b = self.expr(e.a), self.expr(e.b)
         int_op, float_op = _ARITH[type(e)]
-        return self.op(float_op if e.dtype.is_float else int_op, self.ty(e.dtype), a, b)
+        if e.dtype.is_float:
+            return self.op(float_op, self.ty(e.dtype), a, b)
+        return self.int_op(int_op, e, self.ty(e.dtype), a, b)
+
+    # -- integer division ----------------------------------------------------------------------
+    # A signed division or remainder costs a sign correction, and a division by a variable is
+    # a real division on most devices. Where the ranges in scope prove the dividend
+    # non-negative and the divisor positive, floor and truncating division agree with the
+    # unsigned one, so the plain unsigned instruction (or a shift/mask for a power of two) is
+    # exact. A floor division or modulo by a positive power of two is a shift or mask for any
+    # dividend (two's complement).
 
     def e_div(self, e: Div) -> int:
-        a, b = self.expr(e.a), self.expr(e.b)
         dt = e.dtype
+        if dt.is_int and self._unsigned_ok(e):
+            return self._udiv(e, "OpUDiv")
+        a, b = self.expr(e.a), self.expr(e.b)
         name = "OpFDiv" if dt.is_float else "OpUDiv" if dt.is_uint else "OpSDiv"
         return self.op(name, self.ty(dt), a, b)
 
     def e_mod(self, e: Mod) -> int:
-        a, b = self.expr(e.a), self.expr(e.b)
         dt = e.dtype
+        if dt.is_int and self._unsigned_ok(e):
+            return self._udiv(e, "OpUMod")
+        a, b = self.expr(e.a), self.expr(e.b)
         if dt.is_float:
             return self.op("OpFRem", self.ty(dt), a, b)
         if dt.is_uint:
             return self.op("OpUMod", self.ty(dt), a, b)
         return self._trunc_rem(dt, a, b, self.op("OpSDiv", self.ty(dt), a, b))
 
-    def _trunc_rem(self, dt, a, b, q) -> int:
-        """a - b * q: the truncated remainder from the truncated quotient q."""
-        t = self.ty(dt)
-        return self.op("OpISub", t, a, self.op("OpIMul", t, b, q))
-
-    def _needs_floor_fix(self, dt, r, b) -> int:
-        """r != 0 and sign(r) != sign(b): the truncated result must move one step down."""
-        bt = self.types.bool_of(dt.lanes)
-        zero = self.const(dt, 0)
-        nonzero = self.op("OpINotEqual", bt, r, zero)
-        r_neg = self.op("OpSLessThan", bt, r, zero)
-        b_neg = self.op("OpSLessThan", bt, b, zero)
-        differ = self.op("OpLogicalNotEqual", bt, r_neg, b_neg)
-        return self.op("OpLogicalAnd", bt, nonzero, differ)
-
     def e_floordiv(self, e: FloorDiv) -> int:
-        a, b = self.expr(e.a), self.expr(e.b)
         dt, t = e.dtype, self.ty(e.dtype)
+        if dt.is_int:
+            k = _log2_const(e.b)
+            if k is not None:
+                a = self.expr(e.a)
+                return a if k == 0 else self.op("OpShiftRightArithmetic", t, a, self.const(dt, k))
+            if self._unsigned_ok(e):
+                return self._udiv(e, "OpUDiv")
+        a, b = self.expr(e.a), self.expr(e.b)
         if dt.is_float:
             return self.glsl("Floor", t, self.op("OpFDiv", t, a, b))
         if dt.is_uint:
             return self.op("OpUDiv", t, a, b)
         q = self.op("OpSDiv", t, a, b)
-        fix = self._needs_floor_fix(dt, self._trunc_rem(dt, a, b, q), b)
+        fix = self._needs_floor_fix(e.b, self._trunc_rem(dt, a, b, q), b)
         return self.op("OpSelect", t, fix, self.op("OpISub", t, q, self.const(dt, 1)), q)
 
     def e_floormod(self, e: FloorMod) -> int:
-        a, b = self.expr(e.a), self.expr(e.b)
         dt, t = e.dtype, self.ty(e.dtype)
+        if dt.is_int:
+            k = _log2_const(e.b)
+            if k is not None:
+                return self.op("OpBitwiseAnd", t, self.expr(e.a), self.const(dt, (1 << k) - 1))
+            if self._unsigned_ok(e):
+                return self._udiv(e, "OpUMod")
+        a, b = self.expr(e.a), self.expr(e.b)
         if dt.is_float:
             q = self.glsl("Floor", t, self.op("OpFDiv", t, a, b))
             return self.op("OpFSub", t, a, self.op("OpFMul", t, b, q))
         if dt.is_uint:
             return self.op("OpUMod", t, a, b)
         r = self._trunc_rem(dt, a, b, self.op("OpSDiv", t, a, b))
-        fix = self._needs_floor_fix(dt, r, b)
+        fix = self._needs_floor_fix(e.b, r, b)
         return self.op("OpSelect", t, fix, self.op("OpIAdd", t, r, b), r)
+
+    def _unsigned_ok(self, e) -> bool:
+        """Dividend >= 0 and divisor >= 1 in every lane: floor, truncating and unsigned
+        division (and remainder) agree."""
+        return self.ranges.nonnegative(e.a) and self.ranges.positive(e.b)
+
+    def _udiv(self, e, opname: str) -> int:
+        """OpUDiv/OpUMod of two int operands proven non-negative (as their uint bit patterns,
+        which hold the same values), or a shift/mask for a power-of-two constant divisor."""
+        dt = e.dtype
+        t = self.ty(dt)
+        a = self.expr(e.a)
+        k = _log2_const(e.b)
+        if k is not None:
+            if opname == "OpUMod":
+                return self.op("OpBitwiseAnd", t, a, self.const(dt, (1 << k) - 1))
+            return a if k == 0 else self.op("OpShiftRightLogical", t, a, self.const(dt, k))
+        udt = DataType("uint", dt.bits, dt.lanes)
+        ut = self.ty(udt)
+        ua = self.op("OpBitcast", ut, a)
+        ub = self.op("OpBitcast", ut, self.expr(e.b))
+        return self.op("OpBitcast", t, self.op(opname, ut, ua, ub))
+
+    def _trunc_rem(self, dt, a, b, q) -> int:
+        """a - b * q: the truncated remainder from the truncated quotient q."""
+        t = self.ty(dt)
+        return self.op("OpISub", t, a, self.op("OpIMul", t, b, q))
+
+    def _needs_floor_fix(self, divisor: PrimExpr, r, b) -> int:
+        """r != 0 and sign(r) != sign(b): the truncated result must move one step down. With
+        the divisor's sign known from its range this is a single comparison of r."""
+        dt = divisor.dtype
+        bt = self.types.bool_of(dt.lanes)
+        zero = self.const(dt, 0)
+        if self.ranges.positive(divisor):
+            return self.op("OpSLessThan", bt, r, zero)
+        if self.ranges.negative(divisor):
+            return self.op("OpSGreaterThan", bt, r, zero)
+        nonzero = self.op("OpINotEqual", bt, r, zero)
+        r_neg = self.op("OpSLessThan", bt, r, zero)
+        b_neg = self.op("OpSLessThan", bt, b, zero)
+        differ = self.op("OpLogicalNotEqual", bt, r_neg, b_neg)
+        return self.op("OpLogicalAnd", bt, nonzero, differ)
 
     def e_minmax(self, e) -> int:
         a, b = self.expr(e.a), self.expr(e.b)
@@ -236,7 +303,7 @@ class ExprMixin:
 
     def e_let(self, e: Let) -> int:
         v = self.expr(e.value)
-        with self.bound(e.var, v):
+        with self.bound(e.var, v), self.ranges.bound_to(e.var, e.value):
             return self.expr(e.body)
 
     def e_load(self, e: BufferLoad) -> int:

@@ -1,16 +1,22 @@
 """Statements to structured SPIR-V control flow (mixed into the kernel emitter).
 
 Loops: header block (OpLoopMerge) -> condition block -> body -> continue block -> header, with the
-induction variable in a Function variable (no OpPhi). Ifs: OpSelectionMerge. Async statements that
+induction variable in a Function variable (no OpPhi). An unrolled loop with a constant trip count
+(at most MAX_UNROLL) is emitted as copies of its body. Ifs: OpSelectionMerge. Async statements that
 reach codegen run synchronously; a remaining wait becomes a workgroup barrier.
 """
 
 from __future__ import annotations
 
 from vkir.errors import TypeCheckError, UnsupportedError
-from vkir.ir import (AllocBuffer, AsyncCommitQueue, AsyncScope, AsyncWaitQueue, Barrier,
+from vkir.ir import (Add, AllocBuffer, AsyncCommitQueue, AsyncScope, AsyncWaitQueue, Barrier,
                      BufferStore, DataType, DeclBuffer, Evaluate, FloatImm, For, IfThenElse,
                      IntImm, LetStmt, SeqStmt, Stmt)
+from vkir.ir.substitute import substitute
+from vkir.ir.walk import walk
+
+# the most copies of a loop body that an unrolled loop with a constant trip count becomes
+MAX_UNROLL = 64
 
 
 class StmtMixin:
@@ -32,7 +38,7 @@ class StmtMixin:
 
     def s_let(self, s: LetStmt) -> None:
         v = self.expr(s.value)
-        with self.bound(s.var, v):
+        with self.bound(s.var, v), self.ranges.bound_to(s.var, s.value):
             self.stmt(s.body)
 
     def s_evaluate(self, s: Evaluate) -> None:
@@ -65,10 +71,13 @@ class StmtMixin:
         if not dt.is_integer or dt.lanes != 1:
             raise TypeCheckError(f"kernel {self.func.name!r}: loop variable {s.loop_var.name!r} "
                                  f"must be a scalar integer, got {dt}")
+        if s.kind == "unrolled" and self._unroll(s):
+            return
         t = self.ty(dt)
         lo = self.expr(s.min)
         extent = self.expr(s.extent)
-        end = extent if _is_zero(s.min) else self.op("OpIAdd", t, lo, extent)
+        end = extent if _is_zero(s.min) else self.int_op("OpIAdd", Add(s.min, s.extent), t, lo,
+                                                          extent)
         ptr = self.function_variable(self.b.type_pointer("Function", t))
         self.do("OpStore", ptr, lo)
         header, check, body, cont, merge = (self.b.new_id() for _ in range(5))
@@ -84,23 +93,44 @@ class StmtMixin:
         self.do("OpBranchConditional", self.op(less, self.ty(DataType("bool", 1)), i, end),
                 body, merge)
         self.start_block(body)
-        with self.bound(s.loop_var, i):
+        with self.bound(s.loop_var, i), self.ranges.loop(s.loop_var, s.min, s.extent):
             self.stmt(s.body)
-        self.do("OpBranch", cont)
-        self.start_block(cont)
-        self.do("OpStore", ptr, self.op("OpIAdd", t, i, self.const(dt, 1)))
+            self.do("OpBranch", cont)
+            self.start_block(cont)
+            # the body ran, so i < min + extent: i + 1 wraps only where min + extent does
+            step = self.int_op("OpIAdd", Add(s.loop_var, IntImm(dt, 1)), t, i,
+                               self.const(dt, 1))
+        self.do("OpStore", ptr, step)
         self.do("OpBranch", header)
         self.start_block(merge)
+
+    def _unroll(self, s: For) -> bool:
+        """Emit an unrolled loop with a constant trip count as that many copies of its body,
+        the loop var replaced by each constant in turn (drivers need not honour the Unroll
+        hint, and the ranges of each copy's index arithmetic are exact). False (emit a loop) when the trip count is
+        not a constant, is over MAX_UNROLL, or the body allocates memory (each copy would get
+        its own)."""
+        lo, ext = self.ranges.of(s.min), self.ranges.of(s.extent)
+        if lo is None or ext is None or lo[0] != lo[1] or ext[0] != ext[1]:
+            return False
+        if ext[0] > MAX_UNROLL or any(isinstance(n, AllocBuffer) for n in walk(s.body)):
+            return False
+        dt = s.loop_var.dtype
+        for value in range(lo[0], lo[0] + max(ext[0], 0)):
+            self.stmt(substitute(s.body, {s.loop_var: IntImm(dt, value)}))
+        return True
 
     def thread_loop(self, s: For) -> None:
         """A thread-binding loop is its body with the loop var bound to the invocation's id."""
         dt = s.loop_var.dtype
         v = self.convert(self.thread_id(s.thread), DataType("int", 32), dt)
-        if not _is_zero(s.min):
-            v = self.op("OpIAdd", self.ty(dt), v, self.expr(s.min))
-        self.b.name(v, s.loop_var.name)
-        with self.bound(s.loop_var, v):
-            self.stmt(s.body)
+        with self.ranges.thread(s.loop_var, s.min, s.extent):
+            if not _is_zero(s.min):
+                v = self.int_op("OpIAdd", Add(s.loop_var, s.min), self.ty(dt), v,
+                                self.expr(s.min))
+            self.b.name(v, s.loop_var.name)
+            with self.bound(s.loop_var, v):
+                self.stmt(s.body)
 
     def s_alloc(self, s: AllocBuffer) -> None:
         self.allocate(s.buffer)
