@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-SYSTEM_PACKAGES := libvulkan1 mesa-vulkan-drivers vulkan-validationlayers
+SYSTEM_PACKAGES := python3 python3-venv libvulkan1 mesa-vulkan-drivers vulkan-validationlayers
 
 .PHONY: setup system-deps demo test bench clean
 

@@ -6,6 +6,11 @@ vkir.runtime) and numpy. Metrics: device_s (timestamp queries), wall_s (host tim
 submit + wait included), compile_s (script or GLSL source -> ready pipeline, caches reset) and
 latency_s (round trip of a one-invocation dispatch). Results print as a table with the ratios
 vkir/GLSL and vkir/numpy, and `--json FILE` writes one JSON object per measurement.
+
+The vkir and GLSL device times of a workload are sampled in alternation (`Bench._timed`): on a CPU
+device that shares two cores with other processes, timing all vkir runs and then all GLSL runs
+let a change of load between the two blocks decide the ratio (the same kernels measured 0.6x to
+1.8x of each other from run to run).
 """
 
 from __future__ import annotations
@@ -87,33 +92,42 @@ class Bench:
         words = compile_glsl(SHADERS / f"{name}.comp", defines=defines or None)
         return runtime.get_pipeline(self.dev, words, "main", bindings, push_size)
 
-    def _timed(self, workload, impl, steps, flops, nbytes):
-        """device_s and wall_s from the same runs: each sample times every step once with
-        timestamp queries (profile with repeat=1) and the host clock around all of them."""
-        for step in steps:
-            step()  # warm-up (lavapipe compiles the shader at first use)
-        device, wall = [], []
-        for _ in range(self.repeat):
-            t0 = time.perf_counter()
-            device.append(sum(step().median for step in steps))
-            wall.append(time.perf_counter() - t0)
-        self.add(workload, impl, "device_s", device, flops, nbytes)
-        self.add(workload, impl, "wall_s", wall, flops, nbytes)
+    def _timed(self, workload, impls, flops=None, nbytes=None):
+        """device_s and wall_s of each implementation (`impls`: name -> list of steps, each a
+        callable returning a timing), measured in alternation: every round times each
+        implementation once, the order rotating from round to round, so that a change of load
+        on the machine (a CPU device shares its cores with everything else) falls on all of
+        them alike and the ratios compare like with like. A sample times every step of one
+        implementation once with timestamp queries (profile with repeat=1) and the host clock
+        around all of them."""
+        for steps in impls.values():
+            for step in steps:
+                step()  # warm-up (lavapipe compiles the shader at first use)
+        names = list(impls)
+        device = {name: [] for name in names}
+        wall = {name: [] for name in names}
+        for r in range(self.repeat):
+            k = r % len(names)
+            for name in names[k:] + names[:k]:
+                t0 = time.perf_counter()
+                device[name].append(sum(step().median for step in impls[name]))
+                wall[name].append(time.perf_counter() - t0)
+        for name in names:
+            self.add(workload, name, "device_s", device[name], flops, nbytes)
+            self.add(workload, name, "wall_s", wall[name], flops, nbytes)
 
-    def glsl_run(self, workload, pipeline, launches, flops=None, nbytes=None):
-        """Time GLSL dispatches; `launches` is a list of (arrays, push bytes, groups), run in order
-        and measured together."""
+    def glsl_steps(self, pipeline, launches):
+        """Steps timing GLSL dispatches; `launches` is a list of (arrays, push bytes, groups),
+        run in order and measured together."""
         from vkir import runtime
 
-        steps = [lambda arrs=arrs, p=p, g=g: runtime.profile(
+        return [lambda arrs=arrs, p=p, g=g: runtime.profile(
             self.dev, pipeline, [a.buffer for a in arrs], p, g, repeat=1, warmup=0)
             for arrs, p, g in launches]
-        self._timed(workload, "glsl", steps, flops, nbytes)
 
-    def vkir_run(self, workload, kernel, calls, flops=None, nbytes=None):
-        """Time vkir kernel calls (`calls`: a list of argument tuples, run in order)."""
-        steps = [lambda a=a: kernel.profile(*a, repeat=1, warmup=0) for a in calls]
-        self._timed(workload, "vkir", steps, flops, nbytes)
+    def vkir_steps(self, kernel, calls):
+        """Steps timing vkir kernel calls (`calls`: a list of argument tuples, run in order)."""
+        return [lambda a=a: kernel.profile(*a, repeat=1, warmup=0) for a in calls]
 
     def check(self, workload, got, want, rtol=1e-4, atol=1e-5):
         if not np.allclose(got, want, rtol=rtol, atol=atol):
@@ -130,11 +144,13 @@ class Bench:
         C1, C2 = vk.empty(n, "float32", dev), vk.empty(n, "float32", dev)
         nbytes = 12 * n
         k = vk.build(kernels.vadd4, device=dev)
-        self.vkir_run("vadd", k, [(A, B, C1)], nbytes=nbytes)
-        self.check("vadd vkir", C1.numpy(), a + b)
         pipe = self.glsl("vadd", (0, 1, 2), 4, WG=256)
-        self.glsl_run("vadd", pipe, [([A, B, C2], struct.pack("<I", n), ((n + 1023) // 1024, 1, 1))],
-                      nbytes=nbytes)
+        self._timed("vadd", {
+            "vkir": self.vkir_steps(k, [(A, B, C1)]),
+            "glsl": self.glsl_steps(pipe, [([A, B, C2], struct.pack("<I", n),
+                                            ((n + 1023) // 1024, 1, 1))]),
+        }, nbytes=nbytes)
+        self.check("vadd vkir", C1.numpy(), a + b)
         self.check("vadd glsl", C2.numpy(), a + b)
         c = np.empty_like(a)
         self.add("vadd", "numpy", "wall_s", _wall(lambda: np.add(a, b, out=c), self.repeat), nbytes=nbytes)
@@ -148,12 +164,14 @@ class Bench:
         X = vk.array(x, dev)
         P, S = vk.empty(m, "float32", dev), vk.empty(1, "float32", dev)
         k = vk.build(kernels.block_sum, device=dev)
-        self.vkir_run("sum", k, [(X, P), (P, S)], nbytes=4 * n)
-        self.check("sum vkir", S.numpy()[0], want, rtol=1e-5)
         pipe = self.glsl("sum", (0, 1), 4, WG=128)
         P2, S2 = vk.empty(m, "float32", dev), vk.empty(1, "float32", dev)
-        self.glsl_run("sum", pipe, [([X, P2], struct.pack("<I", n), (m, 1, 1)),
-                                    ([P2, S2], struct.pack("<I", m), (1, 1, 1))], nbytes=4 * n)
+        self._timed("sum", {
+            "vkir": self.vkir_steps(k, [(X, P), (P, S)]),
+            "glsl": self.glsl_steps(pipe, [([X, P2], struct.pack("<I", n), (m, 1, 1)),
+                                           ([P2, S2], struct.pack("<I", m), (1, 1, 1))]),
+        }, nbytes=4 * n)
+        self.check("sum vkir", S.numpy()[0], want, rtol=1e-5)
         self.check("sum glsl", S2.numpy()[0], want, rtol=1e-5)
         self.add("sum", "numpy", "wall_s", _wall(lambda: x.sum(), self.repeat), nbytes=4 * n)
 
@@ -168,15 +186,18 @@ class Bench:
         C1, C2 = vk.empty((s, s), "float32", dev), vk.empty((s, s), "float32", dev)
         flops = 2.0 * s ** 3
         repeat = self.repeat
-        self.repeat = min(repeat, 3)  # seconds per run on a CPU device
+        if not self.quick:
+            self.repeat = min(repeat, 3)  # seconds per run on a CPU device
         try:
             k = vk.build(kernels.matmul, device=dev)
-            self.vkir_run("matmul_1024", k, [(A, B, C1)], flops=flops)
-            self.check("matmul vkir", C1.numpy(), want, rtol=1e-3, atol=1e-3)
             pipe = self.glsl("matmul", (0, 1, 2), 12)
             g = (s + 15) // 16
-            self.glsl_run("matmul_1024", pipe, [([A, B, C2], struct.pack("<III", s, s, s), (g, g, 1))],
-                          flops=flops)
+            self._timed("matmul_1024", {
+                "vkir": self.vkir_steps(k, [(A, B, C1)]),
+                "glsl": self.glsl_steps(pipe, [([A, B, C2], struct.pack("<III", s, s, s),
+                                                (g, g, 1))]),
+            }, flops=flops)
+            self.check("matmul vkir", C1.numpy(), want, rtol=1e-3, atol=1e-3)
             self.check("matmul glsl", C2.numpy(), want, rtol=1e-3, atol=1e-3)
             self.add("matmul_1024", "numpy", "wall_s", _wall(lambda: a @ b, self.repeat), flops=flops)
         finally:
@@ -199,11 +220,13 @@ class Bench:
         Y1, Y2 = vk.empty((rows, cols), "float32", dev), vk.empty((rows, cols), "float32", dev)
         nbytes = 8 * rows * cols
         k = vk.build(kernels.softmax, device=dev)
-        self.vkir_run("softmax", k, [(X, Y1)], nbytes=nbytes)
-        self.check("softmax vkir", Y1.numpy(), want, rtol=1e-4, atol=1e-6)
         pipe = self.glsl("softmax", (0, 1), 8, WG=256)
-        self.glsl_run("softmax", pipe, [([X, Y2], struct.pack("<II", rows, cols), (rows, 1, 1))],
-                      nbytes=nbytes)
+        self._timed("softmax", {
+            "vkir": self.vkir_steps(k, [(X, Y1)]),
+            "glsl": self.glsl_steps(pipe, [([X, Y2], struct.pack("<II", rows, cols),
+                                            (rows, 1, 1))]),
+        }, nbytes=nbytes)
+        self.check("softmax vkir", Y1.numpy(), want, rtol=1e-4, atol=1e-6)
         self.check("softmax glsl", Y2.numpy(), want, rtol=1e-4, atol=1e-6)
         self.add("softmax", "numpy", "wall_s", _wall(np_softmax, self.repeat), nbytes=nbytes)
 

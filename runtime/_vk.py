@@ -6,9 +6,12 @@ dispatch path calls `lib` (the loader's C entry points) directly to keep per-cal
 
 from __future__ import annotations
 
-import vulkan as vk
-
 from vkir.errors import DeviceError
+
+try:
+    import vulkan as vk
+except OSError as exc:  # the package dlopens libvulkan when imported
+    raise DeviceError(f"no Vulkan loader (libvulkan.so.1) found: install libvulkan1 ({exc})") from None
 
 ffi = vk.ffi
 WHOLE_SIZE = 0xFFFFFFFFFFFFFFFF  # VK_WHOLE_SIZE (the package defines it as -1)

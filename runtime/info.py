@@ -50,13 +50,13 @@ class Limits:
 class DeviceInfo:
     """One physical device. `features` uses vkir.spirv.Target's names ("float16", "int8", ...)."""
 
-    index: int
     name: str
     kind: str              # "discrete" | "integrated" | "virtual" | "cpu" | "other"
     driver: str
     api_version: str
     limits: Limits
     features: frozenset
+    index: int             # position in vkir.devices()
     subgroup_size: int
     subgroup_operations: frozenset
     unified_memory: bool   # device-local memory is host-visible (no staging copies needed)

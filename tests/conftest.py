@@ -17,12 +17,12 @@ NO_DEVICE = ("no Vulkan device ({why}): device tests skipped; the pure-Python IR
 
 @pytest.fixture(scope="session")
 def _vulkan_device():
-    try:
-        from vkir import runtime
-    except OSError as exc:  # the `vulkan` package raises OSError when libvulkan is missing
-        pytest.skip(NO_DEVICE.format(why=f"no Vulkan loader: {exc}"))
     from vkir.errors import DeviceError
 
+    try:
+        from vkir import runtime
+    except DeviceError as exc:  # vkir.runtime raises it when libvulkan is missing
+        pytest.skip(NO_DEVICE.format(why=str(exc)))
     try:
         infos = runtime.devices()
     except DeviceError as exc:

@@ -84,6 +84,16 @@ def _numpy_dtype(dtype) -> np.dtype:
         raise ArgumentError(f"unknown dtype {dtype!r}") from exc
 
 
+def _lanes(dtype) -> int:
+    """Vector lanes of a vkir dtype ("float32x4" -> 4); 1 for scalar and numpy dtypes."""
+    if isinstance(dtype, str):
+        try:
+            dtype = DataType.parse(dtype)
+        except ValueError:
+            return 1
+    return dtype.lanes if isinstance(dtype, DataType) else 1
+
+
 class DeviceArray:
     """An n-d array in device memory. Bool arrays are stored as int8 bytes (0/1)."""
 
@@ -143,13 +153,19 @@ def array(values, device=None) -> DeviceArray:
 
 
 def empty(shape, dtype="float32", device=None) -> DeviceArray:
-    """A zero-filled device array of `shape` and `dtype` ("float32", np.float32, DataType...)."""
+    """A zero-filled device array of `shape` and `dtype` ("float32", np.float32, DataType...).
+
+    A vector dtype ("float32x4") gives the array of its scalar type with the same bytes, of shape
+    S[:-1] + (S[-1] * lanes,): what kernels take for a vector-typed buffer of shape S."""
     from .runtime import Buffer
 
     dev = _device(device)
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
     if any(s < 0 for s in shape):
         raise ArgumentError(f"negative dimension in shape {shape}")
+    lanes = _lanes(dtype)
+    if lanes > 1:
+        shape = (*shape[:-1], (shape[-1] if shape else 1) * lanes)
     npd = _numpy_dtype(dtype)
     buf = Buffer(dev, int(np.prod(shape, dtype=np.int64)) * npd.itemsize)
     buf.fill_zero()

@@ -28,6 +28,33 @@ _MINMAX = {Min: ("SMin", "UMin", "FMin", "OpLogicalAnd"),
            Max: ("SMax", "UMax", "FMax", "OpLogicalOr")}
 
 
+def _int_const(e: PrimExpr) -> int | None:
+    if isinstance(e, Broadcast):
+        e = e.value
+    return e.value if isinstance(e, IntImm) else None
+
+
+def _fold_int(e) -> int | PrimExpr | None:
+    """An integer Add/Sub/Mul of two constants as its (wrapped) value, or the operand that an
+    identity (x + 0, 0 + x, x - 0, x * 1, 1 * x) leaves; None otherwise."""
+    if not e.a.dtype == e.b.dtype == e.dtype:
+        return None  # ill-typed: left to the rules that report it
+    a, b = _int_const(e.a), _int_const(e.b)
+    if a is not None and b is not None:
+        v = a + b if isinstance(e, Add) else a - b if isinstance(e, Sub) else a * b
+        bits = e.dtype.bits
+        v &= (1 << bits) - 1
+        if e.dtype.is_int and v >= 1 << (bits - 1):
+            v -= 1 << bits
+        return v
+    unit = 1 if isinstance(e, Mul) else 0
+    if b == unit:
+        return e.a
+    if a == unit and not isinstance(e, Sub):
+        return e.b
+    return None
+
+
 def _log2_const(e: PrimExpr) -> int | None:
     """k when `e` is the integer constant 2**k (k >= 0; scalar or broadcast), else None."""
     if isinstance(e, Broadcast):
@@ -69,6 +96,11 @@ class ExprMixin:
     # -- arithmetic ----------------------------------------------------------------------------
 
     def e_arith(self, e) -> int:
+        if e.dtype.is_integer:
+            folded = _fold_int(e)
+            if folded is not None:  # constants (e.g. in an unrolled copy) and x + 0, x * 1
+                return self.const(e.dtype, folded) if isinstance(folded, int) \
+                    else self.expr(folded)
         a, b = self.expr(e.a), self.expr(e.b)
         int_op, float_op = _ARITH[type(e)]
         if e.dtype.is_float:

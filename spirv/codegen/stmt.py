@@ -11,7 +11,7 @@ from __future__ import annotations
 from vkir.errors import TypeCheckError, UnsupportedError
 from vkir.ir import (Add, AllocBuffer, AsyncCommitQueue, AsyncScope, AsyncWaitQueue, Barrier,
                      BufferStore, DataType, DeclBuffer, Evaluate, FloatImm, For, IfThenElse,
-                     IntImm, LetStmt, SeqStmt, Stmt)
+                     IntImm, LetStmt, SeqStmt, Stmt, Var)
 from vkir.ir.substitute import substitute
 from vkir.ir.walk import walk
 
@@ -75,9 +75,12 @@ class StmtMixin:
             return
         t = self.ty(dt)
         lo = self.expr(s.min)
-        extent = self.expr(s.extent)
-        end = extent if _is_zero(s.min) else self.int_op("OpIAdd", Add(s.min, s.extent), t, lo,
-                                                          extent)
+        if _is_zero(s.min):
+            end = self.expr(s.extent)
+        elif isinstance(s.min, IntImm) and isinstance(s.extent, IntImm):
+            end = self.expr(Add(s.min, s.extent))  # folds to a constant
+        else:
+            end = self.int_op("OpIAdd", Add(s.min, s.extent), t, lo, self.expr(s.extent))
         ptr = self.function_variable(self.b.type_pointer("Function", t))
         self.do("OpStore", ptr, lo)
         header, check, body, cont, merge = (self.b.new_id() for _ in range(5))
@@ -107,13 +110,15 @@ class StmtMixin:
     def _unroll(self, s: For) -> bool:
         """Emit an unrolled loop with a constant trip count as that many copies of its body,
         the loop var replaced by each constant in turn (drivers need not honour the Unroll
-        hint, and the ranges of each copy's index arithmetic are exact). False (emit a loop) when the trip count is
-        not a constant, is over MAX_UNROLL, or the body allocates memory (each copy would get
-        its own)."""
+        hint, and each copy's index arithmetic has exact ranges). False (emit a hinted loop)
+        when the trip count is not a constant or is over MAX_UNROLL, or when the body
+        allocates memory (each copy would get its own) or declares a buffer (whose shape or
+        offset may name the loop var, which substitution leaves alone)."""
         lo, ext = self.ranges.of(s.min), self.ranges.of(s.extent)
         if lo is None or ext is None or lo[0] != lo[1] or ext[0] != ext[1]:
             return False
-        if ext[0] > MAX_UNROLL or any(isinstance(n, AllocBuffer) for n in walk(s.body)):
+        if ext[0] > MAX_UNROLL or any(isinstance(n, (AllocBuffer, DeclBuffer))
+                                      for n in walk(s.body)):
             return False
         dt = s.loop_var.dtype
         for value in range(lo[0], lo[0] + max(ext[0], 0)):
@@ -121,16 +126,17 @@ class StmtMixin:
         return True
 
     def thread_loop(self, s: For) -> None:
-        """A thread-binding loop is its body with the loop var bound to the invocation's id."""
+        """A thread-binding loop is its body with the loop var bound to the invocation's id
+        (plus the loop's min, where it is not zero)."""
         dt = s.loop_var.dtype
         v = self.convert(self.thread_id(s.thread), DataType("int", 32), dt)
-        with self.ranges.thread(s.loop_var, s.min, s.extent):
-            if not _is_zero(s.min):
-                v = self.int_op("OpIAdd", Add(s.loop_var, s.min), self.ty(dt), v,
-                                self.expr(s.min))
-            self.b.name(v, s.loop_var.name)
-            with self.bound(s.loop_var, v):
-                self.stmt(s.body)
+        if not _is_zero(s.min):
+            tid = Var("id", dt)
+            with self.ranges.thread(tid, IntImm(dt, 0), s.extent):
+                v = self.int_op("OpIAdd", Add(tid, s.min), self.ty(dt), v, self.expr(s.min))
+        self.b.name(v, s.loop_var.name)
+        with self.bound(s.loop_var, v), self.ranges.thread(s.loop_var, s.min, s.extent):
+            self.stmt(s.body)
 
     def s_alloc(self, s: AllocBuffer) -> None:
         self.allocate(s.buffer)

@@ -133,11 +133,13 @@ def test_shared_memory_and_barrier():
 
 def test_loops_are_structured():
     _, asm = _asm(K.k_local_loops())
-    assert asm.count("OpLoopMerge") == 3
-    assert "OpLoopMerge" in asm and "Unroll" in asm
+    # the serial and vectorized loops; the unrolled one (constant trip count 4) became four
+    # copies of its body (tests/spirv/test_spirv_ranges.py checks unrolling in detail)
+    assert asm.count("OpLoopMerge") == 2
+    assert "Unroll" not in asm
     assert "OpPhi" not in asm
     assert re.search(r"%acc = OpVariable %_ptr_Function_\w+ Function", asm)
-    assert 'OpName %j "j"' in asm and 'OpName %k "k"' in asm
+    assert 'OpName %k "k"' in asm and 'OpName %v "v"' in asm
 
 
 def test_if_then_else_evaluates_one_side():

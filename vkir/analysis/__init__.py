@@ -1,16 +1,11 @@
-"""Analyses: the explicit-cast checker and the well-formedness checker."""
+"""Analyses: the explicit-cast checker and the well-formedness checker.
 
-from importlib import import_module
+Imported eagerly: each function shares its name with its submodule, and a lazy `__getattr__` is
+never consulted once importing one submodule (verify_well_formed imports verify_types) has bound
+the other's name to the module object.
+"""
 
-_LAZY = {
-    "verify_types": "verify_types",
-    "verify_well_formed": "verify_well_formed",
-}
+from .verify_types import verify_types
+from .verify_well_formed import verify_well_formed
 
-
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["verify_types", "verify_well_formed"]

@@ -1,7 +1,8 @@
 """Checking and binding the arguments of an interpreted call.
 
 Buffer parameters take numpy arrays of the buffer's scalar element type (a vector-typed buffer of
-shape S takes shape S[:-1] + (S[-1] * lanes,) or S + (lanes,)); symbolic sizes are inferred from
+shape S takes shape S[:-1] + (S[-1] * lanes,) or S + (lanes,); an int8 buffer also takes a bool
+array, as a bool buffer after BoolToInt8 does); symbolic sizes are inferred from
 the array shapes and must agree across buffers; scalar parameters take Python or numpy numbers.
 Every mismatch is an `ArgumentError`.
 """
@@ -97,7 +98,9 @@ def bind_arguments(func: PrimFunc, args: tuple, evaluate) -> Bindings:
                 raise ArgumentError(f"parameter {p.name} is a buffer and needs a numpy array, "
                                     f"got {type(a).__name__}")
             want = (buffer.dtype if buffer is not None else p.dtype.element).numpy_dtype()
-            if a.dtype != want:
+            # a numpy bool array (bytes 0/1) also backs an int8 buffer: BoolToInt8 stores bool
+            # buffers as int8, and the lowered function takes the same arguments as the original
+            if a.dtype != want and not (a.dtype == np.bool_ and want == np.int8):
                 raise ArgumentError(f"parameter {p.name} holds {want} elements, got an array "
                                     f"of {a.dtype}")
             arrays[p] = a

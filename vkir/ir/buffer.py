@@ -60,10 +60,15 @@ class Buffer(Node):
         return BufferStore(self, value, indices)
 
 
-def decl_buffer(shape, dtype="float32", name="buffer", data: Var | None = None, scope="global",
-                strides=(), elem_offset=0) -> Buffer:
-    """A Buffer, with a fresh `data` var of PointerType(dtype, scope) when none is given."""
+def decl_buffer(shape, dtype="float32", name="buffer", data: Var | None = None,
+                scope: str | None = None, strides=(), elem_offset=0) -> Buffer:
+    """A Buffer, with a fresh `data` var of PointerType(dtype, scope) when none is given.
+
+    `scope` defaults to "global", or to the scope of `data`'s pointer when `data` is given (a
+    buffer over a shared pointer is a shared buffer; anything else breaks typing rule 2)."""
     dt = DataType.parse(dtype)
+    if scope is None:
+        scope = data.dtype.scope if data is not None and isinstance(data.dtype, PointerType) else "global"
     if isinstance(shape, (int, PrimExpr)):
         shape = (shape,)
     if data is None:

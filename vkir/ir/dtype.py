@@ -57,6 +57,21 @@ class DataType:
     def __repr__(self) -> str:
         return f"DataType({str(self)!r})"
 
+    def __eq__(self, other) -> bool:
+        """Equal to another DataType with the same code, bits and lanes, or to its own spelling
+        as a string (`load.dtype == "float32x4"`)."""
+        if isinstance(other, DataType):
+            return self.lanes == other.lanes and self.bits == other.bits and self.code == other.code
+        if isinstance(other, str):
+            try:
+                return self == DataType.parse(other)
+            except ValueError:
+                return False
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(str(self))  # consistent with equality to the string spelling
+
     def with_lanes(self, lanes: int) -> "DataType":
         return DataType(self.code, self.bits, lanes)
 

@@ -353,8 +353,11 @@ class Parser(ExprParser):
 
     def _grid(self, node):
         call = node.iter
-        if call.keywords:
-            raise self.error(call.keywords[0].value, f"{self.t_name}.grid takes only extents")
+        extra = [k for k in call.keywords if k.arg != "annotations"]
+        if extra:
+            raise self.error(extra[0].value, f"{self.t_name}.grid takes extents and annotations= only")
+        # like every loop, a grid takes annotations; each loop of the nest carries them
+        annotations = self._annotations(next((k.value for k in call.keywords), None))
         targets = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
         if len(targets) != len(call.args):
             raise self.error(node.target, f"{self.t_name}.grid has {len(call.args)} extents but "
@@ -371,7 +374,8 @@ class Parser(ExprParser):
                 loops.append((var, ext))
             body = self.block(node.body)
         for var, ext in reversed(loops):
-            body = S.For(var, E.const(0, ext.dtype), ext, "serial", body, span=self.span(node))
+            body = S.For(var, E.const(0, ext.dtype), ext, "serial", body, None, annotations,
+                         span=self.span(node))
         return body
 
     def _annotations(self, node) -> dict:
