@@ -24,7 +24,8 @@ class Target:
 
     `features` names the optional device features the kernel may use (see FEATURES); codegen
     raises UnsupportedError naming a missing one. `env` is the SPIRV-Tools target environment
-    used for validation.
+    used for validation. `precise` decorates float arithmetic NoContraction (GLSL's `precise`),
+    so drivers may not fuse or reassociate it: results then match the interpreter bit for bit.
     """
 
     spirv_version: tuple = (1, 3)
@@ -33,6 +34,7 @@ class Target:
     max_workgroup_invocations: int = 128
     max_shared_memory_bytes: int = 16384
     max_push_constant_bytes: int = 128
+    precise: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "spirv_version", tuple(int(v) for v in self.spirv_version))

@@ -705,26 +705,35 @@ def test_simplify_keeps_wrapping_semantics(rule):
     np.testing.assert_array_equal(got, want)
 
 
+_ADDS = vkir.from_script(
+    "@T.prim_func\n"
+    "def adds(A: T.Buffer((4,), \"float32\"), B: T.Buffer((4,), \"float32\")):\n"
+    "    for i in T.thread_binding(4, \"threadIdx.x\"):\n"
+    "        B[i] = (A[i] + A[i]) + T.float32(0.5)\n")
+
+
 @pytest.mark.device
-def test_float_adds_are_bit_exact_on_device(device, request):
-    """`(x + x) + 0.5` on the device equals the interpreter (IEEE float32, in source order) bit
-    for bit. Without NoContraction decorations lavapipe's NIR may reassociate float arithmetic,
-    which is why the property tests compare float arithmetic with a tolerance."""
-    if "llvmpipe" in device.info.name:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "vkir.spirv emits OpFAdd without NoContraction; lavapipe (NIR) reassociates "
-            "(x + x) + 0.5 into x + (x + 0.5): x = 0.20283458f gives 0.9056692f, the interpreter "
-            "(and IEEE) 0.90566915f")))
-    func = vkir.from_script(
-        "@T.prim_func\n"
-        "def adds(A: T.Buffer((4,), \"float32\"), B: T.Buffer((4,), \"float32\")):\n"
-        "    for i in T.thread_binding(4, \"threadIdx.x\"):\n"
-        "        B[i] = (A[i] + A[i]) + T.float32(0.5)\n")
+def test_precise_float_adds_are_bit_exact_on_device(device):
+    """With `precise=True` every float operation is decorated NoContraction, so the device
+    computes `(x + x) + 0.5` in source order, bit for bit like the interpreter. (Without it
+    lavapipe's NIR reassociates to x + (x + 0.5): x = 0.20283458f gives 0.9056692f instead of
+    IEEE's 0.90566915f, which is why the property tests compare float arithmetic with a
+    tolerance.)"""
+    k = vkir.build(_ADDS, device=device, precise=True)
+    assert k.asm.count("NoContraction") == 2
     a = np.array([0.20283458, 1.0, -0.3, 3.1], np.float32)
     got, want = np.zeros(4, np.float32), np.zeros(4, np.float32)
-    vkir.build(func, device=device)(a, got)
-    vkir.interpret(func, a, want)
+    k(a, got)
+    vkir.interpret(_ADDS, a, want)
     np.testing.assert_array_equal(got, want)
+
+
+def test_default_float_arithmetic_is_not_decorated():
+    from vkir.spirv import Target, codegen, disassemble
+
+    assert "NoContraction" not in disassemble(codegen(vkir.lower(_ADDS), Target()).words)
+    precise = disassemble(codegen(vkir.lower(_ADDS), Target(precise=True)).words)
+    assert precise.count("NoContraction") == 2
 
 
 def test_overflowing_products_wrap_in_the_interpreter():

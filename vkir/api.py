@@ -51,8 +51,9 @@ def _device(dev):
     return dev if isinstance(dev, runtime.Device) else device(dev)
 
 
-def target_for(info):
-    """The vkir.spirv.Target matching a runtime DeviceInfo (SPIR-V version, features, limits)."""
+def target_for(info, precise: bool = False):
+    """The vkir.spirv.Target matching a runtime DeviceInfo (SPIR-V version, features, limits);
+    `precise` asks for float arithmetic the driver may not contract or reassociate."""
     from .spirv import FEATURES, Target
 
     major, minor = (int(v) for v in info.api_version.split(".")[:2])
@@ -66,7 +67,7 @@ def target_for(info):
     return Target(spirv_version=version, env=env, features=info.features & FEATURES,
                   max_workgroup_invocations=lim.max_workgroup_invocations,
                   max_shared_memory_bytes=lim.max_shared_memory_bytes,
-                  max_push_constant_bytes=lim.max_push_constant_bytes)
+                  max_push_constant_bytes=lim.max_push_constant_bytes, precise=precise)
 
 
 # -- arrays --------------------------------------------------------------------------------------
@@ -182,13 +183,16 @@ def lower(func: PrimFunc, target=None, verify_each: bool = False,
     return _lower(func, target, verify_each=verify_each, pointer_casts=pointer_casts)
 
 
-def build(func: PrimFunc, device=None, pointer_casts: bool = False) -> "Kernel":
+def build(func: PrimFunc, device=None, pointer_casts: bool = False,
+          precise: bool = False) -> "Kernel":
     """Lower, generate SPIR-V for `device` (validated by codegen) and create the (cached)
     pipeline. `pointer_casts=True` vectorizes aligned accesses through explicit pointer casts
-    (one VkBuffer bound to aliased descriptors) where the VectorTypeRewriter must scalarize."""
+    (one VkBuffer bound to aliased descriptors) where the VectorTypeRewriter must scalarize.
+    `precise=True` forbids the driver to fuse or reassociate float arithmetic (NoContraction),
+    so float results equal vkir.interpret's bit for bit, at some cost in speed."""
     if not isinstance(func, PrimFunc):
         raise ArgumentError(f"vkir.build expects a PrimFunc (a @T.prim_func), got {type(func).__name__}")
-    return Kernel(func, _device(device), pointer_casts)
+    return Kernel(func, _device(device), pointer_casts, precise)
 
 
 @dataclass(frozen=True)
@@ -261,14 +265,14 @@ class Kernel:
     PrimFunc), `module` (the SpirvModule), `compile_seconds` (lower + codegen + validate +
     pipeline). Call it with device arrays, numpy arrays and Python scalars."""
 
-    def __init__(self, func: PrimFunc, dev, pointer_casts: bool = False):
+    def __init__(self, func: PrimFunc, dev, pointer_casts: bool = False, precise: bool = False):
         from . import runtime, spirv
         from .interpreter import evaluate
 
         t0 = time.perf_counter()
         self.func = func
         self.device = dev
-        self.target = target_for(dev.info)
+        self.target = target_for(dev.info, precise)
         self.ir = lower(func, self.target, pointer_casts=pointer_casts)
         # codegen validates every module with SPIRV-Tools before returning it (its contract),
         # so nothing unvalidated reaches vkCreateShaderModule; validating again would cost ~1 ms

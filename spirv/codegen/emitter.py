@@ -30,6 +30,11 @@ _INT32 = DataType("int", 32)
 _UINT32 = DataType("uint", 32)
 
 
+# float arithmetic a driver may contract (fuse) or reassociate unless decorated NoContraction
+_FLOAT_ARITHMETIC = frozenset({"OpFAdd", "OpFSub", "OpFMul", "OpFDiv", "OpFRem", "OpFMod",
+                               "OpFNegate", "OpVectorTimesScalar"})
+
+
 class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin):
     def __init__(self, func: PrimFunc, target: Target):
         self.func = func
@@ -50,6 +55,7 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin):
         self.ranges = Ranges()
         # NoSignedWrap/NoUnsignedWrap are core from SPIR-V 1.4 (an extension before)
         self.wrap_decorations = target.spirv_version >= (1, 4)
+        self.precise = target.precise
 
     # -- emission primitives -------------------------------------------------------------------
 
@@ -59,6 +65,8 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin):
     def op(self, opname: str, result_type: int, *operands) -> int:
         rid = self.b.new_id()
         self.b.encode(self.code, opname, result_type, rid, *operands)
+        if self.precise and opname in _FLOAT_ARITHMETIC:
+            self.b.decorate(rid, "NoContraction")
         return rid
 
     def do(self, opname: str, *operands) -> None:
