@@ -23,17 +23,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def median_time(fn, repeat, warmup=50):
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=300)
@@ -45,6 +34,7 @@ def main(argv=None):
 
     import vkir
     from benchmarks import kernels
+    from benchmarks.suite import wall_samples
     from vkir import runtime
     from vkir.runtime._vk import ffi, lib
 
@@ -77,7 +67,7 @@ def main(argv=None):
     rounds = {name: [] for name in fns}
     for _ in range(args.rounds):
         for name, fn in fns.items():
-            rounds[name].append(median_time(fn, args.repeat, warmup=20))
+            rounds[name].append(statistics.median(wall_samples(fn, args.repeat, warmup=20)))
     rows = [(name, statistics.median(v)) for name, v in rounds.items()]
     base = rows[0][1]
     print(f"device: {dev.info}")

@@ -3,18 +3,7 @@ algorithm of its GLSL reference in shaders/ so the vkir/GLSL ratio compares code
 not algorithms."""
 
 from vkir import T
-from vkir.demo import block_sum, matmul  # noqa: F401  (the same kernels as the demo)
-
-VADD_SOURCE = '''
-@T.prim_func
-def vadd(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32"),
-         c: T.Buffer(("n",), "float32")):
-    for bx in T.thread_binding((n + 63) // 64, "blockIdx.x"):
-        for tx in T.thread_binding(64, "threadIdx.x"):
-            i = bx * 64 + tx
-            if i < n:
-                c[i] = a[i] + b[i]
-'''
+from vkir.demo import VADD_SOURCE, block_sum, matmul  # noqa: F401  (the same kernels as the demo)
 
 
 @T.prim_func

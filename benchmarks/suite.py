@@ -51,7 +51,8 @@ def _stats(samples):
     return statistics.median(samples), min(samples), max(samples), len(samples)
 
 
-def _wall(fn, repeat, warmup=1):
+def wall_samples(fn, repeat, warmup=1):
+    """Host seconds of `repeat` calls of `fn`, after `warmup` untimed ones."""
     for _ in range(warmup):
         fn()
     samples = []
@@ -153,7 +154,7 @@ class Bench:
         self.check("vadd vkir", C1.numpy(), a + b)
         self.check("vadd glsl", C2.numpy(), a + b)
         c = np.empty_like(a)
-        self.add("vadd", "numpy", "wall_s", _wall(lambda: np.add(a, b, out=c), self.repeat), nbytes=nbytes)
+        self.add("vadd", "numpy", "wall_s", wall_samples(lambda: np.add(a, b, out=c), self.repeat), nbytes=nbytes)
 
     def sum(self):
         from . import kernels
@@ -173,7 +174,7 @@ class Bench:
         }, nbytes=4 * n)
         self.check("sum vkir", S.numpy()[0], want, rtol=1e-5)
         self.check("sum glsl", S2.numpy()[0], want, rtol=1e-5)
-        self.add("sum", "numpy", "wall_s", _wall(lambda: x.sum(), self.repeat), nbytes=4 * n)
+        self.add("sum", "numpy", "wall_s", wall_samples(lambda: x.sum(), self.repeat), nbytes=4 * n)
 
     def matmul_1024(self):
         from . import kernels
@@ -199,7 +200,7 @@ class Bench:
             }, flops=flops)
             self.check("matmul vkir", C1.numpy(), want, rtol=1e-3, atol=1e-3)
             self.check("matmul glsl", C2.numpy(), want, rtol=1e-3, atol=1e-3)
-            self.add("matmul_1024", "numpy", "wall_s", _wall(lambda: a @ b, self.repeat), flops=flops)
+            self.add("matmul_1024", "numpy", "wall_s", wall_samples(lambda: a @ b, self.repeat), flops=flops)
         finally:
             self.repeat = repeat
 
@@ -228,7 +229,7 @@ class Bench:
         }, nbytes=nbytes)
         self.check("softmax vkir", Y1.numpy(), want, rtol=1e-4, atol=1e-6)
         self.check("softmax glsl", Y2.numpy(), want, rtol=1e-4, atol=1e-6)
-        self.add("softmax", "numpy", "wall_s", _wall(np_softmax, self.repeat), nbytes=nbytes)
+        self.add("softmax", "numpy", "wall_s", wall_samples(np_softmax, self.repeat), nbytes=nbytes)
 
     def latency(self):
         from vkir import runtime
@@ -239,12 +240,12 @@ class Bench:
         repeat = max(200, self.repeat * 20)
         A = vk.empty(1, "float32", dev)
         k = vk.build(kernels.noop, device=dev)
-        self.add("latency", "vkir", "latency_s", _wall(lambda: k(A), repeat, warmup=20))
+        self.add("latency", "vkir", "latency_s", wall_samples(lambda: k(A), repeat, warmup=20))
         pipe = self.glsl("noop", (0,), 0)
         launch = runtime.get_launch(dev, pipe, [A.buffer], b"", (1, 1, 1))
-        self.add("latency", "glsl", "latency_s", _wall(launch.run, repeat, warmup=20))
+        self.add("latency", "glsl", "latency_s", wall_samples(launch.run, repeat, warmup=20))
         a = np.zeros(1, np.float32)
-        self.add("latency", "numpy", "latency_s", _wall(lambda: np.add(a, 0, out=a), repeat, warmup=20))
+        self.add("latency", "numpy", "latency_s", wall_samples(lambda: np.add(a, 0, out=a), repeat, warmup=20))
 
     def compile(self):
         from vkir import runtime

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from vkir.errors import DeviceError, UnsupportedError
 
 from ._vk import call, check, cstr, ffi, lib, vk
-from .info import CORE_FEATURES, FEATURE_STRUCTS, DeviceInfo, feature_chain
+from .info import CORE_FEATURES, FEATURE_STRUCTS, DeviceInfo
 
 UINT64_MAX = 0xFFFFFFFFFFFFFFFF
 # extensions that carry feature structs on Vulkan 1.1 devices (core from 1.2)
@@ -40,6 +40,15 @@ def _cache_file(physical):
     base = Path(folder) if folder else Path(os.path.expanduser("~")) / ".cache" / "vkir"
     uuid = bytes(vk.vkGetPhysicalDeviceProperties(physical).pipelineCacheUUID).hex()
     return base / f"pipelines-{uuid}.bin"
+
+
+def submit_info(cmd):
+    """(VkSubmitInfo*, the command-buffer array it points to) that submits the command buffer
+    `cmd` alone; keep both alive while the submit info is in use."""
+    cmds = ffi.new("VkCommandBuffer[]", [cmd])
+    info = ffi.new("VkSubmitInfo*", {"sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                                     "commandBufferCount": 1, "pCommandBuffers": cmds})
+    return info, cmds
 
 
 class Device:
@@ -95,15 +104,15 @@ class Device:
         extensions = []
         if "VK_KHR_portability_subset" in available:
             extensions.append("VK_KHR_portability_subset")
-        # query supported values, then keep only the members kernels use
-        head, structs = feature_chain()
-        lib.vkGetPhysicalDeviceFeatures2(self.physical, head)
+        # enable exactly the members kernels use that the device supports (DeviceInfo.features
+        # holds what the device reported for each of them)
+        supported = self.info.features
         enabled = ffi.new("VkPhysicalDeviceFeatures2*")
-        enabled.sType = head.sType
-        for member in CORE_FEATURES:
-            setattr(enabled.features, member, getattr(head.features, member))
+        enabled.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2
+        for member, name in CORE_FEATURES.items():
+            setattr(enabled.features, member, int(name in supported))
         prev, keep = enabled, []
-        for s, (cname, stype, members) in zip(structs, FEATURE_STRUCTS):
+        for cname, stype, members in FEATURE_STRUCTS:
             ext = FEATURE_EXTENSIONS.get(cname)
             if ext is not None and not core12:
                 if ext not in available:
@@ -111,8 +120,8 @@ class Device:
                 extensions.append(ext)
             e = ffi.new(cname + "*")
             e.sType = stype
-            for member in members:
-                setattr(e, member, getattr(s, member))
+            for member, name in members.items():
+                setattr(e, member, int(name in supported))
             prev.pNext = e
             prev = e
             keep.append(e)
@@ -204,10 +213,14 @@ class Device:
         """A descriptor set for `layout`, from the first pool with room (a new pool when full)."""
         layouts = ffi.new("VkDescriptorSetLayout[]", [layout])
         out = ffi.new("VkDescriptorSet*")
-        for pool in reversed(self._descriptor_pools):
+
+        def allocate(pool):
             info = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1,
                                                   pSetLayouts=layouts)
-            if lib.vkAllocateDescriptorSets(self.handle, ffi.addressof(info), out) == vk.VK_SUCCESS:
+            return lib.vkAllocateDescriptorSets(self.handle, ffi.addressof(info), out)
+
+        for pool in reversed(self._descriptor_pools):
+            if allocate(pool) == vk.VK_SUCCESS:
                 return pool, out[0]
         sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                          descriptorCount=DESCRIPTOR_POOL_BUFFERS)]
@@ -216,9 +229,7 @@ class Device:
                         flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
                         maxSets=DESCRIPTOR_POOL_SETS, poolSizeCount=1, pPoolSizes=sizes), None)
         self._descriptor_pools.append(pool)
-        info = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1,
-                                              pSetLayouts=layouts)
-        check(lib.vkAllocateDescriptorSets(self.handle, ffi.addressof(info), out), "vkAllocateDescriptorSets")
+        check(allocate(pool), "vkAllocateDescriptorSets")
         return pool, out[0]
 
     def allocate_command_buffer(self):
@@ -246,10 +257,7 @@ class Device:
         with self._lock:
             if self._transfer_cmd is None:
                 self._transfer_cmd = self.allocate_command_buffer()
-                self._transfer_ptr = ffi.new("VkCommandBuffer[]", [self._transfer_cmd])
-                self._transfer_submit = ffi.new("VkSubmitInfo*", {
-                    "sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, "commandBufferCount": 1,
-                    "pCommandBuffers": self._transfer_ptr})
+                self._transfer_submit, self._transfer_ptr = submit_info(self._transfer_cmd)
             cmd = self._transfer_cmd
             begin = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
             check(lib.vkBeginCommandBuffer(cmd, ffi.addressof(begin)), "vkBeginCommandBuffer")
@@ -267,17 +275,21 @@ class Device:
             self._staging = Buffer(self, max(nbytes, 1 << 20), staging=True)
         return self._staging
 
+    def _destroy_pipelines(self) -> None:
+        """Destroy every cached launch and pipeline (the caller holds the lock, device idle)."""
+        for launch in self.launches.values():
+            launch.destroy()
+        self.launches.clear()
+        for pipeline in self.pipelines.values():
+            pipeline.destroy()
+        self.pipelines.clear()
+
     def reset_pipeline_cache(self) -> None:
         """Forget every pipeline (and the launches using them) and start a new VkPipelineCache,
         so the next build compiles from scratch: used to measure cold compile times."""
         with self._lock:
             lib.vkDeviceWaitIdle(self.handle)
-            for launch in self.launches.values():
-                launch.destroy()
-            self.launches.clear()
-            for pipeline in self.pipelines.values():
-                pipeline.destroy()
-            self.pipelines.clear()
+            self._destroy_pipelines()
             lib.vkDestroyPipelineCache(self.handle, self.pipeline_cache, ffi.NULL)
             self.pipeline_cache = self._create_pipeline_cache(None)
 
@@ -289,12 +301,7 @@ class Device:
         with self._lock:
             lib.vkDeviceWaitIdle(self.handle)
             self._staging = None
-            for launch in self.launches.values():
-                launch.destroy()
-            self.launches.clear()
-            for pipeline in self.pipelines.values():
-                pipeline.destroy()
-            self.pipelines.clear()
+            self._destroy_pipelines()
             # free still-referenced buffers directly: at interpreter exit weakref finalizers
             # no longer run when called
             for serial, (fin, handle, memory) in list(self._live_buffers.items()):

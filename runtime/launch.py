@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from vkir.errors import ArgumentError, DeviceError, UnsupportedError
 
 from ._vk import WHOLE_SIZE, check, ffi, lib, vk
-from .device import LAUNCH_CACHE_SIZE
+from .device import LAUNCH_CACHE_SIZE, submit_info
 from .memory import _barrier
 
 SHADER = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
@@ -74,10 +74,7 @@ class Launch:
         _barrier(cmd, SHADER, vk.VK_ACCESS_SHADER_WRITE_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT | TRANSFER,
                  vk.VK_ACCESS_HOST_READ_BIT | vk.VK_ACCESS_TRANSFER_READ_BIT)
         check(lib.vkEndCommandBuffer(cmd), "vkEndCommandBuffer")
-        cmds = ffi.new("VkCommandBuffer[]", [cmd])
-        self.submit_info = ffi.new("VkSubmitInfo*", {"sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                                                     "commandBufferCount": 1, "pCommandBuffers": cmds})
-        self._keep = cmds
+        self.submit_info, self._keep = submit_info(cmd)
 
     def run(self) -> None:
         self.device.submit(self.submit_info)

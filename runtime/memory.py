@@ -91,18 +91,23 @@ class Buffer:
         if self.nbytes == 0:
             return
         if self._ptr is not None:
-            ffi.memmove(self._ptr, src, self.nbytes)
-            if not self.coherent:
-                self._flush()
+            self.write_prefix(src)
             return
         stage = self.device.staging(self.nbytes)
         stage.write_prefix(src)
         self.device.one_shot(lambda cmd: _copy(cmd, stage.handle, self.handle, self.nbytes))
 
     def write_prefix(self, src: np.ndarray) -> None:
+        """Copy the uint8 array `src` into the first src.nbytes bytes of the mapped memory."""
         ffi.memmove(self._ptr, src, src.nbytes)
         if not self.coherent:
             self._flush()
+
+    def _read_prefix(self, dst: np.ndarray) -> None:
+        """Copy the first dst.nbytes bytes of the mapped memory into the uint8 array `dst`."""
+        if not self.coherent:
+            self._invalidate()
+        ffi.memmove(ffi.from_buffer(dst), self._ptr, dst.nbytes)
 
     def read(self, out: np.ndarray | None = None) -> np.ndarray:
         """Copy the buffer into `out` (C-contiguous, nbytes large) or a new uint8 array."""
@@ -115,15 +120,11 @@ class Buffer:
         if self.nbytes == 0:
             return out
         if self._ptr is not None:
-            if not self.coherent:
-                self._invalidate()
-            ffi.memmove(ffi.from_buffer(dst), self._ptr, self.nbytes)
+            self._read_prefix(dst)
             return out
         stage = self.device.staging(self.nbytes)
         self.device.one_shot(lambda cmd: _copy(cmd, self.handle, stage.handle, self.nbytes, to_host=True))
-        if not stage.coherent:
-            stage._invalidate()
-        ffi.memmove(ffi.from_buffer(dst), stage._ptr, self.nbytes)
+        stage._read_prefix(dst)
         return out
 
     def fill_zero(self) -> None:

@@ -119,14 +119,10 @@ def _as_words(words) -> bytes:
 def disassemble(words, env: str = "vulkan1.3", friendly_names: bool = True,
                 header: bool = True) -> str:
     """SPIR-V assembly text of a binary module (names from OpName when `friendly_names`)."""
-    text, _ = _disassemble(_as_words(words), env, friendly_names, header)
-    return text
-
-
-def _disassemble(data: bytes, env: str, friendly: bool, header: bool) -> tuple[str, str]:
+    data = _as_words(words)
     lib = _library()
     ffi, c = lib.ffi, lib.lib
-    options = _DIS_INDENT | (_DIS_FRIENDLY_NAMES if friendly else 0)
+    options = _DIS_INDENT | (_DIS_FRIENDLY_NAMES if friendly_names else 0)
     options |= 0 if header else _DIS_NO_HEADER
     ptext = ffi.new("spv_text*")
     pdiag = ffi.new("spv_diagnostic*")
@@ -137,10 +133,9 @@ def _disassemble(data: bytes, env: str, friendly: bool, header: bool) -> tuple[s
         if rc != 0:
             raise SpirvValidationError(f"cannot disassemble SPIR-V: {msg or f'error {rc}'}")
         try:
-            text = ffi.string(ptext[0].str, ptext[0].length).decode()
+            return ffi.string(ptext[0].str, ptext[0].length).decode()
         finally:
             c.spvTextDestroy(ptext[0])
-    return text, msg
 
 
 def assemble(text: str, env: str = "vulkan1.1") -> bytes:
@@ -185,7 +180,7 @@ def _report(data: bytes, env: str, message: str, word_index: int | None) -> str:
     """The message plus disassembly lines around the instruction containing `word_index`."""
     lines = [f"SPIR-V validation failed for {env}: {message.strip()}"]
     try:
-        text, _ = _disassemble(data, env, friendly=True, header=False)
+        text = disassemble(data, env, header=False)
     except SpirvValidationError as err:
         lines.append(f"(no disassembly: {err})")
         return "\n".join(lines)

@@ -6,17 +6,8 @@ import pytest
 
 import vkir
 from vkir import T
+from vkir.demo import vadd
 from vkir.errors import ArgumentError, UnsupportedError
-
-
-@T.prim_func
-def vadd(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32"),
-         c: T.Buffer(("n",), "float32")):
-    for bx in T.thread_binding((n + 63) // 64, "blockIdx.x"):
-        for tx in T.thread_binding(64, "threadIdx.x"):
-            i = bx * 64 + tx
-            if i < n:
-                c[i] = a[i] + b[i]
 
 
 @T.prim_func

@@ -10,18 +10,9 @@ from pathlib import Path
 import pytest
 
 from vkir.cli import main
+from vkir.demo import VADD_SOURCE
 
-KERNELS = textwrap.dedent('''
-    from vkir import T
-
-    @T.prim_func
-    def vadd(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32"),
-             c: T.Buffer(("n",), "float32")):
-        for bx in T.thread_binding((n + 63) // 64, "blockIdx.x"):
-            for tx in T.thread_binding(64, "threadIdx.x"):
-                i = bx * 64 + tx
-                if i < n:
-                    c[i] = a[i] + b[i]
+KERNELS = "from vkir import T\n" + VADD_SOURCE + textwrap.dedent('''
 
     @T.prim_func
     def scale2d(x: T.Buffer(("h", 8), "int32"), y: T.Buffer(("h", 8), "int32"), s: T.int32):

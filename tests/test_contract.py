@@ -17,6 +17,7 @@ import pytest
 import vkir
 from vkir import T, ir
 from vkir.analysis import verify_types, verify_well_formed
+from vkir.demo import VADD_SOURCE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -834,18 +835,7 @@ def scale(a: T.Buffer((1024,), "float32"), b: T.Buffer((1024,), "float32")):
 # 6-8. command line and benchmark JSON
 
 
-CLI_KERNELS = textwrap.dedent('''
-    from vkir import T
-
-    @T.prim_func
-    def vadd(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32"),
-             c: T.Buffer(("n",), "float32")):
-        for bx in T.thread_binding((n + 63) // 64, "blockIdx.x"):
-            for tx in T.thread_binding(64, "threadIdx.x"):
-                i = bx * 64 + tx
-                if i < n:
-                    c[i] = a[i] + b[i]
-''')
+CLI_KERNELS = "from vkir import T\n" + VADD_SOURCE
 
 
 def test_cli_compile_run_devices_demo(device, tmp_path, capsys):

@@ -14,6 +14,7 @@ from vkir import ir
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the kernels live in benchmarks/
 from benchmarks.bench_pipeline import matmul_kernels  # noqa: E402
+from pipeline_reference import synchronous  # noqa: E402
 
 pytestmark = pytest.mark.device
 
@@ -145,5 +146,10 @@ def test_async_pipelines_exchanging_shared_data(device, stages, orders, async_st
     want = (np.roll(r, -5, axis=1) * np.roll(s, -17, axis=1)).reshape(-1)
     np.testing.assert_allclose(c, want, rtol=1e-6)
     c_interp = np.zeros_like(c)
-    vkir.interpret(func, a, b, c_interp)
+    with pytest.raises(vkir.interpreter.DataRaceError):  # the annotated loop has no barrier
+        vkir.interpret(func, a, b, c_interp)
+    vkir.interpret(synchronous(func), a, b, c_interp)
+    np.testing.assert_allclose(c_interp, want, rtol=1e-6)
+    c_interp = np.zeros_like(c)
+    vkir.interpret(k.ir, a, b, c_interp)  # the lowered kernel, with LowerAsync's barriers
     np.testing.assert_allclose(c_interp, want, rtol=1e-6)

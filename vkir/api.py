@@ -23,6 +23,7 @@ import numpy as np
 
 from .errors import ArgumentError, UnsupportedError
 from .ir import DataType, IntImm, PrimFunc, Var
+from .ir.dtype import type_range
 
 
 # -- devices -------------------------------------------------------------------------------------
@@ -235,10 +236,6 @@ def _aliases(func: PrimFunc, lowered: PrimFunc) -> dict:
     return out
 
 
-_INT_RANGE = {8: (-2**7, 2**7 - 1), 16: (-2**15, 2**15 - 1), 32: (-2**31, 2**31 - 1),
-              64: (-2**63, 2**63 - 1)}
-
-
 def _pack(dtype: DataType, value) -> bytes:
     """std430 bytes of one push-constant scalar of `dtype` (as codegen laid it out)."""
     if dtype.code == "float":
@@ -286,9 +283,7 @@ class Kernel:
         self._params = _params(func)
         # sizes and scalars are bound on the user's signature; codegen's push constants and grid
         # name the lowered function's vars, mapped back through _aliases where a pass renewed one
-        self._size_vars = tuple(func.size_vars)
-        self._scalars = tuple(p for p in self._params if not p.is_buffer)
-        self._env_vars = self._size_vars + tuple(p.var for p in self._scalars)
+        self._env_vars = tuple(func.size_vars) + tuple(p.var for p in self._params if not p.is_buffer)
         self._aliases = _aliases(func, self.ir)
         self._writes = tuple(sorted({b.param_index for b in self.module.bindings if b.writable}))
         self._binding_params = tuple(b.param_index for b in self.module.bindings)
@@ -318,26 +313,15 @@ class Kernel:
         return f"<vkir Kernel {self.name} on {self.device.info.name}>"
 
     def _check_limits(self) -> None:
+        """The per-axis workgroup size limit. Codegen already refused, against target_for(the
+        device), more invocations per workgroup, more shared memory and any feature than the
+        device has; the target carries no per-axis sizes."""
         lim = self.device.info.limits
-        ls = self.module.local_size
-        name = self.device.info.name
-        for axis, (n, cap) in enumerate(zip(ls, lim.max_workgroup_size)):
+        for axis, (n, cap) in enumerate(zip(self.module.local_size, lim.max_workgroup_size)):
             if n > cap:
                 raise UnsupportedError(f"kernel {self.func.name}: threadIdx.{'xyz'[axis]} extent {n} "
-                                       f"exceeds maxComputeWorkGroupSize[{axis}] = {cap} on {name!r}")
-        total = ls[0] * ls[1] * ls[2]
-        if total > lim.max_workgroup_invocations:
-            raise UnsupportedError(f"kernel {self.func.name}: {total} invocations per workgroup exceed "
-                                   f"maxComputeWorkGroupInvocations = {lim.max_workgroup_invocations} "
-                                   f"on {name!r}")
-        if self.module.shared_memory_bytes > lim.max_shared_memory_bytes:
-            raise UnsupportedError(f"kernel {self.func.name}: {self.module.shared_memory_bytes} bytes of "
-                                   f"shared memory exceed maxComputeSharedMemorySize = "
-                                   f"{lim.max_shared_memory_bytes} on {name!r}")
-        missing = self.module.required_features - self.device.info.features
-        if missing:
-            raise UnsupportedError(f"kernel {self.func.name} needs {sorted(missing)}, which {name!r} "
-                                   "does not support")
+                                       f"exceeds maxComputeWorkGroupSize[{axis}] = {cap} on "
+                                       f"{self.device.info.name!r}")
 
     # -- argument binding --------------------------------------------------------------------
     def _bind(self, args):
@@ -419,7 +403,7 @@ class Kernel:
             return bool(a)
         if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
             raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is {dt}, got {a!r}")
-        lo, hi = _INT_RANGE[dt.bits] if dt.is_int else (0, 2**dt.bits - 1)
+        lo, hi = type_range(dt)
         if not lo <= int(a) <= hi:
             raise ArgumentError(f"kernel {self.name}: argument {p.name!r} = {a} is out of range for {dt}")
         return int(a)

@@ -12,8 +12,10 @@ import time
 import numpy as np
 
 from vkir import T
+from vkir.script import from_script
 
-
+# the vector add as script text too: the benchmarks parse it cold, the CLI tests write it to a file
+VADD_SOURCE = '''
 @T.prim_func
 def vadd(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32"),
          c: T.Buffer(("n",), "float32")):
@@ -22,6 +24,8 @@ def vadd(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32"),
             i = bx * 64 + tx
             if i < n:
                 c[i] = a[i] + b[i]
+'''
+vadd = from_script(VADD_SOURCE)
 
 
 @T.prim_func

@@ -9,6 +9,7 @@ shift or a mask. Integer +, -, * carry NoSignedWrap/NoUnsignedWrap where the ran
 
 from __future__ import annotations
 
+from vkir.arith.linear import wrap
 from vkir.errors import TypeCheckError, UnsupportedError
 from vkir.ir import (Add, And, Broadcast, BufferLoad, Call, Cast, DataType, Div, EQ, FloatImm,
                      FloorDiv, FloorMod, GE, GT, IntImm, LE, LT, Let, Max, Min, Mod, Mul, NE,
@@ -41,12 +42,7 @@ def _fold_int(e) -> int | PrimExpr | None:
         return None  # ill-typed: left to the rules that report it
     a, b = _int_const(e.a), _int_const(e.b)
     if a is not None and b is not None:
-        v = a + b if isinstance(e, Add) else a - b if isinstance(e, Sub) else a * b
-        bits = e.dtype.bits
-        v &= (1 << bits) - 1
-        if e.dtype.is_int and v >= 1 << (bits - 1):
-            v -= 1 << bits
-        return v
+        return wrap(a + b if isinstance(e, Add) else a - b if isinstance(e, Sub) else a * b, e.dtype)
     unit = 1 if isinstance(e, Mul) else 0
     if b == unit:
         return e.a

@@ -39,6 +39,14 @@ class Interface:
     def binding_of(self, buffer: Buffer) -> StorageBinding | None:
         return self.bindings.get((buffer.data, buffer.dtype))
 
+    def register(self, buffer: Buffer, param_index: int) -> None:
+        """Give the view of parameter `param_index` that `buffer` is the next binding number
+        (once per data var and element type)."""
+        key = (buffer.data, buffer.dtype)
+        if key not in self.bindings:
+            self.bindings[key] = StorageBinding(len(self.bindings), param_index, buffer.data,
+                                                buffer.dtype, buffer)
+
 
 def _widened(dt: DataType) -> DataType:
     """How a scalar travels in the push-constant block: at least 32 bits, bool as uint32."""
@@ -64,16 +72,9 @@ class _Scan(Visitor):
         self.visit(node.body)
         del self.lets[node.var]
 
-    def _register(self, buffer: Buffer) -> None:
-        key = (buffer.data, buffer.dtype)
-        if key not in self.iface.bindings:
-            self.iface.bindings[key] = StorageBinding(
-                len(self.iface.bindings), self.params[buffer.data], buffer.data, buffer.dtype,
-                buffer)
-
     def visit_DeclBuffer(self, node: DeclBuffer):
         if node.buffer.data in self.params:
-            self._register(node.buffer)
+            self.iface.register(node.buffer, self.params[node.buffer.data])
         self.generic_visit(node)
 
     def visit_BufferLoad(self, node: BufferLoad):
@@ -139,10 +140,7 @@ def analyze(func: PrimFunc, max_push_constant_bytes: int) -> Interface:
     for p in func.params:
         buf = func.buffer_map.get(p)
         if buf is not None:
-            key = (buf.data, buf.dtype)
-            if key not in iface.bindings:
-                iface.bindings[key] = StorageBinding(len(iface.bindings), params[buf.data],
-                                                     buf.data, buf.dtype, buf)
+            iface.register(buf, params[buf.data])
     _Scan(iface, params, func.name).visit(func.body)
 
     offset = 0

@@ -83,7 +83,7 @@ class Ranges:
         while it is less than end = min + extent (the wrapped sum), so it never passes
         end - 1 and never wraps: var lies in [lo(min), hi(end) - 1]."""
         lo = self.of(min_)
-        end = self.of(extent if _is_zero(min_) else Add(min_, extent))
+        end = self.of(extent if is_zero(min_) else Add(min_, extent))
         if lo is None or end is None:
             yield
             return
@@ -134,7 +134,8 @@ class Ranges:
         return _inside(r, signed), nuw
 
 
-def _is_zero(e) -> bool:
+def is_zero(e) -> bool:
+    """True for the integer constant 0 (a loop or offset that starts at zero)."""
     return isinstance(e, IntImm) and e.value == 0
 
 

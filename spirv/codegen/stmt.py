@@ -15,6 +15,8 @@ from vkir.ir import (Add, AllocBuffer, AsyncCommitQueue, AsyncScope, AsyncWaitQu
 from vkir.ir.substitute import substitute
 from vkir.ir.walk import walk
 
+from .ranges import is_zero
+
 # the most copies of a loop body that an unrolled loop with a constant trip count becomes
 MAX_UNROLL = 64
 
@@ -75,7 +77,7 @@ class StmtMixin:
             return
         t = self.ty(dt)
         lo = self.expr(s.min)
-        if _is_zero(s.min):
+        if is_zero(s.min):
             end = self.expr(s.extent)
         elif isinstance(s.min, IntImm) and isinstance(s.extent, IntImm):
             end = self.expr(Add(s.min, s.extent))  # folds to a constant
@@ -130,7 +132,7 @@ class StmtMixin:
         (plus the loop's min, where it is not zero)."""
         dt = s.loop_var.dtype
         v = self.convert(self.thread_id(s.thread), DataType("int", 32), dt)
-        if not _is_zero(s.min):
+        if not is_zero(s.min):
             tid = Var("id", dt)
             with self.ranges.thread(tid, IntImm(dt, 0), s.extent):
                 v = self.int_op("OpIAdd", Add(tid, s.min), self.ty(dt), v, self.expr(s.min))
@@ -166,6 +168,3 @@ class StmtMixin:
         AsyncWaitQueue: s_async_wait,
     }
 
-
-def _is_zero(e) -> bool:
-    return isinstance(e, IntImm) and e.value == 0

@@ -5,19 +5,10 @@ import pytest
 
 import vkir
 from vkir import T, ir
+from vkir.demo import vadd
 from vkir.interpreter import OutOfBoundsError, evaluate, interpret
 
 rng = np.random.default_rng(0)
-
-
-@T.prim_func
-def vadd(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32"),
-         c: T.Buffer(("n",), "float32")):
-    for bx in T.thread_binding((n + 63) // 64, "blockIdx.x"):
-        for tx in T.thread_binding(64, "threadIdx.x"):
-            i = bx * 64 + tx
-            if i < n:
-                c[i] = a[i] + b[i]
 
 
 @pytest.mark.parametrize("n", [1, 63, 64, 1000, 65536])

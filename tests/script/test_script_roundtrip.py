@@ -8,19 +8,11 @@ from hypothesis import given, settings, strategies as st
 
 import vkir
 from vkir import ir
+from vkir.demo import VADD_SOURCE
 from vkir.ir import stmt as S
 
 SCRIPTS = {
-    "vadd": '''
-@T.prim_func
-def vadd(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32"),
-         c: T.Buffer(("n",), "float32")):
-    for bx in T.thread_binding((n + 63) // 64, "blockIdx.x"):
-        for tx in T.thread_binding(64, "threadIdx.x"):
-            i = bx * 64 + tx
-            if i < n:
-                c[i] = a[i] + b[i]
-''',
+    "vadd": VADD_SOURCE,
     "reduce_shared": '''
 def reduce(A: T.Buffer((256,), "float32"), out: T.Buffer((1,), "float32")):
     for tx in T.thread_binding(64, "threadIdx.x"):

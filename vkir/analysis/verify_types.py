@@ -26,7 +26,7 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.base import PrimExpr, Stmt
 from ..ir.buffer import Buffer
-from ..ir.dtype import DataType, PointerType, SCOPES
+from ..ir.dtype import DataType, PointerType, SCOPES, type_range
 from ..ir.function import PrimFunc
 from ..ir.op import OPS
 
@@ -138,10 +138,6 @@ def _shape(buffer, depth) -> str:
     return "(" + ", ".join(_show(s, depth) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-def _t(x) -> str:
-    return str(x)
-
-
 # ---------------------------------------------------------------------------------------------
 
 
@@ -175,7 +171,7 @@ class _Checker:
     def fail(self, rule: int, node, what: str, a=None, b=None):
         msg = f"rule {rule} ({RULES[rule]}): {what}"
         if a is not None or b is not None:
-            msg += f": {_t(a)} vs {_t(b)}"
+            msg += f": {a} vs {b}"
         msg += f" in `{compact(node)}`"
         span = getattr(node, "span", None) or self.span
         if span is not None:
@@ -298,12 +294,7 @@ class _Checker:
         if not isinstance(t, DataType) or t.lanes != 1 or not (t.is_integer or t.is_bool):
             self.fail(5, e, "an integer constant must have a scalar int, uint or bool type", t,
                       DataType("int", 32))
-        if t.is_bool:
-            lo, hi = 0, 1
-        elif t.is_int:
-            lo, hi = -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
-        else:
-            lo, hi = 0, (1 << t.bits) - 1
+        lo, hi = type_range(t)
         if not lo <= e.value <= hi:
             self.fail(5, e, f"constant {e.value} does not fit in {t} (no implicit truncation)", t,
                       "int64" if t.bits < 64 else "wider")
@@ -367,26 +358,33 @@ class _Checker:
             self.fail(3, e, "Ramp base and stride must be scalars", tb, tb.element_of())
         if tb.is_bool or tb.is_handle:
             self.fail(3, e, "Ramp of a non-numeric type", tb, DataType("int", 32))
-        if not isinstance(e.lanes, int) or e.lanes < 1:
-            self.fail(5, e, f"Ramp lanes must be positive, got {e.lanes}")
+        self.check_lanes(e)
         return tb.with_lanes(e.lanes)
 
     def e_Broadcast(self, e):
         tv = self.expr(e.value)
         if tv.is_handle:
             self.fail(3, e, "Broadcast of a handle", tv, DataType("int", 32))
-        if not isinstance(e.lanes, int) or e.lanes < 1:
-            self.fail(5, e, f"Broadcast lanes must be positive, got {e.lanes}")
+        self.check_lanes(e)
         return tv.with_lanes(tv.lanes * e.lanes)
 
-    def e_Let(self, e):
-        tv = self.expr(e.value)
-        if not isinstance(e.var, E.Var):
-            self.fail(5, e, "Let binds a non-variable")
-        tvar = self.var_type(e.var)
+    def bind(self, node, var, value):
+        """Rule 3 for a Let or LetStmt: the bound value has the variable's type."""
+        tv = self.expr(value)
+        if not isinstance(var, E.Var):
+            self.fail(5, node, f"{type(node).__name__} binds a non-variable")
+        tvar = self.var_type(var)
         if tv != tvar:
-            self.fail(3, e, f"value bound to {e.var.name} has another type than the variable",
+            self.fail(3, node, f"value bound to {var.name} has another type than the variable",
                       tvar, tv)
+
+    def check_lanes(self, e):
+        """Rule 5 for a Ramp or Broadcast: its lane count is a positive int."""
+        if not isinstance(e.lanes, int) or e.lanes < 1:
+            self.fail(5, e, f"{type(e).__name__} lanes must be positive, got {e.lanes}")
+
+    def e_Let(self, e):
+        self.bind(e, e.var, e.value)
         return self.expr(e.body)
 
     def e_Shuffle(self, e):
@@ -479,13 +477,7 @@ class _Checker:
                       want, got)
 
     def s_LetStmt(self, s):
-        tv = self.expr(s.value)
-        if not isinstance(s.var, E.Var):
-            self.fail(5, s, "LetStmt binds a non-variable")
-        tvar = self.var_type(s.var)
-        if tv != tvar:
-            self.fail(3, s, f"value bound to {s.var.name} has another type than the variable",
-                      tvar, tv)
+        self.bind(s, s.var, s.value)
         self.stmt(s.body)
 
     def s_For(self, s):
@@ -527,17 +519,19 @@ class _Checker:
         self.stmt(s.body)
 
     def s_AsyncCommitQueue(self, s):
-        if not isinstance(s.queue, int):
-            self.fail(5, s, "async queue must be an integer constant")
+        self.check_queue(s)
         self.stmt(s.body)
 
     def s_AsyncWaitQueue(self, s):
-        if not isinstance(s.queue, int):
-            self.fail(5, s, "async queue must be an integer constant")
+        self.check_queue(s)
         t = self.expr(s.in_flight)
         if not t.is_integer or t.lanes != 1:
             self.fail(5, s, "in-flight count must be an integer scalar", t, DataType("int", 32))
         self.stmt(s.body)
+
+    def check_queue(self, s):
+        if not isinstance(s.queue, int):
+            self.fail(5, s, "async queue must be an integer constant")
 
     def s_Barrier(self, s):
         pass

@@ -25,21 +25,11 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..ir import expr as E
-from ..ir.dtype import DataType
+from ..ir.dtype import type_range
+from .analyzer import EnvAnalyzer
 
 Bound = tuple  # (lo: int | None, hi: int | None)
 _UNBOUNDED = (None, None)
-
-
-def type_range(dt) -> tuple | None:
-    """The finite (min, max) of an integer or bool type; None for other types."""
-    if not isinstance(dt, DataType) or not (dt.is_integer or dt.is_bool):
-        return None
-    if dt.is_bool:
-        return (0, 1)
-    if dt.is_uint:
-        return (0, (1 << dt.bits) - 1)
-    return (-(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1)
 
 
 def dtype_bound(dt) -> Bound:
@@ -73,7 +63,8 @@ def mul_interval(a, b):
     return (min(products), max(products))
 
 
-def _truncdiv(x: int, d: int) -> int:
+def truncdiv(x: int, d: int) -> int:
+    """Python-int division rounding toward zero (vkir's Div on integers)."""
     q = abs(x) // abs(d)
     return q if (x >= 0) == (d > 0) else -q
 
@@ -90,13 +81,12 @@ def _const(e) -> int | None:
     return None
 
 
-class _Analyzer:
+class _Analyzer(EnvAnalyzer):
     """Finite bounds of actual (wrapped) values. A visit_ method returns the mathematical
     interval of the operation on its operands' bounds, None for a side it knows nothing about;
     `visit` turns an interval that leaves the type's range into the whole range."""
 
-    def __init__(self, var_ranges: Mapping):
-        self.env = dict(var_ranges)
+    join = staticmethod(_union)
 
     def visit(self, e):
         full = type_range(e.dtype)
@@ -149,7 +139,7 @@ class _Analyzer:
         return self._division(e, lambda x, y: x // y)
 
     def visit_Div(self, e):
-        return self._division(e, _truncdiv)
+        return self._division(e, truncdiv)
 
     def visit_FloorMod(self, e):
         a, b = self.visit(e.a), self.visit(e.b)
@@ -183,9 +173,6 @@ class _Analyzer:
         a, b = self.visit(e.a), self.visit(e.b)
         return (max(a[0], b[0]), max(a[1], b[1]))
 
-    def visit_Select(self, e):
-        return _union(self.visit(e.true_value), self.visit(e.false_value))
-
     def visit_Cast(self, e):
         src = e.value.dtype
         if e.dtype.is_bool:
@@ -196,29 +183,15 @@ class _Analyzer:
                 return inner  # value-preserving
         return _UNBOUNDED  # wrapped to the target width, or converted from a float
 
-    def visit_Broadcast(self, e):
-        return self.visit(e.value)
-
     def visit_Ramp(self, e):
         # lane l is base + l * stride, wrapped: bound every lane at once
         base = self.visit(e.base)
         steps = mul_interval(self.visit(e.stride), (0, e.lanes - 1))
         return (base[0] + steps[0], base[1] + steps[1])
 
-    def visit_Let(self, e):
-        old = self.env.get(e.var)
-        self.env[e.var] = self.visit(e.value)
-        try:
-            return self.visit(e.body)
-        finally:
-            if old is None:
-                del self.env[e.var]
-            else:
-                self.env[e.var] = old
-
     def visit_Call(self, e):
         if e.op == "if_then_else":
-            return _union(self.visit(e.args[1]), self.visit(e.args[2]))
+            return self.branches(e.args[1], e.args[2])
         if e.op == "bitwise_and":
             a, b = self.visit(e.args[0]), self.visit(e.args[1])
             for x in (a, b):

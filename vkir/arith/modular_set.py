@@ -24,6 +24,7 @@ from typing import Mapping
 
 from ..ir import expr as E
 from ..ir.dtype import DataType
+from .analyzer import EnvAnalyzer
 from .linear import wrap
 
 
@@ -126,9 +127,8 @@ def _const_int(e) -> int | None:
     return None
 
 
-class _Analyzer:
-    def __init__(self, var_sets: Mapping):
-        self.env = dict(var_sets)
+class _Analyzer(EnvAnalyzer):
+    join = staticmethod(ModularSet.union)
 
     def visit(self, e) -> ModularSet:
         if not isinstance(e.dtype, DataType) or not e.dtype.is_integer:
@@ -171,9 +171,6 @@ class _Analyzer:
 
     visit_Max = visit_Min
 
-    def visit_Select(self, e):
-        return self.visit(e.true_value).union(self.visit(e.false_value))
-
     def visit_Cast(self, e):
         src = e.value.dtype
         if not src.is_integer:
@@ -184,29 +181,15 @@ class _Analyzer:
         # two's complement conversion: the value modulo 2**bits of the target
         return wrapped(self.visit(e.value), e.dtype)
 
-    def visit_Broadcast(self, e):
-        return self.visit(e.value)
-
     def visit_Ramp(self, e):
         # lanes base + i*stride for i in [0, lanes): a union of (base) and (base + stride*k)
         if e.lanes == 1:
             return self.visit(e.base)
         return wrapped(self.visit(e.base) + self.visit(e.stride) * _EVERYTHING, e.dtype)
 
-    def visit_Let(self, e):
-        old = self.env.get(e.var)
-        self.env[e.var] = self.visit(e.value)
-        try:
-            return self.visit(e.body)
-        finally:
-            if old is None:
-                del self.env[e.var]
-            else:
-                self.env[e.var] = old
-
     def visit_Call(self, e):
         if e.op == "if_then_else":
-            return self.visit(e.args[1]).union(self.visit(e.args[2]))
+            return self.branches(e.args[1], e.args[2])
         if e.op == "shift_left":
             k = _const_int(e.args[1])
             if k is not None and 0 <= k < e.dtype.bits:

@@ -34,7 +34,7 @@ from ..ir import expr as E
 from ..ir.dtype import DataType
 from ..ir.op import is_pure
 from ..ir.walk import walk
-from .bound import fits, mul_interval, type_range, value_range
+from .bound import fits, mul_interval, truncdiv, type_range, value_range
 from .linear import Linear, linear_of, rebuild, reduced, wrap
 from .modular_set import ModularSet, modular_set
 
@@ -112,11 +112,6 @@ _CMP = {
     E.EQ: lambda x, y: x == y, E.NE: lambda x, y: x != y, E.LT: lambda x, y: x < y,
     E.LE: lambda x, y: x <= y, E.GT: lambda x, y: x > y, E.GE: lambda x, y: x >= y,
 }
-
-
-def _truncdiv(x: int, y: int) -> int:
-    q = abs(x) // abs(y)
-    return q if (x >= 0) == (y > 0) else -q
 
 
 class Simplifier:
@@ -383,7 +378,7 @@ class Simplifier:
             if floor:
                 v = x // c if want_div else x % c
             else:
-                v = _truncdiv(x, c) if want_div else x - c * _truncdiv(x, c)
+                v = truncdiv(x, c) if want_div else x - c * truncdiv(x, c)
             return E.const(wrap(v, e.dtype), e.dtype)
         if c == 1:
             return a if want_div else E.const(0, e.dtype)
@@ -476,29 +471,26 @@ class Simplifier:
             return None
         return _decide(op, *self.math_range(ea.add(eb, -1)))
 
-    def visit_And(self, e):
+    def _logic(self, e, absorbing: bool):
+        """And (absorbing constant False) or Or (True): that constant on either side decides
+        the result (when the other side has no side effects), the other constant leaves the
+        other operand."""
         a, b = self.visit(e.a), self.visit(e.b)
         x, y = _bool_const(a), _bool_const(b)
-        if x is False or y is False:
+        if x is absorbing or y is absorbing:
             if not _has_side_effects(a) and not _has_side_effects(b):
-                return _make_bool(False, e.dtype.lanes)
-        if x is True:
+                return _make_bool(absorbing, e.dtype.lanes)
+        if x is (not absorbing):
             return b
-        if y is True:
+        if y is (not absorbing):
             return a
-        return self._broadcast_both(e, a, b) or E.And(a, b)
+        return self._broadcast_both(e, a, b) or type(e)(a, b)
+
+    def visit_And(self, e):
+        return self._logic(e, False)
 
     def visit_Or(self, e):
-        a, b = self.visit(e.a), self.visit(e.b)
-        x, y = _bool_const(a), _bool_const(b)
-        if x is True or y is True:
-            if not _has_side_effects(a) and not _has_side_effects(b):
-                return _make_bool(True, e.dtype.lanes)
-        if x is False:
-            return b
-        if y is False:
-            return a
-        return self._broadcast_both(e, a, b) or E.Or(a, b)
+        return self._logic(e, True)
 
     def visit_Not(self, e):
         a = self.visit(e.a)
@@ -636,8 +628,7 @@ def _fold_cast(v, dt: DataType):
             return E.IntImm(dt, 1 if x != 0 else 0)
         if dt.is_integer and math.isfinite(x):
             t = math.trunc(x)
-            lo = 0 if dt.is_uint else -(1 << (dt.bits - 1))
-            hi = (1 << dt.bits) - 1 if dt.is_uint else (1 << (dt.bits - 1)) - 1
+            lo, hi = type_range(dt)
             if lo <= t <= hi:
                 return E.IntImm(dt, t)
     return None

@@ -1,7 +1,7 @@
 """The reference interpreter: runs any PrimFunc on numpy arrays (the oracle every pass is tested
 against), and evaluates closed expressions (`evaluate`) for dispatch grids and push constants."""
 
-from .errors import InterpreterError, OutOfBoundsError
+from .errors import DataRaceError, InterpreterError, OutOfBoundsError
 from .interpret import evaluate, interpret
 
-__all__ = ["interpret", "evaluate", "InterpreterError", "OutOfBoundsError"]
+__all__ = ["interpret", "evaluate", "InterpreterError", "OutOfBoundsError", "DataRaceError"]

@@ -33,46 +33,52 @@ from ..ir.dtype import DataType
 from . import numeric as N
 from .errors import InterpreterError
 from .memory import AsyncGroup, Storage, extent_elements, load, make_bound, positions, store
+from .races import Site
 
 
 class RunState:
-    """Mutable state of one interpretation: async queues and live per-invocation storages."""
+    """Mutable state of one interpretation: async queues, live per-invocation storages, and the
+    race checker (`races`, a RaceChecker, or None when races are not checked)."""
 
-    __slots__ = ("queues", "group", "local_storages", "value_ndims", "committed")
+    __slots__ = ("queues", "group", "local_storages", "value_ndims", "committed", "races")
 
-    def __init__(self, value_ndims: list):
+    def __init__(self, value_ndims: list, races=None):
         self.queues = defaultdict(list)
         self.group = None
         self.local_storages = []
         self.value_ndims = value_ndims
         self.committed = []
+        self.races = races
 
     def finish(self):
         """Retire every group still in flight, oldest first."""
         for group in self.committed:
-            group.retire()
+            group.retire(self.races)
         self.committed = []
         self.queues.clear()
 
 
 class Frame:
     """Slot values of the active invocations: `tid` is None for a single uniform invocation, else
-    the ids (rows of local storage) of the K active invocations."""
+    the ids (rows of local storage) of the K active invocations. `key` identifies the
+    invocations for the race checker (an int, or one per row: see races.py)."""
 
-    __slots__ = ("slots", "tid", "state", "group_size")
+    __slots__ = ("slots", "tid", "state", "group_size", "key")
 
-    def __init__(self, slots: list, tid, state: RunState, group_size: int = 1):
+    def __init__(self, slots: list, tid, state: RunState, group_size: int = 1, key=0):
         self.slots = slots
         self.tid = tid
         self.state = state
         self.group_size = group_size  # invocations of the workgroup (active or not)
+        self.key = key
 
     def subset(self, mask) -> "Frame":
         """The frame restricted to the invocations where `mask` holds."""
         nds = self.state.value_ndims
         slots = [v[mask] if nd >= 0 and v is not None and v.ndim > nd else v
                  for v, nd in zip(self.slots, nds)]
-        return Frame(slots, self.tid[mask], self.state, self.group_size)
+        key = self.key[mask] if self.key.__class__ is np.ndarray else self.key
+        return Frame(slots, self.tid[mask], self.state, self.group_size, key)
 
     def take(self, owner) -> "Frame":
         """A frame of len(owner) invocations, invocation c copying the values of owner[c]."""
@@ -137,6 +143,10 @@ class Compiler:
         self.value_ndims = []     # per slot: 0 scalar, 1 vector, -1 not a value
         self.bound = set()        # vars and buffers in scope while compiling
         self.in_async = False
+        self.sites = []           # races.Site of every load and store, by site id
+        self.stmt_span = None     # span of the statement being compiled (for loads)
+        self.thread_loops = []    # (thread tag, extent expr, loop var name) of thread loops
+        self.written = set()      # data vars of the buffers some store writes
 
     # -- slots -------------------------------------------------------------------------------
 
@@ -291,10 +301,17 @@ class Compiler:
             return out
         return if_then_else
 
+    def site(self, kind: str, node) -> int:
+        """Id of a new load/store site (for race reports)."""
+        self.sites.append(Site(kind, node, self.stmt_span))
+        return len(self.sites) - 1
+
     def e_BufferLoad(self, e):
         get = self.buffer_getter(e.buffer)
         fidx = [self.expr(i) for i in e.indices]
         lanes = e.indices[-1].dtype.lanes if e.indices else 1
+        site = self.site("read", e)
+        total = lanes * e.buffer.dtype.lanes
 
         if lanes == 1 and e.buffer.dtype.lanes == 1 and len(fidx) in (1, 2):
             fast = _scalar_access(fidx)
@@ -303,12 +320,23 @@ class Compiler:
                 bb = get(fr)
                 idx, p = fast(fr, bb)
                 if p is not None:
-                    return bb.storage.view(bb.npdt)[p]
-                return load(bb, positions(bb, idx, lanes, fr.tid))
+                    value = bb.storage.view(bb.npdt)[p]
+                else:
+                    p = positions(bb, idx, lanes, fr.tid)
+                    value = load(bb, p)
+                races = fr.state.races
+                if races is not None:
+                    races.read(bb, p, fr, site, total)
+                return value
         else:
             def buffer_load(fr):
                 bb = get(fr)
-                return load(bb, positions(bb, [f(fr) for f in fidx], lanes, fr.tid))
+                p = positions(bb, [f(fr) for f in fidx], lanes, fr.tid)
+                value = load(bb, p)
+                races = fr.state.races
+                if races is not None:
+                    races.read(bb, p, fr, site, total)
+                return value
         return buffer_load
 
     # -- buffers -----------------------------------------------------------------------------
@@ -354,7 +382,13 @@ class Compiler:
         method = getattr(self, "s_" + type(s).__name__, None)
         if method is None:
             raise InterpreterError(f"cannot interpret statement {type(s).__name__}")
-        return method(s)
+        outer = self.stmt_span
+        if s.span is not None:
+            self.stmt_span = s.span
+        try:
+            return method(s)
+        finally:
+            self.stmt_span = outer
 
     def s_SeqStmt(self, s):
         body = tuple(self.stmt(x) for x in s.seq)
@@ -379,6 +413,9 @@ class Compiler:
                 raise InterpreterError(f"barrier reached by only {len(fr.tid)} of the "
                                        f"{fr.group_size} invocations of the workgroup "
                                        "(non-uniform control flow)")
+            races = fr.state.races
+            if races is not None:
+                races.barrier()
         return barrier
 
     def s_LetStmt(self, s):
@@ -424,6 +461,9 @@ class Compiler:
         fv = self.expr(s.value)
         lanes = s.indices[-1].dtype.lanes if s.indices else 1
         is_async = self.in_async
+        site = self.site("write", s)
+        total = lanes * s.buffer.dtype.lanes
+        self.written.add(s.buffer.data)
 
         fast = _scalar_access(fidx) if lanes == 1 and s.buffer.dtype.lanes == 1 \
             and len(fidx) in (1, 2) and not is_async else None
@@ -431,10 +471,13 @@ class Compiler:
         def buffer_store(fr):
             bb = get(fr)
             value = fv(fr)
+            races = fr.state.races
             if fast is not None:  # fast path: scalar indices and value, uniform
                 idx, p = fast(fr, bb)
                 if p is not None and value.__class__ is not np.ndarray:
                     bb.storage.view(bb.npdt)[p] = value
+                    if races is not None:
+                        races.write(bb, p, fr, site, total)
                     return
             else:
                 idx = [f(fr) for f in fidx]
@@ -442,6 +485,14 @@ class Compiler:
             group = fr.state.group if is_async else None
             if group is None:
                 store(bb, pos, value)
+                if races is not None:
+                    if np.ndim(value) > np.ndim(pos):  # one element, a value per invocation
+                        pos = np.broadcast_to(pos, np.shape(value))
+                    races.write(bb, pos, fr, site, total)
+            elif races is not None:
+                if np.ndim(value) > np.ndim(pos):
+                    pos = np.broadcast_to(pos, np.shape(value))
+                group.record(bb, pos, value, (bb, races.async_keys(bb, pos, fr, total), site))
             else:
                 group.record(bb, pos, value)
         return buffer_store
@@ -452,9 +503,33 @@ class Compiler:
         body = self.stmt(s.body)
         self.bound.discard(s.loop_var)
         npdt = N.np_dtype(s.loop_var.dtype)
-        if s.kind == "thread_binding" and s.thread.startswith("threadIdx"):
-            return self._thread_loop(fmin, fext, slot, body, npdt)
+        if s.kind == "thread_binding":
+            self.thread_loops.append((s.thread, s.extent, s.loop_var.name))
+            if s.thread.startswith("threadIdx"):
+                return self._thread_loop(fmin, fext, slot, body, npdt, s.thread[-1])
+            if s.thread.startswith("blockIdx"):
+                return self._block_loop(fmin, fext, slot, body, npdt, s.thread[-1])
         return self._serial_loop(fmin, fext, slot, body, npdt)
+
+    @staticmethod
+    def _block_loop(fmin, fext, slot, body, npdt, axis):
+        """A blockIdx loop: a serial loop whose iterations are workgroups (for the race
+        checker)."""
+        serial = Compiler._serial_loop(fmin, fext, slot, body, npdt)
+
+        def block_loop(fr):
+            races = fr.state.races
+            lo, ext = fmin(fr), fext(fr)
+            if races is None or not (_uniform(lo) and _uniform(ext)):
+                return serial(fr)
+            slots = fr.slots
+            for i, v in enumerate(np.arange(int(lo), int(lo) + int(ext),
+                                            dtype=np.int64).astype(npdt)):
+                saved = races.enter_block(axis, i)
+                slots[slot] = v
+                body(fr)
+                races.leave_block(saved)
+        return block_loop
 
     @staticmethod
     def _serial_loop(fmin, fext, slot, body, npdt):
@@ -477,7 +552,7 @@ class Compiler:
         return serial
 
     @staticmethod
-    def _thread_loop(fmin, fext, slot, body, npdt):
+    def _thread_loop(fmin, fext, slot, body, npdt, axis):
         def thread_loop(fr):
             lo, ext = fmin(fr), fext(fr)
             state = fr.state
@@ -488,6 +563,8 @@ class Compiler:
                 child = Frame(list(fr.slots), np.arange(n), state, n)
                 child.slots[slot] = (np.arange(n, dtype=np.int64) + int(lo)).astype(npdt)
                 parent_rows = np.zeros(n, np.intp)
+                if state.races is not None:
+                    child.key = state.races.child_keys(fr.key, np.arange(n), axis)
             else:
                 k = len(fr.tid)
                 counts = np.maximum(np.broadcast_to(ext, (k,)), 0).astype(np.intp)
@@ -502,6 +579,8 @@ class Compiler:
                 child.group_size = fr.group_size * int(counts.max())
                 lo_c = lo if _uniform(lo) else lo[owner]
                 child.slots[slot] = (within + lo_c).astype(npdt)
+                if state.races is not None:
+                    child.key = state.races.child_keys(fr.key[owner], within, axis)
             saved = [(st, st.fork_rows(parent_rows, child.tid)) for st in state.local_storages]
             body(child)
             for st, (data, rows) in saved:
@@ -522,7 +601,7 @@ class Compiler:
             probe = binder(fr, Storage.allocate(0))
             count = extent_elements(probe.shape, [int(x) for x in probe.strides], probe.offset)
             rows = int(fr.tid.max()) + 1 if per_invocation and fr.tid is not None else 1
-            storage = Storage.allocate(count * itemsize, rows, per_invocation)
+            storage = Storage.allocate(count * itemsize, rows, per_invocation, buffer.scope)
             probe.storage = storage
             fr.slots[dslot] = storage
             fr.slots[bslot] = probe
@@ -572,6 +651,7 @@ class Compiler:
         return commit
 
     def s_AsyncWaitQueue(self, s):
+        site = self.site("wait", s)
         fn = self.expr(s.in_flight)
         body = self.stmt(s.body)
         queue = s.queue
@@ -582,7 +662,7 @@ class Compiler:
             pending = state.queues[queue]
             while len(pending) > max(n, 0):
                 group = pending.pop(0)
-                group.retire()
+                group.retire(state.races, site)
                 state.committed.remove(group)
             body(fr)
         return wait

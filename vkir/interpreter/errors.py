@@ -10,3 +10,9 @@ class InterpreterError(VkirError):
 
 class OutOfBoundsError(InterpreterError, IndexError):
     """A load or store outside its buffer's shape (or outside the bytes behind it)."""
+
+
+class DataRaceError(InterpreterError):
+    """Two invocations access one element, at least one writing, with nothing ordering them (no
+    `T.barrier()` between them in one workgroup, or different workgroups): the kernel's result on
+    a GPU depends on scheduling, although the interpreter's lockstep execution hides it."""

@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.dtype import DataType
-from ..ir.expr import Var, convert
+from ..ir.expr import IntImm, Var, convert
 from ..ir.function import PrimFunc
+from ..ir.walk import walk
 from .arguments import bind_arguments
 from .compiler import Compiler, Frame, RunState
 from .errors import InterpreterError
+from .races import RaceChecker
 
 def _compile(func: PrimFunc):
     """Closures for `func`'s body, with params, size vars and parameter buffers in scope."""
@@ -23,26 +25,56 @@ def _compile(func: PrimFunc):
     return compiler, compiler.stmt(func.body)
 
 
-def interpret(func: PrimFunc, *args) -> None:
+def interpret(func: PrimFunc, *args, check_races: bool = True) -> None:
     """Run `func` on numpy arrays (buffers are modified in place) and Python/numpy scalars.
 
     Symbolic sizes come from the array shapes. Wrong argument count, dtypes or shapes raise
-    `vkir.ArgumentError`; out-of-bounds accesses raise `OutOfBoundsError`.
+    `vkir.ArgumentError`; out-of-bounds accesses raise `OutOfBoundsError`. Unless `check_races`
+    is False, two invocations accessing one element without a barrier ordering them (a data
+    race, which the lockstep execution would hide) raise `DataRaceError` (see races.py).
     """
     if not isinstance(func, PrimFunc):
         raise TypeError(f"interpret expects a PrimFunc, got {type(func).__name__}")
     compiler, body = _compile(func)
     bindings = bind_arguments(func, args, evaluate)
-    state = RunState(compiler.value_ndims)
+    races = _race_checker(compiler, bindings.values) if check_races else None
+    state = RunState(compiler.value_ndims, races)
     slots = [None] * len(compiler.value_ndims)
     for key, value in bindings.values.items():
         slots[compiler.slot(key)] = value
     for buffer, bb in bindings.buffers.items():
         slots[compiler.slot(buffer)] = bb
     with np.errstate(all="ignore"):
-        body(Frame(slots, None, state))
+        body(Frame(slots, None, state, key=races.top_key() if races is not None else 0))
         state.finish()
     bindings.finish()
+
+
+def _race_checker(compiler: Compiler, values: dict):
+    """A RaceChecker for a kernel with thread-binding loops (None without: one invocation)."""
+    if not compiler.thread_loops:
+        return None
+    extents = {"threadIdx": {}, "blockIdx": {}}
+    names = {}
+    for thread, extent, name in compiler.thread_loops:
+        kind = thread.split(".")[0]
+        if kind not in extents:
+            continue
+        names.setdefault(thread, name)
+        old = extents[kind].get(thread, 1)
+        extents[kind][thread] = None if old is None else _extent(extent, values, old)
+    return RaceChecker(compiler.sites, names, extents["threadIdx"], extents["blockIdx"],
+                       compiler.written)
+
+
+def _extent(extent, values: dict, old: int):
+    """max(old, the extent's value), or None when it depends on more than the arguments."""
+    if isinstance(extent, IntImm):
+        return max(old, extent.value)
+    free = {n for n in walk(extent) if isinstance(n, Var)}
+    if not free <= values.keys():
+        return None
+    return max(old, int(evaluate(extent, {v: values[v] for v in free})))
 
 
 def evaluate(expr, env: dict | None = None):

@@ -20,21 +20,26 @@ from .errors import InterpreterError, OutOfBoundsError
 
 class Storage:
     """Raw bytes behind a data var: `rows` rows of `row_bytes` bytes (one per invocation when
-    `per_invocation`, else one)."""
+    `per_invocation`, else one). `scope` is the buffer scope ("global" for arguments), `shadow`
+    the access records of the race checker (vkir.interpreter.races), made on first access."""
 
-    __slots__ = ("data", "rows", "row_bytes", "per_invocation", "_views")
+    __slots__ = ("data", "rows", "row_bytes", "per_invocation", "_views", "scope", "shadow")
 
-    def __init__(self, data: np.ndarray, rows: int, row_bytes: int, per_invocation: bool):
+    def __init__(self, data: np.ndarray, rows: int, row_bytes: int, per_invocation: bool,
+                 scope: str = "global"):
         assert data.dtype == np.uint8 and data.ndim == 1
         self.data = data
         self.rows = rows
         self.row_bytes = row_bytes
         self.per_invocation = per_invocation
         self._views = {}
+        self.scope = scope
+        self.shadow = None
 
     @staticmethod
-    def allocate(nbytes: int, rows: int = 1, per_invocation: bool = False) -> "Storage":
-        return Storage(np.zeros(rows * nbytes, np.uint8), rows, nbytes, per_invocation)
+    def allocate(nbytes: int, rows: int = 1, per_invocation: bool = False,
+                 scope: str = "global") -> "Storage":
+        return Storage(np.zeros(rows * nbytes, np.uint8), rows, nbytes, per_invocation, scope)
 
     def view(self, npdt: np.dtype) -> np.ndarray:
         """The bytes as a flat array of `npdt` (a trailing partial element is dropped)."""
@@ -209,22 +214,30 @@ def store(bb: BoundBuffer, pos, value):
 
 
 class AsyncGroup:
-    """The writes of one committed group: buffered until a wait retires the group."""
+    """The writes of one committed group: buffered until a wait retires the group. With race
+    checking, each write also keeps who issued it (`RaceChecker.async_keys`) and its site."""
 
-    __slots__ = ("writes",)
+    __slots__ = ("writes", "issued")
 
     def __init__(self):
         self.writes = []
+        self.issued = []
 
-    def record(self, bb: BoundBuffer, pos, value):
+    def record(self, bb: BoundBuffer, pos, value, issued=None):
         if np.ndim(value) > np.ndim(pos):
             pos = np.broadcast_to(pos, np.shape(value))
         view = bb.storage.view(bb.npdt)
         if np.ndim(pos) == 0 or pos.size:
             _check_flat(bb, view, pos)
         self.writes.append((bb.storage, bb.npdt, np.array(pos), np.array(value)))
+        if issued is not None:
+            self.issued.append(issued)
 
-    def retire(self):
+    def retire(self, races=None, site: int = -1):
+        """Land the writes; `races` (a RaceChecker) checks them as retired at `site`."""
+        if races is not None and self.issued:
+            races.retire(self.issued, site)
         for storage, npdt, pos, value in self.writes:
             storage.view(npdt)[pos] = value
         self.writes = []
+        self.issued = []

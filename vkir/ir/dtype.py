@@ -132,6 +132,17 @@ def dtype(value: "str | DataType") -> DataType:
     return DataType.parse(value)
 
 
+def type_range(dt) -> tuple | None:
+    """The finite (min, max) of an integer or bool type; None for other types."""
+    if not isinstance(dt, DataType) or not (dt.is_integer or dt.is_bool):
+        return None
+    if dt.is_bool:
+        return (0, 1)
+    if dt.is_uint:
+        return (0, (1 << dt.bits) - 1)
+    return (-(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1)
+
+
 SCOPES = ("global", "shared", "local")
 
 

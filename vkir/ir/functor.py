@@ -40,15 +40,19 @@ def children(node: Node) -> Iterator[Node]:
                     yield v
 
 
-class Visitor:
-    """Read-only traversal; override `visit_<ClassName>` and call `self.generic_visit(node)` to
-    descend. Buffers reached through loads, stores and declarations go to `visit_buffer`."""
+class _Functor:
+    """Dispatch by class name: `visit_<ClassName>` where defined, else `generic_visit`."""
 
     def visit(self, node):
         method = getattr(self, "visit_" + type(node).__name__, None)
         if method is not None:
             return method(node)
         return self.generic_visit(node)
+
+
+class Visitor(_Functor):
+    """Read-only traversal; override `visit_<ClassName>` and call `self.generic_visit(node)` to
+    descend. Buffers reached through loads, stores and declarations go to `visit_buffer`."""
 
     def visit_buffer(self, buffer: Buffer):
         """Called for every Buffer reference; default does nothing."""
@@ -70,17 +74,11 @@ class Visitor:
                         self.visit(v)
 
 
-class Mutator:
+class Mutator(_Functor):
     """Rebuilding traversal: returns a new node when a child changed, the same object otherwise.
 
     Override `visit_<ClassName>`; `visit_buffer` may substitute buffers (default keeps them).
     """
-
-    def visit(self, node):
-        method = getattr(self, "visit_" + type(node).__name__, None)
-        if method is not None:
-            return method(node)
-        return self.generic_visit(node)
 
     def visit_buffer(self, buffer: Buffer) -> Buffer:
         return buffer

@@ -145,6 +145,17 @@ class Barrier(Stmt):
     """Workgroup execution and memory barrier."""
 
 
+def flatten(stmt: Stmt) -> list:
+    """The statements of a block: `stmt` itself, or the items of a sequence with nested
+    sequences flattened."""
+    if isinstance(stmt, SeqStmt):
+        out = []
+        for s in stmt.seq:
+            out.extend(flatten(s))
+        return out
+    return [stmt]
+
+
 def seq(*stmts) -> Stmt:
     """A SeqStmt of the statements, flattening nested sequences; a single statement stays as is."""
     flat = []

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from .base import Node
 from .buffer import Buffer
 from .expr import Var
-from .stmt import SeqStmt
+from .stmt import SeqStmt, flatten
 
 
 class _Mismatch(Exception):
@@ -81,7 +81,7 @@ def _show(node, max_lines: int = 40) -> str:
 def _unwrap(node):
     """A one-statement sequence is that statement (for comparison)."""
     if isinstance(node, SeqStmt):
-        items = _flatten(node)
+        items = flatten(node)
         if len(items) == 1:
             return items[0]
     return node
@@ -95,15 +95,6 @@ def _diff(a, b, max_lines: int = 60) -> str:
     if len(lines) > max_lines:
         lines = lines[:max_lines] + [f"... ({len(lines) - max_lines} more lines)"]
     return "\n".join(lines) if lines else "(the scripts print identically)"
-
-
-def _flatten(stmt) -> list:
-    if isinstance(stmt, SeqStmt):
-        out = []
-        for s in stmt.seq:
-            out.extend(_flatten(s))
-        return out
-    return [stmt]
 
 
 class _Comparer:
@@ -161,7 +152,7 @@ class _Comparer:
             self.value(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}", where)
 
     def seq(self, a, b, path, where):
-        la, lb = _flatten(a), _flatten(b)
+        la, lb = flatten(a), flatten(b)
         if len(la) == 1 and len(lb) == 1:
             return self.node(la[0], lb[0], path, where)
         if len(la) != len(lb):

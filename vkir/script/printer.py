@@ -112,7 +112,7 @@ class Printer(ExprPrinter):
         """Lines of `stmt` as the statements of a block at indentation `depth`. A binding that
         ends the block is printed flat and its body continues the block (iteratively)."""
         pad = _INDENT * depth
-        items = _flatten(stmt)
+        items = S.flatten(stmt)
         if not items:
             return [pad + "pass"]
         lines, scoped = [], []
@@ -125,7 +125,7 @@ class Printer(ExprPrinter):
                 break
             lines.append(pad + self.binding(tail)[0])
             scoped.append(tail)
-            items = _flatten(tail.body)
+            items = S.flatten(tail.body)
         for s in reversed(scoped):
             self.release(_bound(s))
         return lines
@@ -215,7 +215,7 @@ class Printer(ExprPrinter):
         while plain(s):
             chain.append(s)
             bound.add(s.loop_var)
-            items = _flatten(s.body)
+            items = S.flatten(s.body)
             if len(items) != 1:
                 break
             s = items[0]
@@ -226,7 +226,7 @@ class Printer(ExprPrinter):
         other = s.else_case
         if other is None:
             return lines
-        items = _flatten(other)
+        items = S.flatten(other)
         if len(items) == 1 and isinstance(items[0], S.IfThenElse):
             return lines + self._s_IfThenElse(items[0], depth, pad, "elif")
         return lines + [f"{pad}else:"] + self.block(other, depth + 1)
@@ -271,15 +271,6 @@ def _stop(start, extent):
         if not folds and not (isinstance(stop, Add) and structural_equal(stop.a, start)):
             return stop
     return Add(start, extent)
-
-
-def _flatten(stmt) -> list:
-    if isinstance(stmt, S.SeqStmt):
-        out = []
-        for s in stmt.seq:
-            out.extend(_flatten(s))
-        return out
-    return [stmt]
 
 
 def _literal(value) -> str:

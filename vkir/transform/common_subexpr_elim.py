@@ -55,11 +55,12 @@ import re
 from dataclasses import dataclass
 
 from ..ir import Let, LetStmt, PrimExpr, PrimFunc, SeqStmt, Stmt, Var, walk
+from ..ir.stmt import flatten
 from .base import Pass
 from .cse_keys import KeyTable
 from .cse_scan import Group, Scan
 from .cse_traversal import (
-    ARM, BLOCK, COND_BLOCK, LET_BODY, expr_parts, flatten, rebuild, stmt_parts,
+    ARM, BLOCK, COND_BLOCK, LET_BODY, expr_parts, rebuild, stmt_parts,
 )
 
 _NAME_RE = re.compile(r"^cse_v(\d+)$")

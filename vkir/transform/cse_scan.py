@@ -10,9 +10,10 @@ from ..ir import (
     Ramp, Stmt, Var, is_pure,
 )
 from ..ir.dtype import DataType
+from ..ir.stmt import flatten
 from .cse_keys import KeyTable
 from .cse_traversal import (
-    ARM, BLOCK, COND_BLOCK, LET_BODY, PLAIN, expr_parts, flatten, stmt_parts,
+    ARM, BLOCK, COND_BLOCK, LET_BODY, PLAIN, expr_parts, stmt_parts,
 )
 
 

@@ -13,7 +13,7 @@ import dataclasses
 
 from ..ir import (
     BufferLoad, BufferStore, Call, FloatImm, For, IfThenElse, IntImm, Let, LetStmt, PrimExpr,
-    SeqStmt, Stmt, Var,
+    Stmt, Var,
 )
 from ..ir.functor import _child_fields
 
@@ -23,16 +23,6 @@ ARM = "arm"  # an if_then_else arm: a scope, evaluated only when taken
 LET_BODY = "let_body"  # a Let body: a scope binding the Let's var
 BLOCK = "block"  # a statement body: a scope
 COND_BLOCK = "cond_block"  # a loop body or an if branch: a scope, conditionally executed
-
-
-def flatten(stmt: Stmt) -> list:
-    """The statements of a block, nested sequences flattened."""
-    if isinstance(stmt, SeqStmt):
-        out = []
-        for s in stmt.seq:
-            out.extend(flatten(s))
-        return out
-    return [stmt]
 
 
 def stmt_parts(stmt: Stmt) -> list:

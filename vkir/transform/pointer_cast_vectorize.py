@@ -28,11 +28,11 @@ from dataclasses import dataclass, replace
 from ..arith.modular_set import modular_set
 from ..errors import UnsupportedError
 from ..ir import (
-    Buffer, BufferLoad, BufferStore, DeclBuffer, FloorDiv, IntImm, Mutator, PrimFunc,
+    Buffer, BufferLoad, BufferStore, DeclBuffer, FloorDiv, IntImm, PrimFunc,
     decl_buffer,
 )
 from .base import Pass
-from .vector_type_rewrite import ContextMixin, divide_extent, is_unit_ramp
+from .vector_type_rewrite import ContextMutator, divide_extent, is_unit_ramp
 
 TARGETS = (None, "vulkan")
 VULKAN_LANES = (2, 4)  # vec3 has a 16-byte array stride under std430; no vectors over 4 lanes
@@ -55,7 +55,7 @@ def _cast_extent(extent, lanes: int):
     return FloorDiv(extent, IntImm(extent.dtype, lanes))
 
 
-class _Caster(ContextMixin, Mutator):
+class _Caster(ContextMutator):
     def __init__(self, func: PrimFunc, target: str | None, allowed_lanes):
         self._init_context(func)
         self.target = target
@@ -63,15 +63,6 @@ class _Caster(ContextMixin, Mutator):
         self.params = {func.buffer_map[p].data for p in func.params if p in func.buffer_map}
         self.casts: dict[tuple, Buffer] = {}  # (buffer, lanes) -> cast buffer, in creation order
         self.declared: set = set()
-
-    def visit_LetStmt(self, node):
-        value = self.visit(node.value)
-        self._bind(node.var, node.value)
-        body = self.visit(node.body)
-        return node if value is node.value and body is node.body else \
-            replace(node, value=value, body=body)
-
-    visit_Let = visit_LetStmt
 
     def visit_DeclBuffer(self, node):
         body = self._declare_casts(node.buffer, self.visit(node.body))

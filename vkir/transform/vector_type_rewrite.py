@@ -205,6 +205,19 @@ class ContextMixin:
         return split_index(index, lanes, self.var_sets, self.var_ranges)
 
 
+class ContextMutator(ContextMixin, Mutator):
+    """A Mutator that keeps the context: a let-bound variable is known in the let's body."""
+
+    def visit_LetStmt(self, node):
+        value = self.visit(node.value)
+        self._bind(node.var, node.value)
+        body = self.visit(node.body)
+        return node if value is node.value and body is node.body else \
+            replace(node, value=value, body=body)
+
+    visit_Let = visit_LetStmt
+
+
 # ----------------------------------------------------------------------------------------------
 # analysis: which storages can become vector buffers
 
@@ -261,10 +274,7 @@ class _Collector(ContextMixin, Visitor):
         self._bind(node.var, node.value)
         self.visit(node.body)
 
-    def visit_Let(self, node):
-        self.visit(node.value)
-        self._bind(node.var, node.value)
-        self.visit(node.body)
+    visit_Let = visit_LetStmt
 
     def visit_Var(self, var):
         st = self.storages.get(var)
@@ -357,7 +367,7 @@ def _check_storage(st: Storage, allowed_lanes):
 # the rewrite
 
 
-class _Rewriter(ContextMixin, Mutator):
+class _Rewriter(ContextMutator):
     def __init__(self, func: PrimFunc, lanes_of: dict[Var, int], buffers: dict[Buffer, Buffer]):
         self._init_context(func)
         self.lanes_of = lanes_of
@@ -365,20 +375,6 @@ class _Rewriter(ContextMixin, Mutator):
 
     def visit_buffer(self, buf):
         return self.buffers.get(buf, buf)
-
-    def visit_LetStmt(self, node):
-        value = self.visit(node.value)
-        self._bind(node.var, node.value)
-        body = self.visit(node.body)
-        return node if value is node.value and body is node.body else \
-            replace(node, value=value, body=body)
-
-    def visit_Let(self, node):
-        value = self.visit(node.value)
-        self._bind(node.var, node.value)
-        body = self.visit(node.body)
-        return node if value is node.value and body is node.body else \
-            replace(node, value=value, body=body)
 
     def _index(self, buf, index):
         """The new scalar index into the vector buffer, and the lanes read from that element

@@ -1,0 +1,451 @@
+"""Data-race detection for the interpreter: the oracle must fail where a GPU could give wrong
+results, although the lockstep execution itself always gives the race-free answer.
+
+The rule (one dispatch = one `interpret` call): two accesses to the same element of a buffer by
+different invocations, at least one a write, race unless a `T.barrier()` that both passed orders
+them. Barriers order only the invocations of one workgroup; nothing orders different workgroups.
+"shared" storage exists once per workgroup (accesses of different workgroups never meet there),
+"global" storage once per dispatch, "local" storage once per invocation (never checked).
+
+Invocations are identified as on the GPU, by the values of their thread indices: `key` packs the
+threadIdx.x/y/z offsets (`_BITS` bits each), so two sibling threadIdx loops run by the same
+invocations, and a workgroup is the packed blockIdx values. Code outside a threadIdx (blockIdx)
+loop of the kernel runs on the GPU in every invocation (workgroup) redundantly: its rows are
+*multi* keys (`MULTI` set, plus one bit per unbound axis), standing for several invocations.
+
+Ordering is tracked with epochs: every workgroup has a current token, a number that changes at
+each barrier it passes (tokens are unique across workgroups). Each element of a checked storage
+keeps its last write (token and site packed in a stamp, writer key, writer workgroup) and its
+readers in the current token (the first reader's key and stamp, and one reader that differs from
+it); global storage in kernels with several workgroups also keeps two readers from distinct
+workgroups. Two accesses of one workgroup are ordered exactly when their tokens differ. All of it
+is numpy gathers and scatters per access, no per-element Python loops.
+
+Same-value writes (e.g. every invocation storing the same constant) are races in the formal model
+and are reported like any other: the test suite's kernels never rely on them, and the usual
+idioms (`if tx == 0:` guards) avoid them.
+
+Async copies: a write in an `AsyncScope` happens when the `AsyncWaitQueue` that retires its group
+runs (or at the end of the kernel). The async queues synchronise the workgroup (LowerAsync lowers
+each wait to a workgroup barrier where data crosses invocations, and before an overwrite of data
+others read): a retired write is ordered with every access of its own workgroup, before the wait
+and after it. It still races with accesses of other workgroups, and with other async writes of the
+same element by another invocation retired at the same wait.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import DataRaceError
+
+NONE = -1          # no access recorded
+ALL = -2           # workgroup of code outside the blockIdx loops: every workgroup runs it
+COLLECTIVE = -3    # writer of a retired async write: ordered with its whole workgroup
+_BITS = 19
+_MASK = (1 << _BITS) - 1
+MULTI = 1 << 62    # key bit: the row stands for several invocations
+_UNBOUND = {axis: 1 << (3 * _BITS + i) for i, axis in enumerate("xyz")}
+_ANY_UNBOUND = sum(_UNBOUND.values())
+AXES = ("z", "y", "x")  # message order: outer to inner
+
+
+def shift(axis: str) -> int:
+    return "xyz".index(axis) * _BITS
+
+
+class Site:
+    """A load or store of the program, for messages."""
+
+    __slots__ = ("kind", "node", "span")
+
+    def __init__(self, kind: str, node, span):
+        self.kind = kind
+        self.node = node
+        self.span = span if getattr(node, "span", None) is None else node.span
+
+    def describe(self) -> str:
+        if self.span is not None:
+            return f"at {self.span}"
+        from ..script.print_expr import ExprPrinter
+
+        printer = ExprPrinter()
+        node = self.node
+        if self.kind == "read":
+            return f"in `{printer.expr(node)}`"
+        if self.kind == "write":
+            return f"in `{node.buffer.name}[{printer.indices(node.indices)}] = ...`"
+        return f"in {type(node).__name__}"
+
+
+class Shadow:
+    """Access records of one checked storage, one entry per element of `unit` bytes."""
+
+    __slots__ = ("unit", "scope", "cross", "w_stamp", "w_key", "w_wg", "r_stamp", "r_key",
+                 "r_key2", "r_site2", "x_wg", "x_key", "x_site", "x_wg2", "x_key2", "x_site2",
+                 "scratch")
+
+    def __init__(self, n: int, unit: int, scope: str, cross: bool):
+        self.unit = unit
+        self.scope = scope
+        self.cross = cross  # global storage of a kernel with several workgroups
+        names = ["w_stamp", "w_key", "w_wg", "r_stamp", "r_key", "r_key2", "r_site2", "scratch"]
+        if cross:
+            names += ["x_wg", "x_key", "x_site", "x_wg2", "x_key2", "x_site2"]
+        for name in self.__slots__[3:]:
+            setattr(self, name, np.full(n, NONE, np.int64) if name in names else None)
+
+    def regrain(self, unit: int):
+        """Finer entries (an alias with smaller elements appeared): repeat each entry."""
+        k = self.unit // unit
+        for name in self.__slots__[3:]:
+            a = getattr(self, name)
+            if a is not None:
+                setattr(self, name, np.repeat(a, k))
+        self.unit = unit
+
+
+class RaceChecker:
+    """Race detection state of one interpretation (see the module docstring)."""
+
+    def __init__(self, sites: list, names: dict, thread_extents: dict, block_extents: dict,
+                 written: set):
+        self.sites = sites
+        self.written = written                 # data vars some store writes: only those race
+        self.nsites = max(len(sites), 1)
+        self.names = names                     # "threadIdx.x" -> loop var name
+        # an axis counts as several invocations when its extent is not known to be 1
+        self.thread_multi = {t[-1]: e != 1 for t, e in thread_extents.items()}
+        self.block_multi = {t[-1]: e != 1 for t, e in block_extents.items()}
+        self.multi_wg = any(self.block_multi.values())
+        self.threads_multi = any(self.thread_multi.values())
+        self.tokens = {}
+        self.next_token = 0
+        self.blocks = {}                       # bound blockIdx axis -> value
+        self.wg = self._wg_key()
+        self.token = self._token_of(self.wg)
+
+    # -- invocations and epochs ------------------------------------------------------------------
+
+    def _wg_key(self):
+        if any(m and a not in self.blocks for a, m in self.block_multi.items()):
+            return ALL
+        key = 0
+        for axis, value in self.blocks.items():
+            key |= int(value) << shift(axis)
+        return key
+
+    def _token_of(self, wg) -> int:
+        t = self.tokens.get(wg)
+        if t is None:
+            t = self.tokens[wg] = self._new_token()
+        return t
+
+    def _new_token(self) -> int:
+        self.next_token += 1
+        return self.next_token
+
+    def enter_block(self, axis: str, value):
+        """A blockIdx loop iteration starts: returns what `leave_block` restores."""
+        saved = (self.wg, self.token, dict(self.blocks))
+        self.blocks[axis] = value
+        self.wg = self._wg_key()
+        self.token = self._token_of(self.wg)
+        return saved
+
+    def leave_block(self, saved):
+        self.tokens[self.wg] = self.token
+        self.wg, self.token, self.blocks = saved
+
+    def barrier(self):
+        self.token = self.tokens[self.wg] = self._new_token()
+
+    def top_key(self) -> int:
+        """Key of code outside every threadIdx loop."""
+        key = 0
+        for axis, multi in self.thread_multi.items():
+            if multi:
+                key |= MULTI | _UNBOUND[axis]
+        return key
+
+    def child_keys(self, parent, within: np.ndarray, axis: str):
+        """Keys of the invocations a threadIdx loop forks: the parent key of each child (an int
+        or an array), with `within`, the offset along `axis`, filled in."""
+        keys = (np.asarray(parent, np.int64) & ~np.int64(_UNBOUND[axis])) \
+            | (within.astype(np.int64) << shift(axis))
+        keys = np.broadcast_to(keys, within.shape).copy()
+        if keys.size and not int(keys[0]) & _ANY_UNBOUND:
+            keys &= ~np.int64(MULTI)
+        return keys
+
+    # -- shadows ---------------------------------------------------------------------------------
+
+    def _shadow(self, bb):
+        storage = bb.storage
+        if storage.per_invocation or bb.buffer.data not in self.written:
+            return None, 1
+        item = bb.npdt.itemsize
+        sh = storage.shadow
+        if sh is None:
+            scope = storage.scope
+            sh = storage.shadow = Shadow(len(storage.data) // item, item, scope,
+                                         scope != "shared" and self.multi_wg)
+        elif item < sh.unit:
+            sh.regrain(item)
+        return sh, item // sh.unit
+
+    def _keys(self, fr, pos, lanes: int):
+        """Flat element positions of an access and the key of the invocation of each."""
+        p = np.asarray(pos, np.int64)
+        if fr.tid is None:
+            key = fr.key
+            return p.reshape(-1), np.full(p.size, key, np.int64)
+        k = len(fr.tid)
+        per_row = p.ndim == (2 if lanes > 1 else 1)
+        if per_row:
+            keys = fr.key if p.ndim == 1 else np.repeat(fr.key, p.shape[1])
+            return p.reshape(-1), keys
+        if k == 1:
+            return p.reshape(-1), np.full(p.size, fr.key[0], np.int64)
+        # the same elements for every active invocation: several invocations access them
+        first = int(fr.key[0])
+        diff = int(np.bitwise_or.reduce(fr.key ^ first))
+        key = first | MULTI
+        for axis in "xyz":
+            field = _MASK << shift(axis)
+            if diff & field:
+                key = (key & ~field) | _UNBOUND[axis]
+        return p.reshape(-1), np.full(p.size, key, np.int64)
+
+    @staticmethod
+    def _units(p, keys, ratio):
+        if ratio == 1:
+            return p, keys
+        p = (p[:, None] * ratio + np.arange(ratio)).reshape(-1)
+        return p, np.repeat(keys, ratio)
+
+    # -- accesses --------------------------------------------------------------------------------
+
+    def read(self, bb, pos, fr, site: int, lanes: int):
+        sh, ratio = self._shadow(bb)
+        if sh is None:
+            return
+        p, keys = self._units(*self._keys(fr, pos, lanes), ratio)
+        if not p.size:
+            return
+        t0 = self.token * self.nsites
+        t1 = t0 + self.nsites
+        wg = self.wg
+        multi = keys >= MULTI
+        ws = sh.w_stamp[p]
+        wk = sh.w_key[p]
+        bad = (ws >= t0) & (ws < t1) & ((wk != keys) | multi) & (wk != COLLECTIVE)
+        if sh.cross:
+            ww = sh.w_wg[p]
+            bad |= (ww != NONE) & ((ww != wg) | (wg == ALL))
+        if bad.any():
+            j = int(np.argmax(bad))
+            self._report(bb, sh, p[j], ratio, ("write", int(wk[j]), int(sh.w_wg[p[j]]),
+                                               int(ws[j]) % self.nsites),
+                         ("read", int(keys[j]), wg, site))
+        # record the readers of this epoch: the first, and one that differs from it
+        rs = sh.r_stamp[p]
+        fresh = (rs < t0) | (rs >= t1)
+        if fresh.any():
+            q = p[fresh]
+            sh.r_stamp[q] = t0 + site
+            sh.r_key[q] = keys[fresh]
+            sh.r_key2[q] = NONE
+        other = (sh.r_key[p] != keys) | multi
+        if other.any():
+            q = p[other]
+            sh.r_key2[q] = keys[other]
+            sh.r_site2[q] = site
+        if sh.cross:
+            empty = sh.x_wg[p] == NONE
+            if empty.any():
+                q = p[empty]
+                sh.x_wg[q] = wg
+                sh.x_key[q] = keys[empty]
+                sh.x_site[q] = site
+            other = (sh.x_wg[p] != wg) & (sh.x_wg2[p] == NONE)
+            if other.any():
+                q = p[other]
+                sh.x_wg2[q] = wg
+                sh.x_key2[q] = keys[other]
+                sh.x_site2[q] = site
+
+    def write(self, bb, pos, fr, site: int, lanes: int):
+        sh, ratio = self._shadow(bb)
+        if sh is None:
+            return
+        p, keys = self._units(*self._keys(fr, pos, lanes), ratio)
+        if not p.size:
+            return
+        self._check_write(bb, sh, ratio, p, keys, self.wg, site)
+        self._record_write(sh, p, keys, self.wg, self.token * self.nsites + site)
+
+    def _check_write(self, bb, sh, ratio, p, keys, wg, site, ordered_in_group=False):
+        t0 = self.token * self.nsites
+        t1 = t0 + self.nsites
+        multi = keys >= MULTI
+        if multi.any() or (wg == ALL and sh.cross):  # every invocation (workgroup) stores
+            j = int(np.argmax(multi))
+            me = ("write", int(keys[j]), wg, site)
+            self._report(bb, sh, p[j], ratio, me, me, several=True)
+        if len(p) > 1:  # one statement, several invocations writing one element
+            sh.scratch[p] = keys
+            back = sh.scratch[p]
+            dup = back != keys
+            if dup.any():
+                j = int(np.argmax(dup))
+                first, second = sorted((int(back[j]), int(keys[j])))
+                self._report(bb, sh, p[j], ratio, ("write", first, wg, site),
+                             ("write", second, wg, site))
+        if not ordered_in_group:
+            ws = sh.w_stamp[p]
+            wk = sh.w_key[p]
+            bad = (ws >= t0) & (ws < t1) & (wk != keys) & (wk != COLLECTIVE)
+            if bad.any():
+                j = int(np.argmax(bad))
+                self._report(bb, sh, p[j], ratio, ("write", int(wk[j]), wg,
+                                                   int(ws[j]) % self.nsites),
+                             ("write", int(keys[j]), wg, site))
+            rs = sh.r_stamp[p]
+            r1 = sh.r_key[p]
+            r2 = sh.r_key2[p]
+            bad = (rs >= t0) & (rs < t1) & ((r1 != keys) | (r2 != NONE))
+            if bad.any():
+                j = int(np.argmax(bad))
+                if r1[j] != keys[j]:
+                    other = ("read", int(r1[j]), wg, int(rs[j]) % self.nsites)
+                else:
+                    other = ("read", int(r2[j]), wg, int(sh.r_site2[p[j]]))
+                self._report(bb, sh, p[j], ratio, other, ("write", int(keys[j]), wg, site))
+        if sh.cross:
+            ww = sh.w_wg[p]
+            bad = (ww != NONE) & ((ww != wg) | (wg == ALL))
+            if bad.any():
+                j = int(np.argmax(bad))
+                self._report(bb, sh, p[j], ratio, ("write", int(sh.w_key[p[j]]), int(ww[j]),
+                                                   int(sh.w_stamp[p[j]]) % self.nsites),
+                             ("write", int(keys[j]), wg, site))
+            x1, x2 = sh.x_wg[p], sh.x_wg2[p]
+            bad = (x1 != NONE) & ((x1 != wg) | (x2 != NONE) | (wg == ALL))
+            if bad.any():
+                j = int(np.argmax(bad))
+                q = p[j]
+                if x1[j] != wg or wg == ALL:
+                    other = ("read", int(sh.x_key[q]), int(x1[j]), int(sh.x_site[q]))
+                else:
+                    other = ("read", int(sh.x_key2[q]), int(x2[j]), int(sh.x_site2[q]))
+                self._report(bb, sh, q, ratio, other, ("write", int(keys[j]), wg, site))
+
+    @staticmethod
+    def _record_write(sh, p, keys, wg, stamp):
+        sh.w_stamp[p] = stamp
+        sh.w_key[p] = keys
+        if sh.w_wg is not None:
+            sh.w_wg[p] = wg
+
+    # -- async copies ----------------------------------------------------------------------------
+
+    def async_keys(self, bb, pos, fr, lanes: int):
+        """(positions, keys) of an async write when it is issued, or None when unchecked."""
+        if bb.storage.per_invocation:
+            return None
+        p, keys = self._keys(fr, pos, lanes)
+        return p, keys, self.wg
+
+    def retire(self, writes, site: int):
+        """Writes of a group retired by the wait at `site` (-1: at the kernel's end): ordered with
+        their whole workgroup; checked against each other and against other workgroups."""
+        parts = {}
+        for bb, issued, write_site in writes:
+            if issued is None:
+                continue
+            sh, ratio = self._shadow(bb)
+            p, keys, wg = issued
+            p, keys = self._units(p, keys, ratio)
+            parts.setdefault((id(sh), wg), (bb, sh, ratio, wg, write_site, []))[5].append(
+                (p, keys))
+        for bb, sh, ratio, wg, write_site, chunks in parts.values():
+            p = np.concatenate([c[0] for c in chunks])
+            keys = np.concatenate([c[1] for c in chunks])
+            self._check_write(bb, sh, ratio, p, keys, wg, write_site, ordered_in_group=True)
+            stamp = self.tokens.get(wg, self.token) * self.nsites + write_site
+            self._record_write(sh, p, np.full(p.size, COLLECTIVE, np.int64), wg, stamp)
+
+    # -- messages --------------------------------------------------------------------------------
+
+    def _who(self, key: int, wg: int) -> str:
+        if key == COLLECTIVE:
+            who = "an async copy (retired)"
+        else:
+            parts = []
+            for axis in AXES:
+                name = self.names.get(f"threadIdx.{axis}")
+                if name is None:
+                    continue
+                if key & _UNBOUND[axis]:
+                    parts.append(f"{name}=*")
+                else:
+                    parts.append(f"{name}={(key >> shift(axis)) & _MASK}")
+            if parts:
+                noun = "threads" if key & MULTI else "thread"
+                who = f"{noun} ({', '.join(parts)})"
+            else:
+                who = "several threads" if key & MULTI else "the invocation"
+        if self.multi_wg:
+            if wg == ALL:
+                who += " of every workgroup"
+            else:
+                parts = [f"{self.names.get(f'blockIdx.{a}', 'blockIdx.' + a)}="
+                         f"{(wg >> shift(a)) & _MASK}" for a in AXES if a in self.block_multi]
+                who += f" of workgroup ({', '.join(parts)})"
+        return who
+
+    def _where(self, site: int) -> str:
+        if 0 <= site < len(self.sites):
+            return self.sites[site].describe()
+        return "at the end of the kernel"
+
+    def _report(self, bb, sh, unit_pos, ratio, first, second, several=False):
+        element = _element(bb, int(unit_pos) // ratio)
+        scope = sh.scope
+        kind1, key1, wg1, site1 = first
+        kind2, key2, wg2, site2 = second
+        verb = {"read": "read", "write": "written"}
+        if several:
+            msg = (f"data race on {scope} buffer {element}: written by several invocations, "
+                   f"{self._who(key2, wg2)}, {self._where(site2)} (each stores to the same "
+                   f"element; guard the store, e.g. `if tx == 0:`)")
+        else:
+            if wg1 != wg2 and NONE not in (wg1, wg2) or ALL in (wg1, wg2):
+                why = ("in different workgroups (nothing orders the workgroups of a "
+                       "dispatch)")
+            else:
+                why = "with no T.barrier() between"
+            msg = (f"data race on {scope} buffer {element}: {verb[kind1]} by "
+                   f"{self._who(key1, wg1)} {self._where(site1)} and {verb[kind2]} by "
+                   f"{self._who(key2, wg2)} {self._where(site2)} {why}")
+        raise DataRaceError(msg)
+
+
+def _element(bb, flat: int) -> str:
+    """`name[i, j]` for flat position `flat` of `bb`'s view (lanes named when vector)."""
+    lanes = bb.lanes
+    elem, lane = divmod(flat, lanes)
+    rel = elem - bb.offset_int
+    idx = []
+    for st in bb.strides_int:
+        if st <= 0:
+            idx = None
+            break
+        i, rel = divmod(rel, st)
+        idx.append(i)
+    if idx is None or rel != 0 or not all(0 <= i < s for i, s in zip(idx, bb.shape)):
+        text = f"{bb.name}[element {elem}]"
+    else:
+        text = f"{bb.name}[{', '.join(map(str, idx))}]"
+    return text + (f" (lane {lane})" if lanes > 1 else "")
