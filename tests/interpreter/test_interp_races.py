@@ -266,7 +266,8 @@ def guarded(out: T.Buffer((4,), "int32")):
 
 def test_same_value_writes_by_several_invocations_are_reported():
     with pytest.raises(DataRaceError, match=r"global buffer out\[0\]: written by several "
-                                            r"invocations, threads \(tx=\*\), at "):
+                                            r"invocations \(threads \(tx=\*\)\) at \S+: each "
+                                            r"stores to the same element"):
         interpret(same_value, np.zeros(4, np.int32))
     out = np.zeros(4, np.int32)
     interpret(guarded, out)

@@ -1,5 +1,6 @@
 """The reference interpreter: runs any PrimFunc on numpy arrays (the oracle every pass is tested
-against), and evaluates closed expressions (`evaluate`) for dispatch grids and push constants."""
+against), raising DataRaceError where invocations race (races.py), and evaluates closed
+expressions (`evaluate`) for dispatch grids and push constants."""
 
 from .errors import DataRaceError, InterpreterError, OutOfBoundsError
 from .interpret import evaluate, interpret

@@ -7,7 +7,10 @@ scalars, or 1-d lane vectors), and each statement is executed by all active invo
 next one starts. Every invocation therefore reaches a `Barrier` together with the others and sees
 all writes made before it: for race-free kernels this is the same result as stepping one coroutine
 per invocation from barrier to barrier (a swap through shared memory works), while the work is
-numpy-vectorized across invocations. Divergent control flow (an `if`, or a loop extent, that
+numpy-vectorized across invocations. For racy kernels it is not (lockstep hides a missing barrier),
+so every load and store is also reported to the race checker (`RunState.races`, races.py), which
+raises DataRaceError; blockIdx loops tell it which workgroup runs, barriers end an epoch, and each
+frame row carries the invocation's `key`. Divergent control flow (an `if`, or a loop extent, that
 differs between invocations) runs its body on the subset of invocations that take it; a barrier
 reached by only part of the workgroup is an error (it would hang a GPU).
 

@@ -15,11 +15,13 @@ loop of the kernel runs on the GPU in every invocation (workgroup) redundantly: 
 
 Ordering is tracked with epochs: every workgroup has a current token, a number that changes at
 each barrier it passes (tokens are unique across workgroups). Each element of a checked storage
-keeps its last write (token and site packed in a stamp, writer key, writer workgroup) and its
-readers in the current token (the first reader's key and stamp, and one reader that differs from
-it); global storage in kernels with several workgroups also keeps two readers from distinct
-workgroups. Two accesses of one workgroup are ordered exactly when their tokens differ. All of it
-is numpy gathers and scatters per access, no per-element Python loops.
+keeps its last write (token, site, writer key, writer workgroup) and its readers in the current
+token (the first reader's key and site, and one reader that differs from it); global storage in
+kernels with several workgroups also keeps two readers from distinct workgroups. Two accesses of
+one workgroup are ordered exactly when their tokens differ. All of it is numpy gathers and
+scatters per access, no per-element Python loops. Only storage that some store of the kernel
+writes (by data var) is tracked: reads of read-only inputs cannot race. An element is a unit of
+the smallest element size the storage is accessed with (pointer casts).
 
 Same-value writes (e.g. every invocation storing the same constant) are races in the formal model
 and are reported like any other: the test suite's kernels never rely on them, and the usual
@@ -30,7 +32,11 @@ runs (or at the end of the kernel). The async queues synchronise the workgroup (
 each wait to a workgroup barrier where data crosses invocations, and before an overwrite of data
 others read): a retired write is ordered with every access of its own workgroup, before the wait
 and after it. It still races with accesses of other workgroups, and with other async writes of the
-same element by another invocation retired at the same wait.
+same element by another invocation retired at the same wait. So the output of
+InjectSoftwarePipeline checks clean where LowerAsync can synchronise it, and LowerAsync's output,
+where writes are synchronous and barriers explicit, is checked by the plain rule: a barrier it
+failed to place is reported there. (A read between a commit and the wait retiring it sees the old
+value here, by the model; a real asynchronous copy could land earlier. vkir has no such backend.)
 """
 
 from __future__ import annotations
@@ -81,15 +87,16 @@ class Site:
 class Shadow:
     """Access records of one checked storage, one entry per element of `unit` bytes."""
 
-    __slots__ = ("unit", "scope", "cross", "w_stamp", "w_key", "w_wg", "r_stamp", "r_key",
-                 "r_key2", "r_site2", "x_wg", "x_key", "x_site", "x_wg2", "x_key2", "x_site2",
-                 "scratch")
+    __slots__ = ("unit", "scope", "cross", "w_tok", "w_site", "w_key", "w_wg", "r_tok", "r_site",
+                 "r_key", "r_key2", "r_site2", "x_wg", "x_key", "x_site", "x_wg2", "x_key2",
+                 "x_site2", "scratch")
 
     def __init__(self, n: int, unit: int, scope: str, cross: bool):
         self.unit = unit
         self.scope = scope
         self.cross = cross  # global storage of a kernel with several workgroups
-        names = ["w_stamp", "w_key", "w_wg", "r_stamp", "r_key", "r_key2", "r_site2", "scratch"]
+        names = ["w_tok", "w_site", "w_key", "w_wg", "r_tok", "r_site", "r_key", "r_key2",
+                 "r_site2", "scratch"]
         if cross:
             names += ["x_wg", "x_key", "x_site", "x_wg2", "x_key2", "x_site2"]
         for name in self.__slots__[3:]:
@@ -112,13 +119,11 @@ class RaceChecker:
                  written: set):
         self.sites = sites
         self.written = written                 # data vars some store writes: only those race
-        self.nsites = max(len(sites), 1)
         self.names = names                     # "threadIdx.x" -> loop var name
         # an axis counts as several invocations when its extent is not known to be 1
         self.thread_multi = {t[-1]: e != 1 for t, e in thread_extents.items()}
         self.block_multi = {t[-1]: e != 1 for t, e in block_extents.items()}
         self.multi_wg = any(self.block_multi.values())
-        self.threads_multi = any(self.thread_multi.values())
         self.tokens = {}
         self.next_token = 0
         self.blocks = {}                       # bound blockIdx axis -> value
@@ -195,18 +200,20 @@ class RaceChecker:
         return sh, item // sh.unit
 
     def _keys(self, fr, pos, lanes: int):
-        """Flat element positions of an access and the key of the invocation of each."""
-        p = np.asarray(pos, np.int64)
+        """(flat element positions of an access, the key of the invocation of each, whether some
+        key stands for several invocations)."""
+        p = pos if pos.__class__ is np.ndarray and pos.dtype == np.int64 else \
+            np.asarray(pos, np.int64)
         if fr.tid is None:
             key = fr.key
-            return p.reshape(-1), np.full(p.size, key, np.int64)
+            return p.reshape(-1), np.full(p.size, key, np.int64), key >= MULTI
         k = len(fr.tid)
-        per_row = p.ndim == (2 if lanes > 1 else 1)
-        if per_row:
+        if p.ndim == (2 if lanes > 1 else 1):  # a position (or lane positions) per invocation
             keys = fr.key if p.ndim == 1 else np.repeat(fr.key, p.shape[1])
-            return p.reshape(-1), keys
+            return p.reshape(-1), keys, k > 0 and int(fr.key[0]) >= MULTI
         if k == 1:
-            return p.reshape(-1), np.full(p.size, fr.key[0], np.int64)
+            key = int(fr.key[0])
+            return p.reshape(-1), np.full(p.size, key, np.int64), key >= MULTI
         # the same elements for every active invocation: several invocations access them
         first = int(fr.key[0])
         diff = int(np.bitwise_or.reduce(fr.key ^ first))
@@ -215,7 +222,7 @@ class RaceChecker:
             field = _MASK << shift(axis)
             if diff & field:
                 key = (key & ~field) | _UNBOUND[axis]
-        return p.reshape(-1), np.full(p.size, key, np.int64)
+        return p.reshape(-1), np.full(p.size, key, np.int64), True
 
     @staticmethod
     def _units(p, keys, ratio):
@@ -230,33 +237,45 @@ class RaceChecker:
         sh, ratio = self._shadow(bb)
         if sh is None:
             return
-        p, keys = self._units(*self._keys(fr, pos, lanes), ratio)
+        p, keys, multi = self._keys(fr, pos, lanes)
+        p, keys = self._units(p, keys, ratio)
         if not p.size:
             return
-        t0 = self.token * self.nsites
-        t1 = t0 + self.nsites
+        t = self.token
         wg = self.wg
-        multi = keys >= MULTI
-        ws = sh.w_stamp[p]
-        wk = sh.w_key[p]
-        bad = (ws >= t0) & (ws < t1) & ((wk != keys) | multi) & (wk != COLLECTIVE)
+        same = sh.w_tok[p] == t
+        if same.any():
+            wk = sh.w_key[p]
+            bad = same & (wk != COLLECTIVE)
+            if not multi:
+                bad &= wk != keys
+            if bad.any():
+                j = int(np.argmax(bad))
+                self._report(bb, sh, p[j], ratio, self._last_write(sh, p[j]),
+                             ("read", int(keys[j]), wg, site))
         if sh.cross:
             ww = sh.w_wg[p]
-            bad |= (ww != NONE) & ((ww != wg) | (wg == ALL))
-        if bad.any():
-            j = int(np.argmax(bad))
-            self._report(bb, sh, p[j], ratio, ("write", int(wk[j]), int(sh.w_wg[p[j]]),
-                                               int(ws[j]) % self.nsites),
-                         ("read", int(keys[j]), wg, site))
+            bad = (ww != NONE) & ((ww != wg) | (wg == ALL))
+            if bad.any():
+                j = int(np.argmax(bad))
+                self._report(bb, sh, p[j], ratio, self._last_write(sh, p[j]),
+                             ("read", int(keys[j]), wg, site))
         # record the readers of this epoch: the first, and one that differs from it
-        rs = sh.r_stamp[p]
-        fresh = (rs < t0) | (rs >= t1)
-        if fresh.any():
+        fresh = sh.r_tok[p] != t
+        if fresh.all():
+            sh.r_tok[p] = t
+            sh.r_site[p] = site
+            sh.r_key[p] = keys
+            sh.r_key2[p] = NONE
+        elif fresh.any():
             q = p[fresh]
-            sh.r_stamp[q] = t0 + site
+            sh.r_tok[q] = t
+            sh.r_site[q] = site
             sh.r_key[q] = keys[fresh]
             sh.r_key2[q] = NONE
-        other = (sh.r_key[p] != keys) | multi
+        other = sh.r_key[p] != keys
+        if multi:
+            other[:] = True
         if other.any():
             q = p[other]
             sh.r_key2[q] = keys[other]
@@ -275,19 +294,23 @@ class RaceChecker:
                 sh.x_key2[q] = keys[other]
                 sh.x_site2[q] = site
 
+    @staticmethod
+    def _last_write(sh, q):
+        return ("write", int(sh.w_key[q]), int(sh.w_wg[q]), int(sh.w_site[q]))
+
     def write(self, bb, pos, fr, site: int, lanes: int):
         sh, ratio = self._shadow(bb)
         if sh is None:
             return
-        p, keys = self._units(*self._keys(fr, pos, lanes), ratio)
+        p, keys, _ = self._keys(fr, pos, lanes)
+        p, keys = self._units(p, keys, ratio)
         if not p.size:
             return
         self._check_write(bb, sh, ratio, p, keys, self.wg, site)
-        self._record_write(sh, p, keys, self.wg, self.token * self.nsites + site)
+        self._record_write(sh, p, keys, self.wg, self.token, site)
 
     def _check_write(self, bb, sh, ratio, p, keys, wg, site, ordered_in_group=False):
-        t0 = self.token * self.nsites
-        t1 = t0 + self.nsites
+        t = self.token
         multi = keys >= MULTI
         if multi.any() or (wg == ALL and sh.cross):  # every invocation (workgroup) stores
             j = int(np.argmax(multi))
@@ -303,22 +326,19 @@ class RaceChecker:
                 self._report(bb, sh, p[j], ratio, ("write", first, wg, site),
                              ("write", second, wg, site))
         if not ordered_in_group:
-            ws = sh.w_stamp[p]
             wk = sh.w_key[p]
-            bad = (ws >= t0) & (ws < t1) & (wk != keys) & (wk != COLLECTIVE)
+            bad = (sh.w_tok[p] == t) & (wk != keys) & (wk != COLLECTIVE)
             if bad.any():
                 j = int(np.argmax(bad))
-                self._report(bb, sh, p[j], ratio, ("write", int(wk[j]), wg,
-                                                   int(ws[j]) % self.nsites),
+                self._report(bb, sh, p[j], ratio, self._last_write(sh, p[j]),
                              ("write", int(keys[j]), wg, site))
-            rs = sh.r_stamp[p]
             r1 = sh.r_key[p]
             r2 = sh.r_key2[p]
-            bad = (rs >= t0) & (rs < t1) & ((r1 != keys) | (r2 != NONE))
+            bad = (sh.r_tok[p] == t) & ((r1 != keys) | (r2 != NONE))
             if bad.any():
                 j = int(np.argmax(bad))
                 if r1[j] != keys[j]:
-                    other = ("read", int(r1[j]), wg, int(rs[j]) % self.nsites)
+                    other = ("read", int(r1[j]), wg, int(sh.r_site[p[j]]))
                 else:
                     other = ("read", int(r2[j]), wg, int(sh.r_site2[p[j]]))
                 self._report(bb, sh, p[j], ratio, other, ("write", int(keys[j]), wg, site))
@@ -327,8 +347,7 @@ class RaceChecker:
             bad = (ww != NONE) & ((ww != wg) | (wg == ALL))
             if bad.any():
                 j = int(np.argmax(bad))
-                self._report(bb, sh, p[j], ratio, ("write", int(sh.w_key[p[j]]), int(ww[j]),
-                                                   int(sh.w_stamp[p[j]]) % self.nsites),
+                self._report(bb, sh, p[j], ratio, self._last_write(sh, p[j]),
                              ("write", int(keys[j]), wg, site))
             x1, x2 = sh.x_wg[p], sh.x_wg2[p]
             bad = (x1 != NONE) & ((x1 != wg) | (x2 != NONE) | (wg == ALL))
@@ -342,11 +361,11 @@ class RaceChecker:
                 self._report(bb, sh, q, ratio, other, ("write", int(keys[j]), wg, site))
 
     @staticmethod
-    def _record_write(sh, p, keys, wg, stamp):
-        sh.w_stamp[p] = stamp
+    def _record_write(sh, p, keys, wg, token, site):
+        sh.w_tok[p] = token
+        sh.w_site[p] = site
         sh.w_key[p] = keys
-        if sh.w_wg is not None:
-            sh.w_wg[p] = wg
+        sh.w_wg[p] = wg
 
     # -- async copies ----------------------------------------------------------------------------
 
@@ -354,7 +373,7 @@ class RaceChecker:
         """(positions, keys) of an async write when it is issued, or None when unchecked."""
         if bb.storage.per_invocation:
             return None
-        p, keys = self._keys(fr, pos, lanes)
+        p, keys, _ = self._keys(fr, pos, lanes)
         return p, keys, self.wg
 
     def retire(self, writes, site: int):
@@ -373,8 +392,8 @@ class RaceChecker:
             p = np.concatenate([c[0] for c in chunks])
             keys = np.concatenate([c[1] for c in chunks])
             self._check_write(bb, sh, ratio, p, keys, wg, write_site, ordered_in_group=True)
-            stamp = self.tokens.get(wg, self.token) * self.nsites + write_site
-            self._record_write(sh, p, np.full(p.size, COLLECTIVE, np.int64), wg, stamp)
+            self._record_write(sh, p, np.full(p.size, COLLECTIVE, np.int64), wg,
+                               self.tokens.get(wg, self.token), write_site)
 
     # -- messages --------------------------------------------------------------------------------
 
@@ -398,7 +417,8 @@ class RaceChecker:
                 who = "several threads" if key & MULTI else "the invocation"
         if self.multi_wg:
             if wg == ALL:
-                who += " of every workgroup"
+                who = "every workgroup" if who == "the invocation" else \
+                    who + " of every workgroup"
             else:
                 parts = [f"{self.names.get(f'blockIdx.{a}', 'blockIdx.' + a)}="
                          f"{(wg >> shift(a)) & _MASK}" for a in AXES if a in self.block_multi]
@@ -417,9 +437,12 @@ class RaceChecker:
         kind2, key2, wg2, site2 = second
         verb = {"read": "read", "write": "written"}
         if several:
-            msg = (f"data race on {scope} buffer {element}: written by several invocations, "
-                   f"{self._who(key2, wg2)}, {self._where(site2)} (each stores to the same "
-                   f"element; guard the store, e.g. `if tx == 0:`)")
+            name = next((self.names[t] for t in ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+                         if t in self.names), None)
+            hint = f" (let one of them do it, e.g. under `if {name} == 0:`)" if name else ""
+            msg = (f"data race on {scope} buffer {element}: written by several invocations "
+                   f"({self._who(key2, wg2)}) {self._where(site2)}: each stores to the same "
+                   f"element{hint}")
         else:
             if wg1 != wg2 and NONE not in (wg1, wg2) or ALL in (wg1, wg2):
                 why = ("in different workgroups (nothing orders the workgroups of a "
