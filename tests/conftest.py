@@ -47,10 +47,27 @@ def device(_vulkan_device):
                     pytrace=False)
 
 
+def skipped_in_ci(session) -> list[str]:
+    """Under CI (`VKIR_CI=1`, set by .ci/run) nothing may skip: the node ids of the tests that
+    did, so that a device test skipped on lavapipe fails the run (xfails are not skips)."""
+    if os.environ.get("VKIR_CI") != "1":
+        return []
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    reports = reporter.stats.get("skipped", []) if reporter is not None else []
+    return [f"{r.nodeid}: {r.longrepr[2] if isinstance(r.longrepr, tuple) else r.longrepr}"
+            for r in reports if not hasattr(r, "wasxfail")]
+
+
 def pytest_sessionfinish(session, exitstatus):
-    """Tear the Vulkan instance down inside the session so leak reports fail the run."""
+    """Under CI, any skipped test fails the run. Tear the Vulkan instance down inside the session
+    so leak reports fail the run."""
     import sys
 
+    skipped = skipped_in_ci(session)
+    if skipped:
+        print(f"\nVKIR_CI=1: {len(skipped)} test(s) skipped, none may be:\n  " +
+              "\n  ".join(skipped[:20]), file=sys.stderr)
+        session.exitstatus = 1
     runtime = sys.modules.get("vkir.runtime")
     if runtime is None or "instance" not in runtime.instance._state:
         return

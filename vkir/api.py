@@ -73,17 +73,37 @@ def target_for(info, precise: bool = False):
 
 # -- arrays --------------------------------------------------------------------------------------
 def _numpy_dtype(dtype) -> np.dtype:
-    if isinstance(dtype, DataType):
-        return dtype.element_of().numpy_dtype()
     if isinstance(dtype, str):
         try:
-            return DataType.parse(dtype).element_of().numpy_dtype()
+            dtype = DataType.parse(dtype)
         except ValueError:
             pass
+    if isinstance(dtype, DataType):
+        if dtype.code == "handle":
+            raise ArgumentError(f"vkir arrays hold bool, int, uint or float data, got {dtype}")
+        return dtype.element_of().numpy_dtype()
     try:
-        return np.dtype(dtype)
+        npd = np.dtype(dtype)
     except TypeError as exc:
         raise ArgumentError(f"unknown dtype {dtype!r}") from exc
+    if npd.kind not in "biuf" or npd.byteorder == ">":
+        raise ArgumentError(f"vkir arrays hold bool, int, uint or float data, got {npd}")
+    return npd
+
+
+def _shape(shape) -> tuple:
+    """`shape` (an int or a sequence of ints) as a tuple of non-negative Python ints."""
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        raise ArgumentError(f"shape must be an int or a sequence of ints, got {shape!r}") from None
+    if not all(isinstance(s, (int, np.integer)) and not isinstance(s, (bool, np.bool_))
+               for s in dims):
+        raise ArgumentError(f"shape must be an int or a sequence of ints, got {shape!r}")
+    if any(s < 0 for s in dims):
+        raise ArgumentError(f"negative dimension in shape {shape}")
+    return tuple(int(s) for s in dims)
 
 
 def _lanes(dtype) -> int:
@@ -162,9 +182,7 @@ def empty(shape, dtype="float32", device=None) -> DeviceArray:
     from .runtime import Buffer
 
     dev = _device(device)
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
-    if any(s < 0 for s in shape):
-        raise ArgumentError(f"negative dimension in shape {shape}")
+    shape = _shape(shape)
     lanes = _lanes(dtype)
     if lanes > 1:
         shape = (*shape[:-1], (shape[-1] if shape else 1) * lanes)
@@ -340,8 +358,10 @@ class Kernel:
         for p, k, expr, want in deferred:
             value = self._evaluate(expr, env)
             if int(value) != want:
+                from .script.printer import script
+
                 raise ArgumentError(f"kernel {self.name}: argument {p.name!r} has size {want} in dim {k}, "
-                                    f"expected {expr} = {value}")
+                                    f"expected {script(expr)} = {value}")
         try:
             return tuple(env[v] for v in self._env_vars)
         except KeyError as exc:
@@ -366,6 +386,10 @@ class Kernel:
             raise ArgumentError(f"kernel {self.name}: argument {p.name!r} has dtype {a.dtype}, "
                                 f"expected {p.np_dtype} (buffer of {p.dtype})")
         shape = a.shape
+        if not p.dims and p.dtype.lanes > 1:
+            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is a 0-d buffer of "
+                                f"{p.dtype} elements; no array shape holds its {p.dtype.lanes} "
+                                "lanes (give the buffer shape (1,))")
         if len(shape) != len(p.dims):
             raise ArgumentError(f"kernel {self.name}: argument {p.name!r} has {len(shape)} dims "
                                 f"{list(shape)}, expected {len(p.dims)}")
@@ -396,7 +420,11 @@ class Kernel:
         if dt.is_float:
             if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, float, np.integer, np.floating)):
                 raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is {dt}, got {a!r}")
-            return float(a)
+            value = float(a)
+            if np.isfinite(value) and abs(value) > float(np.finfo(f"float{dt.bits}").max):
+                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} = {a!r} is out of "
+                                    f"range for {dt} (nan and inf are accepted)")
+            return value
         if dt.is_bool:
             if not isinstance(a, (bool, np.bool_)):
                 raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is bool, got {a!r}")
@@ -507,6 +535,10 @@ class Kernel:
         the queue has none). Numpy arguments are copied in once and written ones back at the end."""
         from .runtime import profile
 
+        for what, n, least in (("repeat", repeat, 1), ("warmup", warmup, 0)):
+            if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < least:
+                raise ArgumentError(f"kernel {self.name}: profile {what} must be an int >= {least}, "
+                                    f"got {n!r}")
         buffers, push, groups, copies = self._prepare(args)
         t = profile(self.device, self.pipeline, buffers, push, groups, repeat=repeat, warmup=warmup)
         if copies:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from . import transform
 from .analysis import verify_types, verify_well_formed
 from .ir import PrimFunc
+from .ir.structural import recursion_headroom
 
 
 def default_passes(target=None, pointer_casts: bool = False) -> tuple:
@@ -33,11 +34,12 @@ def lower(func: PrimFunc, target=None, verify_each: bool = False,
     well-formedness checkers (after every pass when `verify_each`)."""
     if not isinstance(func, PrimFunc):
         raise TypeError(f"vkir.lower expects a PrimFunc, got {type(func).__name__}")
-    verify_types(func)  # passes assume well-typed input: refuse ill-typed IR before any runs
-    for p in default_passes(target, pointer_casts):
-        func = p(func)
-        if verify_each:
-            verify_types(func)
-    verify_types(func, target="vulkan")
-    verify_well_formed(func)
+    with recursion_headroom():  # deep expressions recurse once per level in every pass
+        verify_types(func)  # passes assume well-typed input: refuse ill-typed IR before any runs
+        for p in default_passes(target, pointer_casts):
+            func = p(func)
+            if verify_each:
+                verify_types(func)
+        verify_types(func, target="vulkan")
+        verify_well_formed(func)
     return func

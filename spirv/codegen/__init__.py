@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from vkir.errors import SpirvValidationError
 from vkir.ir import PrimFunc
+from vkir.ir.structural import recursion_headroom
 
 from ..module import SpirvModule
 from ..target import Target
@@ -18,9 +19,14 @@ def codegen(func: PrimFunc, target: Target | None = None) -> SpirvModule:
     Raises UnsupportedError when the kernel needs a device feature or limit the target lacks,
     SpirvValidationError if the emitted module is invalid (a codegen bug).
     """
+    if not isinstance(func, PrimFunc):
+        raise TypeError(f"codegen expects a lowered PrimFunc, got {type(func).__name__}")
+    if target is not None and not isinstance(target, Target):
+        raise TypeError(f"codegen expects a vkir.spirv.Target, got {type(target).__name__}")
     target = target or Target()
-    emitter = KernelEmitter(func, target)
-    words = emitter.run()
+    with recursion_headroom():  # the emitter recurses once per level of deep expressions
+        emitter = KernelEmitter(func, target)
+        words = emitter.run()
     try:
         validate(words, target.env)
     except SpirvValidationError as err:

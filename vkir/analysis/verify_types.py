@@ -29,6 +29,7 @@ from ..ir.buffer import Buffer
 from ..ir.dtype import DataType, PointerType, SCOPES, type_range
 from ..ir.function import PrimFunc
 from ..ir.op import OPS
+from ..ir.structural import recursion_headroom
 
 RULES = {
     1: "access lanes",
@@ -147,7 +148,8 @@ def verify_types(func: PrimFunc, target=None) -> None:
     With a Vulkan `target` ("vulkan", "vulkan1.x", or a vkir.spirv.Target), a global bool buffer
     is an error (BoolToInt8 must have run).
     """
-    _Checker(_is_vulkan(target)).check_func(func)
+    with recursion_headroom():  # one recursion per level of deep expressions
+        _Checker(_is_vulkan(target)).check_func(func)
 
 
 def _is_vulkan(target) -> bool:

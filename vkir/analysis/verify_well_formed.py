@@ -19,6 +19,7 @@ from ..ir import stmt as S
 from ..ir.buffer import Buffer
 from ..ir.function import PrimFunc
 from ..ir.functor import children
+from ..ir.structural import recursion_headroom
 from .verify_types import compact
 
 
@@ -26,7 +27,8 @@ def verify_well_formed(func: PrimFunc) -> None:
     """Raise WellFormedError at the first scoping/SSA violation; return None otherwise."""
     if not isinstance(func, PrimFunc):
         raise WellFormedError(f"expected a PrimFunc, got {type(func).__name__}")
-    _Checker(func).run()
+    with recursion_headroom():  # one recursion per level of deep expressions
+        _Checker(func).run()
 
 
 class _Checker:

@@ -7,6 +7,7 @@ import numpy as np
 from ..ir.dtype import DataType
 from ..ir.expr import IntImm, Var, convert
 from ..ir.function import PrimFunc
+from ..ir.structural import recursion_headroom
 from ..ir.walk import walk
 from .arguments import bind_arguments
 from .compiler import Compiler, Frame, RunState
@@ -33,6 +34,11 @@ def interpret(func: PrimFunc, *args, check_races: bool = True) -> None:
     is False, two invocations accessing one element without a barrier ordering them (a data
     race, which the lockstep execution would hide) raise `DataRaceError` (see races.py).
     """
+    with recursion_headroom():  # compiling and running deep expressions recurse per level
+        _interpret(func, args, check_races)
+
+
+def _interpret(func: PrimFunc, args: tuple, check_races: bool) -> None:
     if not isinstance(func, PrimFunc):
         raise TypeError(f"interpret expects a PrimFunc, got {type(func).__name__}")
     compiler, body = _compile(func)

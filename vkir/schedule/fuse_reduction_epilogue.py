@@ -83,6 +83,11 @@ def fuse_reduction_epilogue(func: PrimFunc, buffer: "Buffer | str") -> PrimFunc:
 
 
 def _find_allocation(func: PrimFunc, buffer) -> AllocBuffer:
+    if not isinstance(func, PrimFunc):
+        raise TypeError(f"fuse_reduction_epilogue expects a PrimFunc, got {type(func).__name__}")
+    if not isinstance(buffer, (Buffer, str)):
+        raise TypeError("fuse_reduction_epilogue: `buffer` must be a Buffer or a buffer name, "
+                        f"got {type(buffer).__name__}")
     if isinstance(buffer, Buffer) and buffer in tuple(func.buffer_map.values()):
         raise ScheduleError(f"buffer {buffer.name!r} is a function parameter; only a buffer "
                             "allocated in the body can be fused away")

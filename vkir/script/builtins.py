@@ -9,6 +9,8 @@ turns into a ScriptError at the offending argument.
 
 from __future__ import annotations
 
+import sys
+
 from ..ir import expr as E
 from ..ir.dtype import DataType
 from ..ir.op import OPS
@@ -70,6 +72,8 @@ def literal_as(value, dtype: DataType, arg: int | None = None) -> E.PrimExpr:
             raise BuildError(f"integer literal {value} is out of range for {elem}", arg)
     elif elem.is_bool and value not in (0, 1):
         raise BuildError(f"integer literal {value} used where a bool is expected", arg)
+    elif elem.is_float and abs(value) > sys.float_info.max:  # float(value) would overflow
+        raise BuildError(f"integer literal {value} is out of range for {elem}", arg)
     return E.const(value, dtype)
 
 

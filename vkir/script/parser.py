@@ -11,6 +11,7 @@ import ast
 import inspect
 import textwrap
 import warnings
+from collections.abc import Mapping
 from contextlib import ExitStack
 
 from ..errors import ScriptError
@@ -346,7 +347,9 @@ class Parser(ExprParser):
                               for i, v in enumerate((start, ext)))
             start, ext = B.unify(start, ext)
         except B.BuildError as exc:
-            raise self.error(stop_node if exc.arg else start_node, str(exc)) from None
+            # with one argument (the extent) the implicit start 0 is not in the source
+            raise self.error(stop_node if exc.arg and stop_node is not None else start_node,
+                             str(exc)) from None
         if stop_node is not None:
             ext = _extent(start, ext)
         return start, ext, dtype or ext.dtype
@@ -539,6 +542,10 @@ def from_script(text: str, env: dict | None = None, file: str = "<script>") -> P
 
     `env` optionally maps names to Python numbers/strings/IR expressions the script may use.
     """
+    if not isinstance(text, str):
+        raise TypeError(f"from_script expects the source as a str, got {type(text).__name__}")
+    if env is not None and not isinstance(env, Mapping):
+        raise TypeError(f"from_script: env must be a dict of names, got {type(env).__name__}")
     source = Source(textwrap.dedent(text), file)
     try:
         with warnings.catch_warnings():
@@ -547,6 +554,12 @@ def from_script(text: str, env: dict | None = None, file: str = "<script>") -> P
     except SyntaxError as exc:
         node = ast.Constant(None, lineno=exc.lineno or 1, col_offset=max((exc.offset or 1) - 1, 0))
         raise source.error(node, f"syntax error: {exc.msg}") from None
+    except RecursionError:  # Python's own parser gives up on very deeply nested expressions
+        lines = source.text.splitlines() or [""]
+        k = max(range(len(lines)), key=lambda i: len(lines[i]))  # the deep one is the longest
+        node = ast.Constant(None, lineno=k + 1, col_offset=len(lines[k]) - len(lines[k].lstrip()))
+        raise source.error(node, "expression nested too deeply for Python's parser; split it "
+                                 "with let bindings") from None
     return _parse(source, tree, dict(env or {}))
 
 

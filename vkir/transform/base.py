@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir import PrimFunc
+from ..ir.structural import recursion_headroom
 
 
 @dataclass(frozen=True)
@@ -18,7 +19,8 @@ class Pass:
     def __call__(self, func: PrimFunc) -> PrimFunc:
         if not isinstance(func, PrimFunc):
             raise TypeError(f"{type(self).__name__} expects a PrimFunc, got {type(func).__name__}")
-        result = self.transform(func)
+        with recursion_headroom():  # passes recurse once per level of deep expressions
+            result = self.transform(func)
         assert isinstance(result, PrimFunc), f"{type(self).__name__} returned {type(result)}"
         return result
 

@@ -46,9 +46,16 @@ def _strides(buf: Buffer) -> tuple:
 
 
 def flat_extent(buf: Buffer):
-    """The number of elements the flat view spans."""
+    """The number of elements the flat view spans (from element 0 of `data`, so a nonzero
+    `elem_offset` adds to it)."""
     if not buf.strides:
-        return _product(buf.shape, buf.shape[0].dtype if buf.shape else E.int32)
+        count = _product(buf.shape, buf.shape[0].dtype if buf.shape else E.int32)
+        off = buf.elem_offset
+        if isinstance(off, E.IntImm) and off.value == 0:
+            return count
+        if off.dtype != count.dtype:
+            off = E.Cast(count.dtype, off)
+        return simplify_expr(E.Add(off, count))
     span = buf.elem_offset
     for size, stride in zip(buf.shape, buf.strides):
         span = E.Add(span, E.Mul(E.Sub(size, 1), stride))
