@@ -300,3 +300,47 @@ def test_empty_accepts_ints_and_numpy_ints(device):
     assert vkir.empty(np.int64(3), "int8", device=device).shape == (3,)
     assert vkir.empty((np.int32(2), 0), np.float32, device=device).shape == (2, 0)
     assert vkir.empty((), "float32x4", device=device).shape == (4,)
+
+
+@pytest.mark.parametrize("layout", ['strides=(8, 1)', 'elem_offset=2', 'elem_offset="off"'])
+def test_parameter_buffers_with_a_layout_are_refused_at_build(device, layout):
+    """A parameter declared with strides or an elem_offset took a compact array of its logical
+    shape, and the kernel indexed past its end (wrong results; out-of-bounds device accesses).
+    The interpreter lays such arguments out; the facade refuses them before lowering."""
+    func = vkir.from_script(f'''
+def g(A: T.Buffer((4, 4), "float32", {layout}), B: T.Buffer((4, 4), "float32")):
+    for i, j in T.grid(4, 4):
+        B[i, j] = A[i, j]
+''')
+    with pytest.raises(UnsupportedError, match="parameter buffer 'A' has explicit strides or an "
+                                               "elem_offset"):
+        vkir.build(func, device=device)
+
+
+@pytest.mark.parametrize("pointer_casts", [False, True])
+def test_odd_kernels_build_and_run_like_the_interpreter(device, pointer_casts):
+    """The odd-but-valid kernels of test_fuzz_passes.py: vkir.build refuses with a VkirError
+    (UnsupportedError, TransformError...) or the device computes what the interpreter does."""
+    from test_fuzz_passes import ODD, _arguments, _run
+
+    built = 0
+    for name, src in sorted(ODD.items()):
+        func = vkir.from_script(src)
+        try:
+            k = vkir.build(func, device=device, pointer_casts=pointer_casts)
+        except vkir.VkirError as err:
+            assert str(err).strip(), name
+            continue
+        args = _arguments(func)
+        try:
+            want = _run(func, args)
+        except vkir.VkirError:  # out of bounds for these sizes: nothing to compare
+            continue
+        got = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        k(*got)
+        built += 1
+        for g, w in zip(got, want):
+            if isinstance(w, np.ndarray):
+                np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=1e-5,
+                                           atol=1e-5, err_msg=name)
+    assert built > 30

@@ -215,3 +215,30 @@ def test_integer_literal_beyond_any_float_is_located(stmt):
     with pytest.raises(ScriptError, match=r"^<script>:2:\d+: .*integer literal -?\d+ is out of "
                                           r"range for float32"):
         vkir.from_script(text)
+
+
+def test_expression_too_deep_for_pythons_parser_is_located():
+    """ast.parse raised RecursionError ("during ast construction") for a 3000-term sum."""
+    text = ('def f(A: T.Buffer((4,), "float32")):\n    x = 1\n'
+            "    A[0] = " + " + ".join(["A[1]"] * 3000) + "\n")
+    with pytest.raises(ScriptError, match=r"^<script>:3:5: expression nested too deeply"):
+        vkir.from_script(text)
+
+
+@pytest.mark.parametrize("text, env, message", [
+    (None, None, "expects the source as a str, got NoneType"),
+    (b"def f():\n    pass\n", None, "expects the source as a str, got bytes"),
+    ("def f():\n    pass\n", 3, "env must be a dict of names, got int"),
+])
+def test_from_script_argument_types(text, env, message):
+    """None or bytes were a TypeError from inside textwrap; env=3 one from dict()."""
+    with pytest.raises(TypeError, match=message):
+        vkir.from_script(text, env=env)
+
+
+@pytest.mark.parametrize("obj", [3, None.__class__, print, "def f():\n    pass\n"])
+def test_prim_func_of_something_without_source(obj):
+    """T.prim_func(3) was an AttributeError (no __qualname__) instead of the ScriptError that
+    other sourceless objects get."""
+    with pytest.raises(ScriptError, match="cannot read the source of .*use vkir.from_script"):
+        vkir.T.prim_func(obj)

@@ -240,6 +240,21 @@ def _params(func: PrimFunc) -> tuple:
     return tuple(out)
 
 
+def _check_layouts(func: PrimFunc) -> None:
+    """Kernel arguments are compact row-major arrays of the buffer's shape, bound as they are: a
+    parameter buffer with explicit strides or an elem_offset would index past the array's end."""
+    for p in func.params:
+        buf = func.buffer_map.get(p)
+        if buf is None:
+            continue
+        offset = buf.elem_offset
+        if buf.strides or not (isinstance(offset, IntImm) and offset.value == 0):
+            raise UnsupportedError(
+                f"kernel {func.name}: parameter buffer {buf.name!r} has explicit strides or an "
+                "elem_offset; vkir.build binds compact row-major arrays, so declare the buffer "
+                "with its full extent and index it (or alias it with T.decl_buffer) in the body")
+
+
 def _aliases(func: PrimFunc, lowered: PrimFunc) -> dict:
     """Lowered-function Vars that stand for a different Var of the user's function: parameters
     by position, symbolic sizes by name."""
@@ -285,6 +300,7 @@ class Kernel:
         from .interpreter import evaluate
 
         t0 = time.perf_counter()
+        _check_layouts(func)
         self.func = func
         self.device = dev
         self.target = target_for(dev.info, precise)

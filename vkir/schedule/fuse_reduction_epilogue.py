@@ -25,6 +25,7 @@ from ..ir import (
     LetStmt, Max, Min, Mul, Mutator, PrimExpr, PrimFunc, SeqStmt, Stmt, Var, decl_buffer, seq, substitute,
     walk,
 )
+from ..ir.structural import recursion_headroom
 
 _COMBINERS = (Add, Mul, Min, Max)
 
@@ -55,6 +56,11 @@ def fuse_reduction_epilogue(func: PrimFunc, buffer: "Buffer | str") -> PrimFunc:
     """Fuse the epilogue that reads the reduction result `buffer` into the reduction nest and
     remove `buffer` (a Buffer object or its name). Raises ScheduleError when the pattern does not
     apply, saying why."""
+    with recursion_headroom():  # rewriting deep expressions recurses once per level
+        return _fuse_reduction_epilogue(func, buffer)
+
+
+def _fuse_reduction_epilogue(func: PrimFunc, buffer) -> PrimFunc:
     alloc = _find_allocation(func, buffer)
     temp = alloc.buffer
     stmts = list(alloc.body.seq) if isinstance(alloc.body, SeqStmt) else [alloc.body]

@@ -571,7 +571,8 @@ def prim_func(func=None, **_options):
         lines, first = inspect.getsourcelines(func)
         file = inspect.getsourcefile(func) or "<unknown>"
     except (OSError, TypeError) as exc:
-        raise ScriptError(f"cannot read the source of {func.__qualname__}: {exc}; "
+        what = getattr(func, "__qualname__", None) or repr(func)  # T.prim_func(3) has none
+        raise ScriptError(f"cannot read the source of {what}: {exc}; "
                           f"use vkir.from_script(text) instead") from None
     text = "".join(lines)
     dedented = textwrap.dedent(text)
