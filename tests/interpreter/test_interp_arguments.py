@@ -95,3 +95,18 @@ def test_bool_parameter():
     assert x[0] == 7
     with pytest.raises(vkir.ArgumentError):
         interpret(f, x, 1)
+
+
+def test_read_only_array_for_a_written_buffer_is_refused():
+    """A store to a read-only array would be silently lost: refuse it, as the device call does."""
+    from vkir.demo import vadd
+
+    a, b = np.ones(8, "float32"), np.ones(8, "float32")
+    c = np.zeros(8, "float32")
+    c.flags.writeable = False
+    with pytest.raises(vkir.ArgumentError, match="c is written by vadd, but its array is read-only"):
+        vkir.interpret(vadd, a, b, c)
+    a.flags.writeable = False  # read-only inputs are fine
+    out = np.zeros(8, "float32")
+    vkir.interpret(vadd, a, b, out)
+    np.testing.assert_array_equal(out, a + b)

@@ -91,6 +91,7 @@ def bind_arguments(func: PrimFunc, args: tuple, evaluate) -> Bindings:
         raise ArgumentError(f"{func.name}({names}) takes {len(params)} arguments, got {len(args)}")
     out = Bindings()
     arrays = {}
+    written = _written_data(func)
     for p, a in zip(params, args):
         buffer = func.buffer_map.get(p)
         if buffer is not None or isinstance(p.dtype, PointerType):
@@ -103,6 +104,9 @@ def bind_arguments(func: PrimFunc, args: tuple, evaluate) -> Bindings:
             if a.dtype != want and not (a.dtype == np.bool_ and want == np.int8):
                 raise ArgumentError(f"parameter {p.name} holds {want} elements, got an array "
                                     f"of {a.dtype}")
+            if p in written and not a.flags.writeable:
+                raise ArgumentError(f"parameter {p.name} is written by {func.name}, but its array "
+                                    "is read-only")
             arrays[p] = a
         else:
             out.values[p] = convert_scalar(a, p.dtype, p.name)
@@ -155,6 +159,14 @@ def _size(expr, env, evaluate, name) -> int:
         raise ArgumentError(f"buffer {name}: cannot compute a size from the arguments "
                             f"({err})") from None
     return int(value)
+
+
+def _written_data(func: PrimFunc) -> set:
+    """The data vars the function stores to (through any buffer over them, aliases included)."""
+    from ..ir.stmt import BufferStore
+    from ..ir.walk import walk
+
+    return {n.buffer.data for n in walk(func.body) if isinstance(n, BufferStore)}
 
 
 def _raw_storage(a: np.ndarray, out: Bindings) -> Storage:
