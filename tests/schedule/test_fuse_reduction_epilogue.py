@@ -264,16 +264,46 @@ def test_fusion_accepts_the_buffer_object():
 # refusals
 
 
+REDUCTION_THEN = '''
 @T.prim_func
-def transposed(A: T.Buffer((6, 5), "float32"), B: T.Buffer((5, 6), "float32"),
-               D: T.Buffer((6, 6), "float32")):
+def refused(A: T.Buffer((6, 5), "float32"), B: T.Buffer((5, 6), "float32"),
+            D: T.Buffer((6, 6), "float32"), E: T.Buffer((6, 6), "float32")):
     temp = T.alloc_buffer((6, 6), "float32")
     for i, j in T.grid(6, 6):
         temp[i, j] = T.float32(0)
         for k in T.serial(5):
             temp[i, j] = temp[i, j] + A[i, k] * B[k, j]
+{after}'''
+
+
+def _after_matmul(after: str):
+    """A matmul reduction into temp followed by `after` (indented as the function body)."""
+    return vkir.from_script(REDUCTION_THEN.format(after=after))
+
+
+transposed = _after_matmul("""\
     for i, j in T.grid(6, 6):
         D[i, j] = temp[j, i]
+""")
+
+two_stores = _after_matmul("""\
+    for i, j in T.grid(6, 6):
+        D[i, j] = temp[i, j] + T.float32(1)
+        E[i, j] = temp[i, j]
+""")
+
+predicated = _after_matmul("""\
+    for i, j in T.grid(6, 6):
+        if i < j:
+            D[i, j] = temp[i, j]
+""")
+
+third_reader = _after_matmul("""\
+    for i, j in T.grid(6, 6):
+        D[i, j] = temp[i, j] + T.float32(1)
+    for i, j in T.grid(6, 6):
+        E[i, j] = temp[i, j]
+""")
 
 
 @T.prim_func
@@ -283,46 +313,6 @@ def not_a_reduction(A: T.Buffer((6, 6), "float32"), D: T.Buffer((6, 6), "float32
         temp[i, j] = A[i, j] * T.float32(2)
     for i, j in T.grid(6, 6):
         D[i, j] = temp[i, j] + T.float32(1)
-
-
-@T.prim_func
-def two_stores(A: T.Buffer((6, 5), "float32"), B: T.Buffer((5, 6), "float32"),
-               D: T.Buffer((6, 6), "float32"), E: T.Buffer((6, 6), "float32")):
-    temp = T.alloc_buffer((6, 6), "float32")
-    for i, j in T.grid(6, 6):
-        temp[i, j] = T.float32(0)
-        for k in T.serial(5):
-            temp[i, j] = temp[i, j] + A[i, k] * B[k, j]
-    for i, j in T.grid(6, 6):
-        D[i, j] = temp[i, j] + T.float32(1)
-        E[i, j] = temp[i, j]
-
-
-@T.prim_func
-def predicated(A: T.Buffer((6, 5), "float32"), B: T.Buffer((5, 6), "float32"),
-               D: T.Buffer((6, 6), "float32")):
-    temp = T.alloc_buffer((6, 6), "float32")
-    for i, j in T.grid(6, 6):
-        temp[i, j] = T.float32(0)
-        for k in T.serial(5):
-            temp[i, j] = temp[i, j] + A[i, k] * B[k, j]
-    for i, j in T.grid(6, 6):
-        if i < j:
-            D[i, j] = temp[i, j]
-
-
-@T.prim_func
-def third_reader(A: T.Buffer((6, 5), "float32"), B: T.Buffer((5, 6), "float32"),
-                 D: T.Buffer((6, 6), "float32"), E: T.Buffer((6, 6), "float32")):
-    temp = T.alloc_buffer((6, 6), "float32")
-    for i, j in T.grid(6, 6):
-        temp[i, j] = T.float32(0)
-        for k in T.serial(5):
-            temp[i, j] = temp[i, j] + A[i, k] * B[k, j]
-    for i, j in T.grid(6, 6):
-        D[i, j] = temp[i, j] + T.float32(1)
-    for i, j in T.grid(6, 6):
-        E[i, j] = temp[i, j]
 
 
 @T.prim_func
