@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 from vkir.arith import type_range
 from vkir.errors import TypeCheckError, UnsupportedError, WellFormedError
-from vkir.ir import Buffer, DataType, IntImm, PrimExpr, PrimFunc, Var
+from vkir.ir import Buffer, DataType, IntImm, PrimExpr, PrimFunc, Var, show
 
 from ..builder import ModuleBuilder
 from ..module import Binding
@@ -196,7 +196,8 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin):
         for extent in buffer.shape:
             if not isinstance(extent, IntImm):
                 raise UnsupportedError(f"kernel {self.func.name!r}: {scope} buffer "
-                                       f"{buffer.name!r} has non-constant shape {buffer.shape}")
+                                       f"{buffer.name!r} has non-constant shape "
+                                       f"{show(buffer.shape)}")
             size *= extent.value
         if buffer.dtype.is_handle:
             raise UnsupportedError(f"kernel {self.func.name!r}: handle buffer {buffer.name!r}")
@@ -328,7 +329,7 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin):
         self._push_constants()
         self._load_thread_ids()
         for var in self._extent_vars():
-            self.ranges.env[var] = (0, type_range(var.dtype)[1])
+            self.ranges.assume(var, 0, type_range(var.dtype)[1])
         self.stmt(self.func.body)
         self.do("OpReturn")
 

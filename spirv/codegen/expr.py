@@ -72,7 +72,7 @@ class ExprMixin:
         method = self._expr_methods.get(type(e))
         if method is None:
             raise UnsupportedError(f"kernel {self.func.name!r}: codegen has no rule for "
-                                   f"{type(e).__name__} ({e!r})")
+                                   f"{type(e).__name__} (`{e}`)")
         return method(self, e)
 
     # -- leaves --------------------------------------------------------------------------------
@@ -283,7 +283,7 @@ class ExprMixin:
         base, stride, lanes = e.base, e.stride, e.lanes
         sdt = base.dtype
         if sdt.lanes != 1:
-            raise UnsupportedError(f"kernel {self.func.name!r}: Ramp of a vector base {e!r}")
+            raise UnsupportedError(f"kernel {self.func.name!r}: Ramp of a vector base in `{e}`")
         if lanes == 1:
             return self.expr(base)
         if isinstance(base, (IntImm, FloatImm)) and isinstance(stride, (IntImm, FloatImm)):
@@ -324,7 +324,7 @@ class ExprMixin:
                 index -= n
             else:
                 raise TypeCheckError(f"kernel {self.func.name!r}: shuffle index out of range "
-                                     f"in {e!r}")
+                                     f"in `{e}`")
         if len(parts) == 1:
             return parts[0]
         return self.op("OpCompositeConstruct", self.ty(e.dtype), *parts)

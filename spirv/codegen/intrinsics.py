@@ -72,13 +72,13 @@ class IntrinsicMixin:
             self._check_float(e, "Exp")
             return self._via_ir(e, _erf)
         raise UnsupportedError(f"kernel {self.func.name!r}: no SPIR-V lowering for intrinsic "
-                               f"{op!r} in {e!r}")
+                               f"{op!r} in `{e}`")
 
     def _check_float(self, e: Call, name: str, dt: DataType | None = None) -> None:
         dt = dt or e.dtype
         if not dt.is_float:
             raise UnsupportedError(f"kernel {self.func.name!r}: {e.op} needs a float operand, "
-                                   f"got {dt} in {e!r}")
+                                   f"got {dt} in `{e}`")
         if dt.bits == 64 and name not in _FLOAT64_OK and name not in ("IsNan", "FRem"):
             raise UnsupportedError(
                 f"kernel {self.func.name!r}: {e.op} on float64 has no Vulkan instruction "

@@ -12,6 +12,11 @@ structure, never from guesses:
   an unrolled copy of a body has its var bound to one constant;
 - a let-bound var has the bound of its value.
 
+Bounds are memoized per node while the Vars in scope stay the same (the emitter asks for the
+bounds of the operands of every Add on its way down a deep sum; without the memo each query
+re-walks the whole subtree and codegen turns quadratic in the expression's depth). Any change
+of the scope starts a fresh memo.
+
 `value_range` (vkir.arith) is sound under wrap-around, so every bound here is a bound of the
 values the device computes.
 """
@@ -29,10 +34,11 @@ class Ranges:
 
     def __init__(self):
         self.env: dict[Var, tuple[int, int]] = {}
+        self._memo: dict = {}  # value_range's per-node cache for the current env
 
     def of(self, e: PrimExpr) -> tuple[int, int] | None:
         """Finite (lo, hi) of an integer or bool expression, None for other types."""
-        lo, hi = value_range(e, self.env)
+        lo, hi = value_range(e, self.env, self._memo)
         return None if lo is None else (lo, hi)
 
     def nonnegative(self, e: PrimExpr) -> bool:
@@ -47,6 +53,11 @@ class Ranges:
         r = self.of(e)
         return r is not None and r[1] <= -1
 
+    def assume(self, var: Var, lo: int, hi: int):
+        """From now on `var` lies in [lo, hi] (a fact for the whole kernel)."""
+        self.env[var] = (lo, hi)
+        self._memo = {}
+
     @contextmanager
     def known(self, var: Var, lo: int, hi: int):
         """Within the block, `var` is known to lie in [lo, hi] (clipped to its type; an empty
@@ -59,6 +70,7 @@ class Ranges:
         hi = max(lo, min(hi, full[1]))
         old = self.env.get(var)
         self.env[var] = (lo, hi)
+        outer_memo, self._memo = self._memo, {}
         try:
             yield
         finally:
@@ -66,6 +78,7 @@ class Ranges:
                 del self.env[var]
             else:
                 self.env[var] = old
+            self._memo = outer_memo  # the outer scope's bounds hold again
 
     @contextmanager
     def bound_to(self, var: Var, value: PrimExpr):

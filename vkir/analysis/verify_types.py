@@ -24,7 +24,7 @@ import math
 from ..errors import TypeCheckError
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.base import PrimExpr, Stmt
+from ..ir.base import PrimExpr, Stmt, show
 from ..ir.buffer import Buffer
 from ..ir.dtype import DataType, PointerType, SCOPES, type_range
 from ..ir.function import PrimFunc
@@ -192,7 +192,7 @@ class _Checker:
         self.span = func.span
         for p in func.params:
             if not isinstance(p, E.Var):
-                self.fail(5, func, f"parameter {p!r} is not a Var")
+                self.fail(5, func, f"parameter {show(p)} is not a Var")
             self.var_type(p, allow_pointer=True)
         for p, buffer in func.buffer_map.items():
             if not isinstance(buffer, Buffer):
@@ -208,7 +208,7 @@ class _Checker:
     def check_buffer(self, buffer, node, cast_allowed: bool):
         """Rule 2 (and 4 on Vulkan) for a buffer declaration; sizes are integer scalars."""
         if not isinstance(buffer, Buffer):
-            self.fail(5, node, f"{buffer!r} is not a Buffer")
+            self.fail(5, node, f"{show(buffer)} is not a Buffer")
         self.declared.add(buffer)
         data = buffer.data
         dt = buffer.dtype
@@ -239,7 +239,7 @@ class _Checker:
 
     def use_buffer(self, buffer, node):
         if not isinstance(buffer, Buffer):
-            self.fail(5, node, f"{buffer!r} is not a Buffer")
+            self.fail(5, node, f"{show(buffer)} is not a Buffer")
         if buffer not in self.declared and buffer not in self.checked_use:
             self.checked_use.add(buffer)
             self.check_buffer(buffer, node, cast_allowed=False)

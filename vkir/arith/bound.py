@@ -88,7 +88,30 @@ class _Analyzer(EnvAnalyzer):
 
     join = staticmethod(_union)
 
+    def __init__(self, env: Mapping, memo: dict | None = None):
+        super().__init__(env)
+        self.memo = memo
+
     def visit(self, e):
+        if self.memo is None:
+            return self._visit(e)
+        hit = self.memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        r = self._visit(e)
+        self.memo[id(e)] = (e, r)  # the node is kept alive, so its id stays its own
+        return r
+
+    def visit_Let(self, e):
+        # the body is analysed with the let var bound: its bounds are not the outer scope's
+        outer = self.memo
+        self.memo = None if outer is None else {}
+        try:
+            return EnvAnalyzer.visit_Let(self, e)
+        finally:
+            self.memo = outer
+
+    def _visit(self, e):
         full = type_range(e.dtype)
         if full is None:
             return _UNBOUNDED
@@ -212,10 +235,15 @@ class _Analyzer(EnvAnalyzer):
     visit_And = visit_Or = visit_Not = _bool
 
 
-def value_range(expr, var_ranges: Mapping = {}) -> Bound:
+def value_range(expr, var_ranges: Mapping = {}, memo: dict | None = None) -> Bound:
     """Finite inclusive (lo, hi) of the actual values of an integer or bool expression, the
-    type's limits where nothing better is known; (None, None) for other types."""
-    return _Analyzer(var_ranges).visit(expr)
+    type's limits where nothing better is known; (None, None) for other types.
+
+    `memo`, when given, caches the bound of every node visited (by node identity) across calls
+    that share it; the caller must pass a fresh dict whenever `var_ranges` changes. A caller
+    that asks for the bounds of each subexpression of a deep tree in turn (codegen) stays
+    linear that way instead of re-walking every subtree."""
+    return _Analyzer(var_ranges, memo).visit(expr)
 
 
 def const_int_bound(expr, var_ranges: Mapping = {}) -> Bound:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.base import show
 from ..ir.dtype import DataType
 from ..ir.expr import IntImm, Var, convert
 from ..ir.function import PrimFunc
@@ -96,7 +97,7 @@ def evaluate(expr, env: dict | None = None):
     slots = [None] * len(compiler.value_ndims)
     for v, value in env.items():
         if not isinstance(v, Var) or not isinstance(v.dtype, DataType):
-            raise InterpreterError(f"evaluate: environment key {v!r} is not a value variable")
+            raise InterpreterError(f"evaluate: environment key {show(v)} is not a value variable")
         npdt = v.dtype.numpy_dtype()
         slots[compiler.slot(v)] = (npdt.type(value) if v.dtype.lanes == 1
                                    else np.asarray(value, npdt))

@@ -1,6 +1,6 @@
 """The vkir IR: data types, immutable expression/statement nodes, buffers and PrimFunc."""
 
-from .base import FrozenDict, Node, PrimExpr, Span, Stmt
+from .base import FrozenDict, Node, PrimExpr, Span, Stmt, show
 from .buffer import Buffer, decl_buffer
 from .dtype import DataType, PointerType, SCOPES
 from .expr import (

@@ -6,6 +6,33 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
 
+def show(value) -> str:
+    """Text of a value for a user-facing message: IR in script syntax, never a Python repr.
+
+    An expression, statement or function prints as script (`n * 4 + i`), a Buffer as its name,
+    a DataType as its name (`int32`), a tuple or list element by element (`(n, 4)`), anything
+    else as its repr (`'x'`, `3`). The printer is imported on first use, so importing the IR
+    stays cheap."""
+    from .buffer import Buffer
+    from .dtype import DataType, PointerType
+    from .function import PrimFunc
+
+    if isinstance(value, (tuple, list)):
+        items = [show(v) for v in value]
+        if isinstance(value, list):
+            return "[" + ", ".join(items) + "]"
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if isinstance(value, Buffer):
+        return value.name
+    if isinstance(value, (DataType, PointerType)):
+        return str(value)
+    if isinstance(value, (PrimExpr, Stmt, PrimFunc)):
+        from ..script.printer import script
+
+        return script(value).rstrip("\n")
+    return repr(value)
+
+
 @dataclass(frozen=True, slots=True)
 class Span:
     """Where a node came from in user source (for diagnostics); never part of equality."""
@@ -28,7 +55,13 @@ class Node:
 
 @dataclass(frozen=True, slots=True)
 class PrimExpr(Node):
-    """An expression; every subclass has a `dtype`."""
+    """An expression; every subclass has a `dtype`.
+
+    `str(e)` is the script text of the expression (`n * 4 + i`), what error messages show;
+    `repr(e)` stays the dataclass form for debugging."""
+
+    def __str__(self) -> str:
+        return show(self)
 
     def _binop(self, cls, other, reverse=False):
         from .expr import convert_pair
@@ -97,7 +130,10 @@ class PrimExpr(Node):
 
 @dataclass(frozen=True, slots=True)
 class Stmt(Node):
-    """A statement."""
+    """A statement. `str(s)` is its script text (see PrimExpr)."""
+
+    def __str__(self) -> str:
+        return show(self)
 
 
 class FrozenDict(Mapping):

@@ -130,7 +130,13 @@ class BinaryOp(PrimExpr):
 
     @property
     def dtype(self) -> DataType:
-        return self.a.dtype
+        # Walk down the chain of operands `a` whose dtype is their own `a`'s in a loop: a deep
+        # sum is asked for its dtype at every level, and a recursive property would cost a
+        # Python call per level each time (and can exhaust the stack).
+        e = self.a
+        while type(e) in _DTYPE_OF_A:
+            e = e.a
+        return e.dtype
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +231,10 @@ class And(BinaryOp):
 @dataclass(frozen=True, slots=True)
 class Or(BinaryOp):
     """Logical or of bools."""
+
+
+# the binary operators whose dtype is their operand a's (BinaryOp.dtype walks through them)
+_DTYPE_OF_A = frozenset({Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Min, Max, And, Or})
 
 
 @dataclass(frozen=True, slots=True)

@@ -192,7 +192,8 @@ def _parse_epilogue(stmt: Stmt, temp: Buffer, red: _Reduction) -> _Epilogue:
         if load.indices != red.indices:
             raise ScheduleError(
                 f"the epilogue reads {temp.name!r} at other indices than the reduction writes "
-                "(e.g. transposed); the result would need the whole reduction first")
+                f"(`{load}`, not `{temp.name}[{', '.join(map(str, red.indices))}]`; e.g. "
+                "transposed); the result would need the whole reduction first")
     out = store.buffer
     if _touches(red.init, out) or _reads(red.rhs, out):
         raise ScheduleError(f"the reduction reads the epilogue's output {out.name!r}")

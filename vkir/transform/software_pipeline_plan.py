@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ..errors import TransformError
 from ..ir import AllocBuffer, Buffer, BufferLoad, BufferStore, DeclBuffer, For, SeqStmt, Stmt, Var
+from ..ir.base import show
 from ..ir.dtype import PointerType
 from ..ir.walk import walk
 
@@ -69,7 +70,7 @@ def _int_tuple(loop: For, key: str, value) -> tuple:
     if not isinstance(value, tuple) or not all(isinstance(v, int) and not isinstance(v, bool)
                                                for v in value):
         raise TransformError(f"{_where(loop)}: annotation {key!r} must be a tuple of ints, "
-                             f"got {value!r}")
+                             f"got {show(value)}")
     return value
 
 
