@@ -19,6 +19,9 @@ Every rewrite is exact under vkir's integer semantics, where arithmetic wraps at
   for every i. Residues known from the modular-set analysis (which accounts for wrap-around) are
   always usable.
 
+A chain of integer +, -, * is simplified in time linear in its length: its levels pass their
+linear form up as a `Sum` (linear_sum.py) and only the chain's root builds an expression.
+
 Float arithmetic is only folded when both operands are constants (in the operands' precision)
 and rewritten only by exact identities (x*1, x-0, x/1); it is never reassociated.
 """
@@ -33,9 +36,11 @@ import numpy as np
 from ..ir import expr as E
 from ..ir.dtype import DataType
 from ..ir.op import is_pure
+from ..ir.structural import recursion_headroom
 from ..ir.walk import walk
 from .bound import fits, mul_interval, truncdiv, type_range, value_range
 from .linear import Linear, linear_of, rebuild, reduced, wrap
+from .linear_sum import Sum, add_into, add_onto, sum_of
 from .modular_set import ModularSet, modular_set
 
 
@@ -82,6 +87,26 @@ def _make_bool(value: bool, lanes: int):
 
 def _has_side_effects(e) -> bool:
     return any(isinstance(n, E.Call) and not is_pure(n.op) for n in walk(e))
+
+
+def _impure(x) -> bool:
+    """Side effects of an operand; a Sum (a linear form) has none."""
+    return not isinstance(x, Sum) and _has_side_effects(x)
+
+
+def _form(x) -> Linear:
+    """The linear form of an operand: what `linear_of` gives for its expression."""
+    return x.form() if isinstance(x, Sum) else linear_of(x)
+
+
+def _same_or(e, out):
+    """`e` itself where `out` equals it, so unchanged IR stays shared, else `out`."""
+    return e if out is not e and type(out) is type(e) and out == e else out
+
+
+def _expr(x, e):
+    """The expression of an operand (a Sum is rebuilt here), `e` itself where it is equal."""
+    return _same_or(e, x.expr()) if isinstance(x, Sum) else x
 
 
 def _np_float(dt: DataType):
@@ -172,15 +197,14 @@ class Simplifier:
         return fits(self.math_range(lin), dt.element_of())
 
     def __call__(self, e):
-        return self.visit(e)
+        with recursion_headroom():  # one recursion per level of deep expressions
+            return self.visit(e)
 
     def visit(self, e):
         method = getattr(self, "visit_" + type(e).__name__, None)
         if method is None:
             return e
-        out = method(e)
-        # keep the input object when nothing changed, so unchanged IR stays shared
-        return e if out is not e and type(out) is type(e) and out == e else out
+        return _same_or(e, method(e))
 
     # --- leaves -------------------------------------------------------------------------------
 
@@ -193,22 +217,32 @@ class Simplifier:
 
     # --- integer ring operations --------------------------------------------------------------
 
-    def _int_arith(self, e, a, b):
-        if a.dtype != b.dtype or _has_side_effects(a) or _has_side_effects(b):
-            return type(e)(a, b)  # ill-typed input is the checker's to report; impure kept
-        la, lb = linear_of(a), linear_of(b)
-        if isinstance(e, E.Add):
-            return rebuild(la.add(lb), e.dtype)
-        if isinstance(e, E.Sub):
-            return rebuild(la.add(lb, -1), e.dtype)
+    def _int_arith(self, e, dt, a, b):
+        """Integer +, -, * of simplified operands, each an expression or a `Sum` (an operand
+        that is itself such a chain, kept as its linear form). Returns a Sum where the result
+        is the rebuilt linear form, so a chain of n terms is rebuilt once, at its root, not at
+        each of its n levels. `dt` is e's dtype (a BinaryOp finds its dtype by walking down its
+        `a` operands: asked at every level of a chain, that alone would be quadratic)."""
+        if a.dtype != b.dtype or _impure(a) or _impure(b):
+            # ill-typed input is the checker's to report; impure kept
+            return type(e)(_expr(a, e.a), _expr(b, e.b))
+        if isinstance(e, (E.Add, E.Sub)):
+            k = 1 if isinstance(e, E.Add) else -1
+            fast = add_into(a, b, k)  # a long chain absorbs a short operand in place
+            if fast is None:
+                fast = add_onto(a, b, k)  # a long chain on the right
+            if fast is not None:
+                return fast
+            return sum_of(_form(a).add(_form(b), k), dt)
+        la, lb = _form(a), _form(b)
         # Mul
         if lb.is_const and not lb.base:
-            return rebuild(la.scale(lb.c), e.dtype)
+            return sum_of(la.scale(lb.c), dt)
         if la.is_const and not la.base:
-            return rebuild(lb.scale(la.c), e.dtype)
-        lanes = e.dtype.lanes
+            return sum_of(lb.scale(la.c), dt)
+        lanes = dt.lanes
         if lanes > 1:
-            elem = e.dtype.element_of()
+            elem = dt.element_of()
             if la.is_base_only and lb.is_base_only:
                 prod = self.visit(E.Mul(rebuild(la.base_part(), elem), rebuild(lb.base_part(), elem)))
                 return E.Broadcast(prod, lanes) if prod.dtype.lanes == 1 else prod
@@ -218,21 +252,33 @@ class Simplifier:
                     base = self.visit(E.Mul(rebuild(ramp.base_part(), elem), s))
                     stride = self.visit(E.Mul(rebuild(ramp.stride_part(), elem), s))
                     return self.visit(E.Ramp(base, stride, lanes))
-        return E.Mul(a, b)
+        return E.Mul(_expr(a, e.a), _expr(b, e.b))
 
     def visit_Add(self, e):
-        return self._arith(e)
+        out = self._arith(e)
+        return out.expr() if isinstance(out, Sum) else out  # `visit` keeps e where equal
 
     visit_Sub = visit_Mul = visit_Add
 
-    def _arith(self, e):
+    def _operand(self, e, dt=None):
+        """The simplified operand of an integer +, -, *: a Sum where it is such a chain itself
+        (its expression is built by the chain's root), else what `visit` gives. `dt`: e's
+        dtype where the caller knows it."""
+        if type(e) in (E.Add, E.Sub, E.Mul):
+            out = self._arith(e, dt)
+            return out if isinstance(out, Sum) else _same_or(e, out)
+        return self.visit(e)
+
+    def _arith(self, e, dt=None):
+        dt = e.dtype if dt is None else dt
+        if _is_int(dt):
+            # e's dtype is its operand a's (see BinaryOp.dtype)
+            return self._int_arith(e, dt, self._operand(e.a, dt), self._operand(e.b))
         a, b = self.visit(e.a), self.visit(e.b)
-        if _is_int(e.dtype):
-            return self._int_arith(e, a, b)
         common = self._broadcast_both(e, a, b)
         if common is not None:
             return common
-        if e.dtype.is_float:
+        if dt.is_float:
             return self._float_arith(type(e), a, b)
         return type(e)(a, b)
 
