@@ -11,7 +11,7 @@ if [ "$(id -u)" -eq 0 ]; then
     echo "installing system packages: ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    apt-get install -y -qq "${missing[@]}" >/dev/null
 else
     echo "vkir needs these system packages; run:" >&2
     echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
