@@ -17,7 +17,7 @@ import sys
 from contextlib import contextmanager
 from collections.abc import Mapping
 
-from .base import Node
+from .base import Node, show
 from .buffer import Buffer
 from .expr import Var
 from .stmt import SeqStmt, flatten
@@ -133,7 +133,7 @@ class _Comparer:
             if not _same_float(a, b):
                 self.fail(path, where, f"{a!r} != {b!r}")
         elif type(a) is not type(b) or a != b:
-            self.fail(path, where, f"{a!r} != {b!r}")
+            self.fail(path, where, f"{show(a)} != {show(b)}")
 
     def node(self, a, b, path, where):
         if isinstance(a, SeqStmt) or isinstance(b, SeqStmt):
