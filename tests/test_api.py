@@ -6,7 +6,7 @@ import pytest
 
 import vkir
 from vkir import T
-from vkir.demo import vadd
+from vkir.demo import block_sum, vadd
 from vkir.errors import ArgumentError, UnsupportedError
 
 
@@ -39,28 +39,6 @@ def floordivmod(a: T.Buffer(("n",), "int32"), b: T.Buffer(("n",), "int32"),
             if i < n:
                 q[i] = a[i] // b[i]
                 r[i] = a[i] % b[i]
-
-
-@T.prim_func
-def block_sum(x: T.Buffer(("n",), "float32"), partial: T.Buffer(("m",), "float32")):
-    for bx in T.thread_binding(m, "blockIdx.x"):
-        s = T.alloc_buffer((64,), "float32", scope="shared")
-        for tx in T.thread_binding(64, "threadIdx.x"):
-            acc = T.alloc_buffer((1,), "float32", scope="local")
-            acc[0] = T.float32(0)
-            for k in T.serial((n + 64 * m - 1) // (64 * m)):
-                i = (k * m + bx) * 64 + tx
-                if i < n:
-                    acc[0] = acc[0] + x[i]
-            s[tx] = acc[0]
-            T.barrier()
-            for level in T.unroll(6):
-                stride = 32 >> level
-                if tx < stride:
-                    s[tx] = s[tx] + s[tx + stride]
-                T.barrier()
-            if tx == 0:
-                partial[bx] = s[0]
 
 
 @T.prim_func

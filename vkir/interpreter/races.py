@@ -233,14 +233,23 @@ class RaceChecker:
 
     # -- accesses --------------------------------------------------------------------------------
 
-    def read(self, bb, pos, fr, site: int, lanes: int):
+    def _accessed(self, bb, pos, fr, lanes: int):
+        """(shadow, ratio, shadow positions, invocation keys, multi) of one access, or None
+        when the buffer is not tracked or nothing is accessed."""
         sh, ratio = self._shadow(bb)
         if sh is None:
-            return
+            return None
         p, keys, multi = self._keys(fr, pos, lanes)
         p, keys = self._units(p, keys, ratio)
         if not p.size:
+            return None
+        return sh, ratio, p, keys, multi
+
+    def read(self, bb, pos, fr, site: int, lanes: int):
+        accessed = self._accessed(bb, pos, fr, lanes)
+        if accessed is None:
             return
+        sh, ratio, p, keys, multi = accessed
         t = self.token
         wg = self.wg
         same = sh.w_tok[p] == t
@@ -299,13 +308,10 @@ class RaceChecker:
         return ("write", int(sh.w_key[q]), int(sh.w_wg[q]), int(sh.w_site[q]))
 
     def write(self, bb, pos, fr, site: int, lanes: int):
-        sh, ratio = self._shadow(bb)
-        if sh is None:
+        accessed = self._accessed(bb, pos, fr, lanes)
+        if accessed is None:
             return
-        p, keys, _ = self._keys(fr, pos, lanes)
-        p, keys = self._units(p, keys, ratio)
-        if not p.size:
-            return
+        sh, ratio, p, keys, _ = accessed
         self._check_write(bb, sh, ratio, p, keys, self.wg, site)
         self._record_write(sh, p, keys, self.wg, self.token, site)
 
