@@ -231,7 +231,7 @@ def _fuse_body(red: _Reduction, ep: _Epilogue, temp: Buffer) -> Stmt:
         finish = None if bias_expr is store.value else _replace_expr(store.value, bias_expr,
                                                                      out_load)
         return _nest(red, store.buffer, store.indices, init_value, finish)
-    if in_place and (clipping_bounds(store.value, acc) is not None or _is_relu(store.value, acc)):
+    if in_place and (_is_clipping(store.value, acc) or _is_relu(store.value, acc)):
         finish = _replace_expr(store.value, acc, out_load)  # applied once, to the full result
         return _nest(red, store.buffer, store.indices, red.init.value, finish)
     return _local_nest(red, ep, temp)
@@ -295,22 +295,15 @@ def _match_bias(value: PrimExpr, acc: BufferLoad, red: _Reduction):
     return None
 
 
-def clipping_bounds(value: PrimExpr, acc: PrimExpr):
-    """(lo, hi) when value clips acc: min(max(acc, lo), hi) in any of its commutative spellings
-    (min/max operands swapped, or max(min(acc, hi), lo)); None otherwise."""
+def _is_clipping(value: PrimExpr, acc: PrimExpr) -> bool:
+    """value clips acc: min(max(acc, lo), hi) in any of its commutative spellings (operands of
+    min/max swapped, or max(min(acc, hi), lo))."""
     for outer, inner_cls in ((Min, Max), (Max, Min)):
-        if not isinstance(value, outer):
-            continue
-        for inner, bound in ((value.a, value.b), (value.b, value.a)):
-            if isinstance(inner, inner_cls):
-                if inner.a == acc:
-                    other = inner.b
-                elif inner.b == acc:
-                    other = inner.a
-                else:
-                    continue
-                return (other, bound) if inner_cls is Max else (bound, other)
-    return None
+        if isinstance(value, outer):
+            for inner in (value.a, value.b):
+                if isinstance(inner, inner_cls) and acc in (inner.a, inner.b):
+                    return True
+    return False
 
 
 def _is_relu(value: PrimExpr, acc: PrimExpr) -> bool:
