@@ -41,14 +41,16 @@ VENDORS = {0x10DE: "nvidia", 0x1002: "amd", 0x1022: "amd", 0x8086: "intel", 0x13
            0x5143: "qualcomm", 0x106B: "apple"}
 
 
-def cache_dir() -> Path:
+def cache_dir() -> Path | None:
     """Directory of the autotuning cache: $VKIR_CACHE_DIR/autotune, else the platform's user
-    cache directory for vkir."""
+    cache directory for vkir; None (no disk cache) when VKIR_CACHE_DIR is "" or "0"."""
     root = os.environ.get("VKIR_CACHE_DIR")
-    if not root:
+    if root is None:
         import platformdirs
 
         root = platformdirs.user_cache_dir("vkir")
+    elif root.strip() in ("", "0"):
+        return None
     return Path(root) / "autotune"
 
 
@@ -129,12 +131,15 @@ class Tuned:
             configs = configs.get(cls) or configs.get("default") or next(iter(configs.values()))
         return [dict(c) for c in configs]
 
-    def _cache_path(self) -> Path:
+    def _cache_path(self) -> Path | None:
+        root = cache_dir()
+        if root is None:
+            return None
         name = f"{self.fn.__module__}.{self.fn.__qualname__}".replace("<", "").replace(">", "")
         configs = self.configs if not callable(self.configs) else getattr(self.configs, "__qualname__", "")
         digest = hashlib.sha256((self.source_hash + json.dumps(_jsonable(configs), sort_keys=True,
                                                                default=str)).encode())
-        return cache_dir() / f"{name}-{digest.hexdigest()[:16]}.json"
+        return root / f"{name}-{digest.hexdigest()[:16]}.json"
 
     def _entry_key(self, info, shape: dict) -> str:
         missing = [k for k in self.key if k not in shape]
@@ -146,8 +151,11 @@ class Tuned:
 
     def cached(self, info, **shape) -> dict | None:
         """The config recorded for this device and shape, or None."""
+        path = self._cache_path()
+        if path is None:
+            return None
         try:
-            data = json.loads(self._cache_path().read_text())
+            data = json.loads(path.read_text())
         except (OSError, ValueError):
             return None
         entry = data.get(self._entry_key(info, shape))
@@ -155,6 +163,8 @@ class Tuned:
 
     def _record(self, info, shape: dict, config: dict, seconds: float) -> None:
         path = self._cache_path()
+        if path is None:
+            return
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             data = json.loads(path.read_text())
