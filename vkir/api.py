@@ -338,13 +338,7 @@ class Kernel:
     def _bind(self, args, kwargs=None):
         """Check a call (vkir.binding); return (env values, arguments in parameter order)."""
         bound = self._signature.bind(args, kwargs)
-        args = bound.args
-        for p, a in zip(self._params, args):
-            if type(a) is DeviceArray and a.device is not self.device:
-                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} lives on "
-                                    f"{a.device.info.name!r}, the kernel on "
-                                    f"{self.device.info.name!r}")
-        return bound.values, args
+        return bound.values, bound.args
 
     def _derive(self, values):
         """(push-constant bytes, group counts) for these size/scalar values (memoized)."""
@@ -388,10 +382,13 @@ class Kernel:
         push, groups = self._derive(values)
         buffers = {}
         copies = []
-        for p, a in zip(self._params, args):
-            if not p.is_buffer:
-                continue
+        for p in self._signature.buffer_params:
+            a = args[p.index]
             if isinstance(a, DeviceArray):
+                if a.device is not self.device:
+                    raise ArgumentError(f"kernel {self.name}: argument {p.name!r} lives on "
+                                        f"{a.device.info.name!r}, the kernel on "
+                                        f"{self.device.info.name!r}")
                 buffers[p.index] = a.buffer
                 continue
             key = (p.index, a.nbytes)

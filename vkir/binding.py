@@ -50,10 +50,7 @@ class _Param:
     dims: tuple | None = None  # per dim (expr, lanes folded into it); None: a raw pointer
     lanes: int = 1
     written: bool = False
-
-    @property
-    def is_buffer(self) -> bool:
-        return self.np_dtype is not None
+    is_buffer: bool = False
 
 
 @dataclass(slots=True)
@@ -102,6 +99,8 @@ class Signature:
         self._evaluate = evaluate
         written = written_params(func) if written is None else frozenset(written)
         self.params = tuple(_param(i, p, func, i in written) for i, p in enumerate(func.params))
+        self._scalars = tuple(p for p in self.params if not p.is_buffer)
+        self.buffer_params = tuple(p for p in self.params if p.is_buffer)
         self.size_vars = func.size_vars
         self.env_vars = self.size_vars + tuple(p.var for p in self.params if not p.is_buffer)
         self.names = tuple(p.var.name for p in self.params)
@@ -144,16 +143,15 @@ class Signature:
 
     def bind(self, args: tuple, kwargs: dict | None = None) -> Bound:
         """Check a call; return its Bound values (raise ArgumentError on any mismatch)."""
-        args = self.arguments(args, kwargs)
+        if kwargs or len(args) != len(self.params):
+            args = self.arguments(args, kwargs)
         env = {}
         deferred = []
         shapes = [None] * len(args)
-        for p, a in zip(self.params, args):      # scalars first: a shape may name one
-            if p.np_dtype is None:
-                env[p.var] = self._scalar(p, a)
-        for p, a in zip(self.params, args):
-            if p.np_dtype is not None:
-                shapes[p.index] = self._bind_array(p, a, env, deferred)
+        for p in self._scalars:                   # scalars first: a shape may name one
+            env[p.var] = self._scalar(p, args[p.index])
+        for p in self.buffer_params:
+            shapes[p.index] = self._bind_array(p, args[p.index], env, deferred)
         for p, k, expr, got in deferred:
             value = self._evaluate(expr, env)
             if int(value) != got:
@@ -292,9 +290,9 @@ def _param(index: int, var: Var, func: PrimFunc, written: bool) -> _Param:
         last = len(buf.shape) - 1
         dims = tuple((e, lanes if k == last else 1) for k, e in enumerate(buf.shape))
         return _Param(index, buf.name, var, buf.dtype, buf.dtype.element_of().numpy_dtype(),
-                      dims, lanes, written)
+                      dims, lanes, written, True)
     if isinstance(var.dtype, PointerType):   # a raw pointer parameter: any shape of its element
         element = var.dtype.element
         return _Param(index, var.name, var, element, element.element_of().numpy_dtype(), None,
-                      element.lanes, written)
+                      element.lanes, written, True)
     return _Param(index, var.name, var, var.dtype, None)
