@@ -378,8 +378,9 @@ class Kernel:
         """All checks, then the runtime buffers (numpy arguments copied in) and launch data."""
         from .runtime import Buffer
 
-        values, args = self._bind(args, kwargs)
-        push, groups = self._derive(values)
+        bound = self._signature.bind(args, kwargs)
+        args = bound.args
+        push, groups = self._derive(bound.values)
         buffers = {}
         copies = []
         for p in self._signature.buffer_params:
