@@ -334,12 +334,6 @@ class Kernel:
                                        f"exceeds maxComputeWorkGroupSize[{axis}] = {cap} on "
                                        f"{self.device.info.name!r}")
 
-    # -- argument binding --------------------------------------------------------------------
-    def _bind(self, args, kwargs=None):
-        """Check a call (vkir.binding); return (env values, arguments in parameter order)."""
-        bound = self._signature.bind(args, kwargs)
-        return bound.values, bound.args
-
     def _derive(self, values):
         """(push-constant bytes, group counts) for these size/scalar values (memoized)."""
         got = self._derived.get(values)
