@@ -31,6 +31,7 @@ import numpy as np
 from .binding import Signature
 from .errors import ArgumentError, UnsupportedError
 from .ir import DataType, IntImm, PrimFunc
+from .ir.dtype import type_range
 
 
 # -- devices -------------------------------------------------------------------------------------
@@ -378,7 +379,7 @@ class Kernel:
             if pc.var not in env:
                 raise ArgumentError(f"kernel {self.name}: push constant {pc.var.name} has no value")
             value = env[pc.var]
-            if not pc.dtype.is_float and not pc.dtype.is_bool:
+            if pc.dtype.code in ("int", "uint"):
                 lo, hi = type_range(pc.dtype)
                 if not lo <= int(value) <= hi:
                     raise ArgumentError(f"kernel {self.name}: {pc.var.name} = {value} does not fit the "
