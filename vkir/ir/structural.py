@@ -67,7 +67,7 @@ def assert_structural_equal(a, b, map_free_vars: bool = False) -> None:
 
 def _show(node, max_lines: int = 40) -> str:
     if isinstance(node, Node):
-        from ..script.printer import script
+        from .printer import script
 
         text = script(node)
     else:
@@ -88,7 +88,7 @@ def _unwrap(node):
 
 
 def _diff(a, b, max_lines: int = 60) -> str:
-    from ..script.printer import script
+    from .printer import script
 
     lines = list(difflib.unified_diff(script(a).splitlines(), script(b).splitlines(), "lhs",
                                       "rhs", lineterm=""))
