@@ -36,3 +36,17 @@ def test_one_thread_leaving_never_lowers_the_limit_under_another():
         assert sys.getrecursionlimit() == 20000
     finally:
         sys.setrecursionlimit(max(previous, sys.getrecursionlimit()))
+
+
+def test_what_parses_does_not_depend_on_the_recursion_limit():
+    """With the limit raised for good, Python's own parser takes deeper expressions than before;
+    the script parser keeps its fixed bound (deeper ones would exhaust the limit later on)."""
+    import pytest
+
+    import vkir
+
+    text = ('def f(A: T.Buffer((4,), "float32")):\n'
+            "    A[0] = " + " + ".join(["A[1]"] * 3000) + "\n")
+    with recursion_headroom():
+        with pytest.raises(vkir.ScriptError, match=r"^<script>:2:5: expression nested too deep"):
+            vkir.from_script(text)

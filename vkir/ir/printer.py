@@ -12,6 +12,7 @@ from __future__ import annotations
 import keyword
 import math
 
+from ..errors import ArgumentError
 from . import stmt as S
 from .base import FrozenDict, PrimExpr, Stmt
 from .buffer import Buffer
@@ -44,7 +45,7 @@ def _script(node) -> str:
         return p.expr(node)
     if isinstance(node, Buffer):
         return p.buffer_decl_text(node)
-    raise TypeError(f"cannot print {type(node).__name__}")
+    raise ArgumentError(f"cannot print {type(node).__name__}")
 
 
 def compact(node, limit: int = 100, depth: int = 4) -> str:
@@ -309,7 +310,7 @@ def _literal(value) -> str:
     if isinstance(value, str):
         return quote(value)
     if isinstance(value, Var):
-        raise TypeError("annotations holding IR variables cannot be printed")
+        raise ArgumentError("annotations holding IR variables cannot be printed")
     return repr(value)
 
 
