@@ -36,8 +36,10 @@ _LAZY = {
     "array": "vkir.api:array",
     "empty": "vkir.api:empty",
     "Kernel": "vkir.api:Kernel",
+    "Target": "vkir.target:Target",
 }
-_SUBMODULES = {"analysis", "transform", "schedule", "spirv", "runtime", "script", "interpreter", "api"}
+_SUBMODULES = {"analysis", "transform", "schedule", "spirv", "runtime", "script", "interpreter", "api",
+               "lowering", "target"}
 
 
 def __getattr__(name):
