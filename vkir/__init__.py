@@ -37,9 +37,10 @@ _LAZY = {
     "empty": "vkir.api:empty",
     "Kernel": "vkir.api:Kernel",
     "Target": "vkir.target:Target",
+    "autotune": "vkir.autotune:autotune",
 }
 _SUBMODULES = {"analysis", "transform", "schedule", "spirv", "runtime", "script", "interpreter", "api",
-               "lowering", "target"}
+               "ops", "lowering", "target"}
 
 
 def __getattr__(name):
