@@ -22,7 +22,8 @@ def codegen(func: PrimFunc, target: Target | None = None) -> SpirvModule:
     if not isinstance(func, PrimFunc):
         raise TypeError(f"codegen expects a lowered PrimFunc, got {type(func).__name__}")
     if target is not None and not isinstance(target, Target):
-        raise TypeError(f"codegen expects a vkir.Target, got {type(target).__name__}")
+        raise TypeError(f"codegen expects a vkir.spirv.Target (which is vkir.Target), got "
+                        f"{type(target).__name__}")
     target = target or Target()
     if not target.is_vulkan:
         raise ValueError(f"codegen emits SPIR-V for Vulkan targets, not for a {target.kind!r} target")
