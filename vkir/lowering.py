@@ -17,10 +17,7 @@ from .transform.pipeline import Pipeline
 def as_target(target) -> Target:
     """`target` (a Target, a target name, a device, or None for the Vulkan 1.1 baseline) as a
     Target; ArgumentError for anything else."""
-    try:
-        return Target.coerce(target) or Target()
-    except (TypeError, ValueError) as exc:
-        raise ArgumentError(str(exc)) from None
+    return Target.coerce(target) or Target()
 
 
 def pipeline(target=None, *, pointer_casts: bool = False) -> Pipeline:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
+from .errors import ArgumentError
+
 KINDS = ("vulkan", "interp")
 
 FEATURES = frozenset({
@@ -85,7 +87,7 @@ class Target:
 
     def __post_init__(self):
         if self.kind not in KINDS:
-            raise ValueError(f"unknown target kind {self.kind!r}; expected one of {KINDS}")
+            raise ArgumentError(f"unknown target kind {self.kind!r}; expected one of {KINDS}")
         if not isinstance(self.limits, Limits):
             object.__setattr__(self, "limits", Limits.of(self.limits))
         object.__setattr__(self, "spirv_version", tuple(int(v) for v in self.spirv_version))
@@ -93,18 +95,18 @@ class Target:
         object.__setattr__(self, "quirks", frozenset(self.quirks))
         unknown = self.features - FEATURES
         if unknown:
-            raise ValueError(f"unknown target features {sorted(unknown)}; known: {sorted(FEATURES)}")
+            raise ArgumentError(f"unknown target features {sorted(unknown)}; known: {sorted(FEATURES)}")
         if self.kind != "vulkan":
             return
         limit = SPIRV_VERSIONS.get(self.env)
         if limit is None:
-            raise ValueError(f"unknown Vulkan environment {self.env!r}; expected one of "
+            raise ArgumentError(f"unknown Vulkan environment {self.env!r}; expected one of "
                              f"{sorted(SPIRV_VERSIONS)}")
         if self.spirv_version > limit:
-            raise ValueError(f"SPIR-V {self.spirv_version[0]}.{self.spirv_version[1]} is too new "
+            raise ArgumentError(f"SPIR-V {self.spirv_version[0]}.{self.spirv_version[1]} is too new "
                              f"for {self.env} (at most {limit[0]}.{limit[1]})")
         if self.spirv_version < (1, 3):
-            raise ValueError("vkir emits SPIR-V 1.3 or newer (StorageBuffer storage class)")
+            raise ArgumentError("vkir emits SPIR-V 1.3 or newer (StorageBuffer storage class)")
 
     # -- constructors --------------------------------------------------------------------------
     @staticmethod
@@ -112,7 +114,7 @@ class Target:
         """A Vulkan target for a SPIRV-Tools environment ("vulkan1.1", "vulkan1.2", "vulkan1.3",
         "vulkan1.4"), emitting the newest SPIR-V it accepts; no optional feature unless given."""
         if env not in SPIRV_VERSIONS:
-            raise ValueError(f"unknown Vulkan environment {env!r}; expected one of "
+            raise ArgumentError(f"unknown Vulkan environment {env!r}; expected one of "
                              f"{sorted(SPIRV_VERSIONS)} (vkir needs Vulkan 1.1 or newer)")
         kwargs.setdefault("spirv_version", SPIRV_VERSIONS[env])
         return Target(kind="vulkan", env=env, **kwargs)
@@ -146,7 +148,7 @@ class Target:
         try:
             major, minor = (int(v) for v in str(info.api_version).split(".")[:2])
         except (AttributeError, ValueError):
-            raise TypeError(f"Target.from_device expects a vkir device or DeviceInfo, got "
+            raise ArgumentError(f"Target.from_device expects a vkir device or DeviceInfo, got "
                             f"{type(dev).__name__}") from None
         if (major, minor) >= (1, 3):
             env = "vulkan1.3"
@@ -171,7 +173,7 @@ class Target:
             return Target.lavapipe()
         if name == "interp":
             return Target.interp()
-        raise ValueError(f"unknown target {name!r}; expected a vkir.Target or one of "
+        raise ArgumentError(f"unknown target {name!r}; expected a vkir.Target or one of "
                          f"{['vulkan', *sorted(SPIRV_VERSIONS), 'lavapipe', 'interp']}")
 
     @staticmethod
@@ -184,7 +186,7 @@ class Target:
             return Target.named(target)
         if hasattr(getattr(target, "info", target), "api_version"):
             return Target.from_device(target)
-        raise ValueError(f"unknown target {target!r}: expected a vkir.Target, a target name, "
+        raise ArgumentError(f"unknown target {target!r}: expected a vkir.Target, a target name, "
                          "a device or None")
 
     # -- queries -------------------------------------------------------------------------------
@@ -196,7 +198,7 @@ class Target:
     def has(self, feature: str) -> bool:
         """Whether the target has the optional `feature` (a name of FEATURES)."""
         if feature not in FEATURES:
-            raise ValueError(f"unknown feature {feature!r}; known: {sorted(FEATURES)}")
+            raise ArgumentError(f"unknown feature {feature!r}; known: {sorted(FEATURES)}")
         return feature in self.features
 
     def key(self) -> str:

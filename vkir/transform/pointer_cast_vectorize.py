@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..arith.modular_set import modular_set
-from ..errors import UnsupportedError
+from ..errors import ArgumentError, UnsupportedError
 from ..ir import (
     Buffer, BufferLoad, BufferStore, DeclBuffer, FloorDiv, IntImm, PrimFunc,
     decl_buffer,
@@ -129,7 +129,7 @@ class PointerCastVectorize(Pass):
         try:
             object.__setattr__(self, "target", Target.coerce(self.target))
         except ValueError as exc:
-            raise ValueError(f"PointerCastVectorize: {exc}") from None
+            raise ArgumentError(f"PointerCastVectorize: {exc}") from None
 
     def transform(self, func: PrimFunc) -> PrimFunc:
         vulkan = self.target is not None and self.target.is_vulkan
