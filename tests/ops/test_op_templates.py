@@ -176,3 +176,10 @@ def test_benchmark_add_template_configs(device):
         a, b = rand(n), rand(n)
         check(add.fn(n, **config), device, [a, b], [np.zeros(n, np.float32)], [a + b],
               rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("config", all_configs(conv2d.pad_kernel), ids=ids(all_configs(conv2d.pad_kernel)))
+def test_pad_configs(device, config):
+    x = rand(2, 3, 5)
+    check(conv2d.pad_kernel(2, 3, 5, 2, **config), device, [x], [np.zeros((2, 7, 9), np.float32)],
+          [np.pad(x, ((0, 0), (2, 2), (2, 2)))], rtol=0, atol=0)
