@@ -44,6 +44,7 @@ class Limits:
     non_coherent_atom_size: int
     timestamp_period_ns: float         # nanoseconds per timestamp tick
     max_memory_allocation_count: int
+    max_uniform_buffer_range: int = 16384  # maxUniformBufferRange (the Vulkan minimum)
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,7 @@ def query_info(index: int, phys) -> DeviceInfo:
         non_coherent_atom_size=lim.nonCoherentAtomSize,
         timestamp_period_ns=float(lim.timestampPeriod),
         max_memory_allocation_count=lim.maxMemoryAllocationCount,
+        max_uniform_buffer_range=lim.maxUniformBufferRange,
     )
     if subgroup.pNext != ffi.NULL:
         driver_text = " ".join(x for x in (cstr(driver.driverName), cstr(driver.driverInfo)) if x)
