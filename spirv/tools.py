@@ -212,7 +212,7 @@ def _diagnostic(data: bytes, env: str, message: str, word_index: int | None) -> 
     try:
         text = disassemble(data, env, header=False)
     except SpirvValidationError as err:
-        return Diagnostic(env, message, "", None, (f"(no disassembly: {err})",))
+        return _undecodable(data, env, message, word_index, err)
     asm = text.splitlines()
     at = _locate(asm, message, data, word_index)
     if at is None:
@@ -220,6 +220,30 @@ def _diagnostic(data: bytes, env: str, message: str, word_index: int | None) -> 
     lo, hi = max(0, at - 6), min(len(asm), at + 7)
     context = tuple(("--> " if i == at else "    ") + asm[i] for i in range(lo, hi))
     return Diagnostic(env, message, asm[at].strip(), at, context)
+
+
+def _undecodable(data: bytes, env: str, message: str, ordinal: int | None, err) -> Diagnostic:
+    """The Diagnostic of a module that does not disassemble (a binary-parse error, whose position
+    is the 1-based ordinal of the bad instruction): the instructions before it, then its words."""
+    import struct
+
+    words = struct.unpack(f"<{len(data) // 4}I", data)
+    starts, pos = [], 5
+    while pos < len(words) and words[pos] >> 16:
+        starts.append(pos)
+        pos += words[pos] >> 16
+    if ordinal is None or not 1 <= ordinal <= len(starts):
+        return Diagnostic(env, message, "", None, (f"(no disassembly: {err})",))
+    at = starts[ordinal - 1]
+    try:
+        before = disassemble(data[:at * 4], env, header=False).splitlines()[-6:]
+    except SpirvValidationError:
+        before = []
+    count = words[at] >> 16
+    bad = (f"word {at}: opcode {words[at] & 0xFFFF}, {count} word(s): "
+           + " ".join(f"{w:#010x}" for w in words[at:at + min(count, 6)]))
+    return Diagnostic(env, message, bad, ordinal - 1,
+                      tuple("    " + line for line in before) + ("--> " + bad,))
 
 
 def _normalize(line: str) -> str:

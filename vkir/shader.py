@@ -386,16 +386,16 @@ def _read_source(value, suffixes, what: str):
 def load_spirv(path_or_bytes, entry: str = "main", specialization=None, device=None) -> ShaderKernel:
     """A ShaderKernel from a SPIR-V binary (a .spv path or bytes) or SPIR-V assembly (a .spvasm
     path), validated for the device; `specialization` is {constant id or name: value}."""
-    from .spirv import assemble
+    from .validate import assemble_text
 
     src, path = _read_source(path_or_bytes, (".spv", ".spvasm"), "vkir.load_spirv")
     name = path.name if path is not None else entry
     if isinstance(src, Path):
         data = src.read_bytes()
         if src.suffix == ".spvasm":
-            data = assemble(data.decode(errors="replace"), "vulkan1.3")
+            data = assemble_text(data.decode(errors="replace"))
     elif isinstance(src, str):
-        data = assemble(src, "vulkan1.3")   # SPIR-V assembly text in memory
+        data = assemble_text(src)   # SPIR-V assembly text in memory
     else:
         data = src
     return ShaderKernel(data, device, entry, specialization, name=name)

@@ -15,6 +15,7 @@ With `-o` the report (in `--format`) goes to REPORT and the text report to stdou
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -111,6 +112,15 @@ def compile_glsl_file(path: Path, env: str) -> tuple[bytes | None, str]:
         return out.read_bytes(), ""
 
 
+def assemble_text(text: str, env: str = "vulkan1.1") -> bytes:
+    """SPIR-V assembly to a binary of the version its "; Version: 1.x" header comment names (as
+    spirv-dis writes it), else of `env`'s version; SpirvValidationError on a syntax error."""
+    from .spirv import assemble
+
+    found = re.search(r"^\s*;\s*Version:\s*1\.(\d)\s*$", text, re.MULTILINE)
+    return assemble(text, f"spv1.{found.group(1)}" if found else env)
+
+
 def check_words(data: bytes, env: str) -> list[Problem]:
     """The problems of a SPIR-V binary for `env` (empty when valid)."""
     from .spirv.tools import diagnose
@@ -129,8 +139,6 @@ def check_words(data: bytes, env: str) -> list[Problem]:
 
 def check_file(path: Path, env: str) -> FileResult:
     """Validate one file for `env`, compiling or assembling it first as its kind needs."""
-    from .spirv import assemble
-
     kind = file_kind(path)
     result = FileResult(str(path), kind)
     if kind == "glsl":
@@ -140,7 +148,7 @@ def check_file(path: Path, env: str) -> FileResult:
             return result
     elif kind == "spvasm":
         try:
-            data = assemble(path.read_text(errors="replace"), env)
+            data = assemble_text(path.read_text(errors="replace"), env)
         except SpirvValidationError as err:
             result.problems.append(Problem("assemble", str(err)))
             return result
