@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-pytest_plugins = ["checker_plugin"]  # verify_types after every pass (tests/checker_plugin.py)
+pytest_plugins = ["checker_plugin", "pytester"]  # verify_types after every pass (tests/checker_plugin.py)
 os.environ.setdefault("VKIR_VALIDATION", "1")
 os.environ.setdefault("VKIR_CACHE_DIR", "0")  # tests never write a pipeline cache into $HOME
 

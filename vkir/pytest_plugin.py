@@ -176,8 +176,9 @@ def check(func, *args, device=None, reference=None, rtol=None, atol=None, **call
         if reference is not None or call_options:
             raise TypeError("vkir_check: a PrimFunc is checked against the interpreter; "
                             "reference= and call options are for shaders")
-        _build(func, dev)(*on_device)
-        vkir.interpret(func, *expected)
+        kernel = _build(func, dev)
+        vkir.interpret(func, *expected)   # first: an out-of-bounds access raises here, with
+        kernel(*on_device)                # its buffer, index and line, before the device runs
         names = [func.buffer_map[p].name if p in func.buffer_map else p.name for p in func.params]
     else:
         if reference is None:
