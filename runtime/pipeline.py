@@ -4,7 +4,10 @@ A pipeline is described by the SPIR-V words, the entry point, the binding number
 (descriptor set 0; storage buffers unless `descriptor_types` says "uniform" for some), the size of
 its push-constant block and its specialization-constant values ((SpecId, bytes) pairs). `get_pipeline` caches one per
 device and description (the SPIR-V by its SHA-256), and every creation goes through the device's
-VkPipelineCache.
+VkPipelineCache. Cache entries are counted: each `get_pipeline` is paired with one
+`release_pipeline` (a Kernel does it when collected), and the last release destroys the pipeline
+and the launches recorded for it, so building many kernels does not grow the device's caches.
+Every limit is checked (runtime.limits) before the driver sees the module.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import hashlib
 from vkir.errors import UnsupportedError
 
 from ._vk import call, ffi, lib, vk
+from .limits import check_bindings, check_push_constants
 
 
 class Pipeline:
@@ -24,11 +28,12 @@ class Pipeline:
                  descriptor_types: tuple | None = None, specialization: tuple = ()):
         if len(spirv) % 4 or len(spirv) == 0:
             raise UnsupportedError(f"SPIR-V size {len(spirv)} is not a positive multiple of 4")
-        limit = device.info.limits.max_push_constant_bytes
-        if push_constant_size > limit:
-            raise UnsupportedError(f"push constants of {push_constant_size} bytes exceed "
-                                   f"maxPushConstantsSize ({limit}) of {device.info.name!r}")
+        check_bindings(device.info, len(bindings), f"pipeline {entry_point!r}")
+        check_push_constants(device.info, push_constant_size, f"pipeline {entry_point!r}")
+        device.check_open()
         self.device = device
+        self.key = None   # its key in device.pipelines (set by get_pipeline)
+        self.refs = 0     # holders that have not released it (see get_pipeline)
         self.entry_point = entry_point
         self.bindings = tuple(bindings)
         self.descriptor_types = tuple(_DESCRIPTOR_TYPES[t] for t in descriptor_types) \
@@ -66,6 +71,8 @@ class Pipeline:
             lib.vkDestroyShaderModule(dev, module, ffi.NULL)
 
     def destroy(self) -> None:
+        """Destroy the Vulkan objects (the caller holds the device lock; launches using it are
+        destroyed first)."""
         if self.handle is None:
             return
         dev = self.device.handle
@@ -95,16 +102,26 @@ def _specialization_info(entries: tuple):
 def get_pipeline(device, spirv: bytes, entry_point: str = "main", bindings: tuple = (),
                  push_constant_size: int = 0, descriptor_types: tuple | None = None,
                  specialization: tuple = ()) -> Pipeline:
-    """The cached pipeline for this device and description, created on first use."""
+    """The cached pipeline for this device and description, created on first use. The caller holds
+    it until `release_pipeline(device, pipeline)`; one never released stays cached until the device
+    closes."""
     key = (hashlib.sha256(spirv).digest(), entry_point, tuple(bindings), push_constant_size)
     if descriptor_types is not None or specialization:
         key += (tuple(descriptor_types or ()), tuple(specialization))
-    pipeline = device.pipelines.get(key)
-    if pipeline is None:
-        with device._lock:
-            pipeline = device.pipelines.get(key)
-            if pipeline is None:
-                pipeline = Pipeline(device, spirv, entry_point, bindings, push_constant_size,
-                                    descriptor_types, specialization)
-                device.pipelines[key] = pipeline
+    with device._lock:
+        device.check_open()
+        device.collect()
+        pipeline = device.pipelines.get(key)
+        if pipeline is None:
+            pipeline = Pipeline(device, spirv, entry_point, bindings, push_constant_size,
+                                descriptor_types, specialization)
+            pipeline.key = key
+            device.pipelines[key] = pipeline
+        pipeline.refs += 1
     return pipeline
+
+
+def release_pipeline(device, pipeline) -> None:
+    """Give back the hold one `get_pipeline` call took; the last one destroys the pipeline and its
+    launches (at the device's next collect: safe to call from a finalizer, in any thread)."""
+    device.release_pipeline(pipeline)

@@ -9,12 +9,19 @@ A Kernel call checks every argument (count, dtype, shape, contiguity, device) an
 symbolic sizes from the shapes BEFORE anything is copied or recorded, so a bad call raises
 ArgumentError and leaves every buffer untouched. Push-constant bytes and group counts are computed
 once per distinct set of size/scalar values; the runtime reuses the pre-recorded command buffer
-when the arguments are the same device buffers.
+when the arguments are the same device buffers. Float scalars are cache keys by their bit
+pattern (0.0 and -0.0, and each nan, are different arguments).
+
+A Kernel is safe to call from several threads (calls with numpy arguments share its scratch
+buffers and take its lock); a collected Kernel releases its pipeline; a Kernel or an array whose
+device was closed raises DeviceError.
 """
 
 from __future__ import annotations
 
+import math
 import struct
+import threading
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -24,6 +31,7 @@ import numpy as np
 from .binding import Signature
 from .errors import ArgumentError, UnsupportedError
 from .ir import DataType, IntImm, PrimFunc
+from .ir.dtype import type_range
 
 
 # -- devices -------------------------------------------------------------------------------------
@@ -133,7 +141,7 @@ class DeviceArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
@@ -180,6 +188,7 @@ def empty(shape, dtype="float32", device=None) -> DeviceArray:
     A vector dtype ("float32x4") gives the array of its scalar type with the same bytes, of shape
     S[:-1] + (S[-1] * lanes,): what kernels take for a vector-typed buffer of shape S."""
     from .runtime import Buffer
+    from .runtime.limits import shape_bytes
 
     dev = _device(device)
     shape = _shape(shape)
@@ -187,7 +196,7 @@ def empty(shape, dtype="float32", device=None) -> DeviceArray:
     if lanes > 1:
         shape = (*shape[:-1], (shape[-1] if shape else 1) * lanes)
     npd = _numpy_dtype(dtype)
-    buf = Buffer(dev, int(np.prod(shape, dtype=np.int64)) * npd.itemsize)
+    buf = Buffer(dev, shape_bytes(shape, npd.itemsize))
     buf.fill_zero()
     return DeviceArray(buf, shape, npd, dev)
 
@@ -252,6 +261,22 @@ def _pack(dtype: DataType, value) -> bytes:
     return np.array(int(value)).astype(f"{'u' if dtype.code == 'uint' else ''}int{dtype.bits}").tobytes()
 
 
+SCRATCH_BUFFERS = 32  # per Kernel: device copies of numpy arguments kept for the next call
+
+
+def _scalar_key(value):
+    """A cache key for a scalar argument that tells apart what == confuses: a float by its bit
+    pattern (0.0 and -0.0 differ, a nan equals itself), everything else by type and value."""
+    if isinstance(value, (float, np.floating)):
+        return (float, struct.pack("<d", float(value)))
+    return (type(value), value)
+
+
+def _values_key(values: tuple) -> tuple:
+    """`values` (bound sizes and scalars) as a hashable key with floats by bit pattern."""
+    return tuple(struct.pack("<d", v) if type(v) is float else v for v in values)
+
+
 @dataclass(frozen=True)
 class Profile:
     """Device seconds per run: median, min, max over n runs (source "timestamp" or "wall")."""
@@ -286,6 +311,10 @@ class Kernel:
         self.pipeline = runtime.get_pipeline(
             dev, self.module.words, self.module.entry_point,
             tuple(b.binding for b in self.module.bindings), self.module.push_constant_size)
+        # a dropped Kernel gives its pipeline back (the last holder destroys it and its launches)
+        self._release = weakref.finalize(self, runtime.release_pipeline, dev, self.pipeline)
+        self._release.atexit = False
+        self._lock = threading.Lock()  # guards the scratch buffers of calls with numpy arguments
         self.compile_seconds = time.perf_counter() - t0
         self._evaluate = evaluate
         self._writes = tuple(sorted({b.param_index for b in self.module.bindings if b.writable}))
@@ -298,7 +327,7 @@ class Kernel:
         self._env_vars = self._signature.env_vars
         self._aliases = _aliases(func, self.ir)
         self._binding_params = tuple(b.param_index for b in self.module.bindings)
-        self._derived = {}     # env values -> (push bytes, groups)
+        self._derived = {}     # _values_key(env values) -> (push bytes, groups)
         self._scratch = {}     # (param index, nbytes) -> runtime Buffer for numpy arguments
         self._asm = None
         self._memo = None      # (argument keys, Launch) of the last all-device-array call
@@ -324,22 +353,39 @@ class Kernel:
         return f"<vkir Kernel {self.name} on {self.device.info.name}>"
 
     def _check_limits(self) -> None:
-        """The per-axis workgroup size limit. Codegen already refused, against target_for(the
-        device), more invocations per workgroup, more shared memory and any feature than the
-        device has; the target carries no per-axis sizes."""
-        lim = self.device.info.limits
-        for axis, (n, cap) in enumerate(zip(self.module.local_size, lim.max_workgroup_size)):
-            if n > cap:
-                raise UnsupportedError(f"kernel {self.func.name}: threadIdx.{'xyz'[axis]} extent {n} "
-                                       f"exceeds maxComputeWorkGroupSize[{axis}] = {cap} on "
-                                       f"{self.device.info.name!r}")
+        """Every per-pipeline device limit, before the driver sees the module: storage buffers
+        per stage and set, push-constant bytes, workgroup size per axis, invocations and shared
+        memory (codegen checks the last three against the target too; the target carries no
+        per-axis sizes and no descriptor limits)."""
+        from .runtime import limits
+
+        info, module, what = self.device.info, self.module, f"kernel {self.func.name}"
+        limits.check_bindings(info, len(module.bindings), what)
+        limits.check_push_constants(info, module.push_constant_size, what)
+        limits.check_workgroup(info, module.local_size, module.shared_memory_bytes, what)
+
+    def _check_index_range(self, env) -> None:
+        """Each buffer argument's element count fits the integer type of its shape (the kernel
+        computes flat indices in it): a larger product would wrap around on the device."""
+        for p in self._signature.buffer_params:
+            if not p.dims:
+                continue
+            count = 1
+            for expr, _ in p.dims:
+                count *= expr.value if isinstance(expr, IntImm) else int(self._evaluate(expr, env))
+            hi = max(type_range(expr.dtype)[1] for expr, _ in p.dims)
+            if count > hi:
+                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} has {count} elements, "
+                                    f"more than its {p.dims[0][0].dtype} indices reach ({hi})")
 
     def _derive(self, values):
         """(push-constant bytes, group counts) for these size/scalar values (memoized)."""
-        got = self._derived.get(values)
+        key = _values_key(values)
+        got = self._derived.get(key)
         if got is not None:
             return got
         env = dict(zip(self._env_vars, values))
+        self._check_index_range(env)
         for lowered, original in self._aliases.items():
             if original in env:
                 env[lowered] = env[original]
@@ -348,6 +394,11 @@ class Kernel:
             if pc.var not in env:
                 raise ArgumentError(f"kernel {self.name}: push constant {pc.var.name} has no value")
             value = env[pc.var]
+            if pc.dtype.code in ("int", "uint"):
+                lo, hi = type_range(pc.dtype)
+                if not lo <= int(value) <= hi:
+                    raise ArgumentError(f"kernel {self.name}: {pc.var.name} = {value} does not fit the "
+                                        f"kernel's {pc.dtype} (the shapes are too large for it)")
             raw = _pack(pc.dtype, value)
             push[pc.offset:pc.offset + len(raw)] = raw
         groups = []
@@ -365,7 +416,7 @@ class Kernel:
         got = (bytes(push), tuple(groups))
         if len(self._derived) > 1024:
             self._derived.clear()
-        self._derived[values] = got
+        self._derived[key] = got
         return got
 
     def _prepare(self, args, kwargs=None):
@@ -389,6 +440,8 @@ class Kernel:
             key = (p.index, a.nbytes)
             buf = self._scratch.get(key)
             if buf is None:
+                if len(self._scratch) >= SCRATCH_BUFFERS:
+                    self._scratch.clear()  # freed now; bounded memory for calls of many sizes
                 buf = self._scratch[key] = Buffer(self.device, a.nbytes)
             buffers[p.index] = buf
             copies.append((p.index, a, buf))
@@ -411,10 +464,9 @@ class Kernel:
             if type(key) is weakref.ref:
                 if key() is not a:
                     return None
-            elif type(a) is not key[0] or a != key[1]:
+            elif _scalar_key(a) != key:
                 return None
-        launch = memo[1]
-        return launch if launch.cmd is not None else None  # evicted launches are destroyed
+        return memo[1]
 
     def __call__(self, *args, **kwargs) -> None:
         """Dispatch on `args` (by position and/or by parameter name) and wait; numpy arrays are
@@ -424,17 +476,19 @@ class Kernel:
         if kwargs:
             args = self._signature.arguments(args, kwargs)
         launch = self._memo_hit(args)
-        if launch is not None:
-            launch.run()
+        if launch is not None and launch.run(if_recorded=True):  # an evicted launch is destroyed
             return
-        buffers, push, groups, copies = self._prepare(args)
+        if any(isinstance(a, np.ndarray) for a in args):
+            with self._lock:  # the scratch buffers are this kernel's: one call at a time
+                buffers, push, groups, copies = self._prepare(args)
+                get_launch(self.device, self.pipeline, buffers, push, groups).run()
+                self._copy_back(copies)
+            return
+        buffers, push, groups, _ = self._prepare(args)
         launch = get_launch(self.device, self.pipeline, buffers, push, groups)
         launch.run()
-        if copies:
-            self._copy_back(copies)
-        else:
-            self._memo = (tuple(weakref.ref(a) if isinstance(a, DeviceArray) else (type(a), a)
-                                for a in args), launch)
+        self._memo = (tuple(weakref.ref(a) if isinstance(a, DeviceArray) else _scalar_key(a)
+                            for a in args), launch)
 
     def profile(self, *args, repeat: int = 50, warmup: int = 1, **kwargs) -> Profile:
         """Run `repeat` times; device seconds per run from timestamp queries (wall time where
@@ -445,8 +499,9 @@ class Kernel:
             if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < least:
                 raise ArgumentError(f"kernel {self.name}: profile {what} must be an int >= {least}, "
                                     f"got {n!r}")
-        buffers, push, groups, copies = self._prepare(args, kwargs)
-        t = profile(self.device, self.pipeline, buffers, push, groups, repeat=repeat, warmup=warmup)
-        if copies:
+        with self._lock:
+            buffers, push, groups, copies = self._prepare(args, kwargs)
+            t = profile(self.device, self.pipeline, buffers, push, groups, repeat=repeat,
+                        warmup=warmup)
             self._copy_back(copies)
         return Profile(t.median, t.min, t.max, t.n, t.source, t.samples)

@@ -254,7 +254,11 @@ class Tuned:
                 continue
             args = _arguments(kernel)
             # one timed run first: a config much slower than the best so far is not repeated
-            first = kernel.profile(*args, repeat=1, warmup=1).median
+            try:
+                first = kernel.profile(*args, repeat=1, warmup=1).median
+            except UnsupportedError as exc:  # e.g. more workgroups than the device launches
+                self._note(f"skipped {config}: device cannot run it: {exc}")
+                continue
             seconds = first
             if best is None or first < 3 * best[0]:
                 seconds = min(first, kernel.profile(*args, repeat=self.repeat, warmup=0).median)

@@ -19,12 +19,13 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from .errors import ArgumentError, VkirError
+from .errors import ArgumentError, DeviceError, VkirError
 
 
 # -- loading kernels from a file -----------------------------------------------------------------
@@ -71,10 +72,15 @@ def _target(name: str, device_sel=None):
         return Target.lavapipe()
     from . import api
 
-    try:
+    if device_sel is not None or os.environ.get("VKIR_DEVICE"):
+        # a device the user named (--device, $VKIR_DEVICE) must open: never a silent fallback
         return api.target_for(api.device(device_sel).info)
-    except (VkirError, OSError):
-        return Target.lavapipe()  # no device here: compile for lavapipe's feature set
+    try:
+        return api.target_for(api.device().info)
+    except (DeviceError, OSError) as exc:
+        print(f"vkir: note: no usable Vulkan device ({exc}); compiling for lavapipe's feature set "
+              "(--target lavapipe)", file=sys.stderr)
+        return Target.lavapipe()
 
 
 # -- commands ------------------------------------------------------------------------------------

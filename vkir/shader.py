@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import struct
 import threading
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -94,6 +95,9 @@ class ShaderKernel:
         self.pipeline = runtime.get_pipeline(
             dev, self.spirv, entry, tuple(b.binding for b in self.bindings),
             info.push_constant_size, tuple(b.kind for b in self.bindings), entries)
+        # a dropped ShaderKernel gives its pipeline back (the last holder destroys it)
+        self._release = weakref.finalize(self, runtime.release_pipeline, dev, self.pipeline)
+        self._release.atexit = False
         self._asm = None
         self._scratch = {}
         self._lock = threading.Lock()
