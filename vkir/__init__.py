@@ -39,10 +39,11 @@ _LAZY = {
     "load_spirv": "vkir.shader:load_spirv",
     "compile_glsl": "vkir.shader:compile_glsl",
     "ShaderKernel": "vkir.shader:ShaderKernel",
+    "Target": "vkir.target:Target",
     "autotune": "vkir.autotune:autotune",
 }
 _SUBMODULES = {"analysis", "transform", "schedule", "spirv", "runtime", "script", "interpreter", "api",
-               "ops"}
+               "ops", "lowering", "target"}
 
 
 def __getattr__(name):
