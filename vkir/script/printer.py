@@ -15,8 +15,9 @@ from ..ir import stmt as S
 from ..ir.base import FrozenDict, PrimExpr, Stmt
 from ..ir.buffer import Buffer
 from ..ir.dtype import PointerType
-from ..ir.expr import Add, IntImm, Sub, Var
+from ..ir.expr import Add, Call, IntImm, Sub, Var
 from ..ir.function import PrimFunc
+from ..ir.op import is_atomic
 from ..ir.structural import recursion_headroom, structural_equal
 from ..ir.walk import walk
 from .print_expr import ExprPrinter, quote
@@ -232,7 +233,10 @@ class Printer(ExprPrinter):
         return lines + [f"{pad}else:"] + self.block(other, depth + 1)
 
     def _s_Evaluate(self, s, depth, pad):
-        return [f"{pad}T.evaluate({self.expr(s.value)})"]
+        text = self.expr(s.value)
+        if isinstance(s.value, Call) and is_atomic(s.value.op) and text.startswith("T.atomic_"):
+            return [f"{pad}{text}"]  # an atomic statement (its old value unused)
+        return [f"{pad}T.evaluate({text})"]
 
     def _s_Barrier(self, s, depth, pad):
         return [f"{pad}T.barrier()"]
