@@ -155,11 +155,14 @@ class SyncMixin:
             return self.op("OpGroupNonUniformBroadcastFirst", t, scope, self.expr(x))
         if op in _SHUFFLE:
             lane = e.args[1]
+            name = _SHUFFLE[op]
             if op == "subgroup_broadcast" and self.b.version < (1, 5) and \
                     not isinstance(lane, IntImm):
-                raise UnsupportedError(f"kernel {self.func.name!r}: subgroup_broadcast needs a "
-                                       f"constant lane before SPIR-V 1.5 (Vulkan 1.2) in `{e}`")
-            return self.op(_SHUFFLE[op], t, scope, self.expr(x), self._as_uint(lane))
+                # OpGroupNonUniformBroadcast takes a constant lane before SPIR-V 1.5; a shuffle
+                # from a (uniform) lane computes the same
+                self._subgroup_class(e, "shuffle")
+                name = "OpGroupNonUniformShuffle"
+            return self.op(name, t, scope, self.expr(x), self._as_uint(lane))
         name = op[len("subgroup_"):]
         group = "Reduce"
         if name.startswith("inclusive_"):
