@@ -28,8 +28,10 @@ def _compile(func: PrimFunc):
     return compiler, compiler.stmt(func.body)
 
 
-def interpret(func: PrimFunc, *args, check_races: bool = True, subgroup_size: int = 32) -> None:
-    """Run `func` on numpy arrays (buffers are modified in place) and Python/numpy scalars.
+def interpret(func: PrimFunc, *args, check_races: bool = True, subgroup_size: int = 32,
+              **kwargs) -> None:
+    """Run `func` on numpy arrays (buffers are modified in place) and Python/numpy scalars,
+    given by position and/or by parameter name (`interpret(f, a, b, c=out)`).
 
     Symbolic sizes come from the array shapes. Wrong argument count, dtypes or shapes raise
     `vkir.ArgumentError`; out-of-bounds accesses raise `OutOfBoundsError`. Unless `check_races`
@@ -43,14 +45,15 @@ def interpret(func: PrimFunc, *args, check_races: bool = True, subgroup_size: in
         raise ArgumentError(f"subgroup_size must be a power of two from 1 to 128, got "
                             f"{subgroup_size!r}")
     with recursion_headroom():  # compiling and running deep expressions recurse per level
-        _interpret(func, args, check_races, subgroup_size)
+        _interpret(func, args, kwargs, check_races, subgroup_size)
 
 
-def _interpret(func: PrimFunc, args: tuple, check_races: bool, subgroup_size: int) -> None:
+def _interpret(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool,
+               subgroup_size: int) -> None:
     if not isinstance(func, PrimFunc):
-        raise TypeError(f"interpret expects a PrimFunc, got {type(func).__name__}")
+        raise ArgumentError(f"interpret expects a PrimFunc, got {type(func).__name__}")
     compiler, body = _compile(func)
-    bindings = bind_arguments(func, args, evaluate)
+    bindings = bind_arguments(func, args, evaluate, kwargs)
     races = _race_checker(compiler, bindings.values) if check_races else None
     state = RunState(compiler.value_ndims, races, subgroup_size)
     slots = [None] * len(compiler.value_ndims)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .dtype import DataType
+
 
 @dataclass(frozen=True, slots=True)
 class OpInfo:
@@ -98,3 +100,23 @@ def is_pure(op: str) -> bool:
     """True for a known side-effect-free intrinsic; unknown ops are treated as impure."""
     info = OPS.get(op)
     return info is not None and info.pure
+
+
+_SUBGROUP_RESULT = {
+    "subgroup_size": DataType("int", 32), "subgroup_invocation_id": DataType("int", 32),
+    "subgroup_id": DataType("int", 32), "num_subgroups": DataType("int", 32),
+    "subgroup_elect": DataType("bool", 1), "subgroup_all": DataType("bool", 1),
+    "subgroup_any": DataType("bool", 1), "subgroup_ballot": DataType("uint", 32, 4),
+}
+
+
+def result_dtype(op: str, args) -> DataType:
+    """The dtype `T.<op>(*args)` has when it is not spelled out: the script parser gives calls
+    this dtype, and the printer writes `T.call` with an explicit dtype wherever it differs."""
+    if op in _SUBGROUP_RESULT:
+        return _SUBGROUP_RESULT[op]
+    if op in ("isnan", "isinf"):
+        return DataType("bool", 1, args[0].dtype.lanes)
+    if op == "if_then_else":
+        return args[1].dtype
+    return args[0].dtype

@@ -13,7 +13,7 @@ import sys
 
 from ..ir import expr as E
 from ..ir.dtype import DataType
-from ..ir.op import ATOMIC_BINARY, OPS, SUBGROUP_OPS
+from ..ir.op import ATOMIC_BINARY, OPS, SUBGROUP_OPS, result_dtype
 
 
 class BuildError(ValueError):
@@ -231,20 +231,6 @@ def intrinsic(op: str, *args, span=None) -> E.PrimExpr:
     return E.Call(result_dtype(op, values), op, tuple(values), span=span)
 
 
-def result_dtype(op: str, args) -> DataType:
-    """The dtype the parser gives `T.<op>(*args)` (the printer uses it to know when it must spell
-    the dtype out with T.call)."""
-    if op in _SUBGROUP_RESULT:
-        return _SUBGROUP_RESULT[op]
-    if op == "atomic_compare_exchange" or op in ATOMIC_BINARY:
-        return args[0].dtype
-    if op in ("isnan", "isinf"):
-        return DataType("bool", 1, args[0].dtype.lanes)
-    if op == "if_then_else":
-        return args[1].dtype
-    return args[0].dtype
-
-
 def typed_const(dtype: str, value, *, span=None) -> E.PrimExpr:
     """T.float32(1.5), T.int64(3), T.bool(True), T.float32("inf")."""
     dt = parse_dtype(dtype)
@@ -282,11 +268,6 @@ def _with_span(node, span):
 
 _INT32 = DataType("int", 32)
 _BOOL = DataType("bool", 1)
-_SUBGROUP_RESULT = {
-    "subgroup_size": _INT32, "subgroup_invocation_id": _INT32, "subgroup_id": _INT32,
-    "num_subgroups": _INT32, "subgroup_elect": _BOOL, "subgroup_all": _BOOL,
-    "subgroup_any": _BOOL, "subgroup_ballot": DataType("uint", 32, 4),
-}
 _SUBGROUP_LANE_ARG = ("subgroup_broadcast", "subgroup_shuffle", "subgroup_shuffle_xor",
                       "subgroup_shuffle_up", "subgroup_shuffle_down")
 
