@@ -17,5 +17,5 @@ def test_readme_subgroup_reduction(device, tmp_path):
     script = tmp_path / "readme_total.py"   # the parser reads the source from a file
     script.write_text("import numpy as np\nimport vkir\nfrom vkir import T\n" + block)
     env = runpy.run_path(str(script))
-    a, out = env["a"], env["out"]
-    assert out[0] == pytest.approx(2 * float(a.astype(np.float64).sum()), rel=1e-5)
+    values, result = env["values"], env["result"]
+    assert result[0] == pytest.approx(2 * float(values.astype(np.float64).sum()), rel=1e-5)
