@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..analysis.verify_types import verify_types
 from ..ir.base import show
 from ..ir.dtype import DataType
 from ..ir.expr import IntImm, Var, convert
@@ -30,7 +31,8 @@ def _compile(func: PrimFunc):
 def interpret(func: PrimFunc, *args, check_races: bool = True) -> None:
     """Run `func` on numpy arrays (buffers are modified in place) and Python/numpy scalars.
 
-    Symbolic sizes come from the array shapes. Wrong argument count, dtypes or shapes raise
+    The explicit-cast checker runs first (an ill-typed program raises `TypeCheckError`, as in
+    vkir.build). Symbolic sizes come from the array shapes. Wrong argument count, dtypes or shapes raise
     `vkir.ArgumentError`; out-of-bounds accesses raise `OutOfBoundsError`. Unless `check_races`
     is False, two invocations accessing one element without a barrier ordering them (a data
     race, which the lockstep execution would hide) raise `DataRaceError` (see races.py).
@@ -42,6 +44,7 @@ def interpret(func: PrimFunc, *args, check_races: bool = True) -> None:
 def _interpret(func: PrimFunc, args: tuple, check_races: bool) -> None:
     if not isinstance(func, PrimFunc):
         raise TypeError(f"interpret expects a PrimFunc, got {type(func).__name__}")
+    verify_types(func)  # the programs vkir.build refuses as ill-typed do not run here either
     compiler, body = _compile(func)
     bindings = bind_arguments(func, args, evaluate)
     races = _race_checker(compiler, bindings.values) if check_races else None
