@@ -8,8 +8,9 @@ vkir expressions over a bound temporary and emitted like any other expression.
 from __future__ import annotations
 
 from vkir.errors import UnsupportedError
-from vkir.ir import (Add, Broadcast, Call, DataType, Div, IntImm, LT, Let, Mul, Select, Sub,
-                     Var, const)
+
+from .float_division import fmod
+from vkir.ir import Add, Call, DataType, Div, LT, Let, Mul, Select, Sub, Var, const
 
 _GLSL_FLOAT = {
     "exp": "Exp", "exp2": "Exp2", "log": "Log", "log2": "Log2", "sqrt": "Sqrt",
@@ -53,7 +54,7 @@ class IntrinsicMixin:
                            self.expr(e.args[0]))
         if op == "fmod":
             self._check_float(e, "FRem")
-            return self.op("OpFRem", self.ty(dt), *[self.expr(a) for a in e.args])
+            return self._float_floor(e, fmod, e.args)  # exact, unlike drivers' OpFRem
         if op in ("shift_left", "shift_right"):
             self._check_int(e)
             name = "OpShiftLeftLogical" if op == "shift_left" else \
@@ -78,13 +79,12 @@ class IntrinsicMixin:
 
     def _shift_amount(self, amount) -> int:
         """The shift amount modulo the bit width (vkir's definition; SPIR-V leaves amounts of
-        the width or more undefined): a constant in range as it is, anything else masked."""
+        the width or more undefined): an amount whose range is known to be inside [0, bits) as
+        it is, anything else masked."""
         dt = amount.dtype
-        k = amount.value if isinstance(amount, IntImm) else \
-            amount.value.value if isinstance(amount, Broadcast) and \
-            isinstance(amount.value, IntImm) else None
         v = self.expr(amount)
-        if k is not None and 0 <= k < dt.bits:
+        known = self.ranges.of(amount)  # constants, loop vars, ... in range need no mask
+        if known is not None and 0 <= known[0] and known[1] < dt.bits:
             return v
         return self.op("OpBitwiseAnd", self.ty(dt), v, self.const(dt, dt.bits - 1))
 
