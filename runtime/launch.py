@@ -16,10 +16,11 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from vkir.errors import ArgumentError, DeviceError, UnsupportedError
+from vkir.errors import ArgumentError, DeviceError
 
 from ._vk import WHOLE_SIZE, check, ffi, lib, vk
 from .device import LAUNCH_CACHE_SIZE, submit_info
+from .limits import check_groups, check_storage_range
 from .memory import _barrier
 
 SHADER = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
@@ -76,8 +77,20 @@ class Launch:
         check(lib.vkEndCommandBuffer(cmd), "vkEndCommandBuffer")
         self.submit_info, self._keep = submit_info(cmd)
 
-    def run(self) -> None:
-        self.device.submit(self.submit_info)
+    def run(self, if_recorded: bool = False) -> bool:
+        """Submit the recorded commands and wait; True when it ran. A destroyed launch (evicted,
+        or its pipeline or a buffer released) raises DeviceError, or returns False with
+        `if_recorded` (callers that hold a launch across calls then look it up again)."""
+        device = self.device
+        with device._lock:
+            if self.cmd is None:
+                device.check_open()
+                if if_recorded:
+                    return False
+                raise DeviceError("this launch was destroyed (evicted, or its pipeline or one of "
+                                  "its buffers was released); look it up again with get_launch")
+            device.submit(self.submit_info)
+        return True
 
     def elapsed(self) -> float:
         """Device seconds between the two timestamps of the last run (timed launches only)."""
@@ -91,6 +104,7 @@ class Launch:
         return ticks * self.device.info.limits.timestamp_period_ns * 1e-9
 
     def destroy(self) -> None:
+        """Free the command buffer, descriptor set and query pool (the caller holds the lock)."""
         dev = self.device.handle
         if self.cmd is not None:
             cmds = ffi.new("VkCommandBuffer[]", [self.cmd])
@@ -107,11 +121,12 @@ def get_launch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1), t
     """The cached Launch for these exact arguments, recorded on first use."""
     key = (pipeline, tuple(b.serial for b in buffers), push, groups, timed)
     launches = device.launches
-    launch = launches.get(key)
-    if launch is not None:
-        launches.move_to_end(key)
-        return launch
     with device._lock:
+        device.check_open()
+        launch = launches.get(key)
+        if launch is not None:
+            launches.move_to_end(key)
+            return launch
         device.collect()
         if pipeline.handle is None:
             raise DeviceError("this pipeline was destroyed (device closed or pipeline cache reset); "
@@ -132,15 +147,8 @@ def _check(device, pipeline, buffers, push, groups):
     for b in buffers:
         if b.device is not device:
             raise ArgumentError(f"{b!r} lives on another device than {device!r}")
-    limits = device.info.limits
-    if len(groups) != 3:
-        raise ArgumentError(f"group counts must be (x, y, z), got {groups!r}")
-    for axis, (n, cap) in enumerate(zip(groups, limits.max_workgroup_count)):
-        if n < 0:
-            raise ArgumentError(f"negative workgroup count {n} on axis {'xyz'[axis]}")
-        if n > cap:
-            raise UnsupportedError(f"{n} workgroups on axis {'xyz'[axis]} exceed maxComputeWorkGroupCount "
-                                   f"({cap}) of {device.info.name!r}")
+        check_storage_range(device.info, b.nbytes, f"binding {b!r}")
+    check_groups(device.info, groups)
 
 
 def dispatch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1)) -> None:

@@ -4,6 +4,11 @@ On unified-memory devices (lavapipe, integrated GPUs) buffers live in host-visib
 memory, persistently mapped, and host copies are plain memcpy. Elsewhere they are device-local and
 host copies go through the device's staging buffer with vkCmdCopyBuffer. Non-coherent memory is
 flushed after host writes and invalidated before host reads.
+
+The memory is freed as soon as the Buffer is collected (a weakref finalizer; Device._release), not
+at the next allocation. Every host access checks that the device is still open (DeviceError after
+close or shutdown, never a touch of freed memory); copies through the shared staging buffer hold
+the device lock from the first copy to the last.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import numpy as np
 from vkir.errors import ArgumentError, DeviceError
 
 from ._vk import WHOLE_SIZE, check, ffi, lib, vk
+from .limits import check_allocation, check_storage_range
 
 USAGE = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
          | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
@@ -30,16 +36,21 @@ class Buffer:
                  "coherent", "_ptr", "__weakref__")
 
     def __init__(self, device, nbytes: int, staging: bool = False):
-        device.collect()
-        limit = device.info.limits.max_storage_buffer_range
-        if nbytes > limit and not staging:
-            from vkir.errors import UnsupportedError
-
-            raise UnsupportedError(f"a buffer of {nbytes} bytes exceeds maxStorageBufferRange "
-                                   f"({limit} bytes) of {device.info.name!r}")
+        if nbytes < 0:
+            raise ArgumentError(f"a buffer of {nbytes} bytes")
+        if not staging:  # every other buffer is bound as a storage buffer
+            check_storage_range(device.info, nbytes)
+        check_allocation(device.info, nbytes)
+        self._ptr = None
         self.device = device
         self.nbytes = int(nbytes)
         self.alloc_bytes = max(MIN_BYTES, (self.nbytes + 15) // 16 * 16)
+        with device._lock:  # no close() in between
+            device.check_open()
+            device.collect()
+            self._create(device, staging)
+
+    def _create(self, device, staging: bool) -> None:
         self.serial = device.next_serial()
         dev = device.handle
         out = ffi.new("VkBuffer*")
@@ -69,7 +80,6 @@ class Buffer:
         device._track(self, self.handle, self.memory)
         self.host_visible = mapped and bool(flags & HOST_VISIBLE)
         self.coherent = bool(flags & HOST_COHERENT)
-        self._ptr = None
         if self.host_visible:
             pp = ffi.new("void**")
             check(lib.vkMapMemory(dev, self.memory, 0, WHOLE_SIZE, 0, pp), "vkMapMemory")
@@ -77,7 +87,9 @@ class Buffer:
 
     # -- host access ------------------------------------------------------------------------
     def host_view(self) -> np.ndarray:
-        """A uint8 numpy view of the mapped memory (host-visible buffers only)."""
+        """A uint8 numpy view of the mapped memory (host-visible buffers only; valid while the
+        device is open)."""
+        check_alive(self)
         assert self._ptr is not None, "buffer is not host-visible"
         return np.frombuffer(ffi.buffer(self._ptr, self.nbytes), dtype=np.uint8)
 
@@ -90,12 +102,14 @@ class Buffer:
             raise ArgumentError(f"write of {src.nbytes} bytes into a buffer of {self.nbytes} bytes")
         if self.nbytes == 0:
             return
-        if self._ptr is not None:
-            self.write_prefix(src)
-            return
-        stage = self.device.staging(self.nbytes)
-        stage.write_prefix(src)
-        self.device.one_shot(lambda cmd: _copy(cmd, stage.handle, self.handle, self.nbytes))
+        with self.device._lock:
+            check_alive(self)
+            if self._ptr is not None:
+                self.write_prefix(src)
+                return
+            stage = self.device.staging(self.nbytes)
+            stage.write_prefix(src)
+            self.device.one_shot(lambda cmd: _copy(cmd, stage.handle, self.handle, self.nbytes))
 
     def write_prefix(self, src: np.ndarray) -> None:
         """Copy the uint8 array `src` into the first src.nbytes bytes of the mapped memory."""
@@ -119,25 +133,30 @@ class Buffer:
         assert dst.nbytes == self.nbytes and out.flags.c_contiguous
         if self.nbytes == 0:
             return out
-        if self._ptr is not None:
-            self._read_prefix(dst)
-            return out
-        stage = self.device.staging(self.nbytes)
-        self.device.one_shot(lambda cmd: _copy(cmd, self.handle, stage.handle, self.nbytes, to_host=True))
-        stage._read_prefix(dst)
+        with self.device._lock:
+            check_alive(self)
+            if self._ptr is not None:
+                self._read_prefix(dst)
+                return out
+            stage = self.device.staging(self.nbytes)
+            self.device.one_shot(lambda cmd: _copy(cmd, self.handle, stage.handle, self.nbytes,
+                                                   to_host=True))
+            stage._read_prefix(dst)
         return out
 
     def fill_zero(self) -> None:
         """Set every byte to zero."""
-        if self._ptr is not None:
-            self.host_view()[:] = 0
-            if not self.coherent:
-                self._flush()
-            return
-        self.device.one_shot(lambda cmd: _fill_zero(cmd, self.handle))
+        with self.device._lock:
+            if self._ptr is not None:
+                self.host_view()[:] = 0
+                if not self.coherent:
+                    self._flush()
+                return
+            self.device.one_shot(lambda cmd: _fill_zero(cmd, self.handle))
 
     def copy_from(self, other: "Buffer") -> None:
         """Device-side copy of `other`'s bytes into this buffer (same size)."""
+        check_alive(self)
         assert other.nbytes == self.nbytes
         if self.nbytes:
             self.device.one_shot(lambda cmd: _copy(cmd, other.handle, self.handle, self.nbytes))
@@ -185,5 +204,6 @@ def _barrier(cmd, src_stage, src_access, dst_stage, dst_access):
 
 
 def check_alive(buf: Buffer) -> None:
+    """DeviceError when `buf`'s device was closed (its memory is gone)."""
     if buf.device.closed:
-        raise DeviceError(f"{buf!r} belongs to a closed device")
+        raise DeviceError(f"device closed: {buf!r} belongs to a device that was shut down")

@@ -37,8 +37,10 @@ _LAZY = {
     "array": "vkir.api:array",
     "empty": "vkir.api:empty",
     "Kernel": "vkir.api:Kernel",
+    "autotune": "vkir.autotune:autotune",
 }
-_SUBMODULES = {"analysis", "transform", "schedule", "spirv", "runtime", "script", "interpreter", "api"}
+_SUBMODULES = {"analysis", "transform", "schedule", "spirv", "runtime", "script", "interpreter", "api",
+               "ops"}
 
 
 def __getattr__(name):

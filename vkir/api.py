@@ -9,20 +9,28 @@ A Kernel call checks every argument (count, dtype, shape, contiguity, device) an
 symbolic sizes from the shapes BEFORE anything is copied or recorded, so a bad call raises
 ArgumentError and leaves every buffer untouched. Push-constant bytes and group counts are computed
 once per distinct set of size/scalar values; the runtime reuses the pre-recorded command buffer
-when the arguments are the same device buffers.
+when the arguments are the same device buffers. Float scalars are cache keys by their bit
+pattern (0.0 and -0.0, and each nan, are different arguments).
+
+A Kernel is safe to call from several threads (calls with numpy arguments share its scratch
+buffers and take its lock); a collected Kernel releases its pipeline; a Kernel or an array whose
+device was closed raises DeviceError.
 """
 
 from __future__ import annotations
 
+import math
 import struct
+import threading
 import time
 import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .binding import Signature
 from .errors import ArgumentError, UnsupportedError
-from .ir import DataType, IntImm, PrimFunc, Var
+from .ir import DataType, IntImm, PrimFunc
 from .ir.dtype import type_range
 
 
@@ -133,7 +141,7 @@ class DeviceArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
@@ -180,6 +188,7 @@ def empty(shape, dtype="float32", device=None) -> DeviceArray:
     A vector dtype ("float32x4") gives the array of its scalar type with the same bytes, of shape
     S[:-1] + (S[-1] * lanes,): what kernels take for a vector-typed buffer of shape S."""
     from .runtime import Buffer
+    from .runtime.limits import shape_bytes
 
     dev = _device(device)
     shape = _shape(shape)
@@ -187,7 +196,7 @@ def empty(shape, dtype="float32", device=None) -> DeviceArray:
     if lanes > 1:
         shape = (*shape[:-1], (shape[-1] if shape else 1) * lanes)
     npd = _numpy_dtype(dtype)
-    buf = Buffer(dev, int(np.prod(shape, dtype=np.int64)) * npd.itemsize)
+    buf = Buffer(dev, shape_bytes(shape, npd.itemsize))
     buf.fill_zero()
     return DeviceArray(buf, shape, npd, dev)
 
@@ -212,32 +221,6 @@ def build(func: PrimFunc, device=None, pointer_casts: bool = False,
     if not isinstance(func, PrimFunc):
         raise ArgumentError(f"vkir.build expects a PrimFunc (a @T.prim_func), got {type(func).__name__}")
     return Kernel(func, _device(device), pointer_casts, precise)
-
-
-@dataclass(frozen=True)
-class _Param:
-    """How one parameter is checked: a buffer (dtype, dims) or a scalar."""
-
-    index: int
-    name: str
-    var: Var
-    dtype: DataType           # scalar dtype, or the buffer's element dtype
-    np_dtype: np.dtype | None  # numpy dtype a buffer argument must have
-    dims: tuple = ()          # per dim: (expr, lanes factor on the last dim)
-    is_buffer: bool = True
-
-
-def _params(func: PrimFunc) -> tuple:
-    out = []
-    for i, p in enumerate(func.params):
-        buf = func.buffer_map.get(p)
-        if buf is None:
-            out.append(_Param(i, p.name, p, p.dtype, None, (), False))
-            continue
-        lanes = buf.dtype.lanes
-        dims = tuple((e, lanes if k == len(buf.shape) - 1 else 1) for k, e in enumerate(buf.shape))
-        out.append(_Param(i, buf.name, p, buf.dtype, buf.dtype.element_of().numpy_dtype(), dims))
-    return tuple(out)
 
 
 def _check_layouts(func: PrimFunc) -> None:
@@ -278,6 +261,22 @@ def _pack(dtype: DataType, value) -> bytes:
     return np.array(int(value)).astype(f"{'u' if dtype.code == 'uint' else ''}int{dtype.bits}").tobytes()
 
 
+SCRATCH_BUFFERS = 32  # per Kernel: device copies of numpy arguments kept for the next call
+
+
+def _scalar_key(value):
+    """A cache key for a scalar argument that tells apart what == confuses: a float by its bit
+    pattern (0.0 and -0.0 differ, a nan equals itself), everything else by type and value."""
+    if isinstance(value, (float, np.floating)):
+        return (float, struct.pack("<d", float(value)))
+    return (type(value), value)
+
+
+def _values_key(values: tuple) -> tuple:
+    """`values` (bound sizes and scalars) as a hashable key with floats by bit pattern."""
+    return tuple(struct.pack("<d", v) if type(v) is float else v for v in values)
+
+
 @dataclass(frozen=True)
 class Profile:
     """Device seconds per run: median, min, max over n runs (source "timestamp" or "wall")."""
@@ -312,16 +311,23 @@ class Kernel:
         self.pipeline = runtime.get_pipeline(
             dev, self.module.words, self.module.entry_point,
             tuple(b.binding for b in self.module.bindings), self.module.push_constant_size)
+        # a dropped Kernel gives its pipeline back (the last holder destroys it and its launches)
+        self._release = weakref.finalize(self, runtime.release_pipeline, dev, self.pipeline)
+        self._release.atexit = False
+        self._lock = threading.Lock()  # guards the scratch buffers of calls with numpy arguments
         self.compile_seconds = time.perf_counter() - t0
         self._evaluate = evaluate
-        self._params = _params(func)
+        self._writes = tuple(sorted({b.param_index for b in self.module.bindings if b.writable}))
         # sizes and scalars are bound on the user's signature; codegen's push constants and grid
         # name the lowered function's vars, mapped back through _aliases where a pass renewed one
-        self._env_vars = tuple(func.size_vars) + tuple(p.var for p in self._params if not p.is_buffer)
+        self._signature = Signature(func, evaluate, where=f"kernel {func.name}",
+                                    written=self._writes, array_types=(DeviceArray, np.ndarray),
+                                    array_kinds="a vkir or numpy array", exact=True)
+        self._params = self._signature.params
+        self._env_vars = self._signature.env_vars
         self._aliases = _aliases(func, self.ir)
-        self._writes = tuple(sorted({b.param_index for b in self.module.bindings if b.writable}))
         self._binding_params = tuple(b.param_index for b in self.module.bindings)
-        self._derived = {}     # env values -> (push bytes, groups)
+        self._derived = {}     # _values_key(env values) -> (push bytes, groups)
         self._scratch = {}     # (param index, nbytes) -> runtime Buffer for numpy arguments
         self._asm = None
         self._memo = None      # (argument keys, Launch) of the last all-device-array call
@@ -347,114 +353,21 @@ class Kernel:
         return f"<vkir Kernel {self.name} on {self.device.info.name}>"
 
     def _check_limits(self) -> None:
-        """The per-axis workgroup size limit. Codegen already refused, against target_for(the
-        device), more invocations per workgroup, more shared memory and any feature than the
-        device has; the target carries no per-axis sizes."""
-        lim = self.device.info.limits
-        for axis, (n, cap) in enumerate(zip(self.module.local_size, lim.max_workgroup_size)):
-            if n > cap:
-                raise UnsupportedError(f"kernel {self.func.name}: threadIdx.{'xyz'[axis]} extent {n} "
-                                       f"exceeds maxComputeWorkGroupSize[{axis}] = {cap} on "
-                                       f"{self.device.info.name!r}")
+        """Every per-pipeline device limit, before the driver sees the module: storage buffers
+        per stage and set, push-constant bytes, workgroup size per axis, invocations and shared
+        memory (codegen checks the last three against the target too; the target carries no
+        per-axis sizes and no descriptor limits)."""
+        from .runtime import limits
 
-    # -- argument binding --------------------------------------------------------------------
-    def _bind(self, args):
-        """Check `args`; return (env values tuple, runtime buffers or numpy arrays per param)."""
-        params = self._params
-        if len(args) != len(params):
-            raise ArgumentError(f"kernel {self.name} takes {len(params)} arguments "
-                                f"({', '.join(p.name for p in params)}), got {len(args)}")
-        env = {}
-        deferred = []
-        for p, a in zip(params, args):
-            if p.is_buffer:
-                self._bind_buffer(p, a, env, deferred)
-            else:
-                env[p.var] = self._scalar(p, a)
-        for p, k, expr, want in deferred:
-            value = self._evaluate(expr, env)
-            if int(value) != want:
-                from .script.printer import script
-
-                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} has size {want} in dim {k}, "
-                                    f"expected {script(expr)} = {value}")
-        try:
-            return tuple(env[v] for v in self._env_vars)
-        except KeyError as exc:
-            raise ArgumentError(f"kernel {self.name}: symbolic size {exc.args[0].name} is not bound by "
-                                "any argument shape") from None
-
-    def _bind_buffer(self, p, a, env, deferred):
-        if isinstance(a, DeviceArray):
-            if a.device is not self.device:
-                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} lives on {a.device.info.name!r}, "
-                                    f"the kernel on {self.device.info.name!r}")
-        elif isinstance(a, np.ndarray):
-            if not a.flags.c_contiguous:
-                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is not C-contiguous "
-                                    "(use np.ascontiguousarray)")
-            if not a.flags.writeable and p.index in self._writes:
-                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is written but read-only")
-        else:
-            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} must be a vkir or numpy array, "
-                                f"got {type(a).__name__}")
-        if a.dtype != p.np_dtype:
-            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} has dtype {a.dtype}, "
-                                f"expected {p.np_dtype} (buffer of {p.dtype})")
-        shape = a.shape
-        if not p.dims and p.dtype.lanes > 1:
-            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is a 0-d buffer of "
-                                f"{p.dtype} elements; no array shape holds its {p.dtype.lanes} "
-                                "lanes (give the buffer shape (1,))")
-        if len(shape) != len(p.dims):
-            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} has {len(shape)} dims "
-                                f"{list(shape)}, expected {len(p.dims)}")
-        for k, ((expr, lanes), n) in enumerate(zip(p.dims, shape)):
-            if n % lanes:
-                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} dim {k} = {n} is not a "
-                                    f"multiple of the {lanes} vector lanes of {p.dtype}")
-            n //= lanes
-            if isinstance(expr, IntImm):
-                if expr.value != n:
-                    raise ArgumentError(f"kernel {self.name}: argument {p.name!r} has shape {list(shape)}, "
-                                        f"expected {expr.value * lanes} in dim {k}")
-            elif isinstance(expr, Var):
-                bound = env.get(expr)
-                if bound is None:
-                    env[expr] = n
-                elif bound != n:
-                    raise ArgumentError(f"kernel {self.name}: argument {p.name!r} dim {k} = {n} but "
-                                        f"{expr.name} = {bound} from an earlier argument")
-            else:
-                deferred.append((p, k, expr, n))
-
-    def _scalar(self, p, a):
-        dt = p.dtype
-        if isinstance(a, (np.ndarray, DeviceArray)) or not np.isscalar(a):
-            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is a scalar {dt}, got "
-                                f"{type(a).__name__}")
-        if dt.is_float:
-            if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, float, np.integer, np.floating)):
-                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is {dt}, got {a!r}")
-            value = float(a)
-            if np.isfinite(value) and abs(value) > float(np.finfo(f"float{dt.bits}").max):
-                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} = {a!r} is out of "
-                                    f"range for {dt} (nan and inf are accepted)")
-            return value
-        if dt.is_bool:
-            if not isinstance(a, (bool, np.bool_)):
-                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is bool, got {a!r}")
-            return bool(a)
-        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
-            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is {dt}, got {a!r}")
-        lo, hi = type_range(dt)
-        if not lo <= int(a) <= hi:
-            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} = {a} is out of range for {dt}")
-        return int(a)
+        info, module, what = self.device.info, self.module, f"kernel {self.func.name}"
+        limits.check_bindings(info, len(module.bindings), what)
+        limits.check_push_constants(info, module.push_constant_size, what)
+        limits.check_workgroup(info, module.local_size, module.shared_memory_bytes, what)
 
     def _derive(self, values):
         """(push-constant bytes, group counts) for these size/scalar values (memoized)."""
-        got = self._derived.get(values)
+        key = _values_key(values)
+        got = self._derived.get(key)
         if got is not None:
             return got
         env = dict(zip(self._env_vars, values))
@@ -466,6 +379,11 @@ class Kernel:
             if pc.var not in env:
                 raise ArgumentError(f"kernel {self.name}: push constant {pc.var.name} has no value")
             value = env[pc.var]
+            if pc.dtype.code in ("int", "uint"):
+                lo, hi = type_range(pc.dtype)
+                if not lo <= int(value) <= hi:
+                    raise ArgumentError(f"kernel {self.name}: {pc.var.name} = {value} does not fit the "
+                                        f"kernel's {pc.dtype} (the shapes are too large for it)")
             raw = _pack(pc.dtype, value)
             push[pc.offset:pc.offset + len(raw)] = raw
         groups = []
@@ -483,26 +401,32 @@ class Kernel:
         got = (bytes(push), tuple(groups))
         if len(self._derived) > 1024:
             self._derived.clear()
-        self._derived[values] = got
+        self._derived[key] = got
         return got
 
-    def _prepare(self, args):
+    def _prepare(self, args, kwargs=None):
         """All checks, then the runtime buffers (numpy arguments copied in) and launch data."""
         from .runtime import Buffer
 
-        values = self._bind(args)
-        push, groups = self._derive(values)
+        bound = self._signature.bind(args, kwargs)
+        args = bound.args
+        push, groups = self._derive(bound.values)
         buffers = {}
         copies = []
-        for p, a in zip(self._params, args):
-            if not p.is_buffer:
-                continue
+        for p in self._signature.buffer_params:
+            a = args[p.index]
             if isinstance(a, DeviceArray):
+                if a.device is not self.device:
+                    raise ArgumentError(f"kernel {self.name}: argument {p.name!r} lives on "
+                                        f"{a.device.info.name!r}, the kernel on "
+                                        f"{self.device.info.name!r}")
                 buffers[p.index] = a.buffer
                 continue
             key = (p.index, a.nbytes)
             buf = self._scratch.get(key)
             if buf is None:
+                if len(self._scratch) >= SCRATCH_BUFFERS:
+                    self._scratch.clear()  # freed now; bounded memory for calls of many sizes
                 buf = self._scratch[key] = Buffer(self.device, a.nbytes)
             buffers[p.index] = buf
             copies.append((p.index, a, buf))
@@ -525,28 +449,33 @@ class Kernel:
             if type(key) is weakref.ref:
                 if key() is not a:
                     return None
-            elif type(a) is not key[0] or a != key[1]:
+            elif _scalar_key(a) != key:
                 return None
-        launch = memo[1]
-        return launch if launch.cmd is not None else None  # evicted launches are destroyed
+        return memo[1]
 
-    def __call__(self, *args) -> None:
+    def __call__(self, *args, **kwargs) -> None:
+        """Dispatch on `args` (by position and/or by parameter name) and wait; numpy arrays are
+        copied in and the written ones back."""
         from .runtime import get_launch
 
+        if kwargs:
+            args = self._signature.arguments(args, kwargs)
         launch = self._memo_hit(args)
-        if launch is not None:
-            launch.run()
+        if launch is not None and launch.run(if_recorded=True):  # an evicted launch is destroyed
             return
-        buffers, push, groups, copies = self._prepare(args)
+        if any(isinstance(a, np.ndarray) for a in args):
+            with self._lock:  # the scratch buffers are this kernel's: one call at a time
+                buffers, push, groups, copies = self._prepare(args)
+                get_launch(self.device, self.pipeline, buffers, push, groups).run()
+                self._copy_back(copies)
+            return
+        buffers, push, groups, _ = self._prepare(args)
         launch = get_launch(self.device, self.pipeline, buffers, push, groups)
         launch.run()
-        if copies:
-            self._copy_back(copies)
-        else:
-            self._memo = (tuple(weakref.ref(a) if isinstance(a, DeviceArray) else (type(a), a)
-                                for a in args), launch)
+        self._memo = (tuple(weakref.ref(a) if isinstance(a, DeviceArray) else _scalar_key(a)
+                            for a in args), launch)
 
-    def profile(self, *args, repeat: int = 50, warmup: int = 1) -> Profile:
+    def profile(self, *args, repeat: int = 50, warmup: int = 1, **kwargs) -> Profile:
         """Run `repeat` times; device seconds per run from timestamp queries (wall time where
         the queue has none). Numpy arguments are copied in once and written ones back at the end."""
         from .runtime import profile
@@ -555,8 +484,9 @@ class Kernel:
             if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < least:
                 raise ArgumentError(f"kernel {self.name}: profile {what} must be an int >= {least}, "
                                     f"got {n!r}")
-        buffers, push, groups, copies = self._prepare(args)
-        t = profile(self.device, self.pipeline, buffers, push, groups, repeat=repeat, warmup=warmup)
-        if copies:
+        with self._lock:
+            buffers, push, groups, copies = self._prepare(args, kwargs)
+            t = profile(self.device, self.pipeline, buffers, push, groups, repeat=repeat,
+                        warmup=warmup)
             self._copy_back(copies)
         return Profile(t.median, t.min, t.max, t.n, t.source, t.samples)

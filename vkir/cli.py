@@ -16,12 +16,13 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from .errors import ArgumentError, VkirError
+from .errors import ArgumentError, DeviceError, VkirError
 
 
 # -- loading kernels from a file -----------------------------------------------------------------
@@ -68,10 +69,15 @@ def _target(name: str, device_sel=None):
         return Target.lavapipe()
     from . import api
 
-    try:
+    if device_sel is not None or os.environ.get("VKIR_DEVICE"):
+        # a device the user named (--device, $VKIR_DEVICE) must open: never a silent fallback
         return api.target_for(api.device(device_sel).info)
-    except (VkirError, OSError):
-        return Target.lavapipe()  # no device here: compile for lavapipe's feature set
+    try:
+        return api.target_for(api.device().info)
+    except (DeviceError, OSError) as exc:
+        print(f"vkir: note: no usable Vulkan device ({exc}); compiling for lavapipe's feature set "
+              "(--target lavapipe)", file=sys.stderr)
+        return Target.lavapipe()
 
 
 # -- commands ------------------------------------------------------------------------------------
@@ -228,12 +234,7 @@ def cmd_demo(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    root = Path(__file__).resolve().parents[1]
-    if not (root / "benchmarks" / "suite.py").is_file():
-        raise ArgumentError(f"benchmarks/ not found next to {root / 'vkir'} (run from a source checkout)")
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    from benchmarks import suite
+    from vkir.benchmarks import suite  # installed with the package (benchmarks/ in a checkout)
 
     return suite.main(device=args.device, workloads=args.workload, repeat=args.repeat,
                       json_path=args.json, quick=args.quick)

@@ -28,8 +28,9 @@ def _compile(func: PrimFunc):
     return compiler, compiler.stmt(func.body)
 
 
-def interpret(func: PrimFunc, *args, check_races: bool = True) -> None:
-    """Run `func` on numpy arrays (buffers are modified in place) and Python/numpy scalars.
+def interpret(func: PrimFunc, *args, check_races: bool = True, **kwargs) -> None:
+    """Run `func` on numpy arrays (buffers are modified in place) and Python/numpy scalars,
+    given by position and/or by parameter name (`interpret(f, a, b, c=out)`).
 
     The explicit-cast checker runs first (an ill-typed program raises `TypeCheckError`, as in
     vkir.build). Symbolic sizes come from the array shapes. Wrong argument count, dtypes or shapes raise
@@ -38,15 +39,15 @@ def interpret(func: PrimFunc, *args, check_races: bool = True) -> None:
     race, which the lockstep execution would hide) raise `DataRaceError` (see races.py).
     """
     with recursion_headroom():  # compiling and running deep expressions recurse per level
-        _interpret(func, args, check_races)
+        _interpret(func, args, kwargs, check_races)
 
 
-def _interpret(func: PrimFunc, args: tuple, check_races: bool) -> None:
+def _interpret(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool) -> None:
     if not isinstance(func, PrimFunc):
         raise TypeError(f"interpret expects a PrimFunc, got {type(func).__name__}")
     verify_types(func)  # the programs vkir.build refuses as ill-typed do not run here either
     compiler, body = _compile(func)
-    bindings = bind_arguments(func, args, evaluate)
+    bindings = bind_arguments(func, args, evaluate, kwargs)
     races = _race_checker(compiler, bindings.values) if check_races else None
     state = RunState(compiler.value_ndims, races)
     slots = [None] * len(compiler.value_ndims)
