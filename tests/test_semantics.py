@@ -41,14 +41,14 @@ def alarm():
 @pytest.mark.parametrize("expr, shown", [
     ("T.int64(2**31**3)", "2**29791"),
     ("T.int64(9**9**9)", "9**387420489"),
-    ("2**31**63", "2**<an integer of 313 bits>"),
+    ("2**31**63", f"2**{31**63}"),
     ("(-3)**100000", "-3**100000"),
 ])
 def test_huge_powers_are_located_script_errors(alarm, expr, shown):
     with pytest.raises(vkir.ScriptError) as info:
         _script(f"    A[0] = {expr}\n", 'A: T.Buffer((16,), "int64")')
     message = str(info.value)
-    assert f"constant {shown} has more than 256 bits" in message
+    assert f"constant {shown} has more than 2048 bits" in message
     assert ":3:" in message and "^" in message  # file:line:col and a caret under the power
 
 

@@ -26,9 +26,9 @@ class BuildError(ValueError):
 
 LITERAL_TYPES = (bool, int, float)
 
-# The widest integer the script folds or accepts as a literal (the widest vkir type has 64 bits;
-# the margin keeps messages about slightly-too-large constants exact).
-MAX_LITERAL_BITS = 256
+# The widest integer the script folds (a float64 holds integers up to 2**1024; beyond this a
+# constant fits no vkir type, and folding it could take hours).
+MAX_LITERAL_BITS = 2048
 
 
 def int_text(value: int) -> str:
