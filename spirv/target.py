@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from vkir.errors import ArgumentError
+
 FEATURES = frozenset({
     "float16", "float64", "int8", "int16", "int64",
     "storage_buffer_8bit", "storage_buffer_16bit",
@@ -41,14 +43,14 @@ class Target:
         object.__setattr__(self, "features", frozenset(self.features))
         unknown = self.features - FEATURES
         if unknown:
-            raise ValueError(f"unknown target features {sorted(unknown)}; "
+            raise ArgumentError(f"unknown target features {sorted(unknown)}; "
                              f"known: {sorted(FEATURES)}")
         limit = _MAX_SPIRV.get(self.env)
         if limit is not None and self.spirv_version > limit:
-            raise ValueError(f"SPIR-V {self.spirv_version[0]}.{self.spirv_version[1]} is too new "
+            raise ArgumentError(f"SPIR-V {self.spirv_version[0]}.{self.spirv_version[1]} is too new "
                              f"for {self.env} (at most {limit[0]}.{limit[1]})")
         if self.spirv_version < (1, 3):
-            raise ValueError("vkir emits SPIR-V 1.3 or newer (StorageBuffer storage class)")
+            raise ArgumentError("vkir emits SPIR-V 1.3 or newer (StorageBuffer storage class)")
 
     @staticmethod
     def vulkan13(**kwargs) -> "Target":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import transform
 from .analysis import verify_types, verify_well_formed
+from .errors import ArgumentError
 from .ir import PrimFunc
 from .ir.structural import recursion_headroom
 
@@ -33,7 +34,7 @@ def lower(func: PrimFunc, target=None, verify_each: bool = False,
     """Run the default pipeline for `target` and check the result with the explicit-cast and
     well-formedness checkers (after every pass when `verify_each`)."""
     if not isinstance(func, PrimFunc):
-        raise TypeError(f"vkir.lower expects a PrimFunc, got {type(func).__name__}")
+        raise ArgumentError(f"vkir.lower expects a PrimFunc, got {type(func).__name__}")
     with recursion_headroom():  # deep expressions recurse once per level in every pass
         verify_types(func)  # passes assume well-typed input: refuse ill-typed IR before any runs
         for p in default_passes(target, pointer_casts):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis.verify_types import verify_types
+from ..errors import ArgumentError
 from ..ir.base import show
 from ..ir.dtype import DataType
 from ..ir.expr import IntImm, Var, convert
@@ -44,7 +45,7 @@ def interpret(func: PrimFunc, *args, check_races: bool = True, **kwargs) -> None
 
 def _interpret(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool) -> None:
     if not isinstance(func, PrimFunc):
-        raise TypeError(f"interpret expects a PrimFunc, got {type(func).__name__}")
+        raise ArgumentError(f"interpret expects a PrimFunc, got {type(func).__name__}")
     verify_types(func)  # the programs vkir.build refuses as ill-typed do not run here either
     compiler, body = _compile(func)
     bindings = bind_arguments(func, args, evaluate, kwargs)

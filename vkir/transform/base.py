@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import ArgumentError, TransformError
 from ..ir import PrimFunc
 from ..ir.structural import recursion_headroom
 
@@ -18,10 +19,12 @@ class Pass:
 
     def __call__(self, func: PrimFunc) -> PrimFunc:
         if not isinstance(func, PrimFunc):
-            raise TypeError(f"{type(self).__name__} expects a PrimFunc, got {type(func).__name__}")
+            raise ArgumentError(f"{type(self).__name__} expects a PrimFunc, got {type(func).__name__}")
         with recursion_headroom():  # passes recurse once per level of deep expressions
             result = self.transform(func)
-        assert isinstance(result, PrimFunc), f"{type(self).__name__} returned {type(result)}"
+        if not isinstance(result, PrimFunc):
+            raise TransformError(f"{type(self).__name__} returned a {type(result).__name__}, "
+                                 "not a PrimFunc")
         return result
 
     def transform(self, func: PrimFunc) -> PrimFunc:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..arith.modular_set import modular_set
-from ..errors import UnsupportedError
+from ..errors import ArgumentError, UnsupportedError
 from ..ir import (
     Buffer, BufferLoad, BufferStore, DeclBuffer, FloorDiv, IntImm, PrimFunc,
     decl_buffer,
@@ -125,7 +125,7 @@ class PointerCastVectorize(Pass):
 
     def __post_init__(self):
         if self.target not in TARGETS:
-            raise ValueError(f"PointerCastVectorize: unknown target {self.target!r}; "
+            raise ArgumentError(f"PointerCastVectorize: unknown target {self.target!r}; "
                              f"expected one of {TARGETS}")
 
     def transform(self, func: PrimFunc) -> PrimFunc:
