@@ -187,8 +187,10 @@ class _Checker:
             if isinstance(extent, E.IntImm):
                 for value in _constant_lanes(i):
                     if not 0 <= value < extent.value:
+                        shape = ", ".join(compact(x, 20) for x in buffer.shape)
+                        shape += "," if len(buffer.shape) == 1 else ""
                         self.fail(6, node, f"constant index {value} is outside dim {k} of buffer "
-                                  f"{buffer.name} (shape {_shape(buffer, 2)})")
+                                  f"{buffer.name} (shape ({shape}))")
         elem = buffer.dtype
         return elem.with_lanes(elem.lanes * lanes)
 
