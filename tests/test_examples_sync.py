@@ -117,3 +117,19 @@ def test_float_atomic_add(device):
     for size in (8, 32):
         got = _interp(X.scatter_add, [index, w, np.zeros(37, np.float32)], size)[2]
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.device
+def test_benchmark_compares_subgroup_and_tree_sums(device):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks.suite import Bench, format_table
+
+    bench = Bench(repeat=2, quick=True)
+    bench.sum_subgroup()  # checks both results against numpy
+    got = {(m.impl, m.metric) for m in bench.results}
+    assert got == {(i, k) for i in ("vkir", "vkir_mirror") for k in ("device_s", "wall_s")}
+    assert all(m.workload == "sum_subgroup" and m.size == [1 << 16] for m in bench.results)
+    assert "sum_subgroup" in format_table(bench.results)
