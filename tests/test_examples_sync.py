@@ -133,3 +133,21 @@ def test_benchmark_compares_subgroup_and_tree_sums(device):
     assert got == {(i, k) for i in ("vkir", "vkir_mirror") for k in ("device_s", "wall_s")}
     assert all(m.workload == "sum_subgroup" and m.size == [1 << 16] for m in bench.results)
     assert "sum_subgroup" in format_table(bench.results)
+
+
+def test_interp_backend_runs_subgroup_kernels():
+    x = np.random.default_rng(7).random(700).astype(np.float32)
+    total = np.zeros(1, np.float32)
+    vkir.build(X.sum_atomic, device="interp")(x, total)
+    assert total[0] == pytest.approx(float(x.astype(np.float64).sum()), rel=1e-5)
+
+    sizes = vkir.from_script("""
+@T.prim_func
+def sizes(y: T.Buffer((64,), "int32")):
+    for tx in T.thread_binding(64, "threadIdx.x"):
+        y[tx] = T.subgroup_size()
+""")
+
+    y = np.zeros(64, np.int32)
+    vkir.build(sizes, device="interp")(y)
+    np.testing.assert_array_equal(y, 32)  # the interpreter's default subgroup size
