@@ -37,7 +37,7 @@ from ..ir import (
 from ..errors import TransformError
 from ..ir.walk import walk
 from .base import Pass
-from .software_pipeline_linear import Lin
+from ..arith.linear import ScalarLinear as Lin
 
 _ASYNC = (AsyncScope, AsyncCommitQueue, AsyncWaitQueue)
 _UNKNOWN = ("?",)
