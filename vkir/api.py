@@ -355,6 +355,20 @@ class Kernel:
         limits.check_push_constants(info, module.push_constant_size, what)
         limits.check_workgroup(info, module.local_size, module.shared_memory_bytes, what)
 
+    def _check_index_range(self, env) -> None:
+        """Each buffer argument's element count fits the integer type of its shape (the kernel
+        computes flat indices in it): a larger product would wrap around on the device."""
+        for p in self._signature.buffer_params:
+            if not p.dims:
+                continue
+            count = 1
+            for expr, _ in p.dims:
+                count *= expr.value if isinstance(expr, IntImm) else int(self._evaluate(expr, env))
+            hi = max(type_range(expr.dtype)[1] for expr, _ in p.dims)
+            if count > hi:
+                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} has {count} elements, "
+                                    f"more than its {p.dims[0][0].dtype} indices reach ({hi})")
+
     def _derive(self, values):
         """(push-constant bytes, group counts) for these size/scalar values (memoized)."""
         key = _values_key(values)
@@ -362,6 +376,7 @@ class Kernel:
         if got is not None:
             return got
         env = dict(zip(self._env_vars, values))
+        self._check_index_range(env)
         for lowered, original in self._aliases.items():
             if original in env:
                 env[lowered] = env[original]

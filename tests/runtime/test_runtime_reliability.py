@@ -157,6 +157,23 @@ def test_large_but_representable_shapes_name_the_limit(device):
     assert vkir.empty((0, 2**40), "float32", device=device).size == 0
 
 
+def test_element_counts_beyond_the_index_type_are_refused(device):
+    """A (2**16, 2**16) int8 argument (4 GiB: within maxStorageBufferRange on many GPUs) would
+    wrap the kernel's int32 flat index; refused before anything runs. The array is a small
+    buffer that claims the shape, as such a GPU's array would."""
+    @T.prim_func
+    def first(a: T.Buffer(("n", "m"), "int8")):
+        for tx in T.thread_binding(1, "threadIdx.x"):
+            a[0, 0] = T.int8(1)
+
+    k = vkir.build(first, device=device)
+    small = vkir.empty(16, "int8", device=device)
+    huge = vkir.api.DeviceArray(small.buffer, (2**16, 2**16), np.int8, device)
+    with pytest.raises(ArgumentError, match=r"4294967296 elements, more than its int32 indices"):
+        k(huge)
+    assert not small.numpy().any()
+
+
 # -- 2: use after close / shutdown ---------------------------------------------------------------
 @T.prim_func
 def addone(a: T.Buffer((64,), "float32"), b: T.Buffer((64,), "float32")):
