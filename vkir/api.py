@@ -33,6 +33,9 @@ from .ir import DataType, IntImm, PrimFunc
 from .ir.dtype import type_range
 from .timing import Timing
 
+__all__ = ["devices", "device", "target_for", "DeviceArray", "array", "empty", "lower", "build",
+           "Kernel", "Profile"]
+
 
 # -- devices -------------------------------------------------------------------------------------
 def devices():

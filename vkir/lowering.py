@@ -8,6 +8,8 @@ from .errors import ArgumentError
 from .ir import PrimFunc
 from .ir.structural import recursion_headroom
 
+__all__ = ["lower", "default_passes"]
+
 
 def default_passes(target=None, pointer_casts: bool = False) -> tuple:
     """The Vulkan pipeline, in order. Async pipelining is resolved first (it needs the N-d
