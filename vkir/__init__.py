@@ -36,10 +36,11 @@ _LAZY = {
     "array": "vkir.api:array",
     "empty": "vkir.api:empty",
     "Kernel": "vkir.api:Kernel",
+    "Target": "vkir.target:Target",
     "autotune": "vkir.autotune:autotune",
 }
 _SUBMODULES = {"analysis", "transform", "schedule", "spirv", "runtime", "script", "interpreter", "api",
-               "ops"}
+               "ops", "lowering", "target"}
 
 
 # `from vkir import *`: the errors, the IR package and every lazily resolved name (never the

@@ -64,22 +64,14 @@ def _device(dev):
 
 
 def target_for(info, precise: bool = False):
-    """The vkir.spirv.Target matching a runtime DeviceInfo (SPIR-V version, features, limits);
-    `precise` asks for float arithmetic the driver may not contract or reassociate."""
-    from .spirv import FEATURES, Target
+    """The vkir.Target of a runtime Device or DeviceInfo (`Target.from_device`); `precise` asks
+    for float arithmetic the driver may not contract or reassociate."""
+    from dataclasses import replace
 
-    major, minor = (int(v) for v in info.api_version.split(".")[:2])
-    if (major, minor) >= (1, 3):
-        version, env = (1, 6), "vulkan1.3"
-    elif (major, minor) >= (1, 2):
-        version, env = (1, 5), "vulkan1.2"
-    else:
-        version, env = (1, 3), "vulkan1.1"
-    lim = info.limits
-    return Target(spirv_version=version, env=env, features=info.features & FEATURES,
-                  max_workgroup_invocations=lim.max_workgroup_invocations,
-                  max_shared_memory_bytes=lim.max_shared_memory_bytes,
-                  max_push_constant_bytes=lim.max_push_constant_bytes, precise=precise)
+    from .target import Target
+
+    target = Target.from_device(info)
+    return replace(target, precise=True) if precise else target
 
 
 # -- arrays --------------------------------------------------------------------------------------
@@ -205,16 +197,19 @@ def empty(shape, dtype="float32", device=None) -> DeviceArray:
 
 
 # -- lowering and building -----------------------------------------------------------------------
-def lower(func: PrimFunc, target=None, verify_each: bool = False,
+def lower(func: PrimFunc, target=None, *, instruments=(), verify_each: bool = False,
           pointer_casts: bool = False) -> PrimFunc:
-    """The default pass pipeline for `target` (see vkir.lowering); `verify_each` runs the
-    explicit-cast checker after every pass; `pointer_casts` adds PointerCastVectorize."""
+    """The default pass pipeline for `target` (a vkir.Target, a target name or a device; None is
+    the Vulkan 1.1 baseline), see vkir.lowering: `instruments` are called around every pass,
+    `verify_each` runs the explicit-cast checker after every pass, `pointer_casts` adds
+    PointerCastVectorize."""
     from .lowering import lower as _lower
 
-    return _lower(func, target, verify_each=verify_each, pointer_casts=pointer_casts)
+    return _lower(func, target, instruments=instruments, verify_each=verify_each,
+                  pointer_casts=pointer_casts)
 
 
-def build(func: PrimFunc, device=None, pointer_casts: bool = False,
+def build(func: PrimFunc, *, device=None, pointer_casts: bool = False,
           precise: bool = False) -> "Kernel":
     """Lower, generate SPIR-V for `device` (validated by codegen) and create the (cached)
     pipeline. `pointer_casts=True` vectorizes aligned accesses through explicit pointer casts

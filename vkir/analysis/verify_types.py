@@ -49,20 +49,14 @@ _LOGIC = (E.And, E.Or)
 def verify_types(func: PrimFunc, target=None) -> None:
     """Raise TypeCheckError at the first violation of the typing rules; return None otherwise.
 
-    With a Vulkan `target` ("vulkan", "vulkan1.x", or a vkir.spirv.Target), a global bool buffer
-    is an error (BoolToInt8 must have run).
+    `target` is a vkir.Target (or a target name, or None for no target). For a Vulkan target a
+    global bool buffer is an error (BoolToInt8 must have run).
     """
+    from ..target import Target
+
+    target = Target.coerce(target)
     with recursion_headroom():  # one recursion per level of deep expressions
-        _Checker(_is_vulkan(target)).check_func(func)
-
-
-def _is_vulkan(target) -> bool:
-    if target is None:
-        return False
-    if isinstance(target, str):
-        return target.lower().startswith("vulkan") or target.lower() == "spirv"
-    env = getattr(target, "env", None)
-    return isinstance(env, str) and env.lower().startswith("vulkan")
+        _Checker(target is not None and target.is_vulkan).check_func(func)
 
 
 class _Checker:
