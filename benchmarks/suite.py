@@ -153,7 +153,11 @@ class Bench:
 
         fn = IreeFunction(workload, *shape)
         args = [fn.upload(a) for a in inputs]
-        self.check(f"{workload} iree", fn.to_host(fn(*args)), want, rtol=rtol, atol=atol)
+        try:
+            self.check(f"{workload} iree", fn.to_host(fn(*args)), want, rtol=rtol, atol=atol)
+        except AssertionError as exc:  # a peer's wrong result is reported, not timed
+            print(f"  {exc}: IREE not measured", flush=True)
+            return {}
 
         class Wall:
             def __init__(self, seconds):

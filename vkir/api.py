@@ -212,12 +212,18 @@ def lower(func: PrimFunc, target=None, *, instruments=(), verify_each: bool = Fa
 def build(func: PrimFunc, *, device=None, pointer_casts: bool = False,
           precise: bool = False) -> "Kernel":
     """Lower, generate SPIR-V for `device` (validated by codegen) and create the (cached)
-    pipeline. `pointer_casts=True` vectorizes aligned accesses through explicit pointer casts
+    pipeline; `device="interp"` gives a Kernel run by the interpreter instead (same calls, same
+    errors; see vkir.backends). `pointer_casts=True` vectorizes aligned accesses through explicit pointer casts
     (one VkBuffer bound to aliased descriptors) where the VectorTypeRewriter must scalarize.
     `precise=True` forbids the driver to fuse or reassociate float arithmetic (NoContraction),
     so float results equal vkir.interpret's bit for bit, at some cost in speed."""
     if not isinstance(func, PrimFunc):
         raise ArgumentError(f"vkir.build expects a PrimFunc (a @T.prim_func), got {type(func).__name__}")
+    if isinstance(device, str):
+        from .backends import BACKENDS, BackendKernel
+
+        if device in BACKENDS:  # e.g. "interp": no Vulkan at all
+            return BackendKernel(func, BACKENDS[device](), pointer_casts, precise)
     return Kernel(func, _device(device), pointer_casts, precise)
 
 

@@ -8,7 +8,9 @@ call) builds the winner directly. The cache lives in `$VKIR_CACHE_DIR/autotune` 
 platform's user cache directory for "vkir") and is keyed by the device (vendor id, device id,
 driver version and name), a hash of the template's source, and the values of `key`.
 
-`VKIR_AUTOTUNE=0` takes the first config the device can run, without timing. Configs a template
+`VKIR_AUTOTUNE=0` takes the first config the device can run, without timing. Tuning stops
+timing new configs once it has taken `budget_s` (45 s by default; the list's best configs
+come first, so what is left is the unlikely ones). Configs a template
 refuses for the shape (a `VkirError` from the template: a tile that does not divide, say) or that
 the device cannot run (`UnsupportedError` from the build: too many invocations or too much shared
 memory) are skipped, with the reason logged on the "vkir.autotune" logger.
@@ -106,11 +108,12 @@ def _config_key(config: dict) -> str:
 class Tuned:
     """A kernel template with configs and an autotuning `build`. Calling it calls the template."""
 
-    def __init__(self, fn, configs, key, repeat: int = 3):
+    def __init__(self, fn, configs, key, repeat: int = 3, budget_s: float = 45.0):
         self.fn = fn
         self.configs = configs
         self.key = tuple(key)
         self.repeat = repeat
+        self.budget_s = budget_s  # configs left when tuning has taken this long are skipped
         self.source_hash = _source_hash(fn)
         self.last_log: list[str] = []
         self._kernels = weakref.WeakKeyDictionary()  # device -> {shape key: Kernel}
@@ -250,6 +253,9 @@ class Tuned:
         bar = tqdm(configs, desc=f"autotune {self.fn.__module__}.{self.fn.__qualname__}", file=sys.stderr,
                    leave=False, unit="config")
         for config in bar:
+            if best is not None and time.perf_counter() - t_start > self.budget_s:
+                self._note(f"skipped {config}: the tuning budget of {self.budget_s:.0f} s is spent")
+                continue
             kernel, reason = self._try_build(dev, shape, config)
             if kernel is None:
                 self._note(f"skipped {config}: {reason}")
