@@ -320,12 +320,25 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    import warnings
+
     try:
-        status = args.fn(args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # the note below says it once
+            status = args.fn(args)
     except VkirError as exc:
         print(f"vkir: error: {exc}", file=sys.stderr)
         status = 2
+    _print_driver_note()
     return _check_validation(status)
+
+
+def _print_driver_note() -> None:
+    """Say which drivers were used when the loader found none by itself (never silent)."""
+    runtime = sys.modules.get("vkir.runtime")
+    inst = runtime.instance._state.get("instance") if runtime is not None else None
+    if inst is not None and inst.note:
+        print(f"vkir: note: {inst.note}", file=sys.stderr)
 
 
 def _check_validation(status: int) -> int:

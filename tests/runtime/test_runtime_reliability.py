@@ -403,3 +403,17 @@ def test_cli_compile_with_an_unknown_device_fails(device, tmp_path, capsys, monk
     monkeypatch.setenv("VKIR_DEVICE", "no-such-gpu")
     assert cli.main(["compile", str(src)]) == 2
     assert "from $VKIR_DEVICE" in capsys.readouterr().err
+
+
+def test_the_icd_fallback_is_announced(device):
+    """When the loader finds no driver by itself (here: its search path hides them), vkir uses
+    the installed ICDs, and the command line says so."""
+    env = dict(os.environ, XDG_DATA_DIRS="/nonexistent", XDG_CONFIG_DIRS="/nonexistent",
+               VKIR_VALIDATION="0")
+    for key in ("VK_ICD_FILENAMES", "VK_DRIVER_FILES", "VK_ADD_DRIVER_FILES"):
+        env.pop(key, None)
+    proc = subprocess.run([sys.executable, "-m", "vkir.cli", "devices"], capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "vkir: note: the Vulkan loader found no device; using the drivers installed in" in proc.stderr
+    assert device.info.name in proc.stdout
