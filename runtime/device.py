@@ -1,7 +1,8 @@
 """Device: a logical VkDevice with one compute queue and everything dispatch needs.
 
 It enables only what kernels can use (shaderInt64/Int16/Float64, float16/int8 arithmetic, 8/16-bit
-storage, variable pointers; robustness and the rest stay off), owns the command pool, descriptor
+storage, variable pointers, int64 and float32 atomics with their extensions; robustness and the
+rest stay off), owns the command pool, descriptor
 pools, the VkPipelineCache, a fence, and the caches of pipelines and pre-recorded launches.
 Execution is synchronous: every submit is waited for, so no resource is ever in flight when Python
 code touches it.
@@ -25,17 +26,19 @@ from collections import OrderedDict
 from vkir.errors import DeviceError, UnsupportedError
 
 from ._vk import call, check, cstr, ffi, lib, vk
-from .info import CORE_FEATURES, FEATURE_STRUCTS, DeviceInfo
+from .info import CORE_FEATURES, EXTENSION_STRUCTS, FEATURE_STRUCTS, DeviceInfo
 
 UINT64_MAX = 0xFFFFFFFFFFFFFFFF
 # extensions that carry feature structs on Vulkan 1.1 devices (core from 1.2)
 FEATURE_EXTENSIONS = {
     "VkPhysicalDeviceShaderFloat16Int8Features": "VK_KHR_shader_float16_int8",
     "VkPhysicalDevice8BitStorageFeatures": "VK_KHR_8bit_storage",
+    "VkPhysicalDeviceShaderAtomicInt64Features": "VK_KHR_shader_atomic_int64",
 }
 LAUNCH_CACHE_SIZE = 256
 DESCRIPTOR_POOL_SETS = 256
 DESCRIPTOR_POOL_BUFFERS = 256 * 8
+DESCRIPTOR_POOL_UNIFORMS = 256  # uniform buffers (shaders loaded with vkir.load_spirv use them)
 
 
 def _cache_file(physical):
@@ -126,6 +129,11 @@ class Device:
                 if ext not in available:
                     continue
                 extensions.append(ext)
+            ext = EXTENSION_STRUCTS.get(cname)
+            if ext is not None:  # never core: enabled where the device has a feature of it
+                if ext not in available or not any(n in supported for n in members.values()):
+                    continue
+                extensions.append(ext)
             e = ffi.new(cname + "*")
             e.sType = stype
             for member, name in members.items():
@@ -133,6 +141,9 @@ class Device:
             prev.pNext = e
             prev = e
             keep.append(e)
+        if "VK_EXT_shader_atomic_float2" in extensions and \
+                "VK_EXT_shader_atomic_float" not in extensions:  # float2 requires it
+            extensions.append("VK_EXT_shader_atomic_float")
         priorities = ffi.new("float[]", [1.0])
         queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.queue_family, queueCount=1,
                                                pQueuePriorities=priorities)
@@ -261,11 +272,13 @@ class Device:
             if allocate(pool) == vk.VK_SUCCESS:
                 return pool, out[0]
         sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                         descriptorCount=DESCRIPTOR_POOL_BUFFERS)]
+                                         descriptorCount=DESCRIPTOR_POOL_BUFFERS),
+                 vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
+                                         descriptorCount=DESCRIPTOR_POOL_UNIFORMS)]
         pool = call("vkCreateDescriptorPool", vk.vkCreateDescriptorPool, self.handle,
                     vk.VkDescriptorPoolCreateInfo(
                         flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
-                        maxSets=DESCRIPTOR_POOL_SETS, poolSizeCount=1, pPoolSizes=sizes), None)
+                        maxSets=DESCRIPTOR_POOL_SETS, poolSizeCount=len(sizes), pPoolSizes=sizes), None)
         self._descriptor_pools.append(pool)
         check(allocate(pool), "vkAllocateDescriptorSets")
         return pool, out[0]

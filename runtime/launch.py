@@ -45,10 +45,10 @@ class Launch:
             infos = [vk.VkDescriptorBufferInfo(buffer=b.handle, offset=0, range=WHOLE_SIZE)
                      for b in buffers]
             writes = [vk.VkWriteDescriptorSet(dstSet=self.set, dstBinding=binding, dstArrayElement=0,
-                                              descriptorCount=1,
-                                              descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                              descriptorCount=1, descriptorType=kind,
                                               pBufferInfo=[info])
-                      for binding, info in zip(pipeline.bindings, infos)]
+                      for binding, kind, info in zip(pipeline.bindings, pipeline.descriptor_types,
+                                                     infos)]
             vk.vkUpdateDescriptorSets(dev, len(writes), writes, 0, None)
         if timed:
             self.query_pool = vk.vkCreateQueryPool(dev, vk.VkQueryPoolCreateInfo(

@@ -36,6 +36,9 @@ _LAZY = {
     "array": "vkir.api:array",
     "empty": "vkir.api:empty",
     "Kernel": "vkir.api:Kernel",
+    "load_spirv": "vkir.shader:load_spirv",
+    "compile_glsl": "vkir.shader:compile_glsl",
+    "ShaderKernel": "vkir.shader:ShaderKernel",
     "Target": "vkir.target:Target",
     "autotune": "vkir.autotune:autotune",
 }

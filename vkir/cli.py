@@ -7,6 +7,9 @@
     vkir run FILE.py[:FUNC] [--size NAME=VALUE ...] [--seed N] [--device SEL]
     vkir demo [--device SEL]
     vkir bench [--device SEL] [--workload NAME ...] [--repeat N] [--json FILE] [--quick]
+    vkir validate FILE... [--target-env ENV] [--format text|json|junit] [-o REPORT]  (vkir.validate)
+    vkir dis FILE.spv [-o OUT]
+    vkir doctor                                                                      (vkir.doctor)
 
 User errors (VkirError) print "vkir: error: ..." and exit with status 2; a failed result check
 (run, demo) exits with status 1. With VKIR_VALIDATION=1 any validation-layer message is printed
@@ -230,9 +233,12 @@ def cmd_run(args) -> int:
     kernel(*on_device)
     wall = time.perf_counter() - t0
     # the reference values: the kernel as written, in lockstep (a pipeline-annotated loop races
-    # as written: its barriers come from lowering); data races are looked for in what runs
-    interpret(func, *reference, check_races=False)
-    interpret(kernel.ir, *[a.copy() if isinstance(a, np.ndarray) else a for a in inputs])
+    # as written: its barriers come from lowering); data races are looked for in what runs;
+    # subgroups have the device's size
+    size = dev.info.subgroup_size
+    interpret(func, *reference, check_races=False, subgroup_size=size)
+    interpret(kernel.ir, *[a.copy() if isinstance(a, np.ndarray) else a for a in inputs],
+              subgroup_size=size)
     print(f"{func.name} on {dev.info.name}: compiled in {kernel.compile_seconds * 1e3:.1f} ms, "
           f"ran in {wall * 1e3:.2f} ms")
     ok = True
@@ -313,6 +319,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="FILE", help="write one JSON object per measurement")
     p.add_argument("--quick", action="store_true", help="small sizes and few repeats (smoke run)")
     p.set_defaults(fn=cmd_bench)
+
+    from . import doctor, validate   # existing shaders and the set-up (their own modules)
+
+    validate.add_commands(sub)
+    doctor.add_command(sub)
     return ap
 
 

@@ -8,6 +8,7 @@ vkir expressions over a bound temporary and emitted like any other expression.
 from __future__ import annotations
 
 from vkir.errors import UnsupportedError
+from vkir.ir.op import is_atomic, is_subgroup
 from vkir.ir import Add, Call, DataType, Div, LT, Let, Mul, Select, Sub, Var, const
 
 _GLSL_FLOAT = {
@@ -34,6 +35,10 @@ class IntrinsicMixin:
         op, dt = e.op, e.dtype
         if op == "if_then_else":
             return self.if_then_else(e)
+        if is_atomic(op):
+            return self.atomic(e)
+        if is_subgroup(op):
+            return self.subgroup(e)
         if op in _GLSL_FLOAT:
             name = _GLSL_FLOAT[op]
             self._check_float(e, name)

@@ -31,6 +31,7 @@ from ..ir.function import PrimFunc
 from ..ir.op import OPS
 from ..ir.printer import compact
 from ..ir.structural import recursion_headroom
+from .verify_types_sync import check_atomic, check_subgroup
 
 RULES = {
     1: "access lanes",
@@ -314,6 +315,10 @@ class _Checker:
             return t
         if len(types) != info.arity:
             self.fail(3, e, f"{e.op} takes {info.arity} arguments, got {len(types)}")
+        if info.kind == "atomic":
+            return check_atomic(self, e, types)
+        if info.kind == "subgroup":
+            return check_subgroup(self, e, types)
         if info.kind == "special" and e.op == "reinterpret":
             (ta,) = types
             if ta.is_handle or t.is_handle or ta.is_bool or t.is_bool:

@@ -33,19 +33,25 @@ import numpy as np
 from ..ir import expr as E
 from ..ir.buffer import Buffer
 from ..ir.dtype import DataType
+from ..ir.op import is_atomic, is_subgroup
 from . import numeric as N
 from .errors import InterpreterError
 from .memory import AsyncGroup, Storage, extent_elements, load, make_bound, positions, store
 from .races import Site
+from .atomics import compile_atomic
+from .subgroups import compile_subgroup
 
 
 class RunState:
     """Mutable state of one interpretation: async queues, live per-invocation storages, and the
     race checker (`races`, a RaceChecker, or None when races are not checked)."""
 
-    __slots__ = ("queues", "group", "local_storages", "value_ndims", "committed", "races")
+    __slots__ = ("queues", "group", "local_storages", "value_ndims", "committed", "races",
+                 "subgroup_size", "extents")
 
-    def __init__(self, value_ndims: list, races=None):
+    def __init__(self, value_ndims: list, races=None, subgroup_size: int = 32):
+        self.subgroup_size = subgroup_size
+        self.extents = {"x": 1, "y": 1, "z": 1}  # largest threadIdx extents seen (linear ids)
         self.queues = defaultdict(list)
         self.group = None
         self.local_storages = []
@@ -64,16 +70,19 @@ class RunState:
 class Frame:
     """Slot values of the active invocations: `tid` is None for a single uniform invocation, else
     the ids (rows of local storage) of the K active invocations. `key` identifies the
-    invocations for the race checker (an int, or one per row: see races.py)."""
+    invocations for the race checker (an int, or one per row: see races.py). `coords` holds the
+    threadIdx (x, y, z) of each row (shape (K, 3)), for subgroup operations."""
 
-    __slots__ = ("slots", "tid", "state", "group_size", "key")
+    __slots__ = ("slots", "tid", "state", "group_size", "key", "coords")
 
-    def __init__(self, slots: list, tid, state: RunState, group_size: int = 1, key=0):
+    def __init__(self, slots: list, tid, state: RunState, group_size: int = 1, key=0,
+                 coords=None):
         self.slots = slots
         self.tid = tid
         self.state = state
         self.group_size = group_size  # invocations of the workgroup (active or not)
         self.key = key
+        self.coords = coords
 
     def subset(self, mask) -> "Frame":
         """The frame restricted to the invocations where `mask` holds."""
@@ -81,14 +90,19 @@ class Frame:
         slots = [v[mask] if nd >= 0 and v is not None and v.ndim > nd else v
                  for v, nd in zip(self.slots, nds)]
         key = self.key[mask] if self.key.__class__ is np.ndarray else self.key
-        return Frame(slots, self.tid[mask], self.state, self.group_size, key)
+        coords = self.coords[mask] if self.coords is not None else None
+        return Frame(slots, self.tid[mask], self.state, self.group_size, key, coords)
 
     def take(self, owner) -> "Frame":
         """A frame of len(owner) invocations, invocation c copying the values of owner[c]."""
         nds = self.state.value_ndims
         slots = [v[owner] if nd >= 0 and v is not None and v.ndim > nd else v
                  for v, nd in zip(self.slots, nds)]
-        return Frame(slots, None, self.state, len(owner))
+        coords = self.coords[owner] if self.coords is not None else None
+        return Frame(slots, None, self.state, len(owner), coords=coords)
+
+
+_AXIS = {"x": 0, "y": 1, "z": 2}
 
 
 def _uniform(value) -> bool:
@@ -261,6 +275,10 @@ class Compiler:
     def e_Call(self, e):
         if e.op == "if_then_else":
             return self._if_then_else(e)
+        if is_atomic(e.op):
+            return compile_atomic(self, e)
+        if is_subgroup(e.op):
+            return compile_subgroup(self, e)
         args = [self.expr(a) for a in e.args]
         npdt = N.np_dtype(e.dtype)
         if e.op == "reinterpret":
@@ -566,6 +584,9 @@ class Compiler:
                 child = Frame(list(fr.slots), np.arange(n), state, n)
                 child.slots[slot] = (np.arange(n, dtype=np.int64) + int(lo)).astype(npdt)
                 parent_rows = np.zeros(n, np.intp)
+                within = np.arange(n)
+                coords = np.zeros((n, 3), np.int64) if fr.coords is None else \
+                    np.repeat(fr.coords, n, axis=0)
                 if state.races is not None:
                     child.key = state.races.child_keys(fr.key, np.arange(n), axis)
             else:
@@ -580,10 +601,15 @@ class Compiler:
                 child = fr.take(owner)
                 child.tid = parent_rows * int(counts.max()) + within
                 child.group_size = fr.group_size * int(counts.max())
+                coords = np.zeros((total, 3), np.int64) if child.coords is None else \
+                    child.coords.copy()
                 lo_c = lo if _uniform(lo) else lo[owner]
                 child.slots[slot] = (within + lo_c).astype(npdt)
                 if state.races is not None:
                     child.key = state.races.child_keys(fr.key[owner], within, axis)
+            coords[:, _AXIS[axis]] = within
+            child.coords = coords
+            state.extents[axis] = max(state.extents[axis], int(within.max()) + 1)
             saved = [(st, st.fork_rows(parent_rows, child.tid)) for st in state.local_storages]
             body(child)
             for st, (data, rows) in saved:

@@ -13,7 +13,7 @@ import sys
 
 from ..ir import expr as E
 from ..ir.dtype import DataType
-from ..ir.op import OPS, result_dtype
+from ..ir.op import ATOMIC_BINARY, OPS, SUBGROUP_OPS, result_dtype
 
 
 class BuildError(ValueError):
@@ -263,10 +263,70 @@ def _with_span(node, span):
     return replace(node, span=span)
 
 
+# ----------------------------------------------------------------------------------------------
+# atomics and subgroup operations
+
+_INT32 = DataType("int", 32)
+_BOOL = DataType("bool", 1)
+_SUBGROUP_LANE_ARG = ("subgroup_broadcast", "subgroup_shuffle", "subgroup_shuffle_xor",
+                      "subgroup_shuffle_up", "subgroup_shuffle_down")
+
+
+def atomic(op: str, element, *values, span=None) -> E.PrimExpr:
+    """`T.atomic_<op>(A[i], v)` / `T.atomic_compare_exchange(A[i], expected, desired)`: a Call
+    whose first argument is the BufferLoad of the updated element; literal values take the
+    element's dtype. The result is the element's old value."""
+    if not isinstance(element, E.BufferLoad):
+        raise BuildError(f"the first argument must be a buffer element such as A[i], got "
+                         f"{_describe(element)}", 0)
+    want = 2 if op == "atomic_compare_exchange" else 1
+    if len(values) != want:
+        raise BuildError(f"takes {want + 1} arguments, got {len(values) + 1}")
+    typed = []
+    for i, v in enumerate(values):
+        typed.append(literal_as(v, element.dtype, i + 1) if is_literal(v) else to_expr(v, i + 1))
+    return E.Call(element.dtype, op, (element, *typed), span=span)
+
+
+def subgroup(op: str, *args, span=None) -> E.PrimExpr:
+    """`T.subgroup_<op>(...)`: predicates are bool, lanes/masks/deltas int32 (literals take those
+    types), other operands keep their own dtype."""
+    arity = SUBGROUP_OPS[op][0]
+    if len(args) != arity:
+        raise BuildError(f"takes {arity} argument{'s' * (arity != 1)}, got {len(args)}")
+    values = []
+    for i, a in enumerate(args):
+        if op in ("subgroup_all", "subgroup_any", "subgroup_ballot"):
+            values.append(literal_as(a, _BOOL, i) if is_literal(a) else to_expr(a, i))
+        elif i == 1:  # the lane, mask or delta of a broadcast or shuffle
+            values.append(literal_as(a, _INT32, i) if is_literal(a) else to_expr(a, i))
+        else:
+            values.append(to_expr(a, i))
+    return E.Call(result_dtype(op, values), op, tuple(values), span=span)
+
+
+def _atomic_builder(op: str):
+    def build(element, *values, span=None):
+        return atomic(op, element, *values, span=span)
+    build.__name__ = op
+    build.__doc__ = f"T.{op}: see `atomic`."
+    return build
+
+
+def _subgroup_builder(op: str):
+    def build(*args, span=None):
+        return subgroup(op, *args, span=span)
+    build.__name__ = op
+    build.__doc__ = f"T.{op}: see `subgroup`."
+    return build
+
+
 EXPR_BUILDERS = {
     "cast": cast, "reinterpret": reinterpret, "ramp": ramp, "broadcast": broadcast,
     "select": select, "if_then_else": if_then_else, "min": min, "max": max,
     "truncdiv": truncdiv, "truncmod": truncmod, "floordiv": floordiv, "floormod": floormod,
     "shuffle": shuffle, "call": call,
+    **{op: _atomic_builder(op) for op in (*ATOMIC_BINARY, "atomic_compare_exchange")},
+    **{op: _subgroup_builder(op) for op in SUBGROUP_OPS},
 }
 """Builders by T name; every op of vkir.ir.op.OPS not listed here is `intrinsic(op, ...)`."""
