@@ -294,7 +294,9 @@ class Kernel:
         # lowered and compiled, or loaded from the disk compile cache (vkir.compile_cache);
         # codegen validated the words before they were used or stored, so nothing unvalidated
         # reaches vkCreateShaderModule
-        self._compiled = compile_vulkan(func, self.target, pointer_casts=pointer_casts)
+        self._compiled = compile_vulkan(
+            func, self.target, pointer_casts=pointer_casts,
+            lower=lambda: lower(func, self.target, pointer_casts=pointer_casts))
         self.module = self._compiled.module
         self._check_limits()
         self.pipeline = runtime.get_pipeline(

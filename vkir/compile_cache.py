@@ -99,14 +99,17 @@ class Compiled:
         return self._ir
 
 
-def compile_vulkan(func: PrimFunc, target, *, pointer_casts: bool = False) -> Compiled:
-    """`func` lowered and compiled to validated SPIR-V for `target`, through the disk cache."""
+def compile_vulkan(func: PrimFunc, target, *, pointer_casts: bool = False,
+                   lower=None) -> Compiled:
+    """`func` lowered and compiled to validated SPIR-V for `target`, through the disk cache.
+    `lower()` gives the lowered function (default: vkir.lowering.lower with these options)."""
     options = {"pointer_casts": bool(pointer_casts)}
 
-    def lower():
-        from .lowering import lower as lower_
+    if lower is None:
+        def lower():
+            from .lowering import lower as lower_
 
-        return lower_(func, target, pointer_casts=pointer_casts)
+            return lower_(func, target, pointer_casts=pointer_casts)
 
     directory = cache_dir()
     key = cache_key(func, target, options) if directory is not None else None
