@@ -294,9 +294,10 @@ class Kernel:
         # lowered and compiled, or loaded from the disk compile cache (vkir.compile_cache);
         # codegen validated the words before they were used or stored, so nothing unvalidated
         # reaches vkCreateShaderModule
+        target = self.target  # the closure must not hold self: a dropped Kernel is freed at once
         self._compiled = compile_vulkan(
-            func, self.target, pointer_casts=pointer_casts,
-            lower=lambda: lower(func, self.target, pointer_casts=pointer_casts))
+            func, target, pointer_casts=pointer_casts,
+            lower=lambda: lower(func, target, pointer_casts=pointer_casts))
         self.module = self._compiled.module
         self._check_limits()
         self.pipeline = runtime.get_pipeline(
