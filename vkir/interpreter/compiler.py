@@ -35,7 +35,8 @@ from ..ir.buffer import Buffer
 from ..ir.dtype import DataType
 from ..ir.op import is_atomic, is_subgroup
 from . import numeric as N
-from .errors import InterpreterError
+from ..errors import describe_invocation
+from .errors import InterpreterError, OutOfBoundsError
 from .memory import AsyncGroup, Storage, extent_elements, load, make_bound, positions, store
 from .races import Site
 from .atomics import compile_atomic
@@ -151,6 +152,30 @@ def _scalar_access(fidx):
     return access2
 
 
+def _locate(err: OutOfBoundsError, fr, threads, span) -> OutOfBoundsError:
+    """A copy of `err` naming the invocation that made the access (from the thread loop vars in
+    `fr`, the offending row when the index varied across invocations) and the source span."""
+    row = getattr(err, "row", None)
+    invocation = {}
+    for thread, slot in threads:
+        value = fr.slots[slot]
+        if isinstance(value, np.ndarray) and value.ndim:
+            if row is None or row >= len(value):
+                continue  # which invocation is not known: leave this id out
+            value = value[row]
+        invocation[thread] = int(value)
+    message = str(err)
+    if invocation:
+        message += f", in invocation {describe_invocation(invocation)}"
+    location = str(span) if span is not None else None
+    if location is not None:
+        message += f" at {location}"
+        line = getattr(span, "source_line", "")
+        if line:
+            message += f"\n    {line.strip()}"
+    return OutOfBoundsError(message, err.buffer, err.index, invocation, location)
+
+
 class Compiler:
     """Turns expressions and statements into closures `f(frame)`; variables and buffers get
     slots."""
@@ -164,6 +189,7 @@ class Compiler:
         self.stmt_span = None     # span of the statement being compiled (for loads)
         self.thread_loops = []    # (thread tag, extent expr, loop var name) of thread loops
         self.written = set()      # data vars of the buffers some store writes
+        self.threads = ()         # (thread tag, slot) of the thread loops around the code
 
     # -- slots -------------------------------------------------------------------------------
 
@@ -332,6 +358,7 @@ class Compiler:
         fidx = [self.expr(i) for i in e.indices]
         lanes = e.indices[-1].dtype.lanes if e.indices else 1
         site = self.site("read", e)
+        locate = self.locator(site)
         total = lanes * e.buffer.dtype.lanes
 
         if lanes == 1 and e.buffer.dtype.lanes == 1 and len(fidx) in (1, 2):
@@ -343,8 +370,11 @@ class Compiler:
                 if p is not None:
                     value = bb.storage.view(bb.npdt)[p]
                 else:
-                    p = positions(bb, idx, lanes, fr.tid)
-                    value = load(bb, p)
+                    try:
+                        p = positions(bb, idx, lanes, fr.tid)
+                        value = load(bb, p)
+                    except OutOfBoundsError as err:
+                        raise locate(err, fr) from None
                 races = fr.state.races
                 if races is not None:
                     races.read(bb, p, fr, site, total)
@@ -352,8 +382,11 @@ class Compiler:
         else:
             def buffer_load(fr):
                 bb = get(fr)
-                p = positions(bb, [f(fr) for f in fidx], lanes, fr.tid)
-                value = load(bb, p)
+                try:
+                    p = positions(bb, [f(fr) for f in fidx], lanes, fr.tid)
+                    value = load(bb, p)
+                except OutOfBoundsError as err:
+                    raise locate(err, fr) from None
                 races = fr.state.races
                 if races is not None:
                     races.read(bb, p, fr, site, total)
@@ -483,6 +516,7 @@ class Compiler:
         lanes = s.indices[-1].dtype.lanes if s.indices else 1
         is_async = self.in_async
         site = self.site("write", s)
+        locate = self.locator(site)
         total = lanes * s.buffer.dtype.lanes
         self.written.add(s.buffer.data)
 
@@ -502,26 +536,47 @@ class Compiler:
                     return
             else:
                 idx = [f(fr) for f in fidx]
-            pos = positions(bb, idx, lanes, fr.tid)
-            group = fr.state.group if is_async else None
+            try:
+                pos = positions(bb, idx, lanes, fr.tid)
+                group = fr.state.group if is_async else None
+                if group is None:
+                    store(bb, pos, value)
+                elif races is None:
+                    group.record(bb, pos, value)
+                    return
+            except OutOfBoundsError as err:
+                raise locate(err, fr) from None
             if group is None:
-                store(bb, pos, value)
                 if races is not None:
                     if np.ndim(value) > np.ndim(pos):  # one element, a value per invocation
                         pos = np.broadcast_to(pos, np.shape(value))
                     races.write(bb, pos, fr, site, total)
-            elif races is not None:
+            else:
                 if np.ndim(value) > np.ndim(pos):
                     pos = np.broadcast_to(pos, np.shape(value))
-                group.record(bb, pos, value, (bb, races.async_keys(bb, pos, fr, total), site))
-            else:
-                group.record(bb, pos, value)
+                try:
+                    group.record(bb, pos, value, (bb, races.async_keys(bb, pos, fr, total), site))
+                except OutOfBoundsError as err:
+                    raise locate(err, fr) from None
         return buffer_store
+
+    def locator(self, site: int):
+        """`(error, frame) -> error`: the OutOfBoundsError of access `site` completed by the
+        invocation (the ids of the enclosing thread loops) and the access's source location."""
+        threads = self.threads
+        span = self.sites[site].span
+        return lambda err, fr: _locate(err, fr, threads, span)
 
     def s_For(self, s):
         fmin, fext = self.expr(s.min), self.expr(s.extent)
         slot = self.bind(s.loop_var)
-        body = self.stmt(s.body)
+        outer = self.threads
+        if s.kind == "thread_binding" and isinstance(s.thread, str):
+            self.threads = outer + ((s.thread, slot),)
+        try:
+            body = self.stmt(s.body)
+        finally:
+            self.threads = outer
         self.bound.discard(s.loop_var)
         npdt = N.np_dtype(s.loop_var.dtype)
         if s.kind == "thread_binding":

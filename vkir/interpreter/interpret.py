@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..analysis.verify_types import verify_types
 from ..errors import ArgumentError
 from ..ir.base import show
 from ..ir.dtype import DataType
@@ -33,7 +34,8 @@ def interpret(func: PrimFunc, *args, check_races: bool = True, subgroup_size: in
     """Run `func` on numpy arrays (buffers are modified in place) and Python/numpy scalars,
     given by position and/or by parameter name (`interpret(f, a, b, c=out)`).
 
-    Symbolic sizes come from the array shapes. Wrong argument count, dtypes or shapes raise
+    The explicit-cast checker runs first (an ill-typed program raises `TypeCheckError`, as in
+    vkir.build). Symbolic sizes come from the array shapes. Wrong argument count, dtypes or shapes raise
     `vkir.ArgumentError`; out-of-bounds accesses raise `OutOfBoundsError`. Unless `check_races`
     is False, two invocations accessing one element without a barrier ordering them (a data
     race, which the lockstep execution would hide) raise `DataRaceError` (see races.py).
@@ -52,6 +54,7 @@ def _interpret(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool,
                subgroup_size: int) -> None:
     if not isinstance(func, PrimFunc):
         raise ArgumentError(f"interpret expects a PrimFunc, got {type(func).__name__}")
+    verify_types(func)  # the programs vkir.build refuses as ill-typed do not run here either
     compiler, body = _compile(func)
     bindings = bind_arguments(func, args, evaluate, kwargs)
     races = _race_checker(compiler, bindings.values) if check_races else None

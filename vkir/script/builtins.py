@@ -26,6 +26,18 @@ class BuildError(ValueError):
 
 LITERAL_TYPES = (bool, int, float)
 
+# The widest integer the script folds (a float64 holds integers up to 2**1024; beyond this a
+# constant fits no vkir type, and folding it could take hours).
+MAX_LITERAL_BITS = 2048
+
+
+def int_text(value: int) -> str:
+    """`value` in decimal, or a short description when it is too wide to print usefully (Python
+    refuses to print integers of more than 4300 digits)."""
+    if abs(value).bit_length() <= MAX_LITERAL_BITS:
+        return str(value)
+    return f"{'-' if value < 0 else ''}<an integer of {abs(value).bit_length()} bits>"
+
 
 def is_literal(value) -> bool:
     return isinstance(value, LITERAL_TYPES)
@@ -55,7 +67,7 @@ def default_dtype(value) -> DataType:
 def literal_as(value, dtype: DataType, arg: int | None = None) -> E.PrimExpr:
     """The Python literal `value` as a constant of `dtype` (a Broadcast for a vector dtype)."""
     if dtype.is_handle:
-        raise BuildError(f"literal {value!r} cannot be used with a handle operand", arg)
+        raise BuildError(f"literal {_describe(value)} cannot be used with a handle operand", arg)
     elem = dtype.element_of()
     if isinstance(value, bool):
         if not elem.is_bool:
@@ -69,11 +81,11 @@ def literal_as(value, dtype: DataType, arg: int | None = None) -> E.PrimExpr:
         lo, hi = ((-(1 << (elem.bits - 1)), (1 << (elem.bits - 1)) - 1) if elem.is_int
                   else (0, (1 << elem.bits) - 1))
         if not lo <= value <= hi:
-            raise BuildError(f"integer literal {value} is out of range for {elem}", arg)
+            raise BuildError(f"integer literal {int_text(value)} is out of range for {elem}", arg)
     elif elem.is_bool and value not in (0, 1):
-        raise BuildError(f"integer literal {value} used where a bool is expected", arg)
+        raise BuildError(f"integer literal {int_text(value)} used where a bool is expected", arg)
     elif elem.is_float and abs(value) > sys.float_info.max:  # float(value) would overflow
-        raise BuildError(f"integer literal {value} is out of range for {elem}", arg)
+        raise BuildError(f"integer literal {int_text(value)} is out of range for {elem}", arg)
     return E.const(value, dtype)
 
 
@@ -132,6 +144,8 @@ def _describe(value) -> str:
         return f"the string {value!r}"
     if isinstance(value, (list, tuple)):
         return "a list"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int_text(value)
     return repr(value)
 
 
@@ -248,7 +262,7 @@ def typed_const(dtype: str, value, *, span=None) -> E.PrimExpr:
             raise BuildError(f"expected an integer, got {value!r}", 0)
         value = int(value)
     if dt.is_bool and not isinstance(value, bool) and value not in (0, 1):
-        raise BuildError(f"expected True or False, got {value!r}", 0)
+        raise BuildError(f"expected True or False, got {_describe(value)}", 0)
     if dt.is_bool:
         value = bool(value)
     if dt.is_integer and isinstance(value, bool):
