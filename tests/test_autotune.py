@@ -132,3 +132,14 @@ def test_matmul_template_tunes_and_the_op_uses_the_winner(device, cache, monkeyp
     assert matmul.kernel.cached(device.info, **shape) == k.config
     a = np.ones((64, 16), np.float32)
     np.testing.assert_allclose(matmul(a, a.T.copy(), device=device), np.full((64, 64), 16.0))
+
+
+def test_templates_taking_subgroup_size_get_the_devices(device, cache):
+    seen = []
+
+    def template(n, w=64, subgroup_size=None):
+        seen.append(subgroup_size)
+        return scale_template(n, w)
+
+    vkir.autotune(configs=[dict(w=64)], key=("n",))(template).build(device=device, n=64)
+    assert seen == [device.info.subgroup_size]
