@@ -13,6 +13,8 @@ from .transform.base import verify_every_pass
 from .transform.instruments import CheckTypes
 from .transform.pipeline import Pipeline
 
+__all__ = ["lower", "default_passes"]
+
 # the quirk SplitLongLoops works around (vkir.runtime.quirks lists the drivers that have it)
 LOOP_TRIP_LIMIT = "loop_trip_limit_65535"
 
