@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from vkir.errors import ArgumentError, DeviceError, UnsupportedError
 
-from ._vk import WHOLE_SIZE, check, ffi, lib, vk
+from ._vk import check, ffi, lib, vk
 from .device import LAUNCH_CACHE_SIZE, submit_info
 from .memory import _barrier
 
@@ -37,18 +37,9 @@ class Launch:
         self.pipeline = pipeline
         self.serials = frozenset(b.serial for b in buffers)
         dev = device.handle
-        self.pool, self.set = device.allocate_descriptor_set(pipeline.set_layout)
         self.query_pool = None
         self.cmd = None
-        if pipeline.bindings:
-            infos = [vk.VkDescriptorBufferInfo(buffer=b.handle, offset=0, range=WHOLE_SIZE)
-                     for b in buffers]
-            writes = [vk.VkWriteDescriptorSet(dstSet=self.set, dstBinding=binding, dstArrayElement=0,
-                                              descriptorCount=1,
-                                              descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                              pBufferInfo=[info])
-                      for binding, info in zip(pipeline.bindings, infos)]
-            vk.vkUpdateDescriptorSets(dev, len(writes), writes, 0, None)
+        self.pool, self.set = descriptor_set(device, pipeline, buffers)
         if timed:
             self.query_pool = vk.vkCreateQueryPool(dev, vk.VkQueryPoolCreateInfo(
                 queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=2), None)
@@ -76,8 +67,16 @@ class Launch:
         check(lib.vkEndCommandBuffer(cmd), "vkEndCommandBuffer")
         self.submit_info, self._keep = submit_info(cmd)
 
-    def run(self) -> None:
-        self.device.submit(self.submit_info)
+    def run(self, keep=None, timeout=None) -> None:
+        """Submit and wait (`timeout` seconds at most, see submission.py); `keep`: what must
+        stay alive should the wait give up while the dispatch still runs."""
+        self.device.submit(self.submit_info, self, keep, self.serials, timeout)
+
+    def submit(self, keep=None, what: str = "launch"):
+        """Submit without waiting: the in-flight Submission (keeping `keep` alive)."""
+        from .submission import submit_async
+
+        return submit_async(self.device, self.submit_info, self, self.serials, keep, what)
 
     def elapsed(self) -> float:
         """Device seconds between the two timestamps of the last run (timed launches only)."""
@@ -91,6 +90,8 @@ class Launch:
         return ticks * self.device.info.limits.timestamp_period_ns * 1e-9
 
     def destroy(self) -> None:
+        if self.device._inflight:
+            self.device.wait_for(owner=self)
         dev = self.device.handle
         if self.cmd is not None:
             cmds = ffi.new("VkCommandBuffer[]", [self.cmd])
@@ -101,6 +102,22 @@ class Launch:
         if self.query_pool is not None:
             lib.vkDestroyQueryPool(dev, self.query_pool, ffi.NULL)
             self.query_pool = None
+
+
+def descriptor_set(device, pipeline, buffers):
+    """(pool, set): a new descriptor set of `pipeline`'s layout pointing at `buffers` (each at
+    its offset and range), in the order of pipeline.bindings."""
+    pool, dset = device.allocate_descriptor_set(pipeline.set_layout)
+    if pipeline.bindings:
+        infos = [vk.VkDescriptorBufferInfo(buffer=b.handle, offset=b.offset, range=b.range)
+                 for b in buffers]
+        writes = [vk.VkWriteDescriptorSet(dstSet=dset, dstBinding=binding, dstArrayElement=0,
+                                          descriptorCount=1,
+                                          descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                          pBufferInfo=[info])
+                  for binding, info in zip(pipeline.bindings, infos)]
+        vk.vkUpdateDescriptorSets(device.handle, len(writes), writes, 0, None)
+    return pool, dset
 
 
 def get_launch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1), timed: bool = False) -> Launch:

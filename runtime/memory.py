@@ -1,5 +1,8 @@
 """Device buffers: one VkBuffer + VkDeviceMemory each, freed when the Python object goes.
 
+Small buffers are sub-allocated instead (suballoc.py: many share one VkBuffer and VkDeviceMemory,
+each at its own `offset`); `allocate` picks the kind. Every copy and descriptor uses `offset`.
+
 On unified-memory devices (lavapipe, integrated GPUs) buffers live in host-visible device-local
 memory, persistently mapped, and host copies are plain memcpy. Elsewhere they are device-local and
 host copies go through the device's staging buffer with vkCmdCopyBuffer. Non-coherent memory is
@@ -27,7 +30,8 @@ class Buffer:
     """`nbytes` bytes of device memory usable as a storage buffer."""
 
     __slots__ = ("device", "nbytes", "alloc_bytes", "handle", "memory", "serial", "host_visible",
-                 "coherent", "_ptr", "__weakref__")
+                 "coherent", "_ptr", "offset", "__weakref__")
+    range = WHOLE_SIZE  # descriptor range: the whole VkBuffer
 
     def __init__(self, device, nbytes: int, staging: bool = False):
         device.collect()
@@ -41,6 +45,7 @@ class Buffer:
         self.nbytes = int(nbytes)
         self.alloc_bytes = max(MIN_BYTES, (self.nbytes + 15) // 16 * 16)
         self.serial = device.next_serial()
+        self.offset = 0
         dev = device.handle
         out = ffi.new("VkBuffer*")
         info = vk.VkBufferCreateInfo(size=self.alloc_bytes, usage=USAGE,
@@ -85,6 +90,8 @@ class Buffer:
         """Copy `data` (a C-contiguous array or bytes of exactly nbytes) into the buffer."""
         if self.device.closed:
             check_alive(self)
+        if self.device._inflight:
+            self.device.wait_for(serial=self.serial)
         src = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
         if src.nbytes != self.nbytes:
             raise ArgumentError(f"write of {src.nbytes} bytes into a buffer of {self.nbytes} bytes")
@@ -95,7 +102,8 @@ class Buffer:
             return
         stage = self.device.staging(self.nbytes)
         stage.write_prefix(src)
-        self.device.one_shot(lambda cmd: _copy(cmd, stage.handle, self.handle, self.nbytes))
+        self.device.one_shot(lambda cmd: _copy(cmd, stage.handle, self.handle, self.nbytes,
+                                               dst_offset=self.offset))
 
     def write_prefix(self, src: np.ndarray) -> None:
         """Copy the uint8 array `src` into the first src.nbytes bytes of the mapped memory."""
@@ -113,6 +121,8 @@ class Buffer:
         """Copy the buffer into `out` (C-contiguous, nbytes large) or a new uint8 array."""
         if self.device.closed:
             check_alive(self)
+        if self.device._inflight:
+            self.device.wait_for(serial=self.serial)
         if out is None:
             out = np.empty(self.nbytes, dtype=np.uint8)
         dst = out.reshape(-1).view(np.uint8)
@@ -123,24 +133,31 @@ class Buffer:
             self._read_prefix(dst)
             return out
         stage = self.device.staging(self.nbytes)
-        self.device.one_shot(lambda cmd: _copy(cmd, self.handle, stage.handle, self.nbytes, to_host=True))
+        self.device.one_shot(lambda cmd: _copy(cmd, self.handle, stage.handle, self.nbytes, to_host=True,
+                                               src_offset=self.offset))
         stage._read_prefix(dst)
         return out
 
     def fill_zero(self) -> None:
         """Set every byte to zero."""
+        if self.device._inflight:
+            self.device.wait_for(serial=self.serial)
         if self._ptr is not None:
             self.host_view()[:] = 0
             if not self.coherent:
                 self._flush()
             return
-        self.device.one_shot(lambda cmd: _fill_zero(cmd, self.handle))
+        self.device.one_shot(lambda cmd: _fill_zero(cmd, self.handle, self.offset, self.alloc_bytes))
 
     def copy_from(self, other: "Buffer") -> None:
         """Device-side copy of `other`'s bytes into this buffer (same size)."""
         assert other.nbytes == self.nbytes
+        if self.device._inflight:
+            self.device.wait_for(serial=self.serial)
+            self.device.wait_for(serial=other.serial)
         if self.nbytes:
-            self.device.one_shot(lambda cmd: _copy(cmd, other.handle, self.handle, self.nbytes))
+            self.device.one_shot(lambda cmd: _copy(cmd, other.handle, self.handle, self.nbytes,
+                                                   src_offset=other.offset, dst_offset=self.offset))
 
     def _range(self):
         return vk.VkMappedMemoryRange(memory=self.memory, offset=0, size=WHOLE_SIZE)
@@ -157,25 +174,25 @@ class Buffer:
         return f"<vkir Buffer #{self.serial} {self.nbytes} bytes on {self.device.info.name}>"
 
 
-def _copy(cmd, src, dst, nbytes, to_host=False):
+def _copy(cmd, src, dst, nbytes, to_host=False, src_offset=0, dst_offset=0):
     """vkCmdCopyBuffer between barriers that order it after earlier shader/transfer writes and
     make its result visible to later shaders (and to the host for a download)."""
     _barrier(cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
              vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
              vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
              vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
-    region = ffi.new("VkBufferCopy*", {"srcOffset": 0, "dstOffset": 0, "size": nbytes})
+    region = ffi.new("VkBufferCopy*", {"srcOffset": src_offset, "dstOffset": dst_offset, "size": nbytes})
     lib.vkCmdCopyBuffer(cmd, src, dst, 1, region)
     if to_host:
         _barrier(cmd, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
                  vk.VK_PIPELINE_STAGE_HOST_BIT, vk.VK_ACCESS_HOST_READ_BIT)
 
 
-def _fill_zero(cmd, buf):
+def _fill_zero(cmd, buf, offset=0, size=WHOLE_SIZE):
     _barrier(cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
              vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
              vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT)
-    lib.vkCmdFillBuffer(cmd, buf, 0, WHOLE_SIZE, 0)
+    lib.vkCmdFillBuffer(cmd, buf, offset, size, 0)
 
 
 def _barrier(cmd, src_stage, src_access, dst_stage, dst_access):

@@ -35,9 +35,16 @@ _LAZY = {
     "device": "vkir.api:device",
     "array": "vkir.api:array",
     "empty": "vkir.api:empty",
+    "zeros": "vkir.api:zeros",
+    "full": "vkir.api:full",
+    "DeviceArray": "vkir.api:DeviceArray",
+    "sequence": "vkir.sequences:sequence",
+    "Sequence": "vkir.sequences:Sequence",
+    "profile": "vkir.profiling:profile",
     "Kernel": "vkir.api:Kernel",
 }
-_SUBMODULES = {"analysis", "transform", "schedule", "spirv", "runtime", "script", "interpreter", "api"}
+_SUBMODULES = {"analysis", "transform", "schedule", "spirv", "runtime", "script", "interpreter", "api",
+               "sequences", "profiling"}
 
 
 def __getattr__(name):

@@ -24,6 +24,8 @@ import numpy as np
 from .errors import ArgumentError, UnsupportedError
 from .ir import DataType, IntImm, PrimFunc, Var
 from .ir.dtype import type_range
+from .profiling import _PROFILER
+from .sequences import _ACTIVE, LaunchHandle
 
 
 # -- devices -------------------------------------------------------------------------------------
@@ -117,7 +119,11 @@ def _lanes(dtype) -> int:
 
 
 class DeviceArray:
-    """An n-d array in device memory. Bool arrays are stored as int8 bytes (0/1)."""
+    """An n-d array in device memory. Bool arrays are stored as int8 bytes (0/1).
+
+    Small arrays share device memory blocks (vkir.runtime.suballoc); the memory is given back
+    when the array is collected. Host copies of an array wait for the device work in flight
+    that uses it."""
 
     __slots__ = ("buffer", "shape", "dtype", "device", "__weakref__")
 
@@ -146,8 +152,13 @@ class DeviceArray:
         return out
 
     def __array__(self, dtype=None, copy=None):
+        """numpy's conversion protocol: always a fresh host copy, so `copy=False` (which asks
+        for no copy at all) raises ValueError, as numpy 2 requires."""
+        if copy is False:
+            raise ValueError("a vkir DeviceArray lives in device memory: converting it to numpy "
+                             "always copies (use copy=None or copy=True)")
         out = self.numpy()
-        return out if dtype is None else out.astype(dtype)
+        return out if dtype is None else out.astype(dtype, copy=False)
 
     def write(self, values) -> None:
         """Overwrite the contents with `values` (same shape and dtype)."""
@@ -157,29 +168,49 @@ class DeviceArray:
                                 f"{self.dtype}{list(self.shape)} device array")
         self.buffer.write(np.ascontiguousarray(arr))
 
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d DeviceArray")
+        return self.shape[0]
+
     def __repr__(self) -> str:
-        return f"DeviceArray({self.dtype}{list(self.shape)} on {self.device.info.name})"
+        where = self.device.info.name
+        if getattr(self.device, "closed", False):
+            return f"DeviceArray({self.dtype}{list(self.shape)}, device={where!r}, closed)"
+        body = np.array2string(self.numpy(), separator=", ", threshold=20, edgeitems=3,
+                               prefix="DeviceArray(")
+        return f"DeviceArray({body}, dtype={self.dtype}, device={where!r})"
 
 
-def array(values, device=None) -> DeviceArray:
-    """A device array holding a copy of `values` (any array-like; bool stored as int8)."""
-    from .runtime import Buffer
+def _array_args(dtype, device):
+    """(dtype, device) of array(); a Device passed where the dtype goes (the earlier signature
+    array(values, device)) is taken as the device."""
+    from . import runtime
 
+    if isinstance(dtype, (runtime.Device, runtime.DeviceInfo)) and device is None:
+        return None, dtype
+    return dtype, device
+
+
+def array(values, dtype=None, device=None) -> DeviceArray:
+    """A device array holding a copy of `values` (any array-like; bool stored as int8),
+    converted to `dtype` when given (a numpy or vkir scalar dtype)."""
+    from .runtime.suballoc import allocate
+
+    dtype, device = _array_args(dtype, device)
     dev = _device(device)
-    arr = np.ascontiguousarray(values)
+    if isinstance(values, DeviceArray):
+        values = values.numpy()
+    arr = np.ascontiguousarray(values, dtype=None if dtype is None else _numpy_dtype(dtype))
     if arr.dtype.kind not in "biuf" or arr.dtype.byteorder == ">":
         raise ArgumentError(f"vkir arrays hold bool, int, uint or float data, got {arr.dtype}")
-    buf = Buffer(dev, arr.nbytes)
+    buf = allocate(dev, arr.nbytes)
     buf.write(arr)
     return DeviceArray(buf, arr.shape, arr.dtype, dev)
 
 
-def empty(shape, dtype="float32", device=None) -> DeviceArray:
-    """A zero-filled device array of `shape` and `dtype` ("float32", np.float32, DataType...).
-
-    A vector dtype ("float32x4") gives the array of its scalar type with the same bytes, of shape
-    S[:-1] + (S[-1] * lanes,): what kernels take for a vector-typed buffer of shape S."""
-    from .runtime import Buffer
+def _new(shape, dtype, device) -> DeviceArray:
+    from .runtime.suballoc import allocate
 
     dev = _device(device)
     shape = _shape(shape)
@@ -187,9 +218,38 @@ def empty(shape, dtype="float32", device=None) -> DeviceArray:
     if lanes > 1:
         shape = (*shape[:-1], (shape[-1] if shape else 1) * lanes)
     npd = _numpy_dtype(dtype)
-    buf = Buffer(dev, int(np.prod(shape, dtype=np.int64)) * npd.itemsize)
-    buf.fill_zero()
-    return DeviceArray(buf, shape, npd, dev)
+    nbytes = npd.itemsize
+    for s in shape:
+        nbytes *= s
+    return DeviceArray(allocate(dev, nbytes), shape, npd, dev)
+
+
+def empty(shape, dtype="float32", device=None) -> DeviceArray:
+    """An uninitialized device array of `shape` and `dtype` ("float32", np.float32, DataType...):
+    as numpy.empty, its contents are whatever the memory held.
+
+    A vector dtype ("float32x4") gives the array of its scalar type with the same bytes, of shape
+    S[:-1] + (S[-1] * lanes,): what kernels take for a vector-typed buffer of shape S."""
+    return _new(shape, dtype, device)
+
+
+def zeros(shape, dtype="float32", device=None) -> DeviceArray:
+    """A zero-filled device array (shapes and dtypes as `empty`)."""
+    out = _new(shape, dtype, device)
+    out.buffer.fill_zero()
+    return out
+
+
+def full(shape, value, dtype="float32", device=None) -> DeviceArray:
+    """A device array with every element `value` (converted to `dtype`; out-of-range integers
+    are an ArgumentError, as numpy 2 refuses them)."""
+    out = _new(shape, dtype, device)
+    try:
+        host = np.full(out.shape, value, dtype=out.dtype)
+    except (OverflowError, ValueError, TypeError) as exc:
+        raise ArgumentError(f"full: {value!r} is not a {out.dtype} value ({exc})") from None
+    out.buffer.write(host)
+    return out
 
 
 # -- lowering and building -----------------------------------------------------------------------
@@ -488,7 +548,7 @@ class Kernel:
 
     def _prepare(self, args):
         """All checks, then the runtime buffers (numpy arguments copied in) and launch data."""
-        from .runtime import Buffer
+        from .runtime.suballoc import allocate
 
         values = self._bind(args)
         push, groups = self._derive(values)
@@ -503,7 +563,7 @@ class Kernel:
             key = (p.index, a.nbytes)
             buf = self._scratch.get(key)
             if buf is None:
-                buf = self._scratch[key] = Buffer(self.device, a.nbytes)
+                buf = self._scratch[key] = allocate(self.device, a.nbytes)
             buffers[p.index] = buf
             copies.append((p.index, a, buf))
         for _, a, buf in copies:
@@ -533,18 +593,91 @@ class Kernel:
     def __call__(self, *args) -> None:
         from .runtime import get_launch
 
+        if _ACTIVE.get() is not None or _PROFILER.get() is not None:
+            self._call_recorded(args)
+            return
         launch = self._memo_hit(args)
         if launch is not None:
-            launch.run()
+            launch.run(args)
             return
         buffers, push, groups, copies = self._prepare(args)
         launch = get_launch(self.device, self.pipeline, buffers, push, groups)
-        launch.run()
+        launch.run(args)
         if copies:
             self._copy_back(copies)
         else:
             self._memo = (tuple(weakref.ref(a) if isinstance(a, DeviceArray) else (type(a), a)
                                 for a in args), launch)
+
+    # -- sequences, launches, profiles -------------------------------------------------------
+    def dispatch_spec(self, *args):
+        """The vkir.runtime.Dispatch of `self(*args)` (checked as a call is): what a sequence
+        records. Every buffer argument must be a DeviceArray."""
+        from .runtime import Dispatch
+
+        for p, a in zip(self._params, args):
+            if p.is_buffer and isinstance(a, np.ndarray):
+                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is a numpy array; "
+                                    "inside a sequence buffers must be DeviceArrays (vkir.array), "
+                                    "since a sequence makes no hidden copies")
+        values = self._bind(args)
+        push, groups = self._derive(values)
+        buffers = tuple(args[i].buffer for i in self._binding_params)
+        access = tuple(("r" if b.readable or not b.writable else "") + ("w" if b.writable else "")
+                       for b in self.module.bindings)
+        return Dispatch(self.pipeline, buffers, access, push, groups, self.name, tuple(args))
+
+    def _call_recorded(self, args) -> None:
+        """A call inside `vkir.sequence()` (recorded) or `vkir.profile()` (timed)."""
+        from .runtime import get_launch
+
+        seq = _ACTIVE.get()
+        if seq is not None:
+            seq.add(self.dispatch_spec(*args))
+            return
+        buffers, push, groups, copies = self._prepare(args)
+        timed = self.device.timestamp_bits > 0
+        launch = get_launch(self.device, self.pipeline, buffers, push, groups, timed=timed)
+        if timed:
+            _PROFILER.get().add_launch(self.name, launch, args)
+        else:
+            launch.run(args)
+        if copies:
+            self._copy_back(copies)
+
+    def launch(self, *args) -> LaunchHandle:
+        """Submit `self(*args)` without waiting: a handle with `wait(timeout=None)` and `done()`.
+        Numpy arguments are copied in now (each launch has its own device copies) and the ones
+        the kernel writes are copied back when the wait observes the end. Any number of launches
+        may be in flight; each starts after the work submitted before it, as on one queue."""
+        from .runtime import get_launch
+        from .runtime.suballoc import allocate
+
+        if _ACTIVE.get() is not None:
+            raise ArgumentError(f"kernel {self.name}: launch() inside a sequence; call the kernel "
+                                "instead (the sequence submits when its block ends)")
+        if _PROFILER.get() is not None:
+            self._call_recorded(args)
+            return LaunchHandle(None, (), self.name)
+        values = self._bind(args)
+        push, groups = self._derive(values)
+        buffers, copies, scratch = {}, [], []
+        for p, a in zip(self._params, args):
+            if not p.is_buffer:
+                continue
+            if isinstance(a, DeviceArray):
+                buffers[p.index] = a.buffer
+                continue
+            buf = allocate(self.device, a.nbytes)
+            buf.write(a)
+            buffers[p.index] = buf
+            scratch.append(buf)
+            if p.index in self._writes:
+                copies.append((buf, a))
+        launch = get_launch(self.device, self.pipeline, [buffers[i] for i in self._binding_params],
+                            push, groups)
+        submission = launch.submit(keep=(args, tuple(scratch)), what=f"launch of {self.name}")
+        return LaunchHandle(submission, copies, self.name)
 
     def profile(self, *args, repeat: int = 50, warmup: int = 1) -> Profile:
         """Run `repeat` times; device seconds per run from timestamp queries (wall time where

@@ -28,15 +28,36 @@ def _compile(func: PrimFunc):
 
 
 def interpret(func: PrimFunc, *args, check_races: bool = True) -> None:
-    """Run `func` on numpy arrays (buffers are modified in place) and Python/numpy scalars.
+    """Run `func` on numpy arrays (buffers are modified in place) and Python/numpy scalars;
+    vkir DeviceArrays are copied to the host and, when the kernel changed them, back.
 
     Symbolic sizes come from the array shapes. Wrong argument count, dtypes or shapes raise
     `vkir.ArgumentError`; out-of-bounds accesses raise `OutOfBoundsError`. Unless `check_races`
     is False, two invocations accessing one element without a barrier ordering them (a data
     race, which the lockstep execution would hide) raise `DataRaceError` (see races.py).
     """
+    host, device_arrays = _host_copies(args)
     with recursion_headroom():  # compiling and running deep expressions recurse per level
-        _interpret(func, args, check_races)
+        _interpret(func, host, check_races)
+    for i, before in device_arrays:
+        if host[i].tobytes() != before:
+            args[i].write(host[i])
+
+
+def _host_copies(args):
+    """`args` with every vkir DeviceArray replaced by a host copy, and (index, bytes before)
+    of those copies, so that the ones the kernel changed are written back (one call site can
+    run on the device and in the interpreter)."""
+    from ..api import DeviceArray
+
+    if not any(isinstance(a, DeviceArray) for a in args):
+        return args, ()
+    host, device_arrays = list(args), []
+    for i, a in enumerate(args):
+        if isinstance(a, DeviceArray):
+            host[i] = a.numpy()
+            device_arrays.append((i, host[i].tobytes()))
+    return tuple(host), device_arrays
 
 
 def _interpret(func: PrimFunc, args: tuple, check_races: bool) -> None:
