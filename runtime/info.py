@@ -60,6 +60,9 @@ class DeviceInfo:
     subgroup_size: int
     subgroup_operations: frozenset
     unified_memory: bool   # device-local memory is host-visible (no staging copies needed)
+    vendor_id: int = 0     # PCI vendor id (0x10DE NVIDIA, 0x1002 AMD, 0x8086 Intel, 0x10005 Mesa)
+    device_id: int = 0
+    driver_version: int = 0  # vendor-encoded driverVersion
 
     def __str__(self) -> str:
         return f"{self.name} ({self.kind}, {self.driver}, Vulkan {self.api_version})"
@@ -144,6 +147,7 @@ def query_info(index: int, phys) -> DeviceInfo:
         subgroup_operations=frozenset(n for bit, n in SUBGROUP_OPS.items()
                                       if subgroup.supportedOperations & bit),
         unified_memory=kind != "discrete" and _device_local_is_host_visible(phys),
+        vendor_id=p.vendorID, device_id=p.deviceID, driver_version=p.driverVersion,
     )
 
 

@@ -42,9 +42,10 @@ _LAZY = {
     "Sequence": "vkir.sequences:Sequence",
     "profile": "vkir.profiling:profile",
     "Kernel": "vkir.api:Kernel",
+    "autotune": "vkir.autotune:autotune",
 }
 _SUBMODULES = {"analysis", "transform", "schedule", "spirv", "runtime", "script", "interpreter", "api",
-               "sequences", "profiling"}
+               "ops", "sequences", "profiling"}
 
 
 def __getattr__(name):

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .binding import Signature
 from .errors import ArgumentError, UnsupportedError
-from .ir import DataType, IntImm, PrimFunc, Var
-from .ir.dtype import type_range
+from .ir import DataType, IntImm, PrimFunc
 from .profiling import _PROFILER
 from .sequences import _ACTIVE, LaunchHandle
 
@@ -274,32 +274,6 @@ def build(func: PrimFunc, device=None, pointer_casts: bool = False,
     return Kernel(func, _device(device), pointer_casts, precise)
 
 
-@dataclass(frozen=True)
-class _Param:
-    """How one parameter is checked: a buffer (dtype, dims) or a scalar."""
-
-    index: int
-    name: str
-    var: Var
-    dtype: DataType           # scalar dtype, or the buffer's element dtype
-    np_dtype: np.dtype | None  # numpy dtype a buffer argument must have
-    dims: tuple = ()          # per dim: (expr, lanes factor on the last dim)
-    is_buffer: bool = True
-
-
-def _params(func: PrimFunc) -> tuple:
-    out = []
-    for i, p in enumerate(func.params):
-        buf = func.buffer_map.get(p)
-        if buf is None:
-            out.append(_Param(i, p.name, p, p.dtype, None, (), False))
-            continue
-        lanes = buf.dtype.lanes
-        dims = tuple((e, lanes if k == len(buf.shape) - 1 else 1) for k, e in enumerate(buf.shape))
-        out.append(_Param(i, buf.name, p, buf.dtype, buf.dtype.element_of().numpy_dtype(), dims))
-    return tuple(out)
-
-
 def _check_layouts(func: PrimFunc) -> None:
     """Kernel arguments are compact row-major arrays of the buffer's shape, bound as they are: a
     parameter buffer with explicit strides or an elem_offset would index past the array's end."""
@@ -374,12 +348,15 @@ class Kernel:
             tuple(b.binding for b in self.module.bindings), self.module.push_constant_size)
         self.compile_seconds = time.perf_counter() - t0
         self._evaluate = evaluate
-        self._params = _params(func)
+        self._writes = tuple(sorted({b.param_index for b in self.module.bindings if b.writable}))
         # sizes and scalars are bound on the user's signature; codegen's push constants and grid
         # name the lowered function's vars, mapped back through _aliases where a pass renewed one
-        self._env_vars = tuple(func.size_vars) + tuple(p.var for p in self._params if not p.is_buffer)
+        self._signature = Signature(func, evaluate, where=f"kernel {func.name}",
+                                    written=self._writes, array_types=(DeviceArray, np.ndarray),
+                                    array_kinds="a vkir or numpy array", exact=True)
+        self._params = self._signature.params
+        self._env_vars = self._signature.env_vars
         self._aliases = _aliases(func, self.ir)
-        self._writes = tuple(sorted({b.param_index for b in self.module.bindings if b.writable}))
         self._binding_params = tuple(b.param_index for b in self.module.bindings)
         self._derived = {}     # env values -> (push bytes, groups)
         self._scratch = {}     # (param index, nbytes) -> runtime Buffer for numpy arguments
@@ -417,101 +394,6 @@ class Kernel:
                                        f"exceeds maxComputeWorkGroupSize[{axis}] = {cap} on "
                                        f"{self.device.info.name!r}")
 
-    # -- argument binding --------------------------------------------------------------------
-    def _bind(self, args):
-        """Check `args`; return (env values tuple, runtime buffers or numpy arrays per param)."""
-        params = self._params
-        if len(args) != len(params):
-            raise ArgumentError(f"kernel {self.name} takes {len(params)} arguments "
-                                f"({', '.join(p.name for p in params)}), got {len(args)}")
-        env = {}
-        deferred = []
-        for p, a in zip(params, args):
-            if p.is_buffer:
-                self._bind_buffer(p, a, env, deferred)
-            else:
-                env[p.var] = self._scalar(p, a)
-        for p, k, expr, want in deferred:
-            value = self._evaluate(expr, env)
-            if int(value) != want:
-                from .script.printer import script
-
-                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} has size {want} in dim {k}, "
-                                    f"expected {script(expr)} = {value}")
-        try:
-            return tuple(env[v] for v in self._env_vars)
-        except KeyError as exc:
-            raise ArgumentError(f"kernel {self.name}: symbolic size {exc.args[0].name} is not bound by "
-                                "any argument shape") from None
-
-    def _bind_buffer(self, p, a, env, deferred):
-        if isinstance(a, DeviceArray):
-            if a.device is not self.device:
-                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} lives on {a.device.info.name!r}, "
-                                    f"the kernel on {self.device.info.name!r}")
-        elif isinstance(a, np.ndarray):
-            if not a.flags.c_contiguous:
-                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is not C-contiguous "
-                                    "(use np.ascontiguousarray)")
-            if not a.flags.writeable and p.index in self._writes:
-                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is written but read-only")
-        else:
-            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} must be a vkir or numpy array, "
-                                f"got {type(a).__name__}")
-        if a.dtype != p.np_dtype:
-            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} has dtype {a.dtype}, "
-                                f"expected {p.np_dtype} (buffer of {p.dtype})")
-        shape = a.shape
-        if not p.dims and p.dtype.lanes > 1:
-            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is a 0-d buffer of "
-                                f"{p.dtype} elements; no array shape holds its {p.dtype.lanes} "
-                                "lanes (give the buffer shape (1,))")
-        if len(shape) != len(p.dims):
-            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} has {len(shape)} dims "
-                                f"{list(shape)}, expected {len(p.dims)}")
-        for k, ((expr, lanes), n) in enumerate(zip(p.dims, shape)):
-            if n % lanes:
-                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} dim {k} = {n} is not a "
-                                    f"multiple of the {lanes} vector lanes of {p.dtype}")
-            n //= lanes
-            if isinstance(expr, IntImm):
-                if expr.value != n:
-                    raise ArgumentError(f"kernel {self.name}: argument {p.name!r} has shape {list(shape)}, "
-                                        f"expected {expr.value * lanes} in dim {k}")
-            elif isinstance(expr, Var):
-                bound = env.get(expr)
-                if bound is None:
-                    env[expr] = n
-                elif bound != n:
-                    raise ArgumentError(f"kernel {self.name}: argument {p.name!r} dim {k} = {n} but "
-                                        f"{expr.name} = {bound} from an earlier argument")
-            else:
-                deferred.append((p, k, expr, n))
-
-    def _scalar(self, p, a):
-        dt = p.dtype
-        if isinstance(a, (np.ndarray, DeviceArray)) or not np.isscalar(a):
-            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is a scalar {dt}, got "
-                                f"{type(a).__name__}")
-        if dt.is_float:
-            if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, float, np.integer, np.floating)):
-                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is {dt}, got {a!r}")
-            value = float(a)
-            if np.isfinite(value) and abs(value) > float(np.finfo(f"float{dt.bits}").max):
-                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} = {a!r} is out of "
-                                    f"range for {dt} (nan and inf are accepted)")
-            return value
-        if dt.is_bool:
-            if not isinstance(a, (bool, np.bool_)):
-                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is bool, got {a!r}")
-            return bool(a)
-        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
-            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is {dt}, got {a!r}")
-        lo, hi = type_range(dt)
-        if not lo <= int(a) <= hi:
-            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} = {a} is out of range for {dt}")
-        return int(a)
-
     def _derive(self, values):
         """(push-constant bytes, group counts) for these size/scalar values (memoized)."""
         got = self._derived.get(values)
@@ -546,18 +428,22 @@ class Kernel:
         self._derived[values] = got
         return got
 
-    def _prepare(self, args):
+    def _prepare(self, args, kwargs=None):
         """All checks, then the runtime buffers (numpy arguments copied in) and launch data."""
         from .runtime.suballoc import allocate
 
-        values = self._bind(args)
-        push, groups = self._derive(values)
+        bound = self._signature.bind(args, kwargs)
+        args = bound.args
+        push, groups = self._derive(bound.values)
         buffers = {}
         copies = []
-        for p, a in zip(self._params, args):
-            if not p.is_buffer:
-                continue
+        for p in self._signature.buffer_params:
+            a = args[p.index]
             if isinstance(a, DeviceArray):
+                if a.device is not self.device:
+                    raise ArgumentError(f"kernel {self.name}: argument {p.name!r} lives on "
+                                        f"{a.device.info.name!r}, the kernel on "
+                                        f"{self.device.info.name!r}")
                 buffers[p.index] = a.buffer
                 continue
             key = (p.index, a.nbytes)
@@ -590,9 +476,13 @@ class Kernel:
         launch = memo[1]
         return launch if launch.cmd is not None else None  # evicted launches are destroyed
 
-    def __call__(self, *args) -> None:
+    def __call__(self, *args, **kwargs) -> None:
+        """Dispatch on `args` (by position and/or by parameter name) and wait; numpy arrays are
+        copied in and the written ones back."""
         from .runtime import get_launch
 
+        if kwargs:
+            args = self._signature.arguments(args, kwargs)
         if _ACTIVE.get() is not None or _PROFILER.get() is not None:
             self._call_recorded(args)
             return
@@ -610,22 +500,40 @@ class Kernel:
                                 for a in args), launch)
 
     # -- sequences, launches, profiles -------------------------------------------------------
-    def dispatch_spec(self, *args):
-        """The vkir.runtime.Dispatch of `self(*args)` (checked as a call is): what a sequence
-        records. Every buffer argument must be a DeviceArray."""
+    def _device_buffers(self, args):
+        """Check `args`; (push bytes, groups, {param index: runtime Buffer}, numpy arguments
+        by param index) with every DeviceArray on this kernel's device."""
+        bound = self._signature.bind(args)
+        push, groups = self._derive(bound.values)
+        buffers, host = {}, {}
+        for p in self._signature.buffer_params:
+            a = bound.args[p.index]
+            if isinstance(a, DeviceArray):
+                if a.device is not self.device:
+                    raise ArgumentError(f"kernel {self.name}: argument {p.name!r} lives on "
+                                        f"{a.device.info.name!r}, the kernel on "
+                                        f"{self.device.info.name!r}")
+                buffers[p.index] = a.buffer
+            else:
+                host[p.index] = a
+        return push, groups, buffers, host
+
+    def dispatch_spec(self, *args, **kwargs):
+        """The vkir.runtime.Dispatch of `self(*args, **kwargs)` (checked as a call is): what a
+        sequence records. Every buffer argument must be a DeviceArray."""
         from .runtime import Dispatch
 
-        for p, a in zip(self._params, args):
-            if p.is_buffer and isinstance(a, np.ndarray):
-                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is a numpy array; "
-                                    "inside a sequence buffers must be DeviceArrays (vkir.array), "
-                                    "since a sequence makes no hidden copies")
-        values = self._bind(args)
-        push, groups = self._derive(values)
-        buffers = tuple(args[i].buffer for i in self._binding_params)
+        args = self._signature.arguments(args, kwargs)
+        push, groups, buffers, host = self._device_buffers(args)
+        if host:
+            p = self._params[min(host)]
+            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is a numpy array; "
+                                "inside a sequence buffers must be DeviceArrays (vkir.array), "
+                                "since a sequence makes no hidden copies")
         access = tuple(("r" if b.readable or not b.writable else "") + ("w" if b.writable else "")
                        for b in self.module.bindings)
-        return Dispatch(self.pipeline, buffers, access, push, groups, self.name, tuple(args))
+        return Dispatch(self.pipeline, tuple(buffers[i] for i in self._binding_params), access,
+                        push, groups, self.name, tuple(args))
 
     def _call_recorded(self, args) -> None:
         """A call inside `vkir.sequence()` (recorded) or `vkir.profile()` (timed)."""
@@ -645,41 +553,37 @@ class Kernel:
         if copies:
             self._copy_back(copies)
 
-    def launch(self, *args) -> LaunchHandle:
-        """Submit `self(*args)` without waiting: a handle with `wait(timeout=None)` and `done()`.
-        Numpy arguments are copied in now (each launch has its own device copies) and the ones
-        the kernel writes are copied back when the wait observes the end. Any number of launches
-        may be in flight; each starts after the work submitted before it, as on one queue."""
+    def launch(self, *args, **kwargs) -> LaunchHandle:
+        """Submit `self(*args, **kwargs)` without waiting: a handle with `wait(timeout=None)` and
+        `done()`. Numpy arguments are copied in now (each launch has its own device copies) and
+        the ones the kernel writes are copied back when the wait observes the end. Any number
+        of launches may be in flight; each starts after the work submitted before it, as on
+        one queue."""
         from .runtime import get_launch
         from .runtime.suballoc import allocate
 
+        args = self._signature.arguments(args, kwargs)
         if _ACTIVE.get() is not None:
             raise ArgumentError(f"kernel {self.name}: launch() inside a sequence; call the kernel "
                                 "instead (the sequence submits when its block ends)")
         if _PROFILER.get() is not None:
             self._call_recorded(args)
             return LaunchHandle(None, (), self.name)
-        values = self._bind(args)
-        push, groups = self._derive(values)
-        buffers, copies, scratch = {}, [], []
-        for p, a in zip(self._params, args):
-            if not p.is_buffer:
-                continue
-            if isinstance(a, DeviceArray):
-                buffers[p.index] = a.buffer
-                continue
+        push, groups, buffers, host = self._device_buffers(args)
+        copies, scratch = [], []
+        for index, a in host.items():
             buf = allocate(self.device, a.nbytes)
             buf.write(a)
-            buffers[p.index] = buf
+            buffers[index] = buf
             scratch.append(buf)
-            if p.index in self._writes:
+            if index in self._writes:
                 copies.append((buf, a))
         launch = get_launch(self.device, self.pipeline, [buffers[i] for i in self._binding_params],
                             push, groups)
         submission = launch.submit(keep=(args, tuple(scratch)), what=f"launch of {self.name}")
         return LaunchHandle(submission, copies, self.name)
 
-    def profile(self, *args, repeat: int = 50, warmup: int = 1) -> Profile:
+    def profile(self, *args, repeat: int = 50, warmup: int = 1, **kwargs) -> Profile:
         """Run `repeat` times; device seconds per run from timestamp queries (wall time where
         the queue has none). Numpy arguments are copied in once and written ones back at the end."""
         from .runtime import profile
@@ -688,7 +592,7 @@ class Kernel:
             if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < least:
                 raise ArgumentError(f"kernel {self.name}: profile {what} must be an int >= {least}, "
                                     f"got {n!r}")
-        buffers, push, groups, copies = self._prepare(args)
+        buffers, push, groups, copies = self._prepare(args, kwargs)
         t = profile(self.device, self.pipeline, buffers, push, groups, repeat=repeat, warmup=warmup)
         if copies:
             self._copy_back(copies)

@@ -228,12 +228,7 @@ def cmd_demo(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    root = Path(__file__).resolve().parents[1]
-    if not (root / "benchmarks" / "suite.py").is_file():
-        raise ArgumentError(f"benchmarks/ not found next to {root / 'vkir'} (run from a source checkout)")
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    from benchmarks import suite
+    from vkir.benchmarks import suite  # installed with the package (benchmarks/ in a checkout)
 
     return suite.main(device=args.device, workloads=args.workload, repeat=args.repeat,
                       json_path=args.json, quick=args.quick)

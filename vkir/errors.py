@@ -37,5 +37,7 @@ class DeviceError(VkirError):
     """A Vulkan call failed; the message carries the VkResult name."""
 
 
-class ArgumentError(VkirError):
-    """A kernel or interpreter call with the wrong argument count, shapes or dtypes."""
+class ArgumentError(VkirError, TypeError, ValueError):
+    """A kernel or interpreter call with the wrong argument count, names, shapes, dtypes or
+    values. It is also a TypeError and a ValueError, as a wrong call of a Python function is, so
+    code that catches those catches it."""

@@ -1,73 +1,17 @@
-"""Checking and binding the arguments of an interpreted call.
-
-Buffer parameters take numpy arrays of the buffer's scalar element type (a vector-typed buffer of
-shape S takes shape S[:-1] + (S[-1] * lanes,) or S + (lanes,); an int8 buffer also takes a bool
-array, as a bool buffer after BoolToInt8 does); symbolic sizes are inferred from
-the array shapes and must agree across buffers; scalar parameters take Python or numpy numbers.
-Every mismatch is an `ArgumentError`.
+"""The memory of an interpreted call's arguments: vkir.binding checks and binds them (with the
+interpreter's convention, `exact=False`); this module lays the arrays out as the buffers' strides
+and offsets say, copying where needed and writing copies back after the run.
 """
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ..binding import Signature
 from ..errors import ArgumentError
-from ..ir.dtype import DataType, PointerType
-from ..ir.expr import Var
 from ..ir.function import PrimFunc
 from .memory import Storage, compact_strides, extent_elements, make_bound
-
-
-def logical_shape(buffer, arr: np.ndarray) -> tuple:
-    """The buffer-shaped dims of `arr` (element lanes folded away), or raise ArgumentError."""
-    rank, lanes = len(buffer.shape), buffer.dtype.lanes
-    shape = arr.shape
-    if lanes == 1:
-        if len(shape) != rank:
-            raise ArgumentError(f"buffer {buffer.name} has {rank} dims, got an array of "
-                                f"shape {shape}")
-        return shape
-    if len(shape) == rank + 1 and shape[-1] == lanes:
-        return shape[:-1]
-    if len(shape) == rank and rank > 0 and shape[-1] % lanes == 0:
-        return shape[:-1] + (shape[-1] // lanes,)
-    raise ArgumentError(f"buffer {buffer.name} of {buffer.dtype} elements and {rank} dims cannot "
-                        f"take an array of shape {shape} (the last dim must be a multiple of "
-                        f"{lanes})")
-
-
-def convert_scalar(value, dt: DataType, name: str):
-    """A numpy value of `dt` for a scalar parameter, or ArgumentError."""
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value[()]
-    if dt.lanes > 1:
-        arr = np.asarray(value)
-        if arr.shape != (dt.lanes,):
-            raise ArgumentError(f"parameter {name} ({dt}) needs {dt.lanes} lanes, got {value!r}")
-        return np.array([convert_scalar(v, dt.element_of(), name) for v in arr], dt.numpy_dtype())
-    is_bool = isinstance(value, (bool, np.bool_))
-    if dt.is_bool:
-        if not is_bool:
-            raise ArgumentError(f"parameter {name} is bool, got {value!r}")
-        return np.bool_(value)
-    if is_bool or not isinstance(value, numbers.Number) or isinstance(value, numbers.Complex) \
-            and not isinstance(value, numbers.Real):
-        raise ArgumentError(f"parameter {name} is {dt}, got {value!r}")
-    if dt.is_float:
-        return dt.numpy_dtype().type(value)
-    if isinstance(value, numbers.Integral):
-        ivalue = int(value)
-    elif float(value).is_integer():
-        ivalue = int(value)
-    else:
-        raise ArgumentError(f"parameter {name} is {dt}, got the non-integer {value!r}")
-    info = np.iinfo(dt.numpy_dtype())
-    if not info.min <= ivalue <= info.max:
-        raise ArgumentError(f"parameter {name}: {ivalue} does not fit in {dt}")
-    return dt.numpy_dtype().type(ivalue)
 
 
 class Bindings:
@@ -79,75 +23,35 @@ class Bindings:
         self.writebacks = []  # callables run after the kernel
 
     def finish(self):
+        """Copy the results of arguments that were copied in back to the caller's arrays."""
         for wb in self.writebacks:
             wb()
 
 
-def bind_arguments(func: PrimFunc, args: tuple, evaluate) -> Bindings:
-    """Check `args` against `func`'s params; `evaluate(expr, env)` computes size expressions."""
-    params = func.params
-    if len(args) != len(params):
-        names = ", ".join(p.name for p in params)
-        raise ArgumentError(f"{func.name}({names}) takes {len(params)} arguments, got {len(args)}")
+def bind_arguments(func: PrimFunc, args: tuple, evaluate, kwargs: dict | None = None) -> Bindings:
+    """Check `args`/`kwargs` against `func`'s params (vkir.binding's rules, the interpreter's
+    convention); `evaluate(expr, env)` computes size expressions. Returns storages over the
+    arrays (copies where strides, offsets or non-contiguous arrays need them)."""
+    sig = Signature(func, evaluate, exact=False)
+    bound = sig.bind(args, kwargs)
     out = Bindings()
-    arrays = {}
-    written = _written_data(func)
-    for p, a in zip(params, args):
-        buffer = func.buffer_map.get(p)
-        if buffer is not None or isinstance(p.dtype, PointerType):
-            if not isinstance(a, np.ndarray):
-                raise ArgumentError(f"parameter {p.name} is a buffer and needs a numpy array, "
-                                    f"got {type(a).__name__}")
-            want = (buffer.dtype if buffer is not None else p.dtype.element).numpy_dtype()
-            # a numpy bool array (bytes 0/1) also backs an int8 buffer: BoolToInt8 stores bool
-            # buffers as int8, and the lowered function takes the same arguments as the original
-            if a.dtype != want and not (a.dtype == np.bool_ and want == np.int8):
-                raise ArgumentError(f"parameter {p.name} holds {want} elements, got an array "
-                                    f"of {a.dtype}")
-            if p in written and not a.flags.writeable:
-                raise ArgumentError(f"parameter {p.name} is written by {func.name}, but its array "
-                                    "is read-only")
-            arrays[p] = a
-        else:
-            out.values[p] = convert_scalar(a, p.dtype, p.name)
-    # first pass: a shape entry that is a bare size var takes the argument's extent
-    shapes = {}
-    for p, a in arrays.items():
-        buffer = func.buffer_map.get(p)
-        if buffer is None:
+    for v, value in zip(sig.env_vars, bound.values):
+        npdt = v.dtype.numpy_dtype()
+        out.values[v] = npdt.type(value) if v.dtype.lanes == 1 else np.array(value, npdt)
+    env = dict(zip(sig.env_vars, bound.values))
+    for p, a, shape in zip(sig.params, bound.args, bound.shapes):
+        if not p.is_buffer:
             continue
-        shapes[p] = logical_shape(buffer, a)
-        for expr, ext in zip(buffer.shape, shapes[p]):
-            if isinstance(expr, Var) and expr not in out.values:
-                out.values[expr] = expr.dtype.numpy_dtype().type(ext)
-    env = {v: x for v, x in out.values.items()}
-    # second pass: every shape entry must evaluate to the argument's extent
-    for p, a in arrays.items():
-        buffer = func.buffer_map.get(p)
+        buffer = func.buffer_map.get(p.var)
         if buffer is None:
-            out.values[p] = _raw_storage(a, out)
+            out.values[p.var] = _raw_storage(a, out)
             continue
-        shape = []
-        for d, (expr, ext) in enumerate(zip(buffer.shape, shapes[p])):
-            want = _size(expr, env, evaluate, buffer.name)
-            if want != ext:
-                raise ArgumentError(f"buffer {buffer.name} dim {d}: expected extent {want} "
-                                    f"({_describe(expr)}), got {ext} (array shape {a.shape})")
-            shape.append(want)
         strides = [_size(s, env, evaluate, buffer.name) for s in buffer.strides]
         offset = _size(buffer.elem_offset, env, evaluate, buffer.name)
-        storage = _storage(buffer, a, shape, strides, offset, out)
-        out.values[p] = storage
-        out.buffers[buffer] = make_bound(buffer, storage, shape, strides, offset)
-    for v in func.size_vars:
-        if v not in out.values:
-            raise ArgumentError(f"cannot infer size {v.name} of {func.name} from the "
-                                "argument shapes")
+        storage = _storage(buffer, a, list(shape), strides, offset, out)
+        out.values[p.var] = storage
+        out.buffers[buffer] = make_bound(buffer, storage, list(shape), strides, offset)
     return out
-
-
-def _describe(expr) -> str:
-    return expr.name if isinstance(expr, Var) else type(expr).__name__
 
 
 def _size(expr, env, evaluate, name) -> int:
@@ -159,14 +63,6 @@ def _size(expr, env, evaluate, name) -> int:
         raise ArgumentError(f"buffer {name}: cannot compute a size from the arguments "
                             f"({err})") from None
     return int(value)
-
-
-def _written_data(func: PrimFunc) -> set:
-    """The data vars the function stores to (through any buffer over them, aliases included)."""
-    from ..ir.stmt import BufferStore
-    from ..ir.walk import walk
-
-    return {n.buffer.data for n in walk(func.body) if isinstance(n, BufferStore)}
 
 
 def _raw_storage(a: np.ndarray, out: Bindings) -> Storage:

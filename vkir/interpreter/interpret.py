@@ -27,44 +27,43 @@ def _compile(func: PrimFunc):
     return compiler, compiler.stmt(func.body)
 
 
-def interpret(func: PrimFunc, *args, check_races: bool = True) -> None:
-    """Run `func` on numpy arrays (buffers are modified in place) and Python/numpy scalars;
-    vkir DeviceArrays are copied to the host and, when the kernel changed them, back.
+def interpret(func: PrimFunc, *args, check_races: bool = True, **kwargs) -> None:
+    """Run `func` on numpy arrays (buffers are modified in place) and Python/numpy scalars,
+    given by position and/or by parameter name (`interpret(f, a, b, c=out)`); vkir DeviceArrays
+    are copied to the host and, when the kernel changed them, back.
 
     Symbolic sizes come from the array shapes. Wrong argument count, dtypes or shapes raise
     `vkir.ArgumentError`; out-of-bounds accesses raise `OutOfBoundsError`. Unless `check_races`
     is False, two invocations accessing one element without a barrier ordering them (a data
     race, which the lockstep execution would hide) raise `DataRaceError` (see races.py).
     """
-    host, device_arrays = _host_copies(args)
+    copies = []
+    args = tuple(_host_copy(a, copies) for a in args)
+    kwargs = {key: _host_copy(a, copies) for key, a in kwargs.items()}
     with recursion_headroom():  # compiling and running deep expressions recurse per level
-        _interpret(func, host, check_races)
-    for i, before in device_arrays:
-        if host[i].tobytes() != before:
-            args[i].write(host[i])
+        _interpret(func, args, kwargs, check_races)
+    for device_array, host, before in copies:
+        if host.tobytes() != before:
+            device_array.write(host)
 
 
-def _host_copies(args):
-    """`args` with every vkir DeviceArray replaced by a host copy, and (index, bytes before)
-    of those copies, so that the ones the kernel changed are written back (one call site can
-    run on the device and in the interpreter)."""
+def _host_copy(a, copies: list):
+    """`a`, or for a vkir DeviceArray a host copy, noted in `copies` with its bytes so that
+    what the kernel changed is written back (one call site runs on the device and here)."""
     from ..api import DeviceArray
 
-    if not any(isinstance(a, DeviceArray) for a in args):
-        return args, ()
-    host, device_arrays = list(args), []
-    for i, a in enumerate(args):
-        if isinstance(a, DeviceArray):
-            host[i] = a.numpy()
-            device_arrays.append((i, host[i].tobytes()))
-    return tuple(host), device_arrays
+    if not isinstance(a, DeviceArray):
+        return a
+    host = a.numpy()
+    copies.append((a, host, host.tobytes()))
+    return host
 
 
-def _interpret(func: PrimFunc, args: tuple, check_races: bool) -> None:
+def _interpret(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool) -> None:
     if not isinstance(func, PrimFunc):
         raise TypeError(f"interpret expects a PrimFunc, got {type(func).__name__}")
     compiler, body = _compile(func)
-    bindings = bind_arguments(func, args, evaluate)
+    bindings = bind_arguments(func, args, evaluate, kwargs)
     races = _race_checker(compiler, bindings.values) if check_races else None
     state = RunState(compiler.value_ndims, races)
     slots = [None] * len(compiler.value_ndims)

@@ -1,0 +1,166 @@
+"""Every config of every vkir.ops kernel template (the lists for CPU devices, GPU vendors and the
+default), checked at small sizes against numpy on the device AND in the interpreter."""
+
+import numpy as np
+import pytest
+
+import vkir
+from vkir.autotune import device_class
+from vkir.ops import conv2d, layer_norm, matmul, softmax, sum as ops_sum, transpose
+from vkir.ops.reduce import cols_kernel, rows_kernel
+
+pytestmark = pytest.mark.device
+RNG = np.random.default_rng(1)
+
+
+def all_configs(tuned):
+    """Every distinct config a template ships, over all device classes."""
+    lists = tuned.configs.values() if isinstance(tuned.configs, dict) else [tuned.configs]
+    seen, out = set(), []
+    for configs in lists:
+        for c in configs:
+            key = tuple(sorted(c.items()))
+            if key not in seen:
+                seen.add(key)
+                out.append(c)
+    return out
+
+
+def ids(configs):
+    return ["-".join(f"{k}{v}" for k, v in c.items()) for c in configs]
+
+
+def check(func, device, inputs, outputs, want, rtol=1e-4, atol=1e-4):
+    """Run `func` on the device and in the interpreter; both must match numpy's `want`."""
+    k = vkir.build(func, device=device)
+    dev_out = [np.zeros_like(o) for o in outputs]
+    k(*inputs, *dev_out)
+    interp_out = [np.zeros_like(o) for o in outputs]
+    vkir.interpret(func, *[a.copy() for a in inputs], *interp_out)
+    for got_d, got_i, w in zip(dev_out, interp_out, want):
+        np.testing.assert_allclose(got_d, w, rtol=rtol, atol=atol)
+        np.testing.assert_allclose(got_i, w, rtol=rtol, atol=atol)
+
+
+def rand(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+MATMUL = all_configs(matmul.kernel)
+
+
+@pytest.mark.parametrize("config", MATMUL, ids=ids(MATMUL))
+def test_matmul_configs(device, config):
+    # 20 x 36 is covered by no tile exactly: the guarded path; bias + clip exercises the fusion
+    M, N, K = 20, 36, 5
+    a, b, bias = rand(M, K), rand(K, N), rand(N)
+    f = matmul.kernel(M, N, K, bias="n", activation=("clip", -1.0, 1.5), **config)
+    check(f, device, [a, b, bias], [np.zeros((M, N), np.float32)],
+          [np.clip(a @ b + bias, -1.0, 1.5)])
+
+
+@pytest.mark.parametrize("config", MATMUL[:2], ids=ids(MATMUL[:2]))
+def test_matmul_exact_tiles_batched_transposed(device, config):
+    M = config["tm"] * config["wy"]
+    N = config["tn"] * config["wx"]
+    K = 3
+    a, b = rand(2, K, M), rand(2, N, K)
+    f = matmul.kernel(M, N, K, batch=2, trans_a=True, trans_b=True, activation="relu", **config)
+    want = np.maximum(a.transpose(0, 2, 1) @ b.transpose(0, 2, 1), 0)
+    check(f, device, [a, b], [np.zeros((2, M, N), np.float32)], [want])
+
+
+ROWS = all_configs(rows_kernel)
+
+
+@pytest.mark.parametrize("config", ROWS, ids=ids(ROWS))
+@pytest.mark.parametrize("op", ["sum", "argmax"])
+def test_row_reduction_configs(device, config, op):
+    x = rand(3, 40)
+    f = rows_kernel(3, 40, op=op, **config)
+    P = f.buffer_map[f.params[1]].shape[1].value
+    outs = [np.zeros((3, P), np.float32)] + ([np.zeros((3, P), np.int32)] if op == "argmax" else [])
+    k = vkir.build(f, device=device)
+    dev_out = [o.copy() for o in outs]
+    k(x, *dev_out)
+    interp_out = [o.copy() for o in outs]
+    vkir.interpret(f, x.copy(), *interp_out)
+    for got in (dev_out, interp_out):
+        if op == "sum":
+            np.testing.assert_allclose(got[0].sum(axis=1), x.sum(axis=1), rtol=1e-5, atol=1e-5)
+        else:  # the best part holds the row maximum and its first position
+            best = got[0].argmax(axis=1)
+            np.testing.assert_array_equal(got[1][np.arange(3), best], x.argmax(axis=1))
+
+
+COLS = all_configs(cols_kernel)
+
+
+@pytest.mark.parametrize("config", COLS, ids=ids(COLS))
+def test_column_reduction_configs(device, config):
+    x = rand(2, 5, 8)
+    check(cols_kernel(2, 5, 8, op="max", **config), device, [x],
+          [np.zeros((2, 8), np.float32)], [x.max(axis=1)])
+
+
+SOFTMAX = all_configs(softmax.kernel)
+
+
+@pytest.mark.parametrize("config", SOFTMAX, ids=ids(SOFTMAX))
+def test_softmax_configs(device, config):
+    x = rand(5, 256)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    check(softmax.kernel(5, 256, **config), device, [x], [np.zeros_like(x)],
+          [e / e.sum(axis=1, keepdims=True)], atol=1e-6)
+
+
+LAYER_NORM = all_configs(layer_norm.kernel)
+
+
+@pytest.mark.parametrize("config", LAYER_NORM, ids=ids(LAYER_NORM))
+def test_layer_norm_configs(device, config):
+    x, g, b = rand(3, 256), rand(256), rand(256)
+    mu, var = x.mean(axis=1, keepdims=True), x.var(axis=1, keepdims=True)
+    check(layer_norm.kernel(3, 256, eps=1e-3, **config), device, [x, g, b], [np.zeros_like(x)],
+          [(x - mu) / np.sqrt(var + 1e-3) * g + b])
+
+
+TRANSPOSE = all_configs(transpose.kernel)
+
+
+@pytest.mark.parametrize("config", TRANSPOSE, ids=ids(TRANSPOSE))
+def test_transpose_configs(device, config):
+    x = rand(3, 4, 6)
+    check(transpose.kernel((3, 4, 6), (2, 0, 1), **config), device, [x.reshape(-1)],
+          [np.zeros(72, np.float32)], [x.transpose(2, 0, 1).reshape(-1)], rtol=0, atol=0)
+
+
+def conv_reference(x, w, stride, padding):
+    """Direct NCHW/OIHW cross-correlation in float64."""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    oh, ow = (h + 2 * padding - kh) // stride + 1, (wd + 2 * padding - kw) // stride + 1
+    y = np.zeros((n, o, oh, ow))
+    for i in range(kh):
+        for j in range(kw):
+            patch = xp[:, :, i:i + stride * (oh - 1) + 1:stride, j:j + stride * (ow - 1) + 1:stride]
+            y += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j])
+    return y
+
+
+CONV = all_configs(conv2d.kernel)
+
+
+@pytest.mark.parametrize("config", CONV, ids=ids(CONV))
+def test_conv2d_configs(device, config):
+    x, w = rand(1, 2, 6, 8), rand(3, 2, 3, 3)
+    f = conv2d.kernel(1, 2, 6, 8, 3, 3, 3, stride=1, padding=1, **config)
+    check(f, device, [x, w], [np.zeros((1, 3, 6, 8), np.float32)], [conv_reference(x, w, 1, 1)])
+
+
+def test_device_class_of_this_device(device):
+    # lavapipe is a CPU device: the ops take the "cpu" config lists there
+    if device.info.kind == "cpu":
+        assert device_class(device.info) == "cpu"
+        assert ops_sum.kernel.configs_for(device.info)[0] == rows_kernel.configs["cpu"][0]

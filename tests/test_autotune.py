@@ -1,0 +1,134 @@
+"""@vkir.autotune: timing configs on the device, the on-disk cache of winners (keyed by device,
+template source and key values), VKIR_AUTOTUNE=0, and configs the device cannot run."""
+
+import dataclasses
+import json
+import logging
+
+import numpy as np
+import pytest
+
+import vkir
+from vkir import T
+from vkir.autotune import Tuned, device_key
+
+pytestmark = pytest.mark.device
+
+
+def scale_template(n, w=64):
+    """y = 2 x with `w` invocations per workgroup (w = 4096 exceeds every device's limit)."""
+    @T.prim_func
+    def scale(x: T.Buffer((n,), "float32"), y: T.Buffer((n,), "float32")):
+        for bx in T.thread_binding((n + w - 1) // w, "blockIdx.x"):
+            for tx in T.thread_binding(w, "threadIdx.x"):
+                if bx * w + tx < n:
+                    y[bx * w + tx] = x[bx * w + tx] * 2.0
+    return scale
+
+
+CONFIGS = [dict(w=4096), dict(w=32), dict(w=64)]
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("VKIR_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("VKIR_AUTOTUNE", raising=False)
+    return tmp_path / "autotune"
+
+
+class CountingProfile:
+    """Counts Kernel.profile calls (timing) while delegating to the real method."""
+
+    def __init__(self, monkeypatch):
+        self.calls = 0
+        real = vkir.api.Kernel.profile
+
+        def profile(kernel, *args, **kwargs):
+            self.calls += 1
+            return real(kernel, *args, **kwargs)
+
+        monkeypatch.setattr(vkir.api.Kernel, "profile", profile)
+
+
+def test_tunes_records_and_hits_the_cache(device, cache, monkeypatch, caplog):
+    timing = CountingProfile(monkeypatch)
+    tuned = vkir.autotune(configs=CONFIGS, key=("n",))(scale_template)
+    with caplog.at_level(logging.INFO, logger="vkir.autotune"):
+        k = tuned.build(device=device, n=1000)
+    assert k.config in CONFIGS[1:] and timing.calls >= 2
+    # the device cannot run 4096 invocations per workgroup: skipped, with the reason logged
+    assert any("skipped {'w': 4096}" in r.getMessage() and "device cannot run" in r.getMessage()
+               for r in caplog.records)
+    files = list(cache.glob("*.json"))
+    assert len(files) == 1
+    entries = json.loads(files[0].read_text())
+    (entry_key, entry), = entries.items()
+    assert entry_key.startswith(device_key(device.info)) and '"n": 1000' in entry_key
+    assert entry["config"] == k.config
+    # a second build (a new template object, as in a new process) takes the winner untimed
+    before = timing.calls
+    again = Tuned(scale_template, CONFIGS, ("n",)).build(device=device, n=1000)
+    assert again.config == k.config and timing.calls == before
+    x = np.arange(1000, dtype=np.float32)
+    y = np.zeros_like(x)
+    again(x, y)
+    np.testing.assert_array_equal(y, 2 * x)
+
+
+def test_cache_is_keyed_by_key_values_device_and_source(device, cache):
+    tuned = vkir.autotune(configs=CONFIGS, key=("n",))(scale_template)
+    tuned.build(device=device, n=256)
+    assert tuned.cached(device.info, n=256) is not None
+    assert tuned.cached(device.info, n=512) is None          # other key values
+    other = dataclasses.replace(device.info, device_id=device.info.device_id + 1)
+    assert tuned.cached(other, n=256) is None                  # another device
+    other = dataclasses.replace(device.info, driver_version=device.info.driver_version + 1)
+    assert tuned.cached(other, n=256) is None                  # another driver
+
+    def scale_template_v2(n, w=64):  # a changed template: a new source hash
+        return scale_template(n, w)
+
+    assert Tuned(scale_template_v2, CONFIGS, ("n",)).cached(device.info, n=256) is None
+
+
+def test_autotune_off_takes_the_first_runnable_config(device, cache, monkeypatch):
+    monkeypatch.setenv("VKIR_AUTOTUNE", "0")
+    timing = CountingProfile(monkeypatch)
+    k = vkir.autotune(configs=CONFIGS, key=("n",))(scale_template).build(device=device, n=100)
+    assert k.config == {"w": 32} and timing.calls == 0
+    assert not cache.exists() or not list(cache.glob("*.json"))
+
+
+def test_no_disk_cache_when_disabled(device, monkeypatch, tmp_path):
+    monkeypatch.setenv("VKIR_CACHE_DIR", "0")
+    tuned = vkir.autotune(configs=CONFIGS[1:], key=("n",))(scale_template)
+    assert tuned.build(device=device, n=64).config in CONFIGS[1:]
+    assert tuned.cached(device.info, n=64) is None
+
+
+def test_no_runnable_config_is_an_error(device, cache):
+    tuned = vkir.autotune(configs=[dict(w=4096)], key=("n",))(scale_template)
+    with pytest.raises(vkir.UnsupportedError, match="no config runs"):
+        tuned.build(device=device, n=64)
+
+
+def test_device_classes_pick_config_lists(device):
+    tuned = vkir.autotune(configs={"cpu": [dict(w=8)], "nvidia": [dict(w=128)],
+                                   "default": [dict(w=64)]}, key=("n",))(scale_template)
+    nvidia = dataclasses.replace(device.info, kind="discrete", vendor_id=0x10DE)
+    other = dataclasses.replace(device.info, kind="discrete", vendor_id=0x1234)
+    assert tuned.configs_for(nvidia) == [dict(w=128)]
+    assert tuned.configs_for(other) == [dict(w=64)]
+    cpu = dataclasses.replace(device.info, kind="cpu")
+    assert tuned.configs_for(cpu) == [dict(w=8)]
+
+
+def test_matmul_template_tunes_and_the_op_uses_the_winner(device, cache, monkeypatch):
+    from vkir.ops import matmul
+
+    shape = dict(M=64, N=64, K=16, batch=None, trans_a=False, trans_b=False, bias=None,
+                 activation=None)
+    k = matmul.kernel.build(device=device, **shape)
+    assert matmul.kernel.cached(device.info, **shape) == k.config
+    a = np.ones((64, 16), np.float32)
+    np.testing.assert_allclose(matmul(a, a.T.copy(), device=device), np.full((64, 64), 16.0))

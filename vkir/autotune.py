@@ -1,0 +1,318 @@
+"""Autotuning of kernel templates: `@vkir.autotune(configs=[...], key=("M", "N", "K"))`.
+
+A kernel template is a Python function that returns a PrimFunc for given shapes and schedule
+parameters (`template(M=..., N=..., K=..., **config)`). `autotune` wraps it in a `Tuned` template
+whose `build(device=None, **shape)` times every valid config on the device with timestamp queries,
+keeps the fastest and records the winner in an on-disk cache, so the next process (or the next
+call) builds the winner directly. The cache lives in `$VKIR_CACHE_DIR/autotune` (default: the
+platform's user cache directory for "vkir") and is keyed by the device (vendor id, device id,
+driver version and name), a hash of the template's source, and the values of `key`.
+
+`VKIR_AUTOTUNE=0` takes the first config the device can run, without timing. Configs a template
+refuses for the shape (a `VkirError` from the template: a tile that does not divide, say) or that
+the device cannot run (`UnsupportedError` from the build: too many invocations or too much shared
+memory) are skipped, with the reason logged on the "vkir.autotune" logger.
+
+`configs` is a list of dicts, or a mapping from a device class to such a list: "cpu" (lavapipe
+and other CPU devices), a vendor ("nvidia", "amd", "intel", "arm", "qualcomm", "apple") or
+"default". The first config of the device's list is its default: what an untuned call uses.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+import types
+import weakref
+from pathlib import Path
+
+from .errors import ArgumentError, UnsupportedError, VkirError
+
+log = logging.getLogger("vkir.autotune")
+
+VENDORS = {0x10DE: "nvidia", 0x1002: "amd", 0x1022: "amd", 0x8086: "intel", 0x13B5: "arm",
+           0x5143: "qualcomm", 0x106B: "apple"}
+
+
+def cache_dir() -> Path | None:
+    """Directory of the autotuning cache: $VKIR_CACHE_DIR/autotune, else the platform's user
+    cache directory for vkir; None (no disk cache) when VKIR_CACHE_DIR is "" or "0"."""
+    root = os.environ.get("VKIR_CACHE_DIR")
+    if root is None:
+        import platformdirs
+
+        root = platformdirs.user_cache_dir("vkir")
+    elif root.strip() in ("", "0"):
+        return None
+    return Path(root) / "autotune"
+
+
+def tuning_enabled() -> bool:
+    """False when $VKIR_AUTOTUNE is "0" (take the first config without timing)."""
+    return os.environ.get("VKIR_AUTOTUNE", "1").strip() not in ("0", "false", "no", "off")
+
+
+def device_class(info) -> str:
+    """"cpu" for CPU devices (lavapipe), else the vendor name from the PCI vendor id, else
+    "default"."""
+    if info.kind == "cpu":
+        return "cpu"
+    return VENDORS.get(getattr(info, "vendor_id", 0), "default")
+
+
+def device_key(info) -> str:
+    """The cache key of a device: vendor id, device id, driver version and the driver string
+    (CPU drivers such as lavapipe report a constant driverVersion)."""
+    return (f"{getattr(info, 'vendor_id', 0):#06x}:{getattr(info, 'device_id', 0):#06x}:"
+            f"{getattr(info, 'driver_version', 0):#x}:{info.name} / {info.driver}")
+
+
+def _source_hash(fn) -> str:
+    """Hash of the template's source and of its module's source (the helpers it calls)."""
+    h = hashlib.sha256()
+    try:
+        h.update(inspect.getsource(fn).encode())
+        module = inspect.getmodule(fn)
+        if module is not None:
+            h.update(inspect.getsource(module).encode())
+    except (OSError, TypeError):
+        h.update(getattr(fn, "__qualname__", repr(fn)).encode())
+    return h.hexdigest()[:16]
+
+
+def _jsonable(value):
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def _config_key(config: dict) -> str:
+    return json.dumps(_jsonable(config), sort_keys=True)
+
+
+class Tuned:
+    """A kernel template with configs and an autotuning `build`. Calling it calls the template."""
+
+    def __init__(self, fn, configs, key, repeat: int = 3):
+        self.fn = fn
+        self.configs = configs
+        self.key = tuple(key)
+        self.repeat = repeat
+        self.source_hash = _source_hash(fn)
+        self.last_log: list[str] = []
+        self._kernels = weakref.WeakKeyDictionary()  # device -> {shape key: Kernel}
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<vkir tuned template {self.fn.__qualname__} key={self.key}>"
+
+    # -- configs ---------------------------------------------------------------------------
+    def configs_for(self, info) -> list[dict]:
+        """The configs to try on a device (`info`: a DeviceInfo); the first is its default."""
+        configs = self.configs
+        if callable(configs):
+            configs = configs(info)
+        if isinstance(configs, dict):
+            cls = device_class(info)
+            configs = configs.get(cls) or configs.get("default") or next(iter(configs.values()))
+        return [dict(c) for c in configs]
+
+    def _cache_path(self) -> Path | None:
+        root = cache_dir()
+        if root is None:
+            return None
+        name = f"{self.fn.__module__}.{self.fn.__qualname__}".replace("<", "").replace(">", "")
+        configs = self.configs if not callable(self.configs) else getattr(self.configs, "__qualname__", "")
+        digest = hashlib.sha256((self.source_hash + json.dumps(_jsonable(configs), sort_keys=True,
+                                                               default=str)).encode())
+        return root / f"{name}-{digest.hexdigest()[:16]}.json"
+
+    def _entry_key(self, info, shape: dict) -> str:
+        missing = [k for k in self.key if k not in shape]
+        if missing:
+            raise ArgumentError(f"{self.fn.__qualname__}.build needs the key value(s) "
+                                f"{', '.join(missing)}")
+        values = {k: _jsonable(shape[k]) for k in self.key}
+        return device_key(info) + " | " + json.dumps(values, sort_keys=True)
+
+    def cached(self, info, **shape) -> dict | None:
+        """The config recorded for this device and shape, or None."""
+        path = self._cache_path()
+        if path is None:
+            return None
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        entry = data.get(self._entry_key(info, shape))
+        return dict(entry["config"]) if isinstance(entry, dict) and "config" in entry else None
+
+    def _record(self, info, shape: dict, config: dict, seconds: float) -> None:
+        path = self._cache_path()
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            data = {}
+        data[self._entry_key(info, shape)] = {"config": _jsonable(config), "seconds": seconds}
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)  # atomic: a concurrent reader sees the old or the new file
+
+    # -- building --------------------------------------------------------------------------
+    def _try_build(self, dev, shape, config):
+        """(Kernel, None) or (None, reason) for one config."""
+        from .api import build
+
+        try:
+            func = self.fn(**shape, **config)
+        except (VkirError, ValueError) as exc:
+            return None, f"template refuses: {exc}"
+        try:
+            return build(func, device=dev), None
+        except UnsupportedError as exc:
+            return None, f"device cannot run it: {exc}"
+
+    def build(self, device=None, tune: bool | None = None, **shape):
+        """The Kernel of the best config for `shape` on `device`: the cached winner, else (when
+        tuning, the default unless VKIR_AUTOTUNE=0 or `tune=False`) the fastest config timed
+        now, else the first config the device can run. The kernel's `config` attribute is the
+        config it was built with."""
+        from .api import _device
+
+        dev = _device(device)
+        info = dev.info
+        self.last_log = []
+        hit = self.cached(info, **shape)
+        if hit is not None:
+            kernel, reason = self._try_build(dev, shape, hit)
+            if kernel is not None:
+                kernel.config = hit
+                return kernel
+            self._note(f"cached config {hit} no longer builds ({reason}); tuning again")
+        if tune is None:
+            tune = tuning_enabled()
+        configs = self.configs_for(info)
+        if not tune:
+            for config in configs:
+                kernel, reason = self._try_build(dev, shape, config)
+                if kernel is not None:
+                    kernel.config = config
+                    return kernel
+                self._note(f"skipped {config}: {reason}")
+            raise UnsupportedError(f"{self.fn.__qualname__}: no config runs for {shape} on "
+                                   f"{info.name!r}:\n  " + "\n  ".join(self.last_log))
+        return self._tune(dev, shape, configs)
+
+    def kernel(self, device=None, **shape):
+        """The Kernel for `shape` on `device`, built once per device and shape (what the ops
+        call): the cached tuning result when there is one, else the device's default config,
+        unless VKIR_AUTOTUNE=1 asks to tune now."""
+        from .api import _device
+
+        dev = _device(device)
+        per_device = self._kernels.setdefault(dev, {})
+        key = json.dumps(_jsonable(shape), sort_keys=True, default=str)
+        k = per_device.get(key)
+        if k is None:
+            tune = os.environ.get("VKIR_AUTOTUNE", "").strip() == "1"
+            k = per_device[key] = self.build(device=dev, tune=tune, **shape)
+        return k
+
+    def _note(self, message: str) -> None:
+        self.last_log.append(message)
+        log.info("%s: %s", self.fn.__qualname__, message)
+
+    def _tune(self, dev, shape, configs):
+        from tqdm import tqdm
+
+        best = None  # (seconds, config, kernel)
+        t_start = time.perf_counter()
+        bar = tqdm(configs, desc=f"autotune {self.fn.__module__}.{self.fn.__qualname__}", file=sys.stderr,
+                   leave=False, unit="config")
+        for config in bar:
+            kernel, reason = self._try_build(dev, shape, config)
+            if kernel is None:
+                self._note(f"skipped {config}: {reason}")
+                continue
+            args = _arguments(kernel)
+            # one timed run first: a config much slower than the best so far is not repeated
+            first = kernel.profile(*args, repeat=1, warmup=1).median
+            seconds = first
+            if best is None or first < 3 * best[0]:
+                seconds = min(first, kernel.profile(*args, repeat=self.repeat, warmup=0).median)
+            self._note(f"{config}: {seconds * 1e3:.3f} ms")
+            if best is None or seconds < best[0]:
+                best = (seconds, config, kernel)
+            bar.set_postfix(best=f"{best[0] * 1e3:.3f} ms")
+        bar.close()
+        if best is None:
+            raise UnsupportedError(f"{self.fn.__qualname__}: no config runs for {shape} on "
+                                   f"{dev.info.name!r}:\n  " + "\n  ".join(self.last_log))
+        seconds, config, kernel = best
+        self._record(dev.info, shape, config, seconds)
+        self._note(f"best {config}: {seconds * 1e3:.3f} ms (tuned in "
+                   f"{time.perf_counter() - t_start:.1f} s)")
+        kernel.config = config
+        return kernel
+
+
+def _arguments(kernel) -> list:
+    """Zero-filled device arrays for every parameter of a kernel with constant shapes."""
+    from .api import empty
+    from .ir import IntImm
+
+    args = []
+    for p in kernel.func.params:
+        buf = kernel.func.buffer_map.get(p)
+        if buf is None:
+            raise ArgumentError(f"autotune: kernel {kernel.name} has scalar parameter {p.name}; "
+                                "templates to tune take buffers of constant shape only")
+        if not all(isinstance(s, IntImm) for s in buf.shape):
+            raise ArgumentError(f"autotune: buffer {buf.name} of kernel {kernel.name} has a "
+                                "symbolic shape; templates to tune use constant shapes")
+        args.append(empty(tuple(s.value for s in buf.shape), buf.dtype, device=kernel.device))
+    return args
+
+
+def autotune(configs, key=()):
+    """Decorator: make a kernel template (shapes and schedule parameters -> PrimFunc) tunable.
+
+    `configs`: a list of schedule-parameter dicts, or a mapping from device class ("cpu",
+    "nvidia", "amd", "intel", ..., "default") to such lists; `key`: the names of the template
+    arguments that select a cache entry (the shape)."""
+    if not callable(configs) and not isinstance(configs, dict) and not list(configs):
+        raise ArgumentError("autotune needs at least one config")
+
+    def wrap(fn):
+        return Tuned(fn, configs, key)
+
+    return wrap
+
+
+class _CallableModule(types.ModuleType):
+    """`vkir.autotune` names both this module and its decorator: importing the module binds it
+    as the package attribute, so the module itself decorates (`@vkir.autotune(configs, key)`)."""
+
+    def __call__(self, configs, key=()):
+        return autotune(configs, key)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,19 @@
+"""vkir.ops: fast kernels out of the box.
+
+Each op takes numpy arrays or DeviceArrays (all on one device) and returns a DeviceArray when any
+input is one, else a numpy array; every op also takes `device=` and `out=`. The ops take float32
+data (argmax returns int32 indices). Each op's kernel template is readable as
+`vkir.ops.<op>.kernel(...)`: a Python function returning the PrimFunc for given shapes and
+schedule parameters, tuned per device with `vkir.autotune` (`vkir.ops.<op>.kernel.build(...)`).
+An op uses the tuned config recorded for the device when there is one, else the device's default
+config; VKIR_AUTOTUNE=1 makes a call tune a shape it has not seen.
+"""
+
+from .conv import conv2d
+from .layout import transpose
+from .linalg import matmul
+from .norm import layer_norm, softmax
+from .reduce import argmax, max, mean, min, sum
+
+__all__ = ["argmax", "conv2d", "layer_norm", "matmul", "max", "mean", "min", "softmax", "sum",
+           "transpose"]
