@@ -67,3 +67,42 @@ def noop(a: T.Buffer((1,), "float32")):
     for bx in T.thread_binding(1, "blockIdx.x"):
         for tx in T.thread_binding(1, "threadIdx.x"):
             T.evaluate(0)
+
+
+def add_template(n, w=64, vpt=4, layout="interleave"):
+    """The tuned vadd ("vkir" in the benchmark): c = a + b on `n` float32 (a multiple of 4),
+    each invocation adding `vpt` float32x4 vectors: with layout "interleave" consecutive
+    invocations take consecutive vectors, with "range" each invocation takes `vpt` consecutive
+    ones (a stream per host thread on CPU devices); `w` invocations per workgroup."""
+    from vkir.errors import ArgumentError
+    from vkir.script import from_script
+
+    if n % 4:
+        raise ArgumentError(f"add template: n={n} is not a multiple of 4")
+    q = "(bx * VPT + u) * W + tx" if layout == "interleave" else "(bx * W + tx) * VPT + u"
+    text = '''
+@T.prim_func
+def add(a: T.Buffer((N,), "float32"), b: T.Buffer((N,), "float32"), c: T.Buffer((N,), "float32")):
+    for bx in T.thread_binding((N // 4 + W * VPT - 1) // (W * VPT), "blockIdx.x"):
+        for tx in T.thread_binding(W, "threadIdx.x"):
+            for u in T.unroll(VPT):
+                if Q < N // 4:
+                    for v in T.vectorized(4):
+                        c[(Q) * 4 + v] = a[(Q) * 4 + v] + b[(Q) * 4 + v]
+'''.replace("Q", q)
+    return from_script(text, env=dict(N=n, W=w, VPT=vpt), file="<benchmarks add>")
+
+
+def _tuned_add():
+    from vkir.autotune import autotune
+
+    return autotune(configs={"cpu": [dict(w=8, vpt=16, layout="range"),
+                                     dict(w=8, vpt=64, layout="range"),
+                                     dict(w=64, vpt=16, layout="range"),
+                                     dict(w=16, vpt=4, layout="range"),
+                                     dict(w=64, vpt=4), dict(w=256, vpt=4), dict(w=8, vpt=16)],
+                             "default": [dict(w=256, vpt=1), dict(w=256, vpt=4)]},
+                    key=("n",))(add_template)
+
+
+add = _tuned_add()

@@ -1,11 +1,14 @@
 """The benchmark suite behind `vkir bench` (DESIGN section 8).
 
-Each workload runs several ways on the same device in one process: the vkir kernel (a T.prim_func
-from kernels.py), the hand-written GLSL reference from shaders/ (compiled by glslang, dispatched by
-vkir.runtime) and numpy. Metrics: device_s (timestamp queries), wall_s (host time per call,
+Each workload runs several ways on the same device in one process: "vkir" (the vkir.ops kernel
+template, tuned for the device by vkir.autotune), "vkir_mirror" (a T.prim_func from kernels.py with
+the same algorithm as the GLSL reference), "glsl" (the hand-written reference from shaders/,
+compiled by glslang, dispatched by vkir.runtime), "numpy", and "iree" (IREE's Vulkan backend,
+when it is importable; wall time only, see peers.py). Metrics: device_s (timestamp queries), wall_s (host time per call,
 submit + wait included), compile_s (script or GLSL source -> ready pipeline, caches reset) and
-latency_s (round trip of a one-invocation dispatch). Results print as a table with the ratios
-vkir/GLSL and vkir/numpy, and `--json FILE` writes one JSON object per measurement.
+latency_s (round trip of a one-invocation dispatch). Results print as a table with time ratios
+(vkir/mirror, vkir/GLSL, vkir/IREE, vkir/numpy; below 1 means vkir is faster), and `--json FILE`
+writes one JSON object per measurement, each with the workload's "size".
 
 The vkir and GLSL device times of a workload are sampled in alternation (`Bench._timed`): on a CPU
 device that shares two cores with other processes, timing all vkir runs and then all GLSL runs
@@ -25,9 +28,12 @@ from pathlib import Path
 import numpy as np
 
 SHADERS = Path(__file__).resolve().parents[1] / "shaders"
-WORKLOADS = ("vadd", "sum", "matmul_1024", "softmax", "latency", "compile")
-FULL = {"vadd": 1 << 24, "sum": 1 << 24, "matmul": 1024, "softmax": (4096, 1024)}
-QUICK = {"vadd": 1 << 16, "sum": 1 << 16, "matmul": 128, "softmax": (256, 256)}
+WORKLOADS = ("vadd", "sum", "matmul_1024", "softmax", "layer_norm", "conv2d", "batched_matmul",
+             "latency", "compile")
+FULL = {"vadd": 1 << 24, "sum": 1 << 24, "matmul": 1024, "softmax": (4096, 1024),
+        "layer_norm": (4096, 1024), "conv2d": (1, 64, 56, 56, 64, 3), "bmm": (16, 256, 256, 256)}
+QUICK = {"vadd": 1 << 16, "sum": 1 << 16, "matmul": 128, "softmax": (256, 256),
+         "layer_norm": (256, 256), "conv2d": (1, 8, 16, 16, 8, 3), "bmm": (2, 64, 64, 64)}
 
 
 @dataclass
@@ -42,6 +48,8 @@ class Measurement:
     n: int
     gflops: float | None = None
     gbps: float | None = None
+    size: list | None = None
+    quick: bool = False
 
     def json(self) -> str:
         return json.dumps(self.__dict__)
@@ -76,13 +84,18 @@ class Bench:
         self.repeat = repeat or (5 if quick else 20)
         self.results: list[Measurement] = []
         self.rng = np.random.default_rng(0)
+        self.size = None  # the size of the workload being measured, recorded in every result
+        from . import peers
+
+        self.iree = peers.available()
 
     # -- helpers ---------------------------------------------------------------------------
     def add(self, workload, impl, metric, samples, flops=None, nbytes=None):
         med, lo, hi, n = _stats(samples)
         m = Measurement(workload, impl, self.dev.info.name, metric, med, lo, hi, n,
                         None if flops is None else flops / med / 1e9,
-                        None if nbytes is None else nbytes / med / 1e9)
+                        None if nbytes is None else nbytes / med / 1e9,
+                        None if self.size is None else list(self.size), self.quick)
         self.results.append(m)
         return m
 
@@ -114,7 +127,8 @@ class Bench:
                 device[name].append(sum(step().median for step in impls[name]))
                 wall[name].append(time.perf_counter() - t0)
         for name in names:
-            self.add(workload, name, "device_s", device[name], flops, nbytes)
+            if name != "iree":  # IREE's steps are host-timed calls: wall time only
+                self.add(workload, name, "device_s", device[name], flops, nbytes)
             self.add(workload, name, "wall_s", wall[name], flops, nbytes)
 
     def glsl_steps(self, pipeline, launches):
@@ -130,6 +144,36 @@ class Bench:
         """Steps timing vkir kernel calls (`calls`: a list of argument tuples, run in order)."""
         return [lambda a=a: kernel.profile(*a, repeat=1, warmup=0) for a in calls]
 
+    def iree_steps(self, workload, shape, inputs, want, rtol=1e-4, atol=1e-5):
+        """Steps timing IREE's Vulkan module for `workload` (host clock around each call; the
+        call returns when the result is ready) after checking its result; {} without IREE."""
+        if not self.iree:
+            return {}
+        from .peers import IreeFunction
+
+        fn = IreeFunction(workload, *shape)
+        args = [fn.upload(a) for a in inputs]
+        try:
+            self.check(f"{workload} iree", fn.to_host(fn(*args)), want, rtol=rtol, atol=atol)
+        except AssertionError as exc:  # a peer's wrong result is reported, not timed
+            print(f"  {exc}: IREE not measured", flush=True)
+            return {}
+
+        class Wall:
+            def __init__(self, seconds):
+                self.median = seconds
+
+        def step():
+            t0 = time.perf_counter()
+            fn(*args)
+            return Wall(time.perf_counter() - t0)
+
+        return {"iree": [step]}
+
+    def tuned(self, template, **shape):
+        """The kernel of a vkir.ops template, tuned for the device (cached on disk)."""
+        return template.build(device=self.dev, **shape)
+
     def check(self, workload, got, want, rtol=1e-4, atol=1e-5):
         if not np.allclose(got, want, rtol=rtol, atol=atol):
             err = float(np.abs(np.asarray(got, np.float64) - want).max())
@@ -140,75 +184,113 @@ class Bench:
         from . import kernels
 
         vk, dev, n = self.vkir, self.dev, self.sizes["vadd"]
+        self.size = [n]
         a, b = self.rng.random(n, dtype=np.float32), self.rng.random(n, dtype=np.float32)
         A, B = vk.array(a, dev), vk.array(b, dev)
-        C1, C2 = vk.empty(n, "float32", dev), vk.empty(n, "float32", dev)
+        C0, C1, C2 = (vk.empty(n, "float32", dev) for _ in range(3))
         nbytes = 12 * n
-        k = vk.build(kernels.vadd4, device=dev)
+        k = self.tuned(kernels.add, n=n)
+        mirror = vk.build(kernels.vadd4, device=dev)
         pipe = self.glsl("vadd", (0, 1, 2), 4, WG=256)
         self._timed("vadd", {
-            "vkir": self.vkir_steps(k, [(A, B, C1)]),
+            "vkir": self.vkir_steps(k, [(A, B, C0)]),
+            "vkir_mirror": self.vkir_steps(mirror, [(A, B, C1)]),
             "glsl": self.glsl_steps(pipe, [([A, B, C2], struct.pack("<I", n),
                                             ((n + 1023) // 1024, 1, 1))]),
+            **self.iree_steps("vadd", (n,), [a, b], a + b),
         }, nbytes=nbytes)
-        self.check("vadd vkir", C1.numpy(), a + b)
-        self.check("vadd glsl", C2.numpy(), a + b)
+        for name, C in (("vkir", C0), ("vkir_mirror", C1), ("glsl", C2)):
+            self.check(f"vadd {name}", C.numpy(), a + b)
         c = np.empty_like(a)
         self.add("vadd", "numpy", "wall_s", wall_samples(lambda: np.add(a, b, out=c), self.repeat), nbytes=nbytes)
 
     def sum(self):
+        from vkir.ops.reduce import _final, rows_kernel
+
         from . import kernels
 
         vk, dev, n, m = self.vkir, self.dev, self.sizes["sum"], 256
+        self.size = [n]
         x = self.rng.random(n, dtype=np.float32)
         want = float(x.astype(np.float64).sum())
         X = vk.array(x, dev)
+        k1 = self.tuned(rows_kernel, O=1, R=n, op="sum", with_index=False, scale=1.0)
+        parts = k1.func.buffer_map[k1.func.params[1]].shape[1].value
+        k2 = _final.kernel(dev, O=1, R=parts, op="sum", with_index=False, scale=1.0)
+        P0, S0 = vk.empty((1, parts), "float32", dev), vk.empty((1, 1), "float32", dev)
+        X2 = vk.api.DeviceArray(X.buffer, (1, n), X.dtype, dev)
+        mirror = vk.build(kernels.block_sum, device=dev)
         P, S = vk.empty(m, "float32", dev), vk.empty(1, "float32", dev)
-        k = vk.build(kernels.block_sum, device=dev)
         pipe = self.glsl("sum", (0, 1), 4, WG=128)
         P2, S2 = vk.empty(m, "float32", dev), vk.empty(1, "float32", dev)
+        steps = self.vkir_steps(k1, [(X2, P0)]) + (self.vkir_steps(k2, [(P0, S0)]) if parts > 1 else [])
+        if parts == 1:
+            S0 = P0
         self._timed("sum", {
-            "vkir": self.vkir_steps(k, [(X, P), (P, S)]),
+            "vkir": steps,
+            "vkir_mirror": self.vkir_steps(mirror, [(X, P), (P, S)]),
             "glsl": self.glsl_steps(pipe, [([X, P2], struct.pack("<I", n), (m, 1, 1)),
                                            ([P2, S2], struct.pack("<I", m), (1, 1, 1))]),
+            **self.iree_steps("sum", (n,), [x], np.float32(want), rtol=1e-4),
         }, nbytes=4 * n)
-        self.check("sum vkir", S.numpy()[0], want, rtol=1e-5)
+        self.check("sum vkir", S0.numpy().reshape(-1)[0], want, rtol=1e-5)
+        self.check("sum vkir_mirror", S.numpy()[0], want, rtol=1e-5)
         self.check("sum glsl", S2.numpy()[0], want, rtol=1e-5)
         self.add("sum", "numpy", "wall_s", wall_samples(lambda: x.sum(), self.repeat), nbytes=4 * n)
 
-    def matmul_1024(self):
+    def _matmul(self, workload, batch, s_m, s_n, s_k):
+        from vkir.ops import matmul
+
         from . import kernels
 
-        vk, dev, s = self.vkir, self.dev, self.sizes["matmul"]
-        a = self.rng.standard_normal((s, s), dtype=np.float32)
-        b = self.rng.standard_normal((s, s), dtype=np.float32)
+        vk, dev = self.vkir, self.dev
+        lead = () if batch is None else (batch,)
+        self.size = [*lead, s_m, s_n, s_k]
+        a = self.rng.standard_normal((*lead, s_m, s_k), dtype=np.float32)
+        b = self.rng.standard_normal((*lead, s_k, s_n), dtype=np.float32)
         want = a.astype(np.float64) @ b.astype(np.float64)
         A, B = vk.array(a, dev), vk.array(b, dev)
-        C1, C2 = vk.empty((s, s), "float32", dev), vk.empty((s, s), "float32", dev)
-        flops = 2.0 * s ** 3
+        Cs = [vk.empty((*lead, s_m, s_n), "float32", dev) for _ in range(3)]
+        flops = 2.0 * (batch or 1) * s_m * s_n * s_k
         repeat = self.repeat
         if not self.quick:
             self.repeat = min(repeat, 3)  # seconds per run on a CPU device
         try:
-            k = vk.build(kernels.matmul, device=dev)
-            pipe = self.glsl("matmul", (0, 1, 2), 12)
-            g = (s + 15) // 16
-            self._timed("matmul_1024", {
-                "vkir": self.vkir_steps(k, [(A, B, C1)]),
-                "glsl": self.glsl_steps(pipe, [([A, B, C2], struct.pack("<III", s, s, s),
-                                                (g, g, 1))]),
-            }, flops=flops)
-            self.check("matmul vkir", C1.numpy(), want, rtol=1e-3, atol=1e-3)
-            self.check("matmul glsl", C2.numpy(), want, rtol=1e-3, atol=1e-3)
-            self.add("matmul_1024", "numpy", "wall_s", wall_samples(lambda: a @ b, self.repeat), flops=flops)
+            k = self.tuned(matmul.kernel, M=s_m, N=s_n, K=s_k, batch=batch, trans_a=False,
+                           trans_b=False, bias=None, activation=None)
+            impls = {"vkir": self.vkir_steps(k, [(A, B, Cs[0])])}
+            if batch is None:
+                mirror = vk.build(kernels.matmul, device=dev)
+                pipe = self.glsl("matmul", (0, 1, 2), 12)
+                g = (s_m + 15) // 16, (s_n + 15) // 16
+                impls["vkir_mirror"] = self.vkir_steps(mirror, [(A, B, Cs[1])])
+                impls["glsl"] = self.glsl_steps(pipe, [([A, B, Cs[2]], struct.pack("<III", s_m, s_n, s_k),
+                                                        (g[1], g[0], 1))])
+            impls.update(self.iree_steps("matmul" if batch is None else "bmm",
+                                         (*lead, s_m, s_n, s_k), [a, b], want, rtol=1e-3, atol=1e-3))
+            self._timed(workload, impls, flops=flops)
+            for name, C in zip(("vkir", "vkir_mirror", "glsl"), Cs):
+                if name in impls:
+                    self.check(f"{workload} {name}", C.numpy(), want, rtol=1e-3, atol=1e-3)
+            self.add(workload, "numpy", "wall_s", wall_samples(lambda: a @ b, self.repeat), flops=flops)
         finally:
             self.repeat = repeat
 
+    def matmul_1024(self):
+        s = self.sizes["matmul"]
+        self._matmul("matmul_1024", None, s, s, s)
+
+    def batched_matmul(self):
+        self._matmul("batched_matmul", *self.sizes["bmm"])
+
     def softmax(self):
+        from vkir.ops.norm import softmax_kernel
+
         from . import kernels
 
         vk, dev = self.vkir, self.dev
         rows, cols = self.sizes["softmax"]
+        self.size = [rows, cols]
         x = self.rng.standard_normal((rows, cols), dtype=np.float32)
 
         def np_softmax():
@@ -218,18 +300,73 @@ class Bench:
 
         want = np_softmax()
         X = vk.array(x, dev)
-        Y1, Y2 = vk.empty((rows, cols), "float32", dev), vk.empty((rows, cols), "float32", dev)
+        Ys = [vk.empty((rows, cols), "float32", dev) for _ in range(3)]
         nbytes = 8 * rows * cols
-        k = vk.build(kernels.softmax, device=dev)
+        k = self.tuned(softmax_kernel, O=rows, C=cols)
+        mirror = vk.build(kernels.softmax, device=dev)
         pipe = self.glsl("softmax", (0, 1), 8, WG=256)
         self._timed("softmax", {
-            "vkir": self.vkir_steps(k, [(X, Y1)]),
-            "glsl": self.glsl_steps(pipe, [([X, Y2], struct.pack("<II", rows, cols),
+            "vkir": self.vkir_steps(k, [(X, Ys[0])]),
+            "vkir_mirror": self.vkir_steps(mirror, [(X, Ys[1])]),
+            "glsl": self.glsl_steps(pipe, [([X, Ys[2]], struct.pack("<II", rows, cols),
                                             (rows, 1, 1))]),
+            **self.iree_steps("softmax", (rows, cols), [x], want, rtol=1e-4, atol=1e-6),
         }, nbytes=nbytes)
-        self.check("softmax vkir", Y1.numpy(), want, rtol=1e-4, atol=1e-6)
-        self.check("softmax glsl", Y2.numpy(), want, rtol=1e-4, atol=1e-6)
+        for name, Y in zip(("vkir", "vkir_mirror", "glsl"), Ys):
+            self.check(f"softmax {name}", Y.numpy(), want, rtol=1e-4, atol=1e-6)
         self.add("softmax", "numpy", "wall_s", wall_samples(np_softmax, self.repeat), nbytes=nbytes)
+
+    def layer_norm(self):
+        from vkir.ops.norm import layer_norm_kernel
+
+        vk, dev = self.vkir, self.dev
+        rows, cols = self.sizes["layer_norm"]
+        self.size = [rows, cols]
+        x = self.rng.standard_normal((rows, cols), dtype=np.float32)
+        g = self.rng.standard_normal(cols, dtype=np.float32)
+        b = self.rng.standard_normal(cols, dtype=np.float32)
+
+        def np_layer_norm():
+            mu = x.mean(axis=1, keepdims=True)
+            return (x - mu) / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5) * g + b
+
+        want = np_layer_norm()
+        X, G, Bt = vk.array(x, dev), vk.array(g, dev), vk.array(b, dev)
+        Y = vk.empty((rows, cols), "float32", dev)
+        k = self.tuned(layer_norm_kernel, O=rows, C=cols, eps=1e-5)
+        nbytes = 8 * rows * cols
+        self._timed("layer_norm", {"vkir": self.vkir_steps(k, [(X, G, Bt, Y)])}, nbytes=nbytes)
+        self.check("layer_norm vkir", Y.numpy(), want, rtol=1e-3, atol=1e-4)
+        self.add("layer_norm", "numpy", "wall_s", wall_samples(np_layer_norm, self.repeat), nbytes=nbytes)
+
+    def conv2d(self):
+        from vkir.ops.conv import conv2d_kernel
+
+        vk, dev = self.vkir, self.dev
+        nb, c, hw, _, o, kk = self.sizes["conv2d"]  # square input, square filters
+        self.size = [nb, c, hw, hw, o, kk, kk]
+        x = self.rng.standard_normal((nb, c, hw, hw), dtype=np.float32)
+        w = self.rng.standard_normal((o, c, kk, kk), dtype=np.float32)
+        pad = kk // 2
+
+        def np_conv():  # im2col + BLAS
+            xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+            cols = np.lib.stride_tricks.sliding_window_view(xp, (kk, kk), axis=(2, 3))
+            return np.einsum("nchwij,ocij->nohw", cols, w, optimize=True)
+
+        want = np_conv()
+        X, W = vk.array(x, dev), vk.array(w, dev)
+        Y = vk.empty(want.shape, "float32", dev)
+        k = self.tuned(conv2d_kernel, NB=nb, C=c, H=hw, W=hw, O=o, KH=kk, KW=kk, stride=1,
+                       padding=pad)
+        flops = 2.0 * want.size * c * kk * kk
+        self._timed("conv2d", {
+            "vkir": self.vkir_steps(k, [(X, W, Y)]),
+            **self.iree_steps("conv2d", (nb, c, hw, hw, o, kk, kk, pad), [x, w], want,
+                              rtol=1e-3, atol=1e-3),
+        }, flops=flops)
+        self.check("conv2d vkir", Y.numpy(), want, rtol=1e-3, atol=1e-3)
+        self.add("conv2d", "numpy", "wall_s", wall_samples(np_conv, self.repeat), flops=flops)
 
     def latency(self):
         from vkir import runtime
@@ -237,6 +374,7 @@ class Bench:
         from . import kernels
 
         vk, dev = self.vkir, self.dev
+        self.size = [1]
         repeat = max(200, self.repeat * 20)
         A = vk.empty(1, "float32", dev)
         k = vk.build(kernels.noop, device=dev)
@@ -254,6 +392,7 @@ class Bench:
         from . import kernels
 
         vk, dev = self.vkir, self.dev
+        self.size = [kernels.VADD_SOURCE.count("\n")]  # the cold-compiled source (lines)
         repeat = max(5, self.repeat)
 
         def vkir_cold():
@@ -278,7 +417,9 @@ def format_table(results: list[Measurement]) -> str:
     rows = {}
     for m in results:
         rows.setdefault((m.workload, m.metric), {})[m.impl] = m
-    head = ("workload", "metric", "vkir", "glsl", "numpy", "vkir/GLSL", "vkir/numpy", "vkir rate")
+    impls = ("vkir", "vkir_mirror", "glsl", "iree", "numpy")
+    head = ("workload", "metric", "vkir", "mirror", "glsl", "iree", "numpy", "vkir/mirror",
+            "vkir/GLSL", "vkir/IREE", "vkir/numpy", "vkir rate")
     body = []
 
     def fmt(m):
@@ -287,20 +428,21 @@ def format_table(results: list[Measurement]) -> str:
         v = m.median
         return f"{v * 1e3:.3f} ms" if v >= 1e-3 else f"{v * 1e6:.1f} us"
 
-    for (workload, metric), impls in rows.items():
-        v, g, n = impls.get("vkir"), impls.get("glsl"), impls.get("numpy")
+    for (workload, metric), got in rows.items():
+        v = got.get("vkir")
         rate = ""
         if v is not None and v.gflops is not None:
             rate = f"{v.gflops:.1f} GFLOP/s"
         elif v is not None and v.gbps is not None:
             rate = f"{v.gbps:.1f} GB/s"
-        body.append((workload, metric, fmt(v), fmt(g), fmt(n),
-                     f"{v.median / g.median:.2f}" if v and g else "-",
-                     f"{v.median / n.median:.2f}" if v and n else "-", rate))
+        ratios = [f"{v.median / got[k].median:.2f}" if v and got.get(k) else "-"
+                  for k in impls[1:]]
+        body.append((workload, metric, *(fmt(got.get(k)) for k in impls), *ratios, rate))
     widths = [max(len(str(r[i])) for r in (head, *body)) for i in range(len(head))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in (head, *body)]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return "\n".join(lines) + ("\n(time ratios: below 1, vkir is faster; vkir is the vkir.ops "
+                                "kernel tuned for the device, mirror the GLSL's algorithm)")
 
 
 def main(device=None, workloads=None, repeat=None, json_path=None, quick=False) -> int:

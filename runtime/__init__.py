@@ -8,6 +8,10 @@ the storage buffers, push-constant bytes and group counts.
     pipe = get_pipeline(dev, spirv, "main", bindings=(0, 1, 2), push_constant_size=4)
     dispatch(dev, pipe, [x, y, z], push=struct.pack("<i", n), groups=(gx, 1, 1))
     profile(dev, pipe, [x, y, z], push, groups, repeat=50) -> Timing(median, min, max, ...)
+    release_pipeline(dev, pipe)              # the last release destroys it and its launches
+
+Every device limit is checked (runtime.limits) before the driver sees a pipeline, a dispatch or an
+allocation; after `shutdown()` (or `Device.close()`) every use of the device raises DeviceError.
 """
 
 from .device import Device
@@ -15,7 +19,7 @@ from .info import DeviceInfo, Limits
 from .instance import get_instance, shutdown, validation_requested
 from .launch import Launch, Timing, dispatch, get_launch, profile
 from .memory import Buffer
-from .pipeline import Pipeline, get_pipeline
+from .pipeline import Pipeline, get_pipeline, release_pipeline
 from .recording import Dispatch, Recording
 from .submission import Submission
 from .suballoc import SubBuffer, allocate
@@ -23,6 +27,6 @@ from .selection import devices, open_device, select, validation_messages
 
 __all__ = [
     "Buffer", "Device", "Dispatch", "Recording", "SubBuffer", "Submission", "allocate", "DeviceInfo", "Launch", "Limits", "Pipeline", "Timing", "devices", "dispatch",
-    "get_instance", "get_launch", "get_pipeline", "open_device", "profile", "select", "shutdown",
-    "validation_messages", "validation_requested",
+    "get_instance", "get_launch", "get_pipeline", "open_device", "profile", "release_pipeline",
+    "select", "shutdown", "validation_messages", "validation_requested",
 ]

@@ -7,10 +7,17 @@ A plain dispatch is synchronous: its submit is waited for (in slices, with a tim
 in flight (asynchronous launches, sequences, a dispatch whose wait timed out) is a Submission in
 `_inflight` (see submission.py); host copies of a buffer it uses, and re-submitting its command
 buffer, wait for it first.
+
+Lifetimes: a buffer's memory is freed as soon as its Python object is collected; a pipeline is
+destroyed (with the launches recorded for it) once every holder released it; `close()` destroys
+everything, is idempotent, and afterwards every use raises DeviceError ("device closed") instead of
+reaching freed handles. Thread safety: one re-entrant lock guards the queue, the command and
+descriptor pools, the staging buffer and the caches.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import weakref
@@ -78,18 +85,19 @@ class Device:
         self._descriptor_pools: list = []
         self.pipelines: dict = {}                      # key -> Pipeline
         self.launches: OrderedDict = OrderedDict()     # key -> Launch (LRU)
-        self._live_buffers: dict = {}                  # serial -> weakref.finalize
-        self._pending_free: list = []                  # (serial, VkBuffer, VkDeviceMemory)
-        self._serial = 0
+        self._live_buffers: dict = {}                  # serial -> (finalize, VkBuffer, VkDeviceMemory)
+        self._dead_serials: set = set()                # freed buffers whose launches are still cached
+        self._released: list = []                      # pipelines a holder released (see collect)
+        self._serials = itertools.count(1)
         self._staging = None
         self._transfer_cmd = None
         self._inflight: list = []                      # Submissions not yet waited for
         self._free_fences: list = []                   # retired VkFence* ready for reuse
         self._all_fences: list = []                    # every VkFence* created for submissions
         self.arenas: dict = {}                         # sub-allocator arenas (suballoc.py)
+        self.suballoc_max_bytes = None                 # None: suballoc.MAX_SUBALLOC; 0: off
         self.recordings: dict = {}                     # id -> live recording's resources
         self._deferred: list = []                      # resources of dropped recordings
-        self.suballoc_max_bytes = None                 # None: suballoc.MAX_SUBALLOC; 0: off
         # host-visible (mapped) buffers on unified memory, device-local + staging elsewhere;
         # tests flip it to exercise the staging path on lavapipe
         self.host_visible_buffers = info.unified_memory
@@ -191,37 +199,65 @@ class Device:
         return best
 
     def next_serial(self) -> int:
-        self._serial += 1
-        return self._serial
+        """A process-unique buffer number (thread-safe; never reused, so launch keys stay unique)."""
+        return next(self._serials)
 
-    # -- buffers: deferred release ----------------------------------------------------------
+    def check_open(self) -> None:
+        """Raise DeviceError when the device was closed (by close() or vkir.runtime.shutdown())."""
+        if self.closed:
+            raise DeviceError(f"device closed: {self.info.name!r} was shut down; open it again with "
+                              "vkir.device() and rebuild kernels and arrays on it")
+
+    # -- buffers: freed when collected --------------------------------------------------------
     def _track(self, buf, handle, memory):
-        fin = weakref.finalize(buf, self._release, buf.serial, handle, memory)
+        fin = weakref.finalize(buf, self._release, buf.serial)
         fin.atexit = False
         self._live_buffers[buf.serial] = (fin, handle, memory)
 
-    def _release(self, serial, handle, memory):
-        # runs from a weakref finalizer at any point: only queue the work
-        self._live_buffers.pop(serial, None)
-        self._pending_free.append((serial, handle, memory))
+    def _release(self, serial):
+        """Free a collected buffer's memory now (a weakref finalizer: it may run in any thread and
+        at any point, so it touches no container that is iterated; its launches go at collect())."""
+        with self._lock:
+            entry = self._live_buffers.pop(serial, None)
+            if entry is None or self.closed:
+                return
+            _, handle, memory = entry
+            self._dead_serials.add(serial)
+            lib.vkDestroyBuffer(self.handle, handle, ffi.NULL)
+            lib.vkFreeMemory(self.handle, memory, ffi.NULL)
+
+    def release_pipeline(self, pipeline) -> None:
+        """Give back one hold on `pipeline` (from get_pipeline), destroying it with its launches
+        when it was the last. Safe from a finalizer: when this thread is already inside a device
+        operation (the finalizer interrupted it), the work waits for the next collect()."""
+        self._released.append(pipeline)
+        if not self._lock._is_owned():
+            self.collect()
 
     def collect(self) -> None:
-        """Destroy buffers whose Python objects are gone, and the launches that used them."""
+        """Destroy the launches that used freed buffers, and the pipelines nobody holds any more
+        (with their launches: descriptor sets and command buffers)."""
         with self._lock:
+            if self.closed:
+                return
             if self._inflight:
                 self.retire_finished()
             while self._deferred:
                 self._deferred.pop().free(self)
-            while self._pending_free:
-                pending, self._pending_free = self._pending_free, []
-                dead = {serial for serial, _, _ in pending}
+            while self._released:
+                pipeline = self._released.pop()
+                pipeline.refs -= 1
+                if pipeline.refs > 0 or pipeline.handle is None:
+                    continue
+                if self.pipelines.get(pipeline.key) is pipeline:
+                    del self.pipelines[pipeline.key]
+                for key in [k for k in self.launches if k[0] is pipeline]:
+                    self.launches.pop(key).destroy()
+                pipeline.destroy()
+            if self._dead_serials:
+                dead, self._dead_serials = self._dead_serials, set()
                 for key in [k for k, launch in self.launches.items() if dead & launch.serials]:
                     self.launches.pop(key).destroy()
-                for _, handle, memory in pending:
-                    if handle is None:  # a sub-allocation: its range is already free again
-                        continue
-                    lib.vkDestroyBuffer(self.handle, handle, ffi.NULL)
-                    lib.vkFreeMemory(self.handle, memory, ffi.NULL)
 
     # -- descriptor sets --------------------------------------------------------------------
     def allocate_descriptor_set(self, layout):
@@ -248,6 +284,7 @@ class Device:
         return pool, out[0]
 
     def allocate_command_buffer(self):
+        """A primary command buffer from the device's pool (the caller holds the lock)."""
         out = ffi.new("VkCommandBuffer*")
         info = vk.VkCommandBufferAllocateInfo(commandPool=self.command_pool,
                                               level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
@@ -268,7 +305,7 @@ class Device:
             self.wait_for(owner=owner, timeout=timeout)
         with self._lock:
             if self.closed:
-                raise DeviceError(f"device {self.info.name!r} is closed")
+                self.check_open()
             r = lib.vkQueueSubmit(self.queue, 1, submit_info, self.fence)
             if r:
                 check(r, "vkQueueSubmit")
@@ -307,6 +344,7 @@ class Device:
     def one_shot(self, record) -> None:
         """Record commands with `record(cmd)` into the transfer command buffer, submit and wait."""
         with self._lock:
+            self.check_open()
             if self._transfer_cmd is None:
                 self._transfer_cmd = self.allocate_command_buffer()
                 self._transfer_submit, self._transfer_ptr = submit_info(self._transfer_cmd)
@@ -318,14 +356,14 @@ class Device:
             self.submit(self._transfer_submit, owner=self._transfer_ptr, what="buffer copy")
 
     def staging(self, nbytes: int):
-        """A host-visible staging buffer of at least `nbytes` (kept and grown as needed)."""
+        """A host-visible staging buffer of at least `nbytes` (kept and grown as needed). It is
+        shared: the caller holds the lock from filling it to reading it back."""
         from .memory import Buffer
 
         if self._inflight and self._transfer_cmd is not None:
-            self.wait_for(owner=self._transfer_ptr)  # a timed-out copy may still read it
+            self.wait_for(owner=self._transfer_ptr)  # a timed-out copy may still use it
         if self._staging is None or self._staging.nbytes < nbytes:
-            self._staging = None
-            self.collect()
+            self._staging = None  # freed right away (its finalizer runs now)
             self._staging = Buffer(self, max(nbytes, 1 << 20), staging=True)
         return self._staging
 
@@ -342,6 +380,7 @@ class Device:
         """Forget every pipeline (and the launches using them) and start a new VkPipelineCache,
         so the next build compiles from scratch: used to measure cold compile times."""
         with self._lock:
+            self.check_open()
             lib.vkDeviceWaitIdle(self.handle)
             self._destroy_pipelines()
             lib.vkDestroyPipelineCache(self.handle, self.pipeline_cache, ffi.NULL)
@@ -349,25 +388,29 @@ class Device:
 
     # -- teardown ---------------------------------------------------------------------------
     def close(self) -> None:
-        """Destroy everything this device created (buffers still referenced become unusable)."""
-        if self.closed:
-            return
+        """Destroy everything this device created. Idempotent; arrays, kernels and launches still
+        referenced stay as Python objects whose every use raises DeviceError."""
         with self._lock:
+            if self.closed:
+                return
             lib.vkDeviceWaitIdle(self.handle)
             for sub in list(self._inflight):
                 sub._retire()
             self._staging = None
-            for res in list(self.recordings.values()):
+            for res in list(self.recordings.values()) + self._deferred:
                 res.free(self)
             self.recordings.clear()
+            self._deferred.clear()
             self._destroy_pipelines()
-            # free still-referenced buffers directly: at interpreter exit weakref finalizers
-            # no longer run when called
-            for serial, (fin, handle, memory) in list(self._live_buffers.items()):
+            self._released.clear()
+            # free still-referenced buffers directly (their finalizers are detached: at
+            # interpreter exit they would no longer run, and later they must not touch the device)
+            while self._live_buffers:
+                _, (fin, handle, memory) = self._live_buffers.popitem()
                 fin.detach()
-                self._pending_free.append((serial, handle, memory))
-            self._live_buffers.clear()
-            self.collect()
+                lib.vkDestroyBuffer(self.handle, handle, ffi.NULL)
+                lib.vkFreeMemory(self.handle, memory, ffi.NULL)
+            self._dead_serials.clear()
             for arena in self.arenas.values():
                 arena.destroy()
             self.arenas.clear()

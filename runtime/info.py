@@ -44,6 +44,13 @@ class Limits:
     non_coherent_atom_size: int
     timestamp_period_ns: float         # nanoseconds per timestamp tick
     max_memory_allocation_count: int
+    # descriptor limits: a kernel binds one storage buffer per buffer argument, in one set
+    max_per_stage_storage_buffers: int = 4          # maxPerStageDescriptorStorageBuffers
+    max_descriptor_set_storage_buffers: int = 24    # maxDescriptorSetStorageBuffers
+    max_per_stage_resources: int = 128              # maxPerStageResources
+    max_bound_descriptor_sets: int = 4              # maxBoundDescriptorSets
+    # the largest single VkDeviceMemory (VkPhysicalDeviceMaintenance3Properties, Vulkan 1.1)
+    max_memory_allocation_size: int = 1 << 30       # maxMemoryAllocationSize
 
 
 @dataclass(frozen=True)
@@ -114,12 +121,16 @@ def query_info(index: int, phys) -> DeviceInfo:
     props.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
     subgroup = ffi.new("VkPhysicalDeviceSubgroupProperties*")
     subgroup.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES
+    maintenance3 = ffi.new("VkPhysicalDeviceMaintenance3Properties*")
+    maintenance3.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES
     driver = ffi.new("VkPhysicalDeviceDriverProperties*")
     driver.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES
     props.pNext = subgroup
+    subgroup.pNext = maintenance3
     base = vk.vkGetPhysicalDeviceProperties(phys)
-    if base.apiVersion >= vk.VK_MAKE_VERSION(1, 2, 0):
-        subgroup.pNext = driver
+    has_driver = base.apiVersion >= vk.VK_MAKE_VERSION(1, 2, 0)
+    if has_driver:
+        maintenance3.pNext = driver
     lib.vkGetPhysicalDeviceProperties2(phys, props)
     p = props.properties
     lim = p.limits
@@ -134,8 +145,13 @@ def query_info(index: int, phys) -> DeviceInfo:
         non_coherent_atom_size=lim.nonCoherentAtomSize,
         timestamp_period_ns=float(lim.timestampPeriod),
         max_memory_allocation_count=lim.maxMemoryAllocationCount,
+        max_per_stage_storage_buffers=lim.maxPerStageDescriptorStorageBuffers,
+        max_descriptor_set_storage_buffers=lim.maxDescriptorSetStorageBuffers,
+        max_per_stage_resources=lim.maxPerStageResources,
+        max_bound_descriptor_sets=lim.maxBoundDescriptorSets,
+        max_memory_allocation_size=_allocation_limit(maintenance3.maxMemoryAllocationSize, phys),
     )
-    if subgroup.pNext != ffi.NULL:
+    if has_driver:
         driver_text = " ".join(x for x in (cstr(driver.driverName), cstr(driver.driverInfo)) if x)
     else:
         driver_text = f"driver {p.driverVersion:#x}"
@@ -149,6 +165,14 @@ def query_info(index: int, phys) -> DeviceInfo:
         unified_memory=kind != "discrete" and _device_local_is_host_visible(phys),
         vendor_id=p.vendorID, device_id=p.deviceID, driver_version=p.driverVersion,
     )
+
+
+def _allocation_limit(reported: int, phys) -> int:
+    """maxMemoryAllocationSize, or (a Vulkan 1.0 driver that leaves it 0) the largest heap."""
+    if reported:
+        return int(reported)
+    mem = vk.vkGetPhysicalDeviceMemoryProperties(phys)
+    return max(int(mem.memoryHeaps[i].size) for i in range(mem.memoryHeapCount))
 
 
 def _device_local_is_host_visible(phys) -> bool:

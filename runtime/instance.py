@@ -6,7 +6,8 @@ and a debug-utils messenger collects every warning and error it emits into `Inst
 If the loader finds no physical device and the user did not choose ICDs, the instance is re-created
 with the ICD manifests installed under the standard `icd.d` folders (the loader reads
 VK_ICD_FILENAMES / VK_DRIVER_FILES when an instance is created), so lavapipe is found without the
-user setting anything.
+user setting anything; that fallback is never silent: a RuntimeWarning says which drivers were
+used (and `Instance.note` keeps the sentence for the command line).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import glob
 import os
 import sys
 import threading
+import warnings
 
 from vkir.errors import DeviceError
 
@@ -46,6 +48,7 @@ class Instance:
         self._lock = threading.Lock()
         self._messenger = None
         self._callback = None
+        self.note = ""  # set when the ICD fallback below was needed
         self.handle = self._create()
         self.physical_devices = self._enumerate()
         if not self.physical_devices and not _user_chose_icds():
@@ -58,6 +61,11 @@ class Instance:
                 os.environ["VK_DRIVER_FILES"] = os.pathsep.join(manifests)
                 self.handle = self._create()
                 self.physical_devices = self._enumerate()
+                if self.physical_devices:
+                    self.note = ("the Vulkan loader found no device; using the drivers installed in "
+                                 f"{', '.join(sorted({os.path.dirname(m) for m in manifests}))} "
+                                 f"({', '.join(os.path.basename(m) for m in manifests)})")
+                    warnings.warn(f"vkir: {self.note}", RuntimeWarning, stacklevel=2)
         if self.handle is None:
             raise DeviceError("vkCreateInstance failed: VK_ERROR_INCOMPATIBLE_DRIVER (no Vulkan driver "
                               "found; install mesa-vulkan-drivers for lavapipe)")

@@ -16,10 +16,11 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from vkir.errors import ArgumentError, DeviceError, UnsupportedError
+from vkir.errors import ArgumentError, DeviceError
 
 from ._vk import check, ffi, lib, vk
 from .device import LAUNCH_CACHE_SIZE, submit_info
+from .limits import check_groups, check_storage_range
 from .memory import _barrier
 
 SHADER = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
@@ -67,16 +68,32 @@ class Launch:
         check(lib.vkEndCommandBuffer(cmd), "vkEndCommandBuffer")
         self.submit_info, self._keep = submit_info(cmd)
 
-    def run(self, keep=None, timeout=None) -> None:
-        """Submit and wait (`timeout` seconds at most, see submission.py); `keep`: what must
-        stay alive should the wait give up while the dispatch still runs."""
-        self.device.submit(self.submit_info, self, keep, self.serials, timeout)
+    def run(self, if_recorded: bool = False, keep=None, timeout=None) -> bool:
+        """Submit the recorded commands and wait; True when it ran. A destroyed launch (evicted,
+        or its pipeline or a buffer released) raises DeviceError, or returns False with
+        `if_recorded` (callers that hold a launch across calls then look it up again). The wait
+        gives up after `timeout` seconds (see submission.py); `keep` is what must stay alive
+        should it give up while the dispatch still runs (the arguments)."""
+        device = self.device
+        with device._lock:
+            if self.cmd is None:
+                device.check_open()
+                if if_recorded:
+                    return False
+                raise DeviceError("this launch was destroyed (evicted, or its pipeline or one of "
+                                  "its buffers was released); look it up again with get_launch")
+            device.submit(self.submit_info, self, keep, self.serials, timeout)
+        return True
 
     def submit(self, keep=None, what: str = "launch"):
         """Submit without waiting: the in-flight Submission (keeping `keep` alive)."""
         from .submission import submit_async
 
-        return submit_async(self.device, self.submit_info, self, self.serials, keep, what)
+        with self.device._lock:
+            if self.cmd is None:
+                self.device.check_open()
+                raise DeviceError("this launch was destroyed; look it up again with get_launch")
+            return submit_async(self.device, self.submit_info, self, self.serials, keep, what)
 
     def elapsed(self) -> float:
         """Device seconds between the two timestamps of the last run (timed launches only)."""
@@ -90,6 +107,8 @@ class Launch:
         return ticks * self.device.info.limits.timestamp_period_ns * 1e-9
 
     def destroy(self) -> None:
+        """Free the command buffer, descriptor set and query pool (the caller holds the lock);
+        waits first for a submission of it still in flight."""
         if self.device._inflight:
             self.device.wait_for(owner=self)
         dev = self.device.handle
@@ -106,7 +125,7 @@ class Launch:
 
 def descriptor_set(device, pipeline, buffers):
     """(pool, set): a new descriptor set of `pipeline`'s layout pointing at `buffers` (each at
-    its offset and range), in the order of pipeline.bindings."""
+    its offset and range), in the order of pipeline.bindings (the caller holds the lock)."""
     pool, dset = device.allocate_descriptor_set(pipeline.set_layout)
     if pipeline.bindings:
         infos = [vk.VkDescriptorBufferInfo(buffer=b.handle, offset=b.offset, range=b.range)
@@ -124,11 +143,12 @@ def get_launch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1), t
     """The cached Launch for these exact arguments, recorded on first use."""
     key = (pipeline, tuple(b.serial for b in buffers), push, groups, timed)
     launches = device.launches
-    launch = launches.get(key)
-    if launch is not None:
-        launches.move_to_end(key)
-        return launch
     with device._lock:
+        device.check_open()
+        launch = launches.get(key)
+        if launch is not None:
+            launches.move_to_end(key)
+            return launch
         device.collect()
         if pipeline.handle is None:
             raise DeviceError("this pipeline was destroyed (device closed or pipeline cache reset); "
@@ -149,15 +169,8 @@ def _check(device, pipeline, buffers, push, groups):
     for b in buffers:
         if b.device is not device:
             raise ArgumentError(f"{b!r} lives on another device than {device!r}")
-    limits = device.info.limits
-    if len(groups) != 3:
-        raise ArgumentError(f"group counts must be (x, y, z), got {groups!r}")
-    for axis, (n, cap) in enumerate(zip(groups, limits.max_workgroup_count)):
-        if n < 0:
-            raise ArgumentError(f"negative workgroup count {n} on axis {'xyz'[axis]}")
-        if n > cap:
-            raise UnsupportedError(f"{n} workgroups on axis {'xyz'[axis]} exceed maxComputeWorkGroupCount "
-                                   f"({cap}) of {device.info.name!r}")
+        check_storage_range(device.info, b.nbytes, f"binding {b!r}")
+    check_groups(device.info, groups)
 
 
 def dispatch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1)) -> None:

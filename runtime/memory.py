@@ -1,12 +1,18 @@
 """Device buffers: one VkBuffer + VkDeviceMemory each, freed when the Python object goes.
 
-Small buffers are sub-allocated instead (suballoc.py: many share one VkBuffer and VkDeviceMemory,
-each at its own `offset`); `allocate` picks the kind. Every copy and descriptor uses `offset`.
-
 On unified-memory devices (lavapipe, integrated GPUs) buffers live in host-visible device-local
 memory, persistently mapped, and host copies are plain memcpy. Elsewhere they are device-local and
 host copies go through the device's staging buffer with vkCmdCopyBuffer. Non-coherent memory is
 flushed after host writes and invalidated before host reads.
+
+The memory is freed as soon as the Buffer is collected (a weakref finalizer; Device._release), not
+at the next allocation. Every host access checks that the device is still open (DeviceError after
+close or shutdown, never a touch of freed memory); copies through the shared staging buffer hold
+the device lock from the first copy to the last.
+
+Small buffers are sub-allocated instead (suballoc.py: many share one VkBuffer and VkDeviceMemory,
+each at its own `offset`); `suballoc.allocate` picks the kind. Every copy and descriptor uses
+`offset`. Host copies first wait for in-flight work (submission.py) that uses the buffer.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import numpy as np
 from vkir.errors import ArgumentError, DeviceError
 
 from ._vk import WHOLE_SIZE, check, ffi, lib, vk
+from .limits import check_allocation, check_storage_range
 
 USAGE = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
          | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
@@ -34,16 +41,21 @@ class Buffer:
     range = WHOLE_SIZE  # descriptor range: the whole VkBuffer
 
     def __init__(self, device, nbytes: int, staging: bool = False):
-        device.collect()
-        limit = device.info.limits.max_storage_buffer_range
-        if nbytes > limit and not staging:
-            from vkir.errors import UnsupportedError
-
-            raise UnsupportedError(f"a buffer of {nbytes} bytes exceeds maxStorageBufferRange "
-                                   f"({limit} bytes) of {device.info.name!r}")
+        if nbytes < 0:
+            raise ArgumentError(f"a buffer of {nbytes} bytes")
+        if not staging:  # every other buffer is bound as a storage buffer
+            check_storage_range(device.info, nbytes)
+        check_allocation(device.info, nbytes)
+        self._ptr = None
         self.device = device
         self.nbytes = int(nbytes)
         self.alloc_bytes = max(MIN_BYTES, (self.nbytes + 15) // 16 * 16)
+        with device._lock:  # no close() in between
+            device.check_open()
+            device.collect()
+            self._create(device, staging)
+
+    def _create(self, device, staging: bool) -> None:
         self.serial = device.next_serial()
         self.offset = 0
         dev = device.handle
@@ -74,7 +86,6 @@ class Buffer:
         device._track(self, self.handle, self.memory)
         self.host_visible = mapped and bool(flags & HOST_VISIBLE)
         self.coherent = bool(flags & HOST_COHERENT)
-        self._ptr = None
         if self.host_visible:
             pp = ffi.new("void**")
             check(lib.vkMapMemory(dev, self.memory, 0, WHOLE_SIZE, 0, pp), "vkMapMemory")
@@ -82,7 +93,9 @@ class Buffer:
 
     # -- host access ------------------------------------------------------------------------
     def host_view(self) -> np.ndarray:
-        """A uint8 numpy view of the mapped memory (host-visible buffers only)."""
+        """A uint8 numpy view of the mapped memory (host-visible buffers only; valid while the
+        device is open)."""
+        check_alive(self)
         assert self._ptr is not None, "buffer is not host-visible"
         return np.frombuffer(ffi.buffer(self._ptr, self.nbytes), dtype=np.uint8)
 
@@ -90,20 +103,22 @@ class Buffer:
         """Copy `data` (a C-contiguous array or bytes of exactly nbytes) into the buffer."""
         if self.device.closed:
             check_alive(self)
-        if self.device._inflight:
-            self.device.wait_for(serial=self.serial)
         src = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
         if src.nbytes != self.nbytes:
             raise ArgumentError(f"write of {src.nbytes} bytes into a buffer of {self.nbytes} bytes")
         if self.nbytes == 0:
             return
-        if self._ptr is not None:
-            self.write_prefix(src)
-            return
-        stage = self.device.staging(self.nbytes)
-        stage.write_prefix(src)
-        self.device.one_shot(lambda cmd: _copy(cmd, stage.handle, self.handle, self.nbytes,
-                                               dst_offset=self.offset))
+        if self.device._inflight:
+            self.device.wait_for(serial=self.serial)
+        with self.device._lock:
+            check_alive(self)
+            if self._ptr is not None:
+                self.write_prefix(src)
+                return
+            stage = self.device.staging(self.nbytes)
+            stage.write_prefix(src)
+            self.device.one_shot(lambda cmd: _copy(cmd, stage.handle, self.handle, self.nbytes,
+                                                   dst_offset=self.offset))
 
     def write_prefix(self, src: np.ndarray) -> None:
         """Copy the uint8 array `src` into the first src.nbytes bytes of the mapped memory."""
@@ -121,36 +136,41 @@ class Buffer:
         """Copy the buffer into `out` (C-contiguous, nbytes large) or a new uint8 array."""
         if self.device.closed:
             check_alive(self)
-        if self.device._inflight:
-            self.device.wait_for(serial=self.serial)
         if out is None:
             out = np.empty(self.nbytes, dtype=np.uint8)
         dst = out.reshape(-1).view(np.uint8)
         assert dst.nbytes == self.nbytes and out.flags.c_contiguous
         if self.nbytes == 0:
             return out
-        if self._ptr is not None:
-            self._read_prefix(dst)
-            return out
-        stage = self.device.staging(self.nbytes)
-        self.device.one_shot(lambda cmd: _copy(cmd, self.handle, stage.handle, self.nbytes, to_host=True,
-                                               src_offset=self.offset))
-        stage._read_prefix(dst)
+        if self.device._inflight:
+            self.device.wait_for(serial=self.serial)
+        with self.device._lock:
+            check_alive(self)
+            if self._ptr is not None:
+                self._read_prefix(dst)
+                return out
+            stage = self.device.staging(self.nbytes)
+            self.device.one_shot(lambda cmd: _copy(cmd, self.handle, stage.handle, self.nbytes,
+                                                   to_host=True, src_offset=self.offset))
+            stage._read_prefix(dst)
         return out
 
     def fill_zero(self) -> None:
         """Set every byte to zero."""
         if self.device._inflight:
             self.device.wait_for(serial=self.serial)
-        if self._ptr is not None:
-            self.host_view()[:] = 0
-            if not self.coherent:
-                self._flush()
-            return
-        self.device.one_shot(lambda cmd: _fill_zero(cmd, self.handle, self.offset, self.alloc_bytes))
+        with self.device._lock:
+            if self._ptr is not None:
+                self.host_view()[:] = 0
+                if not self.coherent:
+                    self._flush()
+                return
+            self.device.one_shot(lambda cmd: _fill_zero(cmd, self.handle, self.offset,
+                                                        self.alloc_bytes))
 
     def copy_from(self, other: "Buffer") -> None:
         """Device-side copy of `other`'s bytes into this buffer (same size)."""
+        check_alive(self)
         assert other.nbytes == self.nbytes
         if self.device._inflight:
             self.device.wait_for(serial=self.serial)
@@ -202,5 +222,6 @@ def _barrier(cmd, src_stage, src_access, dst_stage, dst_access):
 
 
 def check_alive(buf: Buffer) -> None:
+    """DeviceError when `buf`'s device was closed (its memory is gone)."""
     if buf.device.closed:
-        raise DeviceError(f"{buf!r} belongs to a closed device")
+        raise DeviceError(f"device closed: {buf!r} belongs to a device that was shut down")

@@ -3,7 +3,10 @@
 A pipeline is described by the SPIR-V words, the entry point, the binding numbers of its storage
 buffers (descriptor set 0) and the size of its push-constant block. `get_pipeline` caches one per
 device and description (the SPIR-V by its SHA-256), and every creation goes through the device's
-VkPipelineCache.
+VkPipelineCache. Cache entries are counted: each `get_pipeline` is paired with one
+`release_pipeline` (a Kernel does it when collected), and the last release destroys the pipeline
+and the launches recorded for it, so building many kernels does not grow the device's caches.
+Every limit is checked (runtime.limits) before the driver sees the module.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import hashlib
 from vkir.errors import UnsupportedError
 
 from ._vk import call, ffi, lib, vk
+from .limits import check_bindings, check_push_constants
 
 
 class Pipeline:
@@ -22,11 +26,12 @@ class Pipeline:
     def __init__(self, device, spirv: bytes, entry_point: str, bindings: tuple, push_constant_size: int):
         if len(spirv) % 4 or len(spirv) == 0:
             raise UnsupportedError(f"SPIR-V size {len(spirv)} is not a positive multiple of 4")
-        limit = device.info.limits.max_push_constant_bytes
-        if push_constant_size > limit:
-            raise UnsupportedError(f"push constants of {push_constant_size} bytes exceed "
-                                   f"maxPushConstantsSize ({limit}) of {device.info.name!r}")
+        check_bindings(device.info, len(bindings), f"pipeline {entry_point!r}")
+        check_push_constants(device.info, push_constant_size, f"pipeline {entry_point!r}")
+        device.check_open()
         self.device = device
+        self.key = None   # its key in device.pipelines (set by get_pipeline)
+        self.refs = 0     # holders that have not released it (see get_pipeline)
         self.entry_point = entry_point
         self.bindings = tuple(bindings)
         self.push_constant_size = (push_constant_size + 3) // 4 * 4
@@ -59,6 +64,8 @@ class Pipeline:
             lib.vkDestroyShaderModule(dev, module, ffi.NULL)
 
     def destroy(self) -> None:
+        """Destroy the Vulkan objects (the caller holds the device lock; launches using it are
+        destroyed first)."""
         if self.handle is None:
             return
         dev = self.device.handle
@@ -70,13 +77,23 @@ class Pipeline:
 
 def get_pipeline(device, spirv: bytes, entry_point: str = "main", bindings: tuple = (),
                  push_constant_size: int = 0) -> Pipeline:
-    """The cached pipeline for this device and description, created on first use."""
+    """The cached pipeline for this device and description, created on first use. The caller holds
+    it until `release_pipeline(device, pipeline)`; one never released stays cached until the device
+    closes."""
     key = (hashlib.sha256(spirv).digest(), entry_point, tuple(bindings), push_constant_size)
-    pipeline = device.pipelines.get(key)
-    if pipeline is None:
-        with device._lock:
-            pipeline = device.pipelines.get(key)
-            if pipeline is None:
-                pipeline = Pipeline(device, spirv, entry_point, bindings, push_constant_size)
-                device.pipelines[key] = pipeline
+    with device._lock:
+        device.check_open()
+        device.collect()
+        pipeline = device.pipelines.get(key)
+        if pipeline is None:
+            pipeline = Pipeline(device, spirv, entry_point, bindings, push_constant_size)
+            pipeline.key = key
+            device.pipelines[key] = pipeline
+        pipeline.refs += 1
     return pipeline
+
+
+def release_pipeline(device, pipeline) -> None:
+    """Give back the hold one `get_pipeline` call took; the last one destroys the pipeline and its
+    launches (at the device's next collect: safe to call from a finalizer, in any thread)."""
+    device.release_pipeline(pipeline)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass
 
-from vkir.errors import ArgumentError
+from vkir.errors import ArgumentError, DeviceError
 
 from ._vk import check, ffi, lib, vk
 from .device import submit_info
@@ -36,7 +36,9 @@ class Dispatch:
     `pipeline`: a runtime Pipeline; `buffers`: runtime Buffers in the order of
     pipeline.bindings; `access`: per buffer "r" (read only), "w" (written only) or "rw";
     `push`: push-constant bytes; `groups`: (x, y, z) workgroup counts; `name`: shown in
-    profiles; `keep`: objects that must stay alive while the dispatch may run (the arrays)."""
+    profiles; `keep`: objects that must stay alive as long as the dispatch may run or be
+    replayed: the arrays, and whatever holds the pipeline (the kernel: a dropped kernel
+    releases its pipeline)."""
 
     pipeline: object
     buffers: tuple
@@ -95,8 +97,11 @@ class Recording:
         barriers = needs_barrier(self.dispatches)
         self.barriers = sum(barriers)
         with device._lock:
+            device.check_open()
             device.collect()
             for d in self.dispatches:
+                if d.pipeline.handle is None:
+                    raise DeviceError(f"the pipeline of {d.name} was destroyed; build it again")
                 if d.pipeline.device is not device:
                     raise ArgumentError(f"dispatch {d.name} was built for another device than "
                                         f"{device!r}")
@@ -158,12 +163,12 @@ class Recording:
         submission of this recording that is still running)."""
         from .submission import submit_async
 
-        for d in self.dispatches:
-            if d.pipeline.handle is None:
-                from vkir.errors import DeviceError
-
-                raise DeviceError(f"{what}: the pipeline of {d.name} was destroyed; record again")
-        return submit_async(self.device, self.submit_info, self, self.serials, self.keep, what)
+        with self.device._lock:
+            self.device.check_open()
+            for d in self.dispatches:
+                if d.pipeline.handle is None:
+                    raise DeviceError(f"{what}: the pipeline of {d.name} was destroyed; record again")
+            return submit_async(self.device, self.submit_info, self, self.serials, self.keep, what)
 
     def elapsed(self) -> list:
         """Device seconds of each dispatch in the last finished run (timed recordings only)."""

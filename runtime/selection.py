@@ -34,17 +34,20 @@ def select(selector=None) -> DeviceInfo:
     infos = devices()
     if not infos:
         raise DeviceError("no Vulkan device found (install mesa-vulkan-drivers for lavapipe)")
+    where = ""
     if selector is None:
         selector = os.environ.get("VKIR_DEVICE") or None
+        where = " (from $VKIR_DEVICE)"
     if selector is None:
         return min(infos, key=lambda d: (KIND_RANK[d.kind], d.index))
     if isinstance(selector, DeviceInfo):
         return infos[selector.index]
     text = str(selector).strip().lower()
-    if text.isdigit():
+    names = ", ".join(f"{d.index}: {d.name} ({d.kind})" for d in infos)
+    if text.lstrip("-").isdigit():
         index = int(text)
-        if index >= len(infos):
-            raise DeviceError(f"device index {index} out of range: {len(infos)} device(s)")
+        if not 0 <= index < len(infos):
+            raise DeviceError(f"device index {index}{where} out of range; available: {names}")
         return infos[index]
     if text in ("cpu", "lavapipe", "llvmpipe"):
         matches = [d for d in infos if d.kind == "cpu"]
@@ -53,8 +56,7 @@ def select(selector=None) -> DeviceInfo:
     else:
         matches = [d for d in infos if text in d.name.lower()]
     if not matches:
-        names = ", ".join(f"{d.index}: {d.name} ({d.kind})" for d in infos)
-        raise DeviceError(f"no device matches {selector!r}; available: {names}")
+        raise DeviceError(f"no device matches {selector!r}{where}; available: {names}")
     return min(matches, key=lambda d: (KIND_RANK[d.kind], d.index))
 
 

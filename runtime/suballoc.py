@@ -7,7 +7,9 @@ list of free ranges (first fit, neighbours merged on free). Offsets are aligned 
 minStorageBufferOffsetAlignment (descriptors bind at the offset) and, for non-coherent memory, to
 nonCoherentAtomSize (flushes cover whole atoms). A `SubBuffer` gives its range back when the
 Python object is collected; nothing on the device can still use it then, because everything in
-flight keeps its buffers alive. Blocks live until the device closes.
+flight keeps its buffers alive. The finalizer only appends to the arena's `returned` list (it may
+run in any thread, even inside an arena operation); ranges rejoin the free lists at the next
+allocation. Blocks live until the device closes.
 
 `allocate(device, nbytes)` is the one entry point: a SubBuffer when small, else a dedicated
 memory.Buffer. `device.suballoc_max_bytes` overrides MAX_SUBALLOC (0 turns sub-allocation off).
@@ -19,9 +21,8 @@ import bisect
 import threading
 import weakref
 
-from vkir.errors import UnsupportedError
-
 from ._vk import WHOLE_SIZE, check, ffi, lib, vk
+from .limits import check_allocation, check_storage_range
 from .memory import (DEVICE_LOCAL, HOST_CACHED, HOST_COHERENT, HOST_VISIBLE, MIN_BYTES, USAGE,
                      Buffer)
 
@@ -118,6 +119,7 @@ class Arena:
         self.device = device
         self.mapped = mapped
         self.blocks: list = []
+        self.returned: list = []   # (block, offset, size) given back by finalizers
         self.lock = threading.Lock()
         limits = vk.vkGetPhysicalDeviceProperties(device.physical).limits
         self.align = max(MIN_BYTES, int(limits.minStorageBufferOffsetAlignment),
@@ -128,6 +130,7 @@ class Arena:
         """(block, offset, size) of a fresh range holding `nbytes` (size rounded to the alignment)."""
         size = max(MIN_BYTES, -(-nbytes // self.align) * self.align)
         with self.lock:
+            self._take_back()
             for block in self.blocks:
                 offset = block.take(size, self.align)
                 if offset is not None:
@@ -139,13 +142,16 @@ class Arena:
         assert offset is not None
         return block, offset, size
 
-    def give(self, block, offset: int, size: int) -> None:
-        with self.lock:
+    def _take_back(self) -> None:
+        """Merge the ranges finalizers returned into the free lists (the caller holds the lock)."""
+        while self.returned:
+            block, offset, size = self.returned.pop()
             block.give(offset, size)
 
     def used_bytes(self) -> int:
         """Bytes handed out and not yet given back (for tests and diagnostics)."""
         with self.lock:
+            self._take_back()
             return sum(b.size - sum(n for _, n in b.free) for b in self.blocks)
 
     def destroy(self) -> None:
@@ -155,9 +161,10 @@ class Arena:
 
 
 def _release(device, arena, block, offset, size, serial):
-    """Finalizer of a SubBuffer: the range is free again; the device forgets launches using it."""
-    arena.give(block, offset, size)
-    device._pending_free.append((serial, None, None))
+    """Finalizer of a SubBuffer: the range is free again; the device forgets launches using it
+    at its next collect (both are appends: safe at any point, in any thread)."""
+    arena.returned.append((block, offset, size))
+    device._dead_serials.add(serial)
 
 
 class SubBuffer(Buffer):
@@ -166,19 +173,16 @@ class SubBuffer(Buffer):
 
     __slots__ = ("block",)
 
-    def __init__(self, device, nbytes: int, arena: Arena):  # noqa: super().__init__ allocates
-        if device.closed:
-            from vkir.errors import DeviceError
-
-            raise DeviceError(f"device {device.info.name!r} is closed")
-        device.collect()
-        limit = device.info.limits.max_storage_buffer_range
-        if nbytes > limit:
-            raise UnsupportedError(f"a buffer of {nbytes} bytes exceeds maxStorageBufferRange "
-                                   f"({limit} bytes) of {device.info.name!r}")
+    def __init__(self, device, nbytes: int, arena: Arena):  # super().__init__ would allocate
+        check_storage_range(device.info, nbytes)
+        check_allocation(device.info, nbytes)
+        self._ptr = None
         self.device = device
         self.nbytes = int(nbytes)
-        self.block, self.offset, self.alloc_bytes = arena.take(self.nbytes)
+        with device._lock:  # no close() in between
+            device.check_open()
+            device.collect()
+            self.block, self.offset, self.alloc_bytes = arena.take(self.nbytes)
         self.handle = self.block.handle
         self.memory = self.block.memory
         self.serial = device.next_serial()

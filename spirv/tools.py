@@ -13,7 +13,7 @@ from functools import cache
 
 import cffi
 
-from ..errors import SpirvValidationError
+from ..errors import ArgumentError, SpirvValidationError
 from .grammar import cmeel_prefix
 
 _CDEF = """
@@ -75,7 +75,7 @@ class _Lib:
         if ctx is None:
             penv = self.ffi.new("spv_target_env*")
             if not self.lib.spvParseTargetEnv(env.encode(), penv):
-                raise ValueError(f"unknown SPIRV-Tools target environment {env!r}")
+                raise ArgumentError(f"unknown SPIRV-Tools target environment {env!r}")
             ctx = self.lib.spvContextCreate(penv[0])
             self.contexts[env] = ctx
         return ctx
@@ -112,7 +112,7 @@ def _as_words(words) -> bytes:
         return struct.pack(f"<{len(words)}I", *words)
     data = bytes(words)
     if len(data) % 4:
-        raise ValueError(f"SPIR-V binary length {len(data)} is not a multiple of 4")
+        raise ArgumentError(f"SPIR-V binary length {len(data)} is not a multiple of 4")
     return data
 
 

@@ -74,8 +74,8 @@ def test_run_compares_with_interpreter(device, kernels, capsys):
     assert main(["run", f"{kernels}:vadd", "--size", "bogus=1"]) == 2
 
 
-def _vkir(*args, timeout=300):
-    env = dict(os.environ, VKIR_VALIDATION=os.environ.get("VKIR_VALIDATION", "1"))
+def _vkir(*args, timeout=300, **extra_env):
+    env = dict(os.environ, VKIR_VALIDATION=os.environ.get("VKIR_VALIDATION", "1"), **extra_env)
     exe = Path(sys.executable).parent / "vkir"
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "vkir.cli"]
     return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=timeout, env=env,
@@ -92,14 +92,42 @@ def test_demo_subprocess(device):
 
 def test_bench_quick_json(device, tmp_path):
     out = tmp_path / "bench.jsonl"
+    # VKIR_AUTOTUNE=0: the ops kernels take their default configs (tuning would show progress
+    # on stderr, which must stay empty here)
     proc = _vkir("bench", "--quick", "--workload", "vadd", "--workload", "latency", "--repeat", "3",
-                 "--json", str(out))
+                 "--json", str(out), VKIR_AUTOTUNE="0", VKIR_CACHE_DIR=str(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    keys = {"workload", "impl", "device", "metric", "median", "min", "max", "n", "gflops", "gbps"}
+    keys = {"workload", "impl", "device", "metric", "median", "min", "max", "n", "gflops", "gbps",
+            "size", "quick"}
     assert rows and all(set(r) == keys for r in rows)
+    assert all(r["quick"] is True for r in rows)
+    assert {tuple(r["size"]) for r in rows if r["workload"] == "vadd"} == {(1 << 16,)}
     assert {(r["workload"], r["impl"], r["metric"]) for r in rows} >= {
-        ("vadd", "vkir", "device_s"), ("vadd", "glsl", "device_s"), ("vadd", "numpy", "wall_s"),
+        ("vadd", "vkir", "device_s"), ("vadd", "vkir_mirror", "device_s"),
+        ("vadd", "glsl", "device_s"), ("vadd", "numpy", "wall_s"),
         ("latency", "vkir", "latency_s"), ("latency", "glsl", "latency_s")}
     assert "vkir/GLSL" in proc.stdout
     assert proc.stderr == ""
+
+
+def test_bench_ops_workloads_json(device, tmp_path):
+    """The vkir.ops workloads: each result is a well-formed object with its size; the tuned
+    kernel ("vkir") is measured next to numpy (and IREE when it is installed)."""
+    out = tmp_path / "ops.jsonl"
+    proc = _vkir("bench", "--quick", "--repeat", "2", "--json", str(out), "--workload", "softmax",
+                 "--workload", "layer_norm", "--workload", "conv2d", "--workload",
+                 "batched_matmul", "--workload", "sum", VKIR_AUTOTUNE="0",
+                 VKIR_CACHE_DIR=str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    sizes = {r["workload"]: r["size"] for r in rows}
+    assert sizes == {"softmax": [256, 256], "layer_norm": [256, 256],
+                     "conv2d": [1, 8, 16, 16, 8, 3, 3], "batched_matmul": [2, 64, 64, 64],
+                     "sum": [1 << 16]}
+    got = {(r["workload"], r["impl"], r["metric"]) for r in rows}
+    for workload in sizes:
+        assert (workload, "vkir", "device_s") in got and (workload, "numpy", "wall_s") in got
+    assert ("softmax", "vkir_mirror", "device_s") in got and ("sum", "glsl", "device_s") in got
+    assert all(r["median"] > 0 and r["min"] <= r["median"] <= r["max"] for r in rows)
+    assert "vkir/mirror" in proc.stdout and "(quick sizes)" in proc.stdout

@@ -871,11 +871,12 @@ def test_cli_entry_points_and_bench_json(device, tmp_path):
     assert rows
     for row in rows:
         assert list(row) == ["workload", "impl", "device", "metric", "median", "min", "max", "n",
-                             "gflops", "gbps"]
-        assert row["impl"] in ("vkir", "glsl", "numpy")
+                             "gflops", "gbps", "size", "quick"]
+        assert row["impl"] in ("vkir", "vkir_mirror", "glsl", "numpy", "iree")
         assert row["metric"] in ("device_s", "wall_s", "compile_s", "latency_s")
         assert row["min"] <= row["median"] <= row["max"] and row["n"] == 3
-    assert {r["impl"] for r in rows} == {"vkir", "glsl", "numpy"}
+        assert row["size"] == [1 << 16] and row["quick"] is True
+    assert {r["impl"] for r in rows} - {"iree"} == {"vkir", "vkir_mirror", "glsl", "numpy"}
     script = Path(sys.executable).with_name("vkir")
     if script.exists():  # the console script of the installed distribution
         assert subprocess.run([str(script), "devices"], capture_output=True).returncode == 0

@@ -42,10 +42,14 @@ _LAZY = {
     "Sequence": "vkir.sequences:Sequence",
     "profile": "vkir.profiling:profile",
     "Kernel": "vkir.api:Kernel",
+    "load_spirv": "vkir.shader:load_spirv",
+    "compile_glsl": "vkir.shader:compile_glsl",
+    "ShaderKernel": "vkir.shader:ShaderKernel",
+    "Target": "vkir.target:Target",
     "autotune": "vkir.autotune:autotune",
 }
 _SUBMODULES = {"analysis", "transform", "schedule", "spirv", "runtime", "script", "interpreter", "api",
-               "ops", "sequences", "profiling"}
+               "ops", "lowering", "target", "sequences", "profiling"}
 
 
 def __getattr__(name):

@@ -9,12 +9,19 @@ A Kernel call checks every argument (count, dtype, shape, contiguity, device) an
 symbolic sizes from the shapes BEFORE anything is copied or recorded, so a bad call raises
 ArgumentError and leaves every buffer untouched. Push-constant bytes and group counts are computed
 once per distinct set of size/scalar values; the runtime reuses the pre-recorded command buffer
-when the arguments are the same device buffers.
+when the arguments are the same device buffers. Float scalars are cache keys by their bit
+pattern (0.0 and -0.0, and each nan, are different arguments).
+
+A Kernel is safe to call from several threads (calls with numpy arguments share its scratch
+buffers and take its lock); a collected Kernel releases its pipeline; a Kernel or an array whose
+device was closed raises DeviceError.
 """
 
 from __future__ import annotations
 
+import math
 import struct
+import threading
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -24,6 +31,7 @@ import numpy as np
 from .binding import Signature
 from .errors import ArgumentError, UnsupportedError
 from .ir import DataType, IntImm, PrimFunc
+from .ir.dtype import type_range
 from .profiling import _PROFILER
 from .sequences import _ACTIVE, LaunchHandle
 
@@ -55,22 +63,14 @@ def _device(dev):
 
 
 def target_for(info, precise: bool = False):
-    """The vkir.spirv.Target matching a runtime DeviceInfo (SPIR-V version, features, limits);
-    `precise` asks for float arithmetic the driver may not contract or reassociate."""
-    from .spirv import FEATURES, Target
+    """The vkir.Target of a runtime Device or DeviceInfo (`Target.from_device`); `precise` asks
+    for float arithmetic the driver may not contract or reassociate."""
+    from dataclasses import replace
 
-    major, minor = (int(v) for v in info.api_version.split(".")[:2])
-    if (major, minor) >= (1, 3):
-        version, env = (1, 6), "vulkan1.3"
-    elif (major, minor) >= (1, 2):
-        version, env = (1, 5), "vulkan1.2"
-    else:
-        version, env = (1, 3), "vulkan1.1"
-    lim = info.limits
-    return Target(spirv_version=version, env=env, features=info.features & FEATURES,
-                  max_workgroup_invocations=lim.max_workgroup_invocations,
-                  max_shared_memory_bytes=lim.max_shared_memory_bytes,
-                  max_push_constant_bytes=lim.max_push_constant_bytes, precise=precise)
+    from .target import Target
+
+    target = Target.from_device(info)
+    return replace(target, precise=True) if precise else target
 
 
 # -- arrays --------------------------------------------------------------------------------------
@@ -139,7 +139,7 @@ class DeviceArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
@@ -210,6 +210,7 @@ def array(values, dtype=None, device=None) -> DeviceArray:
 
 
 def _new(shape, dtype, device) -> DeviceArray:
+    from .runtime.limits import shape_bytes
     from .runtime.suballoc import allocate
 
     dev = _device(device)
@@ -218,10 +219,7 @@ def _new(shape, dtype, device) -> DeviceArray:
     if lanes > 1:
         shape = (*shape[:-1], (shape[-1] if shape else 1) * lanes)
     npd = _numpy_dtype(dtype)
-    nbytes = npd.itemsize
-    for s in shape:
-        nbytes *= s
-    return DeviceArray(allocate(dev, nbytes), shape, npd, dev)
+    return DeviceArray(allocate(dev, shape_bytes(shape, npd.itemsize)), shape, npd, dev)
 
 
 def empty(shape, dtype="float32", device=None) -> DeviceArray:
@@ -253,24 +251,33 @@ def full(shape, value, dtype="float32", device=None) -> DeviceArray:
 
 
 # -- lowering and building -----------------------------------------------------------------------
-def lower(func: PrimFunc, target=None, verify_each: bool = False,
+def lower(func: PrimFunc, target=None, *, instruments=(), verify_each: bool = False,
           pointer_casts: bool = False) -> PrimFunc:
-    """The default pass pipeline for `target` (see vkir.lowering); `verify_each` runs the
-    explicit-cast checker after every pass; `pointer_casts` adds PointerCastVectorize."""
+    """The default pass pipeline for `target` (a vkir.Target, a target name or a device; None is
+    the Vulkan 1.1 baseline), see vkir.lowering: `instruments` are called around every pass,
+    `verify_each` runs the explicit-cast checker after every pass, `pointer_casts` adds
+    PointerCastVectorize."""
     from .lowering import lower as _lower
 
-    return _lower(func, target, verify_each=verify_each, pointer_casts=pointer_casts)
+    return _lower(func, target, instruments=instruments, verify_each=verify_each,
+                  pointer_casts=pointer_casts)
 
 
-def build(func: PrimFunc, device=None, pointer_casts: bool = False,
+def build(func: PrimFunc, *, device=None, pointer_casts: bool = False,
           precise: bool = False) -> "Kernel":
     """Lower, generate SPIR-V for `device` (validated by codegen) and create the (cached)
-    pipeline. `pointer_casts=True` vectorizes aligned accesses through explicit pointer casts
+    pipeline; `device="interp"` gives a Kernel run by the interpreter instead (same calls, same
+    errors; see vkir.backends). `pointer_casts=True` vectorizes aligned accesses through explicit pointer casts
     (one VkBuffer bound to aliased descriptors) where the VectorTypeRewriter must scalarize.
     `precise=True` forbids the driver to fuse or reassociate float arithmetic (NoContraction),
     so float results equal vkir.interpret's bit for bit, at some cost in speed."""
     if not isinstance(func, PrimFunc):
         raise ArgumentError(f"vkir.build expects a PrimFunc (a @T.prim_func), got {type(func).__name__}")
+    if isinstance(device, str):
+        from .backends import BACKENDS, BackendKernel
+
+        if device in BACKENDS:  # e.g. "interp": no Vulkan at all
+            return BackendKernel(func, BACKENDS[device](), pointer_casts, precise)
     return Kernel(func, _device(device), pointer_casts, precise)
 
 
@@ -312,6 +319,22 @@ def _pack(dtype: DataType, value) -> bytes:
     return np.array(int(value)).astype(f"{'u' if dtype.code == 'uint' else ''}int{dtype.bits}").tobytes()
 
 
+SCRATCH_BUFFERS = 32  # per Kernel: device copies of numpy arguments kept for the next call
+
+
+def _scalar_key(value):
+    """A cache key for a scalar argument that tells apart what == confuses: a float by its bit
+    pattern (0.0 and -0.0 differ, a nan equals itself), everything else by type and value."""
+    if isinstance(value, (float, np.floating)):
+        return (float, struct.pack("<d", float(value)))
+    return (type(value), value)
+
+
+def _values_key(values: tuple) -> tuple:
+    """`values` (bound sizes and scalars) as a hashable key with floats by bit pattern."""
+    return tuple(struct.pack("<d", v) if type(v) is float else v for v in values)
+
+
 @dataclass(frozen=True)
 class Profile:
     """Device seconds per run: median, min, max over n runs (source "timestamp" or "wall")."""
@@ -346,6 +369,10 @@ class Kernel:
         self.pipeline = runtime.get_pipeline(
             dev, self.module.words, self.module.entry_point,
             tuple(b.binding for b in self.module.bindings), self.module.push_constant_size)
+        # a dropped Kernel gives its pipeline back (the last holder destroys it and its launches)
+        self._release = weakref.finalize(self, runtime.release_pipeline, dev, self.pipeline)
+        self._release.atexit = False
+        self._lock = threading.Lock()  # guards the scratch buffers of calls with numpy arguments
         self.compile_seconds = time.perf_counter() - t0
         self._evaluate = evaluate
         self._writes = tuple(sorted({b.param_index for b in self.module.bindings if b.writable}))
@@ -358,7 +385,7 @@ class Kernel:
         self._env_vars = self._signature.env_vars
         self._aliases = _aliases(func, self.ir)
         self._binding_params = tuple(b.param_index for b in self.module.bindings)
-        self._derived = {}     # env values -> (push bytes, groups)
+        self._derived = {}     # _values_key(env values) -> (push bytes, groups)
         self._scratch = {}     # (param index, nbytes) -> runtime Buffer for numpy arguments
         self._asm = None
         self._memo = None      # (argument keys, Launch) of the last all-device-array call
@@ -384,22 +411,39 @@ class Kernel:
         return f"<vkir Kernel {self.name} on {self.device.info.name}>"
 
     def _check_limits(self) -> None:
-        """The per-axis workgroup size limit. Codegen already refused, against target_for(the
-        device), more invocations per workgroup, more shared memory and any feature than the
-        device has; the target carries no per-axis sizes."""
-        lim = self.device.info.limits
-        for axis, (n, cap) in enumerate(zip(self.module.local_size, lim.max_workgroup_size)):
-            if n > cap:
-                raise UnsupportedError(f"kernel {self.func.name}: threadIdx.{'xyz'[axis]} extent {n} "
-                                       f"exceeds maxComputeWorkGroupSize[{axis}] = {cap} on "
-                                       f"{self.device.info.name!r}")
+        """Every per-pipeline device limit, before the driver sees the module: storage buffers
+        per stage and set, push-constant bytes, workgroup size per axis, invocations and shared
+        memory (codegen checks the last three against the target too; the target carries no
+        per-axis sizes and no descriptor limits)."""
+        from .runtime import limits
+
+        info, module, what = self.device.info, self.module, f"kernel {self.func.name}"
+        limits.check_bindings(info, len(module.bindings), what)
+        limits.check_push_constants(info, module.push_constant_size, what)
+        limits.check_workgroup(info, module.local_size, module.shared_memory_bytes, what)
+
+    def _check_index_range(self, env) -> None:
+        """Each buffer argument's element count fits the integer type of its shape (the kernel
+        computes flat indices in it): a larger product would wrap around on the device."""
+        for p in self._signature.buffer_params:
+            if not p.dims:
+                continue
+            count = 1
+            for expr, _ in p.dims:
+                count *= expr.value if isinstance(expr, IntImm) else int(self._evaluate(expr, env))
+            hi = max(type_range(expr.dtype)[1] for expr, _ in p.dims)
+            if count > hi:
+                raise ArgumentError(f"kernel {self.name}: argument {p.name!r} has {count} elements, "
+                                    f"more than its {p.dims[0][0].dtype} indices reach ({hi})")
 
     def _derive(self, values):
         """(push-constant bytes, group counts) for these size/scalar values (memoized)."""
-        got = self._derived.get(values)
+        key = _values_key(values)
+        got = self._derived.get(key)
         if got is not None:
             return got
         env = dict(zip(self._env_vars, values))
+        self._check_index_range(env)
         for lowered, original in self._aliases.items():
             if original in env:
                 env[lowered] = env[original]
@@ -408,6 +452,11 @@ class Kernel:
             if pc.var not in env:
                 raise ArgumentError(f"kernel {self.name}: push constant {pc.var.name} has no value")
             value = env[pc.var]
+            if pc.dtype.code in ("int", "uint"):
+                lo, hi = type_range(pc.dtype)
+                if not lo <= int(value) <= hi:
+                    raise ArgumentError(f"kernel {self.name}: {pc.var.name} = {value} does not fit the "
+                                        f"kernel's {pc.dtype} (the shapes are too large for it)")
             raw = _pack(pc.dtype, value)
             push[pc.offset:pc.offset + len(raw)] = raw
         groups = []
@@ -425,7 +474,7 @@ class Kernel:
         got = (bytes(push), tuple(groups))
         if len(self._derived) > 1024:
             self._derived.clear()
-        self._derived[values] = got
+        self._derived[key] = got
         return got
 
     def _prepare(self, args, kwargs=None):
@@ -449,6 +498,8 @@ class Kernel:
             key = (p.index, a.nbytes)
             buf = self._scratch.get(key)
             if buf is None:
+                if len(self._scratch) >= SCRATCH_BUFFERS:
+                    self._scratch.clear()  # freed now; bounded memory for calls of many sizes
                 buf = self._scratch[key] = allocate(self.device, a.nbytes)
             buffers[p.index] = buf
             copies.append((p.index, a, buf))
@@ -471,10 +522,9 @@ class Kernel:
             if type(key) is weakref.ref:
                 if key() is not a:
                     return None
-            elif type(a) is not key[0] or a != key[1]:
+            elif _scalar_key(a) != key:
                 return None
-        launch = memo[1]
-        return launch if launch.cmd is not None else None  # evicted launches are destroyed
+        return memo[1]
 
     def __call__(self, *args, **kwargs) -> None:
         """Dispatch on `args` (by position and/or by parameter name) and wait; numpy arrays are
@@ -487,17 +537,19 @@ class Kernel:
             self._call_recorded(args)
             return
         launch = self._memo_hit(args)
-        if launch is not None:
-            launch.run(args)
+        if launch is not None and launch.run(True, args):  # an evicted launch is destroyed
             return
-        buffers, push, groups, copies = self._prepare(args)
+        if any(isinstance(a, np.ndarray) for a in args):
+            with self._lock:  # the scratch buffers are this kernel's: one call at a time
+                buffers, push, groups, copies = self._prepare(args)
+                get_launch(self.device, self.pipeline, buffers, push, groups).run(keep=args)
+                self._copy_back(copies)
+            return
+        buffers, push, groups, _ = self._prepare(args)
         launch = get_launch(self.device, self.pipeline, buffers, push, groups)
-        launch.run(args)
-        if copies:
-            self._copy_back(copies)
-        else:
-            self._memo = (tuple(weakref.ref(a) if isinstance(a, DeviceArray) else (type(a), a)
-                                for a in args), launch)
+        launch.run(keep=args)
+        self._memo = (tuple(weakref.ref(a) if isinstance(a, DeviceArray) else _scalar_key(a)
+                            for a in args), launch)
 
     # -- sequences, launches, profiles -------------------------------------------------------
     def _device_buffers(self, args):
@@ -533,7 +585,7 @@ class Kernel:
         access = tuple(("r" if b.readable or not b.writable else "") + ("w" if b.writable else "")
                        for b in self.module.bindings)
         return Dispatch(self.pipeline, tuple(buffers[i] for i in self._binding_params), access,
-                        push, groups, self.name, tuple(args))
+                        push, groups, self.name, (self, tuple(args)))
 
     def _call_recorded(self, args) -> None:
         """A call inside `vkir.sequence()` (recorded) or `vkir.profile()` (timed)."""
@@ -543,14 +595,14 @@ class Kernel:
         if seq is not None:
             seq.add(self.dispatch_spec(*args))
             return
-        buffers, push, groups, copies = self._prepare(args)
         timed = self.device.timestamp_bits > 0
-        launch = get_launch(self.device, self.pipeline, buffers, push, groups, timed=timed)
-        if timed:
-            _PROFILER.get().add_launch(self.name, launch, args)
-        else:
-            launch.run(args)
-        if copies:
+        with self._lock:  # the scratch buffers of numpy arguments
+            buffers, push, groups, copies = self._prepare(args)
+            launch = get_launch(self.device, self.pipeline, buffers, push, groups, timed=timed)
+            if timed:
+                _PROFILER.get().add_launch(self.name, launch, args)
+            else:
+                launch.run(keep=args)
             self._copy_back(copies)
 
     def launch(self, *args, **kwargs) -> LaunchHandle:
@@ -592,8 +644,9 @@ class Kernel:
             if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < least:
                 raise ArgumentError(f"kernel {self.name}: profile {what} must be an int >= {least}, "
                                     f"got {n!r}")
-        buffers, push, groups, copies = self._prepare(args, kwargs)
-        t = profile(self.device, self.pipeline, buffers, push, groups, repeat=repeat, warmup=warmup)
-        if copies:
+        with self._lock:
+            buffers, push, groups, copies = self._prepare(args, kwargs)
+            t = profile(self.device, self.pipeline, buffers, push, groups, repeat=repeat,
+                        warmup=warmup)
             self._copy_back(copies)
         return Profile(t.median, t.min, t.max, t.n, t.source, t.samples)

@@ -8,7 +8,9 @@ call) builds the winner directly. The cache lives in `$VKIR_CACHE_DIR/autotune` 
 platform's user cache directory for "vkir") and is keyed by the device (vendor id, device id,
 driver version and name), a hash of the template's source, and the values of `key`.
 
-`VKIR_AUTOTUNE=0` takes the first config the device can run, without timing. Configs a template
+`VKIR_AUTOTUNE=0` takes the first config the device can run, without timing. Tuning stops
+timing new configs once it has taken `budget_s` (45 s by default; the list's best configs
+come first, so what is left is the unlikely ones). Configs a template
 refuses for the shape (a `VkirError` from the template: a tile that does not divide, say) or that
 the device cannot run (`UnsupportedError` from the build: too many invocations or too much shared
 memory) are skipped, with the reason logged on the "vkir.autotune" logger.
@@ -104,11 +106,12 @@ def _config_key(config: dict) -> str:
 class Tuned:
     """A kernel template with configs and an autotuning `build`. Calling it calls the template."""
 
-    def __init__(self, fn, configs, key, repeat: int = 3):
+    def __init__(self, fn, configs, key, repeat: int = 3, budget_s: float = 45.0):
         self.fn = fn
         self.configs = configs
         self.key = tuple(key)
         self.repeat = repeat
+        self.budget_s = budget_s  # configs left when tuning has taken this long are skipped
         self.source_hash = _source_hash(fn)
         self.last_log: list[str] = []
         self._kernels = weakref.WeakKeyDictionary()  # device -> {shape key: Kernel}
@@ -248,13 +251,20 @@ class Tuned:
         bar = tqdm(configs, desc=f"autotune {self.fn.__module__}.{self.fn.__qualname__}", file=sys.stderr,
                    leave=False, unit="config")
         for config in bar:
+            if best is not None and time.perf_counter() - t_start > self.budget_s:
+                self._note(f"skipped {config}: the tuning budget of {self.budget_s:.0f} s is spent")
+                continue
             kernel, reason = self._try_build(dev, shape, config)
             if kernel is None:
                 self._note(f"skipped {config}: {reason}")
                 continue
             args = _arguments(kernel)
             # one timed run first: a config much slower than the best so far is not repeated
-            first = kernel.profile(*args, repeat=1, warmup=1).median
+            try:
+                first = kernel.profile(*args, repeat=1, warmup=1).median
+            except UnsupportedError as exc:  # e.g. more workgroups than the device launches
+                self._note(f"skipped {config}: device cannot run it: {exc}")
+                continue
             seconds = first
             if best is None or first < 3 * best[0]:
                 seconds = min(first, kernel.profile(*args, repeat=self.repeat, warmup=0).median)

@@ -1,7 +1,9 @@
 """The `vkir` command line: devices, compile, run, demo, bench.
 
     vkir devices [--json]
-    vkir compile FILE.py[:FUNC] [--emit ir|lowered|asm|spv] [-o OUT] [--target device|vulkan1.1|vulkan1.3|lavapipe]
+    vkir compile FILE.py[:FUNC] [--emit ir|lowered|asm|spv] [-o OUT]
+                 [--target device|vulkan1.1|vulkan1.2|vulkan1.3|lavapipe]
+                 [--print-after PASS|all ...] [--time-passes]
     vkir run FILE.py[:FUNC] [--size NAME=VALUE ...] [--seed N] [--device SEL]
     vkir demo [--device SEL]
     vkir bench [--device SEL] [--workload NAME ...] [--repeat N] [--json FILE] [--quick]
@@ -16,12 +18,13 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from .errors import ArgumentError, VkirError
+from .errors import ArgumentError, DeviceError, VkirError
 
 
 # -- loading kernels from a file -----------------------------------------------------------------
@@ -58,20 +61,23 @@ def load_func(spec: str):
 
 
 def _target(name: str, device_sel=None):
-    from .spirv import Target
+    """The vkir.Target for `--target`: a named offline target, or the selected device's (lavapipe's
+    when no device can be opened)."""
+    from .target import Target
 
-    if name == "vulkan1.1":
-        return Target()
-    if name == "vulkan1.3":
-        return Target.vulkan13()
-    if name == "lavapipe":
-        return Target.lavapipe()
+    if name != "device":
+        return Target.named(name)
     from . import api
 
+    if device_sel is not None or os.environ.get("VKIR_DEVICE"):
+        # a device the user named (--device, $VKIR_DEVICE) must open: never a silent fallback
+        return Target.from_device(api.device(device_sel))
     try:
-        return api.target_for(api.device(device_sel).info)
-    except (VkirError, OSError):
-        return Target.lavapipe()  # no device here: compile for lavapipe's feature set
+        return Target.from_device(api.device())
+    except (DeviceError, OSError) as exc:
+        print(f"vkir: note: no usable Vulkan device ({exc}); compiling for lavapipe's feature set "
+              "(--target lavapipe)", file=sys.stderr)
+        return Target.lavapipe()
 
 
 # -- commands ------------------------------------------------------------------------------------
@@ -108,18 +114,31 @@ def cmd_devices(args) -> int:
 def cmd_compile(args) -> int:
     from . import api
     from .spirv import codegen, disassemble
+    from .transform.instruments import PrintAfter, TimePasses
 
     func = load_func(args.file)
-    if args.emit == "ir":
+    instruments = []
+    if args.print_after:
+        names = "all" if "all" in args.print_after else frozenset(args.print_after)
+        _check_pass_names(names)
+        instruments.append(PrintAfter(names, file=sys.stdout))
+    timer = TimePasses() if args.time_passes else None
+    if timer is not None:
+        instruments.append(timer)
+    if args.emit == "ir" and not instruments:
         out = func.script()
     else:
         target = _target(args.target, args.device)
-        lowered = api.lower(func, target)
-        if args.emit == "lowered":
+        lowered = api.lower(func, target, instruments=instruments)
+        if args.emit == "ir":
+            out = func.script()
+        elif args.emit == "lowered":
             out = lowered.script()
         else:
             module = codegen(lowered, target)
             out = module.words if args.emit == "spv" else disassemble(module.words)
+    if timer is not None:
+        print(timer.report())
     if isinstance(out, bytes):
         if not args.output:
             raise ArgumentError("--emit spv writes binary: give -o OUT")
@@ -129,6 +148,21 @@ def cmd_compile(args) -> int:
     else:
         print(out, end="" if out.endswith("\n") else "\n")
     return 0
+
+
+def _check_pass_names(names) -> None:
+    """ArgumentError naming the unknown ones when `names` (a set, or "all") names no pass of the
+    default pipeline."""
+    from .lowering import pipeline
+    from .target import Target
+
+    if names == "all":
+        return
+    known = set(pipeline(Target.lavapipe(), pointer_casts=True).names)
+    unknown = sorted(set(names) - known)
+    if unknown:
+        raise ArgumentError(f"--print-after: unknown pass {', '.join(unknown)}; passes: "
+                            f"{', '.join(sorted(known))} or all")
 
 
 def random_inputs(func, sizes: dict, rng) -> list:
@@ -247,9 +281,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE.py[:FUNC]")
     p.add_argument("--emit", choices=("ir", "lowered", "asm", "spv"), default="asm")
     p.add_argument("-o", "--output", metavar="OUT")
-    p.add_argument("--target", choices=("device", "vulkan1.1", "vulkan1.3", "lavapipe"), default="device",
-                   help="codegen target (default: the selected device's, lavapipe's without one)")
+    p.add_argument("--target", choices=("device", "vulkan1.1", "vulkan1.2", "vulkan1.3", "lavapipe"),
+                   default="device",
+                   help="codegen target (default: the selected device's, lavapipe's without one); "
+                        "the named ones need no device")
     p.add_argument("--device", default=None, help="device selector for --target device")
+    p.add_argument("--print-after", action="append", metavar="PASS|all",
+                   help="print the IR after this pass (repeatable; 'all' for every pass), before "
+                        "the output")
+    p.add_argument("--time-passes", action="store_true",
+                   help="print the milliseconds of every pass, before the output")
     p.set_defaults(fn=cmd_compile)
 
     p = sub.add_parser("run", help="run a kernel on random inputs and compare with the interpreter")
@@ -277,12 +318,25 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    import warnings
+
     try:
-        status = args.fn(args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # the note below says it once
+            status = args.fn(args)
     except VkirError as exc:
         print(f"vkir: error: {exc}", file=sys.stderr)
         status = 2
+    _print_driver_note()
     return _check_validation(status)
+
+
+def _print_driver_note() -> None:
+    """Say which drivers were used when the loader found none by itself (never silent)."""
+    runtime = sys.modules.get("vkir.runtime")
+    inst = runtime.instance._state.get("instance") if runtime is not None else None
+    if inst is not None and inst.note:
+        print(f"vkir: note: {inst.note}", file=sys.stderr)
 
 
 def _check_validation(status: int) -> int:

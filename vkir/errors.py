@@ -38,6 +38,8 @@ class DeviceError(VkirError):
 
 
 class ArgumentError(VkirError, TypeError, ValueError):
-    """A kernel or interpreter call with the wrong argument count, names, shapes, dtypes or
-    values. It is also a TypeError and a ValueError, as a wrong call of a Python function is, so
-    code that catches those catches it."""
+    """A call with wrong arguments: a kernel or interpreter call with the wrong argument count,
+    names, shapes, dtypes or values, or any vkir function or IR constructor given a value it
+    does not take (an unknown dtype, loop kind or scope, a non-PrimFunc). It is also a TypeError
+    and a ValueError, as a wrong call of a Python function is, so code that catches those
+    catches it."""

@@ -1,21 +1,36 @@
-"""The default pass pipeline that turns a scheduled PrimFunc into one SPIR-V codegen accepts."""
+"""The default pass pipeline that turns a scheduled PrimFunc into one the target's backend
+accepts: `pipeline(target)` is the data, `lower(func, target)` runs it and checks the result."""
 
 from __future__ import annotations
 
 from . import transform
 from .analysis import verify_types, verify_well_formed
+from .errors import ArgumentError
 from .ir import PrimFunc
 from .ir.structural import recursion_headroom
+from .target import Target
+from .transform.base import verify_every_pass
+from .transform.instruments import CheckTypes
+from .transform.pipeline import Pipeline
 
 
-def default_passes(target=None, pointer_casts: bool = False) -> tuple:
-    """The Vulkan pipeline, in order. Async pipelining is resolved first (it needs the N-d
-    buffers), then buffers are flattened, loops vectorized and vector types introduced; CSE runs
-    last so that it sees the final index arithmetic. With `pointer_casts`, aligned vector accesses
-    go through explicit DeclBuffer casts (aliased descriptors on Vulkan) before the
-    VectorTypeRewriter, which then leaves the cast storages alone."""
-    casts = (transform.PointerCastVectorize(target="vulkan"),) if pointer_casts else ()
-    return (
+def as_target(target) -> Target:
+    """`target` (a Target, a target name, a device, or None for the Vulkan 1.1 baseline) as a
+    Target; ArgumentError for anything else."""
+    return Target.coerce(target) or Target()
+
+
+def pipeline(target=None, *, pointer_casts: bool = False) -> Pipeline:
+    """The default pipeline for `target`, in order. Async pipelining is resolved first (it needs
+    the N-d buffers), then buffers are flattened, loops vectorized and vector types introduced;
+    CSE runs last so that it sees the final index arithmetic. With `pointer_casts`, aligned vector
+    accesses go through explicit DeclBuffer casts (aliased descriptors on Vulkan) before the
+    VectorTypeRewriter, which then leaves the cast storages alone. Bool buffers become int8 only
+    for Vulkan (the interpreter stores bools as they are)."""
+    target = as_target(target)
+    casts = (transform.PointerCastVectorize(target=target),) if pointer_casts else ()
+    bools = (transform.BoolToInt8(),) if target.is_vulkan else ()
+    return Pipeline((
         transform.InjectSoftwarePipeline(),
         transform.LowerAsync(),
         transform.FlattenBuffer(),
@@ -23,23 +38,31 @@ def default_passes(target=None, pointer_casts: bool = False) -> tuple:
         transform.Simplify(),
         *casts,
         transform.VectorTypeRewrite(),
-        transform.BoolToInt8(),
+        *bools,
         transform.CommonSubexprElim(),
-    )
+    ))
 
 
-def lower(func: PrimFunc, target=None, verify_each: bool = False,
+def default_passes(target=None, pointer_casts: bool = False) -> tuple:
+    """The passes of `pipeline(target, pointer_casts=...)` as a tuple."""
+    return pipeline(target, pointer_casts=pointer_casts).passes
+
+
+def lower(func: PrimFunc, target=None, *, instruments=(), verify_each: bool = False,
           pointer_casts: bool = False) -> PrimFunc:
-    """Run the default pipeline for `target` and check the result with the explicit-cast and
-    well-formedness checkers (after every pass when `verify_each`)."""
+    """Run `pipeline(target)` on `func` with `instruments` around every pass, and check the
+    result with the explicit-cast checker (for `target`) and the well-formedness checker.
+    `verify_each` adds the CheckTypes instrument (the checker after every pass)."""
     if not isinstance(func, PrimFunc):
-        raise TypeError(f"vkir.lower expects a PrimFunc, got {type(func).__name__}")
+        raise ArgumentError(f"vkir.lower expects a PrimFunc (a @T.prim_func), got "
+                            f"{type(func).__name__}")
+    target = as_target(target)
+    instruments = tuple(instruments)
+    if verify_each and not verify_every_pass():  # else every pass call checks already
+        instruments = (CheckTypes(), *instruments)
     with recursion_headroom():  # deep expressions recurse once per level in every pass
         verify_types(func)  # passes assume well-typed input: refuse ill-typed IR before any runs
-        for p in default_passes(target, pointer_casts):
-            func = p(func)
-            if verify_each:
-                verify_types(func)
-        verify_types(func, target="vulkan")
+        func = pipeline(target, pointer_casts=pointer_casts)(func, instruments=instruments)
+        verify_types(func, target)
         verify_well_formed(func)
     return func

@@ -85,7 +85,7 @@ class Profiler:
 
     def add_launch(self, name: str, launch, keep) -> None:
         """Run a timed runtime Launch once, wait, and record its device time."""
-        launch.run(keep)
+        launch.run(keep=keep)
         self.report.add(name, launch.elapsed())
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vkir.errors import SpirvValidationError
+from vkir.errors import ArgumentError, SpirvValidationError
 from vkir.ir import PrimFunc
 from vkir.ir.structural import recursion_headroom
 
@@ -20,10 +20,14 @@ def codegen(func: PrimFunc, target: Target | None = None) -> SpirvModule:
     SpirvValidationError if the emitted module is invalid (a codegen bug).
     """
     if not isinstance(func, PrimFunc):
-        raise TypeError(f"codegen expects a lowered PrimFunc, got {type(func).__name__}")
+        raise ArgumentError(f"codegen expects a lowered PrimFunc, got {type(func).__name__}")
     if target is not None and not isinstance(target, Target):
-        raise TypeError(f"codegen expects a vkir.spirv.Target, got {type(target).__name__}")
+        raise ArgumentError(f"codegen expects a vkir.spirv.Target (which is vkir.Target), got "
+                            f"{type(target).__name__}")
     target = target or Target()
+    if not target.is_vulkan:
+        raise ArgumentError(f"codegen emits SPIR-V for Vulkan targets, not for a {target.kind!r} "
+                            "target")
     with recursion_headroom():  # the emitter recurses once per level of deep expressions
         emitter = KernelEmitter(func, target)
         words = emitter.run()

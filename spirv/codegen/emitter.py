@@ -41,7 +41,7 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin):
         self.target = target
         self.b = ModuleBuilder(target.spirv_version)
         self.types = Types(self.b, target, func.name)
-        self.iface: Interface = analyze(func, target.max_push_constant_bytes)
+        self.iface: Interface = analyze(func, target.limits.max_push_constant_bytes)
         self.values: dict[Var, int] = {}
         self.memory: dict[tuple, Memory] = {}       # (data var, dtype) -> Memory
         self.local_memory: dict[Var, Buffer] = {}   # data var of shared/local -> its allocation
@@ -208,10 +208,10 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin):
             self.interface_vars.append((var, "Workgroup"))
             lanes = 4 if buffer.dtype.lanes == 3 else buffer.dtype.lanes  # vec3 pads to vec4
             self.shared_bytes += size * buffer.dtype.with_lanes(lanes).bytes
-            if self.shared_bytes > self.target.max_shared_memory_bytes:
+            if self.shared_bytes > self.target.limits.max_shared_memory_bytes:
                 raise UnsupportedError(
                     f"kernel {self.func.name!r} needs {self.shared_bytes} bytes of shared "
-                    f"memory; the device allows {self.target.max_shared_memory_bytes}")
+                    f"memory; the device allows {self.target.limits.max_shared_memory_bytes}")
             storage = "Workgroup"
         else:
             var = self.function_variable(self.b.type_pointer("Function", array_type))
@@ -303,10 +303,10 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin):
                                        f"{extent} must be a positive constant (the workgroup "
                                        "size is fixed in SPIR-V)")
         total = sizes[0] * sizes[1] * sizes[2]
-        if total > self.target.max_workgroup_invocations:
+        if total > self.target.limits.max_workgroup_invocations:
             raise UnsupportedError(f"kernel {self.func.name!r}: workgroup of {total} invocations "
                                    f"{tuple(sizes)}; the device allows "
-                                   f"{self.target.max_workgroup_invocations}")
+                                   f"{self.target.limits.max_workgroup_invocations}")
         return tuple(sizes)
 
     def grid(self) -> tuple:

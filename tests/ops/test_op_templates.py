@@ -76,8 +76,8 @@ ROWS = all_configs(rows_kernel)
 @pytest.mark.parametrize("config", ROWS, ids=ids(ROWS))
 @pytest.mark.parametrize("op", ["sum", "argmax"])
 def test_row_reduction_configs(device, config, op):
-    x = rand(3, 40)
-    f = rows_kernel(3, 40, op=op, **config)
+    x = rand(3, 64)
+    f = rows_kernel(3, 64, op=op, **config)
     P = f.buffer_map[f.params[1]].shape[1].value
     outs = [np.zeros((3, P), np.float32)] + ([np.zeros((3, P), np.int32)] if op == "argmax" else [])
     k = vkir.build(f, device=device)
@@ -164,3 +164,12 @@ def test_device_class_of_this_device(device):
     if device.info.kind == "cpu":
         assert device_class(device.info) == "cpu"
         assert ops_sum.kernel.configs_for(device.info)[0] == rows_kernel.configs["cpu"][0]
+
+
+def test_benchmark_add_template_configs(device):
+    from vkir.benchmarks.kernels import add
+
+    a, b = rand(1000), rand(1000)
+    for config in all_configs(add):
+        check(add.fn(1000, **config), device, [a, b], [np.zeros(1000, np.float32)], [a + b],
+              rtol=0, atol=0)

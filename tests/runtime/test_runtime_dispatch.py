@@ -121,9 +121,8 @@ def test_buffers_are_freed_with_their_python_objects(device, glsl):
     before = len(device._live_buffers)
     bufs = [rt.Buffer(device, 1 << 16) for _ in range(10)]
     assert len(device._live_buffers) == before + 10
-    del bufs
-    device.collect()
-    assert len(device._live_buffers) == before and not device._pending_free
+    del bufs  # freed right away: no collect() or later allocation needed
+    assert len(device._live_buffers) == before
 
 
 def test_profile_uses_timestamps(device, glsl):

@@ -27,11 +27,9 @@ _PACK = {("int", 32): "i", ("uint", 32): "I", ("int", 64): "q", ("uint", 64): "Q
 
 
 def _target(dev) -> Target:
-    lim = dev.info.limits
-    return Target(spirv_version=(1, 3), env="vulkan1.1", features=dev.info.features & FEATURES,
-                  max_workgroup_invocations=lim.max_workgroup_invocations,
-                  max_shared_memory_bytes=lim.max_shared_memory_bytes,
-                  max_push_constant_bytes=lim.max_push_constant_bytes)
+    """The device's features and limits, but Vulkan 1.1 / SPIR-V 1.3."""
+    return Target.vulkan("vulkan1.1", features=dev.info.features & FEATURES,
+                         limits=Target.from_device(dev).limits)
 
 
 def run_on_device(dev, func, args):

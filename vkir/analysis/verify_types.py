@@ -29,6 +29,7 @@ from ..ir.buffer import Buffer
 from ..ir.dtype import DataType, PointerType, SCOPES, type_range
 from ..ir.function import PrimFunc
 from ..ir.op import OPS
+from ..ir.printer import compact
 from ..ir.structural import recursion_headroom
 
 RULES = {
@@ -45,120 +46,17 @@ _CMP = (E.EQ, E.NE, E.LT, E.LE, E.GT, E.GE)
 _LOGIC = (E.And, E.Or)
 
 
-# ---------------------------------------------------------------------------------------------
-# compact printing for diagnostics (robust to ill-typed nodes)
-
-
-_INFIX = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/", "FloorDiv": "//", "FloorMod": "%",
-          "EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">=", "And": "and",
-          "Or": "or"}
-
-
-def compact(node, limit: int = 100) -> str:
-    """A one-line, script-like rendering of `node`, cut to `limit` characters."""
-    text = _show(node, 4)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _show(n, depth: int) -> str:  # noqa: C901 - one case per node kind
-    if depth < 0:
-        return "..."
-    d = depth - 1
-    name = type(n).__name__
-    if isinstance(n, E.Var):
-        return str(n.name)
-    if isinstance(n, Buffer):
-        return str(n.name)
-    if isinstance(n, E.IntImm):
-        if n.dtype == DataType("int", 32):
-            return str(n.value)
-        if n.dtype == BOOL:
-            return str(bool(n.value))
-        return f"T.{n.dtype}({n.value})"
-    if isinstance(n, E.FloatImm):
-        return repr(n.value) if n.dtype == DataType("float", 32) else f"T.{n.dtype}({n.value!r})"
-    if name in _INFIX and isinstance(n, E.BinaryOp):
-        return f"({_show(n.a, d)} {_INFIX[name]} {_show(n.b, d)})"
-    if isinstance(n, E.BinaryOp):
-        return f"T.{name.lower()}({_show(n.a, d)}, {_show(n.b, d)})"
-    if isinstance(n, E.Not):
-        return f"not {_show(n.a, d)}"
-    if isinstance(n, E.Select):
-        parts = (n.condition, n.true_value, n.false_value)
-        return f"T.select({', '.join(_show(x, d) for x in parts)})"
-    if isinstance(n, E.Cast):
-        return f"T.cast({_show(n.value, d)}, \"{n.dtype}\")"
-    if isinstance(n, E.Ramp):
-        return f"T.ramp({_show(n.base, d)}, {_show(n.stride, d)}, {n.lanes})"
-    if isinstance(n, E.Broadcast):
-        return f"T.broadcast({_show(n.value, d)}, {n.lanes})"
-    if isinstance(n, E.Let):
-        return f"T.let({_show(n.var, d)}, {_show(n.value, d)}, {_show(n.body, d)})"
-    if isinstance(n, E.Call):
-        return f"T.{n.op}({', '.join(_show(a, d) for a in n.args)})"
-    if isinstance(n, E.Shuffle):
-        return f"T.shuffle([{', '.join(_show(v, d) for v in n.vectors)}], {list(n.indices)})"
-    if isinstance(n, E.BufferLoad):
-        return f"{_show(n.buffer, d)}[{', '.join(_show(i, d) for i in n.indices)}]"
-    if isinstance(n, S.BufferStore):
-        idx = ", ".join(_show(i, d) for i in n.indices)
-        return f"{_show(n.buffer, d)}[{idx}] = {_show(n.value, d)}"
-    if isinstance(n, S.LetStmt):
-        return f"{_show(n.var, d)} = {_show(n.value, d)}"
-    if isinstance(n, S.For):
-        kind = f"T.thread_binding(\"{n.thread}\")" if n.thread else f"T.{n.kind}"
-        return f"for {_show(n.loop_var, d)} in {kind}({_show(n.min, d)}, +{_show(n.extent, d)}):"
-    if isinstance(n, S.IfThenElse):
-        return f"if {_show(n.condition, d)}:"
-    if isinstance(n, S.Evaluate):
-        return f"T.evaluate({_show(n.value, d)})"
-    if isinstance(n, S.AllocBuffer):
-        return f"{_show(n.buffer, d)} = T.alloc_buffer({_shape(n.buffer, d)}, \"{n.buffer.dtype}\")"
-    if isinstance(n, S.DeclBuffer):
-        data = getattr(n.buffer.data, "name", "?")
-        return (f"{_show(n.buffer, d)} = T.decl_buffer({_shape(n.buffer, d)}, "
-                f"\"{n.buffer.dtype}\", "
-                f"data={data})")
-    if isinstance(n, S.AsyncWaitQueue):
-        return f"with T.async_wait_queue({n.queue}, {_show(n.in_flight, d)}):"
-    if isinstance(n, S.AsyncCommitQueue):
-        return f"with T.async_commit_queue({n.queue}):"
-    if isinstance(n, S.AsyncScope):
-        return "with T.async_scope():"
-    if isinstance(n, S.Barrier):
-        return "T.barrier()"
-    if isinstance(n, PrimFunc):
-        return f"def {n.name}(...)"
-    if isinstance(n, S.SeqStmt):
-        return "; ".join(_show(s, d) for s in n.seq[:3]) + ("; ..." if len(n.seq) > 3 else "")
-    return name
-
-
-def _shape(buffer, depth) -> str:
-    shape = getattr(buffer, "shape", ())
-    return "(" + ", ".join(_show(s, depth) for s in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
-# ---------------------------------------------------------------------------------------------
-
-
 def verify_types(func: PrimFunc, target=None) -> None:
     """Raise TypeCheckError at the first violation of the typing rules; return None otherwise.
 
-    With a Vulkan `target` ("vulkan", "vulkan1.x", or a vkir.spirv.Target), a global bool buffer
-    is an error (BoolToInt8 must have run).
+    `target` is a vkir.Target (or a target name, or None for no target). For a Vulkan target a
+    global bool buffer is an error (BoolToInt8 must have run).
     """
+    from ..target import Target
+
+    target = Target.coerce(target)
     with recursion_headroom():  # one recursion per level of deep expressions
-        _Checker(_is_vulkan(target)).check_func(func)
-
-
-def _is_vulkan(target) -> bool:
-    if target is None:
-        return False
-    if isinstance(target, str):
-        return target.lower().startswith("vulkan") or target.lower() == "spirv"
-    env = getattr(target, "env", None)
-    return isinstance(env, str) and env.lower().startswith("vulkan")
+        _Checker(target is not None and target.is_vulkan).check_func(func)
 
 
 class _Checker:

@@ -20,7 +20,7 @@ from ..ir.buffer import Buffer
 from ..ir.function import PrimFunc
 from ..ir.functor import children
 from ..ir.structural import recursion_headroom
-from .verify_types import compact
+from ..ir.printer import compact
 
 
 def verify_well_formed(func: PrimFunc) -> None:

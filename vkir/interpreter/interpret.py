@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ArgumentError
 from ..ir.base import show
 from ..ir.dtype import DataType
 from ..ir.expr import IntImm, Var, convert
@@ -61,7 +62,7 @@ def _host_copy(a, copies: list):
 
 def _interpret(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool) -> None:
     if not isinstance(func, PrimFunc):
-        raise TypeError(f"interpret expects a PrimFunc, got {type(func).__name__}")
+        raise ArgumentError(f"interpret expects a PrimFunc, got {type(func).__name__}")
     compiler, body = _compile(func)
     bindings = bind_arguments(func, args, evaluate, kwargs)
     races = _race_checker(compiler, bindings.values) if check_races else None

@@ -73,7 +73,7 @@ class Site:
     def describe(self) -> str:
         if self.span is not None:
             return f"at {self.span}"
-        from ..script.print_expr import ExprPrinter
+        from ..ir.print_expr import ExprPrinter
 
         printer = ExprPrinter()
         node = self.node

@@ -27,7 +27,7 @@ def show(value) -> str:
     if isinstance(value, (DataType, PointerType)):
         return str(value)
     if isinstance(value, (PrimExpr, Stmt, PrimFunc)):
-        from ..script.printer import script
+        from .printer import script
 
         return script(value).rstrip("\n")
     return repr(value)

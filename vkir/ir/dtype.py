@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..errors import ArgumentError
+
 CODES = ("int", "uint", "float", "bool", "handle")
 _DTYPE_RE = re.compile(r"^(int|uint|float|bool|handle)(\d+)?(?:x(\d+))?$")
 
@@ -18,8 +20,10 @@ class DataType:
     lanes: int = 1
 
     def __post_init__(self):
-        assert self.code in CODES, f"unknown type code {self.code!r}"
-        assert self.lanes >= 1, f"lanes must be positive, got {self.lanes}"
+        if self.code not in CODES:
+            raise ArgumentError(f"unknown type code {self.code!r} (one of {', '.join(CODES)})")
+        if not self.lanes >= 1:
+            raise ArgumentError(f"lanes must be positive, got {self.lanes!r}")
 
     @staticmethod
     def parse(text: "str | DataType") -> "DataType":
@@ -27,27 +31,27 @@ class DataType:
         if isinstance(text, DataType):
             return text
         if not isinstance(text, str):
-            raise TypeError(f"expected a dtype string, got {text!r}")
+            raise ArgumentError(f"expected a dtype string, got {text!r}")
         m = _DTYPE_RE.match(text.strip())
         if not m:
-            raise ValueError(f"invalid dtype {text!r}")
+            raise ArgumentError(f"invalid dtype {text!r}")
         code, bits, lanes = m.group(1), m.group(2), m.group(3)
         if code == "bool":
             if bits is not None and bits != "1":
-                raise ValueError(f"invalid dtype {text!r}: bool has no bit width")
+                raise ArgumentError(f"invalid dtype {text!r}: bool has no bit width")
             nbits = 1
         elif code == "handle":
             nbits = 64
         else:
             if bits is None:
-                raise ValueError(f"invalid dtype {text!r}: missing bit width")
+                raise ArgumentError(f"invalid dtype {text!r}: missing bit width")
             nbits = int(bits)
             valid = (16, 32, 64) if code == "float" else (8, 16, 32, 64)
             if nbits not in valid:
-                raise ValueError(f"invalid dtype {text!r}: {code} has widths {valid}")
+                raise ArgumentError(f"invalid dtype {text!r}: {code} has widths {valid}")
         nlanes = int(lanes) if lanes is not None else 1
         if nlanes < 1:
-            raise ValueError(f"invalid dtype {text!r}: lanes must be positive")
+            raise ArgumentError(f"invalid dtype {text!r}: lanes must be positive")
         return DataType(code, nbits, nlanes)
 
     def __str__(self) -> str:
@@ -122,7 +126,8 @@ class DataType:
 
         if self.code == "bool":
             return np.dtype(np.bool_)
-        assert self.code != "handle", "handle has no numpy type"
+        if self.code == "handle":
+            raise ArgumentError("handle has no numpy type")
         prefix = {"int": "int", "uint": "uint", "float": "float"}[self.code]
         return np.dtype(f"{prefix}{self.bits}")
 
@@ -155,7 +160,9 @@ class PointerType:
 
     def __post_init__(self):
         object.__setattr__(self, "element", DataType.parse(self.element))
-        assert self.scope in SCOPES, f"unknown storage scope {self.scope!r}"
+        if self.scope not in SCOPES:
+            raise ArgumentError(f"unknown storage scope {self.scope!r} "
+                                f"(one of {', '.join(SCOPES)})")
 
     def __str__(self) -> str:
         return f"{self.element}* {self.scope}"

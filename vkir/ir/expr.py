@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ArgumentError
 from .base import PrimExpr
 from .dtype import DataType, PointerType, bool_, int32
 
@@ -78,9 +79,9 @@ def const(value, dtype="int32") -> PrimExpr:
     if dt.is_bool:
         return IntImm(dt, 1 if value else 0)
     if dt.is_handle:
-        raise TypeError("handle constants do not exist")
+        raise ArgumentError("handle constants do not exist")
     if isinstance(value, float) and not float(value).is_integer():
-        raise TypeError(f"cannot make a {dt} constant from {value!r}")
+        raise ArgumentError(f"cannot make a {dt} constant from {value!r}")
     return IntImm(dt, int(value))
 
 
@@ -98,9 +99,9 @@ def convert(value, like: DataType | None = None) -> PrimExpr:
         if not isinstance(like, DataType) or like.is_handle:
             return const(value, "int32" if isinstance(value, int) else "float32")
         if isinstance(value, float) and not like.is_float and not float(value).is_integer():
-            raise TypeError(f"literal {value!r} cannot take type {like}")
+            raise ArgumentError(f"literal {value!r} cannot take type {like}")
         return const(value, like)
-    raise TypeError(f"cannot convert {value!r} to an IR expression")
+    raise ArgumentError(f"cannot convert {value!r} to an IR expression")
 
 
 def convert_pair(a, b) -> tuple[PrimExpr, PrimExpr]:

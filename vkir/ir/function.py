@@ -55,7 +55,7 @@ class PrimFunc(Node):
 
     def script(self) -> str:
         """This function as T.prim_func source (parsable back by vkir.from_script)."""
-        from ..script.printer import script
+        from .printer import script
 
         return script(self)
 

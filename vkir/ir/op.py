@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .dtype import DataType
+
 
 @dataclass(frozen=True, slots=True)
 class OpInfo:
@@ -43,3 +45,13 @@ def is_pure(op: str) -> bool:
     """True for a known side-effect-free intrinsic; unknown ops are treated as impure."""
     info = OPS.get(op)
     return info is not None and info.pure
+
+
+def result_dtype(op: str, args) -> DataType:
+    """The dtype `T.<op>(*args)` has when it is not spelled out: the script parser gives calls
+    this dtype, and the printer writes `T.call` with an explicit dtype wherever it differs."""
+    if op in ("isnan", "isinf"):
+        return DataType("bool", 1, args[0].dtype.lanes)
+    if op == "if_then_else":
+        return args[1].dtype
+    return args[0].dtype

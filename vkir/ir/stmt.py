@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..errors import ArgumentError
 from .base import FrozenDict, PrimExpr, Stmt
 from .expr import Var, convert
 
@@ -58,9 +59,11 @@ class For(Stmt):
     annotations: FrozenDict = field(default_factory=FrozenDict)
 
     def __post_init__(self):
-        assert self.kind in FOR_KINDS, f"unknown loop kind {self.kind!r}"
-        assert (self.kind == "thread_binding") == (self.thread is not None), \
-            "thread_binding loops, and only they, name a thread"
+        if self.kind not in FOR_KINDS:
+            raise ArgumentError(f"unknown loop kind {self.kind!r} (one of {', '.join(FOR_KINDS)})")
+        if (self.kind == "thread_binding") != (self.thread is not None):
+            raise ArgumentError("thread_binding loops, and only they, name a thread "
+                                f"(kind {self.kind!r}, thread {self.thread!r})")
         object.__setattr__(self, "min", convert(self.min, self.loop_var.dtype))
         object.__setattr__(self, "extent", convert(self.extent, self.loop_var.dtype))
         if not isinstance(self.annotations, FrozenDict):

@@ -14,6 +14,7 @@ import dataclasses
 import difflib
 import math
 import sys
+import threading
 from contextlib import contextmanager
 from collections.abc import Mapping
 
@@ -29,16 +30,22 @@ class _Mismatch(Exception):
         self.path, self.lhs, self.rhs, self.reason = path, lhs, rhs, reason
 
 
+_RECURSION_LOCK = threading.Lock()
+
+
 @contextmanager
 def recursion_headroom(limit: int = 20000):
-    """Raise Python's recursion limit while walking deep IR (long expression chains recurse once
-    per level in the parser, the printer and here); restored afterwards."""
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, limit))
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
+    """Make sure Python's recursion limit is at least `limit` while walking deep IR (long
+    expression chains recurse once per level in the parser, the printer, the passes and here).
+
+    The limit is process-wide, so it is only ever raised, once, and never restored: restoring it
+    on exit would lower it under another thread still deep in its own walk (two threads building
+    kernels at once). A higher limit costs nothing to code that does not recurse deeply."""
+    if sys.getrecursionlimit() < limit:
+        with _RECURSION_LOCK:
+            if sys.getrecursionlimit() < limit:
+                sys.setrecursionlimit(limit)
+    yield
 
 
 def structural_equal(a, b, map_free_vars: bool = False) -> bool:
@@ -67,7 +74,7 @@ def assert_structural_equal(a, b, map_free_vars: bool = False) -> None:
 
 def _show(node, max_lines: int = 40) -> str:
     if isinstance(node, Node):
-        from ..script.printer import script
+        from .printer import script
 
         text = script(node)
     else:
@@ -88,7 +95,7 @@ def _unwrap(node):
 
 
 def _diff(a, b, max_lines: int = 60) -> str:
-    from ..script.printer import script
+    from .printer import script
 
     lines = list(difflib.unified_diff(script(a).splitlines(), script(b).splitlines(), "lhs",
                                       "rhs", lineterm=""))

@@ -63,71 +63,94 @@ def reduce_rows({params}):
             if g < O * P:
                 o = g // P
                 p = g % P
-                acc = T.alloc_buffer((V,), "float32", scope="local")
-{acc_i_alloc}                for v in T.vectorized(V):
-                    acc[v] = {init}
-{acc_i_init}                for s in T.serial(STEPS):
+                acc = T.alloc_buffer((UV,), "float32", scope="local")
+{acc_i_alloc}                for u in T.unroll(U):
                     for v in T.vectorized(V):
+                        acc[u * V + v] = {init}
+{acc_i_init}                for s in T.serial(STEPS):
+                    for u in T.unroll(U):
+                        for v in T.vectorized(V):
 {update_full}
 {tail}{combine}                y[o, p] = {value}
 {store_i}'''
 
 
 @autotune(configs={
-    "cpu": [dict(lanes=512, w=64, v=4), dict(lanes=2048, w=64, v=4), dict(lanes=128, w=64, v=4),
-            dict(lanes=16, w=8, v=4), dict(lanes=512, w=8, v=4), dict(lanes=512, w=64, v=1)],
+    "cpu": [dict(lanes=2048, w=8, v=4, u=4, layout="range"),
+            dict(lanes=512, w=8, v=4, u=4, layout="range"),
+            dict(lanes=2048, w=8, v=4, u=2, layout="range"),
+            dict(lanes=8192, w=8, v=4, u=4, layout="range"),
+            dict(lanes=512, w=64, v=4), dict(lanes=16, w=8, v=4), dict(lanes=512, w=64, v=1)],
     "default": [dict(lanes=65536, w=256, v=4), dict(lanes=16384, w=128, v=4),
                 dict(lanes=65536, w=256, v=1)],
 }, key=("O", "R", "op", "with_index", "scale"))
-def rows_kernel(O, R, op="sum", with_index=False, scale=1.0, lanes=512, w=64, v=4):
-    """The PrimFunc reducing each row of x (O, R) to y (O, P): every row is split into P
-    interleaved parts (P = lanes // O, at least 1, at most the row's vector count), each part
-    reduced by one invocation with `v`-wide loads; `w` invocations per workgroup. "mean" scales
-    by `scale`; "argmax" also writes the index (y_i, int32), and with `with_index` it reads the
-    indices of a previous pass (x_i) instead of the positions."""
+def rows_kernel(O, R, op="sum", with_index=False, scale=1.0, lanes=512, w=64, v=4, u=1,
+                layout="interleave"):
+    """The PrimFunc reducing each row of x (O, R) to y (O, P): every row is split into P parts
+    (P = lanes // O, at least 1, at most the row's vector count), each reduced by one invocation
+    with `v`-wide loads into `u` independent vector accumulators; `w` invocations per workgroup.
+    With layout "interleave" part p takes vectors p, p + P, p + 2P, ... (any row length); with
+    "range" it takes one contiguous run of the row, `u` vectors per step (a stream the host's
+    prefetcher follows: the fast layout on CPU devices; the row's vectors must divide into P runs
+    of whole steps). "mean" scales by `scale`; "argmax" also writes the index (y_i, int32), and
+    with `with_index` it reads the indices of a previous pass (x_i) instead of the positions."""
     if op not in OPS:
         raise ArgumentError(f"reduction kernel: op must be one of {', '.join(OPS)}, got {op!r}")
-    for name, value in (("O", O), ("R", R), ("lanes", lanes), ("w", w), ("v", v)):
+    for name, value in (("O", O), ("R", R), ("lanes", lanes), ("w", w), ("v", v), ("u", u)):
         _check(name, value)
     if v not in (1, 2, 4) or R % v:
         raise ArgumentError(f"reduction kernel: row length {R} is not a multiple of the vector "
                             f"width {v} (1, 2 or 4)")
+    if layout not in ("interleave", "range"):
+        raise ArgumentError(f"reduction kernel: layout must be 'interleave' or 'range', got "
+                            f"{layout!r}")
     nvec = R // v
-    P = builtins.max(1, builtins.min(lanes // O, nvec))
-    steps = nvec // P
+    P = builtins.max(1, builtins.min(lanes // O, nvec // u))
+    if layout == "range":
+        if nvec % (P * u):
+            raise ArgumentError(f"reduction kernel: {nvec} vectors per row do not split into "
+                                f"{P} runs of whole {u}-vector steps")
+        steps = nvec // (P * u)
+        q = "(p * STEPS + s) * U + u"
+    else:
+        if u != 1:
+            raise ArgumentError("reduction kernel: the interleaved layout takes u=1")
+        steps = nvec // P
+        q = "s * P + p"
     arg = op == "argmax"
-    idx = "x_i[o, (s * P + p) * V + v]" if with_index else "(s * P + p) * V + v"
+    idx = f"x_i[o, ({q}) * V + v]" if with_index else f"({q}) * V + v"
     params = ['x: T.Buffer((O, R), "float32")']
     if with_index:
         params.append('x_i: T.Buffer((O, R), "int32")')
     params.append('y: T.Buffer((O, P), "float32")')
     if arg:
         params.append('y_i: T.Buffer((O, P), "int32")')
-    ind = " " * 24
 
-    def update(index_expr, x_expr, pad):
+    def update(index_expr, x_expr, pad, a="acc[u * V + v]", ai="acc_i[u * V + v]"):
         if not arg:
-            return f"{pad}acc[v] = {_combine(op, 'acc[v]', x_expr)}"
-        return (f"{pad}acc_i[v] = T.select({x_expr} > acc[v], {index_expr}, acc_i[v])\n"
-                f"{pad}acc[v] = T.max(acc[v], {x_expr})")
+            return f"{pad}{a} = {_combine(op, a, x_expr)}"
+        return (f"{pad}{ai} = T.select({x_expr} > {a}, {index_expr}, {ai})\n"
+                f"{pad}{a} = T.max({a}, {x_expr})")
 
-    x_full = "x[o, (s * P + p) * V + v]"
     tail = ""
-    if nvec % P:
+    if layout == "interleave" and nvec % P:
         t_idx = idx.replace("s * P", "STEPS * P")
         tail = (f"                if STEPS * P + p < NVEC:\n"
                 f"                    for v in T.vectorized(V):\n"
-                + update(t_idx, "x[o, (STEPS * P + p) * V + v]", ind) + "\n")
-    stmts, value, value_i = _lanes_combine(op, v, " " * 16)
+                + update(t_idx, "x[o, (STEPS * P + p) * V + v]", " " * 24, "acc[v]", "acc_i[v]")
+                + "\n")
+    stmts, value, value_i = _lanes_combine(op, u * v, " " * 16)
     if op == "mean":
         value = f"({value}) * T.float32({float(scale)!r})"
     text = _ROWS.format(
         params=", ".join(params), init=_INIT[op],
-        acc_i_alloc=(" " * 16 + 'acc_i = T.alloc_buffer((V,), "int32", scope="local")\n') if arg else "",
-        acc_i_init=(" " * 16 + "for v in T.vectorized(V):\n" + " " * 20 + "acc_i[v] = 0\n") if arg else "",
-        update_full=update(idx, x_full, ind), tail=tail, combine=stmts, value=value,
-        store_i=(" " * 16 + f"y_i[o, p] = {value_i}\n") if arg else "")
-    env = dict(O=O, R=R, P=P, W=w, V=v, STEPS=steps, NVEC=nvec)
+        acc_i_alloc=(" " * 16 + 'acc_i = T.alloc_buffer((UV,), "int32", scope="local")\n')
+        if arg else "",
+        acc_i_init=(" " * 16 + "for u in T.unroll(U):\n" + " " * 20 + "for v in T.vectorized(V):\n"
+                    + " " * 24 + "acc_i[u * V + v] = 0\n") if arg else "",
+        update_full=update(idx, f"x[o, ({q}) * V + v]", " " * 28), tail=tail, combine=stmts,
+        value=value, store_i=(" " * 16 + f"y_i[o, p] = {value_i}\n") if arg else "")
+    env = dict(O=O, R=R, P=P, W=w, V=v, U=u, UV=u * v, STEPS=steps, NVEC=nvec)
     return from_script(text, env=env, file="<vkir.ops.reduce rows>")
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import ScheduleError
+from ..errors import ArgumentError, ScheduleError
 from ..ir import (
     Add, AllocBuffer, Buffer, BufferLoad, BufferStore, Cast, FloatImm, For, IfThenElse, IntImm,
     LetStmt, Max, Min, Mul, Mutator, PrimExpr, PrimFunc, SeqStmt, Stmt, Var, decl_buffer, seq, substitute,
@@ -90,9 +90,9 @@ def _fuse_reduction_epilogue(func: PrimFunc, buffer) -> PrimFunc:
 
 def _find_allocation(func: PrimFunc, buffer) -> AllocBuffer:
     if not isinstance(func, PrimFunc):
-        raise TypeError(f"fuse_reduction_epilogue expects a PrimFunc, got {type(func).__name__}")
+        raise ArgumentError(f"fuse_reduction_epilogue expects a PrimFunc, got {type(func).__name__}")
     if not isinstance(buffer, (Buffer, str)):
-        raise TypeError("fuse_reduction_epilogue: `buffer` must be a Buffer or a buffer name, "
+        raise ArgumentError("fuse_reduction_epilogue: `buffer` must be a Buffer or a buffer name, "
                         f"got {type(buffer).__name__}")
     if isinstance(buffer, Buffer) and buffer in tuple(func.buffer_map.values()):
         raise ScheduleError(f"buffer {buffer.name!r} is a function parameter; only a buffer "

@@ -47,6 +47,6 @@ most expressions carry a `span` for later diagnostics.
 
 from .namespace import T
 from .parser import from_script, prim_func
-from .printer import script
+from ..ir.printer import script
 
 __all__ = ["T", "from_script", "prim_func", "script"]

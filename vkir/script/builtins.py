@@ -13,7 +13,7 @@ import sys
 
 from ..ir import expr as E
 from ..ir.dtype import DataType
-from ..ir.op import OPS
+from ..ir.op import OPS, result_dtype
 
 
 class BuildError(ValueError):
@@ -229,16 +229,6 @@ def intrinsic(op: str, *args, span=None) -> E.PrimExpr:
                          f"got {len(args)}")
     values = unify(*args)
     return E.Call(result_dtype(op, values), op, tuple(values), span=span)
-
-
-def result_dtype(op: str, args) -> DataType:
-    """The dtype the parser gives `T.<op>(*args)` (the printer uses it to know when it must spell
-    the dtype out with T.call)."""
-    if op in ("isnan", "isinf"):
-        return DataType("bool", 1, args[0].dtype.lanes)
-    if op == "if_then_else":
-        return args[1].dtype
-    return args[0].dtype
 
 
 def typed_const(dtype: str, value, *, span=None) -> E.PrimExpr:

@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Mapping
 from contextlib import ExitStack
 
-from ..errors import ScriptError
+from ..errors import ArgumentError, ScriptError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.buffer import Buffer
@@ -543,9 +543,9 @@ def from_script(text: str, env: dict | None = None, file: str = "<script>") -> P
     `env` optionally maps names to Python numbers/strings/IR expressions the script may use.
     """
     if not isinstance(text, str):
-        raise TypeError(f"from_script expects the source as a str, got {type(text).__name__}")
+        raise ArgumentError(f"from_script expects the source as a str, got {type(text).__name__}")
     if env is not None and not isinstance(env, Mapping):
-        raise TypeError(f"from_script: env must be a dict of names, got {type(env).__name__}")
+        raise ArgumentError(f"from_script: env must be a dict of names, got {type(env).__name__}")
     source = Source(textwrap.dedent(text), file)
     try:
         with warnings.catch_warnings():
@@ -560,7 +560,26 @@ def from_script(text: str, env: dict | None = None, file: str = "<script>") -> P
         node = ast.Constant(None, lineno=k + 1, col_offset=len(lines[k]) - len(lines[k].lstrip()))
         raise source.error(node, "expression nested too deeply for Python's parser; split it "
                                  "with let bindings") from None
+    _check_nesting(source, tree)
     return _parse(source, tree, dict(env or {}))
+
+
+MAX_NESTING = 2900  # expression levels: what Python's own parser takes at its default limit
+
+
+def _check_nesting(source, tree) -> None:
+    """Refuse an expression nested more than MAX_NESTING levels deep (a sum of thousands of
+    terms), located at its statement. A fixed bound, so what parses does not depend on the
+    process's recursion limit; every stage handles expressions this deep."""
+    stack = [(tree, 0, None)]
+    while stack:
+        node, depth, stmt = stack.pop()
+        if isinstance(node, ast.stmt):
+            stmt, depth = node, 0
+        elif depth > MAX_NESTING:
+            raise source.error(stmt, "expression nested too deeply for Python's parser; split "
+                                     "it with let bindings")
+        stack.extend((child, depth + 1, stmt) for child in ast.iter_child_nodes(node))
 
 
 def prim_func(func=None, **_options):
@@ -579,6 +598,7 @@ def prim_func(func=None, **_options):
     indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
     source = Source(dedented, file, line_offset=first - 1, col_offset=indent)
     tree = ast.parse(source.text, filename=file)
+    _check_nesting(source, tree)
     env = dict(func.__globals__)
     if func.__closure__:
         for name, cell in zip(func.__code__.co_freevars, func.__closure__):

@@ -3,6 +3,8 @@
 from importlib import import_module
 
 from .base import Pass, Sequential
+from .instruments import CheckTypes, Instrument, PrintAfter, TimePasses
+from .pipeline import Pipeline
 
 _PASSES = {
     "FlattenBuffer": "flatten_buffer",

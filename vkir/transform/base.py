@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
+from ..errors import ArgumentError, TransformError
 from ..ir import PrimFunc
 from ..ir.structural import recursion_headroom
+
+VERIFY_ENV = "VKIR_VERIFY_PASSES"  # "1": the explicit-cast checker runs after every pass call
+
+
+def verify_every_pass() -> bool:
+    """Whether $VKIR_VERIFY_PASSES asks for the checker after every pass call (the test suite
+    sets it; see vkir.transform.instruments.CheckTypes)."""
+    return os.environ.get(VERIFY_ENV) == "1"
 
 
 @dataclass(frozen=True)
@@ -13,18 +23,32 @@ class Pass:
     """A pure function-to-function transformation; options are dataclass fields.
 
     Subclasses implement `transform(func)`. Calling the pass checks its argument and result are
-    PrimFuncs; it never mutates its input (IR nodes are immutable anyway).
+    PrimFuncs; it never mutates its input (IR nodes are immutable anyway). With
+    $VKIR_VERIFY_PASSES=1 every call also runs the explicit-cast checker on the result (blaming
+    the pass only when its input was well typed).
     """
+
+    @property
+    def name(self) -> str:
+        """The pass's name in pipelines, instruments and `--print-after`: its class name."""
+        return type(self).__name__
 
     def __call__(self, func: PrimFunc) -> PrimFunc:
         if not isinstance(func, PrimFunc):
-            raise TypeError(f"{type(self).__name__} expects a PrimFunc, got {type(func).__name__}")
+            raise ArgumentError(f"{type(self).__name__} expects a PrimFunc, got {type(func).__name__}")
         with recursion_headroom():  # passes recurse once per level of deep expressions
             result = self.transform(func)
-        assert isinstance(result, PrimFunc), f"{type(self).__name__} returned {type(result)}"
+        if not isinstance(result, PrimFunc):
+            raise TransformError(f"{type(self).__name__} returned a {type(result).__name__}, "
+                                 "not a PrimFunc")
+        if verify_every_pass():
+            from .instruments import CheckTypes
+
+            CheckTypes.check(self, func, result)
         return result
 
     def transform(self, func: PrimFunc) -> PrimFunc:
+        """The pass itself: a new PrimFunc computed from `func` (subclasses implement it)."""
         raise NotImplementedError
 
 
@@ -36,10 +60,7 @@ class Sequential(Pass):
     verify: bool = False
 
     def transform(self, func: PrimFunc) -> PrimFunc:
-        from ..analysis import verify_types
+        from .instruments import CheckTypes
+        from .pipeline import Pipeline
 
-        for p in self.passes:
-            func = p(func)
-            if self.verify:
-                verify_types(func)
-        return func
+        return Pipeline(tuple(self.passes))(func, instruments=(CheckTypes(),) if self.verify else ())

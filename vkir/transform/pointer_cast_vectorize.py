@@ -12,13 +12,15 @@ pointer cast (typing rule 2). Everything else stays on A: scalar accesses, unali
 ramps, multi-dimensional, strided or offset buffers, bool buffers. So unlike VectorTypeRewrite, a
 buffer read both as float32 and as float32x4 keeps its scalar accesses *and* gets vector loads.
 
-With `target="vulkan"` only casts of kernel parameters are allowed: the runtime binds the same
-VkBuffer to a second descriptor of the cast element type (codegen gives the DeclBuffer its own
-binding with the parameter's `param_index`, decorated Aliased). Vulkan has no pointer casts of
+For a Vulkan target (a vkir.Target of kind "vulkan", or its name) only casts of kernel
+parameters are allowed: the runtime binds the same VkBuffer to a second descriptor of the cast
+element type (codegen gives the DeclBuffer its own binding with the parameter's `param_index`,
+decorated Aliased). Vulkan has no pointer casts of
 Workgroup or Function memory, nor of storage the kernel allocates itself, so such a cast raises
 `UnsupportedError`; and only widths 2 and 4 are cast (a 3-lane vector has a 16-byte array stride
 under std430, and shaders have no vectors over 4 lanes): other ramps stay scalar accesses.
-Without a target every width is cast. `allowed_lanes` overrides the widths in both cases.
+Without a target (or for the interpreter) every width is cast. `allowed_lanes` overrides the
+widths in both cases.
 """
 
 from __future__ import annotations
@@ -26,15 +28,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..arith.modular_set import modular_set
-from ..errors import UnsupportedError
+from ..errors import ArgumentError, UnsupportedError
 from ..ir import (
     Buffer, BufferLoad, BufferStore, DeclBuffer, FloorDiv, IntImm, PrimFunc,
     decl_buffer,
 )
+from ..target import Target
 from .base import Pass
 from .vector_type_rewrite import ContextMutator, divide_extent, is_unit_ramp
 
-TARGETS = (None, "vulkan")
 VULKAN_LANES = (2, 4)  # vec3 has a 16-byte array stride under std430; no vectors over 4 lanes
 
 
@@ -56,9 +58,9 @@ def _cast_extent(extent, lanes: int):
 
 
 class _Caster(ContextMutator):
-    def __init__(self, func: PrimFunc, target: str | None, allowed_lanes):
+    def __init__(self, func: PrimFunc, vulkan: bool, allowed_lanes):
         self._init_context(func)
-        self.target = target
+        self.vulkan = vulkan
         self.allowed_lanes = allowed_lanes
         self.params = {func.buffer_map[p].data for p in func.params if p in func.buffer_map}
         self.casts: dict[tuple, Buffer] = {}  # (buffer, lanes) -> cast buffer, in creation order
@@ -87,7 +89,7 @@ class _Caster(ContextMutator):
             return None
         if not modular_set(index.base, self.var_sets).is_multiple_of(lanes):
             return None
-        if self.target == "vulkan" and (buf.scope != "global" or buf.data not in self.params):
+        if self.vulkan and (buf.scope != "global" or buf.data not in self.params):
             raise UnsupportedError(
                 f"PointerCastVectorize: the vector access {buf.name}[Ramp(..., 1, {lanes})] needs a "
                 f"pointer cast of {buf.scope} buffer {buf.name!r} to {buf.dtype.with_lanes(lanes)}; "
@@ -118,21 +120,23 @@ class _Caster(ContextMutator):
 @dataclass(frozen=True)
 class PointerCastVectorize(Pass):
     """Turn aligned stride-1 ramp accesses into accesses of explicit vector-typed DeclBuffer casts
-    over the same data; `target="vulkan"` refuses (UnsupportedError) casts Vulkan cannot honor."""
+    over the same data; a Vulkan `target` refuses (UnsupportedError) casts Vulkan cannot honor."""
 
-    target: str | None = None
+    target: Target | None = None
     allowed_lanes: tuple | None = None
 
     def __post_init__(self):
-        if self.target not in TARGETS:
-            raise ValueError(f"PointerCastVectorize: unknown target {self.target!r}; "
-                             f"expected one of {TARGETS}")
+        try:
+            object.__setattr__(self, "target", Target.coerce(self.target))
+        except ValueError as exc:
+            raise ArgumentError(f"PointerCastVectorize: {exc}") from None
 
     def transform(self, func: PrimFunc) -> PrimFunc:
+        vulkan = self.target is not None and self.target.is_vulkan
         lanes = self.allowed_lanes
-        if lanes is None and self.target == "vulkan":
+        if lanes is None and vulkan:
             lanes = VULKAN_LANES
-        caster = _Caster(func, self.target, lanes)
+        caster = _Caster(func, vulkan, lanes)
         body = caster.visit(func.body)
         for p in reversed(func.params):
             if p in func.buffer_map:

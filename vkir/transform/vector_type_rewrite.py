@@ -147,7 +147,7 @@ def lanes_in_element(index: PrimExpr, lanes: int, var_sets: Mapping[Var, Modular
 
 def _show(e) -> str:
     """An expression as script text, for messages."""
-    from ..script.printer import script
+    from ..ir.printer import script
 
     return script(e)
 

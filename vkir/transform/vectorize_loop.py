@@ -29,7 +29,7 @@ from ..ir import stmt as S
 from ..ir.functor import Mutator, children
 from ..ir.op import is_pure
 from ..ir.walk import walk
-from ..script.printer import script
+from ..ir.printer import script
 from .base import Pass
 
 

@@ -12,10 +12,9 @@ import keyword
 import math
 import re
 
-from ..ir import expr as E
-from ..ir.dtype import DataType, PointerType
-from ..ir.op import OPS
-from .builtins import result_dtype
+from . import expr as E
+from .dtype import DataType, PointerType
+from .op import OPS, result_dtype
 
 # Python precedence levels (higher binds tighter)
 OR, AND, NOT, CMP, BOR, BXOR, BAND, SHIFT, ADD, MUL, UNARY, ATOM = range(1, 13)

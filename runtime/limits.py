@@ -1,0 +1,90 @@
+"""Device limits, checked before the driver sees anything.
+
+A driver handed a pipeline or a dispatch beyond its limits may do anything (lavapipe silently
+aliases a 33rd storage buffer onto the first one and crashes on a 34th), so every limit a compute
+kernel can hit is checked here, by the pipeline, the launch and the allocation code, and each
+violation names the Vulkan limit, its value and the offending value.
+"""
+
+from __future__ import annotations
+
+import math
+
+from vkir.errors import ArgumentError, UnsupportedError
+
+AXES = "xyz"
+
+
+def check_bindings(info, count: int, what: str = "a kernel") -> None:
+    """`count` storage-buffer bindings in one descriptor set used by one compute stage."""
+    lim = info.limits
+    for name, cap in (("maxPerStageDescriptorStorageBuffers", lim.max_per_stage_storage_buffers),
+                      ("maxDescriptorSetStorageBuffers", lim.max_descriptor_set_storage_buffers),
+                      ("maxPerStageResources", lim.max_per_stage_resources)):
+        if count > cap:
+            raise UnsupportedError(f"{what} binds {count} storage buffers; {name} of "
+                                   f"{info.name!r} is {cap}")
+
+
+def check_push_constants(info, nbytes: int, what: str = "a kernel") -> None:
+    """A push-constant block of `nbytes` bytes."""
+    cap = info.limits.max_push_constant_bytes
+    if nbytes > cap:
+        raise UnsupportedError(f"{what} needs {nbytes} bytes of push constants; maxPushConstantsSize "
+                               f"of {info.name!r} is {cap}")
+
+
+def check_workgroup(info, local_size, shared_bytes: int = 0, what: str = "a kernel") -> None:
+    """A workgroup of `local_size` (x, y, z) invocations using `shared_bytes` of shared memory."""
+    lim = info.limits
+    for axis, (n, cap) in enumerate(zip(local_size, lim.max_workgroup_size)):
+        if n > cap:
+            raise UnsupportedError(f"{what}: workgroup size {n} on axis {AXES[axis]} exceeds "
+                                   f"maxComputeWorkGroupSize[{axis}] = {cap} of {info.name!r}")
+    total = math.prod(local_size)
+    if total > lim.max_workgroup_invocations:
+        raise UnsupportedError(f"{what}: {total} invocations per workgroup exceed "
+                               f"maxComputeWorkGroupInvocations = {lim.max_workgroup_invocations} "
+                               f"of {info.name!r}")
+    if shared_bytes > lim.max_shared_memory_bytes:
+        raise UnsupportedError(f"{what}: {shared_bytes} bytes of shared memory exceed "
+                               f"maxComputeSharedMemorySize = {lim.max_shared_memory_bytes} of "
+                               f"{info.name!r}")
+
+
+def check_groups(info, groups, what: str = "a dispatch") -> None:
+    """Workgroup counts (x, y, z): three non-negative ints within maxComputeWorkGroupCount."""
+    if len(groups) != 3:
+        raise ArgumentError(f"{what}: group counts must be (x, y, z), got {groups!r}")
+    for axis, (n, cap) in enumerate(zip(groups, info.limits.max_workgroup_count)):
+        if n < 0:
+            raise ArgumentError(f"{what}: negative workgroup count {n} on axis {AXES[axis]}")
+        if n > cap:
+            raise UnsupportedError(f"{what}: {n} workgroups on axis {AXES[axis]} exceed "
+                                   f"maxComputeWorkGroupCount[{axis}] = {cap} of {info.name!r}")
+
+
+def check_allocation(info, nbytes: int, what: str = "a buffer") -> None:
+    """One device allocation of `nbytes` bytes (maxMemoryAllocationSize)."""
+    cap = info.limits.max_memory_allocation_size
+    if nbytes > cap:
+        raise UnsupportedError(f"{what} of {nbytes} bytes exceeds maxMemoryAllocationSize = {cap} "
+                               f"of {info.name!r}")
+
+
+def check_storage_range(info, nbytes: int, what: str = "a buffer") -> None:
+    """A storage-buffer binding of `nbytes` bytes (maxStorageBufferRange)."""
+    cap = info.limits.max_storage_buffer_range
+    if nbytes > cap:
+        raise UnsupportedError(f"{what} of {nbytes} bytes exceeds maxStorageBufferRange = {cap} "
+                               f"of {info.name!r}")
+
+
+def shape_bytes(shape, itemsize: int, what: str = "an array") -> int:
+    """Bytes of a compact array of `shape` (Python ints, no wrap-around); ArgumentError when the
+    size cannot be represented in a 64-bit byte count at all."""
+    nbytes = math.prod(int(s) for s in shape) * int(itemsize)
+    if nbytes >= 1 << 63:
+        raise ArgumentError(f"{what} of shape {tuple(shape)} would need {nbytes} bytes: the size "
+                            "overflows a 64-bit byte count")
+    return nbytes

@@ -1,0 +1,39 @@
+"""The layering holds: tools/import_graph.py finds no forbidden import (the IR imports no front
+end, the runtime no IR, the backend no runtime...), and it does catch one."""
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "tools" / "import_graph.py"
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("import_graph", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_no_forbidden_imports():
+    run = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "vkir.runtime       -> vkir.errors\n" in run.stdout
+    assert "no forbidden imports" in run.stdout
+
+
+def test_the_graph_sees_lazy_and_relative_imports():
+    tool = _tool()
+    edges = tool.graph()
+    assert edges["vkir.api"]["vkir.runtime"] is True           # imported inside functions only
+    assert edges["vkir.interpreter"]["vkir.binding"] is False  # `from ..binding import ...`
+    assert "vkir.script" not in edges["vkir.ir"]
+
+
+def test_a_forbidden_arrow_is_reported():
+    tool = _tool()
+    edges = {"vkir.ir": {"vkir.script": True, "vkir.errors": False},
+             "vkir.runtime": {"vkir.ir": False}, "vkir.api": {"vkir.runtime": True}}
+    assert tool.violations(edges) == ["vkir.ir -> vkir.script (lazy)", "vkir.runtime -> vkir.ir"]

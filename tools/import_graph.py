@@ -1,0 +1,146 @@
+"""Print which vkir packages import which, and fail on an arrow the layering forbids.
+
+    python tools/import_graph.py            # the graph, then the violations (exit 1 if any)
+    python tools/import_graph.py --quiet    # only the violations
+
+Reads the source with `ast` (nothing is imported, so it needs no Vulkan loader and no install).
+Every import counts, including the ones inside functions (marked "lazy" in the graph): a lazy
+import is still a dependency, only a deferred one. A "package" is vkir's first-level package or
+module (`vkir.ir`, `vkir.api`, ...); the top-level folders spirv/ and runtime/ are `vkir.spirv`
+and `vkir.runtime`, as they install.
+
+The layering, bottom to top: errors; target (the compilation target, plain data); ir; arith; analysis; script, transform, schedule, binding,
+interpreter; spirv (the IR -> SPIR-V backend); runtime (Vulkan, knows no IR); and the facade
+(api, lowering, cli, demo, ops, ...) that joins them. A package imports only packages below it
+(ALLOWED); anything not listed there is facade and may import anything, but nothing below the
+facade may import it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = {"vkir": ROOT / "vkir", "vkir.spirv": ROOT / "spirv", "vkir.runtime": ROOT / "runtime",
+           "vkir.benchmarks": ROOT / "benchmarks"}
+
+# package -> the packages it may import (besides itself); packages not listed are the facade
+ALLOWED = {
+    "vkir.errors": set(),
+    "vkir.target": {"vkir.errors"},
+    "vkir.ir": {"vkir.errors"},
+    "vkir.arith": {"vkir.errors", "vkir.ir"},
+    "vkir.analysis": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.target"},
+    "vkir.script": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis"},
+    "vkir.transform": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis", "vkir.target"},
+    "vkir.schedule": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis", "vkir.transform",
+                      "vkir.target"},
+    "vkir.binding": {"vkir.errors", "vkir.ir"},
+    "vkir.interpreter": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis",
+                         "vkir.binding"},
+    "vkir.spirv": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis", "vkir.target"},
+    "vkir.runtime": {"vkir.errors"},
+}
+
+
+def package_of(module: str) -> str | None:
+    """The graph node of a dotted vkir module name (None outside vkir)."""
+    parts = module.split(".")
+    if parts[0] != "vkir":
+        return None
+    return ".".join(parts[:2]) if len(parts) > 1 else "vkir"
+
+
+def module_name(prefix: str, root: Path, path: Path) -> str:
+    """The dotted name `path` installs as."""
+    rel = path.relative_to(root).with_suffix("")
+    parts = [p for p in rel.parts if p != "__init__"]
+    return ".".join([prefix, *parts])
+
+
+def imports(path: Path, module: str):
+    """(imported vkir module, lazy) for every import statement in the file at `path`."""
+    tree = ast.parse(path.read_text(), str(path))
+    is_package = path.name == "__init__.py"
+    top_level = {id(n) for n in tree.body}
+    for stmt in tree.body:   # `if TYPE_CHECKING:` blocks and the like count as top level
+        if isinstance(stmt, (ast.If, ast.Try)):
+            top_level.update(id(n) for n in ast.walk(stmt))
+    for node in ast.walk(tree):
+        lazy = id(node) not in top_level
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, lazy
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                base = base[:len(base) - node.level + (1 if is_package else 0)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            yield target, lazy
+            if node.module is None or target in ("vkir",):
+                for alias in node.names:   # `from . import runtime`, `from vkir import ir`
+                    yield f"{target}.{alias.name}", lazy
+
+
+def graph() -> dict:
+    """{package: {imported package: lazy-only}} over every source file."""
+    edges: dict = {}
+    known = set(SOURCES) | {f"vkir.{p.stem}" for p in SOURCES["vkir"].iterdir()
+                            if p.suffix == ".py" or (p / "__init__.py").exists()}
+    for prefix, root in SOURCES.items():
+        for path in sorted(root.rglob("*.py")):
+            module = module_name(prefix, root, path)
+            src = package_of(module)
+            out = edges.setdefault(src, {})
+            for target, lazy in imports(path, module):
+                dst = package_of(target)
+                if dst is None or dst == src or dst == "vkir":
+                    continue
+                if dst not in known:     # `from vkir import T`: a name, not a module
+                    continue
+                out[dst] = out.get(dst, True) and lazy
+    return edges
+
+
+def violations(edges: dict) -> list:
+    """'src -> dst' for every arrow ALLOWED forbids (facade packages are never imported from
+    below)."""
+    out = []
+    for src, targets in sorted(edges.items()):
+        allowed = ALLOWED.get(src)
+        if allowed is None:
+            continue
+        for dst, lazy in sorted(targets.items()):
+            if dst not in allowed:
+                out.append(f"{src} -> {dst}{' (lazy)' if lazy else ''}")
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quiet", action="store_true", help="print only the violations")
+    opts = parser.parse_args(argv)
+    edges = graph()
+    if not opts.quiet:
+        for src in sorted(edges):
+            targets = edges[src]
+            shown = ", ".join(f"{d}{' (lazy)' if targets[d] else ''}" for d in sorted(targets))
+            print(f"{src:18} -> {shown or '-'}")
+    bad = violations(edges)
+    if bad:
+        print(f"\n{len(bad)} forbidden import(s):")
+        for line in bad:
+            print(f"  {line}")
+        return 1
+    if not opts.quiet:
+        print("\nno forbidden imports")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""The backend interface, and the Kernel every backend other than Vulkan is called through."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from ..api import DeviceArray, Kernel, Profile
+from ..binding import Signature, written_params
+from ..errors import ArgumentError, UnsupportedError
+from ..interpreter import evaluate
+from ..ir import PrimFunc
+
+
+class Executable:
+    """A kernel compiled by a backend: `ir` is the lowered PrimFunc; `run(args)` executes it on
+    checked arguments (numpy arrays in parameter order, modified in place, and Python scalars)."""
+
+    def __init__(self, ir: PrimFunc):
+        self.ir = ir
+
+    def run(self, args: tuple) -> None:
+        """Execute once on `args`."""
+        raise NotImplementedError
+
+
+class Backend:
+    """One way to compile and run kernels. Subclasses set `name`, give their `target()` and
+    implement `compile(func, target, pointer_casts=...) -> Executable`."""
+
+    name = "?"
+
+    def target(self, precise: bool = False):
+        """The vkir.Target this backend compiles for."""
+        raise NotImplementedError
+
+    def compile(self, func: PrimFunc, target, *, pointer_casts: bool = False) -> Executable:
+        """Lower `func` for `target` and prepare it to run."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<vkir backend {self.name}>"
+
+
+class BackendKernel(Kernel):
+    """A Kernel run by a `Backend` instead of a Vulkan device: same call signature, argument
+    errors, write-back and `profile()` as a device kernel. `device` is the backend, `ir` the
+    function lowered for its target; there is no SPIR-V (`spirv` and `asm` raise
+    UnsupportedError)."""
+
+    def __init__(self, func: PrimFunc, backend: Backend, pointer_casts: bool = False,
+                 precise: bool = False):
+        from ..api import _check_layouts
+
+        t0 = time.perf_counter()
+        _check_layouts(func)
+        self.func = func
+        self.device = backend
+        self.target = backend.target(precise)
+        self.executable = backend.compile(func, self.target, pointer_casts=pointer_casts)
+        self.ir = self.executable.ir
+        self.module = None
+        self.compile_seconds = time.perf_counter() - t0
+        self._writes = tuple(sorted(written_params(func)))
+        self._signature = Signature(func, evaluate, where=f"kernel {func.name}",
+                                    written=self._writes, array_types=(DeviceArray, np.ndarray),
+                                    array_kinds="a vkir or numpy array", exact=True)
+        self._params = self._signature.params
+        self._lock = threading.Lock()
+
+    @property
+    def spirv(self) -> bytes:
+        raise UnsupportedError(f"kernel {self.name} runs on the {self.device.name} backend, "
+                               "which emits no SPIR-V")
+
+    @property
+    def asm(self) -> str:
+        return self.spirv
+
+    def __repr__(self) -> str:
+        return f"<vkir Kernel {self.name} on {self.device.name}>"
+
+    def _host_args(self, args, kwargs):
+        """Checked arguments as the backend runs them (device arrays read into numpy), and the
+        (device array, numpy copy) pairs to write back."""
+        bound = self._signature.bind(args, kwargs)
+        out, back = list(bound.args), []
+        for p in self._signature.buffer_params:
+            a = out[p.index]
+            if isinstance(a, DeviceArray):
+                out[p.index] = a.numpy()
+                if p.index in self._writes:
+                    back.append((a, out[p.index]))
+        return tuple(out), back
+
+    def __call__(self, *args, **kwargs) -> None:
+        """Run on `args` (by position and/or by parameter name); numpy arrays are modified in
+        place, written device arrays updated."""
+        host, back = self._host_args(args, kwargs)
+        self.executable.run(host)
+        for a, values in back:
+            a.write(values)
+
+    def profile(self, *args, repeat: int = 50, warmup: int = 1, **kwargs) -> Profile:
+        """Run `warmup` + `repeat` times; wall seconds per run (source "wall")."""
+        for what, n, least in (("repeat", repeat, 1), ("warmup", warmup, 0)):
+            if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < least:
+                raise ArgumentError(f"kernel {self.name}: profile {what} must be an int >= {least}, "
+                                    f"got {n!r}")
+        host, back = self._host_args(args, kwargs)
+        samples = []
+        with self._lock:
+            for i in range(warmup + repeat):
+                t0 = time.perf_counter()
+                self.executable.run(host)
+                if i >= warmup:
+                    samples.append(time.perf_counter() - t0)
+        for a, values in back:
+            a.write(values)
+        return Profile(float(np.median(samples)), min(samples), max(samples), len(samples), "wall",
+                       tuple(samples))

@@ -1,0 +1,213 @@
+"""Target: the one description of what a compilation is for (backend kind, limits, features,
+subgroup size, quirks, and for Vulkan the SPIR-V version and SPIRV-Tools environment).
+
+Passes, the explicit-cast checker and codegen take a `Target`; a Kernel builds one from its device
+with `Target.from_device(dev)`; offline compilation writes one by hand (`Target.vulkan("vulkan1.3")`,
+`Target.lavapipe()`, `Target.interp()`). A short name ("vulkan", "vulkan1.1", "vulkan1.3",
+"lavapipe", "interp") is accepted wherever a target is, and means `Target.named(name)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from .errors import ArgumentError
+
+KINDS = ("vulkan", "interp")
+
+FEATURES = frozenset({
+    "float16", "float64", "int8", "int16", "int64",
+    "storage_buffer_8bit", "storage_buffer_16bit",
+    "storage_push_constant_8bit", "storage_push_constant_16bit",
+    "variable_pointers",
+})
+
+# the SPIR-V version vkir emits for each SPIRV-Tools Vulkan environment (the highest it accepts);
+# Vulkan 1.0 is absent: vkir needs SPIR-V 1.3's StorageBuffer storage class
+SPIRV_VERSIONS = {
+    "vulkan1.1": (1, 3), "vulkan1.1spv1.4": (1, 4), "vulkan1.2": (1, 5),
+    "vulkan1.3": (1, 6), "vulkan1.4": (1, 6),
+}
+
+# what Mesa's lavapipe (llvmpipe) gets wrong, carried so that a pass can work around it
+LAVAPIPE_QUIRKS = frozenset({"loop_trip_limit_65535"})
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The device limits compilation checks against. The defaults are Vulkan's required minimums,
+    so a kernel within them runs on every conformant device."""
+
+    max_workgroup_size: tuple = (128, 128, 64)        # maxComputeWorkGroupSize (x, y, z)
+    max_workgroup_invocations: int = 128              # maxComputeWorkGroupInvocations
+    max_workgroup_count: tuple = (65535, 65535, 65535)  # maxComputeWorkGroupCount
+    max_shared_memory_bytes: int = 16384              # maxComputeSharedMemorySize
+    max_push_constant_bytes: int = 128                # maxPushConstantsSize
+    max_storage_buffer_range: int = 1 << 27           # maxStorageBufferRange
+
+    def __post_init__(self):
+        object.__setattr__(self, "max_workgroup_size", tuple(int(v) for v in self.max_workgroup_size))
+        object.__setattr__(self, "max_workgroup_count", tuple(int(v) for v in self.max_workgroup_count))
+
+    @staticmethod
+    def of(limits) -> "Limits":
+        """The compile-time limits read from any object with the same attribute names (a
+        vkir.runtime Limits, or another Limits)."""
+        return Limits(**{f.name: getattr(limits, f.name) for f in fields(Limits)})
+
+
+UNLIMITED = Limits(max_workgroup_size=(1 << 20,) * 3, max_workgroup_invocations=1 << 20,
+                   max_workgroup_count=((1 << 31) - 1,) * 3, max_shared_memory_bytes=1 << 30,
+                   max_push_constant_bytes=1 << 16, max_storage_buffer_range=(1 << 62))
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a kernel is compiled for. `Target()` is the Vulkan 1.1 baseline with no optional
+    feature and Vulkan's minimum limits.
+
+    `kind` is the backend ("vulkan" or "interp"). `features` names the optional device features
+    a kernel may use (see FEATURES); codegen raises UnsupportedError naming a missing one.
+    `subgroup_size` is the device's (None when unknown offline). `quirks` names driver bugs that
+    passes work around (e.g. "loop_trip_limit_65535"). For Vulkan, `env` is the SPIRV-Tools
+    environment used for validation and `spirv_version` the module version emitted. `precise`
+    decorates float arithmetic NoContraction (GLSL's `precise`) so drivers may not fuse or
+    reassociate it: results then match the interpreter bit for bit; it is a codegen option kept
+    on the target so that everything one compilation depends on is in one hashable value.
+    """
+
+    kind: str = "vulkan"
+    limits: Limits = field(default_factory=Limits)
+    features: frozenset = field(default_factory=frozenset)
+    subgroup_size: int | None = None
+    quirks: frozenset = field(default_factory=frozenset)
+    spirv_version: tuple = (1, 3)
+    env: str = "vulkan1.1"
+    precise: bool = False
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ArgumentError(f"unknown target kind {self.kind!r}; expected one of {KINDS}")
+        if not isinstance(self.limits, Limits):
+            object.__setattr__(self, "limits", Limits.of(self.limits))
+        object.__setattr__(self, "spirv_version", tuple(int(v) for v in self.spirv_version))
+        object.__setattr__(self, "features", frozenset(self.features))
+        object.__setattr__(self, "quirks", frozenset(self.quirks))
+        unknown = self.features - FEATURES
+        if unknown:
+            raise ArgumentError(f"unknown target features {sorted(unknown)}; known: {sorted(FEATURES)}")
+        if self.kind != "vulkan":
+            return
+        limit = SPIRV_VERSIONS.get(self.env)
+        if limit is None:
+            raise ArgumentError(f"unknown Vulkan environment {self.env!r}; expected one of "
+                             f"{sorted(SPIRV_VERSIONS)}")
+        if self.spirv_version > limit:
+            raise ArgumentError(f"SPIR-V {self.spirv_version[0]}.{self.spirv_version[1]} is too new "
+                             f"for {self.env} (at most {limit[0]}.{limit[1]})")
+        if self.spirv_version < (1, 3):
+            raise ArgumentError("vkir emits SPIR-V 1.3 or newer (StorageBuffer storage class)")
+
+    # -- constructors --------------------------------------------------------------------------
+    @staticmethod
+    def vulkan(env: str = "vulkan1.1", **kwargs) -> "Target":
+        """A Vulkan target for a SPIRV-Tools environment ("vulkan1.1", "vulkan1.2", "vulkan1.3",
+        "vulkan1.4"), emitting the newest SPIR-V it accepts; no optional feature unless given."""
+        if env not in SPIRV_VERSIONS:
+            raise ArgumentError(f"unknown Vulkan environment {env!r}; expected one of "
+                             f"{sorted(SPIRV_VERSIONS)} (vkir needs Vulkan 1.1 or newer)")
+        kwargs.setdefault("spirv_version", SPIRV_VERSIONS[env])
+        return Target(kind="vulkan", env=env, **kwargs)
+
+    @staticmethod
+    def vulkan13(**kwargs) -> "Target":
+        """Vulkan 1.3 with SPIR-V 1.6 (no optional features unless given)."""
+        return Target.vulkan("vulkan1.3", **kwargs)
+
+    @staticmethod
+    def lavapipe() -> "Target":
+        """Mesa lavapipe (llvmpipe) as vkir sees it: Vulkan 1.3, every optional feature vkir
+        knows, its limits and quirks; for compiling without the device."""
+        return Target.vulkan("vulkan1.3", features=FEATURES, quirks=LAVAPIPE_QUIRKS,
+                             limits=Limits(max_workgroup_size=(1024, 1024, 1024),
+                                           max_workgroup_invocations=1024,
+                                           max_shared_memory_bytes=32768,
+                                           max_push_constant_bytes=128,
+                                           max_storage_buffer_range=(1 << 31) - 1))
+
+    @staticmethod
+    def interp() -> "Target":
+        """The interpreter (vkir.interpret) as a backend: every feature, no device limits."""
+        return Target(kind="interp", limits=UNLIMITED, features=FEATURES, env="")
+
+    @staticmethod
+    def from_device(dev) -> "Target":
+        """The target of an opened vkir.runtime Device or a DeviceInfo: the newest SPIR-V its
+        Vulkan version accepts, its features, limits, subgroup size and quirks."""
+        info = getattr(dev, "info", dev)
+        try:
+            major, minor = (int(v) for v in str(info.api_version).split(".")[:2])
+        except (AttributeError, ValueError):
+            raise ArgumentError(f"Target.from_device expects a vkir device or DeviceInfo, got "
+                            f"{type(dev).__name__}") from None
+        if (major, minor) >= (1, 3):
+            env = "vulkan1.3"
+        elif (major, minor) >= (1, 2):
+            env = "vulkan1.2"
+        else:
+            env = "vulkan1.1"
+        return Target.vulkan(env, features=frozenset(info.features) & FEATURES,
+                             limits=Limits.of(info.limits),
+                             subgroup_size=getattr(info, "subgroup_size", None),
+                             quirks=frozenset(getattr(info, "quirks", frozenset())))
+
+    @staticmethod
+    def named(name: str) -> "Target":
+        """The target a short name stands for: "vulkan" (= "vulkan1.1"), "vulkan1.1", "vulkan1.2",
+        "vulkan1.3", "vulkan1.4", "lavapipe", "interp"."""
+        if name == "vulkan":
+            return Target()
+        if name in SPIRV_VERSIONS:
+            return Target.vulkan(name)
+        if name == "lavapipe":
+            return Target.lavapipe()
+        if name == "interp":
+            return Target.interp()
+        raise ArgumentError(f"unknown target {name!r}; expected a vkir.Target or one of "
+                         f"{['vulkan', *sorted(SPIRV_VERSIONS), 'lavapipe', 'interp']}")
+
+    @staticmethod
+    def coerce(target) -> "Target | None":
+        """`target` as a Target: None stays None, a name becomes `Target.named(name)`, an opened
+        device or a DeviceInfo becomes `Target.from_device(target)`."""
+        if target is None or isinstance(target, Target):
+            return target
+        if isinstance(target, str):
+            return Target.named(target)
+        if hasattr(getattr(target, "info", target), "api_version"):
+            return Target.from_device(target)
+        raise ArgumentError(f"unknown target {target!r}: expected a vkir.Target, a target name, "
+                         "a device or None")
+
+    # -- queries -------------------------------------------------------------------------------
+    @property
+    def is_vulkan(self) -> bool:
+        """True for Vulkan targets (SPIR-V codegen, bool buffers stored as int8)."""
+        return self.kind == "vulkan"
+
+    def has(self, feature: str) -> bool:
+        """Whether the target has the optional `feature` (a name of FEATURES)."""
+        if feature not in FEATURES:
+            raise ArgumentError(f"unknown feature {feature!r}; known: {sorted(FEATURES)}")
+        return feature in self.features
+
+    def key(self) -> str:
+        """A canonical text of every field, equal across processes for equal targets (sets
+        sorted): what an on-disk cache keys on."""
+        parts = []
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, frozenset):
+                v = sorted(v)
+            parts.append(f"{f.name}={v!r}")
+        return "Target(" + ", ".join(parts) + ")"
