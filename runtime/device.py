@@ -38,6 +38,7 @@ FEATURE_EXTENSIONS = {
 LAUNCH_CACHE_SIZE = 256
 DESCRIPTOR_POOL_SETS = 256
 DESCRIPTOR_POOL_BUFFERS = 256 * 8
+DESCRIPTOR_POOL_UNIFORMS = 256  # uniform buffers (shaders loaded with vkir.load_spirv use them)
 
 
 def _cache_file(physical):
@@ -274,11 +275,13 @@ class Device:
             if allocate(pool) == vk.VK_SUCCESS:
                 return pool, out[0]
         sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                         descriptorCount=DESCRIPTOR_POOL_BUFFERS)]
+                                         descriptorCount=DESCRIPTOR_POOL_BUFFERS),
+                 vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
+                                         descriptorCount=DESCRIPTOR_POOL_UNIFORMS)]
         pool = call("vkCreateDescriptorPool", vk.vkCreateDescriptorPool, self.handle,
                     vk.VkDescriptorPoolCreateInfo(
                         flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
-                        maxSets=DESCRIPTOR_POOL_SETS, poolSizeCount=1, pPoolSizes=sizes), None)
+                        maxSets=DESCRIPTOR_POOL_SETS, poolSizeCount=len(sizes), pPoolSizes=sizes), None)
         self._descriptor_pools.append(pool)
         check(allocate(pool), "vkAllocateDescriptorSets")
         return pool, out[0]

@@ -44,6 +44,7 @@ class Limits:
     non_coherent_atom_size: int
     timestamp_period_ns: float         # nanoseconds per timestamp tick
     max_memory_allocation_count: int
+    max_uniform_buffer_range: int = 16384  # maxUniformBufferRange (the Vulkan minimum)
     # descriptor limits: a kernel binds one storage buffer per buffer argument, in one set
     max_per_stage_storage_buffers: int = 4          # maxPerStageDescriptorStorageBuffers
     max_descriptor_set_storage_buffers: int = 24    # maxDescriptorSetStorageBuffers
@@ -145,6 +146,7 @@ def query_info(index: int, phys) -> DeviceInfo:
         non_coherent_atom_size=lim.nonCoherentAtomSize,
         timestamp_period_ns=float(lim.timestampPeriod),
         max_memory_allocation_count=lim.maxMemoryAllocationCount,
+        max_uniform_buffer_range=lim.maxUniformBufferRange,
         max_per_stage_storage_buffers=lim.maxPerStageDescriptorStorageBuffers,
         max_descriptor_set_storage_buffers=lim.maxDescriptorSetStorageBuffers,
         max_per_stage_resources=lim.maxPerStageResources,

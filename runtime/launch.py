@@ -131,10 +131,10 @@ def descriptor_set(device, pipeline, buffers):
         infos = [vk.VkDescriptorBufferInfo(buffer=b.handle, offset=b.offset, range=b.range)
                  for b in buffers]
         writes = [vk.VkWriteDescriptorSet(dstSet=dset, dstBinding=binding, dstArrayElement=0,
-                                          descriptorCount=1,
-                                          descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                          descriptorCount=1, descriptorType=kind,
                                           pBufferInfo=[info])
-                  for binding, info in zip(pipeline.bindings, infos)]
+                  for binding, kind, info in zip(pipeline.bindings, pipeline.descriptor_types,
+                                                 infos)]
         vk.vkUpdateDescriptorSets(device.handle, len(writes), writes, 0, None)
     return pool, dset
 

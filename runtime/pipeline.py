@@ -1,7 +1,8 @@
 """Compute pipelines: shader module, descriptor set layout, pipeline layout, VkPipeline.
 
-A pipeline is described by the SPIR-V words, the entry point, the binding numbers of its storage
-buffers (descriptor set 0) and the size of its push-constant block. `get_pipeline` caches one per
+A pipeline is described by the SPIR-V words, the entry point, the binding numbers of its buffers
+(descriptor set 0; storage buffers unless `descriptor_types` says "uniform" for some), the size of
+its push-constant block and its specialization-constant values ((SpecId, bytes) pairs). `get_pipeline` caches one per
 device and description (the SPIR-V by its SHA-256), and every creation goes through the device's
 VkPipelineCache. Cache entries are counted: each `get_pipeline` is paired with one
 `release_pipeline` (a Kernel does it when collected), and the last release destroys the pipeline
@@ -20,10 +21,11 @@ from .limits import check_bindings, check_push_constants
 
 
 class Pipeline:
-    """A ready compute pipeline. `bindings` are storage-buffer binding numbers, in the order
-    launches pass their buffers."""
+    """A ready compute pipeline. `bindings` are buffer binding numbers, in the order launches
+    pass their buffers; `descriptor_types` the VkDescriptorType of each (storage by default)."""
 
-    def __init__(self, device, spirv: bytes, entry_point: str, bindings: tuple, push_constant_size: int):
+    def __init__(self, device, spirv: bytes, entry_point: str, bindings: tuple, push_constant_size: int,
+                 descriptor_types: tuple | None = None, specialization: tuple = ()):
         if len(spirv) % 4 or len(spirv) == 0:
             raise UnsupportedError(f"SPIR-V size {len(spirv)} is not a positive multiple of 4")
         check_bindings(device.info, len(bindings), f"pipeline {entry_point!r}")
@@ -34,14 +36,17 @@ class Pipeline:
         self.refs = 0     # holders that have not released it (see get_pipeline)
         self.entry_point = entry_point
         self.bindings = tuple(bindings)
+        self.descriptor_types = tuple(_DESCRIPTOR_TYPES[t] for t in descriptor_types) \
+            if descriptor_types is not None else (vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,) * len(self.bindings)
         self.push_constant_size = (push_constant_size + 3) // 4 * 4
         dev = device.handle
         module = call("vkCreateShaderModule", vk.vkCreateShaderModule, dev,
                       vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv), None)
         try:
             layout_bindings = [vk.VkDescriptorSetLayoutBinding(
-                binding=b, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=1,
-                stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT) for b in self.bindings]
+                binding=b, descriptorType=t, descriptorCount=1,
+                stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
+                for b, t in zip(self.bindings, self.descriptor_types)]
             self.set_layout = call("vkCreateDescriptorSetLayout", vk.vkCreateDescriptorSetLayout, dev,
                                    vk.VkDescriptorSetLayoutCreateInfo(
                                        bindingCount=len(layout_bindings),
@@ -55,8 +60,10 @@ class Pipeline:
                                    setLayoutCount=1, pSetLayouts=[self.set_layout],
                                    pushConstantRangeCount=len(ranges),
                                    pPushConstantRanges=ranges or ffi.NULL), None)
+            spec = _specialization_info(specialization)
             stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
-                                                       module=module, pName=entry_point)
+                                                       module=module, pName=entry_point,
+                                                       pSpecializationInfo=spec or ffi.NULL)
             info = vk.VkComputePipelineCreateInfo(stage=stage, layout=self.layout)
             self.handle = call("vkCreateComputePipelines", vk.vkCreateComputePipelines, dev,
                                device.pipeline_cache, 1, [info], None)[0]
@@ -75,18 +82,39 @@ class Pipeline:
         lib.vkDestroyDescriptorSetLayout(dev, self.set_layout, ffi.NULL)
 
 
+_DESCRIPTOR_TYPES = {"storage": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                     "uniform": vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER}
+
+
+def _specialization_info(entries: tuple):
+    """A VkSpecializationInfo for ((SpecId, value bytes), ...), or None when there are none."""
+    if not entries:
+        return None
+    data, maps, offset = b"", [], 0
+    for constant_id, raw in entries:
+        maps.append(vk.VkSpecializationMapEntry(constantID=constant_id, offset=offset, size=len(raw)))
+        data += raw
+        offset += len(raw)
+    return vk.VkSpecializationInfo(mapEntryCount=len(maps), pMapEntries=maps, dataSize=len(data),
+                                   pData=ffi.from_buffer(data))
+
+
 def get_pipeline(device, spirv: bytes, entry_point: str = "main", bindings: tuple = (),
-                 push_constant_size: int = 0) -> Pipeline:
+                 push_constant_size: int = 0, descriptor_types: tuple | None = None,
+                 specialization: tuple = ()) -> Pipeline:
     """The cached pipeline for this device and description, created on first use. The caller holds
     it until `release_pipeline(device, pipeline)`; one never released stays cached until the device
     closes."""
     key = (hashlib.sha256(spirv).digest(), entry_point, tuple(bindings), push_constant_size)
+    if descriptor_types is not None or specialization:
+        key += (tuple(descriptor_types or ()), tuple(specialization))
     with device._lock:
         device.check_open()
         device.collect()
         pipeline = device.pipelines.get(key)
         if pipeline is None:
-            pipeline = Pipeline(device, spirv, entry_point, bindings, push_constant_size)
+            pipeline = Pipeline(device, spirv, entry_point, bindings, push_constant_size,
+                                descriptor_types, specialization)
             pipeline.key = key
             device.pipelines[key] = pipeline
         pipeline.refs += 1

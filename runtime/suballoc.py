@@ -4,10 +4,11 @@ Drivers limit the number of VkDeviceMemory allocations (often 4096) and each cos
 so buffers up to `MAX_SUBALLOC` bytes are carved out of `BLOCK_BYTES` blocks. An `Arena` per
 device and memory kind (mapped host-visible, or device-local) owns the blocks; each block keeps a
 list of free ranges (first fit, neighbours merged on free). Offsets are aligned to the device's
-minStorageBufferOffsetAlignment (descriptors bind at the offset) and, for non-coherent memory, to
-nonCoherentAtomSize (flushes cover whole atoms). A `SubBuffer` gives its range back when the
-Python object is collected; nothing on the device can still use it then, because everything in
-flight keeps its buffers alive. The finalizer only appends to the arena's `returned` list (it may
+minStorageBufferOffsetAlignment and minUniformBufferOffsetAlignment (descriptors bind at the
+offset) and to nonCoherentAtomSize (flushes of non-coherent memory cover whole atoms).
+
+A `SubBuffer` gives its range back when the Python object is collected; nothing on the device can
+still use it then, because everything in flight keeps its buffers alive. The finalizer only appends to the arena's `returned` list (it may
 run in any thread, even inside an arena operation); ranges rejoin the free lists at the next
 allocation. Blocks live until the device closes.
 
@@ -123,6 +124,7 @@ class Arena:
         self.lock = threading.Lock()
         limits = vk.vkGetPhysicalDeviceProperties(device.physical).limits
         self.align = max(MIN_BYTES, int(limits.minStorageBufferOffsetAlignment),
+                         int(limits.minUniformBufferOffsetAlignment),
                          int(limits.nonCoherentAtomSize))
         self.atom = int(limits.nonCoherentAtomSize)
 

@@ -9,6 +9,7 @@ once per process.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from functools import cache
 
 import cffi
@@ -156,12 +157,31 @@ def assemble(text: str, env: str = "vulkan1.1") -> bytes:
             c.spvBinaryDestroy(pbin[0])
 
 
-def validate(words, env: str = "vulkan1.1") -> None:
-    """Validate a module for `env` ("vulkan1.1", "vulkan1.3", ...).
+@dataclass(frozen=True)
+class Diagnostic:
+    """Why SPIRV-Tools rejected a module: `message`, the offending `instruction` (disassembly,
+    "" when unknown), its 0-based ordinal `line` (None when unknown) and `context` (disassembly
+    lines around it, the offending one marked "-->")."""
 
-    Raises SpirvValidationError with the validator message and the disassembly lines around the
-    offending instruction (the diagnostic's position is a word offset into the binary).
-    """
+    env: str
+    message: str
+    instruction: str
+    line: int | None
+    context: tuple
+
+    def report(self) -> str:
+        """The message plus the disassembly around the instruction, as validate() raises it."""
+        lines = [f"SPIR-V validation failed for {self.env}: {self.message}"]
+        if self.line is not None:
+            lines.append(f"disassembly around instruction {self.line + 1}:")
+        elif self.context:
+            lines.append("disassembly (start of module):")
+        lines.extend(self.context)
+        return "\n".join(lines)
+
+
+def diagnose(words, env: str = "vulkan1.1") -> Diagnostic | None:
+    """None when the module is valid for `env`, else the Diagnostic (see validate)."""
     data = _as_words(words)
     lib = _library()
     ffi, c = lib.ffi, lib.lib
@@ -172,29 +192,58 @@ def validate(words, env: str = "vulkan1.1") -> None:
         rc = c.spvValidateWithOptions(lib.context(env), lib.options, binary, pdiag)
         msg, index = lib.take_diagnostic(pdiag)
     if rc == 0:
-        return
-    raise SpirvValidationError(_report(data, env, msg or f"validation failed (error {rc})", index))
+        return None
+    return _diagnostic(data, env, (msg or f"validation failed (error {rc})").strip(), index)
 
 
-def _report(data: bytes, env: str, message: str, word_index: int | None) -> str:
-    """The message plus disassembly lines around the instruction containing `word_index`."""
-    lines = [f"SPIR-V validation failed for {env}: {message.strip()}"]
+def validate(words, env: str = "vulkan1.1") -> None:
+    """Validate a module for `env` ("vulkan1.1", "vulkan1.3", ...).
+
+    Raises SpirvValidationError with the validator message and the disassembly lines around the
+    offending instruction (the diagnostic's position is a word offset into the binary).
+    """
+    diag = diagnose(words, env)
+    if diag is not None:
+        raise SpirvValidationError(diag.report())
+
+
+def _diagnostic(data: bytes, env: str, message: str, word_index: int | None) -> Diagnostic:
+    """The Diagnostic of `message`, with the disassembly lines around the instruction."""
     try:
         text = disassemble(data, env, header=False)
     except SpirvValidationError as err:
-        lines.append(f"(no disassembly: {err})")
-        return "\n".join(lines)
+        return _undecodable(data, env, message, word_index, err)
     asm = text.splitlines()
     at = _locate(asm, message, data, word_index)
     if at is None:
-        lines.append("disassembly (start of module):")
-        lines.extend("    " + s for s in asm[:40])
-        return "\n".join(lines)
+        return Diagnostic(env, message, "", None, tuple("    " + s for s in asm[:40]))
     lo, hi = max(0, at - 6), min(len(asm), at + 7)
-    lines.append(f"disassembly around instruction {at + 1}:")
-    for i in range(lo, hi):
-        lines.append(("--> " if i == at else "    ") + asm[i])
-    return "\n".join(lines)
+    context = tuple(("--> " if i == at else "    ") + asm[i] for i in range(lo, hi))
+    return Diagnostic(env, message, asm[at].strip(), at, context)
+
+
+def _undecodable(data: bytes, env: str, message: str, ordinal: int | None, err) -> Diagnostic:
+    """The Diagnostic of a module that does not disassemble (a binary-parse error, whose position
+    is the 1-based ordinal of the bad instruction): the instructions before it, then its words."""
+    import struct
+
+    words = struct.unpack(f"<{len(data) // 4}I", data)
+    starts, pos = [], 5
+    while pos < len(words) and words[pos] >> 16:
+        starts.append(pos)
+        pos += words[pos] >> 16
+    if ordinal is None or not 1 <= ordinal <= len(starts):
+        return Diagnostic(env, message, "", None, (f"(no disassembly: {err})",))
+    at = starts[ordinal - 1]
+    try:
+        before = disassemble(data[:at * 4], env, header=False).splitlines()[-6:]
+    except SpirvValidationError:
+        before = []
+    count = words[at] >> 16
+    bad = (f"word {at}: opcode {words[at] & 0xFFFF}, {count} word(s): "
+           + " ".join(f"{w:#010x}" for w in words[at:at + min(count, 6)]))
+    return Diagnostic(env, message, bad, ordinal - 1,
+                      tuple("    " + line for line in before) + ("--> " + bad,))
 
 
 def _normalize(line: str) -> str:

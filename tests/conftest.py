@@ -1,50 +1,29 @@
 """Shared fixtures. Device tests run on the best Vulkan device (lavapipe in CI) with the Khronos
-validation layer on (VKIR_VALIDATION=1 unless the environment says otherwise); any message the
-layer emits during a test fails that test. Device tests skip only where no Vulkan device exists at
-all, and the skip reason says what still ran."""
+validation layer on (VKIR_VALIDATION=1 unless the environment says otherwise). The device, the
+validation checks and the device-versus-interpreter check come from vkir's own pytest plugin
+(vkir.pytest_plugin, loaded through its `pytest11` entry point): any message the layer emits
+fails the test that caused it, and device tests skip only where no Vulkan device exists at all,
+with a reason that says what still ran. Under CI (VKIR_CI=1) any skip fails the run."""
 
 import os
 
 import pytest
 
-pytest_plugins = ["checker_plugin"]  # verify_types after every pass (tests/checker_plugin.py)
+pytest_plugins = ["checker_plugin", "pytester"]  # verify_types after every pass (tests/checker_plugin.py)
 os.environ.setdefault("VKIR_VALIDATION", "1")
 os.environ.setdefault("VKIR_CACHE_DIR", "0")  # tests never write a pipeline cache into $HOME
 
-NO_DEVICE = ("no Vulkan device ({why}): device tests skipped; the pure-Python IR, pass, "
-             "interpreter and SPIR-V (SPIRV-Tools validation) tests still ran")
-
 
 @pytest.fixture(scope="session")
-def _vulkan_device():
-    from vkir.errors import DeviceError
-
-    try:
-        from vkir import runtime
-    except DeviceError as exc:  # vkir.runtime raises it when libvulkan is missing
-        pytest.skip(NO_DEVICE.format(why=str(exc)))
-    try:
-        infos = runtime.devices()
-    except DeviceError as exc:
-        pytest.skip(NO_DEVICE.format(why=str(exc)))
-    if not infos:
-        pytest.skip(NO_DEVICE.format(why="the loader reports none"))
-    dev = runtime.open_device()
-    runtime.validation_messages()  # start clean
-    return dev
+def _vulkan_device(_vkir_session_device):
+    """The opened runtime Device for session-scoped use (skips where no Vulkan device exists)."""
+    return _vkir_session_device
 
 
 @pytest.fixture
-def device(_vulkan_device):
-    """The opened runtime Device; fails the test if the validation layer said anything."""
-    from vkir import runtime
-
-    runtime.validation_messages()
-    yield _vulkan_device
-    messages = runtime.validation_messages()
-    if messages:
-        pytest.fail(f"{len(messages)} validation-layer message(s):\n" + "\n".join(messages[:20]),
-                    pytrace=False)
+def device(vkir_device):
+    """The opened runtime Device; a validation-layer message during the test fails it."""
+    return vkir_device
 
 
 def skipped_in_ci(session) -> list[str]:
@@ -59,20 +38,14 @@ def skipped_in_ci(session) -> list[str]:
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """Under CI, any skipped test fails the run. Tear the Vulkan instance down inside the session
-    so leak reports fail the run."""
+    """Under CI, any skipped test fails the run (the vkir plugin tears the Vulkan instance down
+    inside the session, so leak reports fail it too)."""
     import sys
 
     skipped = skipped_in_ci(session)
     if skipped:
         print(f"\nVKIR_CI=1: {len(skipped)} test(s) skipped, none may be:\n  " +
               "\n  ".join(skipped[:20]), file=sys.stderr)
-        session.exitstatus = 1
-    runtime = sys.modules.get("vkir.runtime")
-    if runtime is None or "instance" not in runtime.instance._state:
-        return
-    left = runtime.shutdown()
-    if left and runtime.validation_requested():
         session.exitstatus = 1
 
 

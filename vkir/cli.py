@@ -7,6 +7,9 @@
     vkir run FILE.py[:FUNC] [--size NAME=VALUE ...] [--seed N] [--device SEL]
     vkir demo [--device SEL]
     vkir bench [--device SEL] [--workload NAME ...] [--repeat N] [--json FILE] [--quick]
+    vkir validate FILE... [--target-env ENV] [--format text|json|junit] [-o REPORT]  (vkir.validate)
+    vkir dis FILE.spv [-o OUT]
+    vkir doctor                                                                      (vkir.doctor)
 
 User errors (VkirError) print "vkir: error: ..." and exit with status 2; a failed result check
 (run, demo) exits with status 1. With VKIR_VALIDATION=1 any validation-layer message is printed
@@ -313,6 +316,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="FILE", help="write one JSON object per measurement")
     p.add_argument("--quick", action="store_true", help="small sizes and few repeats (smoke run)")
     p.set_defaults(fn=cmd_bench)
+
+    from . import doctor, validate   # existing shaders and the set-up (their own modules)
+
+    validate.add_commands(sub)
+    doctor.add_command(sub)
     return ap
 
 

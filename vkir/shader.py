@@ -1,0 +1,425 @@
+"""Existing shaders: run a SPIR-V or GLSL compute shader from Python as a `ShaderKernel`.
+
+    sk = vkir.compile_glsl("saxpy.comp", specialization={"local_size_x": 64})
+    sk(x, y, grid=(n // 64 + 1,), push={"n": n, "alpha": 2.0})
+
+The module is validated with SPIRV-Tools for the device's Vulkan version before anything else
+looks at it; its bindings, push-constant members, local size and specialization constants come
+from reflecting it (vkir.spirv.reflect). A call checks every argument before anything is copied
+or recorded, with the same rules as `Kernel`: arrays are numpy arrays or DeviceArrays of the
+binding's element dtype, C-contiguous, on the kernel's device, of a size that is a whole number of
+elements and within the device's storage (or uniform) buffer range; numpy arrays are copied in,
+and copied back unless the binding is read-only (NonWritable) or a uniform buffer.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+import weakref
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ArgumentError, SpirvValidationError, UnsupportedError
+
+# SPIR-V capabilities a Vulkan compute device always has, and those tied to a device feature
+# (named as in DeviceInfo.features) or a subgroup operation (DeviceInfo.subgroup_operations)
+_BASE_CAPABILITIES = frozenset({"Shader", "Matrix"})
+_FEATURE_CAPABILITIES = {
+    "Float16": "float16", "Float64": "float64", "Int8": "int8", "Int16": "int16", "Int64": "int64",
+    "StorageBuffer8BitAccess": "storage_buffer_8bit",
+    "StoragePushConstant8": "storage_push_constant_8bit",
+    "StorageBuffer16BitAccess": "storage_buffer_16bit",
+    "StoragePushConstant16": "storage_push_constant_16bit",
+    "VariablePointersStorageBuffer": "variable_pointers",
+}
+_SUBGROUP_CAPABILITIES = {
+    "GroupNonUniform": "basic", "GroupNonUniformVote": "vote",
+    "GroupNonUniformArithmetic": "arithmetic", "GroupNonUniformBallot": "ballot",
+    "GroupNonUniformShuffle": "shuffle", "GroupNonUniformShuffleRelative": "shuffle_relative",
+    "GroupNonUniformClustered": "clustered", "GroupNonUniformQuad": "quad",
+}
+_AXES = "xyz"
+GLSL_SUFFIXES = (".comp", ".glsl")
+
+
+def _dtype(t):
+    """The vkir DataType of a reflected scalar type."""
+    from .ir import DataType
+
+    return DataType.parse(t.dtype)
+
+
+class ShaderKernel:
+    """A compute shader ready to run on one device. `bindings` (reflected Bindings, in the
+    order calls pass buffers), `push_constants` (PushConstant members), `local_size` (with the
+    specialization applied), `spec_constants`, `specialization` ({SpecId: value} as given),
+    `spirv` (bytes), `asm` (disassembly), `info` (the whole reflected ShaderInfo)."""
+
+    def __init__(self, spirv: bytes, device=None, entry: str = "main", specialization=None,
+                 name: str | None = None):
+        from . import api, runtime
+        from .spirv import validate
+        from .spirv.reflect import reflect
+
+        dev = api._device(device)
+        self.device = dev
+        self.spirv = bytes(spirv)
+        self.name = name or entry
+        self.entry = entry
+        if len(self.spirv) % 4 or len(self.spirv) < 20:
+            raise SpirvValidationError(f"{self.name}: not a SPIR-V module ({len(self.spirv)} bytes; "
+                                       "a module is a whole number of 32-bit words, 5 of them header)")
+        self.env = api.target_for(dev.info).env
+        validate(self.spirv, self.env)
+        self.info = info = reflect(self.spirv, entry)
+        if info.entry.execution_model != "GLCompute":
+            raise UnsupportedError(f"{self.name}: entry point {entry!r} is a "
+                                   f"{info.entry.execution_model} shader; vkir runs compute shaders")
+        self.bindings = info.bindings
+        self.push_constants = info.push_constants
+        self.spec_constants = info.spec_constants
+        self._check_capabilities()
+        if info.uses_local_size_id:
+            raise UnsupportedError(f"{self.name}: the shader sets its local size with the LocalSizeId "
+                                   "execution mode, which needs the maintenance4 feature that vkir "
+                                   "does not enable; compile it for vulkan1.2 (glslang --target-env "
+                                   "vulkan1.2 uses the WorkgroupSize builtin instead)")
+        self.specialization, entries = self._specialize(specialization or {})
+        self.local_size = info.specialize(self.specialization)
+        self._check_limits()
+        self._dtypes = tuple(self._binding_dtype(b) for b in self.bindings)
+        self._writes = tuple(not b.readonly and b.kind == "storage" for b in self.bindings)
+        self.pipeline = runtime.get_pipeline(
+            dev, self.spirv, entry, tuple(b.binding for b in self.bindings),
+            info.push_constant_size, tuple(b.kind for b in self.bindings), entries)
+        # a dropped ShaderKernel gives its pipeline back (the last holder destroys it)
+        self._release = weakref.finalize(self, runtime.release_pipeline, dev, self.pipeline)
+        self._release.atexit = False
+        self._asm = None
+        self._scratch = {}
+        self._lock = threading.Lock()
+
+    # -- properties ----------------------------------------------------------------------------
+    @property
+    def asm(self) -> str:
+        if self._asm is None:
+            from .spirv import disassemble
+
+            self._asm = disassemble(self.spirv)
+        return self._asm
+
+    def __repr__(self) -> str:
+        return (f"<vkir ShaderKernel {self.name} local_size={self.local_size} "
+                f"bindings={len(self.bindings)} on {self.device.info.name}>")
+
+    # -- checks at load time -------------------------------------------------------------------
+    def _check_capabilities(self) -> None:
+        info = self.device.info
+        for cap in self.info.capabilities:
+            if cap in _BASE_CAPABILITIES:
+                continue
+            if cap in _FEATURE_CAPABILITIES:
+                if _FEATURE_CAPABILITIES[cap] in info.features:
+                    continue
+                why = f"the device lacks the {_FEATURE_CAPABILITIES[cap]!r} feature"
+            elif cap in _SUBGROUP_CAPABILITIES:
+                if _SUBGROUP_CAPABILITIES[cap] in info.subgroup_operations:
+                    continue
+                why = f"the device lacks {_SUBGROUP_CAPABILITIES[cap]!r} subgroup operations"
+            else:
+                why = "vkir does not enable it on any device"
+            raise UnsupportedError(f"{self.name}: the shader declares OpCapability {cap}, but {why} "
+                                   f"({info.name!r})")
+
+    def _specialize(self, values: dict):
+        """({SpecId: checked value}, ((SpecId, bytes), ...)) for the user's {id or name: value}."""
+        from .binding import scalar_value
+
+        by_id = {s.id: s for s in self.spec_constants}
+        names = {s.name: s.id for s in self.spec_constants if s.name}
+        for axis, spec_id in zip(_AXES, self.info.local_size_ids):
+            if spec_id is not None:
+                names.setdefault(f"local_size_{axis}", spec_id)
+        if not isinstance(values, dict):
+            raise ArgumentError(f"{self.name}: specialization must be a dict {{constant id or name: "
+                                f"value}}, got {type(values).__name__}")
+        known = ", ".join([f"{s.id} ({s.name or 'unnamed'}: {s.dtype})" for s in self.spec_constants]
+                          + [n for n in names if n.startswith("local_size_")]) or "none"
+        out = {}
+        for key, value in values.items():
+            spec_id = names.get(key) if isinstance(key, str) else key
+            if isinstance(key, bool) or spec_id not in by_id:
+                raise ArgumentError(f"{self.name}: no specialization constant {key!r} "
+                                    f"(the shader has: {known})")
+            if spec_id in out:
+                raise ArgumentError(f"{self.name}: specialization constant {spec_id} is given twice")
+            spec = by_id[spec_id]
+            out[spec_id] = scalar_value(value, _dtype(spec.type),
+                                        f"{self.name}: specialization constant {key!r}")
+        entries = tuple((i, _scalar_bytes(by_id[i].type, v)) for i, v in sorted(out.items()))
+        return out, entries
+
+    def _check_limits(self) -> None:
+        info = self.device.info
+        lim = info.limits
+        for axis, (n, cap) in enumerate(zip(self.local_size, lim.max_workgroup_size)):
+            if n < 1:
+                raise UnsupportedError(f"{self.name}: local_size_{_AXES[axis]} = {n}; it must be >= 1")
+            if n > cap:
+                raise UnsupportedError(f"{self.name}: local_size_{_AXES[axis]} = {n} exceeds "
+                                       f"maxComputeWorkGroupSize[{axis}] = {cap} of {info.name!r}")
+        total = int(np.prod(self.local_size))
+        if total > lim.max_workgroup_invocations:
+            raise UnsupportedError(f"{self.name}: local size {self.local_size} is {total} invocations, "
+                                   f"more than maxComputeWorkGroupInvocations = "
+                                   f"{lim.max_workgroup_invocations} of {info.name!r}")
+        if self.info.push_constant_size > lim.max_push_constant_bytes:
+            raise UnsupportedError(f"{self.name}: push constants of {self.info.push_constant_size} bytes "
+                                   f"exceed maxPushConstantsSize = {lim.max_push_constant_bytes} "
+                                   f"of {info.name!r}")
+        for b in self.bindings:
+            if b.set != 0:
+                raise UnsupportedError(f"{self.name}: binding {b.name!r} is in descriptor set {b.set}; "
+                                       "vkir binds descriptor set 0 only")
+            if b.count != 1:
+                raise UnsupportedError(f"{self.name}: binding {b.name!r} is an array of {b.count} "
+                                       "descriptors; vkir binds one buffer per binding")
+
+    @staticmethod
+    def _binding_dtype(b):
+        """The numpy dtype an array bound to `b` must have, or None where leaves differ."""
+        leaf = (b.element if b.element is not None else b.type).scalar
+        if leaf is None or leaf.kind == "bool":
+            return None
+        return _dtype(leaf).numpy_dtype()
+
+    # -- calls ---------------------------------------------------------------------------------
+    def _groups(self, grid) -> tuple:
+        if grid is None:
+            raise ArgumentError(f"{self.name}: give the workgroup counts, e.g. grid=(gx, gy, gz)")
+        dims = (grid,) if isinstance(grid, (int, np.integer)) else grid
+        try:
+            dims = tuple(dims)
+        except TypeError:
+            raise ArgumentError(f"{self.name}: grid must be an int or up to 3 ints, got {grid!r}") from None
+        if not 1 <= len(dims) <= 3 or not all(
+                isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in dims):
+            raise ArgumentError(f"{self.name}: grid must be an int or up to 3 ints, got {grid!r}")
+        dims = tuple(int(n) for n in dims) + (1,) * (3 - len(dims))
+        lim = self.device.info.limits
+        for axis, (n, cap) in enumerate(zip(dims, lim.max_workgroup_count)):
+            if n < 0:
+                raise ArgumentError(f"{self.name}: negative workgroup count {n} on axis {_AXES[axis]}")
+            if n > cap:
+                raise UnsupportedError(f"{self.name}: {n} workgroups on axis {_AXES[axis]} exceed "
+                                       f"maxComputeWorkGroupCount[{axis}] = {cap} of "
+                                       f"{self.device.info.name!r}")
+        return dims
+
+    def _push(self, push) -> bytes:
+        members = self.push_constants
+        if push is None:
+            push = {}
+        if not isinstance(push, dict):
+            raise ArgumentError(f"{self.name}: push must be a dict {{member name: value}}, "
+                                f"got {type(push).__name__}")
+        names = {m.name for m in members}
+        unknown = [k for k in push if k not in names]
+        if unknown:
+            have = ", ".join(f"{m.name}: {m.dtype}" for m in members) or "none"
+            raise ArgumentError(f"{self.name}: no push constant named {unknown[0]!r} "
+                                f"(the block has: {have})")
+        missing = [m.name for m in members if m.name not in push]
+        if missing:
+            raise ArgumentError(f"{self.name}: missing push constant(s) "
+                                f"{', '.join(map(repr, missing))}")
+        out = bytearray(self.info.push_constant_size)
+        for m in members:
+            _pack_into(out, m.offset, m.type, push[m.name], f"{self.name}: push constant {m.name!r}")
+        return bytes(out)
+
+    def _check_buffers(self, buffers) -> None:
+        from .api import DeviceArray
+
+        if len(buffers) != len(self.bindings):
+            names = ", ".join(f"{b.binding}: {b.name}" for b in self.bindings)
+            raise ArgumentError(f"{self.name} takes {len(self.bindings)} buffers (bindings {names}), "
+                                f"got {len(buffers)}")
+        lim = self.device.info.limits
+        for b, a, want, written in zip(self.bindings, buffers, self._dtypes, self._writes):
+            what = f"{self.name}: binding {b.binding} ({b.name!r})"
+            if isinstance(a, DeviceArray):
+                if a.device is not self.device:
+                    raise ArgumentError(f"{what} lives on {a.device.info.name!r}, the kernel on "
+                                        f"{self.device.info.name!r}")
+            elif isinstance(a, np.ndarray):
+                if not a.flags.c_contiguous:
+                    raise ArgumentError(f"{what} is not C-contiguous (use np.ascontiguousarray)")
+                if written and not a.flags.writeable:
+                    raise ArgumentError(f"{what} is written by the shader, but its array is read-only")
+            else:
+                raise ArgumentError(f"{what} must be a vkir or numpy array, got {type(a).__name__}")
+            if want is not None and a.dtype != want:
+                elem = b.element if b.element is not None else b.type
+                raise ArgumentError(f"{what} has dtype {a.dtype}, expected {want} "
+                                    f"(the shader's elements are {elem.dtype})")
+            nbytes = int(a.nbytes)
+            if nbytes < b.fixed_size:
+                raise ArgumentError(f"{what} has {nbytes} bytes; its block needs at least "
+                                    f"{b.fixed_size}")
+            if b.element is not None and b.array_stride and (nbytes - b.offset) % b.array_stride:
+                raise ArgumentError(f"{what} has {nbytes} bytes, not a whole number of "
+                                    f"{b.element.dtype} elements ({b.array_stride} bytes each"
+                                    f"{f' after {b.offset} bytes' if b.offset else ''})")
+            limit, limit_name = ((lim.max_uniform_buffer_range, "maxUniformBufferRange")
+                                 if b.kind == "uniform" else
+                                 (lim.max_storage_buffer_range, "maxStorageBufferRange"))
+            if nbytes > limit:
+                raise UnsupportedError(f"{what} has {nbytes} bytes, more than {limit_name} = {limit} "
+                                       f"of {self.device.info.name!r}")
+
+    def _prepare(self, buffers, grid, push):
+        """Every check, then (runtime buffers, push bytes, groups, numpy copies to write back)."""
+        from .api import DeviceArray
+        from .runtime import Buffer
+
+        self._check_buffers(buffers)
+        groups = self._groups(grid)
+        data = self._push(push)
+        out, copies = [], []
+        for i, a in enumerate(buffers):
+            if isinstance(a, DeviceArray):
+                out.append(a.buffer)
+                continue
+            key = (i, a.nbytes)
+            buf = self._scratch.get(key)
+            if buf is None:
+                buf = self._scratch[key] = Buffer(self.device, a.nbytes)
+            buf.write(a)
+            out.append(buf)
+            if self._writes[i]:
+                copies.append((a, buf))
+        return out, data, groups, copies
+
+    def __call__(self, *buffers, grid=None, push=None) -> None:
+        """Dispatch `grid` workgroups on `buffers` (one per binding, in binding order) with the
+        push-constant members in `push`, and wait; written numpy arrays are updated."""
+        from .runtime import get_launch
+
+        with self._lock:
+            bufs, data, groups, copies = self._prepare(buffers, grid, push)
+            get_launch(self.device, self.pipeline, bufs, data, groups).run()
+            for a, buf in copies:
+                buf.read(a)
+
+    def profile(self, *buffers, grid=None, push=None, repeat: int = 50, warmup: int = 1):
+        """Device seconds per run over `repeat` runs (a vkir Profile: median, min, max)."""
+        from .api import Profile
+        from .runtime import profile
+
+        for what, n, least in (("repeat", repeat, 1), ("warmup", warmup, 0)):
+            if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < least:
+                raise ArgumentError(f"{self.name}: profile {what} must be an int >= {least}, got {n!r}")
+        with self._lock:
+            bufs, data, groups, copies = self._prepare(buffers, grid, push)
+            t = profile(self.device, self.pipeline, bufs, data, groups, repeat=repeat, warmup=warmup)
+            for a, buf in copies:
+                buf.read(a)
+        return Profile(t.median, t.min, t.max, t.n, t.source, t.samples)
+
+
+# -- packing values ------------------------------------------------------------------------------
+def _scalar_bytes(t, value) -> bytes:
+    """The bytes of one scalar of reflected type `t` (bool as a 32-bit VkBool32)."""
+    if t.kind == "bool":
+        return struct.pack("<I", int(bool(value)))
+    dt = _dtype(t)
+    return np.array(value).astype(dt.numpy_dtype()).tobytes()
+
+
+def _pack_into(out: bytearray, offset: int, t, value, what: str) -> None:
+    """Write `value` laid out as type `t` into `out` at `offset` (std430/explicit layout)."""
+    from .binding import scalar_value
+
+    if t.kind in ("bool", "int", "float"):
+        raw = _scalar_bytes(t, scalar_value(value, _dtype(t), what))
+        out[offset:offset + len(raw)] = raw
+        return
+    if t.kind == "struct":
+        if not isinstance(value, dict):
+            raise ArgumentError(f"{what} is a struct: give a dict of its members "
+                                f"({', '.join(m.name for m in t.members)})")
+        names = [m.name for m in t.members]
+        extra = [k for k in value if k not in names] + [n for n in names if n not in value]
+        if extra:
+            raise ArgumentError(f"{what}: member {extra[0]!r} is unknown or missing "
+                                f"(members: {', '.join(names)})")
+        for m in t.members:
+            _pack_into(out, offset + m.offset, m.type, value[m.name], f"{what}.{m.name}")
+        return
+    if t.kind not in ("vector", "matrix", "array"):
+        raise UnsupportedError(f"{what} has type {t.dtype}, which vkir cannot pack")
+    items = value.tolist() if isinstance(value, np.ndarray) else value
+    if not isinstance(items, (list, tuple)) or len(items) != t.count:
+        kind = {"vector": "components", "matrix": "columns", "array": "elements"}[t.kind]
+        raise ArgumentError(f"{what} ({t.dtype}) needs {t.count} {kind}, got {value!r}")
+    step = t.stride or t.element.size
+    for i, item in enumerate(items):
+        _pack_into(out, offset + i * step, t.element, item, f"{what}[{i}]")
+
+
+# -- entry points --------------------------------------------------------------------------------
+def _read_source(value, suffixes, what: str):
+    """(text or bytes, file name or None) of a path or in-memory `value`."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value), None
+    if isinstance(value, os.PathLike) or (isinstance(value, str) and "\n" not in value
+                                          and (value.endswith(suffixes) or os.path.isfile(value))):
+        path = Path(value)
+        if not path.is_file():
+            raise ArgumentError(f"{what}: no such file: {path}")
+        return path, path
+    if isinstance(value, str):
+        return value, None
+    raise ArgumentError(f"{what} takes a path, bytes or source text, got {type(value).__name__}")
+
+
+def load_spirv(path_or_bytes, entry: str = "main", specialization=None, device=None) -> ShaderKernel:
+    """A ShaderKernel from a SPIR-V binary (a .spv path or bytes) or SPIR-V assembly (a .spvasm
+    path), validated for the device; `specialization` is {constant id or name: value}."""
+    from .validate import assemble_text
+
+    src, path = _read_source(path_or_bytes, (".spv", ".spvasm"), "vkir.load_spirv")
+    name = path.name if path is not None else entry
+    if isinstance(src, Path):
+        data = src.read_bytes()
+        if src.suffix == ".spvasm":
+            data = assemble_text(data.decode(errors="replace"))
+    elif isinstance(src, str):
+        data = assemble_text(src)   # SPIR-V assembly text in memory
+    else:
+        data = src
+    return ShaderKernel(data, device, entry, specialization, name=name)
+
+
+def compile_glsl(source_or_path, defines=None, specialization=None, device=None) -> ShaderKernel:
+    """A ShaderKernel from GLSL compute source (a path or the text) compiled by glslang for
+    the device's Vulkan version; `defines` are -D macros, `specialization` {id or name: value}."""
+    from . import api
+    from .runtime.glsl import compile_glsl as glslang
+
+    src, path = _read_source(source_or_path, GLSL_SUFFIXES, "vkir.compile_glsl")
+    if isinstance(src, bytes):
+        src = src.decode(errors="replace")
+    if defines is not None and not isinstance(defines, dict):
+        raise ArgumentError(f"vkir.compile_glsl: defines must be a dict, got {type(defines).__name__}")
+    dev = api._device(device)
+    # at most Vulkan 1.2 (SPIR-V 1.5): for 1.3 glslang sets a specialized local size with
+    # LocalSizeId, which needs the maintenance4 feature; 1.5 modules run on 1.3 devices
+    env = min(api.target_for(dev.info).env, "vulkan1.2")
+    words = glslang(src, defines=defines, target_env=env)
+    return ShaderKernel(words, dev, "main", specialization,
+                        name=path.name if path is not None else "glsl")

@@ -1,0 +1,263 @@
+"""`vkir validate` and `vkir dis`: check shader files the way a CI job needs.
+
+    vkir validate FILE|FOLDER... [--target-env vulkan1.0|vulkan1.1|vulkan1.2|vulkan1.3]
+                                [--format text|json|junit] [-o REPORT]
+    vkir dis FILE.spv [-o OUT]
+
+Each file is checked by its kind: a SPIR-V binary (.spv, or any file starting with the SPIR-V
+magic number) is validated with SPIRV-Tools; SPIR-V assembly (.spvasm) is assembled first; GLSL
+sources (.comp, .glsl, .vert, .frag, ...) are compiled by glslang first, whose messages are the
+report when that fails. A folder stands for the shader files under it. The exit status is 0 when
+every file is valid, 1 when any is not, 2 on a usage error (no such file, a file of unknown kind).
+With `-o` the report (in `--format`) goes to REPORT and the text report to stdout as well.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .errors import ArgumentError, SpirvValidationError
+
+TARGET_ENVS = ("vulkan1.0", "vulkan1.1", "vulkan1.2", "vulkan1.3")
+SPIRV_SUFFIXES = (".spv",)
+ASM_SUFFIXES = (".spvasm",)
+GLSL_SUFFIXES = (".comp", ".glsl", ".vert", ".frag", ".geom", ".tesc", ".tese", ".mesh", ".task",
+                 ".rgen", ".rint", ".rahit", ".rchit", ".rmiss", ".rcall")
+SPIRV_MAGIC = b"\x03\x02\x23\x07"
+
+
+@dataclass
+class Problem:
+    """One reason a file is invalid: which stage (`glslang`, `assemble`, `binary`, `validate`),
+    the message, the offending instruction and the disassembly around it (when known)."""
+
+    stage: str
+    message: str
+    instruction: str = ""
+    context: list = field(default_factory=list)
+
+
+@dataclass
+class FileResult:
+    """The outcome for one file: its kind ("spirv", "spvasm", "glsl") and its problems."""
+
+    file: str
+    kind: str
+    problems: list = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems
+
+
+def file_kind(path: Path) -> str | None:
+    """"spirv", "spvasm" or "glsl" by suffix (or the SPIR-V magic number), else None."""
+    suffix = path.suffix.lower()
+    if suffix in SPIRV_SUFFIXES:
+        return "spirv"
+    if suffix in ASM_SUFFIXES:
+        return "spvasm"
+    if suffix in GLSL_SUFFIXES:
+        return "glsl"
+    try:
+        with path.open("rb") as f:
+            head = f.read(4)
+    except OSError:
+        return None
+    return "spirv" if head in (SPIRV_MAGIC, SPIRV_MAGIC[::-1]) else None
+
+
+def expand(paths) -> list[Path]:
+    """The files named by `paths` (folders: the shader files under them, sorted); ArgumentError
+    for a missing path, a file of unknown kind or a folder holding no shader."""
+    out = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(f for f in p.rglob("*") if f.is_file()
+                           and f.suffix.lower() in SPIRV_SUFFIXES + ASM_SUFFIXES + GLSL_SUFFIXES)
+            if not found:
+                raise ArgumentError(f"{p}: folder holds no .spv, .spvasm or GLSL shader file")
+            out.extend(found)
+        elif not p.exists():
+            raise ArgumentError(f"{p}: no such file or folder")
+        elif file_kind(p) is None:
+            raise ArgumentError(f"{p}: unknown kind of file (expected .spv, .spvasm or a GLSL "
+                                f"suffix: {', '.join(GLSL_SUFFIXES)})")
+        else:
+            out.append(p)
+    return out
+
+
+def compile_glsl_file(path: Path, env: str) -> tuple[bytes | None, str]:
+    """(SPIR-V bytes, "") when glslang compiles `path` for `env`, else (None, its messages)."""
+    from .runtime.glsl import find_glslang
+
+    with tempfile.TemporaryDirectory(prefix="vkir-validate-") as tmp:
+        out = Path(tmp) / "out.spv"
+        cmd = [find_glslang(), "-V", "--target-env", env, "-o", str(out)]
+        if path.suffix.lower() == ".glsl":
+            cmd += ["-S", "comp"]
+        proc = subprocess.run(cmd + [str(path)], capture_output=True, text=True)
+        if proc.returncode != 0 or not out.is_file():
+            lines = [s for s in (proc.stdout + proc.stderr).splitlines()
+                     if s.strip() and s.strip() != str(path)]
+            return None, "\n".join(lines) or f"glslang exited with status {proc.returncode}"
+        return out.read_bytes(), ""
+
+
+def assemble_text(text: str, env: str = "vulkan1.1") -> bytes:
+    """SPIR-V assembly to a binary of the version its "; Version: 1.x" header comment names (as
+    spirv-dis writes it), else of `env`'s version; SpirvValidationError on a syntax error."""
+    from .spirv import assemble
+
+    found = re.search(r"^\s*;\s*Version:\s*1\.(\d)\s*$", text, re.MULTILINE)
+    return assemble(text, f"spv1.{found.group(1)}" if found else env)
+
+
+def check_words(data: bytes, env: str) -> list[Problem]:
+    """The problems of a SPIR-V binary for `env` (empty when valid)."""
+    from .spirv.tools import diagnose
+
+    if len(data) % 4 or len(data) < 20:
+        return [Problem("binary", f"truncated SPIR-V: {len(data)} bytes is not a whole number of "
+                                  "32-bit words with a 5-word header")]
+    if data[:4] not in (SPIRV_MAGIC, SPIRV_MAGIC[::-1]):
+        return [Problem("binary", f"not a SPIR-V binary: magic number {data[:4].hex()}, "
+                                  "expected 07230203")]
+    diag = diagnose(data, env)
+    if diag is None:
+        return []
+    return [Problem("validate", diag.message, diag.instruction, list(diag.context))]
+
+
+def check_file(path: Path, env: str) -> FileResult:
+    """Validate one file for `env`, compiling or assembling it first as its kind needs."""
+    kind = file_kind(path)
+    result = FileResult(str(path), kind)
+    if kind == "glsl":
+        data, messages = compile_glsl_file(path, env)
+        if data is None:
+            result.problems.append(Problem("glslang", messages))
+            return result
+    elif kind == "spvasm":
+        try:
+            data = assemble_text(path.read_text(errors="replace"), env)
+        except SpirvValidationError as err:
+            result.problems.append(Problem("assemble", str(err)))
+            return result
+    else:
+        data = path.read_bytes()
+    result.problems.extend(check_words(data, env))
+    return result
+
+
+# -- reports -------------------------------------------------------------------------------------
+def text_report(results, env: str) -> str:
+    lines = []
+    for r in results:
+        if r.valid:
+            lines.append(f"{r.file}: ok")
+            continue
+        for p in r.problems:
+            first, *rest = p.message.splitlines() or [""]
+            lines.append(f"{r.file}: error ({p.stage}): {first}")
+            lines.extend("    " + s for s in rest)
+            if p.instruction:
+                lines.append(f"    instruction: {p.instruction}")
+            lines.extend("    " + s for s in p.context)
+    bad = sum(not r.valid for r in results)
+    lines.append(f"{len(results)} file(s) checked for {env}: "
+                 f"{'all valid' if not bad else f'{bad} invalid'}")
+    return "\n".join(lines) + "\n"
+
+
+def json_report(results, env: str) -> str:
+    doc = {"target_env": env, "valid": all(r.valid for r in results),
+           "files": [{"file": r.file, "kind": r.kind, "valid": r.valid,
+                      "problems": [asdict(p) for p in r.problems]} for r in results]}
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def junit_report(results, env: str) -> str:
+    """JUnit XML: one test case per file, a <failure> with the whole message when invalid."""
+    bad = sum(not r.valid for r in results)
+    suites = ET.Element("testsuites", name="vkir validate", tests=str(len(results)), failures=str(bad))
+    suite = ET.SubElement(suites, "testsuite", name=f"vkir validate ({env})", tests=str(len(results)),
+                          failures=str(bad), errors="0", skipped="0")
+    for r in results:
+        case = ET.SubElement(suite, "testcase", classname=f"vkir.validate.{r.kind}", name=r.file)
+        if not r.valid:
+            first = r.problems[0]
+            failure = ET.SubElement(case, "failure", type=first.stage,
+                                    message=(first.message.splitlines() or [""])[0])
+            failure.text = text_report([r], env).rsplit("\n", 2)[0]
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+REPORTS = {"text": text_report, "json": json_report, "junit": junit_report}
+
+
+# -- commands ------------------------------------------------------------------------------------
+def cmd_validate(args) -> int:
+    files = expand(args.files)
+    results = [check_file(f, args.target_env) for f in files]
+    report = REPORTS[args.format](results, args.target_env)
+    if args.output:
+        Path(args.output).write_text(report)
+        if args.format != "text":
+            report = text_report(results, args.target_env)
+    sys.stdout.write(report)
+    return 0 if all(r.valid for r in results) else 1
+
+
+def cmd_dis(args) -> int:
+    from .spirv import disassemble
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise ArgumentError(f"{path}: no such file")
+    kind = file_kind(path)
+    if kind == "glsl":
+        data, messages = compile_glsl_file(path, "vulkan1.2")
+        if data is None:
+            print(f"{path}: error (glslang): {messages}", file=sys.stderr)
+            return 1
+    elif kind == "spirv":
+        data = path.read_bytes()
+    else:
+        raise ArgumentError(f"{path}: vkir dis takes a SPIR-V binary (.spv) or a GLSL source")
+    try:
+        text = disassemble(data)
+    except (SpirvValidationError, ValueError) as err:
+        print(f"{path}: error: {err}", file=sys.stderr)
+        return 1
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def add_commands(sub) -> None:
+    """Register `validate` and `dis` on the `vkir` command's subparsers."""
+    p = sub.add_parser("validate", help="validate SPIR-V (.spv, .spvasm) and GLSL shader files",
+                       description="Validate shader files with SPIRV-Tools (GLSL compiled by glslang "
+                                   "first). Exit status: 0 all valid, 1 any invalid, 2 usage error.")
+    p.add_argument("files", nargs="+", metavar="FILE", help="shader files or folders of them")
+    p.add_argument("--target-env", choices=TARGET_ENVS, default="vulkan1.1")
+    p.add_argument("--format", choices=tuple(REPORTS), default="text")
+    p.add_argument("-o", "--output", metavar="REPORT", help="write the report here")
+    p.set_defaults(fn=cmd_validate)
+
+    p = sub.add_parser("dis", help="print the disassembly of a SPIR-V binary")
+    p.add_argument("file", metavar="FILE.spv")
+    p.add_argument("-o", "--output", metavar="OUT")
+    p.set_defaults(fn=cmd_dis)
