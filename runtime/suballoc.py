@@ -41,6 +41,7 @@ def allocate(device, nbytes: int):
         arena = device.arenas.get(mapped)
         if arena is None:
             with device._lock:
+                device.check_open()
                 arena = device.arenas.get(mapped)
                 if arena is None:
                     arena = device.arenas[mapped] = Arena(device, mapped)

@@ -263,3 +263,35 @@ def test_interpret_accepts_device_arrays(device):
     k = vkir.build(saxpy, device=device)                  # the same call site on the device
     k(X, Y, 2.0)
     np.testing.assert_allclose(Y.numpy(), np.float32(4) * x + y, rtol=1e-6)
+
+
+AXPY_GLSL = """#version 450
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) readonly buffer A { float a[]; };
+layout(set = 0, binding = 1) buffer B { float b[]; };
+layout(push_constant) uniform P { uint n; };
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    if (i < n) b[i] = b[i] + 2.0 * a[i];
+}
+"""
+
+
+def test_sequence_records_shader_kernels_with_vkir_kernels(device):
+    """An existing GLSL shader and a vkir kernel in one sequence: the shader's reflected
+    readonly binding is a read, its other binding a read-write, so the vkir kernel reading B
+    after it gets a barrier."""
+    sk = vkir.compile_glsl(AXPY_GLSL, device=device)
+    k = vkir.build(scale, device=device)
+    a, b = _rand(1000, 5), _rand(1000, 6)
+    A, B, C = vkir.array(a, device=device), vkir.array(b, device=device), vkir.zeros(1000, device=device)
+    assert sk.dispatch_spec(A, B, grid=(16,), push={"n": 1000}).access == ("r", "rw")
+    with vkir.sequence(device=device) as seq:
+        sk(A, B, grid=(16,), push={"n": 1000})
+        k(B, C, 3.0)
+    seq.wait()
+    assert seq.barriers == 1
+    np.testing.assert_allclose(C.numpy(), 3 * (b + 2 * a), rtol=1e-6)
+    with pytest.raises(ArgumentError, match="DeviceArrays"):
+        with vkir.sequence(device=device):
+            sk(a, B, grid=(16,), push={"n": 1000})

@@ -28,7 +28,7 @@ _LAZY = {
     "from_script": "vkir.script:from_script",
     "structural_equal": "vkir.ir.structural:structural_equal",
     "assert_structural_equal": "vkir.ir.structural:assert_structural_equal",
-    "interpret": "vkir.interpreter:interpret",
+    "interpret": "vkir.api:interpret",
     "lower": "vkir.api:lower",
     "build": "vkir.api:build",
     "devices": "vkir.api:devices",

@@ -250,6 +250,30 @@ def full(shape, value, dtype="float32", device=None) -> DeviceArray:
     return out
 
 
+def interpret(func: PrimFunc, *args, **kwargs) -> None:
+    """vkir.interpreter.interpret (same arguments and options), also on vkir DeviceArrays: each
+    is copied to the host, and back when the kernel changed it, so one call site runs on the
+    device and in the interpreter."""
+    from .interpreter import interpret as _interpret
+
+    copies = []
+    args = tuple(_host_copy(a, copies) for a in args)
+    kwargs = {key: _host_copy(a, copies) for key, a in kwargs.items()}
+    _interpret(func, *args, **kwargs)
+    for device_array, host, before in copies:
+        if host.tobytes() != before:
+            device_array.write(host)
+
+
+def _host_copy(a, copies: list):
+    """`a`, or for a DeviceArray a host copy noted in `copies` with its bytes before the run."""
+    if not isinstance(a, DeviceArray):
+        return a
+    host = a.numpy()
+    copies.append((a, host, host.tobytes()))
+    return host
+
+
 # -- lowering and building -----------------------------------------------------------------------
 def lower(func: PrimFunc, target=None, *, instruments=(), verify_each: bool = False,
           pointer_casts: bool = False) -> PrimFunc:

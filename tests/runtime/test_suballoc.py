@@ -101,3 +101,30 @@ def test_many_arrays_free_on_collect(device):
     gc.collect()
     assert arena.used_bytes() == arena_used
     del warm
+
+
+def test_threads_allocate_and_free_concurrently(device):
+    """4 threads x 300 arrays: every array keeps its own contents while others come and go."""
+    import threading
+
+    errors = []
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        try:
+            for _ in range(300):
+                v = rng.integers(0, 1 << 30, int(rng.integers(1, 2000))).astype(np.int32)
+                a = vkir.array(v, device=device)
+                b = vkir.zeros(int(rng.integers(1, 500)), "int32", device=device)
+                if not (np.array_equal(a.numpy(), v) and not b.numpy().any()):
+                    errors.append(seed)
+                del a, b
+        except Exception as exc:  # reported below: a thread's exception would vanish
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

@@ -30,34 +30,15 @@ def _compile(func: PrimFunc):
 
 def interpret(func: PrimFunc, *args, check_races: bool = True, **kwargs) -> None:
     """Run `func` on numpy arrays (buffers are modified in place) and Python/numpy scalars,
-    given by position and/or by parameter name (`interpret(f, a, b, c=out)`); vkir DeviceArrays
-    are copied to the host and, when the kernel changed them, back.
+    given by position and/or by parameter name (`interpret(f, a, b, c=out)`).
 
     Symbolic sizes come from the array shapes. Wrong argument count, dtypes or shapes raise
     `vkir.ArgumentError`; out-of-bounds accesses raise `OutOfBoundsError`. Unless `check_races`
     is False, two invocations accessing one element without a barrier ordering them (a data
     race, which the lockstep execution would hide) raise `DataRaceError` (see races.py).
     """
-    copies = []
-    args = tuple(_host_copy(a, copies) for a in args)
-    kwargs = {key: _host_copy(a, copies) for key, a in kwargs.items()}
     with recursion_headroom():  # compiling and running deep expressions recurse per level
         _interpret(func, args, kwargs, check_races)
-    for device_array, host, before in copies:
-        if host.tobytes() != before:
-            device_array.write(host)
-
-
-def _host_copy(a, copies: list):
-    """`a`, or for a vkir DeviceArray a host copy, noted in `copies` with its bytes so that
-    what the kernel changed is written back (one call site runs on the device and here)."""
-    from ..api import DeviceArray
-
-    if not isinstance(a, DeviceArray):
-        return a
-    host = a.numpy()
-    copies.append((a, host, host.tobytes()))
-    return host
 
 
 def _interpret(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool) -> None:
