@@ -1,7 +1,8 @@
 """Device: a logical VkDevice with one compute queue and everything dispatch needs.
 
 It enables only what kernels can use (shaderInt64/Int16/Float64, float16/int8 arithmetic, 8/16-bit
-storage, variable pointers; robustness and the rest stay off), owns the command pool, descriptor
+storage, variable pointers, int64 and float32 atomics with their extensions; robustness and the
+rest stay off), owns the command pool, descriptor
 pools, the VkPipelineCache, a fence, and the caches of pipelines and pre-recorded launches.
 A plain dispatch is synchronous: its submit is waited for (in slices, with a timeout). Work left
 in flight (asynchronous launches, sequences, a dispatch whose wait timed out) is a Submission in
@@ -27,13 +28,14 @@ from collections import OrderedDict
 from vkir.errors import DeviceError, UnsupportedError
 
 from ._vk import call, check, cstr, ffi, lib, vk
-from .info import CORE_FEATURES, FEATURE_STRUCTS, DeviceInfo
+from .info import CORE_FEATURES, EXTENSION_STRUCTS, FEATURE_STRUCTS, DeviceInfo
 
 UINT64_MAX = 0xFFFFFFFFFFFFFFFF
 # extensions that carry feature structs on Vulkan 1.1 devices (core from 1.2)
 FEATURE_EXTENSIONS = {
     "VkPhysicalDeviceShaderFloat16Int8Features": "VK_KHR_shader_float16_int8",
     "VkPhysicalDevice8BitStorageFeatures": "VK_KHR_8bit_storage",
+    "VkPhysicalDeviceShaderAtomicInt64Features": "VK_KHR_shader_atomic_int64",
 }
 LAUNCH_CACHE_SIZE = 256
 DESCRIPTOR_POOL_SETS = 256
@@ -136,6 +138,11 @@ class Device:
                 if ext not in available:
                     continue
                 extensions.append(ext)
+            ext = EXTENSION_STRUCTS.get(cname)
+            if ext is not None:  # never core: enabled where the device has a feature of it
+                if ext not in available or not any(n in supported for n in members.values()):
+                    continue
+                extensions.append(ext)
             e = ffi.new(cname + "*")
             e.sType = stype
             for member, name in members.items():
@@ -143,6 +150,9 @@ class Device:
             prev.pNext = e
             prev = e
             keep.append(e)
+        if "VK_EXT_shader_atomic_float2" in extensions and \
+                "VK_EXT_shader_atomic_float" not in extensions:  # float2 requires it
+            extensions.append("VK_EXT_shader_atomic_float")
         priorities = ffi.new("float[]", [1.0])
         queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.queue_family, queueCount=1,
                                                pQueuePriorities=priorities)

@@ -28,6 +28,8 @@ SUBGROUP_OPS = {
     vk.VK_SUBGROUP_FEATURE_CLUSTERED_BIT: "clustered",
     vk.VK_SUBGROUP_FEATURE_QUAD_BIT: "quad",
 }
+# the subgroup operation classes vkir uses (features "subgroup_<class>")
+SUBGROUP_FEATURES = ("basic", "vote", "arithmetic", "ballot", "shuffle", "shuffle_relative")
 
 
 @dataclass(frozen=True)
@@ -90,30 +92,62 @@ FEATURE_STRUCTS = (
     ("VkPhysicalDeviceVariablePointersFeatures",
      vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VARIABLE_POINTERS_FEATURES,
      {"variablePointersStorageBuffer": "variable_pointers"}),
+    ("VkPhysicalDeviceShaderAtomicInt64Features",
+     vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES,
+     {"shaderBufferInt64Atomics": "atomic_int64_buffer",
+      "shaderSharedInt64Atomics": "atomic_int64_shared"}),
+    ("VkPhysicalDeviceShaderAtomicFloatFeaturesEXT",
+     vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT,
+     {"shaderBufferFloat32AtomicAdd": "atomic_float32_add_buffer",
+      "shaderSharedFloat32AtomicAdd": "atomic_float32_add_shared"}),
+    ("VkPhysicalDeviceShaderAtomicFloat2FeaturesEXT",
+     vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_2_FEATURES_EXT,
+     {"shaderBufferFloat32AtomicMinMax": "atomic_float32_minmax_buffer",
+      "shaderSharedFloat32AtomicMinMax": "atomic_float32_minmax_shared"}),
 )
+# feature structs of extensions that never became core: queried (and enabled) only where the
+# device has the extension
+EXTENSION_STRUCTS = {
+    "VkPhysicalDeviceShaderAtomicFloatFeaturesEXT": "VK_EXT_shader_atomic_float",
+    "VkPhysicalDeviceShaderAtomicFloat2FeaturesEXT": "VK_EXT_shader_atomic_float2",
+}
 CORE_FEATURES = {"shaderInt64": "int64", "shaderInt16": "int16", "shaderFloat64": "float64"}
 
 
-def feature_chain():
-    """A VkPhysicalDeviceFeatures2 with FEATURE_STRUCTS chained (zeroed); returns (head, structs)."""
+def device_extensions(phys) -> set:
+    """Names of the device extensions `phys` offers."""
+    return {cstr(e.extensionName) for e in vk.vkEnumerateDeviceExtensionProperties(phys, None)}
+
+
+def feature_chain(extensions: set):
+    """A VkPhysicalDeviceFeatures2 with FEATURE_STRUCTS chained (zeroed; extension-only structs
+    where the device has the extension); returns (head, structs, the FEATURE_STRUCTS entries)."""
     head = ffi.new("VkPhysicalDeviceFeatures2*")
     head.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2
-    structs, prev = [], head
-    for cname, stype, _ in FEATURE_STRUCTS:
+    structs, entries, prev = [], [], head
+    for entry in FEATURE_STRUCTS:
+        cname, stype, _ = entry
+        ext = EXTENSION_STRUCTS.get(cname)
+        if ext is not None and ext not in extensions:
+            continue
+        entries.append(entry)
         s = ffi.new(cname + "*")
         s.sType = stype
         prev.pNext = s
         prev = s
         structs.append(s)
-    return head, structs
+    return head, structs, entries
 
 
-def query_features(phys) -> frozenset:
-    head, structs = feature_chain()
+def query_features(phys, subgroup_operations=frozenset()) -> frozenset:
+    """The feature names (vkir.spirv.Target's vocabulary) the device supports; the subgroup
+    operation classes it supports in compute shaders are "subgroup_<class>"."""
+    head, structs, entries = feature_chain(device_extensions(phys))
     lib.vkGetPhysicalDeviceFeatures2(phys, head)
     names = {name for member, name in CORE_FEATURES.items() if getattr(head.features, member)}
-    for s, (_, _, members) in zip(structs, FEATURE_STRUCTS):
+    for s, (_, _, members) in zip(structs, entries):
         names.update(name for member, name in members.items() if getattr(s, member))
+    names.update(f"subgroup_{op}" for op in subgroup_operations if op in SUBGROUP_FEATURES)
     return frozenset(names)
 
 
@@ -158,12 +192,15 @@ def query_info(index: int, phys) -> DeviceInfo:
     else:
         driver_text = f"driver {p.driverVersion:#x}"
     kind = KINDS.get(p.deviceType, "other")
+    operations = frozenset(n for bit, n in SUBGROUP_OPS.items()
+                           if subgroup.supportedOperations & bit)
+    in_compute = subgroup.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT
     return DeviceInfo(
         index=index, name=cstr(p.deviceName), kind=kind, driver=driver_text,
-        api_version=version_string(p.apiVersion), limits=limits, features=query_features(phys),
+        api_version=version_string(p.apiVersion), limits=limits,
+        features=query_features(phys, operations if in_compute else frozenset()),
         subgroup_size=subgroup.subgroupSize,
-        subgroup_operations=frozenset(n for bit, n in SUBGROUP_OPS.items()
-                                      if subgroup.supportedOperations & bit),
+        subgroup_operations=operations,
         unified_memory=kind != "discrete" and _device_local_is_host_visible(phys),
         vendor_id=p.vendorID, device_id=p.deviceID, driver_version=p.driverVersion,
     )

@@ -86,7 +86,7 @@ def test_demo_subprocess(device):
     """The console script end to end; with validation on, stderr must stay empty."""
     proc = _vkir("demo")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "3/3 kernels match numpy" in proc.stdout
+    assert "4/4 kernels match numpy" in proc.stdout
     assert proc.stderr == ""
 
 

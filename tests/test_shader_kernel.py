@@ -199,3 +199,21 @@ def test_local_size_id_is_refused_with_the_fix(vkir_device):
 def test_missing_file():
     with pytest.raises(ArgumentError, match="no such file"):
         vkir.load_spirv("nowhere.spv")
+
+
+def test_calls_from_several_threads(vkir_device):
+    from concurrent.futures import ThreadPoolExecutor
+
+    sk = vkir.compile_glsl(SHADERS / "counts.comp", device=vkir_device)
+
+    def work(seed):
+        values = np.random.default_rng(seed).integers(-9, 9, 256).astype(np.int32)
+        out, counter = np.zeros(256, np.int32), np.zeros(5, np.uint32)
+        for k in range(1, 4):
+            sk(values, out, counter, grid=4, push={"n": 256, "k": k + seed, "target": 0})
+        return values, out, counter, seed
+
+    with ThreadPoolExecutor(4) as pool:
+        for values, out, counter, seed in pool.map(work, range(8)):
+            np.testing.assert_array_equal(out, values * (3 + seed) + np.arange(256))
+            np.testing.assert_array_equal(counter, [3 * np.sum(values == 0)] + [3 * 64] * 4)

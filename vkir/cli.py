@@ -233,9 +233,12 @@ def cmd_run(args) -> int:
     kernel(*on_device)
     wall = time.perf_counter() - t0
     # the reference values: the kernel as written, in lockstep (a pipeline-annotated loop races
-    # as written: its barriers come from lowering); data races are looked for in what runs
-    interpret(func, *reference, check_races=False)
-    interpret(kernel.ir, *[a.copy() if isinstance(a, np.ndarray) else a for a in inputs])
+    # as written: its barriers come from lowering); data races are looked for in what runs;
+    # subgroups have the device's size
+    size = dev.info.subgroup_size
+    interpret(func, *reference, check_races=False, subgroup_size=size)
+    interpret(kernel.ir, *[a.copy() if isinstance(a, np.ndarray) else a for a in inputs],
+              subgroup_size=size)
     print(f"{func.name} on {dev.info.name}: compiled in {kernel.compile_seconds * 1e3:.1f} ms, "
           f"ran in {wall * 1e3:.2f} ms")
     ok = True

@@ -1,7 +1,8 @@
 """`vkir demo`: build and run a few example kernels on the default device and check them.
 
 Vector add (symbolic size), a shared-memory tree reduction with barriers (two passes of the same
-kernel), and a tiled matmul through shared memory. Each is checked against numpy; the table shows
+kernel), the same sum with subgroup reductions (`T.subgroup_add`, vkir.examples.sync), and a
+tiled matmul through shared memory. Each is checked against numpy; the table shows
 the device, compile time (script -> ready pipeline), device time (timestamp queries) and the check.
 """
 
@@ -12,6 +13,7 @@ import time
 import numpy as np
 
 from vkir import T
+from vkir.examples.sync import subgroup_sum
 from vkir.script import from_script
 
 # the vector add as script text too: the benchmarks parse it cold, the CLI tests write it to a file
@@ -116,6 +118,16 @@ def run(device=None, seed: int = 0) -> list[dict]:
     total, want = float(S.numpy()[0]), float(x.astype(np.float64).sum())
     t = k.profile(X, P, repeat=10).median + k.profile(P, S, repeat=10).median
     rows.append(_row("sum n=2^20", dev, k.compile_seconds, t, abs(total - want) <= 1e-5 * want,
+                     f"rel err {abs(total - want) / want:.1e}"))
+
+    k = vkir.build(subgroup_sum, device=dev)
+    P2, S2 = vkir.empty(m, "float32", dev), vkir.empty(1, "float32", dev)
+    k(X, P2)         # m partial sums: subgroup_add, then the subgroups' sums
+    k(P2, S2)
+    total = float(S2.numpy()[0])
+    t = k.profile(X, P2, repeat=10).median + k.profile(P2, S2, repeat=10).median
+    rows.append(_row(f"sum n=2^20 subgroup_add (subgroup size {dev.info.subgroup_size})", dev,
+                     k.compile_seconds, t, abs(total - want) <= 1e-5 * want,
                      f"rel err {abs(total - want) / want:.1e}"))
 
     M = N = K = 128

@@ -78,7 +78,7 @@ def _glslang_version() -> str | None:
         return None
     out = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
     first = out.splitlines()[0] if out else "unknown version"
-    return f"{first.split(':', 1)[-1].strip()} ({exe})"
+    return f"{first.rsplit(':', 1)[-1].strip()} ({exe})"   # "Glslang Version: 11:13.1.1"
 
 
 def diagnose() -> Report:

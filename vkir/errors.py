@@ -43,3 +43,29 @@ class ArgumentError(VkirError, TypeError, ValueError):
     does not take (an unknown dtype, loop kind or scope, a non-PrimFunc). It is also a TypeError
     and a ValueError, as a wrong call of a Python function is, so code that catches those
     catches it."""
+
+
+class OutOfBoundsError(VkirError, IndexError):
+    """A load or store outside its buffer, found by the interpreter or by the device-side checks
+    of `vkir.build(f, check_bounds=True)`. Besides the message it carries `buffer` (name),
+    `index` (the offending index value), `invocation` (e.g. {"blockIdx.x": 1, "threadIdx.x": 3},
+    empty when the kernel has no thread bindings) and `location` (the "file:line:col" of the
+    access in the kernel's source, or None when the IR has no span)."""
+
+    def __init__(self, message: str, buffer: str | None = None, index=None,
+                 invocation: dict | None = None, location: str | None = None):
+        super().__init__(message)
+        self.buffer = buffer
+        self.index = index
+        self.invocation = dict(invocation or {})
+        self.location = location
+
+    def __reduce__(self):
+        return (type(self), (self.args[0], self.buffer, self.index, self.invocation,
+                             self.location))
+
+
+def describe_invocation(invocation: dict) -> str:
+    """`(blockIdx.x=1, threadIdx.x=3)` for an invocation's ids (blockIdx first, x before y)."""
+    order = sorted(invocation, key=lambda k: (not k.startswith("blockIdx"), k))
+    return "(" + ", ".join(f"{k}={invocation[k]}" for k in order) + ")"

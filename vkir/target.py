@@ -20,6 +20,13 @@ FEATURES = frozenset({
     "storage_buffer_8bit", "storage_buffer_16bit",
     "storage_push_constant_8bit", "storage_push_constant_16bit",
     "variable_pointers",
+    # atomics beyond int32/uint32, per storage class (storage buffer / shared memory)
+    "atomic_int64_buffer", "atomic_int64_shared",
+    "atomic_float32_add_buffer", "atomic_float32_add_shared",
+    "atomic_float32_minmax_buffer", "atomic_float32_minmax_shared",
+    # subgroup operation classes (VkPhysicalDeviceSubgroupProperties.supportedOperations)
+    "subgroup_basic", "subgroup_vote", "subgroup_arithmetic", "subgroup_ballot",
+    "subgroup_shuffle", "subgroup_shuffle_relative",
 })
 
 # the SPIR-V version vkir emits for each SPIRV-Tools Vulkan environment (the highest it accepts);

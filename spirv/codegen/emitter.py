@@ -11,7 +11,10 @@ from contextlib import contextmanager
 
 from vkir.arith import type_range
 from vkir.errors import TypeCheckError, UnsupportedError, WellFormedError
-from vkir.ir import Buffer, DataType, IntImm, PrimExpr, PrimFunc, Var, show
+from vkir.ir import Buffer, BufferLoad, Call, DataType, IntImm, PrimExpr, PrimFunc, Var, show
+
+from vkir.ir.op import is_atomic
+from vkir.ir.walk import walk
 
 from ..builder import ModuleBuilder
 from ..module import Binding
@@ -22,6 +25,7 @@ from .interface import Interface, analyze
 from .intrinsics import IntrinsicMixin
 from .ranges import Ranges
 from .stmt import StmtMixin
+from .sync import SyncMixin
 from .types import Types
 
 _BUILTINS = {"blockIdx": "WorkgroupId", "threadIdx": "LocalInvocationId"}
@@ -35,7 +39,7 @@ _FLOAT_ARITHMETIC = frozenset({"OpFAdd", "OpFSub", "OpFMul", "OpFDiv", "OpFRem",
                                "OpFNegate", "OpVectorTimesScalar"})
 
 
-class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin):
+class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin):
     def __init__(self, func: PrimFunc, target: Target):
         self.func = func
         self.target = target
@@ -56,6 +60,10 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin):
         # NoSignedWrap/NoUnsignedWrap are core from SPIR-V 1.4 (an extension before)
         self.wrap_decorations = target.spirv_version >= (1, 4)
         self.precise = target.precise
+        # a barrier also orders storage-buffer memory when atomics update it (see sync.py)
+        self.global_atomics = any(
+            isinstance(n, Call) and is_atomic(n.op) and isinstance(n.args[0], BufferLoad)
+            and n.args[0].buffer.scope == "global" for n in walk(func.body))
 
     # -- emission primitives -------------------------------------------------------------------
 
@@ -141,8 +149,9 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin):
     def barrier(self) -> None:
         """OpControlBarrier(Workgroup, Workgroup, AcquireRelease | WorkgroupMemory)."""
         wg = self.const(_UINT32, self.b.enum("Scope", "Workgroup"))
-        sem = self.const(_UINT32, self.b.g.bits("MemorySemantics", "AcquireRelease",
-                                                "WorkgroupMemory"))
+        storage = ("WorkgroupMemory", "UniformMemory") if self.global_atomics else \
+            ("WorkgroupMemory",)
+        sem = self.const(_UINT32, self.b.g.bits("MemorySemantics", "AcquireRelease", *storage))
         self.do("OpControlBarrier", wg, wg, sem)
 
     # -- memory --------------------------------------------------------------------------------

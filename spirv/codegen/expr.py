@@ -1,5 +1,6 @@
 """Expressions to SPIR-V values (mixed into the kernel emitter).
 
+Float floor division and modulo are numpy's, computed exactly (float_division.py).
 Integer division follows Vulkan's rules: OpSDiv (truncating) is defined for negative operands,
 OpSRem/OpSMod are not, so truncated remainder and floor division/modulo are computed from OpSDiv
 with a sign correction. Where the ranges in scope (ranges.py) prove the operands non-negative,
@@ -10,6 +11,8 @@ shift or a mask. Integer +, -, * carry NoSignedWrap/NoUnsignedWrap where the ran
 from __future__ import annotations
 
 from vkir.arith.linear import wrap
+
+from .float_division import floor_div, floor_mod, fmod
 from vkir.errors import TypeCheckError, UnsupportedError
 from vkir.ir import (Add, And, Broadcast, BufferLoad, Call, Cast, DataType, Div, EQ, FloatImm,
                      FloorDiv, FloorMod, GE, GT, IntImm, LE, LT, Let, Max, Min, Mod, Mul, NE,
@@ -123,9 +126,9 @@ class ExprMixin:
         dt = e.dtype
         if dt.is_int and self._unsigned_ok(e):
             return self._udiv(e, "OpUMod")
-        a, b = self.expr(e.a), self.expr(e.b)
         if dt.is_float:
-            return self.op("OpFRem", self.ty(dt), a, b)
+            return self._float_floor(e, fmod)
+        a, b = self.expr(e.a), self.expr(e.b)
         if dt.is_uint:
             return self.op("OpUMod", self.ty(dt), a, b)
         return self._trunc_rem(dt, a, b, self.op("OpSDiv", self.ty(dt), a, b))
@@ -139,9 +142,9 @@ class ExprMixin:
                 return a if k == 0 else self.op("OpShiftRightArithmetic", t, a, self.const(dt, k))
             if self._unsigned_ok(e):
                 return self._udiv(e, "OpUDiv")
-        a, b = self.expr(e.a), self.expr(e.b)
         if dt.is_float:
-            return self.glsl("Floor", t, self.op("OpFDiv", t, a, b))
+            return self._float_floor(e, floor_div)
+        a, b = self.expr(e.a), self.expr(e.b)
         if dt.is_uint:
             return self.op("OpUDiv", t, a, b)
         q = self.op("OpSDiv", t, a, b)
@@ -156,15 +159,27 @@ class ExprMixin:
                 return self.op("OpBitwiseAnd", t, self.expr(e.a), self.const(dt, (1 << k) - 1))
             if self._unsigned_ok(e):
                 return self._udiv(e, "OpUMod")
-        a, b = self.expr(e.a), self.expr(e.b)
         if dt.is_float:
-            q = self.glsl("Floor", t, self.op("OpFDiv", t, a, b))
-            return self.op("OpFSub", t, a, self.op("OpFMul", t, b, q))
+            return self._float_floor(e, floor_mod)
+        a, b = self.expr(e.a), self.expr(e.b)
         if dt.is_uint:
             return self.op("OpUMod", t, a, b)
         r = self._trunc_rem(dt, a, b, self.op("OpSDiv", t, a, b))
         fix = self._needs_floor_fix(e.b, r, b)
         return self.op("OpSelect", t, fix, self.op("OpIAdd", t, r, b), r)
+
+    def _float_floor(self, e, build, args=None) -> int:
+        """Float `//`, `%` or fmod as the interpreter defines it (float_division.py), its exact
+        sequence decorated NoContraction whatever the kernel's `precise`."""
+        x, y = args or (e.a, e.b)
+        a, b = Var("a", e.dtype), Var("b", e.dtype)
+        a_id, b_id = self.expr(x), self.expr(y)
+        precise, self.precise = self.precise, True
+        try:
+            with self.bound(a, a_id), self.bound(b, b_id):
+                return self.expr(build(a, b))
+        finally:
+            self.precise = precise
 
     def _unsigned_ok(self, e) -> bool:
         """Dividend >= 0 and divisor >= 1 in every lane: floor, truncating and unsigned

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vkir.errors import UnsupportedError
-from vkir.ir import (Buffer, BufferLoad, BufferStore, DataType, DeclBuffer, For, IntImm,
+from vkir.ir.op import is_atomic
+from vkir.ir import (Buffer, BufferLoad, BufferStore, Call, DataType, DeclBuffer, For, IntImm,
                      LetStmt, PrimExpr, PrimFunc, Var, Visitor)
 from vkir.ir.substitute import substitute
 
@@ -81,6 +82,13 @@ class _Scan(Visitor):
         b = self.iface.binding_of(node.buffer)
         if b is not None:
             b.readable = True
+        self.generic_visit(node)
+
+    def visit_Call(self, node: Call):
+        if is_atomic(node.op) and node.args and isinstance(node.args[0], BufferLoad):
+            b = self.iface.binding_of(node.args[0].buffer)
+            if b is not None:  # an atomic reads and writes its element
+                b.readable = b.writable = True
         self.generic_visit(node)
 
     def visit_BufferStore(self, node: BufferStore):

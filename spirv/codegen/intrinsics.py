@@ -8,7 +8,10 @@ vkir expressions over a bound temporary and emitted like any other expression.
 from __future__ import annotations
 
 from vkir.errors import UnsupportedError
+from vkir.ir.op import is_atomic, is_subgroup
 from vkir.ir import Add, Call, DataType, Div, LT, Let, Mul, Select, Sub, Var, const
+
+from .float_division import fmod
 
 _GLSL_FLOAT = {
     "exp": "Exp", "exp2": "Exp2", "log": "Log", "log2": "Log2", "sqrt": "Sqrt",
@@ -20,7 +23,7 @@ _GLSL_FLOAT = {
 # GLSL.std.450 instructions that accept 64-bit floats (the others are 16/32-bit only)
 _FLOAT64_OK = {"Sqrt", "InverseSqrt", "Floor", "Ceil", "RoundEven", "Trunc", "Fma", "FAbs"}
 _BITWISE = {"bitwise_and": "OpBitwiseAnd", "bitwise_or": "OpBitwiseOr",
-            "bitwise_xor": "OpBitwiseXor", "shift_left": "OpShiftLeftLogical"}
+            "bitwise_xor": "OpBitwiseXor"}
 
 # Abramowitz & Stegun 7.1.26
 _ERF_P = 0.3275911
@@ -34,6 +37,10 @@ class IntrinsicMixin:
         op, dt = e.op, e.dtype
         if op == "if_then_else":
             return self.if_then_else(e)
+        if is_atomic(op):
+            return self.atomic(e)
+        if is_subgroup(op):
+            return self.subgroup(e)
         if op in _GLSL_FLOAT:
             name = _GLSL_FLOAT[op]
             self._check_float(e, name)
@@ -52,14 +59,15 @@ class IntrinsicMixin:
                            self.expr(e.args[0]))
         if op == "fmod":
             self._check_float(e, "FRem")
-            return self.op("OpFRem", self.ty(dt), *[self.expr(a) for a in e.args])
+            return self._float_floor(e, fmod, e.args)  # exact, unlike drivers' OpFRem
+        if op in ("shift_left", "shift_right"):
+            self._check_int(e)
+            name = "OpShiftLeftLogical" if op == "shift_left" else \
+                "OpShiftRightArithmetic" if dt.is_int else "OpShiftRightLogical"
+            return self.op(name, self.ty(dt), self.expr(e.args[0]), self._shift_amount(e.args[1]))
         if op in _BITWISE:
             self._check_int(e)
             return self.op(_BITWISE[op], self.ty(dt), *[self.expr(a) for a in e.args])
-        if op == "shift_right":
-            self._check_int(e)
-            name = "OpShiftRightArithmetic" if dt.is_int else "OpShiftRightLogical"
-            return self.op(name, self.ty(dt), *[self.expr(a) for a in e.args])
         if op == "bitwise_not":
             self._check_int(e)
             return self.op("OpNot", self.ty(dt), self.expr(e.args[0]))
@@ -73,6 +81,17 @@ class IntrinsicMixin:
             return self._via_ir(e, _erf)
         raise UnsupportedError(f"kernel {self.func.name!r}: no SPIR-V lowering for intrinsic "
                                f"{op!r} in `{e}`")
+
+    def _shift_amount(self, amount) -> int:
+        """The shift amount modulo the bit width (vkir's definition; SPIR-V leaves amounts of
+        the width or more undefined): an amount whose range is known to be inside [0, bits) as
+        it is, anything else masked."""
+        dt = amount.dtype
+        v = self.expr(amount)
+        known = self.ranges.of(amount)  # constants, loop vars, ... in range need no mask
+        if known is not None and 0 <= known[0] and known[1] < dt.bits:
+            return v
+        return self.op("OpBitwiseAnd", self.ty(dt), v, self.const(dt, dt.bits - 1))
 
     def _check_float(self, e: Call, name: str, dt: DataType | None = None) -> None:
         dt = dt or e.dtype

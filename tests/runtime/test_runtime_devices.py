@@ -24,7 +24,12 @@ def test_devices_describe_the_device(device):
     assert lim.max_storage_buffer_range >= 1 << 27
     assert info.features <= {"float16", "float64", "int8", "int16", "int64", "storage_buffer_8bit",
                              "storage_buffer_16bit", "storage_push_constant_8bit",
-                             "storage_push_constant_16bit", "variable_pointers"}
+                             "storage_push_constant_16bit", "variable_pointers",
+                             "atomic_int64_buffer", "atomic_int64_shared",
+                             "atomic_float32_add_buffer", "atomic_float32_add_shared",
+                             "atomic_float32_minmax_buffer", "atomic_float32_minmax_shared",
+                             "subgroup_basic", "subgroup_vote", "subgroup_arithmetic",
+                             "subgroup_ballot", "subgroup_shuffle", "subgroup_shuffle_relative"}
     assert info.subgroup_size >= 1 and "basic" in info.subgroup_operations
 
 

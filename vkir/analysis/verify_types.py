@@ -1,4 +1,4 @@
-"""The explicit-cast checker: every node obeys the five typing rules of DESIGN section 2.
+"""The explicit-cast checker: every node obeys vkir's typing rules (and two constant checks).
 
 1. access lanes: an access with L index lanes on an M-lane element type has M*L lanes; only the last
    index may be a vector; indices are integers; a store's value has exactly the access type.
@@ -9,7 +9,9 @@
    no-bool operators; bool scalar conditions; shuffle indices in range.
 4. casts keep the lane count (and reinterpret the bit width); on Vulkan no global buffer is bool.
 5. nothing else implicit: constants fit their type, pointers are never values, loop and thread
-   kinds, sizes and async counts are integers.
+   kinds, sizes and async counts are integers; a constant shift amount lies in [0, bits).
+6. a constant index into a dimension of constant extent lies inside it (so that an access that is
+   out of bounds whatever the inputs is refused before it runs, in the interpreter and on devices).
 
 `verify_types(func, target=None)` raises `TypeCheckError` naming the rule, the node (compactly), the
 two types involved, and the source span when the node or its enclosing statement has one. It never
@@ -31,6 +33,7 @@ from ..ir.function import PrimFunc
 from ..ir.op import OPS
 from ..ir.printer import compact
 from ..ir.structural import recursion_headroom
+from .verify_types_sync import check_atomic, check_subgroup
 
 RULES = {
     1: "access lanes",
@@ -38,6 +41,7 @@ RULES = {
     3: "identical operand types",
     4: "cast lanes and bool storage",
     5: "nothing implicit",
+    6: "constant indices in bounds",
 }
 
 BOOL = DataType("bool", 1)
@@ -57,6 +61,19 @@ def verify_types(func: PrimFunc, target=None) -> None:
     target = Target.coerce(target)
     with recursion_headroom():  # one recursion per level of deep expressions
         _Checker(target is not None and target.is_vulkan).check_func(func)
+
+
+def _constant_lanes(e) -> tuple:
+    """The lane values of an integer constant expression (an IntImm, a Broadcast of one, a Ramp
+    of two); () for anything else."""
+    if isinstance(e, E.IntImm):
+        return (e.value,)
+    if isinstance(e, E.Broadcast) and isinstance(e.value, E.IntImm):
+        return (e.value.value,)
+    if isinstance(e, E.Ramp) and isinstance(e.base, E.IntImm) and isinstance(e.stride, E.IntImm) \
+            and isinstance(e.lanes, int):
+        return tuple(e.base.value + k * e.stride.value for k in range(e.lanes))
+    return ()
 
 
 class _Checker:
@@ -161,6 +178,14 @@ class _Checker:
                 self.fail(1, i, f"only the last index may be a vector; index {k} of {buffer.name} "
                           f"has {t.lanes} lanes", t, t.element_of())
             lanes = t.lanes
+            extent = buffer.shape[k]
+            if isinstance(extent, E.IntImm):
+                for value in _constant_lanes(i):
+                    if not 0 <= value < extent.value:
+                        shape = ", ".join(compact(x, 20) for x in buffer.shape)
+                        shape += "," if len(buffer.shape) == 1 else ""
+                        self.fail(6, node, f"constant index {value} is outside dim {k} of buffer "
+                                  f"{buffer.name} (shape ({shape}))")
         elem = buffer.dtype
         return elem.with_lanes(elem.lanes * lanes)
 
@@ -314,6 +339,10 @@ class _Checker:
             return t
         if len(types) != info.arity:
             self.fail(3, e, f"{e.op} takes {info.arity} arguments, got {len(types)}")
+        if info.kind == "atomic":
+            return check_atomic(self, e, types)
+        if info.kind == "subgroup":
+            return check_subgroup(self, e, types)
         if info.kind == "special" and e.op == "reinterpret":
             (ta,) = types
             if ta.is_handle or t.is_handle or ta.is_bool or t.is_bool:
@@ -340,6 +369,12 @@ class _Checker:
             self.fail(3, e, f"{e.op} needs a numeric argument", ta, DataType("float", 32, ta.lanes))
         if info.kind == "bitwise" and not ta.is_integer:
             self.fail(3, e, f"{e.op} needs integer arguments", ta, DataType("int", 32, ta.lanes))
+        if e.op in ("shift_left", "shift_right"):
+            for k in _constant_lanes(e.args[1]):
+                if not 0 <= k < ta.bits:
+                    self.fail(5, e, f"constant shift amount {k} is outside [0, {ta.bits}) for "
+                              f"{ta.element_of()} (amounts computed at run time are taken modulo "
+                              f"{ta.bits})")
         if info.kind == "math_pred":
             if not ta.is_float:
                 self.fail(3, e, f"{e.op} needs a float argument", ta,

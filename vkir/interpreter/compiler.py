@@ -33,19 +33,26 @@ import numpy as np
 from ..ir import expr as E
 from ..ir.buffer import Buffer
 from ..ir.dtype import DataType
+from ..ir.op import is_atomic, is_subgroup
 from . import numeric as N
-from .errors import InterpreterError
+from ..errors import describe_invocation
+from .errors import InterpreterError, OutOfBoundsError
 from .memory import AsyncGroup, Storage, extent_elements, load, make_bound, positions, store
 from .races import Site
+from .atomics import compile_atomic
+from .subgroups import compile_subgroup
 
 
 class RunState:
     """Mutable state of one interpretation: async queues, live per-invocation storages, and the
     race checker (`races`, a RaceChecker, or None when races are not checked)."""
 
-    __slots__ = ("queues", "group", "local_storages", "value_ndims", "committed", "races")
+    __slots__ = ("queues", "group", "local_storages", "value_ndims", "committed", "races",
+                 "subgroup_size", "extents")
 
-    def __init__(self, value_ndims: list, races=None):
+    def __init__(self, value_ndims: list, races=None, subgroup_size: int = 32):
+        self.subgroup_size = subgroup_size
+        self.extents = {"x": 1, "y": 1, "z": 1}  # largest threadIdx extents seen (linear ids)
         self.queues = defaultdict(list)
         self.group = None
         self.local_storages = []
@@ -64,16 +71,19 @@ class RunState:
 class Frame:
     """Slot values of the active invocations: `tid` is None for a single uniform invocation, else
     the ids (rows of local storage) of the K active invocations. `key` identifies the
-    invocations for the race checker (an int, or one per row: see races.py)."""
+    invocations for the race checker (an int, or one per row: see races.py). `coords` holds the
+    threadIdx (x, y, z) of each row (shape (K, 3)), for subgroup operations."""
 
-    __slots__ = ("slots", "tid", "state", "group_size", "key")
+    __slots__ = ("slots", "tid", "state", "group_size", "key", "coords")
 
-    def __init__(self, slots: list, tid, state: RunState, group_size: int = 1, key=0):
+    def __init__(self, slots: list, tid, state: RunState, group_size: int = 1, key=0,
+                 coords=None):
         self.slots = slots
         self.tid = tid
         self.state = state
         self.group_size = group_size  # invocations of the workgroup (active or not)
         self.key = key
+        self.coords = coords
 
     def subset(self, mask) -> "Frame":
         """The frame restricted to the invocations where `mask` holds."""
@@ -81,14 +91,19 @@ class Frame:
         slots = [v[mask] if nd >= 0 and v is not None and v.ndim > nd else v
                  for v, nd in zip(self.slots, nds)]
         key = self.key[mask] if self.key.__class__ is np.ndarray else self.key
-        return Frame(slots, self.tid[mask], self.state, self.group_size, key)
+        coords = self.coords[mask] if self.coords is not None else None
+        return Frame(slots, self.tid[mask], self.state, self.group_size, key, coords)
 
     def take(self, owner) -> "Frame":
         """A frame of len(owner) invocations, invocation c copying the values of owner[c]."""
         nds = self.state.value_ndims
         slots = [v[owner] if nd >= 0 and v is not None and v.ndim > nd else v
                  for v, nd in zip(self.slots, nds)]
-        return Frame(slots, None, self.state, len(owner))
+        coords = self.coords[owner] if self.coords is not None else None
+        return Frame(slots, None, self.state, len(owner), coords=coords)
+
+
+_AXIS = {"x": 0, "y": 1, "z": 2}
 
 
 def _uniform(value) -> bool:
@@ -137,6 +152,30 @@ def _scalar_access(fidx):
     return access2
 
 
+def _locate(err: OutOfBoundsError, fr, threads, span) -> OutOfBoundsError:
+    """A copy of `err` naming the invocation that made the access (from the thread loop vars in
+    `fr`, the offending row when the index varied across invocations) and the source span."""
+    row = getattr(err, "row", None)
+    invocation = {}
+    for thread, slot in threads:
+        value = fr.slots[slot]
+        if isinstance(value, np.ndarray) and value.ndim:
+            if row is None or row >= len(value):
+                continue  # which invocation is not known: leave this id out
+            value = value[row]
+        invocation[thread] = int(value)
+    message = str(err)
+    if invocation:
+        message += f", in invocation {describe_invocation(invocation)}"
+    location = str(span) if span is not None else None
+    if location is not None:
+        message += f" at {location}"
+        line = getattr(span, "source_line", "")
+        if line:
+            message += f"\n    {line.strip()}"
+    return OutOfBoundsError(message, err.buffer, err.index, invocation, location)
+
+
 class Compiler:
     """Turns expressions and statements into closures `f(frame)`; variables and buffers get
     slots."""
@@ -150,6 +189,7 @@ class Compiler:
         self.stmt_span = None     # span of the statement being compiled (for loads)
         self.thread_loops = []    # (thread tag, extent expr, loop var name) of thread loops
         self.written = set()      # data vars of the buffers some store writes
+        self.threads = ()         # (thread tag, slot) of the thread loops around the code
 
     # -- slots -------------------------------------------------------------------------------
 
@@ -261,6 +301,10 @@ class Compiler:
     def e_Call(self, e):
         if e.op == "if_then_else":
             return self._if_then_else(e)
+        if is_atomic(e.op):
+            return compile_atomic(self, e)
+        if is_subgroup(e.op):
+            return compile_subgroup(self, e)
         args = [self.expr(a) for a in e.args]
         npdt = N.np_dtype(e.dtype)
         if e.op == "reinterpret":
@@ -314,6 +358,7 @@ class Compiler:
         fidx = [self.expr(i) for i in e.indices]
         lanes = e.indices[-1].dtype.lanes if e.indices else 1
         site = self.site("read", e)
+        locate = self.locator(site)
         total = lanes * e.buffer.dtype.lanes
 
         if lanes == 1 and e.buffer.dtype.lanes == 1 and len(fidx) in (1, 2):
@@ -325,8 +370,11 @@ class Compiler:
                 if p is not None:
                     value = bb.storage.view(bb.npdt)[p]
                 else:
-                    p = positions(bb, idx, lanes, fr.tid)
-                    value = load(bb, p)
+                    try:
+                        p = positions(bb, idx, lanes, fr.tid)
+                        value = load(bb, p)
+                    except OutOfBoundsError as err:
+                        raise locate(err, fr) from None
                 races = fr.state.races
                 if races is not None:
                     races.read(bb, p, fr, site, total)
@@ -334,8 +382,11 @@ class Compiler:
         else:
             def buffer_load(fr):
                 bb = get(fr)
-                p = positions(bb, [f(fr) for f in fidx], lanes, fr.tid)
-                value = load(bb, p)
+                try:
+                    p = positions(bb, [f(fr) for f in fidx], lanes, fr.tid)
+                    value = load(bb, p)
+                except OutOfBoundsError as err:
+                    raise locate(err, fr) from None
                 races = fr.state.races
                 if races is not None:
                     races.read(bb, p, fr, site, total)
@@ -465,6 +516,7 @@ class Compiler:
         lanes = s.indices[-1].dtype.lanes if s.indices else 1
         is_async = self.in_async
         site = self.site("write", s)
+        locate = self.locator(site)
         total = lanes * s.buffer.dtype.lanes
         self.written.add(s.buffer.data)
 
@@ -484,26 +536,47 @@ class Compiler:
                     return
             else:
                 idx = [f(fr) for f in fidx]
-            pos = positions(bb, idx, lanes, fr.tid)
-            group = fr.state.group if is_async else None
+            try:
+                pos = positions(bb, idx, lanes, fr.tid)
+                group = fr.state.group if is_async else None
+                if group is None:
+                    store(bb, pos, value)
+                elif races is None:
+                    group.record(bb, pos, value)
+                    return
+            except OutOfBoundsError as err:
+                raise locate(err, fr) from None
             if group is None:
-                store(bb, pos, value)
                 if races is not None:
                     if np.ndim(value) > np.ndim(pos):  # one element, a value per invocation
                         pos = np.broadcast_to(pos, np.shape(value))
                     races.write(bb, pos, fr, site, total)
-            elif races is not None:
+            else:
                 if np.ndim(value) > np.ndim(pos):
                     pos = np.broadcast_to(pos, np.shape(value))
-                group.record(bb, pos, value, (bb, races.async_keys(bb, pos, fr, total), site))
-            else:
-                group.record(bb, pos, value)
+                try:
+                    group.record(bb, pos, value, (bb, races.async_keys(bb, pos, fr, total), site))
+                except OutOfBoundsError as err:
+                    raise locate(err, fr) from None
         return buffer_store
+
+    def locator(self, site: int):
+        """`(error, frame) -> error`: the OutOfBoundsError of access `site` completed by the
+        invocation (the ids of the enclosing thread loops) and the access's source location."""
+        threads = self.threads
+        span = self.sites[site].span
+        return lambda err, fr: _locate(err, fr, threads, span)
 
     def s_For(self, s):
         fmin, fext = self.expr(s.min), self.expr(s.extent)
         slot = self.bind(s.loop_var)
-        body = self.stmt(s.body)
+        outer = self.threads
+        if s.kind == "thread_binding" and isinstance(s.thread, str):
+            self.threads = outer + ((s.thread, slot),)
+        try:
+            body = self.stmt(s.body)
+        finally:
+            self.threads = outer
         self.bound.discard(s.loop_var)
         npdt = N.np_dtype(s.loop_var.dtype)
         if s.kind == "thread_binding":
@@ -566,6 +639,9 @@ class Compiler:
                 child = Frame(list(fr.slots), np.arange(n), state, n)
                 child.slots[slot] = (np.arange(n, dtype=np.int64) + int(lo)).astype(npdt)
                 parent_rows = np.zeros(n, np.intp)
+                within = np.arange(n)
+                coords = np.zeros((n, 3), np.int64) if fr.coords is None else \
+                    np.repeat(fr.coords, n, axis=0)
                 if state.races is not None:
                     child.key = state.races.child_keys(fr.key, np.arange(n), axis)
             else:
@@ -580,10 +656,15 @@ class Compiler:
                 child = fr.take(owner)
                 child.tid = parent_rows * int(counts.max()) + within
                 child.group_size = fr.group_size * int(counts.max())
+                coords = np.zeros((total, 3), np.int64) if child.coords is None else \
+                    child.coords.copy()
                 lo_c = lo if _uniform(lo) else lo[owner]
                 child.slots[slot] = (within + lo_c).astype(npdt)
                 if state.races is not None:
                     child.key = state.races.child_keys(fr.key[owner], within, axis)
+            coords[:, _AXIS[axis]] = within
+            child.coords = coords
+            state.extents[axis] = max(state.extents[axis], int(within.max()) + 1)
             saved = [(st, st.fork_rows(parent_rows, child.tid)) for st in state.local_storages]
             body(child)
             for st, (data, rows) in saved:

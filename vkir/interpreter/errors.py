@@ -1,15 +1,14 @@
-"""Errors the interpreter raises while running a kernel (argument errors use vkir.ArgumentError)."""
+"""Errors the interpreter raises while running a kernel (argument errors use vkir.ArgumentError;
+out-of-bounds accesses raise vkir.OutOfBoundsError, shared with the device-side checks)."""
 
-from ..errors import VkirError
+from ..errors import OutOfBoundsError, VkirError
+
+__all__ = ["InterpreterError", "OutOfBoundsError", "DataRaceError"]
 
 
 class InterpreterError(VkirError):
     """The kernel cannot be executed: an unbound variable, an unknown intrinsic, a non-uniform
     allocation size, ..."""
-
-
-class OutOfBoundsError(InterpreterError, IndexError):
-    """A load or store outside its buffer's shape (or outside the bytes behind it)."""
 
 
 class DataRaceError(InterpreterError):

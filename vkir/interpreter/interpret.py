@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..analysis.verify_types import verify_types
 from ..errors import ArgumentError
 from ..ir.base import show
 from ..ir.dtype import DataType
@@ -28,26 +29,36 @@ def _compile(func: PrimFunc):
     return compiler, compiler.stmt(func.body)
 
 
-def interpret(func: PrimFunc, *args, check_races: bool = True, **kwargs) -> None:
+def interpret(func: PrimFunc, *args, check_races: bool = True, subgroup_size: int = 32,
+              **kwargs) -> None:
     """Run `func` on numpy arrays (buffers are modified in place) and Python/numpy scalars,
     given by position and/or by parameter name (`interpret(f, a, b, c=out)`).
 
-    Symbolic sizes come from the array shapes. Wrong argument count, dtypes or shapes raise
+    The explicit-cast checker runs first (an ill-typed program raises `TypeCheckError`, as in
+    vkir.build). Symbolic sizes come from the array shapes. Wrong argument count, dtypes or shapes raise
     `vkir.ArgumentError`; out-of-bounds accesses raise `OutOfBoundsError`. Unless `check_races`
     is False, two invocations accessing one element without a barrier ordering them (a data
     race, which the lockstep execution would hide) raise `DataRaceError` (see races.py).
+    Subgroup operations group `subgroup_size` consecutive invocations (a power of two from 1 to
+    128, as on Vulkan devices).
     """
+    if isinstance(subgroup_size, bool) or not isinstance(subgroup_size, int) or \
+            subgroup_size < 1 or subgroup_size > 128 or subgroup_size & (subgroup_size - 1):
+        raise ArgumentError(f"subgroup_size must be a power of two from 1 to 128, got "
+                            f"{subgroup_size!r}")
     with recursion_headroom():  # compiling and running deep expressions recurse per level
-        _interpret(func, args, kwargs, check_races)
+        _interpret(func, args, kwargs, check_races, subgroup_size)
 
 
-def _interpret(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool) -> None:
+def _interpret(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool,
+               subgroup_size: int) -> None:
     if not isinstance(func, PrimFunc):
         raise ArgumentError(f"interpret expects a PrimFunc, got {type(func).__name__}")
+    verify_types(func)  # the programs vkir.build refuses as ill-typed do not run here either
     compiler, body = _compile(func)
     bindings = bind_arguments(func, args, evaluate, kwargs)
     races = _race_checker(compiler, bindings.values) if check_races else None
-    state = RunState(compiler.value_ndims, races)
+    state = RunState(compiler.value_ndims, races, subgroup_size)
     slots = [None] * len(compiler.value_ndims)
     for key, value in bindings.values.items():
         slots[compiler.slot(key)] = value

@@ -135,12 +135,13 @@ def positions(bb: BoundBuffer, idx: list, index_lanes: int, tid) -> np.ndarray:
         ext = bb.shape[d]
         if np.ndim(i) == 0:
             if i < 0 or i >= ext:
-                raise OutOfBoundsError(f"buffer {bb.name}: index {i} out of bounds for dim {d} "
-                                       f"of extent {ext}")
+                raise _out_of_bounds(bb, int(i), f"dim {d} of extent {ext}")
         elif i.size and (i.min() < 0 or i.max() >= ext):
-            bad = i[(i < 0) | (i >= ext)].ravel()[0]
-            raise OutOfBoundsError(f"buffer {bb.name}: index {bad} out of bounds for dim {d} "
-                                   f"of extent {ext}")
+            first = np.argwhere((i < 0) | (i >= ext))[0]
+            # a leading invocation axis: 2-d (invocations x lanes), or 1-d for a scalar index
+            per_invocation = i.ndim == 2 or (i.ndim == 1 and (index_lanes == 1 or d < nd - 1))
+            raise _out_of_bounds(bb, int(i[tuple(first)]), f"dim {d} of extent {ext}",
+                                 int(first[0]) if per_invocation else None)
         if getattr(i, "dtype", None) == np.uint64:
             i = i.astype(np.int64)
         if index_lanes > 1 and d < nd - 1:
@@ -165,23 +166,35 @@ def _scalar_position(bb: BoundBuffer, idx: list):
     if len(idx) != len(bb.shape):
         return None
     e = bb.offset_int
-    for i, ext, st in zip(idx, bb.shape, bb.strides_int):
+    for d, (i, ext, st) in enumerate(zip(idx, bb.shape, bb.strides_int)):
         if i.__class__ is np.ndarray:
             return None
         i = int(i)
         if not 0 <= i < ext:
-            raise OutOfBoundsError(f"buffer {bb.name}: index {i} out of bounds for a dim "
-                                   f"of extent {ext}")
+            raise _out_of_bounds(bb, i, f"dim {d} of extent {ext}")
         e += i * st
     return e
+
+
+def _out_of_bounds(bb: BoundBuffer, index: int, where: str, row: int | None = None):
+    """The error for `index` outside `where`; `row` is the offending invocation's row in the
+    frame (None when the index is uniform), from which the compiler names the invocation."""
+    err = OutOfBoundsError(f"buffer {bb.name}: index {index} is out of bounds for {where}",
+                           bb.name, index)
+    err.row = row
+    return err
 
 
 def _check_flat(bb: BoundBuffer, view: np.ndarray, pos):
     lo, hi = (pos, pos) if np.ndim(pos) == 0 else (pos.min(), pos.max())
     if lo < 0 or hi >= len(view):
         bad = hi if hi >= len(view) else lo
-        raise OutOfBoundsError(f"buffer {bb.name}: access at element {bad} "
-                               f"is outside the {len(view)} elements of its data")
+        row = None
+        if np.ndim(pos) > 0:
+            first = np.argwhere(pos == bad)[0]
+            row = int(first[0]) if pos.ndim > 1 else None
+        raise _out_of_bounds(bb, int(bad), f"the {len(view)} elements of its data "
+                             "(an element position)", row)
 
 
 def load(bb: BoundBuffer, pos):

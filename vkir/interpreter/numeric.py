@@ -4,7 +4,13 @@ A value is a numpy scalar (one lane, uniform), or an ndarray whose last axis hol
 whose optional leading axis holds the invocations of a workgroup that execute in lockstep. Integer
 arithmetic wraps at the dtype width (numpy does, with its overflow warnings silenced by the caller),
 floats stay in their own width, and division follows the IR: `Div`/`Mod` truncate like C on
-integers, `FloorDiv`/`FloorMod` are numpy's `//` and `%`.
+integers, `FloorDiv`/`FloorMod` are numpy's `//` and `%` (also on floats: floor of the exact
+quotient's fmod-based derivation, with numpy's sign rules for zeros).
+
+Shifts: `shift_left`/`shift_right` take the shift amount modulo the bit width of the operand type
+(like x86, and like Python's `x << (s % bits)`); `shift_right` is arithmetic on signed and
+logical on unsigned types. A constant amount outside [0, bits) is refused by the type checker, so
+the modulo only matters for amounts computed at run time. Every device computes the same.
 """
 
 from __future__ import annotations
@@ -146,8 +152,17 @@ def _fma(a, b, c):
     return (np.asarray(a, wide) * b + c).astype(dt)
 
 
+def _shift_amount(a, b):
+    """The shift amount `b` modulo the bit width of `a` (the vkir definition)."""
+    return np.bitwise_and(b, b.dtype.type(np.asarray(a).dtype.itemsize * 8 - 1))
+
+
+def _shift_left(a, b):
+    return np.left_shift(a, _shift_amount(a, b))
+
+
 def _shift_right(a, b):
-    return np.right_shift(a, b)
+    return np.right_shift(a, _shift_amount(a, b))
 
 
 MATH = {
@@ -159,7 +174,7 @@ MATH = {
     "fabs": np.abs, "isnan": np.isnan, "isinf": np.isinf, "pow": np.power, "atan2": np.arctan2,
     "fmod": np.fmod, "fma": _fma,
     "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
-    "bitwise_not": np.invert, "shift_left": np.left_shift, "shift_right": _shift_right,
+    "bitwise_not": np.invert, "shift_left": _shift_left, "shift_right": _shift_right,
 }
 
 

@@ -56,6 +56,13 @@ _ANY_UNBOUND = sum(_UNBOUND.values())
 AXES = ("z", "y", "x")  # message order: outer to inner
 
 
+# records of atomic accesses, made on the first atomic of a storage (like the reads': the first
+# atomic of the current epoch and one by another invocation; across workgroups, the first
+# workgroup and one other)
+ATOMIC_FIELDS = ("a_tok", "a_key", "a_site", "a_key2", "a_site2",
+                 "ax_wg", "ax_key", "ax_site", "ax_wg2", "ax_key2", "ax_site2")
+
+
 def shift(axis: str) -> int:
     return "xyz".index(axis) * _BITS
 
@@ -77,7 +84,7 @@ class Site:
 
         printer = ExprPrinter()
         node = self.node
-        if self.kind == "read":
+        if self.kind in ("read", "atomic"):
             return f"in `{printer.expr(node)}`"
         if self.kind == "write":
             return f"in `{node.buffer.name}[{printer.indices(node.indices)}] = ...`"
@@ -89,7 +96,7 @@ class Shadow:
 
     __slots__ = ("unit", "scope", "cross", "w_tok", "w_site", "w_key", "w_wg", "r_tok", "r_site",
                  "r_key", "r_key2", "r_site2", "x_wg", "x_key", "x_site", "x_wg2", "x_key2",
-                 "x_site2", "scratch")
+                 "x_site2", "scratch", *ATOMIC_FIELDS)
 
     def __init__(self, n: int, unit: int, scope: str, cross: bool):
         self.unit = unit
@@ -252,6 +259,8 @@ class RaceChecker:
         sh, ratio, p, keys, multi = accessed
         t = self.token
         wg = self.wg
+        if sh.a_tok is not None:
+            self._check_atomics(bb, sh, ratio, p, keys, multi, ("read", wg, site))
         same = sh.w_tok[p] == t
         if same.any():
             wk = sh.w_key[p]
@@ -311,9 +320,107 @@ class RaceChecker:
         accessed = self._accessed(bb, pos, fr, lanes)
         if accessed is None:
             return
-        sh, ratio, p, keys, _ = accessed
+        sh, ratio, p, keys, multi = accessed
+        if sh.a_tok is not None:
+            self._check_atomics(bb, sh, ratio, p, keys, multi, ("write", self.wg, site))
         self._check_write(bb, sh, ratio, p, keys, self.wg, site)
         self._record_write(sh, p, keys, self.wg, self.token, site)
+
+    # -- atomics ---------------------------------------------------------------------------------
+
+    def atomic(self, bb, pos, fr, site: int, lanes: int):
+        """An atomic update: it races with plain reads and writes of the element by other
+        invocations in the same epoch (or by other workgroups), never with other atomics."""
+        accessed = self._accessed(bb, pos, fr, lanes)
+        if accessed is None:
+            return
+        sh, ratio, p, keys, multi = accessed
+        t, wg = self.token, self.wg
+        if sh.a_tok is None:
+            for name in ATOMIC_FIELDS:
+                setattr(sh, name, np.full(len(sh.w_tok), NONE, np.int64))
+        # plain writes
+        wk = sh.w_key[p]
+        bad = (sh.w_tok[p] == t) & (wk != COLLECTIVE)
+        if not multi:
+            bad &= wk != keys
+        if sh.cross:
+            ww = sh.w_wg[p]
+            bad |= (ww != NONE) & ((ww != wg) | (wg == ALL))
+        if bad.any():
+            j = int(np.argmax(bad))
+            self._report(bb, sh, p[j], ratio, self._last_write(sh, p[j]),
+                         ("atomic", int(keys[j]), wg, site))
+        # plain reads
+        r1, r2 = sh.r_key[p], sh.r_key2[p]
+        bad = (sh.r_tok[p] == t) & ((r1 != keys) | (r2 != NONE) | multi)
+        if bad.any():
+            j = int(np.argmax(bad))
+            q = p[j]
+            other = ("read", int(r1[j]), wg, int(sh.r_site[q])) if r1[j] != keys[j] or multi \
+                else ("read", int(r2[j]), wg, int(sh.r_site2[q]))
+            self._report(bb, sh, q, ratio, other, ("atomic", int(keys[j]), wg, site))
+        if sh.cross:
+            x1, x2 = sh.x_wg[p], sh.x_wg2[p]
+            bad = (x1 != NONE) & ((x1 != wg) | (x2 != NONE) | (wg == ALL))
+            if bad.any():
+                j = int(np.argmax(bad))
+                q = p[j]
+                if x1[j] != wg or wg == ALL:
+                    other = ("read", int(sh.x_key[q]), int(x1[j]), int(sh.x_site[q]))
+                else:
+                    other = ("read", int(sh.x_key2[q]), int(x2[j]), int(sh.x_site2[q]))
+                self._report(bb, sh, q, ratio, other, ("atomic", int(keys[j]), wg, site))
+        # record, like reads
+        fresh = sh.a_tok[p] != t
+        if fresh.any():
+            q = p[fresh]
+            sh.a_tok[q] = t
+            sh.a_site[q] = site
+            sh.a_key[q] = keys[fresh]
+            sh.a_key2[q] = NONE
+        other = (sh.a_key[p] != keys) | multi
+        if other.any():
+            q = p[other]
+            sh.a_key2[q] = keys[other]
+            sh.a_site2[q] = site
+        if sh.cross:
+            empty = sh.ax_wg[p] == NONE
+            if empty.any():
+                q = p[empty]
+                sh.ax_wg[q] = wg
+                sh.ax_key[q] = keys[empty]
+                sh.ax_site[q] = site
+            other = (sh.ax_wg[p] != wg) & (sh.ax_wg2[p] == NONE)
+            if other.any():
+                q = p[other]
+                sh.ax_wg2[q] = wg
+                sh.ax_key2[q] = keys[other]
+                sh.ax_site2[q] = site
+
+    def _check_atomics(self, bb, sh, ratio, p, keys, multi, access):
+        """A plain access (kind, workgroup, site) against the atomics recorded on `p`."""
+        kind, wg, site = access
+        t = self.token
+        a1, a2 = sh.a_key[p], sh.a_key2[p]
+        bad = (sh.a_tok[p] == t) & ((a1 != keys) | (a2 != NONE) | multi)
+        if bad.any():
+            j = int(np.argmax(bad))
+            q = p[j]
+            other = ("atomic", int(a1[j]), wg, int(sh.a_site[q])) if a1[j] != keys[j] or multi \
+                else ("atomic", int(a2[j]), wg, int(sh.a_site2[q]))
+            self._report(bb, sh, q, ratio, other, (kind, int(keys[j]), wg, site))
+        if sh.cross:
+            x1, x2 = sh.ax_wg[p], sh.ax_wg2[p]
+            bad = (x1 != NONE) & ((x1 != wg) | (x2 != NONE) | (wg == ALL))
+            if bad.any():
+                j = int(np.argmax(bad))
+                q = p[j]
+                if x1[j] != wg or wg == ALL:
+                    other = ("atomic", int(sh.ax_key[q]), int(x1[j]), int(sh.ax_site[q]))
+                else:
+                    other = ("atomic", int(sh.ax_key2[q]), int(x2[j]), int(sh.ax_site2[q]))
+                self._report(bb, sh, q, ratio, other, (kind, int(keys[j]), wg, site))
 
     def _check_write(self, bb, sh, ratio, p, keys, wg, site, ordered_in_group=False):
         t = self.token
@@ -441,7 +548,7 @@ class RaceChecker:
         scope = sh.scope
         kind1, key1, wg1, site1 = first
         kind2, key2, wg2, site2 = second
-        verb = {"read": "read", "write": "written"}
+        verb = {"read": "read", "write": "written", "atomic": "updated atomically"}
         if several:
             name = next((self.names[t] for t in ("threadIdx.x", "threadIdx.y", "threadIdx.z")
                          if t in self.names), None)

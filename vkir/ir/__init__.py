@@ -10,7 +10,7 @@ from .expr import (
 )
 from .function import PrimFunc
 from .functor import Mutator, Visitor, children
-from .op import OPS, OpInfo, is_pure
+from .op import OPS, SUBGROUP_OPS, OpInfo, is_atomic, is_pure, is_subgroup
 from .stmt import (
     FOR_KINDS, THREAD_TAGS, AllocBuffer, AsyncCommitQueue, AsyncScope, AsyncWaitQueue, Barrier,
     BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt, SeqStmt, seq,

@@ -14,7 +14,7 @@ class OpInfo:
     name: str
     arity: int
     pure: bool
-    kind: str  # "math_float" | "bitwise" | "special"
+    kind: str  # "math_float" | "math_abs" | "math_pred" | "bitwise" | "special" | "atomic" | "subgroup"
 
 
 def _ops():
@@ -35,10 +35,65 @@ def _ops():
     ops["reinterpret"] = OpInfo("reinterpret", 1, True, "special")
     # if_then_else evaluates only the taken side (unlike Select)
     ops["if_then_else"] = OpInfo("if_then_else", 3, True, "special")
+    # Atomics: the first argument is the BufferLoad of the element they update (it marks the
+    # address; the element is not read as a plain load), the result is the element's old value.
+    for name in ATOMIC_BINARY:
+        ops[name] = OpInfo(name, 2, False, "atomic")
+    ops["atomic_compare_exchange"] = OpInfo("atomic_compare_exchange", 3, False, "atomic")
+    # Subgroup operations are impure: their value depends on which invocations are active, so
+    # they may neither be commoned nor moved across control flow.
+    for name, (arity, _) in SUBGROUP_OPS.items():
+        ops[name] = OpInfo(name, arity, False, "subgroup")
     return ops
 
 
+ATOMIC_BINARY = ("atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_and",
+                 "atomic_or", "atomic_xor", "atomic_exchange")
+"""Atomics taking (element, value); `atomic_compare_exchange` takes (element, expected, desired)."""
+
+
+def _subgroup_ops():
+    ops = {}
+    for name in ("subgroup_size", "subgroup_invocation_id", "subgroup_id", "num_subgroups"):
+        ops[name] = (0, "basic")
+    ops["subgroup_elect"] = (0, "basic")
+    for name in ("subgroup_all", "subgroup_any"):
+        ops[name] = (1, "vote")
+    for red in SUBGROUP_REDUCTIONS:
+        ops[f"subgroup_{red}"] = (1, "arithmetic")
+    for red in SUBGROUP_SCANS:
+        ops[f"subgroup_inclusive_{red}"] = (1, "arithmetic")
+        ops[f"subgroup_exclusive_{red}"] = (1, "arithmetic")
+    ops["subgroup_broadcast"] = (2, "ballot")
+    ops["subgroup_broadcast_first"] = (1, "ballot")
+    ops["subgroup_ballot"] = (1, "ballot")
+    ops["subgroup_shuffle"] = (2, "shuffle")
+    ops["subgroup_shuffle_xor"] = (2, "shuffle")
+    ops["subgroup_shuffle_up"] = (2, "shuffle_relative")
+    ops["subgroup_shuffle_down"] = (2, "shuffle_relative")
+    return ops
+
+
+SUBGROUP_REDUCTIONS = ("add", "mul", "min", "max", "and", "or", "xor")
+SUBGROUP_SCANS = ("add", "mul", "min", "max")
+
+SUBGROUP_OPS: dict[str, tuple[int, str]] = _subgroup_ops()
+"""Subgroup op -> (arity, the Vulkan subgroup operation class it needs: "basic", "vote",
+"arithmetic", "ballot", "shuffle" or "shuffle_relative")."""
+
+
 OPS: dict[str, OpInfo] = _ops()
+
+
+def is_atomic(op: str) -> bool:
+    """True for the atomics (`atomic_add`, ..., `atomic_compare_exchange`)."""
+    info = OPS.get(op)
+    return info is not None and info.kind == "atomic"
+
+
+def is_subgroup(op: str) -> bool:
+    """True for the subgroup operations (`subgroup_add`, `subgroup_ballot`, ...)."""
+    return op in SUBGROUP_OPS
 
 
 def is_pure(op: str) -> bool:
@@ -47,9 +102,19 @@ def is_pure(op: str) -> bool:
     return info is not None and info.pure
 
 
+_SUBGROUP_RESULT = {
+    "subgroup_size": DataType("int", 32), "subgroup_invocation_id": DataType("int", 32),
+    "subgroup_id": DataType("int", 32), "num_subgroups": DataType("int", 32),
+    "subgroup_elect": DataType("bool", 1), "subgroup_all": DataType("bool", 1),
+    "subgroup_any": DataType("bool", 1), "subgroup_ballot": DataType("uint", 32, 4),
+}
+
+
 def result_dtype(op: str, args) -> DataType:
     """The dtype `T.<op>(*args)` has when it is not spelled out: the script parser gives calls
     this dtype, and the printer writes `T.call` with an explicit dtype wherever it differs."""
+    if op in _SUBGROUP_RESULT:
+        return _SUBGROUP_RESULT[op]
     if op in ("isnan", "isinf"):
         return DataType("bool", 1, args[0].dtype.lanes)
     if op == "if_then_else":

@@ -192,7 +192,7 @@ class ExprPrinter:
 
     def _e_Call(self, e):
         info = OPS.get(e.op)
-        if info is not None and len(e.args) == info.arity and e.args:
+        if info is not None and len(e.args) == info.arity and (e.args or info.kind == "subgroup"):
             natural = result_dtype(e.op, e.args) if e.op != "reinterpret" else e.dtype
             if natural == e.dtype:
                 if e.op == "reinterpret":
@@ -200,6 +200,8 @@ class ExprPrinter:
                 if e.op == "if_then_else":
                     t, f = self.args(e.args[1], e.args[2])
                     return f"T.if_then_else({self.expr(e.args[0])}, {t}, {f})", ATOM
+                if info.kind in ("atomic", "subgroup"):  # builders type each argument
+                    return f"T.{e.op}({', '.join(self.expr(a) for a in e.args)})", ATOM
                 if e.op == "bitwise_not" and not is_const(e.args[0]):
                     return f"~{self._paren(self.prec(e.args[0]), UNARY)}", UNARY
                 pairs = self.arg_pairs(*e.args)

@@ -17,8 +17,9 @@ from . import stmt as S
 from .base import FrozenDict, PrimExpr, Stmt
 from .buffer import Buffer
 from .dtype import DataType, PointerType
-from .expr import Add, And, Div, FloatImm, FloorDiv, FloorMod, IntImm, Mul, Or, Sub, Var
+from .expr import Add, And, Call, Div, FloatImm, FloorDiv, FloorMod, IntImm, Mul, Or, Sub, Var
 from .function import PrimFunc
+from .op import is_atomic
 from .print_expr import ADD, AND, ATOM, MUL, OR, ExprPrinter, quote
 from .structural import recursion_headroom, structural_equal
 from .walk import walk
@@ -260,7 +261,10 @@ class Printer(ExprPrinter):
         return lines + [f"{pad}else:"] + self.block(other, depth + 1)
 
     def _s_Evaluate(self, s, depth, pad):
-        return [f"{pad}T.evaluate({self.expr(s.value)})"]
+        text = self.expr(s.value)
+        if isinstance(s.value, Call) and is_atomic(s.value.op) and text.startswith("T.atomic_"):
+            return [f"{pad}{text}"]  # an atomic statement (its old value unused)
+        return [f"{pad}T.evaluate({text})"]
 
     def _s_Barrier(self, s, depth, pad):
         return [f"{pad}T.barrier()"]

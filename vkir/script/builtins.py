@@ -13,7 +13,7 @@ import sys
 
 from ..ir import expr as E
 from ..ir.dtype import DataType
-from ..ir.op import OPS, result_dtype
+from ..ir.op import ATOMIC_BINARY, OPS, SUBGROUP_OPS, result_dtype
 
 
 class BuildError(ValueError):
@@ -25,6 +25,18 @@ class BuildError(ValueError):
 
 
 LITERAL_TYPES = (bool, int, float)
+
+# The widest integer the script folds (a float64 holds integers up to 2**1024; beyond this a
+# constant fits no vkir type, and folding it could take hours).
+MAX_LITERAL_BITS = 2048
+
+
+def int_text(value: int) -> str:
+    """`value` in decimal, or a short description when it is too wide to print usefully (Python
+    refuses to print integers of more than 4300 digits)."""
+    if abs(value).bit_length() <= MAX_LITERAL_BITS:
+        return str(value)
+    return f"{'-' if value < 0 else ''}<an integer of {abs(value).bit_length()} bits>"
 
 
 def is_literal(value) -> bool:
@@ -55,7 +67,7 @@ def default_dtype(value) -> DataType:
 def literal_as(value, dtype: DataType, arg: int | None = None) -> E.PrimExpr:
     """The Python literal `value` as a constant of `dtype` (a Broadcast for a vector dtype)."""
     if dtype.is_handle:
-        raise BuildError(f"literal {value!r} cannot be used with a handle operand", arg)
+        raise BuildError(f"literal {_describe(value)} cannot be used with a handle operand", arg)
     elem = dtype.element_of()
     if isinstance(value, bool):
         if not elem.is_bool:
@@ -69,11 +81,11 @@ def literal_as(value, dtype: DataType, arg: int | None = None) -> E.PrimExpr:
         lo, hi = ((-(1 << (elem.bits - 1)), (1 << (elem.bits - 1)) - 1) if elem.is_int
                   else (0, (1 << elem.bits) - 1))
         if not lo <= value <= hi:
-            raise BuildError(f"integer literal {value} is out of range for {elem}", arg)
+            raise BuildError(f"integer literal {int_text(value)} is out of range for {elem}", arg)
     elif elem.is_bool and value not in (0, 1):
-        raise BuildError(f"integer literal {value} used where a bool is expected", arg)
+        raise BuildError(f"integer literal {int_text(value)} used where a bool is expected", arg)
     elif elem.is_float and abs(value) > sys.float_info.max:  # float(value) would overflow
-        raise BuildError(f"integer literal {value} is out of range for {elem}", arg)
+        raise BuildError(f"integer literal {int_text(value)} is out of range for {elem}", arg)
     return E.const(value, dtype)
 
 
@@ -132,6 +144,8 @@ def _describe(value) -> str:
         return f"the string {value!r}"
     if isinstance(value, (list, tuple)):
         return "a list"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int_text(value)
     return repr(value)
 
 
@@ -248,7 +262,7 @@ def typed_const(dtype: str, value, *, span=None) -> E.PrimExpr:
             raise BuildError(f"expected an integer, got {value!r}", 0)
         value = int(value)
     if dt.is_bool and not isinstance(value, bool) and value not in (0, 1):
-        raise BuildError(f"expected True or False, got {value!r}", 0)
+        raise BuildError(f"expected True or False, got {_describe(value)}", 0)
     if dt.is_bool:
         value = bool(value)
     if dt.is_integer and isinstance(value, bool):
@@ -263,10 +277,70 @@ def _with_span(node, span):
     return replace(node, span=span)
 
 
+# ----------------------------------------------------------------------------------------------
+# atomics and subgroup operations
+
+_INT32 = DataType("int", 32)
+_BOOL = DataType("bool", 1)
+_SUBGROUP_LANE_ARG = ("subgroup_broadcast", "subgroup_shuffle", "subgroup_shuffle_xor",
+                      "subgroup_shuffle_up", "subgroup_shuffle_down")
+
+
+def atomic(op: str, element, *values, span=None) -> E.PrimExpr:
+    """`T.atomic_<op>(A[i], v)` / `T.atomic_compare_exchange(A[i], expected, desired)`: a Call
+    whose first argument is the BufferLoad of the updated element; literal values take the
+    element's dtype. The result is the element's old value."""
+    if not isinstance(element, E.BufferLoad):
+        raise BuildError(f"the first argument must be a buffer element such as A[i], got "
+                         f"{_describe(element)}", 0)
+    want = 2 if op == "atomic_compare_exchange" else 1
+    if len(values) != want:
+        raise BuildError(f"takes {want + 1} arguments, got {len(values) + 1}")
+    typed = []
+    for i, v in enumerate(values):
+        typed.append(literal_as(v, element.dtype, i + 1) if is_literal(v) else to_expr(v, i + 1))
+    return E.Call(element.dtype, op, (element, *typed), span=span)
+
+
+def subgroup(op: str, *args, span=None) -> E.PrimExpr:
+    """`T.subgroup_<op>(...)`: predicates are bool, lanes/masks/deltas int32 (literals take those
+    types), other operands keep their own dtype."""
+    arity = SUBGROUP_OPS[op][0]
+    if len(args) != arity:
+        raise BuildError(f"takes {arity} argument{'s' * (arity != 1)}, got {len(args)}")
+    values = []
+    for i, a in enumerate(args):
+        if op in ("subgroup_all", "subgroup_any", "subgroup_ballot"):
+            values.append(literal_as(a, _BOOL, i) if is_literal(a) else to_expr(a, i))
+        elif i == 1:  # the lane, mask or delta of a broadcast or shuffle
+            values.append(literal_as(a, _INT32, i) if is_literal(a) else to_expr(a, i))
+        else:
+            values.append(to_expr(a, i))
+    return E.Call(result_dtype(op, values), op, tuple(values), span=span)
+
+
+def _atomic_builder(op: str):
+    def build(element, *values, span=None):
+        return atomic(op, element, *values, span=span)
+    build.__name__ = op
+    build.__doc__ = f"T.{op}: see `atomic`."
+    return build
+
+
+def _subgroup_builder(op: str):
+    def build(*args, span=None):
+        return subgroup(op, *args, span=span)
+    build.__name__ = op
+    build.__doc__ = f"T.{op}: see `subgroup`."
+    return build
+
+
 EXPR_BUILDERS = {
     "cast": cast, "reinterpret": reinterpret, "ramp": ramp, "broadcast": broadcast,
     "select": select, "if_then_else": if_then_else, "min": min, "max": max,
     "truncdiv": truncdiv, "truncmod": truncmod, "floordiv": floordiv, "floormod": floormod,
     "shuffle": shuffle, "call": call,
+    **{op: _atomic_builder(op) for op in (*ATOMIC_BINARY, "atomic_compare_exchange")},
+    **{op: _subgroup_builder(op) for op in SUBGROUP_OPS},
 }
 """Builders by T name; every op of vkir.ir.op.OPS not listed here is `intrinsic(op, ...)`."""

@@ -188,11 +188,19 @@ class ExprParser:
                              str(exc)) from None
         if op is ast.Pow:
             if all(isinstance(v, int) and not isinstance(v, bool) for v in (a, b)) and b >= 0:
-                return a ** b  # a constant written as a power, e.g. 2**40
+                return self._fold_power(node, a, b)  # a constant written as a power, e.g. 2**40
             raise self.error(node, "'**' is not supported; use T.pow(a, b)")
         if op is ast.MatMult:
             raise self.error(node, "'@' is not supported")
         raise self.error(node, f"unsupported operator {op.__name__}")
+
+    def _fold_power(self, node, a: int, b: int) -> int:
+        """`a ** b` for integer literals, refused (before computing it) when the result would
+        be wider than MAX_LITERAL_BITS: no vkir type holds it, and folding it could take hours."""
+        if abs(a) > 1 and b * (abs(a).bit_length() - 1) > B.MAX_LITERAL_BITS:
+            raise self.error(node, f"constant {B.int_text(a)}**{B.int_text(b)} has more than "
+                                   f"{B.MAX_LITERAL_BITS} bits; no vkir type can hold it")
+        return a ** b
 
     def _check_operand(self, node, value):
         if not isinstance(value, E.PrimExpr) and not B.is_literal(value):

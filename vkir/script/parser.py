@@ -20,6 +20,7 @@ from ..ir import stmt as S
 from ..ir.buffer import Buffer
 from ..ir.dtype import SCOPES, DataType, PointerType
 from ..ir.function import PrimFunc
+from ..ir.op import is_atomic
 from ..ir.structural import recursion_headroom
 from . import builtins as B
 from .diagnostics import Source
@@ -253,6 +254,8 @@ class Parser(ExprParser):
             return S.Barrier(span=self.span(node))
         if name == "func_attr":
             raise self.error(node, f"{self.t_name}.func_attr must come first in the function body")
+        if name is not None and is_atomic(name):  # an atomic as a statement: its old value unused
+            return S.Evaluate(self.expr(node.value), span=self.span(node))
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return S.SeqStmt((), span=self.span(node))  # a string statement is a comment
         raise self.error(node, f"an expression is not a statement; wrap it in "

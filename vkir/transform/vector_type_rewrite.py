@@ -55,6 +55,7 @@ from ..ir import (
     Ramp, Shuffle, Var, Visitor,
 )
 from ..ir.base import FrozenDict, PrimExpr
+from ..ir.op import is_atomic
 from .base import Pass
 
 
@@ -287,6 +288,15 @@ class _Collector(ContextMixin, Visitor):
 
     def visit_BufferStore(self, node):
         self._access(node.buffer, node.indices, is_store=True)
+        self.generic_visit(node)
+
+    def visit_Call(self, node):
+        if is_atomic(node.op) and node.args and isinstance(node.args[0], BufferLoad):
+            buf = node.args[0].buffer
+            st = self.storages.get(buf.data)
+            if st is not None:  # an atomic updates one scalar element: the storage stays scalar
+                self._declare(buf, None)
+                st.refuse(f"{buf.name} is updated by {node.op}")
         self.generic_visit(node)
 
     def _access(self, buf: Buffer, indices: tuple, is_store: bool):

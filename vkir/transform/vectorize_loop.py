@@ -27,7 +27,7 @@ from ..errors import TransformError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import Mutator, children
-from ..ir.op import is_pure
+from ..ir.op import is_atomic, is_pure, is_subgroup
 from ..ir.walk import walk
 from ..ir.printer import script
 from .base import Pass
@@ -102,6 +102,9 @@ class _BodyVectorizer:
         return E.Select(cond, self.widen(t, vt), self.widen(f, vf)), True
 
     def expr_Call(self, e):
+        if is_atomic(e.op) or is_subgroup(e.op):
+            # one update (or one collective operation) per iteration: the loop stays serial
+            raise _Scalarize(f"{e.op} is applied once per iteration")
         if not is_pure(e.op):
             self.error(f"impure call {e.op!r} cannot be vectorized")
         results = [self.expr(a) for a in e.args]

@@ -1,0 +1,176 @@
+"""Atomics and subgroup operations (mixed into the kernel emitter).
+
+Atomics: one OpAtomic* on the pointer to the element, at Device scope for storage buffers and
+Workgroup scope for shared memory, with AcquireRelease semantics on that storage class (the
+unequal case of a compare-exchange: Acquire). A barrier in a kernel with atomics on storage
+buffers also orders storage-buffer memory, so an atomic followed by a barrier is visible to the
+workgroup; the end of the dispatch makes it visible to the next one. int64/uint64 atomics and
+float32 add/min/max need their device features, named in the UnsupportedError otherwise.
+
+Subgroup operations: OpGroupNonUniform* at Subgroup scope; the capability of each class (vote,
+arithmetic, ballot, shuffle, shuffle_relative) is declared when used, and the target must have
+the matching feature ("subgroup_<class>"). Ids come from the SubgroupSize,
+SubgroupLocalInvocationId, SubgroupId and NumSubgroups builtins.
+"""
+
+from __future__ import annotations
+
+from vkir.errors import UnsupportedError
+from vkir.ir import BufferLoad, Call, DataType, IntImm
+from vkir.ir.op import SUBGROUP_OPS
+
+_UINT32 = DataType("uint", 32)
+_INT32 = DataType("int", 32)
+_BOOL = DataType("bool", 1)
+
+# op -> (signed int, unsigned int, float) instruction
+_ATOMIC = {
+    "atomic_add": ("OpAtomicIAdd", "OpAtomicIAdd", "OpAtomicFAddEXT"),
+    "atomic_sub": ("OpAtomicISub", "OpAtomicISub", None),
+    "atomic_min": ("OpAtomicSMin", "OpAtomicUMin", "OpAtomicFMinEXT"),
+    "atomic_max": ("OpAtomicSMax", "OpAtomicUMax", "OpAtomicFMaxEXT"),
+    "atomic_and": ("OpAtomicAnd", "OpAtomicAnd", None),
+    "atomic_or": ("OpAtomicOr", "OpAtomicOr", None),
+    "atomic_xor": ("OpAtomicXor", "OpAtomicXor", None),
+    "atomic_exchange": ("OpAtomicExchange", "OpAtomicExchange", None),
+}
+_FLOAT_ATOMIC = {"atomic_add": ("add", "AtomicFloat32AddEXT"),
+                 "atomic_min": ("minmax", "AtomicFloat32MinMaxEXT"),
+                 "atomic_max": ("minmax", "AtomicFloat32MinMaxEXT")}
+
+# reduction kind -> (int instruction (signed, unsigned), float instruction, bool instruction)
+_ARITH = {
+    "add": (("OpGroupNonUniformIAdd",) * 2, "OpGroupNonUniformFAdd", None),
+    "mul": (("OpGroupNonUniformIMul",) * 2, "OpGroupNonUniformFMul", None),
+    "min": (("OpGroupNonUniformSMin", "OpGroupNonUniformUMin"), "OpGroupNonUniformFMin", None),
+    "max": (("OpGroupNonUniformSMax", "OpGroupNonUniformUMax"), "OpGroupNonUniformFMax", None),
+    "and": (("OpGroupNonUniformBitwiseAnd",) * 2, None, "OpGroupNonUniformLogicalAnd"),
+    "or": (("OpGroupNonUniformBitwiseOr",) * 2, None, "OpGroupNonUniformLogicalOr"),
+    "xor": (("OpGroupNonUniformBitwiseXor",) * 2, None, "OpGroupNonUniformLogicalXor"),
+}
+_CAPABILITY = {"basic": "GroupNonUniform", "vote": "GroupNonUniformVote",
+               "arithmetic": "GroupNonUniformArithmetic", "ballot": "GroupNonUniformBallot",
+               "shuffle": "GroupNonUniformShuffle",
+               "shuffle_relative": "GroupNonUniformShuffleRelative"}
+_BUILTIN = {"subgroup_size": "SubgroupSize", "subgroup_invocation_id": "SubgroupLocalInvocationId",
+            "subgroup_id": "SubgroupId", "num_subgroups": "NumSubgroups"}
+_SHUFFLE = {"subgroup_broadcast": "OpGroupNonUniformBroadcast",
+            "subgroup_shuffle": "OpGroupNonUniformShuffle",
+            "subgroup_shuffle_xor": "OpGroupNonUniformShuffleXor",
+            "subgroup_shuffle_up": "OpGroupNonUniformShuffleUp",
+            "subgroup_shuffle_down": "OpGroupNonUniformShuffleDown"}
+
+
+class SyncMixin:
+    """`atomic(e)` and `subgroup(e)` for Call nodes of those kinds."""
+
+    # -- atomics -------------------------------------------------------------------------------
+
+    def atomic(self, e: Call) -> int:
+        target = e.args[0]
+        if not isinstance(target, BufferLoad) or target.dtype.lanes != 1:
+            raise UnsupportedError(f"kernel {self.func.name!r}: {e.op} needs one scalar buffer "
+                                   f"element as its first argument in `{e}`")
+        dt = target.dtype
+        mem, ptrs, split = self._element_pointers(target.buffer, target.indices)
+        if len(ptrs) != 1 or split != 1:
+            raise UnsupportedError(f"kernel {self.func.name!r}: {e.op} on a vector element")
+        shared = mem.storage_class == "Workgroup"
+        if mem.storage_class == "Function":
+            raise UnsupportedError(f"kernel {self.func.name!r}: {e.op} on local buffer "
+                                   f"{target.buffer.name!r} (atomics need global or shared)")
+        where = "shared" if shared else "buffer"
+        why = f"{e.op} on {dt} in `{e}`"
+        if dt.is_float:
+            entry = _FLOAT_ATOMIC.get(e.op)
+            if entry is None or dt.bits != 32:
+                raise UnsupportedError(f"kernel {self.func.name!r}: {e.op} on {dt} has no "
+                                       "Vulkan instruction (float32 add, min and max only)")
+            self.types.need(f"atomic_float32_{entry[0]}_{where}", why)
+            self.b.capability(entry[1])
+        elif dt.bits == 64:
+            self.types.need(f"atomic_int64_{where}", why)
+            self.b.capability("Int64Atomics")
+        elif dt.bits != 32 or not dt.is_integer:
+            raise UnsupportedError(f"kernel {self.func.name!r}: {e.op} on {dt}: atomics take "
+                                   "int32, uint32, int64, uint64 or float32 elements")
+        scope = self.const(_UINT32, self.b.enum("Scope", "Workgroup" if shared else "Device"))
+        storage = "WorkgroupMemory" if shared else "UniformMemory"
+        sem = self.const(_UINT32, self.b.g.bits("MemorySemantics", "AcquireRelease", storage))
+        values = [self.expr(a) for a in e.args[1:]]
+        t = self.ty(dt)
+        if e.op == "atomic_compare_exchange":
+            unequal = self.const(_UINT32, self.b.g.bits("MemorySemantics", "Acquire", storage))
+            expected, desired = values
+            return self.op("OpAtomicCompareExchange", t, ptrs[0], scope, sem, unequal, desired,
+                           expected)
+        name = _ATOMIC[e.op][2 if dt.is_float else 1 if dt.is_uint else 0]
+        return self.op(name, t, ptrs[0], scope, sem, values[0])
+
+    # -- subgroups -----------------------------------------------------------------------------
+
+    def _subgroup_class(self, e: Call, cls: str) -> None:
+        self.types.need(f"subgroup_{cls}", f"{e.op} in `{e}`")
+        self.b.capability("GroupNonUniform")
+        self.b.capability(_CAPABILITY[cls])
+
+    def _subgroup_builtin(self, name: str) -> int:
+        """The int32 value of a subgroup builtin, loaded at its first use."""
+        var = self.builtins.get(name)
+        if var is None:
+            pt = self.b.type_pointer("Input", self.ty(_UINT32))
+            var = self.b.global_variable(pt, "Input")
+            self.b.decorate(var, "BuiltIn", self.b.enum("BuiltIn", name))
+            self.b.name(var, name)
+            self.interface_vars.append((var, "Input"))
+            self.builtins[name] = var
+        return self.op("OpBitcast", self.ty(_INT32), self.op("OpLoad", self.ty(_UINT32), var))
+
+    def _as_uint(self, arg) -> int:
+        if isinstance(arg, IntImm) and arg.value >= 0:
+            return self.const(_UINT32, arg.value)
+        v = self.expr(arg)
+        return v if arg.dtype == _UINT32 else self.op("OpBitcast", self.ty(_UINT32), v)
+
+    def subgroup(self, e: Call) -> int:
+        op = e.op
+        cls = SUBGROUP_OPS[op][1]
+        self._subgroup_class(e, cls)
+        if op in _BUILTIN:
+            return self._subgroup_builtin(_BUILTIN[op])
+        scope = self.const(_UINT32, self.b.enum("Scope", "Subgroup"))
+        t = self.ty(e.dtype)
+        if op == "subgroup_elect":
+            return self.op("OpGroupNonUniformElect", t, scope)
+        if op in ("subgroup_all", "subgroup_any", "subgroup_ballot"):
+            name = {"subgroup_all": "OpGroupNonUniformAll", "subgroup_any": "OpGroupNonUniformAny",
+                    "subgroup_ballot": "OpGroupNonUniformBallot"}[op]
+            return self.op(name, t, scope, self.expr(e.args[0]))
+        x = e.args[0]
+        sdt = x.dtype.element_of()
+        if not sdt.is_bool and sdt.bits != 32:
+            raise UnsupportedError(f"kernel {self.func.name!r}: {op} on {x.dtype}: subgroup "
+                                   "operations take 32-bit or bool operands")
+        if op == "subgroup_broadcast_first":
+            return self.op("OpGroupNonUniformBroadcastFirst", t, scope, self.expr(x))
+        if op in _SHUFFLE:
+            lane = e.args[1]
+            name = _SHUFFLE[op]
+            if op == "subgroup_broadcast" and self.b.version < (1, 5) and \
+                    not isinstance(lane, IntImm):
+                # OpGroupNonUniformBroadcast takes a constant lane before SPIR-V 1.5; a shuffle
+                # from a (uniform) lane computes the same
+                self._subgroup_class(e, "shuffle")
+                name = "OpGroupNonUniformShuffle"
+            return self.op(name, t, scope, self.expr(x), self._as_uint(lane))
+        name = op[len("subgroup_"):]
+        group = "Reduce"
+        if name.startswith("inclusive_"):
+            group, name = "InclusiveScan", name[len("inclusive_"):]
+        elif name.startswith("exclusive_"):
+            group, name = "ExclusiveScan", name[len("exclusive_"):]
+        ints, flt, boolean = _ARITH[name]
+        inst = boolean if sdt.is_bool else flt if sdt.is_float else ints[1 if sdt.is_uint else 0]
+        if inst is None:
+            raise UnsupportedError(f"kernel {self.func.name!r}: {op} on {x.dtype}")
+        return self.op(inst, t, scope, self.b.enum("GroupOperation", group), self.expr(x))
