@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 
 SHADERS = Path(__file__).resolve().parents[1] / "shaders"
-WORKLOADS = ("vadd", "sum", "matmul_1024", "softmax", "layer_norm", "conv2d", "batched_matmul",
-             "latency", "compile")
+WORKLOADS = ("vadd", "sum", "sum_subgroup", "matmul_1024", "softmax", "layer_norm", "conv2d",
+             "batched_matmul", "latency", "compile")
 FULL = {"vadd": 1 << 24, "sum": 1 << 24, "matmul": 1024, "softmax": (4096, 1024),
         "layer_norm": (4096, 1024), "conv2d": (1, 64, 56, 56, 64, 3), "bmm": (16, 256, 256, 256)}
 QUICK = {"vadd": 1 << 16, "sum": 1 << 16, "matmul": 128, "softmax": (256, 256),
@@ -275,6 +275,30 @@ class Bench:
             self.add(workload, "numpy", "wall_s", wall_samples(lambda: a @ b, self.repeat), flops=flops)
         finally:
             self.repeat = repeat
+
+    def sum_subgroup(self):
+        """The sum's in-workgroup reduction two ways, same grid-stride accumulation and two
+        passes each: "vkir" reduces with T.subgroup_add and one barrier
+        (vkir.examples.sync.subgroup_sum), "vkir_mirror" with the shared-memory tree of
+        block_sum (a barrier per level). The vkir/mirror ratio is subgroup / tree."""
+        from vkir.examples.sync import subgroup_sum
+
+        from . import kernels
+
+        vk, dev, n, m = self.vkir, self.dev, self.sizes["sum"], 256
+        self.size = [n]
+        x = self.rng.random(n, dtype=np.float32)
+        want = float(x.astype(np.float64).sum())
+        X = vk.array(x, dev)
+        sub, tree = vk.build(subgroup_sum, device=dev), vk.build(kernels.block_sum, device=dev)
+        P, S = vk.empty(m, "float32", dev), vk.empty(1, "float32", dev)
+        P2, S2 = vk.empty(m, "float32", dev), vk.empty(1, "float32", dev)
+        self._timed("sum_subgroup", {
+            "vkir": self.vkir_steps(sub, [(X, P), (P, S)]),
+            "vkir_mirror": self.vkir_steps(tree, [(X, P2), (P2, S2)]),
+        }, nbytes=4 * n)
+        self.check("sum_subgroup vkir", S.numpy()[0], want, rtol=1e-5)
+        self.check("sum_subgroup vkir_mirror", S2.numpy()[0], want, rtol=1e-5)
 
     def matmul_1024(self):
         s = self.sizes["matmul"]

@@ -12,11 +12,10 @@ again on the same device buffers re-records nothing.
 
 from __future__ import annotations
 
-import statistics
 import time
-from dataclasses import dataclass
 
 from vkir.errors import ArgumentError, DeviceError
+from vkir.timing import Timing
 
 from ._vk import check, ffi, lib, vk
 from .device import LAUNCH_CACHE_SIZE, submit_info
@@ -176,24 +175,6 @@ def _check(device, pipeline, buffers, push, groups):
 def dispatch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1)) -> None:
     """Run `pipeline` once on `buffers` and wait for it."""
     get_launch(device, pipeline, buffers, push, groups).run()
-
-
-@dataclass(frozen=True)
-class Timing:
-    """Seconds per run: `median`, `min`, `max` over `n` runs; `source` is "timestamp" (device
-    timestamp queries) or "wall" (host clock around submit+wait, where timestamps are missing)."""
-
-    median: float
-    min: float
-    max: float
-    n: int
-    source: str
-    samples: tuple = ()
-
-    @staticmethod
-    def of(samples, source: str) -> "Timing":
-        return Timing(statistics.median(samples), min(samples), max(samples), len(samples), source,
-                      tuple(samples))
 
 
 def profile(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1), repeat: int = 50,

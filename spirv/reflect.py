@@ -87,6 +87,8 @@ class SpirvType:
         if self.kind == "array":
             return (self.stride or self.element.size) * self.count
         if self.kind == "struct":
+            if len(self.members) > 1 and not any(m.offset for m in self.members):
+                return sum(m.type.size for m in self.members)   # no layout (Workgroup memory)
             return max((m.offset + m.type.size for m in self.members), default=0)
         return 0
 
@@ -189,6 +191,7 @@ class ShaderInfo:
     version: tuple
     push_block: str = ""
     uses_local_size_id: bool = False   # the LocalSizeId execution mode (Vulkan: maintenance4)
+    shared_memory_bytes: int = 0       # Workgroup variables (array lengths at their defaults)
 
     def specialize(self, values: dict) -> tuple:
         """The local size with {SpecId: value} applied (others keep their defaults)."""
@@ -400,7 +403,7 @@ def reflect(data, entry: str = "main") -> ShaderInfo:
     local, ids = _local_size(m, fid)
     size_id = any(t == fid and mode == "LocalSizeId" for t, mode, _ in m.mode_ids)
     used = _used_ids(m, fid, interface)
-    bindings, push, push_block = [], [], ""
+    bindings, push, push_block, shared = [], [], "", 0
     for vid, ptype_id, storage in m.variables:
         if vid not in used:
             continue
@@ -409,6 +412,8 @@ def reflect(data, entry: str = "main") -> ShaderInfo:
             b = _binding(m, vid, ptype_id, storage)
             if b is not None:
                 bindings.append(b)
+        elif storage == "Workgroup":
+            shared += ptype.element.size
         elif storage == "PushConstant":
             block = ptype.element
             push_block = m.names.get(vid, "") or block.name
@@ -426,7 +431,7 @@ def reflect(data, entry: str = "main") -> ShaderInfo:
     size = max((p.offset + p.size for p in push), default=0)
     return ShaderInfo(EntryPoint(name, model), points, local, ids, tuple(bindings), tuple(push),
                       size, tuple(specs[i] for i in sorted(specs)), tuple(m.capabilities), tuple(m.extensions), m.version,
-                      push_block, size_id)
+                      push_block, size_id, shared)
 
 
 def _binding(m: _Module, vid: int, ptype_id: int, storage: str) -> Binding | None:

@@ -222,7 +222,7 @@ def test_demo_table_has_device_compile_time_device_time_and_check():
              "check": "ok", "detail": "max err 0.0e+00"}]
     head, rule, line = format_table(rows).splitlines()
     assert [c for c in head.split("  ") if c] == ["kernel", "device", "compile ms", "device ms",
-                                                   "check"]
+                                                   "check", "detail"]  # every column headed
     assert set(rule) <= {"-", " "}
     assert line.split() == ["vadd", "n=8", "llvmpipe", "2.5", "0.250", "ok", "max", "err",
                             "0.0e+00"]

@@ -117,3 +117,37 @@ def test_float_atomic_add(device):
     for size in (8, 32):
         got = _interp(X.scatter_add, [index, w, np.zeros(37, np.float32)], size)[2]
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.device
+def test_benchmark_compares_subgroup_and_tree_sums(device):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks.suite import Bench, format_table
+
+    bench = Bench(repeat=2, quick=True)
+    bench.sum_subgroup()  # checks both results against numpy
+    got = {(m.impl, m.metric) for m in bench.results}
+    assert got == {(i, k) for i in ("vkir", "vkir_mirror") for k in ("device_s", "wall_s")}
+    assert all(m.workload == "sum_subgroup" and m.size == [1 << 16] for m in bench.results)
+    assert "sum_subgroup" in format_table(bench.results)
+
+
+def test_interp_backend_runs_subgroup_kernels():
+    x = np.random.default_rng(7).random(700).astype(np.float32)
+    total = np.zeros(1, np.float32)
+    vkir.build(X.sum_atomic, device="interp")(x, total)
+    assert total[0] == pytest.approx(float(x.astype(np.float64).sum()), rel=1e-5)
+
+    sizes = vkir.from_script("""
+@T.prim_func
+def sizes(y: T.Buffer((64,), "int32")):
+    for tx in T.thread_binding(64, "threadIdx.x"):
+        y[tx] = T.subgroup_size()
+""")
+
+    y = np.zeros(64, np.int32)
+    vkir.build(sizes, device="interp")(y)
+    np.testing.assert_array_equal(y, 32)  # the interpreter's default subgroup size

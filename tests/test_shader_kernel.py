@@ -217,3 +217,25 @@ def test_calls_from_several_threads(vkir_device):
         for values, out, counter, seed in pool.map(work, range(8)):
             np.testing.assert_array_equal(out, values * (3 + seed) + np.arange(256))
             np.testing.assert_array_equal(counter, [3 * np.sum(values == 0)] + [3 * 64] * 4)
+
+
+def test_shared_memory_limit(vkir_device):
+    source = """#version 450
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) buffer A { float a[]; };
+shared float scratch[WORDS];
+void main() {
+    scratch[gl_LocalInvocationID.x] = a[gl_LocalInvocationID.x];
+    barrier();
+    a[gl_LocalInvocationID.x] = scratch[63 - gl_LocalInvocationID.x];
+}
+"""
+    words = vkir_device.info.limits.max_shared_memory_bytes // 4
+    sk = vkir.compile_glsl(source, defines={"WORDS": words}, device=vkir_device)
+    assert sk.info.shared_memory_bytes == words * 4
+    a = np.arange(64, dtype=np.float32)
+    sk(a, grid=1)
+    np.testing.assert_array_equal(a, np.arange(64)[::-1])
+    with pytest.raises(UnsupportedError, match=f"{words * 4 + 4} bytes of shared memory exceed "
+                                               "maxComputeSharedMemorySize"):
+        vkir.compile_glsl(source, defines={"WORDS": words + 1}, device=vkir_device)

@@ -9,7 +9,9 @@ import is still a dependency, only a deferred one. A "package" is vkir's first-l
 module (`vkir.ir`, `vkir.api`, ...); the top-level folders spirv/ and runtime/ are `vkir.spirv`
 and `vkir.runtime`, as they install.
 
-The layering, bottom to top: errors; target (the compilation target, plain data); ir; arith; analysis; script, transform, schedule, binding,
+    "vkir.spirv": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis", "vkir.target"},
+    "vkir.timing": set(),
+    "vkir.runtime": {"vkir.errors", "vkir.timing"},
 interpreter; spirv (the IR -> SPIR-V backend); runtime (Vulkan, knows no IR); and the facade
 (api, lowering, cli, demo, ops, ...) that joins them. A package imports only packages below it
 (ALLOWED); anything not listed there is facade and may import anything, but nothing below the
@@ -42,7 +44,8 @@ ALLOWED = {
     "vkir.interpreter": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis",
                          "vkir.binding"},
     "vkir.spirv": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis", "vkir.target"},
-    "vkir.runtime": {"vkir.errors"},
+    "vkir.timing": set(),
+    "vkir.runtime": {"vkir.errors", "vkir.timing"},
 }
 
 

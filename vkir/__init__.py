@@ -53,6 +53,12 @@ _SUBMODULES = {"analysis", "transform", "schedule", "spirv", "runtime", "script"
                "ops", "lowering", "target", "sequences", "profiling"}
 
 
+# `from vkir import *`: the errors, the IR package and every lazily resolved name (never the
+# submodules, whose import would load the Vulkan binding)
+__all__ = [name for name, value in list(globals().items())
+           if isinstance(value, type) and issubclass(value, VkirError)] + ["ir", *_LAZY]
+
+
 def __getattr__(name):
     if name in _LAZY:
         module, attr = _LAZY[name].split(":")

@@ -24,7 +24,6 @@ import struct
 import threading
 import time
 import weakref
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -34,6 +33,10 @@ from .ir import DataType, IntImm, PrimFunc
 from .ir.dtype import type_range
 from .profiling import _PROFILER
 from .sequences import _ACTIVE, LaunchHandle
+from .timing import Timing
+
+__all__ = ["devices", "device", "target_for", "DeviceArray", "array", "empty", "zeros", "full",
+           "interpret", "lower", "build", "Kernel", "Profile"]
 
 
 # -- devices -------------------------------------------------------------------------------------
@@ -359,16 +362,7 @@ def _values_key(values: tuple) -> tuple:
     return tuple(struct.pack("<d", v) if type(v) is float else v for v in values)
 
 
-@dataclass(frozen=True)
-class Profile:
-    """Device seconds per run: median, min, max over n runs (source "timestamp" or "wall")."""
-
-    median: float
-    min: float
-    max: float
-    n: int
-    source: str
-    samples: tuple = field(default=(), repr=False)
+Profile = Timing  # the one timing record (vkir.timing), under the name Kernel.profile used
 
 
 class Kernel:
@@ -673,4 +667,4 @@ class Kernel:
             t = profile(self.device, self.pipeline, buffers, push, groups, repeat=repeat,
                         warmup=warmup)
             self._copy_back(copies)
-        return Profile(t.median, t.min, t.max, t.n, t.source, t.samples)
+        return t

@@ -37,6 +37,8 @@ from pathlib import Path
 
 from .errors import ArgumentError, UnsupportedError, VkirError
 
+__all__ = ["autotune", "Tuned", "cache_dir", "tuning_enabled", "device_class", "device_key"]
+
 log = logging.getLogger("vkir.autotune")
 
 VENDORS = {0x10DE: "nvidia", 0x1002: "amd", 0x1022: "amd", 0x8086: "intel", 0x13B5: "arm",

@@ -29,6 +29,8 @@ import numpy as np
 
 from .errors import ArgumentError, DeviceError, VkirError
 
+__all__ = ["main", "parser", "load_funcs", "load_func", "random_inputs"]
+
 
 # -- loading kernels from a file -----------------------------------------------------------------
 def load_funcs(spec: str) -> list:

@@ -16,6 +16,8 @@ from vkir import T
 from vkir.examples.sync import subgroup_sum
 from vkir.script import from_script
 
+__all__ = ["vadd", "block_sum", "matmul", "run", "format_table", "main"]
+
 # the vector add as script text too: the benchmarks parse it cold, the CLI tests write it to a file
 VADD_SOURCE = '''
 @T.prim_func
@@ -144,7 +146,8 @@ def run(device=None, seed: int = 0) -> list[dict]:
 
 
 def format_table(rows: list[dict]) -> str:
-    head = ("kernel", "device", "compile ms", "device ms", "check", "")
+    """The result rows as a text table, one headed column per field."""
+    head = ("kernel", "device", "compile ms", "device ms", "check", "detail")
     body = [(r["kernel"], r["device"], f"{r['compile_ms']:.1f}", f"{r['device_ms']:.3f}", r["check"],
              r["detail"]) for r in rows]
     widths = [max(len(str(x[i])) for x in (head, *body)) for i in range(len(head))]

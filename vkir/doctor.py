@@ -132,8 +132,12 @@ def _devices(r: Report) -> None:
         infos = runtime.devices()
     except VkirError as exc:
         r.add("devices", f"NONE ({exc})")
-        r.fix("the loader reports no device", "install a driver (apt install mesa-vulkan-drivers for "
-                                              "lavapipe) or fix VK_ICD_FILENAMES", fatal=True)
+        if "VKIR_VALIDATION" in str(exc):
+            r.fix("VKIR_VALIDATION=1 without the validation layer",
+                  "apt install vulkan-validationlayers, or unset VKIR_VALIDATION", fatal=True)
+        else:
+            r.fix("the loader reports no device", "install a driver (apt install "
+                  "mesa-vulkan-drivers for lavapipe) or fix VK_ICD_FILENAMES", fatal=True)
         return
     if not infos:
         r.add("devices", "none")

@@ -1,5 +1,9 @@
 """The errors vkir raises for its users; every one derives from `VkirError`."""
 
+__all__ = ["VkirError", "ScriptError", "TypeCheckError", "WellFormedError", "TransformError",
+           "ScheduleError", "SpirvValidationError", "UnsupportedError", "DeviceError",
+           "ArgumentError"]
+
 
 class VkirError(Exception):
     """Base class of every error vkir reports to its users."""

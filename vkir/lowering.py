@@ -13,6 +13,8 @@ from .transform.base import verify_every_pass
 from .transform.instruments import CheckTypes
 from .transform.pipeline import Pipeline
 
+__all__ = ["lower", "default_passes"]
+
 
 def as_target(target) -> Target:
     """`target` (a Target, a target name, a device, or None for the Vulkan 1.1 baseline) as a

@@ -177,8 +177,11 @@ def check(func, *args, device=None, reference=None, rtol=None, atol=None, **call
             raise TypeError("vkir_check: a PrimFunc is checked against the interpreter; "
                             "reference= and call options are for shaders")
         kernel = _build(func, dev)
-        vkir.interpret(func, *expected)   # first: an out-of-bounds access raises here, with
-        kernel(*on_device)                # its buffer, index and line, before the device runs
+        # first the interpreter (at the device's subgroup size): an out-of-bounds access raises
+        # there, with its buffer, index and line, before the device runs
+        size = getattr(getattr(dev, "info", None), "subgroup_size", None) or 32
+        vkir.interpret(func, *expected, subgroup_size=size)
+        kernel(*on_device)
         names = [func.buffer_map[p].name if p in func.buffer_map else p.name for p in func.params]
     else:
         if reference is None:

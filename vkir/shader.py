@@ -163,6 +163,8 @@ class ShaderKernel:
         return out, entries
 
     def _check_limits(self) -> None:
+        from .runtime.limits import check_workgroup
+
         info = self.device.info
         lim = info.limits
         for axis, (n, cap) in enumerate(zip(self.local_size, lim.max_workgroup_size)):
@@ -176,6 +178,7 @@ class ShaderKernel:
             raise UnsupportedError(f"{self.name}: local size {self.local_size} is {total} invocations, "
                                    f"more than maxComputeWorkGroupInvocations = "
                                    f"{lim.max_workgroup_invocations} of {info.name!r}")
+        check_workgroup(info, self.local_size, self.info.shared_memory_bytes, self.name)
         if self.info.push_constant_size > lim.max_push_constant_bytes:
             raise UnsupportedError(f"{self.name}: push constants of {self.info.push_constant_size} bytes "
                                    f"exceed maxPushConstantsSize = {lim.max_push_constant_bytes} "

@@ -211,7 +211,10 @@ def cmd_validate(args) -> int:
     results = [check_file(f, args.target_env) for f in files]
     report = REPORTS[args.format](results, args.target_env)
     if args.output:
-        Path(args.output).write_text(report)
+        try:
+            Path(args.output).write_text(report)
+        except OSError as exc:
+            raise ArgumentError(f"cannot write the report to {args.output}: {exc.strerror}") from None
         if args.format != "text":
             report = text_report(results, args.target_env)
     sys.stdout.write(report)

@@ -11,6 +11,8 @@ from ..target import Target
 from ..tools import validate
 from .emitter import KernelEmitter
 
+__all__ = ["codegen"]
+
 
 def codegen(func: PrimFunc, target: Target | None = None) -> SpirvModule:
     """Emit one GLCompute entry point for `func` (buffers already flattened to 1-d) and validate

@@ -10,6 +10,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from vkir.arith import type_range
+from vkir.arith.ranges import RangeScope
 from vkir.errors import TypeCheckError, UnsupportedError, WellFormedError
 from vkir.ir import Buffer, BufferLoad, Call, DataType, IntImm, PrimExpr, PrimFunc, Var, show
 
@@ -23,7 +24,6 @@ from .access import AccessMixin, Memory
 from .expr import ExprMixin
 from .interface import Interface, analyze
 from .intrinsics import IntrinsicMixin
-from .ranges import Ranges
 from .stmt import StmtMixin
 from .sync import SyncMixin
 from .types import Types
@@ -56,7 +56,7 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         self.builtins: dict[str, int] = {}
         self.thread_ids: dict[str, int] = {}
         self.shared_bytes = 0
-        self.ranges = Ranges()
+        self.ranges = RangeScope()
         # NoSignedWrap/NoUnsignedWrap are core from SPIR-V 1.4 (an extension before)
         self.wrap_decorations = target.spirv_version >= (1, 4)
         self.precise = target.precise

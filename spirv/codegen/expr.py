@@ -3,7 +3,7 @@
 Float floor division and modulo are numpy's, computed exactly (float_division.py).
 Integer division follows Vulkan's rules: OpSDiv (truncating) is defined for negative operands,
 OpSRem/OpSMod are not, so truncated remainder and floor division/modulo are computed from OpSDiv
-with a sign correction. Where the ranges in scope (ranges.py) prove the operands non-negative,
+with a sign correction. Where the ranges in scope (vkir.arith.ranges) prove the operands non-negative,
 the unsigned instructions are used instead; a floor division or modulo by a power of two is a
 shift or a mask. Integer +, -, * carry NoSignedWrap/NoUnsignedWrap where the ranges prove it.
 """

@@ -8,6 +8,7 @@ reach codegen run synchronously; a remaining wait becomes a workgroup barrier.
 
 from __future__ import annotations
 
+from vkir.arith.ranges import is_zero
 from vkir.errors import TypeCheckError, UnsupportedError
 from vkir.ir import (Add, AllocBuffer, AsyncCommitQueue, AsyncScope, AsyncWaitQueue, Barrier,
                      BufferStore, DataType, DeclBuffer, Evaluate, FloatImm, For, IfThenElse,
@@ -15,7 +16,6 @@ from vkir.ir import (Add, AllocBuffer, AsyncCommitQueue, AsyncScope, AsyncWaitQu
 from vkir.ir.substitute import substitute
 from vkir.ir.walk import walk
 
-from .ranges import is_zero
 
 # the most copies of a loop body that an unrolled loop with a constant trip count becomes
 MAX_UNROLL = 64

@@ -56,7 +56,8 @@ def test_counts_shader_fixed_local_size_and_header_before_the_runtime_array():
     assert counter.fixed_size == 4
     assert [(m.name, m.dtype, m.offset) for m in info.push_constants] == [
         ("n", "uint32", 0), ("k", "int32", 4), ("target", "int32", 8)]
-    assert info.spec_constants == ()
+    assert info.spec_constants == () and info.shared_memory_bytes == 0
+    assert reflect(_compiled("../../shaders/sum.comp", "vulkan1.1")).shared_memory_bytes == 256 * 4
 
 
 ASM = """

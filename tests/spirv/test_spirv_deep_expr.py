@@ -1,5 +1,5 @@
 """Codegen stays linear in expression depth on a target with wrap decorations (SPIR-V >= 1.4):
-the bounds that prove NoSignedWrap/NoUnsignedWrap are memoized per node (spirv/codegen/ranges.py,
+the bounds that prove NoSignedWrap/NoUnsignedWrap are memoized per node (vkir/arith/ranges.py,
 vkir.arith.value_range's memo) instead of being recomputed for every subexpression at every level.
 The decorations themselves are pinned by the *_lavapipe golden files (test_spirv_golden.py)."""
 

@@ -25,7 +25,7 @@ CASES = {
     "block_sum": (S.block_sum, Target()),
     "local_loops": (S.local_loops, Target()),
     "vadd_vulkan13": (S.vadd, Target.vulkan13()),
-    # SPIR-V 1.4+: integer ops carry NoSignedWrap/NoUnsignedWrap where spirv/codegen/ranges.py
+    # SPIR-V 1.4+: integer ops carry NoSignedWrap/NoUnsignedWrap where vkir/arith/ranges.py
     # proves them (loops, thread ids, lets: the scoping of its memoized bounds)
     "local_loops_lavapipe": (S.local_loops, Target.lavapipe()),
     "block_sum_lavapipe": (S.block_sum, Target.lavapipe()),

@@ -1,4 +1,4 @@
-"""Codegen that relies on proven integer ranges (spirv/codegen/ranges.py), and unrolling.
+"""Codegen that relies on proven integer ranges (vkir/arith/ranges.py), and unrolling.
 
 - Floor/truncating division and modulo use the unsigned instructions only where the dividend is
   proven non-negative and the divisor positive; a power-of-two floor division/modulo is a shift or

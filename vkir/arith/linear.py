@@ -113,6 +113,106 @@ def linear_of(e) -> Linear:
     return Linear(lanes, vec={e: 1})
 
 
+class ScalarLinear(Linear):
+    """A scalar linear form `sum(terms[atom] * atom) + const` with the arithmetic passes need to
+    build and compare index expressions (the software pipeline's iteration indices, guards and
+    in-flight counts): + and - with forms or ints, `scale`, `subst`, and `expr`, a readable
+    rebuild (`a + b*2 - c + 3`: positive terms, then negative ones, then the constant).
+    Coefficients are mathematical integers here (no reduction modulo 2**bits); immutable by
+    convention; terms keep insertion order."""
+
+    __slots__ = ()
+
+    def __init__(self, terms=None, const: int = 0):
+        super().__init__(1, {a: k for a, k in (terms or {}).items() if k}, int(const))
+
+    @property
+    def terms(self) -> dict:
+        """atom -> nonzero coefficient."""
+        return self.base
+
+    @property
+    def const(self) -> int:
+        """The constant term."""
+        return self.c
+
+    @staticmethod
+    def of(expr) -> "ScalarLinear":
+        """The linear form of a scalar integer expression (Python ints allowed): sums,
+        differences and products with a constant factor decompose, anything else is an atom."""
+        if isinstance(expr, int):
+            return ScalarLinear(const=expr)
+        if isinstance(expr, ScalarLinear):
+            return expr
+        if isinstance(expr, E.IntImm) and not expr.dtype.is_bool:
+            return ScalarLinear(const=expr.value)
+        if isinstance(expr, E.Add):
+            return ScalarLinear.of(expr.a) + ScalarLinear.of(expr.b)
+        if isinstance(expr, E.Sub):
+            return ScalarLinear.of(expr.a) - ScalarLinear.of(expr.b)
+        if isinstance(expr, E.Mul):
+            a, b = ScalarLinear.of(expr.a), ScalarLinear.of(expr.b)
+            if a.is_const:
+                return b.scale(a.const)
+            if b.is_const:
+                return a.scale(b.const)
+        return ScalarLinear({expr: 1})
+
+    def __add__(self, other) -> "ScalarLinear":
+        other = ScalarLinear.of(other)
+        return ScalarLinear(_merge(self.base, other.base, 1), self.c + other.c)
+
+    def __sub__(self, other) -> "ScalarLinear":
+        other = ScalarLinear.of(other)
+        return ScalarLinear(_merge(self.base, other.base, -1), self.c - other.c)
+
+    def scale(self, k: int) -> "ScalarLinear":
+        """k * self."""
+        return ScalarLinear({a: v * k for a, v in self.base.items()}, self.c * k)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ScalarLinear) and self.c == other.c and self.base == other.base
+
+    def __hash__(self) -> int:
+        return hash((frozenset(self.base.items()), self.c))
+
+    def coeff(self, atom) -> int:
+        """The coefficient of `atom` (0 when absent)."""
+        return self.base.get(atom, 0)
+
+    def without(self, atom) -> "ScalarLinear":
+        """The form with `atom`'s term dropped."""
+        return ScalarLinear({a: v for a, v in self.base.items() if a is not atom}, self.c)
+
+    def subst(self, atom, value) -> "ScalarLinear":
+        """Replace `atom` by the linear form (or expression, or int) `value`."""
+        k = self.coeff(atom)
+        return self.without(atom) + ScalarLinear.of(value).scale(k) if k else self
+
+    def expr(self, dtype: DataType | str = "int32") -> E.PrimExpr:
+        """Rebuild as `a + b*2 - c + 3`: positive terms, then negative ones, then the const."""
+        pos = [(a, k) for a, k in self.base.items() if k > 0]
+        neg = [(a, -k) for a, k in self.base.items() if k < 0]
+
+        def term(a, k):
+            return a if k == 1 else E.Mul(a, E.const(k, dtype))
+
+        if pos:
+            out = term(*pos[0])
+            for a, k in pos[1:]:
+                out = E.Add(out, term(a, k))
+            const = self.c
+        else:
+            out, const = E.const(self.c, dtype), 0
+        for a, k in neg:
+            out = E.Sub(out, term(a, k))
+        if const > 0:
+            out = E.Add(out, E.const(const, dtype))
+        elif const < 0:
+            out = E.Sub(out, E.const(-const, dtype))
+        return out
+
+
 def wrap(value: int, dt: DataType) -> int:
     """`value` reduced to the range of the integer type `dt` (two's complement)."""
     bits = dt.bits

@@ -14,10 +14,15 @@ from .base import Backend, Executable
 
 
 class InterpExecutable(Executable):
-    """A function lowered for the interpreter, run by vkir.interpret."""
+    """A function lowered for the interpreter, run by vkir.interpret with the target's subgroup
+    size (the interpreter's default, 32, where the target names none)."""
+
+    def __init__(self, ir: PrimFunc, subgroup_size: int | None = None):
+        super().__init__(ir)
+        self.subgroup_size = subgroup_size or 32
 
     def run(self, args: tuple) -> None:
-        interpret(self.ir, *args)
+        interpret(self.ir, *args, subgroup_size=self.subgroup_size)
 
 
 class InterpBackend(Backend):
@@ -30,4 +35,5 @@ class InterpBackend(Backend):
         return replace(t, precise=True) if precise else t
 
     def compile(self, func: PrimFunc, target, *, pointer_casts: bool = False) -> InterpExecutable:
-        return InterpExecutable(lower(func, target, pointer_casts=pointer_casts))
+        return InterpExecutable(lower(func, target, pointer_casts=pointer_casts),
+                                getattr(target, "subgroup_size", None))

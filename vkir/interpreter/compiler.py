@@ -14,6 +14,10 @@ frame row carries the invocation's `key`. Divergent control flow (an `if`, or a 
 differs between invocations) runs its body on the subset of invocations that take it; a barrier
 reached by only part of the workgroup is an error (it would hang a GPU).
 
+Atomics (atomics.py) apply one invocation at a time in row order; subgroup operations
+(subgroups.py) group the rows by their linear local index, which each frame carries as threadIdx
+coordinates (`Frame.coords`).
+
 Storage scopes: "local" allocations have one row per invocation (rows are copied to the new
 invocations when a threadIdx loop forks them, so a value set before the fork is seen by each),
 "shared" ones exist once per workgroup execution, "global" ones once.

@@ -19,6 +19,18 @@ from .substitute import substitute
 from .walk import walk
 
 
+__all__ = ["FrozenDict", "Node", "PrimExpr", "Span", "Stmt", "show", "Buffer", "decl_buffer",
+           "DataType", "PointerType", "SCOPES", "BINARY_OPS", "Add", "And", "BinaryOp",
+           "Broadcast", "BufferLoad", "Call", "Cast", "CmpOp", "Div", "EQ", "FloatImm",
+           "FloorDiv", "FloorMod", "GE", "GT", "IntImm", "LE", "LT", "Let", "Max", "Min", "Mod",
+           "Mul", "NE", "Not", "Or", "Ramp", "Select", "Shuffle", "Sub", "Var", "const",
+           "convert", "PrimFunc", "Mutator", "Visitor", "children", "OPS", "OpInfo", "is_pure",
+           "FOR_KINDS", "THREAD_TAGS", "AllocBuffer", "AsyncCommitQueue", "AsyncScope",
+           "AsyncWaitQueue", "Barrier", "BufferStore", "DeclBuffer", "Evaluate", "For",
+           "IfThenElse", "LetStmt", "SeqStmt", "seq", "substitute", "walk", "structural_equal",
+           "assert_structural_equal"]
+
+
 def __getattr__(name):
     if name in ("structural_equal", "assert_structural_equal"):
         from . import structural

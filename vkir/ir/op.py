@@ -1,4 +1,13 @@
-"""The intrinsics a `Call` may name, with arity and purity. The single table everyone consults."""
+"""The intrinsics a `Call` may name, with arity and purity. The single table everyone consults.
+
+Atomics and subgroup operations are Calls too, and impure (CSE never commons them, Simplify
+never drops them, VectorizeLoop keeps their loop serial). An atomic's first argument is the
+`BufferLoad` of the element it updates: it marks the address (passes that rewrite accesses,
+such as FlattenBuffer, rewrite it like any load), but it is not a plain read: the interpreter,
+the race checker and codegen treat it as the atomic's read-modify-write. The Call's dtype is the
+element's, its value the element's old value; `Evaluate(atomic call)` is the statement form,
+printed as a bare `T.atomic_add(A[i], v)`.
+"""
 
 from __future__ import annotations
 

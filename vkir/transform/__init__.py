@@ -19,6 +19,9 @@ _PASSES = {
 }
 
 
+__all__ = ["Pass", "Sequential", *_PASSES]
+
+
 def __getattr__(name):
     if name in _PASSES:
         value = getattr(import_module(f"{__name__}.{_PASSES[name]}"), name)

@@ -34,10 +34,10 @@ from ..ir import (
     AllocBuffer, AsyncCommitQueue, AsyncScope, AsyncWaitQueue, Barrier, BufferLoad, BufferStore,
     DeclBuffer, FloorMod, For, IfThenElse, IntImm, LetStmt, Mutator, PrimFunc, SeqStmt, Var, seq,
 )
+from ..arith.linear import ScalarLinear as Lin
 from ..errors import TransformError
 from ..ir.walk import walk
 from .base import Pass
-from .software_pipeline_linear import Lin
 
 _ASYNC = (AsyncScope, AsyncCommitQueue, AsyncWaitQueue)
 _UNKNOWN = ("?",)

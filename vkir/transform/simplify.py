@@ -1,8 +1,8 @@
 """Simplify: constant folding and arithmetic simplification of every expression of a function.
 
-Expressions go through `vkir.arith.simplify_expr`, knowing the ranges of loop variables (from
-the loops' min and extent), of let-bound variables (from their values), of variables compared in
-an enclosing `if` (`if i < n:` gives i <= max(n) - 1 in the then-branch) and that symbolic sizes
+Expressions go through `vkir.arith.simplify_expr`, knowing (vkir.arith.ranges) the ranges of
+loop variables (from the loops' min and extent), of let-bound variables (from their values), of
+variables compared in an enclosing `if` (`if i < n:` gives i <= max(n) - 1 in the then-branch) and that symbolic sizes
 are nonnegative int32 values. Statements: `if True` keeps its then-branch, `if False` its
 else-branch (or nothing), loops of extent 0 disappear (thread-binding loops stay: they define the
 launch grid), and no-op `Evaluate`s of constants drop out of sequences. Lets are kept.
@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..arith import Simplifier
-from ..arith.bound import type_range
+from ..arith.ranges import condition_ranges, counted_loop_range
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.base import PrimExpr
@@ -63,59 +63,15 @@ class _StmtSimplifier(Mutator):
         ext_hi = self.s.bound(extent)[1]
         if op.kind != "thread_binding" and ext_hi is not None and ext_hi <= 0:
             return NOOP
-        body = self.with_ranges({op.loop_var: self.loop_range(op.loop_var, start, extent)},
-                                lambda: self.visit(op.body))
+        var_range = counted_loop_range(op.loop_var.dtype, self.s.bound(start), ext_hi)
+        body = self.with_ranges({op.loop_var: var_range}, lambda: self.visit(op.body))
         if start is op.min and extent is op.extent and body is op.body:
             return op
         return replace(op, min=start, extent=extent, body=body)
 
-    def loop_range(self, var, start, extent):
-        """The values the loop variable takes (see the module docstring)."""
-        full = type_range(var.dtype)
-        (start_lo, start_hi), ext_hi = self.s.bound(start), self.s.bound(extent)[1]
-        if full is None or start_lo is None or ext_hi is None:
-            return (None, None)
-        hi = start_hi + max(ext_hi, 1) - 1  # an empty loop runs nothing: any range is true
-        return (start_lo, hi) if hi <= full[1] else full
-
-    def condition_ranges(self, cond, holds: bool) -> dict:
-        """Ranges of scalar integer vars implied by `cond` being `holds`: from comparisons of a
-        var with an expression, and from the operands of `and` (or of `or` when it fails)."""
-        if isinstance(cond, E.Not):
-            return self.condition_ranges(cond.a, not holds)
-        if isinstance(cond, E.And if holds else E.Or):
-            out = self.condition_ranges(cond.a, holds)
-            out.update(self.with_ranges(out, lambda: self.condition_ranges(cond.b, holds)))
-            return out
-        flip = {E.LT: E.GT, E.LE: E.GE, E.GT: E.LT, E.GE: E.LE, E.EQ: E.EQ, E.NE: E.NE}
-        negate = {E.LT: E.GE, E.LE: E.GT, E.GT: E.LE, E.GE: E.LT, E.EQ: E.NE, E.NE: E.EQ}
-        op = type(cond)
-        if op not in flip or cond.dtype.lanes != 1:
-            return {}
-        if not holds:
-            op = negate[op]
-        out = {}
-        for var, other, rel in ((cond.a, cond.b, op), (cond.b, cond.a, flip[op])):
-            if not isinstance(var, E.Var) or type_range(var.dtype) is None \
-                    or var.dtype.is_bool or var.dtype.lanes != 1:
-                continue
-            lo, hi = self.s.bound(var)
-            olo, ohi = self.s.bound(other)
-            if olo is None:
-                continue
-            if rel is E.LT:
-                hi = min(hi, ohi - 1)
-            elif rel is E.LE:
-                hi = min(hi, ohi)
-            elif rel is E.GT:
-                lo = max(lo, olo + 1)
-            elif rel is E.GE:
-                lo = max(lo, olo)
-            elif rel is E.EQ:
-                lo, hi = max(lo, olo), min(hi, ohi)
-            if lo <= hi:  # else the branch never runs
-                out[var] = (lo, hi)
-        return out
+    def implied(self, cond, holds: bool) -> dict:
+        """Var ranges that `cond` being `holds` implies in the current scope."""
+        return condition_ranges(cond, holds, self.s.bound, self.with_ranges)
 
     def visit_IfThenElse(self, op):
         cond = self.s(op.condition)
@@ -123,11 +79,10 @@ class _StmtSimplifier(Mutator):
             if cond.value:
                 return self.visit(op.then_case)
             return self.visit(op.else_case) if op.else_case is not None else NOOP
-        then_case = self.with_ranges(self.condition_ranges(cond, True),
-                                     lambda: self.visit(op.then_case))
+        then_case = self.with_ranges(self.implied(cond, True), lambda: self.visit(op.then_case))
         else_case = None
         if op.else_case is not None:
-            else_case = self.with_ranges(self.condition_ranges(cond, False),
+            else_case = self.with_ranges(self.implied(cond, False),
                                          lambda: self.visit(op.else_case))
         if else_case is not None and _is_noop(else_case):
             else_case = None

@@ -1,9 +1,10 @@
-"""What the emitter can prove about integer values: the ranges of the Vars in scope.
+"""Ranges of the Vars in scope, from a kernel's structure: the facts that the Simplify pass and
+SPIR-V codegen add to `value_range` (the one bound analysis, bound.py) while they walk a function.
 
-vkir integers wrap at their width, so codegen may only use an instruction that assumes more
-(an unsigned division for a floor division, a NoSignedWrap decoration) where the bound analysis
-of vkir.arith proves the value involved stays in range. The facts come from the kernel's
-structure, never from guesses:
+vkir integers wrap at their width, so a pass may only fold, and codegen may only use an
+instruction that assumes more (an unsigned division for a floor division, a NoSignedWrap
+decoration), where the bounds prove the value involved stays in range. The facts come from the
+kernel's structure, never from guesses (`RangeScope`, codegen's scope):
 
 - a symbolic size is a buffer extent: 0 <= size <= the type's maximum;
 - a thread-binding var is min plus the invocation's id, which lies in [0, extent);
@@ -17,19 +18,25 @@ bounds of the operands of every Add on its way down a deep sum; without the memo
 re-walks the whole subtree and codegen turns quadratic in the expression's depth). Any change
 of the scope starts a fresh memo.
 
-`value_range` (vkir.arith) is sound under wrap-around, so every bound here is a bound of the
-values the device computes.
+`value_range` is sound under wrap-around, so every bound here is a bound of the values the
+device computes. Two loop rules exist because two loop forms exist: `RangeScope.loop` is the loop
+as codegen emits it (`while var < min + extent`), `counted_loop_range` the loop as the interpreter
+runs it (`extent` iterations from `min`, each value wrapped), which Simplify must assume.
+`condition_ranges` narrows a var under a branch condition (`if i < n:`).
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 
-from vkir.arith import type_range, value_range
-from vkir.ir import Add, IntImm, Mul, PrimExpr, Sub, Var
+from ..ir import expr as E
+from ..ir.expr import Add, IntImm, Mul, PrimExpr, Sub, Var
+from .bound import type_range, value_range
+
+__all__ = ["RangeScope", "counted_loop_range", "condition_ranges", "is_zero"]
 
 
-class Ranges:
+class RangeScope:
     """Inclusive integer ranges of the Vars in scope (a stack of bindings)."""
 
     def __init__(self):
@@ -154,3 +161,61 @@ def is_zero(e) -> bool:
 
 def _inside(r, full) -> bool:
     return full[0] <= r[0] and r[1] <= full[1]
+
+
+def counted_loop_range(dtype, start: tuple, extent_hi: int | None) -> tuple:
+    """The values the var of a loop of `dtype` takes when it runs `extent` iterations from
+    `start` (bounds (lo, hi), None where unknown), each value wrapped to the type, as the
+    interpreter runs loops: [start_lo, start_hi + extent_hi - 1] when that fits the type, the
+    whole type otherwise, (None, None) when nothing is known. An empty loop runs nothing, so
+    any range is true of it."""
+    full = type_range(dtype)
+    start_lo, start_hi = start
+    if full is None or start_lo is None or extent_hi is None:
+        return (None, None)
+    hi = start_hi + max(extent_hi, 1) - 1
+    return (start_lo, hi) if hi <= full[1] else full
+
+
+_FLIP = {E.LT: E.GT, E.LE: E.GE, E.GT: E.LT, E.GE: E.LE, E.EQ: E.EQ, E.NE: E.NE}
+_NEGATE = {E.LT: E.GE, E.LE: E.GT, E.GT: E.LE, E.GE: E.LT, E.EQ: E.NE, E.NE: E.EQ}
+
+
+def condition_ranges(cond, holds: bool, bound, narrowed) -> dict:
+    """Ranges of scalar integer vars implied by `cond` being `holds`: from comparisons of a var
+    with an expression, and from the operands of `and` (or of `or` when it fails). `bound(e)` is
+    the (lo, hi) of an expression in the current scope; `narrowed(ranges, fn)` runs `fn` with
+    `ranges` added to that scope (the second operand of `and` sees what the first implies)."""
+    if isinstance(cond, E.Not):
+        return condition_ranges(cond.a, not holds, bound, narrowed)
+    if isinstance(cond, E.And if holds else E.Or):
+        out = condition_ranges(cond.a, holds, bound, narrowed)
+        out.update(narrowed(out, lambda: condition_ranges(cond.b, holds, bound, narrowed)))
+        return out
+    op = type(cond)
+    if op not in _FLIP or cond.dtype.lanes != 1:
+        return {}
+    if not holds:
+        op = _NEGATE[op]
+    out = {}
+    for var, other, rel in ((cond.a, cond.b, op), (cond.b, cond.a, _FLIP[op])):
+        if not isinstance(var, E.Var) or type_range(var.dtype) is None \
+                or var.dtype.is_bool or var.dtype.lanes != 1:
+            continue
+        lo, hi = bound(var)
+        olo, ohi = bound(other)
+        if olo is None:
+            continue
+        if rel is E.LT:
+            hi = min(hi, ohi - 1)
+        elif rel is E.LE:
+            hi = min(hi, ohi)
+        elif rel is E.GT:
+            lo = max(lo, olo + 1)
+        elif rel is E.GE:
+            lo = max(lo, olo)
+        elif rel is E.EQ:
+            lo, hi = max(lo, olo), min(hi, ohi)
+        if lo <= hi:  # else the branch never runs
+            out[var] = (lo, hi)
+    return out
