@@ -323,20 +323,6 @@ def _check_layouts(func: PrimFunc) -> None:
                 "with its full extent and index it (or alias it with T.decl_buffer) in the body")
 
 
-def _aliases(func: PrimFunc, lowered: PrimFunc) -> dict:
-    """Lowered-function Vars that stand for a different Var of the user's function: parameters
-    by position, symbolic sizes by name."""
-    out = {}
-    for orig, low in zip(func.params, lowered.params):
-        if orig is not low:
-            out[low] = orig
-    sizes = {v.name: v for v in func.size_vars}
-    for v in lowered.size_vars:
-        if v.name in sizes and sizes[v.name] is not v:
-            out[v] = sizes[v.name]
-    return out
-
-
 def _pack(dtype: DataType, value) -> bytes:
     """std430 bytes of one push-constant scalar of `dtype` (as codegen laid it out)."""
     if dtype.code == "float":
@@ -371,18 +357,23 @@ class Kernel:
     pipeline). Call it with device arrays, numpy arrays and Python scalars."""
 
     def __init__(self, func: PrimFunc, dev, pointer_casts: bool = False, precise: bool = False):
-        from . import runtime, spirv
-        from .interpreter import evaluate
+        from . import runtime
+        from .compile_cache import compile_vulkan
+        from .shape_eval import evaluate
 
         t0 = time.perf_counter()
         _check_layouts(func)
         self.func = func
         self.device = dev
         self.target = target_for(dev.info, precise)
-        self.ir = lower(func, self.target, pointer_casts=pointer_casts)
-        # codegen validates every module with SPIRV-Tools before returning it (its contract),
-        # so nothing unvalidated reaches vkCreateShaderModule; validating again would cost ~1 ms
-        self.module = spirv.codegen(self.ir, self.target)
+        # lowered and compiled, or loaded from the disk compile cache (vkir.compile_cache);
+        # codegen validated the words before they were used or stored, so nothing unvalidated
+        # reaches vkCreateShaderModule
+        target = self.target  # the closure must not hold self: a dropped Kernel is freed at once
+        self._compiled = compile_vulkan(
+            func, target, pointer_casts=pointer_casts,
+            lower=lambda: lower(func, target, pointer_casts=pointer_casts))
+        self.module = self._compiled.module
         self._check_limits()
         self.pipeline = runtime.get_pipeline(
             dev, self.module.words, self.module.entry_point,
@@ -395,13 +386,13 @@ class Kernel:
         self._evaluate = evaluate
         self._writes = tuple(sorted({b.param_index for b in self.module.bindings if b.writable}))
         # sizes and scalars are bound on the user's signature; codegen's push constants and grid
-        # name the lowered function's vars, mapped back through _aliases where a pass renewed one
+        # name the lowered function's vars, mapped back through the aliases where a pass renewed one
         self._signature = Signature(func, evaluate, where=f"kernel {func.name}",
                                     written=self._writes, array_types=(DeviceArray, np.ndarray),
                                     array_kinds="a vkir or numpy array", exact=True)
         self._params = self._signature.params
         self._env_vars = self._signature.env_vars
-        self._aliases = _aliases(func, self.ir)
+        self._aliases = self._compiled.aliases
         self._binding_params = tuple(b.param_index for b in self.module.bindings)
         self._derived = {}     # _values_key(env values) -> (push bytes, groups)
         self._scratch = {}     # (param index, nbytes) -> runtime Buffer for numpy arguments
@@ -409,6 +400,11 @@ class Kernel:
         self._memo = None      # (argument keys, Launch) of the last all-device-array call
 
     # -- properties --------------------------------------------------------------------------
+    @property
+    def ir(self) -> PrimFunc:
+        """The lowered PrimFunc (lowered again on first access for a kernel from the cache)."""
+        return self._compiled.ir
+
     @property
     def spirv(self) -> bytes:
         return self.module.words

@@ -16,6 +16,7 @@ _PASSES = {
     "CommonSubexprElim": "common_subexpr_elim",
     "InjectSoftwarePipeline": "inject_software_pipeline",
     "LowerAsync": "lower_async",
+    "SplitLongLoops": "split_long_loops",
 }
 
 
