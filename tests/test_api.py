@@ -265,10 +265,20 @@ def test_profile(device):
 
 
 def test_limits_checked_before_dispatch(device):
-    if device.info.limits.max_workgroup_invocations >= 4096:
-        pytest.skip("device accepts 4096 invocations per workgroup")
+    limits = device.info.limits
+    if limits.max_workgroup_invocations < 4096:
+        with pytest.raises(UnsupportedError):
+            vkir.build(too_wide, device=device)
+    # one more invocation than this device takes, whatever the device
+    n = max(limits.max_workgroup_invocations, limits.max_workgroup_size[0]) + 1
+    wider = vkir.from_script(f'''
+@T.prim_func
+def wider(a: T.Buffer(({n},), "float32")):
+    for tx in T.thread_binding({n}, "threadIdx.x"):
+        a[tx] = T.float32(1)
+''')
     with pytest.raises(UnsupportedError):
-        vkir.build(too_wide, device=device)
+        vkir.build(wider, device=device)
 
 
 def test_arrays(device):
@@ -280,8 +290,10 @@ def test_arrays(device):
     F = vkir.array(flags, device)                 # bool is stored as int8 bytes
     assert F.nbytes == 3 and F.numpy().dtype == np.bool_
     np.testing.assert_array_equal(F.numpy(), flags)
-    E = vkir.empty((2, 5), "float32", device)
-    assert E.shape == (2, 5) and not E.numpy().any()
+    E = vkir.empty((2, 5), "float32", device)     # uninitialized, as numpy.empty
+    assert E.shape == (2, 5) and E.numpy().shape == (2, 5)
+    Z = vkir.zeros((2, 5), "float32", device)
+    assert Z.shape == (2, 5) and not Z.numpy().any()
     assert vkir.empty(0, "int32", device).numpy().shape == (0,)
     with pytest.raises(ArgumentError):
         vkir.array(np.array(["a"]), device)

@@ -9,9 +9,8 @@ import is still a dependency, only a deferred one. A "package" is vkir's first-l
 module (`vkir.ir`, `vkir.api`, ...); the top-level folders spirv/ and runtime/ are `vkir.spirv`
 and `vkir.runtime`, as they install.
 
-    "vkir.spirv": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis", "vkir.target"},
-    "vkir.timing": set(),
-    "vkir.runtime": {"vkir.errors", "vkir.timing"},
+The layering, bottom to top: errors, timing; target (the compilation target, plain data); ir;
+abi (a compiled kernel's dispatch description); arith; analysis; script, transform, schedule, binding,
 interpreter; spirv (the IR -> SPIR-V backend); runtime (Vulkan, knows no IR); and the facade
 (api, lowering, cli, demo, ops, ...) that joins them. A package imports only packages below it
 (ALLOWED); anything not listed there is facade and may import anything, but nothing below the
@@ -34,6 +33,7 @@ ALLOWED = {
     "vkir.errors": set(),
     "vkir.target": {"vkir.errors"},
     "vkir.ir": {"vkir.errors"},
+    "vkir.abi": {"vkir.errors", "vkir.ir"},
     "vkir.arith": {"vkir.errors", "vkir.ir"},
     "vkir.analysis": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.target"},
     "vkir.script": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis"},
@@ -43,7 +43,8 @@ ALLOWED = {
     "vkir.binding": {"vkir.errors", "vkir.ir"},
     "vkir.interpreter": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis",
                          "vkir.binding"},
-    "vkir.spirv": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis", "vkir.target"},
+    "vkir.spirv": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis", "vkir.target",
+                   "vkir.abi"},
     "vkir.timing": set(),
     "vkir.runtime": {"vkir.errors", "vkir.timing"},
 }

@@ -15,6 +15,9 @@ from .transform.pipeline import Pipeline
 
 __all__ = ["lower", "default_passes"]
 
+# the quirk SplitLongLoops works around (vkir.runtime.quirks lists the drivers that have it)
+LOOP_TRIP_LIMIT = "loop_trip_limit_65535"
+
 
 def as_target(target) -> Target:
     """`target` (a Target, a target name, a device, or None for the Vulkan 1.1 baseline) as a
@@ -28,10 +31,13 @@ def pipeline(target=None, *, pointer_casts: bool = False) -> Pipeline:
     CSE runs last so that it sees the final index arithmetic. With `pointer_casts`, aligned vector
     accesses go through explicit DeclBuffer casts (aliased descriptors on Vulkan) before the
     VectorTypeRewriter, which then leaves the cast storages alone. Bool buffers become int8 only
-    for Vulkan (the interpreter stores bools as they are)."""
+    for Vulkan (the interpreter stores bools as they are). On targets with the
+    "loop_trip_limit_65535" quirk, SplitLongLoops runs last (see vkir.runtime.quirks)."""
     target = as_target(target)
     casts = (transform.PointerCastVectorize(target=target),) if pointer_casts else ()
     bools = (transform.BoolToInt8(),) if target.is_vulkan else ()
+    # llvmpipe stops loops after 65535 back edges per invocation: fewer, longer iterations
+    long_loops = (transform.SplitLongLoops(),) if LOOP_TRIP_LIMIT in target.quirks else ()
     return Pipeline((
         transform.InjectSoftwarePipeline(),
         transform.LowerAsync(),
@@ -42,6 +48,7 @@ def pipeline(target=None, *, pointer_casts: bool = False) -> Pipeline:
         transform.VectorTypeRewrite(),
         *bools,
         transform.CommonSubexprElim(),
+        *long_loops,
     ))
 
 

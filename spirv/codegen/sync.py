@@ -9,7 +9,8 @@ float32 add/min/max need their device features, named in the UnsupportedError ot
 
 Subgroup operations: OpGroupNonUniform* at Subgroup scope; the capability of each class (vote,
 arithmetic, ballot, shuffle, shuffle_relative) is declared when used, and the target must have
-the matching feature ("subgroup_<class>"). Ids come from the SubgroupSize,
+the matching feature ("subgroup_<class>"; the basic class is required of every Vulkan 1.1
+device, so it needs none). Ids come from the SubgroupSize,
 SubgroupLocalInvocationId, SubgroupId and NumSubgroups builtins.
 """
 
@@ -110,7 +111,8 @@ class SyncMixin:
     # -- subgroups -----------------------------------------------------------------------------
 
     def _subgroup_class(self, e: Call, cls: str) -> None:
-        self.types.need(f"subgroup_{cls}", f"{e.op} in `{e}`")
+        if cls != "basic":  # every Vulkan 1.1 device has basic subgroup operations in compute
+            self.types.need(f"subgroup_{cls}", f"{e.op} in `{e}`")
         self.b.capability("GroupNonUniform")
         self.b.capability(_CAPABILITY[cls])
 

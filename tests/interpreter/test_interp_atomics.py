@@ -191,3 +191,16 @@ def test_atomic_out_of_bounds_is_reported():
     x = np.full(512, 9, np.int32)
     with pytest.raises(OutOfBoundsError):
         interpret(histogram, x, np.zeros(8, np.int32))
+
+
+def test_naive_read_modify_write_race_suggests_an_atomic():
+    @T.prim_func
+    def naive(x: T.Buffer((256,), "int32"), h: T.Buffer((8,), "int32")):
+        for bx in T.thread_binding(2, "blockIdx.x"):
+            for tx in T.thread_binding(128, "threadIdx.x"):
+                h[x[bx * 128 + tx]] += 1
+
+    x = np.full(256, 3, np.int32)
+    with pytest.raises(DataRaceError, match=r"h\[3\].*use an atomic, e\.g\. "
+                                            r"T\.atomic_add\(h\[\.\.\.\], v\)"):
+        interpret(naive, x, np.zeros(8, np.int32))

@@ -194,3 +194,22 @@ def test_subgroup_op_outside_thread_loops_is_refused():
 
     with pytest.raises(InterpreterError, match="outside the threadIdx loops"):
         interpret(outside, np.zeros(64, np.int32))
+
+
+def test_broadcast_lane_must_be_uniform_per_subgroup():
+    @T.prim_func
+    def per_subgroup(x: T.Buffer((64,), "int32"), y: T.Buffer((64,), "int32")):
+        for tx in T.thread_binding(64, "threadIdx.x"):
+            y[tx] = T.subgroup_broadcast(x[tx], T.subgroup_id() % 4)
+
+    @T.prim_func
+    def varying(x: T.Buffer((64,), "int32"), y: T.Buffer((64,), "int32")):
+        for tx in T.thread_binding(64, "threadIdx.x"):
+            y[tx] = T.subgroup_broadcast(x[tx], tx % 2)
+
+    x, y = np.arange(64, dtype=np.int32) * 3, np.zeros(64, np.int32)
+    interpret(per_subgroup, x, y, subgroup_size=8)  # differs between subgroups only: fine
+    sg = np.arange(64) // 8
+    np.testing.assert_array_equal(y, x[sg * 8 + sg % 4])
+    with pytest.raises(InterpreterError, match="lane differs between the invocations of a"):
+        interpret(varying, x, y, subgroup_size=8)

@@ -181,7 +181,14 @@ def test_subgroup_ops_validate_with_derived_capabilities(op, dtype):
         assert caps & {"GroupNonUniform", *CAPS.values()} == want
 
 
-@pytest.mark.parametrize("op", sorted(SUBGROUP_OPS))
+def test_basic_subgroup_ops_need_no_feature():
+    for op in ("subgroup_size", "subgroup_invocation_id", "subgroup_id", "num_subgroups",
+               "subgroup_elect"):
+        assert "OpCapability GroupNonUniform\n" in _asm(_subgroup_kernel(op, "int32"), Target())
+
+
+@pytest.mark.parametrize("op", sorted(op for op, (_, cls) in SUBGROUP_OPS.items()
+                                      if cls != "basic"))
 def test_missing_subgroup_class_is_named(op):
     feature = f"subgroup_{SUBGROUP_OPS[op][1]}"
     target = Target.vulkan13(features=LAVAPIPE.features - {feature})

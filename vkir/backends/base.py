@@ -60,7 +60,6 @@ class BackendKernel(Kernel):
         self.device = backend
         self.target = backend.target(precise)
         self.executable = backend.compile(func, self.target, pointer_casts=pointer_casts)
-        self.ir = self.executable.ir
         self.module = None
         self.compile_seconds = time.perf_counter() - t0
         self._writes = tuple(sorted(written_params(func)))
@@ -69,6 +68,11 @@ class BackendKernel(Kernel):
                                     array_kinds="a vkir or numpy array", exact=True)
         self._params = self._signature.params
         self._lock = threading.Lock()
+
+    @property
+    def ir(self) -> PrimFunc:
+        """The function lowered for the backend's target."""
+        return self.executable.ir
 
     @property
     def spirv(self) -> bytes:

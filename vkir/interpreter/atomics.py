@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.expr import BufferLoad
 from . import numeric as N
 from .errors import InterpreterError
 from .memory import load, positions, store
@@ -48,7 +49,7 @@ def _ranks(p: np.ndarray) -> np.ndarray:
 def compile_atomic(compiler, e):
     """Closure for the atomic Call `e` (first argument: the BufferLoad of the element)."""
     target = e.args[0]
-    if len(e.args) < 2 or not hasattr(target, "buffer"):
+    if len(e.args) < 2 or not isinstance(target, BufferLoad):
         raise InterpreterError(f"{e.op}: the first argument must be a buffer element")
     buffer = target.buffer
     get = compiler.buffer_getter(buffer)

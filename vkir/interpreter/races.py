@@ -565,7 +565,24 @@ class RaceChecker:
             msg = (f"data race on {scope} buffer {element}: {verb[kind1]} by "
                    f"{self._who(key1, wg1)} {self._where(site1)} and {verb[kind2]} by "
                    f"{self._who(key2, wg2)} {self._where(site2)} {why}")
-        raise DataRaceError(msg)
+        hint = self._atomic_hint(site1) if kind1 == kind2 == "write" and site1 == site2 else ""
+        raise DataRaceError(msg + hint)
+
+    def _atomic_hint(self, site: int) -> str:
+        """A hint when invocations race storing to one element from its own value (`h[i] += 1`
+        at the same statement): an atomic does that."""
+        from ..ir.expr import BufferLoad
+        from ..ir.stmt import BufferStore
+        from ..ir.walk import walk
+
+        node = self.sites[site].node if 0 <= site < len(self.sites) else None
+        if isinstance(node, BufferStore) and any(
+                isinstance(n, BufferLoad) and n.buffer.data is node.buffer.data
+                for n in walk(node.value)):
+            return (f" (a read-modify-write of {node.buffer.name}: to update an element from "
+                    f"several invocations use an atomic, e.g. "
+                    f"T.atomic_add({node.buffer.name}[...], v))")
+        return ""
 
 
 def _element(bb, flat: int) -> str:

@@ -141,9 +141,11 @@ def _operation(op: str, npdt, arg_npdt):  # noqa: C901 - one case per operation
     if name in ("broadcast", "shuffle", "shuffle_xor", "shuffle_up", "shuffle_down"):
         def shuffle(L, x, k):
             k = np.asarray(k, np.int64)
-            if name == "broadcast" and np.ndim(k) and len(np.unique(k)) > 1:
-                raise InterpreterError("subgroup_broadcast: the lane differs between "
-                                       "invocations (it must be uniform)")
+            if name == "broadcast" and np.ndim(k):
+                first = L.dense(k, np.int64, 0)[L.sg, np.argmax(L.active, axis=1)[L.sg]]
+                if (first != k).any():
+                    raise InterpreterError("subgroup_broadcast: the lane differs between the "
+                                           "invocations of a subgroup (it must be uniform)")
             m = L.dense(x, arg_npdt, 0)
             lanes = {"broadcast": k, "shuffle": k, "shuffle_xor": L.lane ^ k,
                      "shuffle_up": L.lane - k, "shuffle_down": L.lane + k}[name]

@@ -1,0 +1,291 @@
+"""The on-disk compile cache of `vkir.build`: a new process builds a kernel it has built before
+without lowering, code generation or SPIRV-Tools.
+
+An entry is keyed by a hash of what determines the result: the user's PrimFunc (its script
+text), the build options, the Target (`Target.key()`) and the compiler itself (vkir's version and
+the size and modification time of every source file of the installed package, so an edited
+compiler never serves stale code). It stores the validated SPIR-V words (with their SHA-256) and
+the dispatch description a Kernel needs (bindings, push constants, grid and workgroup size), its
+expressions written in terms of the user's own symbolic sizes and scalar parameters. The lowered
+IR is not stored: `Compiled.ir` lowers again on first access.
+
+Entries live in `$VKIR_CACHE_DIR/kernels` (default: the platform's user cache directory;
+"" or "0" turns the cache off). Writes are atomic (a temporary file in the same directory, then
+os.replace), so concurrent processes see a whole entry or none; an entry that cannot be read,
+parsed or verified is ignored and rebuilt (and overwritten), never an error.
+"""
+
+from __future__ import annotations
+
+import binascii
+import functools
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .abi import Binding, PushConstant, SpirvModule
+from .ir import (
+    Add, Buffer, Cast, DataType, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimFunc, Sub, Var,
+)
+
+FORMAT = 1
+
+_OPS = {"add": Add, "sub": Sub, "mul": Mul, "floordiv": FloorDiv, "floormod": FloorMod,
+        "min": Min, "max": Max}
+_NAMES = {cls: name for name, cls in _OPS.items()}
+
+
+def cache_dir() -> Path | None:
+    """The directory of compiled kernels: $VKIR_CACHE_DIR/kernels, else the platform's user
+    cache directory for vkir; None (no disk cache) when VKIR_CACHE_DIR is "" or "0"."""
+    root = os.environ.get("VKIR_CACHE_DIR")
+    if root is None:
+        import platformdirs
+
+        root = platformdirs.user_cache_dir("vkir")
+    elif root.strip() in ("", "0"):
+        return None
+    return Path(root) / "kernels"
+
+
+@functools.cache
+def compiler_fingerprint() -> str:
+    """A hash of vkir's version and of every source file of the installed compiler (path, size,
+    modification time): it changes whenever the code that produced an entry may have."""
+    import importlib.util
+
+    from . import __version__
+
+    h = hashlib.sha256(f"vkir {__version__} format {FORMAT}".encode())
+    folders = [root for package in ("vkir", "vkir.spirv")
+               for root in importlib.util.find_spec(package).submodule_search_locations or ()]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in sorted(entries, key=lambda e: e.name):
+                if entry.name.endswith(".py"):
+                    st = entry.stat()
+                    h.update(f"{entry.path}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+                elif entry.is_dir() and entry.name != "__pycache__":
+                    folders.append(entry.path)
+    return h.hexdigest()
+
+
+def cache_key(func: PrimFunc, target, options: dict) -> str:
+    """The entry name of `func` built for `target` with `options` (sorted name -> value)."""
+    text = "\n".join([compiler_fingerprint(), target.key(),
+                      repr(sorted(options.items())), func.script()])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass
+class Compiled:
+    """A kernel compiled for Vulkan: its SpirvModule, the map from the lowered function's Vars to
+    the user's (`aliases`, empty when loaded from the cache: the module names the user's Vars),
+    whether it came from the disk cache, and the lowered IR (computed on first access then)."""
+
+    module: SpirvModule
+    aliases: dict
+    cached: bool
+    lower: object = field(repr=False)   # () -> the lowered PrimFunc
+    _ir: PrimFunc | None = field(default=None, repr=False)
+
+    @property
+    def ir(self) -> PrimFunc:
+        """The lowered PrimFunc."""
+        if self._ir is None:
+            self._ir = self.lower()
+        return self._ir
+
+
+def compile_vulkan(func: PrimFunc, target, *, pointer_casts: bool = False,
+                   lower=None) -> Compiled:
+    """`func` lowered and compiled to validated SPIR-V for `target`, through the disk cache.
+    `lower()` gives the lowered function (default: vkir.lowering.lower with these options)."""
+    options = {"pointer_casts": bool(pointer_casts)}
+
+    if lower is None:
+        def lower():
+            from .lowering import lower as lower_
+
+            return lower_(func, target, pointer_casts=pointer_casts)
+
+    directory = cache_dir()
+    key = cache_key(func, target, options) if directory is not None else None
+    if key is not None:
+        module = load(directory / f"{key}.json", key, func)
+        if module is not None:
+            return Compiled(module, {}, True, lower)
+    from .spirv import codegen
+
+    ir = lower()
+    # codegen validates every module with SPIRV-Tools before returning it (its contract)
+    module = codegen(ir, target)
+    aliases = _aliases(func, ir)
+    if key is not None:
+        store(directory / f"{key}.json", key, func, module, aliases)
+    return Compiled(module, aliases, False, lower, ir)
+
+
+def _aliases(func: PrimFunc, lowered: PrimFunc) -> dict:
+    """Lowered-function Vars that stand for a different Var of the user's function: parameters
+    by position, symbolic sizes by name."""
+    out = {}
+    for orig, low in zip(func.params, lowered.params):
+        if orig is not low:
+            out[low] = orig
+    sizes = {v.name: v for v in func.size_vars}
+    for v in lowered.size_vars:
+        if v.name in sizes and sizes[v.name] is not v:
+            out[v] = sizes[v.name]
+    return out
+
+
+def _log():
+    """The cache's logger (logging is imported only when something goes wrong)."""
+    import logging
+
+    return logging.getLogger("vkir.compile_cache")
+
+
+# -- entries -------------------------------------------------------------------------------------
+class _NotStorable(Exception):
+    """The module names something the entry format cannot express: it is simply not cached."""
+
+
+def _names(func: PrimFunc) -> dict:
+    """The user's Vars an entry may refer to, by name: symbolic sizes and scalar parameters."""
+    out = {}
+    for v in (*func.size_vars, *(p for p in func.params if p not in func.buffer_map)):
+        if out.setdefault(v.name, v) is not v:
+            raise _NotStorable(f"two variables named {v.name!r}")
+    return out
+
+
+def _dump_expr(e, aliases: dict, names: dict):
+    t = type(e)
+    if t is IntImm:
+        return ["int", str(e.dtype), e.value]
+    if t is Var:
+        v = aliases.get(e, e)
+        if names.get(v.name) is not v:
+            raise _NotStorable(f"variable {v.name!r} is not a size or scalar parameter")
+        return ["var", v.name, str(v.dtype)]
+    if t is Cast:
+        return ["cast", str(e.dtype), _dump_expr(e.value, aliases, names)]
+    if t in _NAMES:
+        return [_NAMES[t], _dump_expr(e.a, aliases, names), _dump_expr(e.b, aliases, names)]
+    raise _NotStorable(f"expression {t.__name__}")
+
+
+def _load_expr(d, names: dict):
+    tag = d[0]
+    if tag == "int":
+        return IntImm(DataType.parse(d[1]), int(d[2]))
+    if tag == "var":
+        v = names[d[1]]
+        if str(v.dtype) != d[2]:
+            raise ValueError(f"variable {d[1]} changed type")
+        return v
+    if tag == "cast":
+        return Cast(DataType.parse(d[1]), _load_expr(d[2], names))
+    return _OPS[tag](_load_expr(d[1], names), _load_expr(d[2], names))
+
+
+def _record(key: str, func: PrimFunc, module: SpirvModule, aliases: dict) -> dict:
+    names = _names(func)
+    bindings = []
+    for b in module.bindings:
+        bindings.append({"binding": b.binding, "param": b.param_index, "readable": b.readable,
+                         "writable": b.writable, "name": b.buffer.name,
+                         "dtype": str(b.buffer.dtype), "scope": b.buffer.scope,
+                         "shape": [_dump_expr(s, aliases, names) for s in b.buffer.shape]})
+    return {
+        "format": FORMAT, "key": key, "entry_point": module.entry_point,
+        "words": binascii.b2a_base64(module.words, newline=False).decode(),
+        "sha256": hashlib.sha256(module.words).hexdigest(),
+        "local_size": list(module.local_size),
+        "grid": [_dump_expr(g, aliases, names) for g in module.grid],
+        "bindings": bindings,
+        "push_constants": [{"var": _dump_expr(pc.var, aliases, names), "offset": pc.offset,
+                            "dtype": str(pc.dtype)} for pc in module.push_constants],
+        "push_constant_size": module.push_constant_size,
+        "shared_memory_bytes": module.shared_memory_bytes,
+        "required_features": sorted(module.required_features),
+    }
+
+
+def _module(rec: dict, key: str, func: PrimFunc) -> SpirvModule:
+    if rec.get("format") != FORMAT or rec.get("key") != key:
+        raise ValueError("entry of another format or key")
+    words = binascii.a2b_base64(rec["words"])
+    if hashlib.sha256(words).hexdigest() != rec["sha256"] or len(words) % 4:
+        raise ValueError("SPIR-V words do not match their checksum")
+    names = _names(func)
+    bindings = []
+    for b in rec["bindings"]:
+        param = func.params[b["param"]]
+        data = func.buffer_map[param].data
+        buf = Buffer(b["name"], data, DataType.parse(b["dtype"]),
+                     tuple(_load_expr(s, names) for s in b["shape"]), scope=b["scope"])
+        bindings.append(Binding(int(b["binding"]), int(b["param"]), buf, bool(b["readable"]),
+                                bool(b["writable"])))
+    pcs = []
+    for pc in rec["push_constants"]:
+        var = _load_expr(pc["var"], names)
+        if type(var) is not Var:
+            raise ValueError("a push constant that is not a variable")
+        pcs.append(PushConstant(var, int(pc["offset"]), DataType.parse(pc["dtype"])))
+    local = tuple(int(n) for n in rec["local_size"])
+    grid = tuple(_load_expr(g, names) for g in rec["grid"])
+    if len(local) != 3 or len(grid) != 3:
+        raise ValueError("workgroup size and grid need three axes")
+    return SpirvModule(words=words, entry_point=str(rec["entry_point"]), local_size=local,
+                       grid=grid, bindings=tuple(bindings), push_constants=tuple(pcs),
+                       push_constant_size=int(rec["push_constant_size"]),
+                       shared_memory_bytes=int(rec["shared_memory_bytes"]),
+                       required_features=frozenset(rec["required_features"]))
+
+
+def load(path: Path, key: str, func: PrimFunc) -> SpirvModule | None:
+    """The module stored at `path` for `func`, or None when there is none or it is unusable
+    (unreadable, truncated, another format, a checksum mismatch): the caller rebuilds it."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        _log().debug("compile cache: cannot read %s: %s", path, exc)
+        return None
+    try:
+        return _module(json.loads(text), key, func)
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, binascii.Error) as exc:
+        _log().debug("compile cache: ignoring unusable entry %s: %s", path, exc)
+        return None
+
+
+def store(path: Path, key: str, func: PrimFunc, module: SpirvModule, aliases: dict) -> bool:
+    """Write the entry atomically (temporary file + rename); False when the module cannot be
+    expressed in the entry format or the directory cannot be written (the build goes on)."""
+    try:
+        text = json.dumps(_record(key, func, module, aliases), separators=(",", ":"))
+    except _NotStorable as exc:
+        _log().debug("compile cache: not caching %s: %s", func.name, exc)
+        return False
+    import tempfile
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:16]}-", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as exc:
+        _log().debug("compile cache: cannot write %s: %s", path, exc)
+        return False
+    return True
