@@ -1,4 +1,4 @@
-"""The benchmark suite behind `vkir bench` (DESIGN section 8).
+"""The benchmark suite behind `vkir bench` (docs/architecture.md, "Benchmarks").
 
 Each workload runs several ways on the same device in one process: "vkir" (the vkir.ops kernel
 template, tuned for the device by vkir.autotune), "vkir_mirror" (a T.prim_func from kernels.py with

@@ -63,9 +63,12 @@ def test_limits_include_descriptor_and_allocation_limits(device):
 
 
 @pytest.mark.parametrize("extra", [1, 8])
-def test_one_storage_buffer_more_than_the_stage_allows_is_refused(device, extra,
+def test_one_storage_buffer_more_than_the_stage_allows_is_refused(device, extra, monkeypatch,
                                                                   no_pipeline_creation):
     cap = device.info.limits.max_per_stage_storage_buffers
+    if cap > 64:  # a GPU allowing thousands: the check itself, at lavapipe's limit
+        cap = 32
+        _with_limits(monkeypatch, device, max_per_stage_storage_buffers=cap)
     func = from_script(_many_buffers_source(cap + extra))  # 33 and 40 on lavapipe
     before = (len(device.pipelines), len(device.launches))
     with pytest.raises(UnsupportedError, match=rf"{cap + extra} storage buffers; "
@@ -138,7 +141,8 @@ def test_workgroup_count_per_axis_is_checked(device, monkeypatch):
 
 def test_storage_buffer_range_and_allocation_size_are_checked(device, monkeypatch):
     rng = device.info.limits.max_storage_buffer_range
-    with pytest.raises(UnsupportedError, match=rf"{rng + 4} bytes exceeds maxStorageBufferRange = {rng}"):
+    nbytes = (rng // 4 + 1) * 4
+    with pytest.raises(UnsupportedError, match=rf"{nbytes} bytes exceeds maxStorageBufferRange = {rng}"):
         vkir.empty(rng // 4 + 1, "float32", device=device)
     _with_limits(monkeypatch, device, max_memory_allocation_size=1 << 20)
     with pytest.raises(UnsupportedError, match=r"4194304 bytes exceeds maxMemoryAllocationSize = 1048576"):
@@ -168,7 +172,7 @@ def test_element_counts_beyond_the_index_type_are_refused(device):
             a[0, 0] = T.int8(1)
 
     k = vkir.build(first, device=device)
-    small = vkir.empty(16, "int8", device=device)
+    small = vkir.zeros(16, "int8", device=device)
     huge = vkir.api.DeviceArray(small.buffer, (2**16, 2**16), np.int8, device)
     with pytest.raises(ArgumentError, match=r"4294967296 elements, more than its int32 indices"):
         k(huge)
@@ -293,7 +297,7 @@ def _rss() -> int:
 
 def test_memory_is_freed_when_arrays_are_collected(device):
     live = len(device._live_buffers)
-    arrays = [vkir.empty(16 << 20, "float32", device=device) for _ in range(4)]  # 4 x 64 MiB, zeroed
+    arrays = [vkir.zeros(16 << 20, "float32", device=device) for _ in range(4)]  # 4 x 64 MiB, zeroed
     assert len(device._live_buffers) == live + 4
     held = _rss()
     del arrays

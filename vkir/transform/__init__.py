@@ -20,7 +20,8 @@ _PASSES = {
 }
 
 
-__all__ = ["Pass", "Sequential", *_PASSES]
+__all__ = ["Pass", "Sequential", "Pipeline", "Instrument", "CheckTypes", "PrintAfter", "TimePasses",
+           *_PASSES]
 
 
 def __getattr__(name):
