@@ -309,10 +309,15 @@ class Tuned:
 
 
 def _arguments(kernel) -> list:
-    """Zero-filled device arrays for every parameter of a kernel with constant shapes."""
-    from .api import empty
+    """Device arrays for every parameter of a kernel with constant shapes, written with data
+    (random floats, small integers): untouched zero-filled memory can be the operating system's
+    one shared zero page, which reads at cache speed and would time a config unrealistically."""
+    import numpy as np
+
+    from .api import array
     from .ir import IntImm
 
+    rng = np.random.default_rng(0)
     args = []
     for p in kernel.func.params:
         buf = kernel.func.buffer_map.get(p)
@@ -322,7 +327,15 @@ def _arguments(kernel) -> list:
         if not all(isinstance(s, IntImm) for s in buf.shape):
             raise ArgumentError(f"autotune: buffer {buf.name} of kernel {kernel.name} has a "
                                 "symbolic shape; templates to tune use constant shapes")
-        args.append(empty(tuple(s.value for s in buf.shape), buf.dtype, device=kernel.device))
+        shape = [s.value for s in buf.shape]
+        if shape:
+            shape[-1] *= buf.dtype.lanes  # a vector-typed buffer takes its scalars' array
+        npd = buf.dtype.element_of().numpy_dtype()
+        if npd.kind == "f":
+            values = rng.standard_normal(shape).astype(npd)
+        else:
+            values = rng.integers(0, 2, size=shape).astype(npd)
+        args.append(array(values, device=kernel.device))
     return args
 
 
