@@ -27,10 +27,16 @@ def pipeline(target=None, *, pointer_casts: bool = False) -> Pipeline:
     the N-d buffers), then buffers are flattened, loops vectorized and vector types introduced;
     CSE runs last so that it sees the final index arithmetic. With `pointer_casts`, aligned vector
     accesses go through explicit DeclBuffer casts (aliased descriptors on Vulkan) before the
-    VectorTypeRewriter, which then leaves the cast storages alone. Bool buffers become int8 only
-    for Vulkan (the interpreter stores bools as they are)."""
+    VectorTypeRewriter, which then leaves the cast storages alone; without it, for Vulkan, the
+    parameters the VectorTypeRewriter must leave scalar because their size is symbolic get such
+    casts after it. Bool buffers become int8 only for Vulkan (the interpreter stores bools as
+    they are)."""
     target = as_target(target)
     casts = (transform.PointerCastVectorize(target=target),) if pointer_casts else ()
+    # parameters of symbolic size get vector accesses through casts (VectorTypeRewrite cannot
+    # change their type without knowing the size is a multiple of the width)
+    symbolic = () if pointer_casts or not target.is_vulkan else \
+        (transform.PointerCastVectorize(target=target, unprovable_extents_only=True),)
     bools = (transform.BoolToInt8(),) if target.is_vulkan else ()
     return Pipeline((
         transform.InjectSoftwarePipeline(),
@@ -40,6 +46,7 @@ def pipeline(target=None, *, pointer_casts: bool = False) -> Pipeline:
         transform.Simplify(),
         *casts,
         transform.VectorTypeRewrite(),
+        *symbolic,
         *bools,
         transform.CommonSubexprElim(),
     ))
