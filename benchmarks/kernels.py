@@ -69,38 +69,56 @@ def noop(a: T.Buffer((1,), "float32")):
             T.evaluate(0)
 
 
-def add_template(n, w=64, vpt=4, layout="interleave"):
+def add_template(n, w=64, vpt=4, layout="interleave", groups=256):
     """The tuned vadd ("vkir" in the benchmark): c = a + b on `n` float32 (a multiple of 4),
-    each invocation adding `vpt` float32x4 vectors: with layout "interleave" consecutive
-    invocations take consecutive vectors, with "range" each invocation takes `vpt` consecutive
-    ones (a stream per host thread on CPU devices); `w` invocations per workgroup."""
+    `w` invocations per workgroup. Layout "interleave": each invocation adds `vpt` float32x4
+    vectors, consecutive invocations on consecutive vectors, as many workgroups as needed.
+    Layout "range": `groups` workgroups, each invocation adding one contiguous run of vectors,
+    `vpt` per loop step (a memory stream per invocation and few workgroups: on CPU devices every
+    workgroup costs a scheduling step)."""
     from vkir.errors import ArgumentError
     from vkir.script import from_script
 
     if n % 4:
         raise ArgumentError(f"add template: n={n} is not a multiple of 4")
-    q = "(bx * VPT + u) * W + tx" if layout == "interleave" else "(bx * W + tx) * VPT + u"
+    if layout == "range":
+        if (n // 4) % (groups * w * vpt):
+            raise ArgumentError(f"add template: {n // 4} vectors do not split into "
+                                f"{groups * w} runs of whole {vpt}-vector steps")
+        steps = n // 4 // (groups * w * vpt)
+        text = '''
+@T.prim_func
+def add(a: T.Buffer((N,), "float32"), b: T.Buffer((N,), "float32"), c: T.Buffer((N,), "float32")):
+    for bx in T.thread_binding(G, "blockIdx.x"):
+        for tx in T.thread_binding(W, "threadIdx.x"):
+            for s in T.serial(STEPS):
+                for u in T.unroll(VPT):
+                    for v in T.vectorized(4):
+                        c[(((bx * W + tx) * STEPS + s) * VPT + u) * 4 + v] = a[(((bx * W + tx) * STEPS + s) * VPT + u) * 4 + v] + b[(((bx * W + tx) * STEPS + s) * VPT + u) * 4 + v]
+'''
+        env = dict(N=n, W=w, VPT=vpt, G=groups, STEPS=steps)
+        return from_script(text, env=env, file="<benchmarks add>")
     text = '''
 @T.prim_func
 def add(a: T.Buffer((N,), "float32"), b: T.Buffer((N,), "float32"), c: T.Buffer((N,), "float32")):
     for bx in T.thread_binding((N // 4 + W * VPT - 1) // (W * VPT), "blockIdx.x"):
         for tx in T.thread_binding(W, "threadIdx.x"):
             for u in T.unroll(VPT):
-                if Q < N // 4:
+                if (bx * VPT + u) * W + tx < N // 4:
                     for v in T.vectorized(4):
-                        c[(Q) * 4 + v] = a[(Q) * 4 + v] + b[(Q) * 4 + v]
-'''.replace("Q", q)
+                        c[((bx * VPT + u) * W + tx) * 4 + v] = a[((bx * VPT + u) * W + tx) * 4 + v] + b[((bx * VPT + u) * W + tx) * 4 + v]
+'''
     return from_script(text, env=dict(N=n, W=w, VPT=vpt), file="<benchmarks add>")
 
 
 def _tuned_add():
     from vkir.autotune import autotune
 
-    return autotune(configs={"cpu": [dict(w=8, vpt=16, layout="range"),
-                                     dict(w=8, vpt=64, layout="range"),
-                                     dict(w=64, vpt=16, layout="range"),
-                                     dict(w=16, vpt=4, layout="range"),
-                                     dict(w=64, vpt=4), dict(w=256, vpt=4), dict(w=8, vpt=16)],
+    return autotune(configs={"cpu": [dict(w=8, vpt=4, layout="range", groups=256),
+                                     dict(w=8, vpt=4, layout="range", groups=64),
+                                     dict(w=8, vpt=2, layout="range", groups=256),
+                                     dict(w=64, vpt=4, layout="range", groups=32),
+                                     dict(w=256, vpt=4), dict(w=64, vpt=1)],
                              "default": [dict(w=256, vpt=1), dict(w=256, vpt=4)]},
                     key=("n",))(add_template)
 

@@ -1,4 +1,4 @@
-"""The benchmark suite behind `vkir bench` (DESIGN section 8).
+"""The benchmark suite behind `vkir bench` (docs/architecture.md, "Benchmarks").
 
 Each workload runs several ways on the same device in one process: "vkir" (the vkir.ops kernel
 template, tuned for the device by vkir.autotune), "vkir_mirror" (a T.prim_func from kernels.py with
@@ -364,7 +364,7 @@ class Bench:
         self.add("layer_norm", "numpy", "wall_s", wall_samples(np_layer_norm, self.repeat), nbytes=nbytes)
 
     def conv2d(self):
-        from vkir.ops.conv import conv2d_kernel
+        from vkir.ops.conv import conv2d_kernel, pad_kernel
 
         vk, dev = self.vkir, self.dev
         nb, c, hw, _, o, kk = self.sizes["conv2d"]  # square input, square filters
@@ -381,11 +381,17 @@ class Bench:
         want = np_conv()
         X, W = vk.array(x, dev), vk.array(w, dev)
         Y = vk.empty(want.shape, "float32", dev)
-        k = self.tuned(conv2d_kernel, NB=nb, C=c, H=hw, W=hw, O=o, KH=kk, KW=kk, stride=1,
-                       padding=pad)
+        # what vkir.ops.conv2d runs: pad the input, then the convolution without bounds tests
+        hp = hw + 2 * pad
+        XP = vk.empty((nb * c, hp, hp), "float32", dev)
+        kp = self.tuned(pad_kernel, NC=nb * c, H=hw, W=hw, padding=pad)
+        k = self.tuned(conv2d_kernel, NB=nb, C=c, H=hp, W=hp, O=o, KH=kk, KW=kk, stride=1,
+                       padding=0)
+        X3 = vk.api.DeviceArray(X.buffer, (nb * c, hw, hw), X.dtype, dev)
+        XP4 = vk.api.DeviceArray(XP.buffer, (nb, c, hp, hp), XP.dtype, dev)
         flops = 2.0 * want.size * c * kk * kk
         self._timed("conv2d", {
-            "vkir": self.vkir_steps(k, [(X, W, Y)]),
+            "vkir": self.vkir_steps(kp, [(X3, XP)]) + self.vkir_steps(k, [(XP4, W, Y)]),
             **self.iree_steps("conv2d", (nb, c, hw, hw, o, kk, kk, pad), [x, w], want,
                               rtol=1e-3, atol=1e-3),
         }, flops=flops)

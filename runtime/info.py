@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ._vk import cstr, ffi, lib, version_string, vk
+from .quirks import quirks_of
 
 KINDS = {
     vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete",
@@ -73,6 +74,7 @@ class DeviceInfo:
     vendor_id: int = 0     # PCI vendor id (0x10DE NVIDIA, 0x1002 AMD, 0x8086 Intel, 0x10005 Mesa)
     device_id: int = 0
     driver_version: int = 0  # vendor-encoded driverVersion
+    quirks: frozenset = frozenset()  # known driver bugs worked around by lowering (quirks.py)
 
     def __str__(self) -> str:
         return f"{self.name} ({self.kind}, {self.driver}, Vulkan {self.api_version})"
@@ -203,6 +205,7 @@ def query_info(index: int, phys) -> DeviceInfo:
         subgroup_operations=operations,
         unified_memory=kind != "discrete" and _device_local_is_host_visible(phys),
         vendor_id=p.vendorID, device_id=p.deviceID, driver_version=p.driverVersion,
+        quirks=quirks_of(cstr(p.deviceName), driver_text),
     )
 
 

@@ -265,10 +265,20 @@ def test_profile(device):
 
 
 def test_limits_checked_before_dispatch(device):
-    if device.info.limits.max_workgroup_invocations >= 4096:
-        pytest.skip("device accepts 4096 invocations per workgroup")
+    limits = device.info.limits
+    if limits.max_workgroup_invocations < 4096:
+        with pytest.raises(UnsupportedError):
+            vkir.build(too_wide, device=device)
+    # one more invocation than this device takes, whatever the device
+    n = max(limits.max_workgroup_invocations, limits.max_workgroup_size[0]) + 1
+    wider = vkir.from_script(f'''
+@T.prim_func
+def wider(a: T.Buffer(({n},), "float32")):
+    for tx in T.thread_binding({n}, "threadIdx.x"):
+        a[tx] = T.float32(1)
+''')
     with pytest.raises(UnsupportedError):
-        vkir.build(too_wide, device=device)
+        vkir.build(wider, device=device)
 
 
 def test_arrays(device):

@@ -132,3 +132,22 @@ def test_matmul_template_tunes_and_the_op_uses_the_winner(device, cache, monkeyp
     assert matmul.kernel.cached(device.info, **shape) == k.config
     a = np.ones((64, 16), np.float32)
     np.testing.assert_allclose(matmul(a, a.T.copy(), device=device), np.full((64, 64), 16.0))
+
+
+def test_op_kernels_per_device_are_bounded(device, cache, monkeypatch):
+    """An op called on many shapes keeps at most KERNELS_PER_DEVICE kernels (and pipelines)."""
+    from vkir import autotune
+
+    monkeypatch.setenv("VKIR_AUTOTUNE", "0")
+    monkeypatch.setattr(autotune, "KERNELS_PER_DEVICE", 3)
+    tuned = Tuned(scale_template, [dict(w=64)], key=("n",))
+    pipelines = len(device.pipelines)
+    for n in range(1, 9):
+        k = tuned.kernel(device, n=n)
+        x, y = np.arange(n, dtype=np.float32), np.zeros(n, np.float32)
+        k(x, y)
+        np.testing.assert_array_equal(y, 2 * x)
+    assert tuned.kernel(device, n=8) is k  # the most recent shapes stay
+    del k
+    assert len(tuned._kernels[device]) == 3
+    assert len(device.pipelines) <= pipelines + 3

@@ -71,9 +71,8 @@ def test_barriers_only_at_waits_would_race(device, monkeypatch):
     """Why LowerAsync also puts a barrier before a producer that overwrites a version other
     invocations read (write after read): with barriers at the waits only, the double-buffered
     matmul gives wrong results on lavapipe, which runs a workgroup's invocations in chunks from
-    barrier to barrier. (On other devices the race may go unobserved: skipped there.)"""
-    if "llvmpipe" not in device.info.name:
-        pytest.skip("the race is only reliably observable on lavapipe")
+    barrier to barrier. (On other devices the race may go unobserved: there the test checks
+    the correct lowering and the racy module's barriers, not the wrong result.)"""
     import vkir.api
     from vkir import lowering
     from vkir.transform.lower_async import _Strip
@@ -101,7 +100,8 @@ def test_barriers_only_at_waits_would_race(device, monkeypatch):
     assert racy.asm.count("OpControlBarrier") == 2
     c_racy = np.zeros_like(c)
     racy(a, b, c_racy)
-    assert not np.allclose(c_racy, a @ b, rtol=1e-4, atol=1e-4)
+    if "llvmpipe" in device.info.name:
+        assert not np.allclose(c_racy, a @ b, rtol=1e-4, atol=1e-4)
 
 
 def _exchange_kernel(stages, orders, async_stages, threads=64, tiles=8):

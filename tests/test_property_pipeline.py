@@ -1,4 +1,4 @@
-"""Property tests of the whole pipeline (DESIGN section 7): random well-typed kernels lower, pass
+"""Property tests of the whole pipeline: random well-typed kernels lower, pass
 the checkers, validate in SPIRV-Tools, run on the Vulkan device (lavapipe in CI) and compute what
 the interpreter computes on the unlowered function; lowering alone preserves the interpreter's
 results exactly.

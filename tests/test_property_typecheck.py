@@ -1,4 +1,4 @@
-"""Property tests of the explicit-cast checker (DESIGN section 7): random ill-typed programs raise
+"""Property tests of the explicit-cast checker: random ill-typed programs raise
 `TypeCheckError` from `vkir.analysis.verify_types`, never another exception, and `vkir.lower` /
 `vkir.build` refuse them with `TypeCheckError` before anything reaches SPIR-V codegen or the
 driver.

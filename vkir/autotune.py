@@ -30,14 +30,20 @@ import logging
 import os
 import sys
 import tempfile
+import threading
 import time
 import types
 import weakref
+from collections import OrderedDict
 from pathlib import Path
 
 from .errors import ArgumentError, UnsupportedError, VkirError
 
 __all__ = ["autotune", "Tuned", "cache_dir", "tuning_enabled", "device_class", "device_key"]
+
+# kernels `Tuned.kernel` keeps per device (least recently used shapes go first): a program that
+# calls an op on many shapes must not hold a pipeline per shape forever
+KERNELS_PER_DEVICE = 64
 
 log = logging.getLogger("vkir.autotune")
 
@@ -116,7 +122,8 @@ class Tuned:
         self.budget_s = budget_s  # configs left when tuning has taken this long are skipped
         self.source_hash = _source_hash(fn)
         self.last_log: list[str] = []
-        self._kernels = weakref.WeakKeyDictionary()  # device -> {shape key: Kernel}
+        self._kernels = weakref.WeakKeyDictionary()  # device -> OrderedDict(shape key: Kernel)
+        self._kernels_lock = threading.Lock()
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
@@ -233,12 +240,19 @@ class Tuned:
         from .api import _device
 
         dev = _device(device)
-        per_device = self._kernels.setdefault(dev, {})
         key = json.dumps(_jsonable(shape), sort_keys=True, default=str)
-        k = per_device.get(key)
-        if k is None:
-            tune = os.environ.get("VKIR_AUTOTUNE", "").strip() == "1"
-            k = per_device[key] = self.build(device=dev, tune=tune, **shape)
+        with self._kernels_lock:
+            per_device = self._kernels.setdefault(dev, OrderedDict())
+            k = per_device.get(key)
+            if k is not None:
+                per_device.move_to_end(key)
+                return k
+        tune = os.environ.get("VKIR_AUTOTUNE", "").strip() == "1"
+        k = self.build(device=dev, tune=tune, **shape)
+        with self._kernels_lock:
+            per_device[key] = k
+            while len(per_device) > KERNELS_PER_DEVICE:
+                per_device.popitem(last=False)  # a dropped Kernel releases its pipeline
         return k
 
     def _note(self, message: str) -> None:

@@ -15,6 +15,9 @@ from .transform.pipeline import Pipeline
 
 __all__ = ["lower", "default_passes"]
 
+# the quirk SplitLongLoops works around (vkir.runtime.quirks lists the drivers that have it)
+LOOP_TRIP_LIMIT = "loop_trip_limit_65535"
+
 
 def as_target(target) -> Target:
     """`target` (a Target, a target name, a device, or None for the Vulkan 1.1 baseline) as a
@@ -30,7 +33,8 @@ def pipeline(target=None, *, pointer_casts: bool = False) -> Pipeline:
     VectorTypeRewriter, which then leaves the cast storages alone; without it, for Vulkan, the
     parameters the VectorTypeRewriter must leave scalar because their size is symbolic get such
     casts after it. Bool buffers become int8 only for Vulkan (the interpreter stores bools as
-    they are)."""
+    they are). On targets with the "loop_trip_limit_65535" quirk, SplitLongLoops runs last (see
+    vkir.runtime.quirks)."""
     target = as_target(target)
     casts = (transform.PointerCastVectorize(target=target),) if pointer_casts else ()
     # parameters of symbolic size get vector accesses through casts (VectorTypeRewrite cannot
@@ -38,6 +42,8 @@ def pipeline(target=None, *, pointer_casts: bool = False) -> Pipeline:
     symbolic = () if pointer_casts or not target.is_vulkan else \
         (transform.PointerCastVectorize(target=target, unprovable_extents_only=True),)
     bools = (transform.BoolToInt8(),) if target.is_vulkan else ()
+    # llvmpipe stops loops after 65535 back edges per invocation: fewer, longer iterations
+    long_loops = (transform.SplitLongLoops(),) if LOOP_TRIP_LIMIT in target.quirks else ()
     return Pipeline((
         transform.InjectSoftwarePipeline(),
         transform.LowerAsync(),
@@ -49,6 +55,7 @@ def pipeline(target=None, *, pointer_casts: bool = False) -> Pipeline:
         *symbolic,
         *bools,
         transform.CommonSubexprElim(),
+        *long_loops,
     ))
 
 

@@ -10,6 +10,8 @@ shift or a mask. Integer +, -, * carry NoSignedWrap/NoUnsignedWrap where the ran
 
 from __future__ import annotations
 
+import math
+
 from vkir.arith.linear import wrap
 
 from .float_division import floor_div, floor_mod, fmod
@@ -280,7 +282,7 @@ class ExprMixin:
         if src.is_float and dst.is_float:
             return self.op("OpFConvert", t, v)
         if src.is_float:
-            return self.op("OpConvertFToS" if dst.is_int else "OpConvertFToU", t, v)
+            return self._float_to_int(v, src, dst)
         if dst.is_float:
             return self.op("OpConvertSToF" if src.is_int else "OpConvertUToF", t, v)
         if src.bits == dst.bits:
@@ -289,6 +291,32 @@ class ExprMixin:
         mid = DataType(src.code, dst.bits, dst.lanes)
         v = self.op("OpSConvert" if src.is_int else "OpUConvert", self.ty(mid), v)
         return v if mid == dst else self.op("OpBitcast", t, v)
+
+    def _float_to_int(self, v: int, src: DataType, dst: DataType) -> int:
+        """Saturating conversion, the interpreter's: truncation toward zero, NaN -> 0, values
+        beyond dst's range -> its minimum or maximum (SPIR-V leaves those undefined, so the
+        converted value is replaced where a comparison in src says it is out of range)."""
+        t = self.ty(dst)
+        bt = self.types.bool_of(dst.lanes)
+        converted = self.op("OpConvertFToS" if dst.is_int else "OpConvertFToU", t, v)
+        fmax = {16: 65504.0, 32: 3.4028234663852886e38, 64: 1.7976931348623157e308}[src.bits]
+        top = 2.0 ** (dst.bits - 1 if dst.is_int else dst.bits)  # the first value too large
+        lo_int = -(1 << (dst.bits - 1)) if dst.is_int else 0
+        if top <= fmax:
+            high = self.op("OpFOrdGreaterThanEqual", bt, v, self.const(src, top))
+        else:  # every finite src value fits: only +inf is too large
+            high = self.op("OpFOrdGreaterThan", bt, v, self.const(src, fmax))
+        if dst.is_uint:  # truncation gives a negative value from -1 down
+            low = self.op("OpFOrdLessThanEqual", bt, v, self.const(src, -1.0))
+        elif -lo_int <= fmax:
+            low = self.op("OpFOrdLessThan", bt, v, self.const(src, float(lo_int)))
+        else:
+            low = self.op("OpFOrdLessThan", bt, v, self.const(src, -fmax))
+        nan = self.op("OpIsNan", bt, v)
+        hi_int = (1 << (dst.bits - 1)) - 1 if dst.is_int else (1 << dst.bits) - 1
+        r = self.op("OpSelect", t, high, self.const(dst, hi_int), converted)
+        r = self.op("OpSelect", t, low, self.const(dst, lo_int), r)
+        return self.op("OpSelect", t, nan, self.const(dst, 0), r)
 
     def splat(self, v: int, dt: DataType, lanes: int) -> int:
         """A `lanes`-wide vector of the scalar value `v` of type `dt`."""

@@ -1,4 +1,4 @@
-"""The explicit-cast checker: each typing rule of DESIGN section 2, passing and failing cases."""
+"""The explicit-cast checker: each typing rule of docs/language.md, passing and failing cases."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Async queues (DESIGN section 4): a committed group's writes land only when a wait retires it
+"""Async queues (docs/semantics.md): a committed group's writes land only when a wait retires it
 (or when the function ends), so a wrong in-flight count reads stale data."""
 
 import numpy as np

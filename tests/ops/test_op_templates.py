@@ -169,7 +169,17 @@ def test_device_class_of_this_device(device):
 def test_benchmark_add_template_configs(device):
     from vkir.benchmarks.kernels import add
 
-    a, b = rand(1000), rand(1000)
     for config in all_configs(add):
-        check(add.fn(1000, **config), device, [a, b], [np.zeros(1000, np.float32)], [a + b],
+        # the smallest size the config takes whole: one run per invocation ("range"), or a
+        # partial last workgroup ("interleave")
+        n = 4 * config["groups"] * config["w"] * config["vpt"] if "groups" in config else 1000
+        a, b = rand(n), rand(n)
+        check(add.fn(n, **config), device, [a, b], [np.zeros(n, np.float32)], [a + b],
               rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("config", all_configs(conv2d.pad_kernel), ids=ids(all_configs(conv2d.pad_kernel)))
+def test_pad_configs(device, config):
+    x = rand(2, 3, 5)
+    check(conv2d.pad_kernel(2, 3, 5, 2, **config), device, [x], [np.zeros((2, 7, 9), np.float32)],
+          [np.pad(x, ((0, 0), (2, 2), (2, 2)))], rtol=0, atol=0)

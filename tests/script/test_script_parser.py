@@ -1,4 +1,4 @@
-"""The script parser builds the IR the DESIGN describes, construct by construct."""
+"""The script parser builds the IR docs/language.md describes, construct by construct."""
 
 import pytest
 

@@ -245,25 +245,26 @@ def k_float_divmod():
                    Mod(BufferLoad(a, (i,)), const(0.7, "float32")))), (i,))))
 
 
+CAST_TYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+              "float16", "float32", "float64", "bool"]
+
+
 def k_casts():
-    """Casts between all int/uint/float widths and bool, and reinterpret."""
+    """Casts between all int/uint/float widths and bool, and reinterpret: O[i, k] is chain k
+    (src, dst) applied to A[i], `float64(dst(src(A[i])))`, the last column a reinterpret."""
     n = Var("n")
+    chains = [(src, dst) for src in CAST_TYPES for dst in CAST_TYPES]
     a = decl_buffer((n,), "float32", "A")
-    o = decl_buffer((n,), "float64", "O")
-    types = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-             "float16", "float32", "float64", "bool"]
+    o = decl_buffer((n, len(chains) + 1), "float64", "O")
 
     def body(i):
         x = BufferLoad(a, (i,))
-        total = const(0.0, "float64")
-        for src in types:
-            v = Cast(src, x)
-            for dst in types:
-                total = Add(total, Cast("float64", Cast(dst, v)))
+        stores = [BufferStore(o, Cast("float64", Cast(dst, Cast(src, x))), (i, k))
+                  for k, (src, dst) in enumerate(chains)]
         bits = Call("int32", "reinterpret", (x,))
         back = Call("float32", "reinterpret", (Add(bits, const(1, "int32")),))
-        total = Add(total, Cast("float64", back))
-        return BufferStore(o, total, (i,))
+        stores.append(BufferStore(o, Cast("float64", back), (i, len(chains))))
+        return seq(*stores)
     return kernel("casts", [a, o], grid1d(n, 64, body))
 
 

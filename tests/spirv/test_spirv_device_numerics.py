@@ -171,8 +171,38 @@ def test_float_divmod(device):
 
 
 def test_casts(device):
-    a = RNG.uniform(0, 100, N).astype(np.float32)
-    differential(device, K.k_casts(), [a, np.zeros(N, np.float64)], rtol=1e-3, atol=1e-2)
+    """Every (src, dst) chain of float32 -> src -> dst -> float64, element by element and bit for
+    bit, on negative, fractional and out-of-range inputs (float -> int saturates, NaN -> 0)."""
+    special = [0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 127.9, 128.0, -128.0, -129.0, 255.5, 256.0,
+               32767.5, -32769.0, 65504.0, 65520.0, 70000.0, -70000.0, 2.0**31, -2.0**31,
+               2.0**32, -2.0**32 - 512, 2.0**63, -2.0**63, 2.0**64, 1e30, -1e30, np.inf, -np.inf,
+               np.nan, 1e-30, -3e-8]
+    rand = RNG.uniform(-1, 1, 96) * 10.0 ** RNG.integers(0, 21, 96)
+    a = np.concatenate([special, rand]).astype(np.float32)
+    func = K.k_casts()
+    columns = func.buffer_map[func.params[1]].shape[1].value
+    chains = [(s, d) for s in K.CAST_TYPES for d in K.CAST_TYPES]
+    out = differential(device, func, [a, np.zeros((len(a), columns), np.float64)],
+                       rtol=0, atol=0)[1]
+    for k, (src, dst) in enumerate(chains):  # the interpreter's definition, from numpy
+        want = _numpy_cast(_numpy_cast(a, src), dst).astype(np.float64)
+        same = (out[:, k] == want) | (np.isnan(out[:, k]) & np.isnan(want))
+        assert same.all(), (src, dst, a[~same][:4], out[~same, k][:4], want[~same][:4])
+
+
+def _numpy_cast(x: np.ndarray, dtype: str) -> np.ndarray:
+    """numpy's conversion, saturating float -> int (NaN -> 0), x != 0 for bool."""
+    if dtype == "bool":
+        return x != 0
+    target = np.dtype(dtype)
+    if target.kind in "iu" and x.dtype.kind == "f":
+        info = np.iinfo(target)
+        wide = x.astype(np.float64)
+        high, low = wide >= float(info.max) + 1.0, np.trunc(wide) < float(info.min)
+        safe = np.where(high | low | np.isnan(wide), 0, wide).astype(target)
+        return np.where(high, info.max, np.where(low, info.min, safe)).astype(target)
+    with np.errstate(over="ignore"):
+        return x.astype(target)
 
 
 def test_narrow_storage(device):

@@ -25,7 +25,7 @@ invocations when a threadIdx loop forks them, so a value set before the fork is 
 Async scopes: a store lexically inside an `AsyncScope` is recorded in the innermost enclosing
 committed group instead of being written, so reads (even in the same scope) still see old data;
 `AsyncWaitQueue(q, n)` retires the oldest groups of queue q until at most n are in flight; the rest
-retire when the function ends (DESIGN section 4).
+retire when the function ends (docs/semantics.md, "Async copies").
 """
 
 from __future__ import annotations

@@ -113,8 +113,23 @@ def binary_op(name: str, operand: DataType):
 
 
 def cast(value, target: np.dtype):
-    """Value conversion: C semantics (float -> int truncates toward zero, x -> bool is x != 0)."""
+    """Value conversion: x -> bool is x != 0; float -> int truncates toward zero and saturates
+    (NaN gives 0, values beyond the type's range its minimum or maximum), as on every device
+    (vkir's codegen emits the same clamps; SPIR-V leaves out-of-range conversions undefined)."""
+    if target.kind in "iu" and value.dtype.kind == "f":
+        return _saturating_float_to_int(value, target)
     return value.astype(target)
+
+
+def _saturating_float_to_int(value, target: np.dtype):
+    info = np.iinfo(target)
+    wide = np.asarray(value, np.float64)  # exact for every float type
+    high = wide >= float(info.max) + 1.0  # 2**k: exact in float64
+    low = np.trunc(wide) < float(info.min)
+    bad = high | low | np.isnan(wide)
+    result = np.where(bad, 0, wide).astype(target)
+    result = np.where(high, target.type(info.max), np.where(low, target.type(info.min), result))
+    return as_value(result.astype(target))
 
 
 def reinterpret(value, src: DataType, dst: DataType):

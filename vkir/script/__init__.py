@@ -16,7 +16,7 @@ def vadd(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32"),
 The body is never executed: it is read from the source with `ast`. Python numbers and strings of
 the enclosing scope (globals, closures, or `from_script(text, env=...)`) may be used by name.
 
-Surface (see DESIGN.md section 3):
+Surface (docs/language.md is the full reference):
 - parameters `T.Buffer(shape, dtype, strides=(), elem_offset=0, scope="global")` (string shape
   entries are symbolic int32 sizes shared by name, `T.int64("n")` an int64 one) and scalars
   `T.int32`, `T.float16`, ...; rarely needed: `T.handle`, a bare pointer `T.Ptr("float32",

@@ -16,10 +16,12 @@ _PASSES = {
     "CommonSubexprElim": "common_subexpr_elim",
     "InjectSoftwarePipeline": "inject_software_pipeline",
     "LowerAsync": "lower_async",
+    "SplitLongLoops": "split_long_loops",
 }
 
 
-__all__ = ["Pass", "Sequential", *_PASSES]
+__all__ = ["Pass", "Sequential", "Pipeline", "Instrument", "CheckTypes", "PrintAfter", "TimePasses",
+           *_PASSES]
 
 
 def __getattr__(name):

@@ -1,0 +1,106 @@
+"""SplitLongLoops: long serial loops become chunks of unrolled iterations (llvmpipe's shared
+65535-iteration loop budget), exactly, for constant and symbolic extents; only targets with the
+"loop_trip_limit_65535" quirk get it; and on the device a 10^6-iteration loop counts to 10^6."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vkir
+from vkir import T
+from vkir.ir import structural_equal
+from vkir.lowering import pipeline
+from vkir.runtime.quirks import LOOP_TRIP_LIMIT, quirks_of
+from vkir.target import Target
+from vkir.transform import SplitLongLoops
+
+
+@T.prim_func
+def count_const(a: T.Buffer((1,), "int32")):
+    for j in T.serial(1000000):
+        a[0] = a[0] + 1
+
+
+@T.prim_func
+def count_n(a: T.Buffer((1,), "int32"), n: T.int32):
+    for j in T.serial(n):
+        a[0] = a[0] + 1
+
+
+@T.prim_func
+def nest(a: T.Buffer((40,), "int64"), n: T.int32, m: T.int32):
+    for i in T.serial(2, n):
+        for j in T.serial(m):
+            a[(i * 3 + j) % 40] = a[(i * 3 + j) % 40] * T.int64(3) + T.cast(i - j, "int64")
+
+
+def test_constant_extent_becomes_exact_chunks_without_a_guard():
+    @T.prim_func
+    def expected(a: T.Buffer((1,), "int32")):
+        for j_o in T.serial(15625):
+            for j_i in T.unroll(64):
+                j = j_o * 64 + j_i
+                a[0] = a[0] + 1
+
+    assert structural_equal(SplitLongLoops()(count_const), expected, map_free_vars=True)
+
+
+def test_symbolic_extent_gets_a_guard_and_a_ceildiv():
+    @T.prim_func
+    def expected(a: T.Buffer((1,), "int32"), n: T.int32):
+        for j_o in T.serial(T.select(n > 0, (n - 1) // 64 + 1, 0)):
+            for j_i in T.unroll(64):
+                if j_o * 64 + j_i < n:
+                    j = j_o * 64 + j_i
+                    a[0] = a[0] + 1
+
+    assert structural_equal(SplitLongLoops()(count_n), expected, map_free_vars=True)
+
+
+def test_short_loops_are_left_alone():
+    @T.prim_func
+    def short(a: T.Buffer((1,), "int32")):
+        for j in T.serial(16384):
+            a[0] = a[0] + 1
+
+    assert SplitLongLoops()(short) is short
+
+
+@pytest.mark.parametrize("factor", [2, 4])
+def test_split_nest_computes_what_the_original_computes(factor):
+    split = SplitLongLoops(threshold=3, max_factor=factor)(nest)
+    assert split is not nest
+    for n in range(-1, 12):
+        for m in (-2, 0, 1, 3, 5, 8, 9):
+            want = np.arange(40, dtype=np.int64)
+            got = want.copy()
+            vkir.interpret(nest, want, n, m)
+            vkir.interpret(split, got, n, m)
+            np.testing.assert_array_equal(got, want)
+
+
+def test_only_targets_with_the_quirk_split_loops():
+    names = [p.name for p in pipeline(Target.lavapipe()).passes]
+    assert names[-1] == "SplitLongLoops"
+    assert "SplitLongLoops" not in [p.name for p in pipeline(Target.vulkan("vulkan1.3")).passes]
+    assert "SplitLongLoops" not in [p.name for p in pipeline(Target.interp()).passes]
+
+
+def test_quirk_table_detects_llvmpipe_by_name():
+    assert quirks_of("llvmpipe (LLVM 15.0.6, 256 bits)", "llvmpipe Mesa 22.3.6") == {LOOP_TRIP_LIMIT}
+    assert quirks_of("NVIDIA H100", "NVIDIA 550.54") == frozenset()
+
+
+@pytest.mark.device
+def test_device_quirks_and_a_million_iterations(device):
+    info = device.info
+    assert info.quirks == quirks_of(info.name, info.driver)
+    assert Target.from_device(device).quirks == info.quirks
+    a = np.zeros(1, np.int32)
+    vkir.build(count_const)(a)
+    assert a[0] == 1000000
+    for n in (1000003, 65536, 7, 0, -3):
+        a[:] = 0
+        vkir.build(count_n)(a, n)
+        assert a[0] == max(n, 0)

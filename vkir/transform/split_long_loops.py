@@ -1,0 +1,93 @@
+"""SplitLongLoops: serial loops that may run long become chunks of unrolled iterations, for drivers
+that cut loops short (the "loop_trip_limit_65535" quirk of llvmpipe).
+
+llvmpipe keeps one iteration budget of 65535 per shader invocation, shared by every loop of the
+kernel: each loop back edge spends one, and when it is gone every loop exits silently. Nesting
+loops does not help (the inner and outer back edges draw on the same budget); fewer back edges
+do. So a loop whose trip count may exceed `threshold` becomes
+
+    for v_o in serial(ceildiv(extent, factor)):
+        for v_i in unrolled(factor):
+            if v_o * factor + v_i < extent:      # omitted when factor divides a constant extent
+                v = min + v_o * factor + v_i
+                body
+
+which codegen emits as `factor` copies of the body per back edge. `factor` is the smallest power
+of two that brings the (largest possible) trip count under `threshold` back edges, at most
+`max_factor` (codegen unrolls up to 64 copies); a loop whose extent is unbounded gets
+`max_factor`. The budget is then 65535 * factor body executions per invocation; beyond that the
+driver still stops. Symbolic extents are exact: the guard runs the last, partial chunk.
+Loops whose bodies allocate or declare buffers are left alone (codegen does not copy those).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..arith.bound import value_range
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.functor import Mutator
+from ..ir.walk import walk
+from .base import Pass
+
+_SPLIT_KINDS = ("serial", "unrolled", "vectorized")  # what codegen emits as loops
+
+
+@dataclass(frozen=True)
+class SplitLongLoops(Pass):
+    """Split serial loops that may exceed `threshold` back edges (see the module docstring)."""
+
+    threshold: int = 16384
+    max_factor: int = 64
+
+    def transform(self, func):
+        body = _Splitter(self.threshold, self.max_factor).visit(func.body)
+        return func if body is func.body else replace(func, body=body)
+
+
+def _factor(trips: int | None, threshold: int, max_factor: int) -> int:
+    """The unroll factor for a loop of at most `trips` iterations (None: unbounded)."""
+    if trips is None:
+        return max_factor
+    factor = 1
+    while factor < max_factor and -(-trips // factor) > threshold:
+        factor *= 2
+    return factor
+
+
+class _Splitter(Mutator):
+    def __init__(self, threshold: int, max_factor: int):
+        self.threshold = threshold
+        self.max_factor = max_factor
+
+    def visit_For(self, s: S.For):
+        s = self.generic_visit(s)
+        if s.kind not in _SPLIT_KINDS or any(isinstance(n, (S.AllocBuffer, S.DeclBuffer))
+                                             for n in walk(s.body)):
+            return s
+        _, hi = value_range(s.extent)
+        if hi is None or hi <= self.threshold:
+            return s
+        dt = s.loop_var.dtype
+        bounded = hi < (1 << (dt.bits - 2)) if dt.is_int else hi < (1 << (dt.bits - 1))
+        factor = _factor(hi if bounded else None, self.threshold, self.max_factor)
+        if factor == 1:
+            return s
+        k = E.IntImm(dt, factor)
+        outer = E.Var(s.loop_var.name + "_o", dt)
+        inner = E.Var(s.loop_var.name + "_i", dt)
+        offset = E.Add(E.Mul(outer, k), inner)
+        start = offset if isinstance(s.min, E.IntImm) and s.min.value == 0 else E.Add(s.min, offset)
+        body = S.LetStmt(s.loop_var, start, s.body)
+        exact = isinstance(s.extent, E.IntImm) and s.extent.value % factor == 0
+        if exact:
+            trips = E.IntImm(dt, s.extent.value // factor)
+        else:
+            body = S.IfThenElse(E.LT(offset, s.extent), body)
+            # ceildiv without overflow near the type's maximum; 0 for extents <= 0
+            zero, one = E.IntImm(dt, 0), E.IntImm(dt, 1)
+            trips = E.Select(E.GT(s.extent, zero),
+                             E.Add(E.FloorDiv(E.Sub(s.extent, one), k), one), zero)
+        unrolled = S.For(inner, E.IntImm(dt, 0), k, "unrolled", body)
+        return S.For(outer, E.IntImm(dt, 0), trips, "serial", unrolled, span=s.span)
