@@ -63,9 +63,12 @@ def test_limits_include_descriptor_and_allocation_limits(device):
 
 
 @pytest.mark.parametrize("extra", [1, 8])
-def test_one_storage_buffer_more_than_the_stage_allows_is_refused(device, extra,
+def test_one_storage_buffer_more_than_the_stage_allows_is_refused(device, extra, monkeypatch,
                                                                   no_pipeline_creation):
     cap = device.info.limits.max_per_stage_storage_buffers
+    if cap > 64:  # a GPU allowing thousands: the check itself, at lavapipe's limit
+        cap = 32
+        _with_limits(monkeypatch, device, max_per_stage_storage_buffers=cap)
     func = from_script(_many_buffers_source(cap + extra))  # 33 and 40 on lavapipe
     before = (len(device.pipelines), len(device.launches))
     with pytest.raises(UnsupportedError, match=rf"{cap + extra} storage buffers; "
@@ -138,7 +141,8 @@ def test_workgroup_count_per_axis_is_checked(device, monkeypatch):
 
 def test_storage_buffer_range_and_allocation_size_are_checked(device, monkeypatch):
     rng = device.info.limits.max_storage_buffer_range
-    with pytest.raises(UnsupportedError, match=rf"{rng + 4} bytes exceeds maxStorageBufferRange = {rng}"):
+    nbytes = (rng // 4 + 1) * 4
+    with pytest.raises(UnsupportedError, match=rf"{nbytes} bytes exceeds maxStorageBufferRange = {rng}"):
         vkir.empty(rng // 4 + 1, "float32", device=device)
     _with_limits(monkeypatch, device, max_memory_allocation_size=1 << 20)
     with pytest.raises(UnsupportedError, match=r"4194304 bytes exceeds maxMemoryAllocationSize = 1048576"):

@@ -190,6 +190,11 @@ class ExprPrinter:
             return "()"
         return ", ".join(self.expr(i) for i in indices)
 
+    def _sync_args(self, e) -> list[str]:
+        """Arguments of an atomic or subgroup call, literals bare where the builder types them
+        (an atomic's values after its element, lanes as int32, predicates as bool)."""
+        return [self.expr(a, _sync_like(e, k)) for k, a in enumerate(e.args)]
+
     def _e_Call(self, e):
         info = OPS.get(e.op)
         if info is not None and len(e.args) == info.arity and (e.args or info.kind == "subgroup"):
@@ -201,7 +206,7 @@ class ExprPrinter:
                     t, f = self.args(e.args[1], e.args[2])
                     return f"T.if_then_else({self.expr(e.args[0])}, {t}, {f})", ATOM
                 if info.kind in ("atomic", "subgroup"):  # builders type each argument
-                    return f"T.{e.op}({', '.join(self.expr(a) for a in e.args)})", ATOM
+                    return f"T.{e.op}({', '.join(self._sync_args(e))})", ATOM
                 if e.op == "bitwise_not" and not is_const(e.args[0]):
                     return f"~{self._paren(self.prec(e.args[0]), UNARY)}", UNARY
                 pairs = self.arg_pairs(*e.args)
@@ -211,6 +216,15 @@ class ExprPrinter:
                 return f"T.{e.op}({', '.join(t for t, _ in pairs)})", ATOM
         args = "".join(", " + self.expr(a) for a in e.args)
         return f'T.call("{e.dtype}", {quote(e.op)}{args})', ATOM
+
+
+def _sync_like(e, k: int):
+    """The dtype a literal argument `k` of atomic/subgroup call `e` takes in the script."""
+    if OPS[e.op].kind == "atomic":
+        return e.args[0].dtype if k else None
+    if e.op in ("subgroup_all", "subgroup_any", "subgroup_ballot"):
+        return DataType("bool", 1)
+    return DataType("int", 32) if k == 1 else None
 
 
 def quote(text: str) -> str:
