@@ -20,10 +20,13 @@ from .instance import get_instance, shutdown, validation_requested
 from .launch import Launch, Timing, dispatch, get_launch, profile
 from .memory import Buffer
 from .pipeline import Pipeline, get_pipeline, release_pipeline
+from .recording import Dispatch, Recording
+from .submission import Submission
+from .suballoc import SubBuffer, allocate
 from .selection import devices, open_device, select, validation_messages
 
 __all__ = [
-    "Buffer", "Device", "DeviceInfo", "Launch", "Limits", "Pipeline", "Timing", "devices", "dispatch",
+    "Buffer", "Device", "Dispatch", "Recording", "SubBuffer", "Submission", "allocate", "DeviceInfo", "Launch", "Limits", "Pipeline", "Timing", "devices", "dispatch",
     "get_instance", "get_launch", "get_pipeline", "open_device", "profile", "release_pipeline",
     "select", "shutdown", "validation_messages", "validation_requested",
 ]

@@ -4,8 +4,10 @@ It enables only what kernels can use (shaderInt64/Int16/Float64, float16/int8 ar
 storage, variable pointers, int64 and float32 atomics with their extensions; robustness and the
 rest stay off), owns the command pool, descriptor
 pools, the VkPipelineCache, a fence, and the caches of pipelines and pre-recorded launches.
-Execution is synchronous: every submit is waited for, so no resource is ever in flight when Python
-code touches it.
+A plain dispatch is synchronous: its submit is waited for (in slices, with a timeout). Work left
+in flight (asynchronous launches, sequences, a dispatch whose wait timed out) is a Submission in
+`_inflight` (see submission.py); host copies of a buffer it uses, and re-submitting its command
+buffer, wait for it first.
 
 Lifetimes: a buffer's memory is freed as soon as its Python object is collected; a pipeline is
 destroyed (with the launches recorded for it) once every holder released it; `close()` destroys
@@ -92,6 +94,13 @@ class Device:
         self._serials = itertools.count(1)
         self._staging = None
         self._transfer_cmd = None
+        self._inflight: list = []                      # Submissions not yet waited for
+        self._free_fences: list = []                   # retired VkFence* ready for reuse
+        self._all_fences: list = []                    # every VkFence* created for submissions
+        self.arenas: dict = {}                         # sub-allocator arenas (suballoc.py)
+        self.suballoc_max_bytes = None                 # None: suballoc.MAX_SUBALLOC; 0: off
+        self.recordings: dict = {}                     # id -> live recording's resources
+        self._deferred: list = []                      # resources of dropped recordings
         # host-visible (mapped) buffers on unified memory, device-local + staging elsewhere;
         # tests flip it to exercise the staging path on lavapipe
         self.host_visible_buffers = info.unified_memory
@@ -242,6 +251,10 @@ class Device:
         with self._lock:
             if self.closed:
                 return
+            if self._inflight:
+                self.retire_finished()
+            while self._deferred:
+                self._deferred.pop().free(self)
             while self._released:
                 pipeline = self._released.pop()
                 pipeline.refs -= 1
@@ -293,18 +306,53 @@ class Device:
         return out[0]
 
     # -- submission -------------------------------------------------------------------------
-    def submit(self, submit_info) -> None:
-        """Submit one prepared VkSubmitInfo* and wait for it (the hot path: raw C calls)."""
+    def submit(self, submit_info, owner=None, keep=None, serials=frozenset(), timeout=None,
+               what: str = "dispatch") -> None:
+        """Submit one prepared VkSubmitInfo* and wait for it (the hot path: raw C calls), in
+        slices so Ctrl-C works; DeviceError after `timeout` s (None: $VKIR_TIMEOUT, else none).
+        A wait that times out or is interrupted leaves the work registered as in flight, keeping
+        `keep` alive and `owner` (the launch submitted) busy until it finishes."""
+        from .submission import wait_fence
+
+        if self._inflight:
+            self.wait_for(owner=owner, timeout=timeout)
         with self._lock:
             if self.closed:
                 self.check_open()
             r = lib.vkQueueSubmit(self.queue, 1, submit_info, self.fence)
             if r:
                 check(r, "vkQueueSubmit")
-            r = lib.vkWaitForFences(self.handle, 1, self._fence_ptr, 1, UINT64_MAX)
+            try:
+                wait_fence(self, self._fence_ptr, timeout, what)
+            except BaseException:
+                self._abandon_fence(owner, keep, serials, what)
+                raise
             lib.vkResetFences(self.handle, 1, self._fence_ptr)
-            if r:
-                check(r, "vkWaitForFences")
+
+    def _abandon_fence(self, owner, keep, serials, what) -> None:
+        """The synchronous wait gave up: the work keeps running, so its fence becomes an
+        in-flight Submission and the device takes a new fence for later dispatches."""
+        from .submission import Submission
+
+        self._all_fences.append(self._fence_ptr)
+        self._inflight.append(Submission(self, self._fence_ptr, owner, serials, keep, what))
+        self._fence_ptr = ffi.new("VkFence*")
+        check(lib.vkCreateFence(self.handle, ffi.addressof(vk.VkFenceCreateInfo()), ffi.NULL,
+                                self._fence_ptr), "vkCreateFence")
+        self.fence = self._fence_ptr[0]
+
+    def wait_for(self, owner=None, serial=None, timeout=None) -> None:
+        """Wait for the in-flight submissions of `owner` (a launch, a sequence), or using the
+        buffer `serial`, or all of them when both are None."""
+        for sub in list(self._inflight):
+            if (owner is None and serial is None) or (owner is not None and sub.owner is owner) \
+                    or (serial is not None and serial in sub.serials):
+                sub.wait(timeout)
+
+    def retire_finished(self) -> None:
+        """Release what finished submissions kept alive (polls their fences)."""
+        for sub in list(self._inflight):
+            sub.done()
 
     def one_shot(self, record) -> None:
         """Record commands with `record(cmd)` into the transfer command buffer, submit and wait."""
@@ -318,13 +366,15 @@ class Device:
             check(lib.vkBeginCommandBuffer(cmd, ffi.addressof(begin)), "vkBeginCommandBuffer")
             record(cmd)
             check(lib.vkEndCommandBuffer(cmd), "vkEndCommandBuffer")
-            self.submit(self._transfer_submit)
+            self.submit(self._transfer_submit, owner=self._transfer_ptr, what="buffer copy")
 
     def staging(self, nbytes: int):
         """A host-visible staging buffer of at least `nbytes` (kept and grown as needed). It is
         shared: the caller holds the lock from filling it to reading it back."""
         from .memory import Buffer
 
+        if self._inflight and self._transfer_cmd is not None:
+            self.wait_for(owner=self._transfer_ptr)  # a timed-out copy may still use it
         if self._staging is None or self._staging.nbytes < nbytes:
             self._staging = None  # freed right away (its finalizer runs now)
             self._staging = Buffer(self, max(nbytes, 1 << 20), staging=True)
@@ -357,7 +407,13 @@ class Device:
             if self.closed:
                 return
             lib.vkDeviceWaitIdle(self.handle)
+            for sub in list(self._inflight):
+                sub._retire()
             self._staging = None
+            for res in list(self.recordings.values()) + self._deferred:
+                res.free(self)
+            self.recordings.clear()
+            self._deferred.clear()
             self._destroy_pipelines()
             self._released.clear()
             # free still-referenced buffers directly (their finalizers are detached: at
@@ -368,6 +424,11 @@ class Device:
                 lib.vkDestroyBuffer(self.handle, handle, ffi.NULL)
                 lib.vkFreeMemory(self.handle, memory, ffi.NULL)
             self._dead_serials.clear()
+            for arena in self.arenas.values():
+                arena.destroy()
+            self.arenas.clear()
+            for ptr in self._all_fences:
+                lib.vkDestroyFence(self.handle, ptr[0], ffi.NULL)
             for pool in self._descriptor_pools:
                 lib.vkDestroyDescriptorPool(self.handle, pool, ffi.NULL)
             lib.vkDestroyFence(self.handle, self.fence, ffi.NULL)

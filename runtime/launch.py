@@ -17,7 +17,7 @@ import time
 from vkir.errors import ArgumentError, DeviceError
 from vkir.timing import Timing
 
-from ._vk import WHOLE_SIZE, check, ffi, lib, vk
+from ._vk import check, ffi, lib, vk
 from .device import LAUNCH_CACHE_SIZE, submit_info
 from .limits import check_groups, check_storage_range
 from .memory import _barrier
@@ -37,18 +37,9 @@ class Launch:
         self.pipeline = pipeline
         self.serials = frozenset(b.serial for b in buffers)
         dev = device.handle
-        self.pool, self.set = device.allocate_descriptor_set(pipeline.set_layout)
         self.query_pool = None
         self.cmd = None
-        if pipeline.bindings:
-            infos = [vk.VkDescriptorBufferInfo(buffer=b.handle, offset=0, range=WHOLE_SIZE)
-                     for b in buffers]
-            writes = [vk.VkWriteDescriptorSet(dstSet=self.set, dstBinding=binding, dstArrayElement=0,
-                                              descriptorCount=1, descriptorType=kind,
-                                              pBufferInfo=[info])
-                      for binding, kind, info in zip(pipeline.bindings, pipeline.descriptor_types,
-                                                     infos)]
-            vk.vkUpdateDescriptorSets(dev, len(writes), writes, 0, None)
+        self.pool, self.set = descriptor_set(device, pipeline, buffers)
         if timed:
             self.query_pool = vk.vkCreateQueryPool(dev, vk.VkQueryPoolCreateInfo(
                 queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=2), None)
@@ -76,10 +67,12 @@ class Launch:
         check(lib.vkEndCommandBuffer(cmd), "vkEndCommandBuffer")
         self.submit_info, self._keep = submit_info(cmd)
 
-    def run(self, if_recorded: bool = False) -> bool:
+    def run(self, if_recorded: bool = False, keep=None, timeout=None) -> bool:
         """Submit the recorded commands and wait; True when it ran. A destroyed launch (evicted,
         or its pipeline or a buffer released) raises DeviceError, or returns False with
-        `if_recorded` (callers that hold a launch across calls then look it up again)."""
+        `if_recorded` (callers that hold a launch across calls then look it up again). The wait
+        gives up after `timeout` seconds (see submission.py); `keep` is what must stay alive
+        should it give up while the dispatch still runs (the arguments)."""
         device = self.device
         with device._lock:
             if self.cmd is None:
@@ -88,8 +81,18 @@ class Launch:
                     return False
                 raise DeviceError("this launch was destroyed (evicted, or its pipeline or one of "
                                   "its buffers was released); look it up again with get_launch")
-            device.submit(self.submit_info)
+            device.submit(self.submit_info, self, keep, self.serials, timeout)
         return True
+
+    def submit(self, keep=None, what: str = "launch"):
+        """Submit without waiting: the in-flight Submission (keeping `keep` alive)."""
+        from .submission import submit_async
+
+        with self.device._lock:
+            if self.cmd is None:
+                self.device.check_open()
+                raise DeviceError("this launch was destroyed; look it up again with get_launch")
+            return submit_async(self.device, self.submit_info, self, self.serials, keep, what)
 
     def elapsed(self) -> float:
         """Device seconds between the two timestamps of the last run (timed launches only)."""
@@ -103,7 +106,10 @@ class Launch:
         return ticks * self.device.info.limits.timestamp_period_ns * 1e-9
 
     def destroy(self) -> None:
-        """Free the command buffer, descriptor set and query pool (the caller holds the lock)."""
+        """Free the command buffer, descriptor set and query pool (the caller holds the lock);
+        waits first for a submission of it still in flight."""
+        if self.device._inflight:
+            self.device.wait_for(owner=self)
         dev = self.device.handle
         if self.cmd is not None:
             cmds = ffi.new("VkCommandBuffer[]", [self.cmd])
@@ -114,6 +120,22 @@ class Launch:
         if self.query_pool is not None:
             lib.vkDestroyQueryPool(dev, self.query_pool, ffi.NULL)
             self.query_pool = None
+
+
+def descriptor_set(device, pipeline, buffers):
+    """(pool, set): a new descriptor set of `pipeline`'s layout pointing at `buffers` (each at
+    its offset and range), in the order of pipeline.bindings (the caller holds the lock)."""
+    pool, dset = device.allocate_descriptor_set(pipeline.set_layout)
+    if pipeline.bindings:
+        infos = [vk.VkDescriptorBufferInfo(buffer=b.handle, offset=b.offset, range=b.range)
+                 for b in buffers]
+        writes = [vk.VkWriteDescriptorSet(dstSet=dset, dstBinding=binding, dstArrayElement=0,
+                                          descriptorCount=1, descriptorType=kind,
+                                          pBufferInfo=[info])
+                  for binding, kind, info in zip(pipeline.bindings, pipeline.descriptor_types,
+                                                 infos)]
+        vk.vkUpdateDescriptorSets(device.handle, len(writes), writes, 0, None)
+    return pool, dset
 
 
 def get_launch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1), timed: bool = False) -> Launch:

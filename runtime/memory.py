@@ -9,6 +9,10 @@ The memory is freed as soon as the Buffer is collected (a weakref finalizer; Dev
 at the next allocation. Every host access checks that the device is still open (DeviceError after
 close or shutdown, never a touch of freed memory); copies through the shared staging buffer hold
 the device lock from the first copy to the last.
+
+Small buffers are sub-allocated instead (suballoc.py: many share one VkBuffer and VkDeviceMemory,
+each at its own `offset`); `suballoc.allocate` picks the kind. Every copy and descriptor uses
+`offset`. Host copies first wait for in-flight work (submission.py) that uses the buffer.
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ class Buffer:
     """`nbytes` bytes of device memory usable as a storage buffer."""
 
     __slots__ = ("device", "nbytes", "alloc_bytes", "handle", "memory", "serial", "host_visible",
-                 "coherent", "_ptr", "__weakref__")
+                 "coherent", "_ptr", "offset", "__weakref__")
+    range = WHOLE_SIZE  # descriptor range: the whole VkBuffer
 
     def __init__(self, device, nbytes: int, staging: bool = False):
         if nbytes < 0:
@@ -52,6 +57,7 @@ class Buffer:
 
     def _create(self, device, staging: bool) -> None:
         self.serial = device.next_serial()
+        self.offset = 0
         dev = device.handle
         out = ffi.new("VkBuffer*")
         info = vk.VkBufferCreateInfo(size=self.alloc_bytes, usage=USAGE,
@@ -102,6 +108,8 @@ class Buffer:
             raise ArgumentError(f"write of {src.nbytes} bytes into a buffer of {self.nbytes} bytes")
         if self.nbytes == 0:
             return
+        if self.device._inflight:
+            self.device.wait_for(serial=self.serial)
         with self.device._lock:
             check_alive(self)
             if self._ptr is not None:
@@ -109,7 +117,8 @@ class Buffer:
                 return
             stage = self.device.staging(self.nbytes)
             stage.write_prefix(src)
-            self.device.one_shot(lambda cmd: _copy(cmd, stage.handle, self.handle, self.nbytes))
+            self.device.one_shot(lambda cmd: _copy(cmd, stage.handle, self.handle, self.nbytes,
+                                                   dst_offset=self.offset))
 
     def write_prefix(self, src: np.ndarray) -> None:
         """Copy the uint8 array `src` into the first src.nbytes bytes of the mapped memory."""
@@ -133,6 +142,8 @@ class Buffer:
         assert dst.nbytes == self.nbytes and out.flags.c_contiguous
         if self.nbytes == 0:
             return out
+        if self.device._inflight:
+            self.device.wait_for(serial=self.serial)
         with self.device._lock:
             check_alive(self)
             if self._ptr is not None:
@@ -140,26 +151,33 @@ class Buffer:
                 return out
             stage = self.device.staging(self.nbytes)
             self.device.one_shot(lambda cmd: _copy(cmd, self.handle, stage.handle, self.nbytes,
-                                                   to_host=True))
+                                                   to_host=True, src_offset=self.offset))
             stage._read_prefix(dst)
         return out
 
     def fill_zero(self) -> None:
         """Set every byte to zero."""
+        if self.device._inflight:
+            self.device.wait_for(serial=self.serial)
         with self.device._lock:
             if self._ptr is not None:
                 self.host_view()[:] = 0
                 if not self.coherent:
                     self._flush()
                 return
-            self.device.one_shot(lambda cmd: _fill_zero(cmd, self.handle))
+            self.device.one_shot(lambda cmd: _fill_zero(cmd, self.handle, self.offset,
+                                                        self.alloc_bytes))
 
     def copy_from(self, other: "Buffer") -> None:
         """Device-side copy of `other`'s bytes into this buffer (same size)."""
         check_alive(self)
         assert other.nbytes == self.nbytes
+        if self.device._inflight:
+            self.device.wait_for(serial=self.serial)
+            self.device.wait_for(serial=other.serial)
         if self.nbytes:
-            self.device.one_shot(lambda cmd: _copy(cmd, other.handle, self.handle, self.nbytes))
+            self.device.one_shot(lambda cmd: _copy(cmd, other.handle, self.handle, self.nbytes,
+                                                   src_offset=other.offset, dst_offset=self.offset))
 
     def _range(self):
         return vk.VkMappedMemoryRange(memory=self.memory, offset=0, size=WHOLE_SIZE)
@@ -176,25 +194,25 @@ class Buffer:
         return f"<vkir Buffer #{self.serial} {self.nbytes} bytes on {self.device.info.name}>"
 
 
-def _copy(cmd, src, dst, nbytes, to_host=False):
+def _copy(cmd, src, dst, nbytes, to_host=False, src_offset=0, dst_offset=0):
     """vkCmdCopyBuffer between barriers that order it after earlier shader/transfer writes and
     make its result visible to later shaders (and to the host for a download)."""
     _barrier(cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
              vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
              vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
              vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
-    region = ffi.new("VkBufferCopy*", {"srcOffset": 0, "dstOffset": 0, "size": nbytes})
+    region = ffi.new("VkBufferCopy*", {"srcOffset": src_offset, "dstOffset": dst_offset, "size": nbytes})
     lib.vkCmdCopyBuffer(cmd, src, dst, 1, region)
     if to_host:
         _barrier(cmd, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
                  vk.VK_PIPELINE_STAGE_HOST_BIT, vk.VK_ACCESS_HOST_READ_BIT)
 
 
-def _fill_zero(cmd, buf):
+def _fill_zero(cmd, buf, offset=0, size=WHOLE_SIZE):
     _barrier(cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
              vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
              vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT)
-    lib.vkCmdFillBuffer(cmd, buf, 0, WHOLE_SIZE, 0)
+    lib.vkCmdFillBuffer(cmd, buf, offset, size, 0)
 
 
 def _barrier(cmd, src_stage, src_access, dst_stage, dst_access):

@@ -91,7 +91,7 @@ def test_chained_kernels_on_device_arrays_equal_the_interpreter(device):
     a, b = rng.standard_normal((2, n)).astype(np.float32)
     add, scale = vkir.build(vadd, device=device), vkir.build(axpb, device=device)
     A, B = vkir.array(a, device), vkir.array(b, device)
-    C, D, E = (vkir.empty(n, "float32", device) for _ in range(3))
+    C, D, E = (vkir.zeros(n, "float32", device) for _ in range(3))
     add(A, B, C)
     scale(C, D, n - 5, -1.5, 0.25)
     add(D, C, E)

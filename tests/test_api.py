@@ -290,8 +290,10 @@ def test_arrays(device):
     F = vkir.array(flags, device)                 # bool is stored as int8 bytes
     assert F.nbytes == 3 and F.numpy().dtype == np.bool_
     np.testing.assert_array_equal(F.numpy(), flags)
-    E = vkir.empty((2, 5), "float32", device)
-    assert E.shape == (2, 5) and not E.numpy().any()
+    E = vkir.empty((2, 5), "float32", device)     # uninitialized, as numpy.empty
+    assert E.shape == (2, 5) and E.numpy().shape == (2, 5)
+    Z = vkir.zeros((2, 5), "float32", device)
+    assert Z.shape == (2, 5) and not Z.numpy().any()
     assert vkir.empty(0, "int32", device).numpy().shape == (0,)
     with pytest.raises(ArgumentError):
         vkir.array(np.array(["a"]), device)

@@ -773,8 +773,10 @@ def test_arrays(device):
     x = vkir.array(np.arange(6, dtype="int32").reshape(2, 3), device=device)
     assert (x.shape, x.dtype, x.device) == ((2, 3), np.dtype("int32"), device)
     np.testing.assert_array_equal(x.numpy(), np.arange(6).reshape(2, 3))
-    y = vkir.empty((5,), "float32", device=device)
+    y = vkir.zeros((5,), "float32", device=device)
     assert (y.shape, y.dtype) == ((5,), np.dtype("float32")) and not y.numpy().any()
+    e = vkir.empty((5,), "float32", device=device)   # uninitialized, as numpy.empty
+    assert (e.shape, e.dtype) == ((5,), np.dtype("float32"))
     assert vkir.empty((4,), "float32x4", device=device).shape == (16,)
 
 
@@ -808,7 +810,7 @@ def test_kernel_vector_params_take_scalar_arrays(device):
     b = np.zeros((2, 16), "float32")
     k(a, b)
     np.testing.assert_array_equal(b, a * 2)
-    A = vkir.empty((2, 4), "float32x4", device=device)  # the same scalar layout
+    A = vkir.zeros((2, 4), "float32x4", device=device)  # the same scalar layout
     B = vkir.array(b, device=device)
     k(A, B)
     assert A.shape == (2, 16) and not B.numpy().any()

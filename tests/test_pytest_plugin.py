@@ -1,6 +1,7 @@
 """vkir's pytest plugin in a pytest session of its own (pytester, in a subprocess): vkir_check
 passes a correct kernel and fails one that writes out of bounds, checks a user's GLSL shader
-against a numpy reference, the vkir_device marker and fixture work, a validation-layer message
+against a numpy reference, the vkir_device marker and fixture work (a device again after a test shut the runtime down), a
+validation-layer message
 fails the test that caused it, and without a Vulkan device the device tests skip with the reason."""
 
 from pathlib import Path
@@ -50,6 +51,18 @@ def test_user_shader(vkir_check, vkir_device):
                grid=1, push={{"n": 50, "alpha": 2.0, "beta": 1.0}})
 
 
+def test_shutdown_mid_session(vkir_device):
+    vkir.runtime.shutdown()
+    with pytest.raises(vkir.DeviceError, match="device closed"):
+        vkir.empty(4, device=vkir_device)
+
+
+def test_after_a_shutdown(vkir_device, vkir_check):
+    assert not vkir_device.closed
+    vkir_check(affine, np.arange(64, dtype=np.float32), np.zeros(64, np.float32),
+               np.zeros(64, np.int32))
+
+
 def test_validation_message(vkir_device):
     from vkir.runtime._vk import ffi, lib, vk
 
@@ -65,10 +78,11 @@ def test_plugin_session(pytester):
     pytester.makepyfile(test_user=USER_TESTS)
     result = pytester.runpytest_subprocess("--vkir-validation", "--vkir-device=cpu", "-p",
                                            "no:cacheprovider", "-rA")
-    result.assert_outcomes(passed=2, failed=2)
+    result.assert_outcomes(passed=4, failed=2)
     out = result.stdout.str()
     assert "PASSED test_user.py::test_correct_kernel" in out
     assert "PASSED test_user.py::test_user_shader" in out
+    assert "PASSED test_user.py::test_after_a_shutdown" in out
     assert "FAILED test_user.py::test_out_of_bounds_write" in out
     assert "OutOfBoundsError" in out and "buffer b" in out
     assert "FAILED test_user.py::test_validation_message" in out

@@ -29,13 +29,19 @@ _LAZY = {
     "from_script": "vkir.script:from_script",
     "structural_equal": "vkir.ir.structural:structural_equal",
     "assert_structural_equal": "vkir.ir.structural:assert_structural_equal",
-    "interpret": "vkir.interpreter:interpret",
+    "interpret": "vkir.api:interpret",
     "lower": "vkir.api:lower",
     "build": "vkir.api:build",
     "devices": "vkir.api:devices",
     "device": "vkir.api:device",
     "array": "vkir.api:array",
     "empty": "vkir.api:empty",
+    "zeros": "vkir.api:zeros",
+    "full": "vkir.api:full",
+    "DeviceArray": "vkir.api:DeviceArray",
+    "sequence": "vkir.sequences:sequence",
+    "Sequence": "vkir.sequences:Sequence",
+    "profile": "vkir.profiling:profile",
     "Kernel": "vkir.api:Kernel",
     "load_spirv": "vkir.shader:load_spirv",
     "compile_glsl": "vkir.shader:compile_glsl",
@@ -44,7 +50,7 @@ _LAZY = {
     "autotune": "vkir.autotune:autotune",
 }
 _SUBMODULES = {"analysis", "transform", "schedule", "spirv", "runtime", "script", "interpreter", "api",
-               "ops", "lowering", "target"}
+               "ops", "lowering", "target", "sequences", "profiling"}
 
 
 # `from vkir import *`: the errors, the IR package and every lazily resolved name (never the

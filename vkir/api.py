@@ -31,10 +31,12 @@ from .binding import Signature
 from .errors import ArgumentError, UnsupportedError
 from .ir import DataType, IntImm, PrimFunc
 from .ir.dtype import type_range
+from .profiling import _PROFILER
+from .sequences import _ACTIVE, LaunchHandle
 from .timing import Timing
 
-__all__ = ["devices", "device", "target_for", "DeviceArray", "array", "empty", "lower", "build",
-           "Kernel", "Profile"]
+__all__ = ["devices", "device", "target_for", "DeviceArray", "array", "empty", "zeros", "full",
+           "interpret", "lower", "build", "Kernel", "Profile"]
 
 
 # -- devices -------------------------------------------------------------------------------------
@@ -120,7 +122,11 @@ def _lanes(dtype) -> int:
 
 
 class DeviceArray:
-    """An n-d array in device memory. Bool arrays are stored as int8 bytes (0/1)."""
+    """An n-d array in device memory. Bool arrays are stored as int8 bytes (0/1).
+
+    Small arrays share device memory blocks (vkir.runtime.suballoc); the memory is given back
+    when the array is collected. Host copies of an array wait for the device work in flight
+    that uses it."""
 
     __slots__ = ("buffer", "shape", "dtype", "device", "__weakref__")
 
@@ -149,8 +155,13 @@ class DeviceArray:
         return out
 
     def __array__(self, dtype=None, copy=None):
+        """numpy's conversion protocol: always a fresh host copy, so `copy=False` (which asks
+        for no copy at all) raises ValueError, as numpy 2 requires."""
+        if copy is False:
+            raise ValueError("a vkir DeviceArray lives in device memory: converting it to numpy "
+                             "always copies (use copy=None or copy=True)")
         out = self.numpy()
-        return out if dtype is None else out.astype(dtype)
+        return out if dtype is None else out.astype(dtype, copy=False)
 
     def write(self, values) -> None:
         """Overwrite the contents with `values` (same shape and dtype)."""
@@ -160,30 +171,50 @@ class DeviceArray:
                                 f"{self.dtype}{list(self.shape)} device array")
         self.buffer.write(np.ascontiguousarray(arr))
 
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d DeviceArray")
+        return self.shape[0]
+
     def __repr__(self) -> str:
-        return f"DeviceArray({self.dtype}{list(self.shape)} on {self.device.info.name})"
+        where = self.device.info.name
+        if getattr(self.device, "closed", False):
+            return f"DeviceArray({self.dtype}{list(self.shape)}, device={where!r}, closed)"
+        body = np.array2string(self.numpy(), separator=", ", threshold=20, edgeitems=3,
+                               prefix="DeviceArray(")
+        return f"DeviceArray({body}, dtype={self.dtype}, device={where!r})"
 
 
-def array(values, device=None) -> DeviceArray:
-    """A device array holding a copy of `values` (any array-like; bool stored as int8)."""
-    from .runtime import Buffer
+def _array_args(dtype, device):
+    """(dtype, device) of array(); a Device passed where the dtype goes (the earlier signature
+    array(values, device)) is taken as the device."""
+    from . import runtime
 
+    if isinstance(dtype, (runtime.Device, runtime.DeviceInfo)) and device is None:
+        return None, dtype
+    return dtype, device
+
+
+def array(values, dtype=None, device=None) -> DeviceArray:
+    """A device array holding a copy of `values` (any array-like; bool stored as int8),
+    converted to `dtype` when given (a numpy or vkir scalar dtype)."""
+    from .runtime.suballoc import allocate
+
+    dtype, device = _array_args(dtype, device)
     dev = _device(device)
-    arr = np.ascontiguousarray(values)
+    if isinstance(values, DeviceArray):
+        values = values.numpy()
+    arr = np.ascontiguousarray(values, dtype=None if dtype is None else _numpy_dtype(dtype))
     if arr.dtype.kind not in "biuf" or arr.dtype.byteorder == ">":
         raise ArgumentError(f"vkir arrays hold bool, int, uint or float data, got {arr.dtype}")
-    buf = Buffer(dev, arr.nbytes)
+    buf = allocate(dev, arr.nbytes)
     buf.write(arr)
     return DeviceArray(buf, arr.shape, arr.dtype, dev)
 
 
-def empty(shape, dtype="float32", device=None) -> DeviceArray:
-    """A zero-filled device array of `shape` and `dtype` ("float32", np.float32, DataType...).
-
-    A vector dtype ("float32x4") gives the array of its scalar type with the same bytes, of shape
-    S[:-1] + (S[-1] * lanes,): what kernels take for a vector-typed buffer of shape S."""
-    from .runtime import Buffer
+def _new(shape, dtype, device) -> DeviceArray:
     from .runtime.limits import shape_bytes
+    from .runtime.suballoc import allocate
 
     dev = _device(device)
     shape = _shape(shape)
@@ -191,9 +222,59 @@ def empty(shape, dtype="float32", device=None) -> DeviceArray:
     if lanes > 1:
         shape = (*shape[:-1], (shape[-1] if shape else 1) * lanes)
     npd = _numpy_dtype(dtype)
-    buf = Buffer(dev, shape_bytes(shape, npd.itemsize))
-    buf.fill_zero()
-    return DeviceArray(buf, shape, npd, dev)
+    return DeviceArray(allocate(dev, shape_bytes(shape, npd.itemsize)), shape, npd, dev)
+
+
+def empty(shape, dtype="float32", device=None) -> DeviceArray:
+    """An uninitialized device array of `shape` and `dtype` ("float32", np.float32, DataType...):
+    as numpy.empty, its contents are whatever the memory held.
+
+    A vector dtype ("float32x4") gives the array of its scalar type with the same bytes, of shape
+    S[:-1] + (S[-1] * lanes,): what kernels take for a vector-typed buffer of shape S."""
+    return _new(shape, dtype, device)
+
+
+def zeros(shape, dtype="float32", device=None) -> DeviceArray:
+    """A zero-filled device array (shapes and dtypes as `empty`)."""
+    out = _new(shape, dtype, device)
+    out.buffer.fill_zero()
+    return out
+
+
+def full(shape, value, dtype="float32", device=None) -> DeviceArray:
+    """A device array with every element `value` (converted to `dtype`; out-of-range integers
+    are an ArgumentError, as numpy 2 refuses them)."""
+    out = _new(shape, dtype, device)
+    try:
+        host = np.full(out.shape, value, dtype=out.dtype)
+    except (OverflowError, ValueError, TypeError) as exc:
+        raise ArgumentError(f"full: {value!r} is not a {out.dtype} value ({exc})") from None
+    out.buffer.write(host)
+    return out
+
+
+def interpret(func: PrimFunc, *args, **kwargs) -> None:
+    """vkir.interpreter.interpret (same arguments and options), also on vkir DeviceArrays: each
+    is copied to the host, and back when the kernel changed it, so one call site runs on the
+    device and in the interpreter."""
+    from .interpreter import interpret as _interpret
+
+    copies = []
+    args = tuple(_host_copy(a, copies) for a in args)
+    kwargs = {key: _host_copy(a, copies) for key, a in kwargs.items()}
+    _interpret(func, *args, **kwargs)
+    for device_array, host, before in copies:
+        if host.tobytes() != before:
+            device_array.write(host)
+
+
+def _host_copy(a, copies: list):
+    """`a`, or for a DeviceArray a host copy noted in `copies` with its bytes before the run."""
+    if not isinstance(a, DeviceArray):
+        return a
+    host = a.numpy()
+    copies.append((a, host, host.tobytes()))
+    return host
 
 
 # -- lowering and building -----------------------------------------------------------------------
@@ -427,7 +508,7 @@ class Kernel:
 
     def _prepare(self, args, kwargs=None):
         """All checks, then the runtime buffers (numpy arguments copied in) and launch data."""
-        from .runtime import Buffer
+        from .runtime.suballoc import allocate
 
         bound = self._signature.bind(args, kwargs)
         args = bound.args
@@ -448,7 +529,7 @@ class Kernel:
             if buf is None:
                 if len(self._scratch) >= SCRATCH_BUFFERS:
                     self._scratch.clear()  # freed now; bounded memory for calls of many sizes
-                buf = self._scratch[key] = Buffer(self.device, a.nbytes)
+                buf = self._scratch[key] = allocate(self.device, a.nbytes)
             buffers[p.index] = buf
             copies.append((p.index, a, buf))
         for _, a, buf in copies:
@@ -481,20 +562,107 @@ class Kernel:
 
         if kwargs:
             args = self._signature.arguments(args, kwargs)
+        if _ACTIVE.get() is not None or _PROFILER.get() is not None:
+            self._call_recorded(args)
+            return
         launch = self._memo_hit(args)
-        if launch is not None and launch.run(if_recorded=True):  # an evicted launch is destroyed
+        if launch is not None and launch.run(True, args):  # an evicted launch is destroyed
             return
         if any(isinstance(a, np.ndarray) for a in args):
             with self._lock:  # the scratch buffers are this kernel's: one call at a time
                 buffers, push, groups, copies = self._prepare(args)
-                get_launch(self.device, self.pipeline, buffers, push, groups).run()
+                get_launch(self.device, self.pipeline, buffers, push, groups).run(keep=args)
                 self._copy_back(copies)
             return
         buffers, push, groups, _ = self._prepare(args)
         launch = get_launch(self.device, self.pipeline, buffers, push, groups)
-        launch.run()
+        launch.run(keep=args)
         self._memo = (tuple(weakref.ref(a) if isinstance(a, DeviceArray) else _scalar_key(a)
                             for a in args), launch)
+
+    # -- sequences, launches, profiles -------------------------------------------------------
+    def _device_buffers(self, args):
+        """Check `args`; (push bytes, groups, {param index: runtime Buffer}, numpy arguments
+        by param index) with every DeviceArray on this kernel's device."""
+        bound = self._signature.bind(args)
+        push, groups = self._derive(bound.values)
+        buffers, host = {}, {}
+        for p in self._signature.buffer_params:
+            a = bound.args[p.index]
+            if isinstance(a, DeviceArray):
+                if a.device is not self.device:
+                    raise ArgumentError(f"kernel {self.name}: argument {p.name!r} lives on "
+                                        f"{a.device.info.name!r}, the kernel on "
+                                        f"{self.device.info.name!r}")
+                buffers[p.index] = a.buffer
+            else:
+                host[p.index] = a
+        return push, groups, buffers, host
+
+    def dispatch_spec(self, *args, **kwargs):
+        """The vkir.runtime.Dispatch of `self(*args, **kwargs)` (checked as a call is): what a
+        sequence records. Every buffer argument must be a DeviceArray."""
+        from .runtime import Dispatch
+
+        args = self._signature.arguments(args, kwargs)
+        push, groups, buffers, host = self._device_buffers(args)
+        if host:
+            p = self._params[min(host)]
+            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is a numpy array; "
+                                "inside a sequence buffers must be DeviceArrays (vkir.array), "
+                                "since a sequence makes no hidden copies")
+        access = tuple(("r" if b.readable or not b.writable else "") + ("w" if b.writable else "")
+                       for b in self.module.bindings)
+        return Dispatch(self.pipeline, tuple(buffers[i] for i in self._binding_params), access,
+                        push, groups, self.name, (self, tuple(args)))
+
+    def _call_recorded(self, args) -> None:
+        """A call inside `vkir.sequence()` (recorded) or `vkir.profile()` (timed)."""
+        from .runtime import get_launch
+
+        seq = _ACTIVE.get()
+        if seq is not None:
+            seq.add(self.dispatch_spec(*args))
+            return
+        timed = self.device.timestamp_bits > 0
+        with self._lock:  # the scratch buffers of numpy arguments
+            buffers, push, groups, copies = self._prepare(args)
+            launch = get_launch(self.device, self.pipeline, buffers, push, groups, timed=timed)
+            if timed:
+                _PROFILER.get().add_launch(self.name, launch, args)
+            else:
+                launch.run(keep=args)
+            self._copy_back(copies)
+
+    def launch(self, *args, **kwargs) -> LaunchHandle:
+        """Submit `self(*args, **kwargs)` without waiting: a handle with `wait(timeout=None)` and
+        `done()`. Numpy arguments are copied in now (each launch has its own device copies) and
+        the ones the kernel writes are copied back when the wait observes the end. Any number
+        of launches may be in flight; each starts after the work submitted before it, as on
+        one queue."""
+        from .runtime import get_launch
+        from .runtime.suballoc import allocate
+
+        args = self._signature.arguments(args, kwargs)
+        if _ACTIVE.get() is not None:
+            raise ArgumentError(f"kernel {self.name}: launch() inside a sequence; call the kernel "
+                                "instead (the sequence submits when its block ends)")
+        if _PROFILER.get() is not None:
+            self._call_recorded(args)
+            return LaunchHandle(None, (), self.name)
+        push, groups, buffers, host = self._device_buffers(args)
+        copies, scratch = [], []
+        for index, a in host.items():
+            buf = allocate(self.device, a.nbytes)
+            buf.write(a)
+            buffers[index] = buf
+            scratch.append(buf)
+            if index in self._writes:
+                copies.append((buf, a))
+        launch = get_launch(self.device, self.pipeline, [buffers[i] for i in self._binding_params],
+                            push, groups)
+        submission = launch.submit(keep=(args, tuple(scratch)), what=f"launch of {self.name}")
+        return LaunchHandle(submission, copies, self.name)
 
     def profile(self, *args, repeat: int = 50, warmup: int = 1, **kwargs) -> Profile:
         """Run `repeat` times; device seconds per run from timestamp queries (wall time where

@@ -82,7 +82,10 @@ def _vkir_session_device():
 
 @pytest.fixture
 def vkir_device(_vkir_session_device):
-    """The opened vkir device (skips with the reason where no Vulkan device exists)."""
+    """The opened vkir device (skips with the reason where no Vulkan device exists); opened
+    again when an earlier test shut the runtime down (vkir.runtime.shutdown closes devices)."""
+    if _vkir_session_device.closed:
+        return open_test_device()
     return _vkir_session_device
 
 

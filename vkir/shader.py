@@ -307,11 +307,34 @@ class ShaderKernel:
                 copies.append((a, buf))
         return out, data, groups, copies
 
+    def dispatch_spec(self, *buffers, grid=None, push=None):
+        """The vkir.runtime.Dispatch of `self(*buffers, grid=..., push=...)`, checked as a call
+        is: what `vkir.sequence` records. Every buffer must be a DeviceArray."""
+        from .api import DeviceArray
+        from .runtime import Dispatch
+
+        self._check_buffers(buffers)
+        for b, a in zip(self.bindings, buffers):
+            if not isinstance(a, DeviceArray):
+                raise ArgumentError(f"{self.name}: binding {b.binding} ({b.name!r}) is a numpy "
+                                    "array; inside a sequence buffers must be DeviceArrays "
+                                    "(vkir.array), since a sequence makes no hidden copies")
+        access = tuple("r" if b.readonly or b.kind == "uniform" else "w" if b.writeonly else "rw"
+                       for b in self.bindings)
+        return Dispatch(self.pipeline, tuple(a.buffer for a in buffers), access,
+                        self._push(push), self._groups(grid), self.name, (self, buffers))
+
     def __call__(self, *buffers, grid=None, push=None) -> None:
         """Dispatch `grid` workgroups on `buffers` (one per binding, in binding order) with the
-        push-constant members in `push`, and wait; written numpy arrays are updated."""
+        push-constant members in `push`, and wait; written numpy arrays are updated. Inside
+        `vkir.sequence()` the dispatch is recorded instead."""
         from .runtime import get_launch
+        from .sequences import current
 
+        seq = current()
+        if seq is not None:
+            seq.add(self.dispatch_spec(*buffers, grid=grid, push=push))
+            return
         with self._lock:
             bufs, data, groups, copies = self._prepare(buffers, grid, push)
             get_launch(self.device, self.pipeline, bufs, data, groups).run()

@@ -163,7 +163,13 @@ class Target:
             env = "vulkan1.2"
         else:
             env = "vulkan1.1"
-        return Target.vulkan(env, features=frozenset(info.features) & FEATURES,
+        features = frozenset(f for f in info.features if not f.startswith("subgroup_"))
+        operations = getattr(info, "subgroup_operations", None)
+        if operations is None:  # no subgroup report: whatever the features say
+            operations = {f[len("subgroup_"):] for f in info.features if f.startswith("subgroup_")}
+        # the subgroup classes come from VkPhysicalDeviceSubgroupProperties.supportedOperations
+        features |= {f"subgroup_{op}" for op in operations}
+        return Target.vulkan(env, features=features & FEATURES,
                              limits=Limits.of(info.limits),
                              subgroup_size=getattr(info, "subgroup_size", None),
                              quirks=frozenset(getattr(info, "quirks", frozenset())))

@@ -172,7 +172,7 @@ def test_element_counts_beyond_the_index_type_are_refused(device):
             a[0, 0] = T.int8(1)
 
     k = vkir.build(first, device=device)
-    small = vkir.empty(16, "int8", device=device)
+    small = vkir.zeros(16, "int8", device=device)
     huge = vkir.api.DeviceArray(small.buffer, (2**16, 2**16), np.int8, device)
     with pytest.raises(ArgumentError, match=r"4294967296 elements, more than its int32 indices"):
         k(huge)
@@ -297,7 +297,7 @@ def _rss() -> int:
 
 def test_memory_is_freed_when_arrays_are_collected(device):
     live = len(device._live_buffers)
-    arrays = [vkir.empty(16 << 20, "float32", device=device) for _ in range(4)]  # 4 x 64 MiB, zeroed
+    arrays = [vkir.zeros(16 << 20, "float32", device=device) for _ in range(4)]  # 4 x 64 MiB, zeroed
     assert len(device._live_buffers) == live + 4
     held = _rss()
     del arrays

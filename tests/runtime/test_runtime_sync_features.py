@@ -28,3 +28,19 @@ def test_kernel_target_carries_the_device_features(device):
     k = vkir.build(argmax, device=device)
     assert SYNC_FEATURES & device.info.features <= k.target.features
     assert "OpCapability Int64Atomics" in k.asm
+
+
+def test_a_device_without_arithmetic_subgroups_refuses_reductions(device):
+    import dataclasses
+
+    from vkir.errors import UnsupportedError
+    from vkir.examples.sync import subgroup_sum
+    from vkir.spirv import codegen
+    from vkir.target import Target
+
+    info = dataclasses.replace(device.info,
+                               subgroup_operations=device.info.subgroup_operations - {"arithmetic"})
+    target = Target.from_device(info)
+    assert "subgroup_arithmetic" not in target.features and "subgroup_ballot" in target.features
+    with pytest.raises(UnsupportedError, match="subgroup_arithmetic"):
+        codegen(vkir.lower(subgroup_sum, target), target)

@@ -1,0 +1,167 @@
+"""Work in flight: one fence per submission, waited for in slices, with a timeout.
+
+A `Submission` is one vkQueueSubmit that has not been waited for yet: asynchronous launches,
+sequences, and a synchronous dispatch whose wait timed out. It keeps alive what the device still
+uses (command buffers, descriptor sets, buffers) and names the buffers it touches, so that host
+copies of those buffers wait for it first.
+
+Waits never block in one long driver call: `wait_fence` calls vkWaitForFences with a short
+timeout in a loop, so Python can deliver KeyboardInterrupt (Ctrl-C) between slices, and gives up
+with DeviceError after `timeout` seconds (None: `$VKIR_TIMEOUT`, else no limit). Vulkan cannot
+cancel submitted work: a timed-out submission keeps running; it stays registered with its device,
+its buffers and command buffers stay alive and busy, and the next use of any of them (a host copy,
+a re-submission of the same launch or sequence) waits for it again, with its own timeout.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+
+from vkir.errors import ArgumentError, DeviceError
+
+from ._vk import check, ffi, lib, result_name, vk
+
+SLICE_NS = 50_000_000   # one vkWaitForFences call waits at most 50 ms: Ctrl-C stays responsive
+VK_TIMEOUT = vk.VK_TIMEOUT
+
+
+def resolve_timeout(timeout):
+    """Seconds to wait (a float), or None for no limit: `timeout` itself, else $VKIR_TIMEOUT."""
+    if timeout is None:
+        raw = os.environ.get("VKIR_TIMEOUT", "").strip()
+        if not raw:
+            return None
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ArgumentError(f"VKIR_TIMEOUT={raw!r} is not a number of seconds") from None
+        if not value > 0:
+            raise ArgumentError(f"VKIR_TIMEOUT={raw!r} must be a positive number of seconds")
+        return None if math.isinf(value) else value
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise ArgumentError(f"timeout must be a number of seconds or None, got {timeout!r}")
+    if math.isnan(timeout) or timeout < 0:
+        raise ArgumentError(f"timeout must be >= 0 seconds, got {timeout!r}")
+    return None if math.isinf(timeout) else float(timeout)
+
+
+def wait_fence(device, fence_ptr, timeout, what: str) -> None:
+    """Wait for the fence at `fence_ptr` in slices of at most SLICE_NS; DeviceError naming
+    `what` when `timeout` seconds pass first (the work itself keeps running)."""
+    first = SLICE_NS if timeout is None else min(SLICE_NS, int(timeout * 1e9) if timeout >= 0 else 0)
+    r = lib.vkWaitForFences(device.handle, 1, fence_ptr, 1, first)
+    if r == vk.VK_SUCCESS:
+        return
+    if r != VK_TIMEOUT:
+        check(r, "vkWaitForFences")
+    limit = resolve_timeout(timeout)   # $VKIR_TIMEOUT is read only once a wait is slow
+    start = time.monotonic() - first * 1e-9
+    while True:
+        left = None if limit is None else limit - (time.monotonic() - start)
+        if left is not None and left <= 0:
+            raise DeviceError(f"{what} did not finish within {limit:g} s (VK_TIMEOUT); it keeps "
+                              "running on the device, and later uses of its buffers wait for it")
+        step = SLICE_NS if left is None else max(0, min(SLICE_NS, int(left * 1e9)))
+        r = lib.vkWaitForFences(device.handle, 1, fence_ptr, 1, step)
+        if r == vk.VK_SUCCESS:
+            return
+        if r != VK_TIMEOUT:
+            raise DeviceError(f"vkWaitForFences failed: {result_name(r)}")
+
+
+class Submission:
+    """One submission in flight on `device`: `done()` polls, `wait(timeout)` blocks in slices.
+
+    `owner` is the launch or sequence whose command buffer was submitted (it may not be submitted
+    again before this finishes), `serials` the buffers it uses, `keep` whatever must outlive the
+    work, `on_done` callbacks run once, after the fence signalled (e.g. copying numpy arguments
+    back)."""
+
+    __slots__ = ("device", "fence_ptr", "owner", "serials", "keep", "on_done", "finished", "what")
+
+    def __init__(self, device, fence_ptr, owner, serials, keep, what: str):
+        self.device = device
+        self.fence_ptr = fence_ptr
+        self.owner = owner
+        self.serials = serials
+        self.keep = keep
+        self.on_done = []
+        self.finished = False
+        self.what = what
+
+    def done(self) -> bool:
+        """True once the device finished the work (its results are then visible to the host)."""
+        if self.finished:
+            return True
+        if self.device.closed:
+            return True
+        r = lib.vkGetFenceStatus(self.device.handle, self.fence_ptr[0])
+        if r == vk.VK_NOT_READY:
+            return False
+        check(r, "vkGetFenceStatus")
+        self._retire()
+        return True
+
+    def wait(self, timeout=None) -> None:
+        """Block until the work finished; DeviceError after `timeout` seconds (None: $VKIR_TIMEOUT,
+        else no limit); Ctrl-C interrupts the wait (not the work)."""
+        if self.finished:
+            return
+        if self.device.closed:
+            raise DeviceError(f"{self.what}: its device {self.device.info.name!r} was closed")
+        wait_fence(self.device, self.fence_ptr, timeout, self.what)
+        self._retire()
+
+    def _retire(self) -> None:
+        device = self.device
+        with device._lock:
+            if self.finished:
+                return
+            self.finished = True
+            try:
+                device._inflight.remove(self)
+            except ValueError:
+                pass
+            if not device.closed:
+                lib.vkResetFences(device.handle, 1, self.fence_ptr)
+                device._free_fences.append(self.fence_ptr)
+            self.keep = None
+        callbacks, self.on_done = self.on_done, []
+        for fn in callbacks:
+            fn()
+
+    def __repr__(self) -> str:
+        state = "done" if self.finished else "in flight"
+        return f"<vkir Submission {self.what} ({state})>"
+
+
+def new_fence(device):
+    """A VkFence* (unsignalled): from the device's pool of retired fences, else a new one."""
+    if device._free_fences:
+        return device._free_fences.pop()
+    ptr = ffi.new("VkFence*")
+    check(lib.vkCreateFence(device.handle, ffi.addressof(vk.VkFenceCreateInfo()), ffi.NULL, ptr),
+          "vkCreateFence")
+    device._all_fences.append(ptr)
+    return ptr
+
+
+def submit_async(device, submit_info, owner, serials, keep, what: str) -> Submission:
+    """Submit the prepared VkSubmitInfo* with a fence of its own and return the Submission
+    (registered with the device) without waiting. An earlier submission of the same `owner`
+    still in flight is waited for first (a command buffer is never pending twice)."""
+    if device._inflight:
+        device.wait_for(owner=owner)
+    with device._lock:
+        if device.closed:
+            raise DeviceError(f"{what}: device {device.info.name!r} is closed")
+        fence_ptr = new_fence(device)
+        r = lib.vkQueueSubmit(device.queue, 1, submit_info, fence_ptr[0])
+        if r:
+            device._free_fences.append(fence_ptr)
+            check(r, "vkQueueSubmit")
+        sub = Submission(device, fence_ptr, owner, serials, keep, what)
+        device._inflight.append(sub)
+    return sub
