@@ -17,7 +17,7 @@ import struct
 from dataclasses import dataclass
 from functools import cache
 
-from ..errors import SpirvValidationError, UnsupportedError
+from ..errors import ArgumentError, SpirvValidationError, UnsupportedError
 from .grammar import grammar
 
 
@@ -358,14 +358,10 @@ class _Module:
         return SpirvType("other", name=name)
 
     # -- constants -----------------------------------------------------------------------------
-    def constant(self, cid: int, spec: dict | None = None):
-        """The value of a scalar constant or (with `spec` {SpecId: value}) spec constant."""
-        g = grammar()
+    def constant(self, cid: int):
+        """The value of a scalar constant (a specialization constant's default)."""
         code, ops = self.insts[cid]
-        name = g.opnames[code]
-        spec_id = self.decorations.get(cid, {}).get("SpecId", (None,))[0]
-        if spec and spec_id in spec and name.startswith("OpSpecConstant"):
-            return spec[spec_id]
+        name = grammar().opnames[code]
         if name in ("OpConstantTrue", "OpSpecConstantTrue"):
             return True
         if name in ("OpConstantFalse", "OpSpecConstantFalse"):
@@ -398,7 +394,7 @@ def reflect(data, entry: str = "main") -> ShaderInfo:
     chosen = [e for e in m.entry_points if e[2] == entry]
     if not chosen:
         found = ", ".join(f"{p.name!r} ({p.execution_model})" for p in points) or "none"
-        raise UnsupportedError(f"the module has no entry point named {entry!r} (found: {found})")
+        raise ArgumentError(f"the module has no entry point named {entry!r} (found: {found})")
     model, fid, name, interface = chosen[0]
     local, ids = _local_size(m, fid)
     size_id = any(t == fid and mode == "LocalSizeId" for t, mode, _ in m.mode_ids)

@@ -239,3 +239,22 @@ void main() {
     with pytest.raises(UnsupportedError, match=f"{words * 4 + 4} bytes of shared memory exceed "
                                                "maxComputeSharedMemorySize"):
         vkir.compile_glsl(source, defines={"WORDS": words + 1}, device=vkir_device)
+
+
+def test_launch_and_profile(vkir_device):
+    sk = vkir.compile_glsl(SHADERS / "counts.comp", device=vkir_device)
+    values = np.arange(256, dtype=np.int32)
+    out, counter = np.zeros(256, np.int32), vkir.zeros(5, "uint32", device=vkir_device)
+    handle = sk.launch(values, out, counter, grid=4, push={"n": 256, "k": 2, "target": 7})
+    handle.wait(timeout=60)
+    assert handle.done()
+    np.testing.assert_array_equal(out, values * 2 + np.arange(256))   # copied back by the wait
+    np.testing.assert_array_equal(counter.numpy(), [1, 64, 64, 64, 64])
+    with vkir.profile(show=False) as prof:
+        sk(values, out, counter, grid=4, push={"n": 256, "k": 3, "target": 7})
+    if vkir_device.timestamp_bits:   # timed where the queue has timestamps (lavapipe does)
+        assert len(prof.report.samples["counts.comp"]) == 1
+    np.testing.assert_array_equal(out, values * 3 + np.arange(256))
+    with pytest.raises(ArgumentError, match="launch\\(\\) inside a sequence"):
+        with vkir.sequence(device=vkir_device):
+            sk.launch(values, out, counter, grid=4, push={"n": 256, "k": 3, "target": 7})

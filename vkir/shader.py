@@ -327,7 +327,9 @@ class ShaderKernel:
     def __call__(self, *buffers, grid=None, push=None) -> None:
         """Dispatch `grid` workgroups on `buffers` (one per binding, in binding order) with the
         push-constant members in `push`, and wait; written numpy arrays are updated. Inside
-        `vkir.sequence()` the dispatch is recorded instead."""
+        `with vkir.sequence():` the dispatch is recorded instead (DeviceArrays only), inside
+        `with vkir.profile():` it is timed."""
+        from .profiling import active_profiler
         from .runtime import get_launch
         from .sequences import current
 
@@ -335,11 +337,50 @@ class ShaderKernel:
         if seq is not None:
             seq.add(self.dispatch_spec(*buffers, grid=grid, push=push))
             return
+        profiler = active_profiler()
+        timed = profiler is not None and self.device.timestamp_bits > 0
         with self._lock:
             bufs, data, groups, copies = self._prepare(buffers, grid, push)
-            get_launch(self.device, self.pipeline, bufs, data, groups).run()
+            launch = get_launch(self.device, self.pipeline, bufs, data, groups, timed=timed)
+            if timed:
+                profiler.add_launch(self.name, launch, buffers)
+            else:
+                launch.run(keep=buffers)
             for a, buf in copies:
                 buf.read(a)
+
+    def launch(self, *buffers, grid=None, push=None):
+        """Submit `self(*buffers, grid=..., push=...)` without waiting: a handle with
+        `wait(timeout=None)` and `done()`. Numpy arrays are copied in now (each launch has its
+        own device copies) and the written ones back when the wait observes the end."""
+        from .api import DeviceArray
+        from .profiling import active_profiler
+        from .runtime import get_launch
+        from .runtime.suballoc import allocate
+        from .sequences import LaunchHandle, current
+
+        if current() is not None:
+            raise ArgumentError(f"{self.name}: launch() inside a sequence; call the shader instead "
+                                "(the sequence submits when its block ends)")
+        if active_profiler() is not None:
+            self(*buffers, grid=grid, push=push)
+            return LaunchHandle(None, (), self.name)
+        self._check_buffers(buffers)
+        groups, data = self._groups(grid), self._push(push)
+        bufs, copies, scratch = [], [], []
+        for a, written in zip(buffers, self._writes):
+            if isinstance(a, DeviceArray):
+                bufs.append(a.buffer)
+                continue
+            buf = allocate(self.device, a.nbytes)
+            buf.write(a)
+            bufs.append(buf)
+            scratch.append(buf)
+            if written:
+                copies.append((buf, a))
+        launch = get_launch(self.device, self.pipeline, bufs, data, groups)
+        submission = launch.submit(keep=(buffers, tuple(scratch)), what=f"launch of {self.name}")
+        return LaunchHandle(submission, copies, self.name)
 
     def profile(self, *buffers, grid=None, push=None, repeat: int = 50, warmup: int = 1):
         """Device seconds per run over `repeat` runs (a vkir Profile: median, min, max)."""

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from vkir.errors import SpirvValidationError, UnsupportedError
+from vkir.errors import ArgumentError, SpirvValidationError
 from vkir.runtime.glsl import compile_glsl
 from vkir.spirv import assemble, validate
 from vkir.spirv.reflect import Binding, PushConstant, SpecConstant, SpirvType, reflect
@@ -116,7 +116,7 @@ def test_entry_points_see_their_own_bindings_and_buffer_block_is_a_storage_buffe
     assert [(b.set, b.binding, b.kind, b.name, b.readonly) for b in second.bindings] == [
         (1, 0, "storage", "b", True)]
     assert first.bindings[0].element.dtype == "uint32x2" and first.bindings[0].array_stride == 8
-    with pytest.raises(UnsupportedError, match=r"no entry point named 'main' \(found: 'first'"):
+    with pytest.raises(ArgumentError, match=r"no entry point named 'main' \(found: 'first'"):
         reflect(words)
 
 
