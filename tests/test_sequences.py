@@ -228,6 +228,16 @@ def test_ctrl_c_interrupts_a_wait(device):
     h.wait()
     np.testing.assert_allclose(out.numpy(), np.full(32768, 2.0, np.float32), rtol=1e-6)
     assert os.environ.get("VKIR_TIMEOUT") is None
+    # a plain (synchronous) call is interruptible too; the array's next use waits for the work
+    out2 = vkir.zeros(32768, device=device)
+    timer = threading.Timer(0.1, signal.pthread_kill, (main, signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            k(out2, 60000)
+    finally:
+        timer.cancel()
+    np.testing.assert_allclose(out2.numpy(), np.full(32768, 2.0, np.float32), rtol=1e-6)
 
 
 # -- profiles ----------------------------------------------------------------------------------

@@ -37,6 +37,9 @@ _UINT32 = DataType("uint", 32)
 # float arithmetic a driver may contract (fuse) or reassociate unless decorated NoContraction
 _FLOAT_ARITHMETIC = frozenset({"OpFAdd", "OpFSub", "OpFMul", "OpFDiv", "OpFRem", "OpFMod",
                                "OpFNegate", "OpVectorTimesScalar"})
+# conversions are always decorated: without it Mesa folds int64(float32(x)) to x
+_CONVERSIONS = frozenset({"OpConvertFToS", "OpConvertFToU", "OpConvertSToF", "OpConvertUToF",
+                          "OpFConvert"})
 
 
 class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin):
@@ -73,7 +76,7 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
     def op(self, opname: str, result_type: int, *operands) -> int:
         rid = self.b.new_id()
         self.b.encode(self.code, opname, result_type, rid, *operands)
-        if self.precise and opname in _FLOAT_ARITHMETIC:
+        if opname in _CONVERSIONS or (self.precise and opname in _FLOAT_ARITHMETIC):
             self.b.decorate(rid, "NoContraction")
         return rid
 
@@ -360,4 +363,23 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
                  self.func.name, *interface)
         b.encode(b.exec_modes, "OpExecutionMode", main, b.enum("ExecutionMode", "LocalSize"),
                  *local_size)
+        self._preserve_inf_nan(main)
         return b.to_bytes()
+
+    def _preserve_inf_nan(self, main: int) -> None:
+        """SignedZeroInfNanPreserve for the float widths the module uses, where the target
+        allows it: otherwise drivers may fold x * 0.0 to 0.0 for an infinite or NaN x (lavapipe
+        does), and the interpreter's IEEE results are lost. SPIR-V 1.4+ only (float controls
+        are core there)."""
+        b = self.b
+        if b.version < (1, 4):
+            return
+        used = {32}
+        used |= {16} if "Float16" in b.capabilities else set()
+        used |= {64} if "Float64" in b.capabilities else set()
+        widths = [w for w in sorted(used) if f"float{w}_inf_nan_preserve" in self.target.features]
+        if widths:
+            b.capability("SignedZeroInfNanPreserve")
+        for w in widths:
+            b.encode(b.exec_modes, "OpExecutionMode", main,
+                     b.enum("ExecutionMode", "SignedZeroInfNanPreserve"), w)

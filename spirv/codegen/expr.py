@@ -121,8 +121,30 @@ class ExprMixin:
         if dt.is_int and self._unsigned_ok(e):
             return self._udiv(e, "OpUDiv")
         a, b = self.expr(e.a), self.expr(e.b)
-        name = "OpFDiv" if dt.is_float else "OpUDiv" if dt.is_uint else "OpSDiv"
+        if dt.is_float:
+            return self._float_div(dt, a, b)
+        name = "OpUDiv" if dt.is_uint else "OpSDiv"
         return self.op(name, self.ty(dt), a, b)
+
+    def _float_div(self, dt: DataType, a: int, b: int) -> int:
+        """IEEE a / b: Vulkan leaves division by zero undefined (lavapipe gives 0), so a zero
+        divisor gives NaN (a zero or NaN) or an infinity signed by the operands' signs."""
+        t, bt = self.ty(dt), self.types.bool_of(dt.lanes)
+        ut = self.ty(DataType("uint", dt.bits, dt.lanes))
+        udt = DataType("uint", dt.bits, dt.lanes)
+        q = self.op("OpFDiv", t, a, b)
+        zero = self.const(dt, 0.0)
+        by_zero = self.op("OpFOrdEqual", bt, b, zero)
+        sign = self.op("OpBitwiseAnd", ut,
+                       self.op("OpBitwiseXor", ut, self.op("OpBitcast", ut, a),
+                               self.op("OpBitcast", ut, b)),
+                       self.const(udt, 1 << (dt.bits - 1)))
+        inf = self.op("OpBitcast", t, self.op("OpBitwiseOr", ut, sign,
+                                               self.op("OpBitcast", ut, self.const(dt, math.inf))))
+        undefined = self.op("OpLogicalOr", bt, self.op("OpFOrdEqual", bt, a, zero),
+                            self.op("OpIsNan", bt, a))
+        special = self.op("OpSelect", t, undefined, self.const(dt, math.nan), inf)
+        return self.op("OpSelect", t, by_zero, special, q)
 
     def e_mod(self, e: Mod) -> int:
         dt = e.dtype
@@ -228,6 +250,11 @@ class ExprMixin:
 
     def e_minmax(self, e) -> int:
         a, b = self.expr(e.a), self.expr(e.b)
+        if e.dtype.is_float:  # numpy's: (a <= b or a is NaN) ? a : b (GLSL's FMin leaves NaN
+            bt = self.types.bool_of(e.dtype.lanes)  # and -0.0 vs 0.0 undefined)
+            cmp = "OpFOrdLessThanEqual" if isinstance(e, Min) else "OpFOrdGreaterThanEqual"
+            first = self.op("OpLogicalOr", bt, self.op(cmp, bt, a, b), self.op("OpIsNan", bt, a))
+            return self.op("OpSelect", self.ty(e.dtype), first, a, b)
         name = _MINMAX[type(e)][_kind(e.dtype)]
         if e.dtype.is_bool:
             return self.op(name, self.ty(e.dtype), a, b)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +69,20 @@ class FloatImm(PrimExpr):
     def __post_init__(self):
         object.__setattr__(self, "dtype", _dt(self.dtype))
         object.__setattr__(self, "value", float(self.value))
+
+    # equal by bit pattern: 0.0 and -0.0 are different constants (x * 0.0 and x * -0.0 differ;
+    # with value equality, dict-based commoning merged them), and a NaN equals itself
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self.dtype == other.dtype and _float_bits(self.value) == _float_bits(other.value)
+
+    def __hash__(self):
+        return hash((FloatImm, self.dtype, _float_bits(self.value)))
+
+
+def _float_bits(value: float) -> bytes:
+    return struct.pack("<d", value)
 
 
 def const(value, dtype="int32") -> PrimExpr:

@@ -79,6 +79,11 @@ class Parser(ExprParser):
                 raise self.error(bad, "*args/**kwargs parameters are not supported")
         if args.defaults:
             raise self.error(args.defaults[0], "parameters cannot have default values")
+        seen = set()
+        for a in args.args:
+            if a.arg in seen:
+                raise self.error(a, f"duplicate parameter '{a.arg}'")
+            seen.add(a.arg)
         params: dict[str, object] = {}
         # scalar parameters first: buffer shapes may use them
         for a in args.args:
