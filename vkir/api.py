@@ -138,14 +138,17 @@ class DeviceArray:
 
     @property
     def ndim(self) -> int:
+        """Number of dimensions."""
         return len(self.shape)
 
     @property
     def size(self) -> int:
+        """Number of elements."""
         return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
+        """Size of the device buffer in bytes."""
         return self.buffer.nbytes
 
     def numpy(self) -> np.ndarray:
@@ -415,10 +418,12 @@ class Kernel:
 
     @property
     def spirv(self) -> bytes:
+        """The SPIR-V module as bytes (validated by SPIRV-Tools)."""
         return self.module.words
 
     @property
     def asm(self) -> str:
+        """The SPIR-V disassembly (made on first use)."""
         if self._asm is None:
             from .spirv import disassemble
 
@@ -427,6 +432,7 @@ class Kernel:
 
     @property
     def name(self) -> str:
+        """The kernel's name: its PrimFunc's."""
         return self.func.name
 
     def report(self) -> str:

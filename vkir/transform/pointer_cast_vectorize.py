@@ -144,6 +144,8 @@ class PointerCastVectorize(Pass):
             raise ArgumentError(f"PointerCastVectorize: {exc}") from None
 
     def transform(self, func: PrimFunc) -> PrimFunc:
+        """Turn aligned vector accesses into accesses of explicit vector-typed casts of the
+        buffers."""
         vulkan = self.target is not None and self.target.is_vulkan
         lanes = self.allowed_lanes
         if lanes is None and vulkan:

@@ -27,4 +27,5 @@ class SymbolicVectorCast(Pass):
     target: Target | None = None
 
     def transform(self, func: PrimFunc) -> PrimFunc:
+        """PointerCastVectorize restricted to parameters of unprovable extent."""
         return PointerCastVectorize(target=self.target, unprovable_extents_only=True).transform(func)
