@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SYSTEM_PACKAGES := python3 python3-venv libvulkan1 mesa-vulkan-drivers vulkan-validationlayers
 
-.PHONY: setup system-deps demo test bench clean
+.PHONY: setup system-deps demo test bench fuzz clean
 
 setup: system-deps $(STAMP)
 
@@ -26,6 +26,12 @@ test: setup
 
 bench: setup
 	$(VENV)/bin/vkir bench
+
+# the fuzzing campaign (vkir/fuzz): FUZZ_COUNT programs of campaign FUZZ_SEED on the best device
+FUZZ_COUNT ?= 500
+FUZZ_SEED ?= 0
+fuzz: setup
+	VKIR_VALIDATION=1 $(PY) -m vkir.fuzz --count $(FUZZ_COUNT) --seed $(FUZZ_SEED) --out fuzz-findings
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -2,9 +2,10 @@
 
     python benchmarks/bench_runtime.py [--device SEL] [--rounds R]
 
-1. A chain of 100 saxpy steps (y = a * x + y) on 2^16 float32: 100 separate kernel calls (each
-   one submit + wait) against one sequence (recorded once, replayed with `seq.run().wait()`),
-   and against recording it anew every time.
+1. A chain of 100 saxpy steps (y = a * x + y) on 2^16 (and 2^10) float32: 100 separate kernel
+   calls (each one submit + wait) against one sequence (recorded once, replayed with
+   `seq.run().wait()`), and against recording it anew every time; with the device time of the
+   dispatches themselves (timestamps), which no way of submitting them can go below.
 2. 10,000 allocations and frees of 4 KiB arrays (`vkir.empty(1024)`, dropped at once):
    sub-allocated against one VkDeviceMemory each (`device.suballoc_max_bytes = 0`).
 3. Dispatch latency of a one-invocation kernel: `k(A)` against a raw `vulkan`-package
@@ -80,6 +81,10 @@ def bench_chain(dev, rounds: int, steps: int = 100, n: int = 1 << 16):
           f"{t['separate'] / t['replay']:5.1f}x fewer seconds")
     print(f"  one sequence, recorded + run  {t['record'] * 1e3:8.2f} ms   "
           f"{t['separate'] / t['record']:5.1f}x fewer seconds")
+    device = seq.profile().total   # the dispatches alone, from timestamps: the floor
+    print(f"  device time of the {steps} dispatches (timestamps): {device * 1e3:8.2f} ms; "
+          f"overhead per dispatch: separate {(t['separate'] - device) / steps * 1e6:6.1f} us, "
+          f"sequence {(t['replay'] - device) / steps * 1e6:6.1f} us")
     print(f"  barriers in the sequence: {seq.barriers} (each step reads the previous y)")
     return t
 
@@ -171,6 +176,7 @@ def main(argv=None):
     dev = vkir.device(args.device)
     print(f"device: {dev.info}")
     bench_chain(dev, args.rounds)
+    bench_chain(dev, args.rounds, n=1 << 10)
     bench_alloc(dev, max(3, args.rounds // 2))
     bench_latency(dev, args.rounds)
     return 0

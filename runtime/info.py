@@ -154,6 +154,8 @@ def query_features(phys, subgroup_operations=frozenset()) -> frozenset:
 
 
 def query_info(index: int, phys) -> DeviceInfo:
+    """The DeviceInfo (name, kind, driver, limits, features, subgroup properties) of physical
+    device `phys`."""
     props = ffi.new("VkPhysicalDeviceProperties2*")
     props.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
     subgroup = ffi.new("VkPhysicalDeviceSubgroupProperties*")
@@ -166,9 +168,15 @@ def query_info(index: int, phys) -> DeviceInfo:
     subgroup.pNext = maintenance3
     base = vk.vkGetPhysicalDeviceProperties(phys)
     has_driver = base.apiVersion >= vk.VK_MAKE_VERSION(1, 2, 0)
+    float_controls = ffi.new("VkPhysicalDeviceFloatControlsProperties*")
+    float_controls.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES
     if has_driver:
         maintenance3.pNext = driver
+        driver.pNext = float_controls
     lib.vkGetPhysicalDeviceProperties2(phys, props)
+    preserve = frozenset(
+        f"float{w}_inf_nan_preserve" for w in (16, 32, 64)
+        if has_driver and getattr(float_controls, f"shaderSignedZeroInfNanPreserveFloat{w}"))
     p = props.properties
     lim = p.limits
     limits = Limits(
@@ -200,7 +208,7 @@ def query_info(index: int, phys) -> DeviceInfo:
     return DeviceInfo(
         index=index, name=cstr(p.deviceName), kind=kind, driver=driver_text,
         api_version=version_string(p.apiVersion), limits=limits,
-        features=query_features(phys, operations if in_compute else frozenset()),
+        features=query_features(phys, operations if in_compute else frozenset()) | preserve,
         subgroup_size=subgroup.subgroupSize,
         subgroup_operations=operations,
         unified_memory=kind != "discrete" and _device_local_is_host_visible(phys),

@@ -129,7 +129,8 @@ class Recording:
                  SHADER, vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT)
         if self.query_pool is not None:
             lib.vkCmdResetQueryPool(cmd, self.query_pool, 0, 2 * n)
-        bound = None
+        bound, bound_set, pushed = None, None, None
+        sets = {}   # (pipeline, buffer serials) -> descriptor set: one per distinct binding
         for i, (d, barrier) in enumerate(zip(self.dispatches, barriers)):
             if barrier:
                 _barrier(cmd, SHADER, vk.VK_ACCESS_SHADER_WRITE_BIT, SHADER,
@@ -137,16 +138,22 @@ class Recording:
             pipeline = d.pipeline
             if pipeline is not bound:
                 lib.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle)
-                bound = pipeline
-            pool, dset = descriptor_set(device, pipeline, d.buffers)
-            self._res.sets.append((pool, dset))
-            sets = ffi.new("VkDescriptorSet[]", [dset])
-            lib.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout, 0, 1,
-                                        sets, 0, ffi.NULL)
-            if pipeline.push_constant_size:
+                bound, bound_set, pushed = pipeline, None, None
+            key = (pipeline, tuple(b.serial for b in d.buffers))
+            dset = sets.get(key)
+            if dset is None:
+                pool, dset = descriptor_set(device, pipeline, d.buffers)
+                self._res.sets.append((pool, dset))
+                sets[key] = dset
+            if dset != bound_set:
+                lib.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout,
+                                            0, 1, ffi.new("VkDescriptorSet[]", [dset]), 0, ffi.NULL)
+                bound_set = dset
+            if pipeline.push_constant_size and d.push != pushed:
                 data = bytes(d.push).ljust(pipeline.push_constant_size, b"\0")
                 lib.vkCmdPushConstants(cmd, pipeline.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0,
                                        len(data), ffi.from_buffer(data))
+                pushed = d.push
             if self.query_pool is not None:
                 lib.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, self.query_pool, 2 * i)
             lib.vkCmdDispatch(cmd, *d.groups)

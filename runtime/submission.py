@@ -50,13 +50,17 @@ def resolve_timeout(timeout):
 def wait_fence(device, fence_ptr, timeout, what: str) -> None:
     """Wait for the fence at `fence_ptr` in slices of at most SLICE_NS; DeviceError naming
     `what` when `timeout` seconds pass first (the work itself keeps running)."""
-    first = SLICE_NS if timeout is None else min(SLICE_NS, int(timeout * 1e9) if timeout >= 0 else 0)
+    explicit = timeout is not None
+    if explicit:
+        timeout = resolve_timeout(timeout)   # a bad timeout is refused even when not needed
+    first = SLICE_NS if timeout is None else min(SLICE_NS, int(timeout * 1e9))
     r = lib.vkWaitForFences(device.handle, 1, fence_ptr, 1, first)
     if r == vk.VK_SUCCESS:
         return
     if r != VK_TIMEOUT:
         check(r, "vkWaitForFences")
-    limit = resolve_timeout(timeout)   # $VKIR_TIMEOUT is read only once a wait is slow
+    # $VKIR_TIMEOUT is read only once a wait is slow; an explicit timeout (inf too) overrides it
+    limit = timeout if explicit else resolve_timeout(None)
     start = time.monotonic() - first * 1e-9
     while True:
         left = None if limit is None else limit - (time.monotonic() - start)
@@ -107,6 +111,8 @@ class Submission:
     def wait(self, timeout=None) -> None:
         """Block until the work finished; DeviceError after `timeout` seconds (None: $VKIR_TIMEOUT,
         else no limit); Ctrl-C interrupts the wait (not the work)."""
+        if timeout is not None:
+            resolve_timeout(timeout)  # refused even when there is nothing left to wait for
         if self.finished:
             return
         if self.device.closed:

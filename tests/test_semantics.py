@@ -192,3 +192,10 @@ def f(A: T.Buffer((32,), "float32")):
         vkir.interpret(f, np.zeros(32, np.float32))
     assert info.value.invocation == {"threadIdx.x": 7} and info.value.index == 32
     assert info.value.location == "<script>:5:9"
+
+
+def test_duplicate_parameters_are_a_script_error():
+    """Found by the fuzzing campaign: the interpreter ran `def f(A, A)`, build refused it."""
+    with pytest.raises(vkir.ScriptError, match=r"<script>:2:35: duplicate parameter 'A'"):
+        vkir.from_script('@T.prim_func\ndef f(A: T.Buffer((4,), "int32"), A: T.Buffer((4,), "int32")):\n'
+                         '    A[0] = 1\n')

@@ -58,19 +58,20 @@ def test_sequence_chain_matches_numpy_and_replays(device):
     k = vkir.build(saxpy, device=device)
     x, y = _rand(1000, 1), _rand(1000, 2)
     X, Y = vkir.array(x, device=device), vkir.array(y, device=device)
+    alphas = [0.5, 0.5, -0.25, 2.0, 2.0, 2.0, 0.5, -1.0, 0.125, 0.125]  # push constants change
     with vkir.sequence(device=device) as seq:
-        for step in range(10):
-            k(X, Y, 0.5)
+        for alpha in alphas:
+            k(X, Y, alpha)
         assert Y.buffer.serial in {b.serial for d in seq._dispatches for b in d.buffers}
     seq.wait(timeout=30)
     want = y.copy()
-    for _ in range(10):
-        want = np.float32(0.5) * x + want
+    for alpha in alphas:
+        want = np.float32(alpha) * x + want
     np.testing.assert_allclose(Y.numpy(), want, rtol=1e-6)
     assert len(seq) == 10 and seq.barriers == 9          # each step reads what the last wrote
     seq.run().wait()                                      # replay: ten more steps
-    for _ in range(10):
-        want = np.float32(0.5) * x + want
+    for alpha in alphas:
+        want = np.float32(alpha) * x + want
     np.testing.assert_allclose(Y.numpy(), want, rtol=1e-6)
     assert seq.done()
 
@@ -227,6 +228,16 @@ def test_ctrl_c_interrupts_a_wait(device):
     h.wait()
     np.testing.assert_allclose(out.numpy(), np.full(32768, 2.0, np.float32), rtol=1e-6)
     assert os.environ.get("VKIR_TIMEOUT") is None
+    # a plain (synchronous) call is interruptible too; the array's next use waits for the work
+    out2 = vkir.zeros(32768, device=device)
+    timer = threading.Timer(0.1, signal.pthread_kill, (main, signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            k(out2, 60000)
+    finally:
+        timer.cancel()
+    np.testing.assert_allclose(out2.numpy(), np.full(32768, 2.0, np.float32), rtol=1e-6)
 
 
 # -- profiles ----------------------------------------------------------------------------------

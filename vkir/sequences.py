@@ -125,6 +125,10 @@ class Sequence:
     def wait(self, timeout=None) -> None:
         """Block until the last run finished. DeviceError after `timeout` seconds (None:
         $VKIR_TIMEOUT, else no limit), the work still running; Ctrl-C interrupts the wait."""
+        from .runtime.submission import resolve_timeout
+
+        if timeout is not None:
+            resolve_timeout(timeout)
         if self._submission is not None:
             self._submission.wait(timeout)
 
@@ -182,6 +186,7 @@ class LaunchHandle:
         self.name = name
 
     def done(self) -> bool:
+        """True once the submitted work has finished (never blocks)."""
         if self._submission is None:
             return True
         if not self._submission.done():
@@ -192,6 +197,10 @@ class LaunchHandle:
     def wait(self, timeout=None) -> None:
         """Block until the launch finished. DeviceError after `timeout` seconds (None:
         $VKIR_TIMEOUT, else no limit), the work still running; Ctrl-C interrupts the wait."""
+        from .runtime.submission import resolve_timeout
+
+        if timeout is not None:
+            resolve_timeout(timeout)
         if self._submission is None:
             return
         self._submission.wait(timeout)

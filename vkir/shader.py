@@ -104,6 +104,7 @@ class ShaderKernel:
     # -- properties ----------------------------------------------------------------------------
     @property
     def asm(self) -> str:
+        """The SPIR-V disassembly (made on first use)."""
         if self._asm is None:
             from .spirv import disassemble
 

@@ -27,6 +27,9 @@ FEATURES = frozenset({
     # subgroup operation classes (VkPhysicalDeviceSubgroupProperties.supportedOperations)
     "subgroup_basic", "subgroup_vote", "subgroup_arithmetic", "subgroup_ballot",
     "subgroup_shuffle", "subgroup_shuffle_relative",
+    # float controls: the driver may not assume away signed zeros, infinities and NaN (x * 0.0
+    # stays NaN for an infinite x), per float width
+    "float16_inf_nan_preserve", "float32_inf_nan_preserve", "float64_inf_nan_preserve",
 })
 
 # the SPIR-V version vkir emits for each SPIRV-Tools Vulkan environment (the highest it accepts);

@@ -37,9 +37,13 @@ _UINT32 = DataType("uint", 32)
 # float arithmetic a driver may contract (fuse) or reassociate unless decorated NoContraction
 _FLOAT_ARITHMETIC = frozenset({"OpFAdd", "OpFSub", "OpFMul", "OpFDiv", "OpFRem", "OpFMod",
                                "OpFNegate", "OpVectorTimesScalar"})
+# conversions are always decorated: without it Mesa folds int64(float32(x)) to x
+_CONVERSIONS = frozenset({"OpConvertFToS", "OpConvertFToU", "OpConvertSToF", "OpConvertUToF",
+                          "OpFConvert"})
 
 
 class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin):
+    """Emits one GLCompute entry point for a lowered PrimFunc: interface, types, code."""
     def __init__(self, func: PrimFunc, target: Target):
         self.func = func
         self.target = target
@@ -68,16 +72,19 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
     # -- emission primitives -------------------------------------------------------------------
 
     def ty(self, dt: DataType) -> int:
+        """The SPIR-V type id of a vkir dtype."""
         return self.types.of(dt)
 
     def op(self, opname: str, result_type: int, *operands) -> int:
+        """Emit an instruction with a result of `result_type`; return the result id."""
         rid = self.b.new_id()
         self.b.encode(self.code, opname, result_type, rid, *operands)
-        if self.precise and opname in _FLOAT_ARITHMETIC:
+        if opname in _CONVERSIONS or (self.precise and opname in _FLOAT_ARITHMETIC):
             self.b.decorate(rid, "NoContraction")
         return rid
 
     def do(self, opname: str, *operands) -> None:
+        """Emit an instruction without a result."""
         self.b.encode(self.code, opname, *operands)
 
     def int_op(self, opname: str, e: PrimExpr, result_type: int, a: int, b: int) -> int:
@@ -93,10 +100,12 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         return rid
 
     def glsl(self, name: str, result_type: int, *args: int) -> int:
+        """Emit a GLSL.std.450 extended instruction `name`; return the result id."""
         return self.op("OpExtInst", result_type, self.b.glsl_std_450(), self.b.g.glsl[name],
                        *args)
 
     def const(self, dt: DataType, value) -> int:
+        """The id of a constant of `dt` (a vector constant for several lanes)."""
         if dt.lanes > 1:
             return self.const_vector(dt.element_of(), [value] * dt.lanes)
         if dt.is_bool:
@@ -104,14 +113,17 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         return self.b.constant(self.ty(dt), dt.code, dt.bits, value)
 
     def const_vector(self, sdt: DataType, values: list) -> int:
+        """The id of a vector constant with one value per lane."""
         parts = tuple(self.const(sdt, v) for v in values)
         return self.b.constant_composite(self.ty(sdt.with_lanes(len(values))), parts)
 
     def start_block(self, label: int) -> None:
+        """Begin the block labelled `label`."""
         self.b.encode(self.code, "OpLabel", label)
         self.label = label
 
     def function_variable(self, pointer_type: int) -> int:
+        """A Function-storage OpVariable (emitted at the top of the entry block)."""
         vid = self.b.new_id()
         self.b.encode(self.fvars, "OpVariable", pointer_type, vid,
                       self.b.enum("StorageClass", "Function"))
@@ -157,6 +169,7 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
     # -- memory --------------------------------------------------------------------------------
 
     def memory_of(self, buffer: Buffer) -> Memory:
+        """The storage (variable and layout) behind a buffer, by its data pointer and type."""
         mem = self.memory.get((buffer.data, buffer.dtype))
         if mem is None:
             raise TypeCheckError(
@@ -300,6 +313,7 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         return out
 
     def local_size(self) -> tuple[int, int, int]:
+        """The workgroup size (x, y, z) from the threadIdx loops."""
         sizes = []
         for axis in "xyz":
             extent = self.iface.threads.get(f"threadIdx.{axis}")
@@ -319,15 +333,18 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         return tuple(sizes)
 
     def grid(self) -> tuple:
+        """The workgroup counts (x, y, z) as expressions of sizes and scalars."""
         return tuple(self.iface.threads.get(f"blockIdx.{a}", IntImm("int32", 1)) for a in "xyz")
 
     def bindings(self) -> tuple[Binding, ...]:
+        """The storage-buffer bindings, in binding order."""
         return tuple(Binding(sb.binding, sb.param_index, sb.buffer, sb.readable, sb.writable)
                      for sb in self.iface.bindings.values())
 
     # -- the whole kernel ----------------------------------------------------------------------
 
     def run(self) -> bytes:
+        """Emit the whole module; return its words as bytes."""
         b = self.b
         local_size = self.local_size()
         self._storage_buffers()
@@ -360,4 +377,23 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
                  self.func.name, *interface)
         b.encode(b.exec_modes, "OpExecutionMode", main, b.enum("ExecutionMode", "LocalSize"),
                  *local_size)
+        self._preserve_inf_nan(main)
         return b.to_bytes()
+
+    def _preserve_inf_nan(self, main: int) -> None:
+        """SignedZeroInfNanPreserve for the float widths the module uses, where the target
+        allows it: otherwise drivers may fold x * 0.0 to 0.0 for an infinite or NaN x (lavapipe
+        does), and the interpreter's IEEE results are lost. SPIR-V 1.4+ only (float controls
+        are core there)."""
+        b = self.b
+        if b.version < (1, 4):
+            return
+        used = {32}
+        used |= {16} if "Float16" in b.capabilities else set()
+        used |= {64} if "Float64" in b.capabilities else set()
+        widths = [w for w in sorted(used) if f"float{w}_inf_nan_preserve" in self.target.features]
+        if widths:
+            b.capability("SignedZeroInfNanPreserve")
+        for w in widths:
+            b.encode(b.exec_modes, "OpExecutionMode", main,
+                     b.enum("ExecutionMode", "SignedZeroInfNanPreserve"), w)

@@ -29,7 +29,9 @@ def test_devices_describe_the_device(device):
                              "atomic_float32_add_buffer", "atomic_float32_add_shared",
                              "atomic_float32_minmax_buffer", "atomic_float32_minmax_shared",
                              "subgroup_basic", "subgroup_vote", "subgroup_arithmetic",
-                             "subgroup_ballot", "subgroup_shuffle", "subgroup_shuffle_relative"}
+                             "subgroup_ballot", "subgroup_shuffle", "subgroup_shuffle_relative",
+                             "float16_inf_nan_preserve", "float32_inf_nan_preserve",
+                             "float64_inf_nan_preserve"}
     assert info.subgroup_size >= 1 and "basic" in info.subgroup_operations
 
 

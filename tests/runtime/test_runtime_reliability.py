@@ -186,6 +186,13 @@ def addone(a: T.Buffer((64,), "float32"), b: T.Buffer((64,), "float32")):
         b[tx] = a[tx] + T.float32(1)
 
 
+def _record_on(k, dev, A, B):
+    def record():
+        with vkir.sequence(device=dev):
+            k(A, B)
+    return record
+
+
 def test_a_closed_device_raises_device_error(device):
     """A second logical device on the same GPU, closed under live arrays, kernels and launches."""
     from vkir import runtime as rt
@@ -201,7 +208,8 @@ def test_a_closed_device_raises_device_error(device):
     x = np.zeros(64, np.float32)
     for use in (lambda: k(A, B), lambda: k(x, x.copy()), lambda: k.profile(A, B, repeat=1),
                 lambda: vkir.empty(10, device=dev), lambda: vkir.array(x, dev), lambda: A.numpy(),
-                lambda: A.write(x), lambda: vkir.build(addone, device=dev), dev.reset_pipeline_cache):
+                lambda: A.write(x), lambda: vkir.build(addone, device=dev), dev.reset_pipeline_cache,
+                lambda: k.launch(A, B), lambda: vkir.zeros(4, device=dev), _record_on(k, dev, A, B)):
         with pytest.raises(DeviceError, match="device closed"):
             use()
     del k, A, B

@@ -71,6 +71,7 @@ class Parser(ExprParser):
     # -- entry ---------------------------------------------------------------------------------
 
     def function(self, fn: ast.FunctionDef) -> PrimFunc:
+        """The PrimFunc of a `def` with T annotations."""
         args = fn.args
         for bad in (*args.posonlyargs, *args.kwonlyargs):
             raise self.error(bad, "only plain positional parameters are supported")
@@ -79,6 +80,11 @@ class Parser(ExprParser):
                 raise self.error(bad, "*args/**kwargs parameters are not supported")
         if args.defaults:
             raise self.error(args.defaults[0], "parameters cannot have default values")
+        seen = set()
+        for a in args.args:
+            if a.arg in seen:
+                raise self.error(a, f"duplicate parameter '{a.arg}'")
+            seen.add(a.arg)
         params: dict[str, object] = {}
         # scalar parameters first: buffer shapes may use them
         for a in args.args:
@@ -233,6 +239,7 @@ class Parser(ExprParser):
         return body
 
     def stmt(self, node) -> S.Stmt:
+        """The IR statement of one Python statement."""
         method = getattr(self, "_s_" + type(node).__name__, None)
         if method is None:
             raise self.error(node, f"unsupported statement: {type(node).__name__}")

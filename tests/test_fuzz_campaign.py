@@ -1,0 +1,42 @@
+"""The fuzzing campaign (vkir.fuzz, `make fuzz`) in short: a fixed seed and count run on the
+test device must have no finding (crash, refusal of a valid kernel, build refusing what the
+interpreter ran, validation failure, device/interpreter mismatch)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import vkir
+from vkir import fuzz
+from vkir.fuzz.generate import generate
+
+pytestmark = pytest.mark.device
+
+
+def test_short_campaign_has_no_findings(device):
+    report = fuzz.run(40, seed=2026, device=device)
+    kinds = {o.kind for o in report.outcomes}
+    assert "ok" in kinds and "refused" in kinds  # valid kernels ran, mutants were refused
+    assert not report.findings, "\n\n".join(f"[{o.index}] {o.kind}: {o.detail}\n{o.source}"
+                                            for o in report.findings)
+    assert "| all |" in report.table()
+
+
+def test_generated_programs_are_valid_and_deterministic():
+    a = [fuzz.program(7, k)[0] for k in range(30)]
+    assert a == [fuzz.program(7, k)[0] for k in range(30)]
+    for k in range(30):
+        source, features, mutant = fuzz.program(7, k, mutants=0.0)
+        assert not mutant
+        f = vkir.from_script(source)
+        vkir.analysis.verify_types(f)
+    prog = generate(random.Random(1))
+    assert prog.features and "fuzz" in prog.source
+
+
+def test_offline_campaign_builds_and_validates():
+    report = fuzz.run(10, seed=5, device=None)
+    assert not report.findings
+    assert all(o.kind in ("ok", "refused", "unsupported", "skipped") for o in report.outcomes)

@@ -1,0 +1,9 @@
+"""The fuzzing campaign (`make fuzz`, `python -m vkir.fuzz`): random well-typed kernels across
+dtypes, loops, shared memory, vectors, atomics and subgroups, and mutated sources, run in the
+interpreter and on a device; crashes, validation failures and mismatches are reported."""
+
+from .campaign import FINDINGS, Outcome, Report, program, run
+from .generate import Program, generate
+from .mutate import mutate
+
+__all__ = ["run", "program", "generate", "mutate", "Program", "Report", "Outcome", "FINDINGS"]

@@ -1,0 +1,169 @@
+"""Random well-typed kernels as script source: one Program per (seed, index).
+
+A program is a grid of workgroups whose invocation i computes a random expression of one dtype
+over its elements of two input buffers and writes one output element, optionally with a serial
+accumulation loop, a shared-memory stage behind a barrier, 4-lane vector accesses, an atomic
+histogram and a subgroup reduction. Everything it computes is defined (integer division by a
+nonzero divisor, constant shift amounts in range), so the interpreter's result is the answer
+the device must reproduce bit for bit (kernels are built with precise=True).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+FLOAT_TYPES = ("float16", "float32", "float64")
+DTYPES = INT_TYPES + FLOAT_TYPES
+# the device feature each dtype needs (vkir.Target feature names)
+NEEDS = {"int8": "int8", "uint8": "int8", "int16": "int16", "uint16": "int16", "int64": "int64",
+         "uint64": "int64", "float16": "float16", "float64": "float64"}
+
+
+@dataclass(frozen=True)
+class Program:
+    """A generated kernel: its `source`, the `features` it exercises (for the report), the
+    dtypes of its buffers and its size `n`."""
+
+    source: str
+    features: frozenset
+    dtype: str
+    out_dtype: str
+    n: int
+    lanes: int = 1
+    symbolic: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+def _bits(dtype: str) -> int:
+    return int("".join(c for c in dtype if c.isdigit()))
+
+
+class _Expr:
+    """Random expressions of one dtype (as script text)."""
+
+    def __init__(self, rng: random.Random, dtype: str, lanes: int, leaves: list[str]):
+        self.rng = rng
+        self.dtype = dtype
+        self.lanes = lanes
+        self.leaves = leaves
+        self.is_float = dtype.startswith("float")
+        self.vt = dtype if lanes == 1 else f"{dtype}x{lanes}"
+
+    def literal(self) -> str:
+        r = self.rng
+        if self.is_float:
+            return repr(r.choice([0.0, -0.0, 1.0, -2.5, 0.1, 3.0, 1e3, -7.25, 0.5]))
+        bits = _bits(self.dtype)
+        hi = (1 << (bits - 1)) - 1 if self.dtype.startswith("int") else (1 << bits) - 1
+        lo = -(1 << (bits - 1)) if self.dtype.startswith("int") else 0
+        return str(r.choice([0, 1, 2, 3, 7, lo, hi, r.randint(lo, hi)]))
+
+    def typed(self, depth: int) -> str:
+        """An expression with a typed operand (never a bare literal)."""
+        r = self.rng
+        if depth <= 0 or r.random() < 0.25:
+            return r.choice(self.leaves)
+        kind = r.random()
+        a = self.typed(depth - 1)
+        if kind < 0.45:
+            op = r.choice(["+", "-", "*"] + (["/"] if self.is_float else ["&", "|", "^"]))
+            b = self.literal() if r.random() < 0.3 else self.typed(depth - 1)
+            return f"({a} {op} {b})"
+        if kind < 0.6:
+            b = self.typed(depth - 1)
+            if self.is_float:
+                return f"({a} {r.choice(['//', '%'])} {b})"
+            divisor = f"(({b} & {self.literal_small()}) + {self.one()})"
+            return f"({a} {r.choice(['//', '%'])} {divisor})"
+        if kind < 0.7:
+            fn = r.choice(["T.min", "T.max"])
+            return f"{fn}({a}, {self.typed(depth - 1)})"
+        if kind < 0.8:
+            b, c, d = (self.typed(depth - 1) for _ in range(3))
+            cmp = r.choice(["<", "<=", "==", "!=", ">"])
+            return f"T.select({a} {cmp} {b}, {c}, {d})"
+        if kind < 0.9:
+            other = r.choice([t for t in DTYPES if t != self.dtype])
+            ot = other if self.lanes == 1 else f"{other}x{self.lanes}"
+            return f'T.cast(T.cast({a}, "{ot}"), "{self.vt}")'
+        if self.is_float:
+            return f"{r.choice(['T.fabs', 'T.floor', 'T.ceil', 'T.trunc'])}({a})"
+        op = r.choice(["<<", ">>"])
+        if r.random() < 0.5:  # a run-time amount: taken modulo the width
+            return f"({a} {op} {self.typed(depth - 1)})"
+        return f"({a} {op} {r.randrange(_bits(self.dtype))})"
+
+    def literal_small(self) -> str:
+        return str(self.rng.choice([1, 3, 7, 15]))
+
+    def one(self) -> str:
+        return "1"
+
+
+def generate(rng: random.Random, dtypes=DTYPES, atomics: bool = True,
+             subgroups: bool = True) -> Program:
+    """One random program over the dtypes in `dtypes`."""
+    dtype = rng.choice(dtypes)
+    out = rng.choice([dtype, dtype, rng.choice(dtypes)])
+    lanes = 4 if rng.random() < 0.2 else 1
+    width = rng.choice([1, 8, 32, 64])
+    groups = rng.choice([1, 2, 3])
+    n = width * groups
+    symbolic = rng.random() < 0.3
+    # (under a symbolic guard, neighbours past n would leave their shared slot unwritten)
+    shared = rng.random() < 0.3 and lanes == 1 and not symbolic
+    loop = rng.random() < 0.3
+    use_atomic = atomics and rng.random() < 0.2
+    use_subgroup = subgroups and rng.random() < 0.1 and lanes == 1 and dtype in (
+        "int32", "uint32", "float32")
+    vt = dtype if lanes == 1 else f"{dtype}x{lanes}"
+    ot = out if lanes == 1 else f"{out}x{lanes}"
+    size = '"n"' if symbolic else str(n * lanes)
+    idx = "i" if lanes == 1 else "T.ramp(i * 4, 1, 4)"
+    leaves = [f"A[{idx}]", f"B[{idx}]"]
+    if lanes == 1:
+        leaves.append(f'T.cast(tx, "{dtype}")')
+    ex = _Expr(rng, dtype, lanes, list(leaves))  # the shared store reads no shared memory
+    shared_value = ex.typed(2)
+    if shared:
+        ex.leaves.append("S[(tx + 1) % {w}]".format(w=width))
+    lines = [
+        "@T.prim_func",
+        f'def fuzz(A: T.Buffer(({size},), "{dtype}"), B: T.Buffer(({size},), "{dtype}"),',
+        f'         C: T.Buffer(({size},), "{out}"), H: T.Buffer((16,), "int32")):',
+        f'    for bx in T.thread_binding({groups}, thread="blockIdx.x"):',
+        f'        for tx in T.thread_binding({width}, thread="threadIdx.x"):',
+    ]
+    pad = " " * 12
+    if shared:
+        lines.append(f'{pad}S = T.alloc_buffer(({width},), "{dtype}", scope="shared")')
+    lines.append(f"{pad}i = bx * {width} + tx")
+    body = []
+    if shared:
+        body += [f"S[tx] = {shared_value}", "T.barrier()"]
+    if loop:
+        body.append(f"acc = T.alloc_buffer((1,), \"{vt}\", scope=\"local\")")
+        body.append(f"acc[0] = {ex.typed(1)}")
+        body.append(f"for k in T.serial({rng.choice([1, 5, 17])}):")
+        body.append(f"    acc[0] = acc[0] * {ex.literal()} + {ex.typed(2)}")
+        value = "acc[0]"
+    else:
+        value = ex.typed(3)
+    conv = value if out == dtype else f'T.cast({value}, "{ot}")'
+    body.append(f"C[{idx}] = {conv}")
+    if use_atomic:
+        body.append("T.atomic_add(H[i % 16], 1)")
+    if use_subgroup:
+        body.append(f"C[i] = C[i] + T.cast(T.subgroup_max(A[i]) - T.subgroup_max(A[i]), \"{out}\")")
+    if symbolic:
+        lines.append(f"{pad}if {'i' if lanes == 1 else 'i * 4 + 3'} < n:")
+        lines += [pad + "    " + b for b in body]
+    else:
+        lines += [pad + b for b in body]
+    features = {dtype, f"out:{out}"}
+    features |= {name for name, on in (("vector", lanes > 1), ("shared", shared),
+                                        ("loop", loop), ("atomic", use_atomic),
+                                        ("subgroup", use_subgroup), ("symbolic", symbolic)) if on}
+    return Program("\n".join(lines) + "\n", frozenset(features), dtype, out, n, lanes, symbolic)
