@@ -134,6 +134,17 @@ def test_matmul_template_tunes_and_the_op_uses_the_winner(device, cache, monkeyp
     np.testing.assert_allclose(matmul(a, a.T.copy(), device=device), np.full((64, 64), 16.0))
 
 
+def test_templates_taking_subgroup_size_get_the_devices(device, cache):
+    seen = []
+
+    def template(n, w=64, subgroup_size=None):
+        seen.append(subgroup_size)
+        return scale_template(n, w)
+
+    vkir.autotune(configs=[dict(w=64)], key=("n",))(template).build(device=device, n=64)
+    assert seen == [device.info.subgroup_size]
+
+
 def test_op_kernels_per_device_are_bounded(device, cache, monkeypatch):
     """An op called on many shapes keeps at most KERNELS_PER_DEVICE kernels (and pipelines)."""
     from vkir import autotune

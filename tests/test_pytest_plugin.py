@@ -1,8 +1,8 @@
 """vkir's pytest plugin in a pytest session of its own (pytester, in a subprocess): vkir_check
 passes a correct kernel and fails one that writes out of bounds, checks a user's GLSL shader
-against a numpy reference, the vkir_device marker and fixture work (a device again after a test shut the runtime down), a
-validation-layer message
-fails the test that caused it, and without a Vulkan device the device tests skip with the reason."""
+against a numpy reference, the vkir_device marker and fixture work (a device again after a test
+shut the runtime down), a validation-layer message fails the test that caused it, and without a
+Vulkan device the device tests skip with the reason."""
 
 from pathlib import Path
 

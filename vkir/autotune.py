@@ -1,7 +1,8 @@
 """Autotuning of kernel templates: `@vkir.autotune(configs=[...], key=("M", "N", "K"))`.
 
 A kernel template is a Python function that returns a PrimFunc for given shapes and schedule
-parameters (`template(M=..., N=..., K=..., **config)`). `autotune` wraps it in a `Tuned` template
+parameters (`template(M=..., N=..., K=..., **config)`); a template with a `subgroup_size`
+parameter also gets the device's subgroup size. `autotune` wraps it in a `Tuned` template
 whose `build(device=None, **shape)` times every valid config on the device with timestamp queries,
 keeps the fastest and records the winner in an on-disk cache, so the next process (or the next
 call) builds the winner directly. The cache lives in `$VKIR_CACHE_DIR/autotune` (default: the
@@ -124,6 +125,10 @@ class Tuned:
         self.last_log: list[str] = []
         self._kernels = weakref.WeakKeyDictionary()  # device -> OrderedDict(shape key: Kernel)
         self._kernels_lock = threading.Lock()
+        try:
+            self._parameters = frozenset(inspect.signature(fn).parameters)
+        except (TypeError, ValueError):
+            self._parameters = frozenset()
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
@@ -193,8 +198,11 @@ class Tuned:
         """(Kernel, None) or (None, reason) for one config."""
         from .api import build
 
+        device_params = {}
+        if "subgroup_size" in self._parameters and "subgroup_size" not in {**shape, **config}:
+            device_params["subgroup_size"] = dev.info.subgroup_size  # the template asks for it
         try:
-            func = self.fn(**shape, **config)
+            func = self.fn(**shape, **config, **device_params)
         except (VkirError, ValueError) as exc:
             return None, f"template refuses: {exc}"
         try:

@@ -38,6 +38,7 @@ FLOAT_TOLERANCE = {16: (2e-3, 1e-3), 32: (1e-5, 1e-6), 64: (1e-12, 1e-13)}
 
 
 def pytest_addoption(parser):
+    """The plugin's options: --vkir-device and --vkir-validation."""
     group = parser.getgroup("vkir", "vkir (Vulkan compute)")
     group.addoption("--vkir-device", default=None, metavar="SEL",
                     help="device selector for tests: cpu/lavapipe, gpu, an index or a name "
@@ -48,6 +49,7 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    """Register the vkir_device marker and apply the options."""
     config.addinivalue_line("markers", "vkir_device: the test needs a Vulkan device (skipped with "
                                        "the reason where none exists)")
     if config.getoption("--vkir-validation", default=False):
@@ -90,6 +92,7 @@ def vkir_device(_vkir_session_device):
 
 
 def pytest_runtest_setup(item):
+    """Open the device (or skip, with the reason) for tests marked vkir_device."""
     if item.get_closest_marker("vkir_device") is not None:
         open_test_device()   # opened once per process; skips with the reason without a device
 
@@ -104,6 +107,7 @@ def _take_messages() -> list:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
+    """Fail the test during which the validation layer printed messages."""
     outcome = yield
     report = outcome.get_result()
     messages = _take_messages()

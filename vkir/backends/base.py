@@ -76,11 +76,13 @@ class BackendKernel(Kernel):
 
     @property
     def spirv(self) -> bytes:
+        """Not available: this kernel has no SPIR-V (UnsupportedError)."""
         raise UnsupportedError(f"kernel {self.name} runs on the {self.device.name} backend, "
                                "which emits no SPIR-V")
 
     @property
     def asm(self) -> str:
+        """Not available: this kernel has no SPIR-V (UnsupportedError)."""
         return self.spirv
 
     def __repr__(self) -> str:

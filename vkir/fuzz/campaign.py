@@ -56,6 +56,7 @@ class Report:
 
     @property
     def findings(self) -> list:
+        """The outcomes that are findings (the kinds in FINDINGS: crashes, mismatches, ...)."""
         return [o for o in self.outcomes if o.kind in FINDINGS]
 
     def table(self) -> str:

@@ -5,8 +5,10 @@ eps)` (over the last axis), with their kernel templates `softmax_kernel(O, C, ..
 Schedule: `tpr` invocations per row (threads per row), `w` invocations per workgroup, float32x4
 loads. Each invocation reduces its interleaved slice of the row into a vector accumulator; with
 `tpr` > 1 the slices are combined through shared memory with one barrier before and one after
-(every invocation of the row reads the `tpr` values: no tree). With `tpr` = 1 a row is one
-invocation and the kernel has no barrier at all, which suits CPU devices.
+(every invocation of the row reads the `tpr` values: no tree). With `subgroup`, a row is one
+subgroup (`tpr` = the device's subgroup size) and the slices combine with `T.subgroup_max` /
+`T.subgroup_add`: no shared memory, no barrier (the GPU schedule). With `tpr` = 1 a row is one
+invocation and the kernel has no barrier either, which suits CPU devices.
 """
 
 from __future__ import annotations
@@ -29,9 +31,11 @@ def {name}({params}):
 '''
 
 
-def _row_reduce(name: str, init: str, update: str, combine, final: str, tpr: int, v: int) -> str:
+def _row_reduce(name: str, init: str, update: str, combine, final: str, tpr: int, v: int,
+                subgroup: bool = False) -> str:
     """Statements reducing the row slice into the let-bound scalar `name` (all lanes of the
-    row agree on it). `update` is the new accumulator from `acc[v]` and the element `X`."""
+    row agree on it). `update` is the new accumulator from `acc[v]` and the element `X`; with
+    `subgroup` the row's lanes are one subgroup and combine with a subgroup reduction."""
     pad = " " * 12
     x = "x[row, (s * TPR + lane) * V + v]"
     lines = [f"{pad}for v in T.vectorized(V):", f"{pad}    acc[v] = {init}",
@@ -43,12 +47,25 @@ def _row_reduce(name: str, init: str, update: str, combine, final: str, tpr: int
     if tpr == 1:
         lines.append(f"{pad}{name} = {final.replace('R', expr)}")
         return "\n".join(lines) + "\n"
+    if subgroup:
+        op = "T.subgroup_max" if combine is _MAX else "T.subgroup_add"
+        lines.append(f"{pad}{name} = {final.replace('R', f'{op}({expr})')}")
+        return "\n".join(lines) + "\n"
     lines += [f"{pad}sh[tx] = {expr}", f"{pad}T.barrier()"]
     expr = "sh[tx - lane]"
     for k in range(1, tpr):
         expr = combine(expr, f"sh[tx - lane + {k}]")
     lines += [f"{pad}{name} = {final.replace('R', expr)}", f"{pad}T.barrier()"]
     return "\n".join(lines) + "\n"
+
+
+def _schedule(op, tpr, subgroup, subgroup_size):
+    """`tpr` for the schedule: the device's subgroup size when `subgroup`."""
+    if not subgroup:
+        return tpr
+    if not isinstance(subgroup_size, int) or subgroup_size < 1:
+        raise ArgumentError(f"{op} kernel: subgroup=True needs the device's subgroup_size")
+    return subgroup_size
 
 
 def _check(op, C, tpr, w, v):
@@ -62,8 +79,9 @@ def _check(op, C, tpr, w, v):
                             f"{tpr * v}")
 
 
-def _text(name, params, body, tpr):
-    shared = '        sh = T.alloc_buffer((W,), "float32", scope="shared")\n' if tpr > 1 else ""
+def _text(name, params, body, tpr, subgroup=False):
+    shared = ('        sh = T.alloc_buffer((W,), "float32", scope="shared")\n'
+              if tpr > 1 and not subgroup else "")
     return _HEAD.format(name=name, params=params, shared=shared) + body
 
 
@@ -72,17 +90,21 @@ _ADD = (lambda a, b: f"{a} + {b}")
 
 _CPU = [dict(tpr=1, w=64, v=4), dict(tpr=1, w=16, v=4), dict(tpr=8, w=64, v=4),
         dict(tpr=1, w=64, v=1)]
-_GPU = [dict(tpr=32, w=256, v=4), dict(tpr=64, w=256, v=4), dict(tpr=1, w=64, v=1)]
+_GPU = [dict(subgroup=True, w=256, v=4), dict(tpr=32, w=256, v=4), dict(tpr=64, w=256, v=4),
+        dict(tpr=1, w=64, v=1)]
 
 
 @autotune(configs={"cpu": _CPU, "default": _GPU}, key=("O", "C"))
-def softmax_kernel(O, C, tpr=1, w=64, v=4):
+def softmax_kernel(O, C, tpr=1, w=64, v=4, subgroup=False, subgroup_size=None):
     """The PrimFunc y = softmax(x) over the rows of x (O, C): the row maximum, the sum of
     exp(x - max), then y = exp(x - max) / sum, each pass reading the row with `v`-wide loads;
-    `tpr` invocations per row, `w` per workgroup."""
+    `tpr` invocations per row (one subgroup of `subgroup_size` with `subgroup`), `w` per
+    workgroup."""
+    tpr = _schedule("softmax", tpr, subgroup, subgroup_size)
     _check("softmax", C, tpr, w, v)
-    body = _row_reduce("mx", 'T.float32("-inf")', "T.max(acc[v], X)", _MAX, "R", tpr, v)
-    body += _row_reduce("total", "T.float32(0)", "acc[v] + T.exp(X - mx)", _ADD, "R", tpr, v)
+    body = _row_reduce("mx", 'T.float32("-inf")', "T.max(acc[v], X)", _MAX, "R", tpr, v, subgroup)
+    body += _row_reduce("total", "T.float32(0)", "acc[v] + T.exp(X - mx)", _ADD, "R", tpr, v,
+                        subgroup)
     body += '''\
             inv = T.float32(1) / total
             if bx * RPW + tx // TPR < O:
@@ -91,21 +113,24 @@ def softmax_kernel(O, C, tpr=1, w=64, v=4):
                         y[row, (s * TPR + lane) * V + v] = T.exp(x[row, (s * TPR + lane) * V + v] - mx) * inv
 '''
     text = _text("softmax", 'x: T.Buffer((O, C), "float32"), y: T.Buffer((O, C), "float32")',
-                 body, tpr)
+                 body, tpr, subgroup)
     env = dict(O=O, C=C, TPR=tpr, W=w, V=v, RPW=w // tpr, STEPS=C // (tpr * v))
     return from_script(text, env=env, file="<vkir.ops.softmax>")
 
 
 @autotune(configs={"cpu": _CPU, "default": _GPU}, key=("O", "C", "eps"))
-def layer_norm_kernel(O, C, eps=1e-5, tpr=1, w=64, v=4):
+def layer_norm_kernel(O, C, eps=1e-5, tpr=1, w=64, v=4, subgroup=False, subgroup_size=None):
     """The PrimFunc y = (x - mean) / sqrt(var + eps) * gamma + beta over the rows of x (O, C)
     (gamma, beta of shape (C,)): the row mean, the mean of squared deviations (two passes, as
-    exact as numpy's), then the normalized row; `tpr` invocations per row, `w` per workgroup."""
+    exact as numpy's), then the normalized row; `tpr` invocations per row (one subgroup of
+    `subgroup_size` with `subgroup`), `w` per workgroup."""
+    tpr = _schedule("layer_norm", tpr, subgroup, subgroup_size)
     _check("layer_norm", C, tpr, w, v)
     inv_c = f"T.float32({1.0 / C!r})"
-    body = _row_reduce("mu", "T.float32(0)", "acc[v] + X", _ADD, f"(R) * {inv_c}", tpr, v)
+    body = _row_reduce("mu", "T.float32(0)", "acc[v] + X", _ADD, f"(R) * {inv_c}", tpr, v,
+                       subgroup)
     body += _row_reduce("var", "T.float32(0)", "acc[v] + (X - mu) * (X - mu)", _ADD,
-                        f"(R) * {inv_c}", tpr, v)
+                        f"(R) * {inv_c}", tpr, v, subgroup)
     body += f'''\
             rstd = T.rsqrt(var + T.float32({float(eps)!r}))
             if bx * RPW + tx // TPR < O:
@@ -115,7 +140,7 @@ def layer_norm_kernel(O, C, eps=1e-5, tpr=1, w=64, v=4):
 '''
     params = ('x: T.Buffer((O, C), "float32"), gamma: T.Buffer((C,), "float32"), '
               'beta: T.Buffer((C,), "float32"), y: T.Buffer((O, C), "float32")')
-    text = _text("layer_norm", params, body, tpr)
+    text = _text("layer_norm", params, body, tpr, subgroup)
     env = dict(O=O, C=C, TPR=tpr, W=w, V=v, RPW=w // tpr, STEPS=C // (tpr * v))
     return from_script(text, env=env, file="<vkir.ops.layer_norm>")
 
