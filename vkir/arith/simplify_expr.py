@@ -634,6 +634,10 @@ class Simplifier:
             c = _bool_const(args[0])
             if c is not None and args[0].dtype.lanes == 1:
                 return args[1] if c else args[2]
+        if e.op in ("shift_left", "shift_right") and isinstance(args[1], E.IntImm):
+            bits = args[1].dtype.bits  # a folded amount: taken modulo the width, as defined
+            if not 0 <= args[1].value < bits:
+                args = (args[0], E.IntImm(args[1].dtype, args[1].value % bits))
         if all(x is y for x, y in zip(args, e.args)):
             return e
         return E.Call(e.dtype, e.op, args)
