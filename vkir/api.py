@@ -294,14 +294,17 @@ def lower(func: PrimFunc, target=None, *, instruments=(), verify_each: bool = Fa
 
 
 def build(func: PrimFunc, *, device=None, pointer_casts: bool = False,
-          precise: bool = False, explain: bool = False) -> "Kernel":
+          precise: bool = False, explain: bool = False, check_bounds: bool = False) -> "Kernel":
     """Lower, generate SPIR-V for `device` (validated by codegen) and create the (cached)
     pipeline; `device="interp"` gives a Kernel run by the interpreter instead (same calls, same
     errors; see vkir.backends). `pointer_casts=True` vectorizes aligned accesses through explicit pointer casts
     (one VkBuffer bound to aliased descriptors) where the VectorTypeRewriter must scalarize.
     `precise=True` forbids the driver to fuse or reassociate float arithmetic (NoContraction),
     so float results equal vkir.interpret's bit for bit, at some cost in speed. `explain=True`
-    prints `Kernel.report()` to stderr: which vector accesses stayed scalar, and why."""
+    prints `Kernel.report()` to stderr: which vector accesses stayed scalar, and why.
+    `check_bounds=True` adds device-side bounds checks (vkir.bounds_check): an out-of-bounds
+    access is skipped and the call raises vkir.OutOfBoundsError naming the buffer, the index,
+    the invocation and the source line (the interpreter always checks)."""
     if not isinstance(func, PrimFunc):
         raise ArgumentError(f"vkir.build expects a PrimFunc (a @T.prim_func), got {type(func).__name__}")
     kernel = None
@@ -310,6 +313,11 @@ def build(func: PrimFunc, *, device=None, pointer_casts: bool = False,
 
         if device in BACKENDS:  # e.g. "interp": no Vulkan at all
             kernel = BackendKernel(func, BACKENDS[device](), pointer_casts, precise)
+    if kernel is None and check_bounds:
+        from .bounds_check import BoundsCheckedKernel
+
+        dev = _device(device)
+        kernel = BoundsCheckedKernel(func, lambda checked: Kernel(checked, dev, pointer_casts, precise))
     if kernel is None:
         kernel = Kernel(func, _device(device), pointer_casts, precise)
     if explain:
