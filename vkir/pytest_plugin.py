@@ -145,13 +145,14 @@ def _copy(a):
 
 
 def _build(func, device):
-    """vkir.build(func), with device-side bounds checks where this vkir offers them."""
+    """(kernel, checked): vkir.build(func) with device-side bounds checks where this vkir offers
+    them (`checked`), else without."""
     import vkir
 
     params = inspect.signature(vkir.build).parameters
     if "check_bounds" in params:
-        return vkir.build(func, device=device, check_bounds=True)
-    return vkir.build(func, device=device)
+        return vkir.build(func, device=device, check_bounds=True), True
+    return vkir.build(func, device=device), False
 
 
 def assert_agree(got, want, name: str, rtol=None, atol=None) -> None:
@@ -183,12 +184,14 @@ def check(func, *args, device=None, reference=None, rtol=None, atol=None, **call
         if reference is not None or call_options:
             raise TypeError("vkir_check: a PrimFunc is checked against the interpreter; "
                             "reference= and call options are for shaders")
-        kernel = _build(func, dev)
-        # first the interpreter (at the device's subgroup size): an out-of-bounds access raises
-        # there, with its buffer, index and line, before the device runs
+        kernel, checked = _build(func, dev)
         size = getattr(getattr(dev, "info", None), "subgroup_size", None) or 32
-        vkir.interpret(func, *expected, subgroup_size=size)
-        kernel(*on_device)
+        if checked:   # an out-of-bounds access is skipped on the device and raises after it
+            kernel(*on_device)
+            vkir.interpret(func, *expected, subgroup_size=size)
+        else:         # the interpreter raises before the device could write out of bounds
+            vkir.interpret(func, *expected, subgroup_size=size)
+            kernel(*on_device)
         names = [func.buffer_map[p].name if p in func.buffer_map else p.name for p in func.params]
     else:
         if reference is None:
