@@ -154,6 +154,8 @@ def query_features(phys, subgroup_operations=frozenset()) -> frozenset:
 
 
 def query_info(index: int, phys) -> DeviceInfo:
+    """The DeviceInfo (name, kind, driver, limits, features, subgroup properties) of physical
+    device `phys`."""
     props = ffi.new("VkPhysicalDeviceProperties2*")
     props.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
     subgroup = ffi.new("VkPhysicalDeviceSubgroupProperties*")

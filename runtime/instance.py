@@ -36,6 +36,7 @@ _SEVERITY = {
 
 
 def validation_requested() -> bool:
+    """True when $VKIR_VALIDATION asks for the Khronos validation layer."""
     return os.environ.get("VKIR_VALIDATION", "").strip() not in ("", "0", "false", "no", "off")
 
 

@@ -5,7 +5,13 @@ reads `Target.quirks`), so that a kernel computes the interpreter's result every
 
 - "loop_trip_limit_65535": llvmpipe (lavapipe) leaves any loop after 65535 iterations, silently
   (a hand-written GLSL shader does the same); the SplitLongLoops pass turns loops that may run
-  longer into nests whose loops each stay below the limit.
+  longer into chunks of unrolled iterations (the budget is shared by every loop of the kernel,
+  so nesting alone would not help; each back edge now runs 64 bodies).
+
+Known and not yet worked around (found by the fuzzing campaign, python -m vkir.fuzz): llvmpipe
+folds `x * 0.0` to 0 for an infinite or NaN x and `x - -0.0` to x for x = -0.0 in some
+expression shapes, even with SignedZeroInfNanPreserve declared (which vkir does where the device
+supports it), so such results can differ from the interpreter's IEEE ones.
 """
 
 from __future__ import annotations

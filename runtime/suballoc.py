@@ -109,6 +109,7 @@ class Block:
         self.free.insert(i, (offset, size))
 
     def destroy(self, dev) -> None:
+        """Free the block's VkBuffer and memory on `dev`."""
         lib.vkDestroyBuffer(dev, self.handle, ffi.NULL)
         lib.vkFreeMemory(dev, self.memory, ffi.NULL)
 
@@ -158,6 +159,7 @@ class Arena:
             return sum(b.size - sum(n for _, n in b.free) for b in self.blocks)
 
     def destroy(self) -> None:
+        """Free every block of the arena."""
         for block in self.blocks:
             block.destroy(self.device.handle)
         self.blocks.clear()

@@ -65,6 +65,7 @@ class ModuleBuilder:
     # basics
 
     def new_id(self) -> int:
+        """A fresh result id (the module's bound grows by one)."""
         i = self.bound
         self.bound += 1
         return i
@@ -83,6 +84,7 @@ class ModuleBuilder:
         out.extend(words)
 
     def enum(self, kind: str, name: str) -> int:
+        """The value of enumerant `name` of operand kind `kind` (from the grammar)."""
         return self.g.enums[kind][name].value
 
     def capability(self, name: str) -> None:
@@ -113,13 +115,16 @@ class ModuleBuilder:
         self.encode(self.debug, "OpName", target, text)
 
     def member_name(self, struct_id: int, member: int, text: str) -> None:
+        """OpMemberName: a debug name for a struct member."""
         self.encode(self.debug, "OpMemberName", struct_id, member, text)
 
     def decorate(self, target: int, decoration: str, *literals) -> None:
+        """OpDecorate `target` with `decoration` and its literal operands."""
         self.encode(self.annotations, "OpDecorate", target, self.enum("Decoration", decoration),
                     *literals)
 
     def member_decorate(self, struct_id: int, member: int, decoration: str, *literals) -> None:
+        """OpMemberDecorate a struct member with `decoration` and its literals."""
         self.encode(self.annotations, "OpMemberDecorate", struct_id, member,
                     self.enum("Decoration", decoration), *literals)
 
@@ -135,32 +140,40 @@ class ModuleBuilder:
         return tid
 
     def type_void(self) -> int:
+        """The id of OpTypeVoid (deduplicated)."""
         return self._type(("void",), "OpTypeVoid")
 
     def type_bool(self) -> int:
+        """The id of OpTypeBool (deduplicated)."""
         return self._type(("bool",), "OpTypeBool")
 
     def type_int(self, bits: int, signed: bool) -> int:
+        """The id of an integer type of `bits` (deduplicated; requires the Int8/16/64 capability).
+        """
         cap = {8: "Int8", 16: "Int16", 64: "Int64"}.get(bits)
         if cap:
             self.capability(cap)
         return self._type(("int", bits, signed), "OpTypeInt", bits, int(signed))
 
     def type_float(self, bits: int) -> int:
+        """The id of a float type of `bits` (deduplicated; requires Float16/Float64)."""
         cap = {16: "Float16", 64: "Float64"}.get(bits)
         if cap:
             self.capability(cap)
         return self._type(("float", bits), "OpTypeFloat", bits)
 
     def type_vector(self, elem: int, count: int) -> int:
+        """The id of a vector of 2 to 4 `elem` components."""
         assert 2 <= count <= 4, count
         return self._type(("vec", elem, count), "OpTypeVector", elem, count)
 
     def type_pointer(self, storage_class: str, elem: int) -> int:
+        """The id of a pointer to `elem` in `storage_class`."""
         sc = self.enum("StorageClass", storage_class)
         return self._type(("ptr", sc, elem), "OpTypePointer", sc, elem)
 
     def type_function(self, ret: int, *params: int) -> int:
+        """The id of a function type."""
         return self._type(("fn", ret, params), "OpTypeFunction", ret, *params)
 
     def type_array(self, elem: int, length: int, stride: int | None = None) -> int:
@@ -173,6 +186,7 @@ class ModuleBuilder:
         return tid
 
     def type_runtime_array(self, elem: int, stride: int) -> int:
+        """The id of a runtime array of `elem`, decorated with ArrayStride `stride`."""
         tid = self._type(("rtarray", elem, stride), "OpTypeRuntimeArray", elem)
         if ("stride", tid) not in self._types:
             self._types[("stride", tid)] = tid
@@ -189,6 +203,7 @@ class ModuleBuilder:
     # constants (deduplicated)
 
     def constant_bool(self, value: bool) -> int:
+        """The id of OpConstantTrue/False (deduplicated)."""
         key = ("bool", bool(value))
         cid = self._consts.get(key)
         if cid is None:
@@ -226,9 +241,11 @@ class ModuleBuilder:
         return cid
 
     def constant_uint(self, value: int) -> int:
+        """The id of a uint32 constant."""
         return self.constant(self.type_int(32, False), "uint", 32, value)
 
     def constant_composite(self, type_id: int, parts: tuple[int, ...]) -> int:
+        """The id of a composite constant of `parts` (deduplicated)."""
         key = ("composite", type_id, tuple(parts))
         cid = self._consts.get(key)
         if cid is None:
@@ -239,6 +256,7 @@ class ModuleBuilder:
         return cid
 
     def global_variable(self, pointer_type: int, storage_class: str) -> int:
+        """A module-scope OpVariable of `pointer_type` in `storage_class`."""
         vid = self.new_id()
         self.encode(self.globals, "OpVariable", pointer_type, vid,
                     self.enum("StorageClass", storage_class))

@@ -63,12 +63,15 @@ class Grammar:
     glsl: dict             # "Exp" -> 27
 
     def opcode(self, name: str) -> int:
+        """The opcode of instruction `name`."""
         return self.opcodes[name]
 
     def enum(self, kind: str, name: str) -> int:
+        """The value of enumerant `name` of operand kind `kind`."""
         return self.enums[kind][name].value
 
     def enumerant(self, kind: str, name: str) -> Enumerant:
+        """The grammar entry of enumerant `name` of operand kind `kind`."""
         return self.enums[kind][name]
 
     def bits(self, kind: str, *names: str) -> int:

@@ -147,6 +147,7 @@ class PushConstant:
 
     @property
     def dtype(self) -> str:
+        """The member's vkir dtype name."""
         return self.type.dtype
 
 
@@ -161,6 +162,7 @@ class SpecConstant:
 
     @property
     def dtype(self) -> str:
+        """The constant's vkir dtype name."""
         return self.type.dtype
 
 

@@ -99,3 +99,18 @@ def test_interp_backend_needs_no_vulkan_device_and_keeps_interpreter_checks():
     k = vkir.build(oob, device="interp")
     with pytest.raises(vkir.interpreter.OutOfBoundsError):
         k(np.zeros(4, np.int32))
+
+
+def test_interp_kernel_launch_and_sequences(device):
+    k = vkir.build(VADD, device="interp")
+    a, c = np.arange(6, dtype=np.float32), np.zeros(6, np.float32)
+    handle = k.launch(a, a, c)
+    assert handle.done()
+    handle.wait()
+    np.testing.assert_array_equal(c, 2 * a)
+    x = vkir.array(a, device=device)
+    with pytest.raises(UnsupportedError, match="no device dispatch"):
+        k.dispatch_spec(x, x, x)
+    with pytest.raises(UnsupportedError, match="inside vkir.sequence"):
+        with vkir.sequence(device):
+            k(x, x, x)

@@ -1,8 +1,8 @@
 """vkir's pytest plugin in a pytest session of its own (pytester, in a subprocess): vkir_check
 passes a correct kernel and fails one that writes out of bounds, checks a user's GLSL shader
-against a numpy reference, the vkir_device marker and fixture work (a device again after a test shut the runtime down), a
-validation-layer message
-fails the test that caused it, and without a Vulkan device the device tests skip with the reason."""
+against a numpy reference, the vkir_device marker and fixture work (a device again after a test
+shut the runtime down), a validation-layer message fails the test that caused it, and without a
+Vulkan device the device tests skip with the reason."""
 
 from pathlib import Path
 
@@ -84,7 +84,9 @@ def test_plugin_session(pytester):
     assert "PASSED test_user.py::test_user_shader" in out
     assert "PASSED test_user.py::test_after_a_shutdown" in out
     assert "FAILED test_user.py::test_out_of_bounds_write" in out
-    assert "OutOfBoundsError" in out and "buffer b" in out
+    # found on the device (vkir_check builds with check_bounds=True), naming the invocation
+    assert "OutOfBoundsError: kernel shifted: buffer b: index 64 is out of bounds" in out
+    assert "threadIdx.x=63" in out
     assert "FAILED test_user.py::test_validation_message" in out
     assert "Vulkan validation-layer message(s) during call" in out
     assert "VUID-VkBufferCreateInfo-size-00912" in out

@@ -199,3 +199,29 @@ def test_duplicate_parameters_are_a_script_error():
     with pytest.raises(vkir.ScriptError, match=r"<script>:2:35: duplicate parameter 'A'"):
         vkir.from_script('@T.prim_func\ndef f(A: T.Buffer((4,), "int32"), A: T.Buffer((4,), "int32")):\n'
                          '    A[0] = 1\n')
+
+
+def test_negative_constant_thread_extent_is_refused_before_running():
+    """Found by the fuzzing campaign: the interpreter ran zero workgroups, the device call
+    refused the launch; both now refuse at check time."""
+    f = _script('    for bx in T.thread_binding(-129, thread="blockIdx.x"):\n        A[0] = 1\n')
+    with pytest.raises(vkir.TypeCheckError, match=r"constant extent -129 of blockIdx.x is negative"):
+        vkir.interpret(f, np.zeros(16, np.int32))
+    with pytest.raises(vkir.TypeCheckError, match="is negative"):
+        vkir.lower(f)
+
+
+def test_folded_shift_amounts_are_taken_modulo_the_width():
+    """Found by the fuzzing campaign: Simplify folded `x << (t - 149)` (t = 0) to a constant
+    amount of 107 on uint8, which the checker then refused after lowering."""
+    f = vkir.from_script('''
+@T.prim_func
+def f(A: T.Buffer((4,), "uint8")):
+    for tx in T.thread_binding(1, thread="threadIdx.x"):
+        A[0] = A[1] << (T.cast(tx, "uint8") - T.uint8(149))
+''')
+    lowered = vkir.lower(f)
+    a, b = np.array([0, 5, 0, 0], np.uint8), np.array([0, 5, 0, 0], np.uint8)
+    vkir.interpret(f, a)
+    vkir.interpret(lowered, b)
+    assert a[0] == b[0] == np.uint8(5 << (107 % 8))

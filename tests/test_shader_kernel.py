@@ -197,8 +197,10 @@ def test_local_size_id_is_refused_with_the_fix(vkir_device):
 
 
 def test_missing_file():
-    with pytest.raises(ArgumentError, match="no such file"):
+    with pytest.raises(ArgumentError, match="no such file: nowhere.spv"):
         vkir.load_spirv("nowhere.spv")
+    with pytest.raises(ArgumentError, match="no such file: shaders/typo.cmp"):
+        vkir.compile_glsl("shaders/typo.cmp")
 
 
 def test_calls_from_several_threads(vkir_device):

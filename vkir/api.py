@@ -138,14 +138,17 @@ class DeviceArray:
 
     @property
     def ndim(self) -> int:
+        """Number of dimensions."""
         return len(self.shape)
 
     @property
     def size(self) -> int:
+        """Number of elements."""
         return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
+        """Size of the device buffer in bytes."""
         return self.buffer.nbytes
 
     def numpy(self) -> np.ndarray:
@@ -291,21 +294,37 @@ def lower(func: PrimFunc, target=None, *, instruments=(), verify_each: bool = Fa
 
 
 def build(func: PrimFunc, *, device=None, pointer_casts: bool = False,
-          precise: bool = False) -> "Kernel":
+          precise: bool = False, explain: bool = False, check_bounds: bool = False) -> "Kernel":
     """Lower, generate SPIR-V for `device` (validated by codegen) and create the (cached)
     pipeline; `device="interp"` gives a Kernel run by the interpreter instead (same calls, same
     errors; see vkir.backends). `pointer_casts=True` vectorizes aligned accesses through explicit pointer casts
     (one VkBuffer bound to aliased descriptors) where the VectorTypeRewriter must scalarize.
     `precise=True` forbids the driver to fuse or reassociate float arithmetic (NoContraction),
-    so float results equal vkir.interpret's bit for bit, at some cost in speed."""
+    so float results equal vkir.interpret's bit for bit, at some cost in speed. `explain=True`
+    prints `Kernel.report()` to stderr: which vector accesses stayed scalar, and why.
+    `check_bounds=True` adds device-side bounds checks (vkir.bounds_check): an out-of-bounds
+    access is skipped and the call raises vkir.OutOfBoundsError naming the buffer, the index,
+    the invocation and the source line (the interpreter always checks)."""
     if not isinstance(func, PrimFunc):
         raise ArgumentError(f"vkir.build expects a PrimFunc (a @T.prim_func), got {type(func).__name__}")
+    kernel = None
     if isinstance(device, str):
         from .backends import BACKENDS, BackendKernel
 
         if device in BACKENDS:  # e.g. "interp": no Vulkan at all
-            return BackendKernel(func, BACKENDS[device](), pointer_casts, precise)
-    return Kernel(func, _device(device), pointer_casts, precise)
+            kernel = BackendKernel(func, BACKENDS[device](), pointer_casts, precise)
+    if kernel is None and check_bounds:
+        from .bounds_check import BoundsCheckedKernel
+
+        dev = _device(device)
+        kernel = BoundsCheckedKernel(func, lambda checked: Kernel(checked, dev, pointer_casts, precise))
+    if kernel is None:
+        kernel = Kernel(func, _device(device), pointer_casts, precise)
+    if explain:
+        import sys
+
+        print(kernel.report(), file=sys.stderr)
+    return kernel
 
 
 def _check_layouts(func: PrimFunc) -> None:
@@ -407,10 +426,12 @@ class Kernel:
 
     @property
     def spirv(self) -> bytes:
+        """The SPIR-V module as bytes (validated by SPIRV-Tools)."""
         return self.module.words
 
     @property
     def asm(self) -> str:
+        """The SPIR-V disassembly (made on first use)."""
         if self._asm is None:
             from .spirv import disassemble
 
@@ -419,7 +440,15 @@ class Kernel:
 
     @property
     def name(self) -> str:
+        """The kernel's name: its PrimFunc's."""
         return self.func.name
+
+    def report(self) -> str:
+        """Which vector accesses of the lowered kernel are done lane by lane, and why (see
+        vkir.vector_report)."""
+        from .vector_report import report
+
+        return report(self.ir)
 
     def __repr__(self) -> str:
         return f"<vkir Kernel {self.name} on {self.device.info.name}>"

@@ -58,6 +58,8 @@ def load_funcs(spec: str) -> list:
 
 
 def load_func(spec: str):
+    """The one PrimFunc that `FILE.py[:FUNC]` names (an error when the file holds several and none
+    is named)."""
     funcs = load_funcs(spec)
     if len(funcs) > 1:
         names = ", ".join(f.name for f in funcs)
@@ -87,6 +89,7 @@ def _target(name: str, device_sel=None):
 
 # -- commands ------------------------------------------------------------------------------------
 def cmd_devices(args) -> int:
+    """`vkir devices`: list the Vulkan devices with their limits and features."""
     from . import api
 
     infos = api.devices()
@@ -117,6 +120,7 @@ def cmd_devices(args) -> int:
 
 
 def cmd_compile(args) -> int:
+    """`vkir compile`: print or write a kernel's IR, lowered IR, SPIR-V assembly or binary."""
     from . import api
     from .spirv import codegen, disassemble
     from .transform.instruments import PrintAfter, TimePasses
@@ -213,6 +217,8 @@ def random_inputs(func, sizes: dict, rng) -> list:
 
 
 def cmd_run(args) -> int:
+    """`vkir run`: run a kernel on random inputs on the device and check it against the
+    interpreter."""
     import time
 
     from . import api
@@ -264,12 +270,14 @@ def cmd_run(args) -> int:
 
 
 def cmd_demo(args) -> int:
+    """`vkir demo`: build and run the demo kernels."""
     from . import demo
 
     return demo.main(args.device)
 
 
 def cmd_bench(args) -> int:
+    """`vkir bench`: the benchmark suite."""
     from vkir.benchmarks import suite  # installed with the package (benchmarks/ in a checkout)
 
     return suite.main(device=args.device, workloads=args.workload, repeat=args.repeat,
@@ -278,6 +286,7 @@ def cmd_bench(args) -> int:
 
 # -- entry point ---------------------------------------------------------------------------------
 def parser() -> argparse.ArgumentParser:
+    """The argument parser of the `vkir` command."""
     ap = argparse.ArgumentParser(prog="vkir", description="Typed compute kernels to SPIR-V, run on Vulkan.")
     sub = ap.add_subparsers(dest="command", required=True)
 
@@ -330,6 +339,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """Run the `vkir` command with `argv`; return the exit status."""
     args = parser().parse_args(argv)
     import warnings
 

@@ -35,9 +35,11 @@ class Report:
     fatal: bool = False
 
     def add(self, label: str, value: str) -> None:
+        """Add a line `label: value` to the report."""
         self.lines.append(f"{label:<18} {value}")
 
     def fix(self, problem: str, remedy: str, fatal: bool = False) -> None:
+        """Record a problem and how to fix it (`fatal` makes the exit status non-zero)."""
         self.fixes.append(f"{problem}: {remedy}")
         self.fatal |= fatal
 
@@ -161,6 +163,7 @@ def _tools(r: Report) -> None:
 
 
 def cmd_doctor(args) -> int:
+    """`vkir doctor`: print the report; the exit status says whether anything is broken."""
     report = diagnose()
     print("\n".join(report.lines))
     if report.fixes:

@@ -30,11 +30,17 @@ def pipeline(target=None, *, pointer_casts: bool = False) -> Pipeline:
     the N-d buffers), then buffers are flattened, loops vectorized and vector types introduced;
     CSE runs last so that it sees the final index arithmetic. With `pointer_casts`, aligned vector
     accesses go through explicit DeclBuffer casts (aliased descriptors on Vulkan) before the
-    VectorTypeRewriter, which then leaves the cast storages alone. Bool buffers become int8 only
-    for Vulkan (the interpreter stores bools as they are). On targets with the
-    "loop_trip_limit_65535" quirk, SplitLongLoops runs last (see vkir.runtime.quirks)."""
+    VectorTypeRewriter, which then leaves the cast storages alone; without it, for Vulkan, the
+    parameters the VectorTypeRewriter must leave scalar because their size is symbolic get such
+    casts after it (SymbolicVectorCast). Bool buffers become int8 only for Vulkan (the
+    interpreter stores bools as they are). On targets with the "loop_trip_limit_65535" quirk, SplitLongLoops runs last (see
+    vkir.runtime.quirks)."""
     target = as_target(target)
     casts = (transform.PointerCastVectorize(target=target),) if pointer_casts else ()
+    # parameters of symbolic size get vector accesses through casts (VectorTypeRewrite cannot
+    # change their type without knowing the size is a multiple of the width)
+    symbolic = () if pointer_casts or not target.is_vulkan else \
+        (transform.SymbolicVectorCast(target=target),)
     bools = (transform.BoolToInt8(),) if target.is_vulkan else ()
     # llvmpipe stops loops after 65535 back edges per invocation: fewer, longer iterations
     long_loops = (transform.SplitLongLoops(),) if LOOP_TRIP_LIMIT in target.quirks else ()
@@ -46,6 +52,7 @@ def pipeline(target=None, *, pointer_casts: bool = False) -> Pipeline:
         transform.Simplify(),
         *casts,
         transform.VectorTypeRewrite(),
+        *symbolic,
         *bools,
         transform.CommonSubexprElim(),
         *long_loops,

@@ -33,10 +33,12 @@ class ProfileReport:
     samples: dict = field(default_factory=dict)   # name -> [seconds, ...]
 
     def add(self, name: str, seconds: float) -> None:
+        """Record `seconds` for the entry `name`."""
         self.samples.setdefault(name, []).append(float(seconds))
 
     @property
     def total(self) -> float:
+        """The sum of every recorded time, in seconds."""
         return sum(sum(v) for v in self.samples.values())
 
     @property
@@ -81,6 +83,7 @@ class Profiler:
             print(self.report.table(), file=self.file if self.file is not None else sys.stdout)
 
     def add_sequence(self, seq) -> None:
+        """Add the timings of a finished sequence's dispatches to the report."""
         seq._profile_into(self.report)
 
     def add_launch(self, name: str, launch, keep) -> None:

@@ -38,6 +38,7 @@ FLOAT_TOLERANCE = {16: (2e-3, 1e-3), 32: (1e-5, 1e-6), 64: (1e-12, 1e-13)}
 
 
 def pytest_addoption(parser):
+    """The plugin's options: --vkir-device and --vkir-validation."""
     group = parser.getgroup("vkir", "vkir (Vulkan compute)")
     group.addoption("--vkir-device", default=None, metavar="SEL",
                     help="device selector for tests: cpu/lavapipe, gpu, an index or a name "
@@ -48,6 +49,7 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    """Register the vkir_device marker and apply the options."""
     config.addinivalue_line("markers", "vkir_device: the test needs a Vulkan device (skipped with "
                                        "the reason where none exists)")
     if config.getoption("--vkir-validation", default=False):
@@ -90,6 +92,7 @@ def vkir_device(_vkir_session_device):
 
 
 def pytest_runtest_setup(item):
+    """Open the device (or skip, with the reason) for tests marked vkir_device."""
     if item.get_closest_marker("vkir_device") is not None:
         open_test_device()   # opened once per process; skips with the reason without a device
 
@@ -104,6 +107,7 @@ def _take_messages() -> list:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
+    """Fail the test during which the validation layer printed messages."""
     outcome = yield
     report = outcome.get_result()
     messages = _take_messages()
@@ -141,13 +145,14 @@ def _copy(a):
 
 
 def _build(func, device):
-    """vkir.build(func), with device-side bounds checks where this vkir offers them."""
+    """(kernel, checked): vkir.build(func) with device-side bounds checks where this vkir offers
+    them (`checked`), else without."""
     import vkir
 
     params = inspect.signature(vkir.build).parameters
     if "check_bounds" in params:
-        return vkir.build(func, device=device, check_bounds=True)
-    return vkir.build(func, device=device)
+        return vkir.build(func, device=device, check_bounds=True), True
+    return vkir.build(func, device=device), False
 
 
 def assert_agree(got, want, name: str, rtol=None, atol=None) -> None:
@@ -179,12 +184,14 @@ def check(func, *args, device=None, reference=None, rtol=None, atol=None, **call
         if reference is not None or call_options:
             raise TypeError("vkir_check: a PrimFunc is checked against the interpreter; "
                             "reference= and call options are for shaders")
-        kernel = _build(func, dev)
-        # first the interpreter (at the device's subgroup size): an out-of-bounds access raises
-        # there, with its buffer, index and line, before the device runs
+        kernel, checked = _build(func, dev)
         size = getattr(getattr(dev, "info", None), "subgroup_size", None) or 32
-        vkir.interpret(func, *expected, subgroup_size=size)
-        kernel(*on_device)
+        if checked:   # an out-of-bounds access is skipped on the device and raises after it
+            kernel(*on_device)
+            vkir.interpret(func, *expected, subgroup_size=size)
+        else:         # the interpreter raises before the device could write out of bounds
+            vkir.interpret(func, *expected, subgroup_size=size)
+            kernel(*on_device)
         names = [func.buffer_map[p].name if p in func.buffer_map else p.name for p in func.params]
     else:
         if reference is None:

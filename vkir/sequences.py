@@ -186,6 +186,7 @@ class LaunchHandle:
         self.name = name
 
     def done(self) -> bool:
+        """True once the submitted work has finished (never blocks)."""
         if self._submission is None:
             return True
         if not self._submission.done():

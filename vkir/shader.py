@@ -42,7 +42,6 @@ _SUBGROUP_CAPABILITIES = {
     "GroupNonUniformClustered": "clustered", "GroupNonUniformQuad": "quad",
 }
 _AXES = "xyz"
-GLSL_SUFFIXES = (".comp", ".glsl")
 
 
 def _dtype(t):
@@ -105,6 +104,7 @@ class ShaderKernel:
     # -- properties ----------------------------------------------------------------------------
     @property
     def asm(self) -> str:
+        """The SPIR-V disassembly (made on first use)."""
         if self._asm is None:
             from .spirv import disassemble
 
@@ -439,12 +439,14 @@ def _pack_into(out: bytearray, offset: int, t, value, what: str) -> None:
 
 
 # -- entry points --------------------------------------------------------------------------------
-def _read_source(value, suffixes, what: str):
+def _read_source(value, what: str):
     """(text or bytes, file name or None) of a path or in-memory `value`."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value), None
+    # one line without GLSL punctuation is a path (a mistyped one is "no such file", not a
+    # compile error); source text and assembly have several lines
     if isinstance(value, os.PathLike) or (isinstance(value, str) and "\n" not in value
-                                          and (value.endswith(suffixes) or os.path.isfile(value))):
+                                          and not any(c in value for c in "{};")):
         path = Path(value)
         if not path.is_file():
             raise ArgumentError(f"{what}: no such file: {path}")
@@ -459,7 +461,7 @@ def load_spirv(path_or_bytes, entry: str = "main", specialization=None, device=N
     path), validated for the device; `specialization` is {constant id or name: value}."""
     from .validate import assemble_text
 
-    src, path = _read_source(path_or_bytes, (".spv", ".spvasm"), "vkir.load_spirv")
+    src, path = _read_source(path_or_bytes, "vkir.load_spirv")
     name = path.name if path is not None else entry
     if isinstance(src, Path):
         data = src.read_bytes()
@@ -478,7 +480,7 @@ def compile_glsl(source_or_path, defines=None, specialization=None, device=None)
     from . import api
     from .runtime.glsl import compile_glsl as glslang
 
-    src, path = _read_source(source_or_path, GLSL_SUFFIXES, "vkir.compile_glsl")
+    src, path = _read_source(source_or_path, "vkir.compile_glsl")
     if isinstance(src, bytes):
         src = src.decode(errors="replace")
     if defines is not None and not isinstance(defines, dict):

@@ -54,6 +54,7 @@ class FileResult:
 
     @property
     def valid(self) -> bool:
+        """True when the file has no problem."""
         return not self.problems
 
 
@@ -160,6 +161,7 @@ def check_file(path: Path, env: str) -> FileResult:
 
 # -- reports -------------------------------------------------------------------------------------
 def text_report(results, env: str) -> str:
+    """The results as text, one line per file and its problems."""
     lines = []
     for r in results:
         if r.valid:
@@ -179,6 +181,7 @@ def text_report(results, env: str) -> str:
 
 
 def json_report(results, env: str) -> str:
+    """The results as a JSON document."""
     doc = {"target_env": env, "valid": all(r.valid for r in results),
            "files": [{"file": r.file, "kind": r.kind, "valid": r.valid,
                       "problems": [asdict(p) for p in r.problems]} for r in results]}
@@ -207,6 +210,7 @@ REPORTS = {"text": text_report, "json": json_report, "junit": junit_report}
 
 # -- commands ------------------------------------------------------------------------------------
 def cmd_validate(args) -> int:
+    """`vkir validate`: validate the files; exit status 0 when all are valid, 1 when any is not."""
     files = expand(args.files)
     results = [check_file(f, args.target_env) for f in files]
     report = REPORTS[args.format](results, args.target_env)
@@ -222,6 +226,7 @@ def cmd_validate(args) -> int:
 
 
 def cmd_dis(args) -> int:
+    """`vkir dis`: print the disassembly of a SPIR-V binary."""
     from .spirv import disassemble
 
     path = Path(args.file)

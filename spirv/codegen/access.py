@@ -108,6 +108,8 @@ class AccessMixin:
         return mem, ptrs, split
 
     def load(self, buffer: Buffer, indices: tuple) -> int:
+        """The id of a value read from `buffer` at `indices` (vector accesses as one load where
+        aligned)."""
         mem, ptrs, _ = self._element_pointers(buffer, indices)
         et = self.ty(mem.elem)
         parts = [self.op("OpLoad", et, p) for p in ptrs]
@@ -117,6 +119,7 @@ class AccessMixin:
         return self.op("OpCompositeConstruct", self.ty(buffer.dtype.with_lanes(lanes)), *parts)
 
     def store(self, buffer: Buffer, value: PrimExpr, indices: tuple) -> None:
+        """Emit the store of `value` into `buffer` at `indices`."""
         want = buffer.dtype.with_lanes(buffer.dtype.lanes * indices[-1].dtype.lanes)
         if value.dtype != want:
             raise TypeCheckError(f"kernel {self.func.name!r}: storing {value.dtype} into "

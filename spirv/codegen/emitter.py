@@ -43,6 +43,7 @@ _CONVERSIONS = frozenset({"OpConvertFToS", "OpConvertFToU", "OpConvertSToF", "Op
 
 
 class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin):
+    """Emits one GLCompute entry point for a lowered PrimFunc: interface, types, code."""
     def __init__(self, func: PrimFunc, target: Target):
         self.func = func
         self.target = target
@@ -71,9 +72,11 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
     # -- emission primitives -------------------------------------------------------------------
 
     def ty(self, dt: DataType) -> int:
+        """The SPIR-V type id of a vkir dtype."""
         return self.types.of(dt)
 
     def op(self, opname: str, result_type: int, *operands) -> int:
+        """Emit an instruction with a result of `result_type`; return the result id."""
         rid = self.b.new_id()
         self.b.encode(self.code, opname, result_type, rid, *operands)
         if opname in _CONVERSIONS or (self.precise and opname in _FLOAT_ARITHMETIC):
@@ -81,6 +84,7 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         return rid
 
     def do(self, opname: str, *operands) -> None:
+        """Emit an instruction without a result."""
         self.b.encode(self.code, opname, *operands)
 
     def int_op(self, opname: str, e: PrimExpr, result_type: int, a: int, b: int) -> int:
@@ -96,10 +100,12 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         return rid
 
     def glsl(self, name: str, result_type: int, *args: int) -> int:
+        """Emit a GLSL.std.450 extended instruction `name`; return the result id."""
         return self.op("OpExtInst", result_type, self.b.glsl_std_450(), self.b.g.glsl[name],
                        *args)
 
     def const(self, dt: DataType, value) -> int:
+        """The id of a constant of `dt` (a vector constant for several lanes)."""
         if dt.lanes > 1:
             return self.const_vector(dt.element_of(), [value] * dt.lanes)
         if dt.is_bool:
@@ -107,14 +113,17 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         return self.b.constant(self.ty(dt), dt.code, dt.bits, value)
 
     def const_vector(self, sdt: DataType, values: list) -> int:
+        """The id of a vector constant with one value per lane."""
         parts = tuple(self.const(sdt, v) for v in values)
         return self.b.constant_composite(self.ty(sdt.with_lanes(len(values))), parts)
 
     def start_block(self, label: int) -> None:
+        """Begin the block labelled `label`."""
         self.b.encode(self.code, "OpLabel", label)
         self.label = label
 
     def function_variable(self, pointer_type: int) -> int:
+        """A Function-storage OpVariable (emitted at the top of the entry block)."""
         vid = self.b.new_id()
         self.b.encode(self.fvars, "OpVariable", pointer_type, vid,
                       self.b.enum("StorageClass", "Function"))
@@ -160,6 +169,7 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
     # -- memory --------------------------------------------------------------------------------
 
     def memory_of(self, buffer: Buffer) -> Memory:
+        """The storage (variable and layout) behind a buffer, by its data pointer and type."""
         mem = self.memory.get((buffer.data, buffer.dtype))
         if mem is None:
             raise TypeCheckError(
@@ -303,6 +313,7 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         return out
 
     def local_size(self) -> tuple[int, int, int]:
+        """The workgroup size (x, y, z) from the threadIdx loops."""
         sizes = []
         for axis in "xyz":
             extent = self.iface.threads.get(f"threadIdx.{axis}")
@@ -322,15 +333,18 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         return tuple(sizes)
 
     def grid(self) -> tuple:
+        """The workgroup counts (x, y, z) as expressions of sizes and scalars."""
         return tuple(self.iface.threads.get(f"blockIdx.{a}", IntImm("int32", 1)) for a in "xyz")
 
     def bindings(self) -> tuple[Binding, ...]:
+        """The storage-buffer bindings, in binding order."""
         return tuple(Binding(sb.binding, sb.param_index, sb.buffer, sb.readable, sb.writable)
                      for sb in self.iface.bindings.values())
 
     # -- the whole kernel ----------------------------------------------------------------------
 
     def run(self) -> bytes:
+        """Emit the whole module; return its words as bytes."""
         b = self.b
         local_size = self.local_size()
         self._storage_buffers()

@@ -74,6 +74,7 @@ class ExprMixin:
     """`expr(e)` emits `e` at the current point and returns its result id."""
 
     def expr(self, e: PrimExpr) -> int:
+        """The result id of expression `e` (one `e_*` method per node kind)."""
         method = self._expr_methods.get(type(e))
         if method is None:
             raise UnsupportedError(f"kernel {self.func.name!r}: codegen has no rule for "
@@ -83,9 +84,11 @@ class ExprMixin:
     # -- leaves --------------------------------------------------------------------------------
 
     def e_const(self, e) -> int:
+        """A constant."""
         return self.const(e.dtype, e.value)
 
     def e_var(self, e: Var) -> int:
+        """A var's value: a parameter, loop var, let value or builtin."""
         vid = self.values.get(e)
         if vid is None:
             from vkir.errors import WellFormedError
@@ -97,6 +100,7 @@ class ExprMixin:
     # -- arithmetic ----------------------------------------------------------------------------
 
     def e_arith(self, e) -> int:
+        """+, -, *, with NoSignedWrap/NoUnsignedWrap where the ranges prove them."""
         if e.dtype.is_integer:
             folded = _fold_int(e)
             if folded is not None:  # constants (e.g. in an unrolled copy) and x + 0, x * 1
@@ -117,6 +121,7 @@ class ExprMixin:
     # dividend (two's complement).
 
     def e_div(self, e: Div) -> int:
+        """Truncating division (OpSDiv/OpUDiv/OpFDiv)."""
         dt = e.dtype
         if dt.is_int and self._unsigned_ok(e):
             return self._udiv(e, "OpUDiv")
@@ -147,6 +152,7 @@ class ExprMixin:
         return self.op("OpSelect", t, by_zero, special, q)
 
     def e_mod(self, e: Mod) -> int:
+        """Truncating modulo (OpSRem/OpUMod/OpFRem)."""
         dt = e.dtype
         if dt.is_int and self._unsigned_ok(e):
             return self._udiv(e, "OpUMod")
@@ -158,6 +164,8 @@ class ExprMixin:
         return self._trunc_rem(dt, a, b, self.op("OpSDiv", self.ty(dt), a, b))
 
     def e_floordiv(self, e: FloorDiv) -> int:
+        """Floor division: unsigned or shift instructions where the ranges allow, else a sign
+        correction."""
         dt, t = e.dtype, self.ty(e.dtype)
         if dt.is_int:
             k = _log2_const(e.b)
@@ -176,6 +184,8 @@ class ExprMixin:
         return self.op("OpSelect", t, fix, self.op("OpISub", t, q, self.const(dt, 1)), q)
 
     def e_floormod(self, e: FloorMod) -> int:
+        """Floor modulo: unsigned or mask instructions where the ranges allow, else a sign
+        correction."""
         dt, t = e.dtype, self.ty(e.dtype)
         if dt.is_int:
             k = _log2_const(e.b)
@@ -249,6 +259,7 @@ class ExprMixin:
         return self.op("OpLogicalAnd", bt, nonzero, differ)
 
     def e_minmax(self, e) -> int:
+        """min/max (GLSL.std.450 SMin/UMin/FMin and the like)."""
         a, b = self.expr(e.a), self.expr(e.b)
         if e.dtype.is_float:  # numpy's: (a <= b or a is NaN) ? a : b (GLSL's FMin leaves NaN
             bt = self.types.bool_of(e.dtype.lanes)  # and -0.0 vs 0.0 undefined)
@@ -261,6 +272,7 @@ class ExprMixin:
         return self.glsl(name, self.ty(e.dtype), a, b)
 
     def e_cmp(self, e) -> int:
+        """A comparison, signed, unsigned or ordered float by type."""
         a, b = self.expr(e.a), self.expr(e.b)
         name = _CMP[type(e)][_kind(e.a.dtype)]
         if name is None:  # ordering of bools: compare as integers
@@ -273,16 +285,19 @@ class ExprMixin:
         return self.op(name, self.types.bool_of(e.a.dtype.lanes), a, b)
 
     def e_logic(self, e) -> int:
+        """`and`/`or` on bools."""
         a, b = self.expr(e.a), self.expr(e.b)
         name = "OpLogicalAnd" if isinstance(e, And) else "OpLogicalOr"
         return self.op(name, self.ty(e.dtype), a, b)
 
     def e_not(self, e: Not) -> int:
+        """`not` on bools."""
         return self.op("OpLogicalNot", self.ty(e.dtype), self.expr(e.a))
 
     # -- selection, casts, vectors -------------------------------------------------------------
 
     def e_select(self, e: Select) -> int:
+        """OpSelect (a scalar condition broadcast over vector values)."""
         c = self.expr(e.condition)
         t, f = self.expr(e.true_value), self.expr(e.false_value)
         lanes = e.dtype.lanes
@@ -291,6 +306,7 @@ class ExprMixin:
         return self.op("OpSelect", self.ty(e.dtype), c, t, f)
 
     def e_cast(self, e: Cast) -> int:
+        """A value conversion."""
         return self.convert(self.expr(e.value), e.value.dtype, e.dtype)
 
     def convert(self, v: int, src: DataType, dst: DataType) -> int:
@@ -350,6 +366,7 @@ class ExprMixin:
         return self.op("OpCompositeConstruct", self.ty(dt.with_lanes(lanes)), *([v] * lanes))
 
     def e_ramp(self, e: Ramp) -> int:
+        """base + stride * [0, 1, ...] as a vector."""
         base, stride, lanes = e.base, e.stride, e.lanes
         sdt = base.dtype
         if sdt.lanes != 1:
@@ -370,6 +387,7 @@ class ExprMixin:
         return self.op("OpFAdd" if sdt.is_float else "OpIAdd", self.ty(vdt), b, steps)
 
     def e_broadcast(self, e: Broadcast) -> int:
+        """A vector of one value."""
         if e.lanes == 1:
             return self.expr(e.value)
         if isinstance(e.value, (IntImm, FloatImm)):
@@ -378,6 +396,7 @@ class ExprMixin:
         return self.op("OpCompositeConstruct", self.ty(e.dtype), *([v] * e.lanes))
 
     def e_shuffle(self, e: Shuffle) -> int:
+        """OpVectorShuffle (or composite extracts for one lane)."""
         ids = [self.expr(v) for v in e.vectors]
         lanes = [v.dtype.lanes for v in e.vectors]
         edt = e.dtype.element_of()
@@ -400,14 +419,17 @@ class ExprMixin:
         return self.op("OpCompositeConstruct", self.ty(e.dtype), *parts)
 
     def e_let(self, e: Let) -> int:
+        """The body with the var bound to the value's id."""
         v = self.expr(e.value)
         with self.bound(e.var, v), self.ranges.bound_to(e.var, e.value):
             return self.expr(e.body)
 
     def e_load(self, e: BufferLoad) -> int:
+        """A buffer read."""
         return self.load(e.buffer, e.indices)
 
     def e_call(self, e: Call) -> int:
+        """An intrinsic call."""
         return self.call(e)
 
     _expr_methods = {

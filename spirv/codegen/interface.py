@@ -38,6 +38,7 @@ class Interface:
     threads: dict = field(default_factory=dict)     # "threadIdx.x" -> extent PrimExpr
 
     def binding_of(self, buffer: Buffer) -> StorageBinding | None:
+        """The storage-buffer binding of a buffer (None for a buffer without one)."""
         return self.bindings.get((buffer.data, buffer.dtype))
 
     def register(self, buffer: Buffer, param_index: int) -> None:

@@ -34,6 +34,8 @@ class IntrinsicMixin:
     """`call(e)` for Call nodes."""
 
     def call(self, e: Call) -> int:
+        """The result id of an intrinsic: math, bitwise, if_then_else, reinterpret, atomics,
+        subgroups."""
         op, dt = e.op, e.dtype
         if op == "if_then_else":
             return self.if_then_else(e)
@@ -109,6 +111,7 @@ class IntrinsicMixin:
                                    f"got {e.dtype}")
 
     def reinterpret(self, e: Call) -> int:
+        """OpBitcast between types of the same total width."""
         src, dst = e.args[0].dtype, e.dtype
         v = self.expr(e.args[0])
         if src == dst:

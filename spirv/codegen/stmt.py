@@ -25,6 +25,7 @@ class StmtMixin:
     """`stmt(s)` emits `s` at the current point (the current block stays open afterwards)."""
 
     def stmt(self, s: Stmt) -> None:
+        """Emit statement `s` (one `s_*` method per node kind)."""
         method = self._stmt_methods.get(type(s))
         if method is None:
             raise UnsupportedError(f"kernel {self.func.name!r}: codegen has no rule for "
@@ -32,22 +33,27 @@ class StmtMixin:
         method(self, s)
 
     def s_seq(self, s: SeqStmt) -> None:
+        """The statements in order."""
         for item in s.seq:
             self.stmt(item)
 
     def s_store(self, s: BufferStore) -> None:
+        """A buffer write."""
         self.store(s.buffer, s.value, s.indices)
 
     def s_let(self, s: LetStmt) -> None:
+        """The body with the var bound to the value's id."""
         v = self.expr(s.value)
         with self.bound(s.var, v), self.ranges.bound_to(s.var, s.value):
             self.stmt(s.body)
 
     def s_evaluate(self, s: Evaluate) -> None:
+        """An expression evaluated for its effect (a constant emits nothing)."""
         if not isinstance(s.value, (IntImm, FloatImm)):
             self.expr(s.value)
 
     def s_if(self, s: IfThenElse) -> None:
+        """Structured selection (OpSelectionMerge, OpBranchConditional)."""
         if s.condition.dtype != DataType("bool", 1):
             raise TypeCheckError(f"kernel {self.func.name!r}: if condition must be a scalar "
                                  f"bool, got {s.condition.dtype}")
@@ -66,6 +72,8 @@ class StmtMixin:
         self.start_block(merge)
 
     def s_for(self, s: For) -> None:
+        """A loop: thread bindings read the invocation ids; serial loops are structured loops;
+        unrolled ones are copied."""
         if s.kind == "thread_binding":
             self.thread_loop(s)
             return
@@ -141,23 +149,29 @@ class StmtMixin:
             self.stmt(s.body)
 
     def s_alloc(self, s: AllocBuffer) -> None:
+        """Allocate a shared or local buffer for the body."""
         self.allocate(s.buffer)
         self.stmt(s.body)
 
     def s_decl(self, s: DeclBuffer) -> None:
+        """Declare a typed view of an existing storage (an explicit pointer cast)."""
         self.declare(s.buffer)
         self.stmt(s.body)
 
     def s_barrier(self, s: Barrier) -> None:
+        """A workgroup barrier with AcquireRelease workgroup memory semantics."""
         self.barrier()
 
     def s_async_scope(self, s: AsyncScope) -> None:
+        """The body (copies are synchronous on Vulkan)."""
         self.stmt(s.body)
 
     def s_async_commit(self, s: AsyncCommitQueue) -> None:
+        """The body (copies are synchronous on Vulkan)."""
         self.stmt(s.body)
 
     def s_async_wait(self, s: AsyncWaitQueue) -> None:
+        """A workgroup barrier (the synchronous copies are then visible), then the body."""
         self.barrier()
         self.stmt(s.body)
 

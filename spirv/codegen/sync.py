@@ -68,6 +68,7 @@ class SyncMixin:
     # -- atomics -------------------------------------------------------------------------------
 
     def atomic(self, e: Call) -> int:
+        """The result id (the old value) of an atomic on a global or shared element."""
         target = e.args[0]
         if not isinstance(target, BufferLoad) or target.dtype.lanes != 1:
             raise UnsupportedError(f"kernel {self.func.name!r}: {e.op} needs one scalar buffer "
@@ -135,6 +136,7 @@ class SyncMixin:
         return v if arg.dtype == _UINT32 else self.op("OpBitcast", self.ty(_UINT32), v)
 
     def subgroup(self, e: Call) -> int:
+        """The result id of a subgroup operation (GroupNonUniform instructions)."""
         op = e.op
         cls = SUBGROUP_OPS[op][1]
         self._subgroup_class(e, cls)

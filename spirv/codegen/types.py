@@ -63,6 +63,7 @@ class Types:
         return self.b.type_int(dt.bits, dt.code == "int")
 
     def bool_of(self, lanes: int) -> int:
+        """The id of bool with `lanes` lanes."""
         return self.of(DataType("bool", 1, lanes))
 
     def storage_element(self, dt: DataType, what: str) -> None:

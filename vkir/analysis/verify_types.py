@@ -10,8 +10,9 @@
 4. casts keep the lane count (and reinterpret the bit width); on Vulkan no global buffer is bool.
 5. nothing else implicit: constants fit their type, pointers are never values, loop and thread
    kinds, sizes and async counts are integers; a constant shift amount lies in [0, bits).
-6. a constant index into a dimension of constant extent lies inside it (so that an access that is
-   out of bounds whatever the inputs is refused before it runs, in the interpreter and on devices).
+6. a constant index into a dimension of constant extent lies inside it, and a constant thread
+   extent is not negative (so that what fails whatever the inputs is refused before it runs, in
+   the interpreter and on devices alike).
 
 `verify_types(func, target=None)` raises `TypeCheckError` naming the rule, the node (compactly), the
 two types involved, and the source span when the node or its enclosing statement has one. It never
@@ -41,7 +42,7 @@ RULES = {
     3: "identical operand types",
     4: "cast lanes and bool storage",
     5: "nothing implicit",
-    6: "constant indices in bounds",
+    6: "constant indices and launch extents in bounds",
 }
 
 BOOL = DataType("bool", 1)
@@ -429,6 +430,9 @@ class _Checker:
             self.fail(5, s, f"unknown loop kind {s.kind!r}")
         if s.kind == "thread_binding" and s.thread not in S.THREAD_TAGS:
             self.fail(5, s, f"unknown thread tag {s.thread!r}")
+        if s.kind == "thread_binding" and isinstance(s.extent, E.IntImm) and s.extent.value < 0:
+            self.fail(6, s, f"constant extent {s.extent.value} of {s.thread} is negative (a "
+                      f"launch dimension cannot be)")
         self.stmt(s.body)
 
     def s_IfThenElse(self, s):

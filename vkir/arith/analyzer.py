@@ -23,12 +23,15 @@ class EnvAnalyzer:
         return self.join(self.visit(true_value), self.visit(false_value))
 
     def visit_Broadcast(self, e):
+        """A broadcast has its value's set."""
         return self.visit(e.value)
 
     def visit_Select(self, e):
+        """A select has the join of its branches' sets."""
         return self.branches(e.true_value, e.false_value)
 
     def visit_Let(self, e):
+        """The body's set, with the var bound to its value's set."""
         old = self.env.get(e.var)
         self.env[e.var] = self.visit(e.value)
         try:

@@ -53,6 +53,7 @@ class Linear:
                       _merge(self.vec, other.vec, k))
 
     def scale(self, k: int) -> "Linear":
+        """k * self."""
         if k == 0:
             return Linear(self.lanes)
         return Linear(self.lanes, {a: v * k for a, v in self.base.items()}, self.c * k,
@@ -70,12 +71,15 @@ class Linear:
         return not self.stride and not self.sc and not self.vec
 
     def base_part(self) -> "Linear":
+        """The scalar part common to every lane (sum(base) + c)."""
         return Linear(1, self.base, self.c)
 
     def stride_part(self) -> "Linear":
+        """The per-lane step (sum(stride) + sc) as a scalar form."""
         return Linear(1, self.stride, self.sc)
 
     def atoms(self):
+        """Every atom of the form: base, then stride, then vector atoms."""
         yield from self.base
         yield from self.stride
         yield from self.vec
@@ -300,6 +304,7 @@ def _terms(d: dict, c: int, dt: DataType):
 
 
 def rebuild_scalar(d: dict, c: int, dt: DataType):
+    """The canonical expression of `sum(d[atom] * atom) + c` of scalar type `dt`."""
     pairs, const = _terms(d, c, dt)
     return _assemble(pairs, E.IntImm(dt, 0), const)
 

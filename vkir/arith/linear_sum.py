@@ -38,6 +38,7 @@ class Sum:
 
     @property
     def is_scalar(self) -> bool:
+        """True for a scalar chain (kept as its read-back form)."""
         return self.lin is None
 
     def form(self) -> Linear:
@@ -47,6 +48,7 @@ class Sum:
         return linear_of(rebuild(self.lin, self.dtype))
 
     def expr(self):
+        """Build the chain's canonical expression (done once, at its root)."""
         return rebuild(self.lin if not self.is_scalar else self.form(), self.dtype)
 
 

@@ -46,14 +46,17 @@ class ModularSet:
 
     @staticmethod
     def everything() -> "ModularSet":
+        """The set of every integer (no knowledge)."""
         return ModularSet(1, 0)
 
     @staticmethod
     def exact(value: int) -> "ModularSet":
+        """The set holding `value` only."""
         return ModularSet(0, value)
 
     @property
     def is_exact(self) -> bool:
+        """True when the set holds a single value (`base`)."""
         return self.coeff == 0
 
     def is_multiple_of(self, n: int) -> bool:

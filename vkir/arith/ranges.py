@@ -49,14 +49,17 @@ class RangeScope:
         return None if lo is None else (lo, hi)
 
     def nonnegative(self, e: PrimExpr) -> bool:
+        """True when `e` is provably >= 0 in the current scope."""
         r = self.of(e)
         return r is not None and r[0] >= 0
 
     def positive(self, e: PrimExpr) -> bool:
+        """True when `e` is provably >= 1 in the current scope."""
         r = self.of(e)
         return r is not None and r[0] >= 1
 
     def negative(self, e: PrimExpr) -> bool:
+        """True when `e` is provably <= -1 in the current scope."""
         r = self.of(e)
         return r is not None and r[1] <= -1
 

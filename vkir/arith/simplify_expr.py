@@ -153,6 +153,7 @@ class Simplifier:
         return value_range(e, self.ranges)
 
     def modset(self, e) -> ModularSet:
+        """The modular set of `e` given the known sets of vars."""
         return modular_set(e, self.sets)
 
     def math_range(self, lin: Linear):
@@ -201,6 +202,7 @@ class Simplifier:
             return self.visit(e)
 
     def visit(self, e):
+        """The simplified form of `e` (`e` itself when nothing changes)."""
         method = getattr(self, "visit_" + type(e).__name__, None)
         if method is None:
             return e
@@ -209,6 +211,7 @@ class Simplifier:
     # --- leaves -------------------------------------------------------------------------------
 
     def visit_Var(self, e):
+        """A var whose range is a single value becomes that constant."""
         r = self.ranges.get(e)
         if r is not None and _is_int(e.dtype) and e.dtype.lanes == 1 and r[0] is not None \
                 and r[0] == r[1]:
@@ -255,6 +258,8 @@ class Simplifier:
         return E.Mul(_expr(a, e.a), _expr(b, e.b))
 
     def visit_Add(self, e):
+        """Integer +, -, * through the linear form (folded, terms combined); floats folded when
+        constant."""
         out = self._arith(e)
         return out.expr() if isinstance(out, Sum) else out  # `visit` keeps e where equal
 
@@ -396,15 +401,21 @@ class Simplifier:
         return E.FloorMod(r_expr, _int_imm(c, dt))
 
     def visit_FloorDiv(self, e):
+        """Floor division, folded or divided through the linear form where bounds allow."""
         return self._division(e, floor=True, want_div=True)
 
     def visit_FloorMod(self, e):
+        """Floor modulo, folded or reduced through the linear form where bounds allow."""
         return self._division(e, floor=True, want_div=False)
 
     def visit_Div(self, e):
+        """Truncating division, simplified like a floor division where the operands are provably
+        non-negative."""
         return self._division(e, floor=False, want_div=True)
 
     def visit_Mod(self, e):
+        """Truncating modulo, simplified like a floor modulo where the operands are provably non-
+        negative."""
         return self._division(e, floor=False, want_div=False)
 
     def _division(self, e, floor: bool, want_div: bool):
@@ -442,9 +453,11 @@ class Simplifier:
     # --- min / max ----------------------------------------------------------------------------
 
     def visit_Min(self, e):
+        """min(a, b): folded, or one side where bounds decide it."""
         return self._minmax(e, is_min=True)
 
     def visit_Max(self, e):
+        """max(a, b): folded, or one side where bounds decide it."""
         return self._minmax(e, is_min=False)
 
     def _minmax(self, e, is_min: bool):
@@ -533,12 +546,15 @@ class Simplifier:
         return self._broadcast_both(e, a, b) or type(e)(a, b)
 
     def visit_And(self, e):
+        """`a and b` with constant operands folded."""
         return self._logic(e, False)
 
     def visit_Or(self, e):
+        """`a or b` with constant operands folded."""
         return self._logic(e, True)
 
     def visit_Not(self, e):
+        """`not a`: folded, a double negation removed, a comparison inverted."""
         a = self.visit(e.a)
         x = _bool_const(a)
         if x is not None:
@@ -552,6 +568,7 @@ class Simplifier:
     # --- other expressions --------------------------------------------------------------------
 
     def visit_Select(self, e):
+        """A select with a constant condition becomes the chosen side."""
         cond = self.visit(e.condition)
         t, f = self.visit(e.true_value), self.visit(e.false_value)
         c = _bool_const(cond)
@@ -562,6 +579,7 @@ class Simplifier:
         return E.Select(cond, t, f)
 
     def visit_Cast(self, e):
+        """A cast of a constant folds; a cast to the value's own type disappears."""
         v = self.visit(e.value)
         dt = e.dtype
         if v.dtype == dt:
@@ -572,6 +590,7 @@ class Simplifier:
         return folded if folded is not None else E.Cast(dt, v)
 
     def visit_Ramp(self, e):
+        """A ramp with simplified base and stride (a zero stride is a broadcast)."""
         base, stride = self.visit(e.base), self.visit(e.stride)
         if e.lanes == 1:
             return base
@@ -580,12 +599,14 @@ class Simplifier:
         return E.Ramp(base, stride, e.lanes)
 
     def visit_Broadcast(self, e):
+        """A broadcast of the simplified value."""
         v = self.visit(e.value)
         if e.lanes == 1:
             return v
         return E.Broadcast(v, e.lanes)
 
     def visit_Let(self, e):
+        """The body simplified with the var bound to its value's range and set."""
         value = self.visit(e.value)
         body = self.with_binding(e.var, value, lambda: self.visit(e.body))
         return E.Let(e.var, value, body)
@@ -607,22 +628,29 @@ class Simplifier:
                     table[var] = old
 
     def visit_Call(self, e):
+        """A call with simplified arguments (pure math on constants is not folded)."""
         args = tuple(self.visit(a) for a in e.args)
         if e.op == "if_then_else":
             c = _bool_const(args[0])
             if c is not None and args[0].dtype.lanes == 1:
                 return args[1] if c else args[2]
+        if e.op in ("shift_left", "shift_right") and isinstance(args[1], E.IntImm):
+            bits = args[1].dtype.bits  # a folded amount: taken modulo the width, as defined
+            if not 0 <= args[1].value < bits:
+                args = (args[0], E.IntImm(args[1].dtype, args[1].value % bits))
         if all(x is y for x, y in zip(args, e.args)):
             return e
         return E.Call(e.dtype, e.op, args)
 
     def visit_Shuffle(self, e):
+        """A shuffle of the simplified vectors."""
         vectors = tuple(self.visit(v) for v in e.vectors)
         if len(vectors) == 1 and e.indices == tuple(range(vectors[0].dtype.lanes)):
             return vectors[0]
         return E.Shuffle(vectors, e.indices)
 
     def visit_BufferLoad(self, e):
+        """A load at the simplified indices."""
         indices = tuple(self.visit(i) for i in e.indices)
         if all(x is y for x, y in zip(indices, e.indices)):
             return e

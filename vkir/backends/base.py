@@ -76,11 +76,13 @@ class BackendKernel(Kernel):
 
     @property
     def spirv(self) -> bytes:
+        """Not available: this kernel has no SPIR-V (UnsupportedError)."""
         raise UnsupportedError(f"kernel {self.name} runs on the {self.device.name} backend, "
                                "which emits no SPIR-V")
 
     @property
     def asm(self) -> str:
+        """Not available: this kernel has no SPIR-V (UnsupportedError)."""
         return self.spirv
 
     def __repr__(self) -> str:
@@ -102,10 +104,32 @@ class BackendKernel(Kernel):
     def __call__(self, *args, **kwargs) -> None:
         """Run on `args` (by position and/or by parameter name); numpy arrays are modified in
         place, written device arrays updated."""
+        self._no_sequence("a call")
         host, back = self._host_args(args, kwargs)
         self.executable.run(host)
         for a, values in back:
             a.write(values)
+
+    def _no_sequence(self, what: str) -> None:
+        from ..sequences import _ACTIVE
+
+        if _ACTIVE.get() is not None:
+            raise UnsupportedError(f"kernel {self.name}: {what} inside vkir.sequence(); a sequence "
+                                   f"records device dispatches, and this kernel runs on the "
+                                   f"{self.device.name} backend")
+
+    def launch(self, *args, **kwargs):
+        """Run now (the backend has no queue) and return a handle that is already done."""
+        from ..sequences import LaunchHandle
+
+        self._no_sequence("launch()")
+        self(*args, **kwargs)
+        return LaunchHandle(None, (), self.name)
+
+    def dispatch_spec(self, *args, **kwargs):
+        """Refused: only device kernels have a dispatch to record."""
+        raise UnsupportedError(f"kernel {self.name} runs on the {self.device.name} backend: it has "
+                               "no device dispatch to record")
 
     def profile(self, *args, repeat: int = 50, warmup: int = 1, **kwargs) -> Profile:
         """Run `warmup` + `repeat` times; wall seconds per run (source "wall")."""

@@ -22,6 +22,7 @@ class InterpExecutable(Executable):
         self.subgroup_size = subgroup_size or 32
 
     def run(self, args: tuple) -> None:
+        """Run the lowered function in vkir.interpret on `args`."""
         interpret(self.ir, *args, subgroup_size=self.subgroup_size)
 
 
@@ -31,9 +32,11 @@ class InterpBackend(Backend):
     name = "interp"
 
     def target(self, precise: bool = False) -> Target:
+        """The interpreter's Target."""
         t = Target.interp()
         return replace(t, precise=True) if precise else t
 
     def compile(self, func: PrimFunc, target, *, pointer_casts: bool = False) -> InterpExecutable:
+        """Lower `func` for the interpreter."""
         return InterpExecutable(lower(func, target, pointer_casts=pointer_casts),
                                 getattr(target, "subgroup_size", None))

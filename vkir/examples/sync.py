@@ -18,6 +18,7 @@ BINS = 256
 
 @T.prim_func
 def histogram(x: T.Buffer(("n",), "int32"), hist: T.Buffer((256,), "int32")):
+    """hist[v] += 1 for every x[i] == v, with global atomics."""
     # hist[v] += 1 for every x[i] = v (0 <= v < 256), straight into global memory
     for bx in T.thread_binding((n + 127) // 128, "blockIdx.x"):
         for tx in T.thread_binding(128, "threadIdx.x"):
@@ -28,6 +29,7 @@ def histogram(x: T.Buffer(("n",), "int32"), hist: T.Buffer((256,), "int32")):
 
 @T.prim_func
 def histogram_shared(x: T.Buffer(("n",), "int32"), hist: T.Buffer((256,), "int32")):
+    """The histogram, privatized per workgroup in shared memory, merged with one atomic per bin."""
     # privatized: each workgroup counts 1024 elements in shared memory, then merges its
     # non-zero bins into the global histogram with one atomic per bin
     for bx in T.thread_binding((n + 1023) // 1024, "blockIdx.x"):
@@ -49,6 +51,7 @@ def histogram_shared(x: T.Buffer(("n",), "int32"), hist: T.Buffer((256,), "int32
 
 @T.prim_func
 def subgroup_sum(x: T.Buffer(("n",), "float32"), partial: T.Buffer(("m",), "float32")):
+    """Per-workgroup partial sums of x with subgroup_add."""
     # m workgroups of 128: each invocation sums a grid-stride slice, subgroup_add reduces each
     # subgroup, and one invocation adds up the per-subgroup sums (one barrier in all)
     for bx in T.thread_binding(m, "blockIdx.x"):
@@ -73,6 +76,7 @@ def subgroup_sum(x: T.Buffer(("n",), "float32"), partial: T.Buffer(("m",), "floa
 
 @T.prim_func
 def sum_atomic(x: T.Buffer(("n",), "float32"), total: T.Buffer((1,), "float32")):
+    """total[0] += sum(x) in one pass: subgroup sums, then one float atomic per workgroup."""
     # one pass: subgroup_add per subgroup, per-subgroup sums in shared memory, then one float
     # atomic add per workgroup into total[0] (which the host zeroes)
     for bx in T.thread_binding((n + 127) // 128, "blockIdx.x"):
@@ -94,6 +98,7 @@ def sum_atomic(x: T.Buffer(("n",), "float32"), total: T.Buffer((1,), "float32"))
 @T.prim_func
 def scan_blocks(x: T.Buffer(("n",), "int32"), y: T.Buffer(("n",), "int32"),
                 block_sums: T.Buffer(("m",), "int32")):
+    """The inclusive scan of x within blocks, and each block's sum."""
     # inclusive prefix sum of each block of 128 elements (m = ceil(n / 128) blocks): subgroup
     # scans, then the subgroups' totals scanned in shared memory; block_sums[b] is block b's
     # total
@@ -122,6 +127,7 @@ def scan_blocks(x: T.Buffer(("n",), "int32"), y: T.Buffer(("n",), "int32"),
 
 @T.prim_func
 def add_block_offsets(y: T.Buffer(("n",), "int32"), scanned: T.Buffer(("m",), "int32")):
+    """Add each block's offset (the scan of the block sums) to the block-wise scan."""
     # y[i] += the inclusive scan of the block sums up to the previous block
     for bx in T.thread_binding(m, "blockIdx.x"):
         for tx in T.thread_binding(128, "threadIdx.x"):
@@ -133,6 +139,8 @@ def add_block_offsets(y: T.Buffer(("n",), "int32"), scanned: T.Buffer(("m",), "i
 @T.prim_func
 def compact_positive(x: T.Buffer(("n",), "int32"), out: T.Buffer(("n",), "int32"),
                      count: T.Buffer((1,), "int32")):
+    """The positive elements of x (in order within each subgroup), with a ballot per subgroup and
+    one atomic per subgroup to reserve space; count[0] of them."""
     # out[:count] = the positive elements of x (order kept within a subgroup; count zeroed by
     # the host). The ballot gives each invocation its rank among the kept elements of its
     # subgroup and the subgroup's total; one atomic per subgroup reserves the output space.
@@ -173,6 +181,7 @@ def compact_positive(x: T.Buffer(("n",), "int32"), out: T.Buffer(("n",), "int32"
 
 @T.prim_func
 def argmax(x: T.Buffer(("n",), "int32"), best: T.Buffer((1,), "uint64")):
+    """The index of the first maximum of x, with a 64-bit atomic max of (value, index)."""
     # best[0] (zeroed by the host) becomes (x[k] as an ordered uint32) << 32 | (2^32 - 1 - k)
     # for the first k holding the maximum: each workgroup reduces its keys with a shared
     # atomic_max, then its invocation 0 publishes the result with a compare-exchange loop (each
@@ -204,6 +213,7 @@ def argmax(x: T.Buffer(("n",), "int32"), best: T.Buffer((1,), "uint64")):
 @T.prim_func
 def scatter_add(index: T.Buffer(("n",), "int32"), w: T.Buffer(("n",), "float32"),
                 out: T.Buffer(("m",), "float32")):
+    """out[index[i]] += w[i] with float atomics."""
     # out[index[i]] += w[i] with float atomics (0 <= index[i] < m)
     for bx in T.thread_binding((n + 127) // 128, "blockIdx.x"):
         for tx in T.thread_binding(128, "threadIdx.x"):

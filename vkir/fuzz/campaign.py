@@ -6,6 +6,7 @@ Outcomes, per program: "ok" (the device computed the interpreter's result bit fo
 "skipped" (a mutant whose loops would run too long to interpret), and the findings: "crash" (an
 exception that is not a VkirError), "rejected" (a generated, valid kernel refused), "build-refused"
 (the interpreter ran a kernel that vkir.build refused: they must accept the same programs),
+"call-refused" (the same, at the kernel call),
 "validation" (SPIRV-Tools or the Vulkan validation layer complained), "mismatch" (device and
 interpreter results differ), and "mutant-mismatch" (a mismatch of a mutant, which may read
 memory it never wrote: undefined on a device, not a finding). Everything is derived from
@@ -27,7 +28,7 @@ from ..errors import SpirvValidationError, UnsupportedError, VkirError
 from .generate import DTYPES, NEEDS, generate
 from .mutate import mutate
 
-FINDINGS = ("crash", "rejected", "build-refused", "validation", "mismatch")
+FINDINGS = ("crash", "rejected", "build-refused", "call-refused", "validation", "mismatch")
 MAX_WORK = 200_000  # loop iterations x invocations a program may take to be interpreted
 SIZE = 64           # the value of symbolic sizes
 
@@ -55,6 +56,7 @@ class Report:
 
     @property
     def findings(self) -> list:
+        """The outcomes that are findings (the kinds in FINDINGS: crashes, mismatches, ...)."""
         return [o for o in self.outcomes if o.kind in FINDINGS]
 
     def table(self) -> str:
@@ -127,6 +129,7 @@ def _run_one(source: str, device, mutant: bool) -> tuple[str, str]:
 
     try:
         func = vkir.from_script(source)
+        vkir.analysis.verify_types(func)  # (interpret checks too; the arguments need it first)
     except VkirError as err:
         return ("refused" if mutant else "rejected"), _first(err)
     args = _arguments(func)
@@ -150,7 +153,10 @@ def _run_one(source: str, device, mutant: bool) -> tuple[str, str]:
     except VkirError as err:
         return "build-refused", _first(err)
     got = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    kernel(*got)
+    try:
+        kernel(*got)
+    except VkirError as err:
+        return "call-refused", _first(err)
     for p, want, have in zip(func.params, expected, got):
         if isinstance(want, np.ndarray) and not _same_bits(want, have):
             bad = np.flatnonzero(~_equal(want, have))

@@ -198,6 +198,7 @@ class Compiler:
     # -- slots -------------------------------------------------------------------------------
 
     def slot(self, key) -> int:
+        """The frame slot of `key` (a Var or Buffer), made on first use."""
         s = self.slot_index.get(key)
         if s is None:
             s = len(self.value_ndims)
@@ -210,12 +211,14 @@ class Compiler:
         return s
 
     def bind(self, key) -> int:
+        """Mark `key` as in scope and return its slot."""
         self.bound.add(key)
         return self.slot(key)
 
     # -- expressions -------------------------------------------------------------------------
 
     def expr(self, e):
+        """A closure `fn(frame)` computing expression `e` (one `e_<Node>` method per node kind)."""
         method = getattr(self, "e_" + type(e).__name__, None)
         if method is None:
             if isinstance(e, E.BinaryOp):
@@ -224,29 +227,35 @@ class Compiler:
         return method(e)
 
     def e_Var(self, e):
+        """Read the var's slot (an error outside its scope)."""
         if e not in self.bound:
             raise InterpreterError(f"variable {e.name} is used outside its scope")
         s = self.slot(e)
         return lambda fr: fr.slots[s]
 
     def e_IntImm(self, e):
+        """The constant as a numpy scalar of its type."""
         c = N.scalar(e.value, e.dtype)
         return lambda fr: c
 
     def e_FloatImm(self, e):
+        """The constant as a numpy scalar of its type."""
         c = N.scalar(e.value, e.dtype)
         return lambda fr: c
 
     def e_binary(self, e):
+        """A binary node, computed by vkir.interpreter.numeric's rule for its operand type."""
         fn = N.binary_op(type(e).__name__, e.a.dtype)
         fa, fb = self.expr(e.a), self.expr(e.b)
         return lambda fr: fn(fa(fr), fb(fr))
 
     def e_Not(self, e):
+        """Logical negation."""
         fa = self.expr(e.a)
         return lambda fr: np.logical_not(fa(fr))
 
     def e_Select(self, e):
+        """Both sides evaluated, one chosen per lane (a scalar condition picks whole vectors)."""
         fc, ft, ff = self.expr(e.condition), self.expr(e.true_value), self.expr(e.false_value)
         widen = e.condition.dtype.lanes == 1 and e.true_value.dtype.lanes > 1
 
@@ -262,16 +271,19 @@ class Compiler:
         return select
 
     def e_Cast(self, e):
+        """Value conversion (vkir.interpreter.numeric.cast)."""
         fv = self.expr(e.value)
         npdt = N.np_dtype(e.dtype)
         return lambda fr: N.cast(fv(fr), npdt)
 
     def e_Ramp(self, e):
+        """base + stride * [0, 1, ..., lanes - 1], wrapped to the type."""
         fb, fs = self.expr(e.base), self.expr(e.stride)
         offsets = np.arange(e.lanes).astype(N.np_dtype(e.base.dtype))
         return lambda fr: N.expand_lanes(fb(fr)) + N.expand_lanes(fs(fr)) * offsets
 
     def e_Broadcast(self, e):
+        """The value repeated over the lanes."""
         fv = self.expr(e.value)
         lanes = e.lanes
         if e.value.dtype.lanes == 1:
@@ -279,6 +291,7 @@ class Compiler:
         return lambda fr: np.concatenate([fv(fr)] * lanes, axis=-1)
 
     def e_Let(self, e):
+        """The body with the var's slot holding the value."""
         fv = self.expr(e.value)
         s = self.bind(e.var)
         fb = self.expr(e.body)
@@ -290,6 +303,7 @@ class Compiler:
         return let
 
     def e_Shuffle(self, e):
+        """Lanes picked from the concatenated vectors."""
         fvs = [(self.expr(v), v.dtype.lanes) for v in e.vectors]
         idx = np.array(e.indices, dtype=np.intp)
         single = len(e.indices) == 1
@@ -303,6 +317,8 @@ class Compiler:
         return shuffle
 
     def e_Call(self, e):
+        """An intrinsic: math, bitwise, if_then_else (one side only), atomics and subgroup
+        operations."""
         if e.op == "if_then_else":
             return self._if_then_else(e)
         if is_atomic(e.op):
@@ -358,6 +374,7 @@ class Compiler:
         return len(self.sites) - 1
 
     def e_BufferLoad(self, e):
+        """A bounds-checked read (race-checked where invocations run in parallel)."""
         get = self.buffer_getter(e.buffer)
         fidx = [self.expr(i) for i in e.indices]
         lanes = e.indices[-1].dtype.lanes if e.indices else 1
@@ -437,6 +454,7 @@ class Compiler:
     # -- statements --------------------------------------------------------------------------
 
     def stmt(self, s):
+        """A closure `fn(frame)` executing statement `s` (one `s_<Node>` method per node kind)."""
         method = getattr(self, "s_" + type(s).__name__, None)
         if method is None:
             raise InterpreterError(f"cannot interpret statement {type(s).__name__}")
@@ -449,6 +467,7 @@ class Compiler:
             self.stmt_span = outer
 
     def s_SeqStmt(self, s):
+        """The statements in order."""
         body = tuple(self.stmt(x) for x in s.seq)
 
         def seq(fr):
@@ -457,6 +476,7 @@ class Compiler:
         return seq
 
     def s_Evaluate(self, s):
+        """Evaluate the value for its effect."""
         fv = self.expr(s.value)
 
         def evaluate(fr):
@@ -464,6 +484,8 @@ class Compiler:
         return evaluate
 
     def s_Barrier(self, s):
+        """A workgroup barrier: orders the accesses before it before those after it (for the race
+        checker)."""
         # Invocations run in lockstep, so the active ones reach the barrier together; a barrier
         # that only some invocations of the workgroup reach would hang a GPU.
         def barrier(fr):
@@ -477,6 +499,7 @@ class Compiler:
         return barrier
 
     def s_LetStmt(self, s):
+        """The body with the var's slot holding the value."""
         fv = self.expr(s.value)
         slot = self.bind(s.var)
         fb = self.stmt(s.body)
@@ -488,6 +511,8 @@ class Compiler:
         return let
 
     def s_IfThenElse(self, s):
+        """Each invocation runs the branch its condition picks (divergent invocations are split).
+        """
         fc = self.expr(s.condition)
         ft = self.stmt(s.then_case)
         fe = self.stmt(s.else_case) if s.else_case is not None else None
@@ -514,6 +539,7 @@ class Compiler:
         return if_then_else
 
     def s_BufferStore(self, s):
+        """A bounds-checked write (recorded in the async group inside an async scope)."""
         get = self.buffer_getter(s.buffer)
         fidx = [self.expr(i) for i in s.indices]
         fv = self.expr(s.value)
@@ -572,6 +598,7 @@ class Compiler:
         return lambda err, fr: _locate(err, fr, threads, span)
 
     def s_For(self, s):
+        """A loop: serial ones iterate, thread-binding ones fork the invocations or workgroups."""
         fmin, fext = self.expr(s.min), self.expr(s.extent)
         slot = self.bind(s.loop_var)
         outer = self.threads
@@ -676,6 +703,7 @@ class Compiler:
         return thread_loop
 
     def s_AllocBuffer(self, s):
+        """Allocate zeroed storage (one row per invocation for local buffers) for the body."""
         buffer = s.buffer
         binder = self.binder(buffer)
         dslot, bslot = self.bind(buffer.data), self.bind(buffer)
@@ -702,6 +730,7 @@ class Compiler:
         return alloc
 
     def s_DeclBuffer(self, s):
+        """A new typed view (an explicit pointer cast) of an existing storage for the body."""
         buffer = s.buffer
         if buffer.data not in self.bound:
             raise InterpreterError(f"DeclBuffer {buffer.name}: data {buffer.data.name} is not in "
@@ -718,6 +747,7 @@ class Compiler:
         return decl
 
     def s_AsyncScope(self, s):
+        """The body with its stores recorded in the current async group."""
         outer = self.in_async
         self.in_async = True
         body = self.stmt(s.body)
@@ -725,6 +755,7 @@ class Compiler:
         return body
 
     def s_AsyncCommitQueue(self, s):
+        """The body's async stores committed as one group of the queue."""
         body = self.stmt(s.body)
         queue = s.queue
 
@@ -739,6 +770,8 @@ class Compiler:
         return commit
 
     def s_AsyncWaitQueue(self, s):
+        """Retire the oldest groups of the queue until at most `in_flight` remain, then run the
+        body."""
         site = self.site("wait", s)
         fn = self.expr(s.in_flight)
         body = self.stmt(s.body)

@@ -39,6 +39,7 @@ class Storage:
     @staticmethod
     def allocate(nbytes: int, rows: int = 1, per_invocation: bool = False,
                  scope: str = "global") -> "Storage":
+        """A zeroed storage of `rows` rows of `nbytes` bytes."""
         return Storage(np.zeros(rows * nbytes, np.uint8), rows, nbytes, per_invocation, scope)
 
     def view(self, npdt: np.dtype) -> np.ndarray:
@@ -84,10 +85,12 @@ class BoundBuffer:
 
     @property
     def name(self) -> str:
+        """The buffer's name (for messages)."""
         return self.buffer.name
 
 
 def compact_strides(shape) -> tuple:
+    """Row-major strides of `shape`, in elements."""
     strides, acc = [], 1
     for ext in reversed(shape):
         strides.append(acc)
@@ -103,6 +106,7 @@ def extent_elements(shape, strides, offset) -> int:
 
 
 def make_bound(buffer: Buffer, storage: Storage, shape, strides, offset) -> BoundBuffer:
+    """A BoundBuffer of `buffer` over `storage` with evaluated shape, strides and offset."""
     dt = buffer.dtype
     npdt = dt.numpy_dtype()
     shape = tuple(int(s) for s in shape)
@@ -198,6 +202,7 @@ def _check_flat(bb: BoundBuffer, view: np.ndarray, pos):
 
 
 def load(bb: BoundBuffer, pos):
+    """Read the element(s) at flat position(s) `pos` of a bound buffer."""
     view = bb.storage.view(bb.npdt)
     if type(pos) is int:
         if not 0 <= pos < len(view):
@@ -209,6 +214,7 @@ def load(bb: BoundBuffer, pos):
 
 
 def store(bb: BoundBuffer, pos, value):
+    """Write `value` at flat position(s) `pos` of a bound buffer."""
     view = bb.storage.view(bb.npdt)
     if type(pos) is int and np.ndim(value) == 0:
         if not 0 <= pos < len(view):
@@ -237,6 +243,7 @@ class AsyncGroup:
         self.issued = []
 
     def record(self, bb: BoundBuffer, pos, value, issued=None):
+        """Remember a store of the group (applied when the group retires)."""
         if np.ndim(value) > np.ndim(pos):
             pos = np.broadcast_to(pos, np.shape(value))
         view = bb.storage.view(bb.npdt)

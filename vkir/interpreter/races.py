@@ -64,6 +64,7 @@ ATOMIC_FIELDS = ("a_tok", "a_key", "a_site", "a_key2", "a_site2",
 
 
 def shift(axis: str) -> int:
+    """The bit offset of a thread axis ('x', 'y', 'z') in an invocation key."""
     return "xyz".index(axis) * _BITS
 
 
@@ -78,6 +79,8 @@ class Site:
         self.span = span if getattr(node, "span", None) is None else node.span
 
     def describe(self) -> str:
+        """Where the access is, for a message: the source position, else the node in script form.
+        """
         if self.span is not None:
             return f"at {self.span}"
         from ..ir.print_expr import ExprPrinter
@@ -166,10 +169,12 @@ class RaceChecker:
         return saved
 
     def leave_block(self, saved):
+        """Restore the state saved when a workgroup's block was entered."""
         self.tokens[self.wg] = self.token
         self.wg, self.token, self.blocks = saved
 
     def barrier(self):
+        """A barrier of the current workgroup: later accesses are ordered after earlier ones."""
         self.token = self.tokens[self.wg] = self._new_token()
 
     def top_key(self) -> int:
@@ -253,6 +258,8 @@ class RaceChecker:
         return sh, ratio, p, keys, multi
 
     def read(self, bb, pos, fr, site: int, lanes: int):
+        """Record a read at `pos`; raise DataRaceError if an unordered write by another invocation
+        touched it."""
         accessed = self._accessed(bb, pos, fr, lanes)
         if accessed is None:
             return
@@ -317,6 +324,8 @@ class RaceChecker:
         return ("write", int(sh.w_key[q]), int(sh.w_wg[q]), int(sh.w_site[q]))
 
     def write(self, bb, pos, fr, site: int, lanes: int):
+        """Record a write at `pos`; raise DataRaceError if an unordered access by another
+        invocation touched it."""
         accessed = self._accessed(bb, pos, fr, lanes)
         if accessed is None:
             return

@@ -63,6 +63,7 @@ class Layout:
         return out
 
     def rows_of(self, matrix):
+        """The entries of a per-invocation matrix, indexed by subgroup and lane."""
         return matrix[self.sg, self.lane]
 
     def gather(self, matrix, lanes):

@@ -50,11 +50,13 @@ class Buffer(Node):
         return BufferLoad(self, indices)
 
     def load(self, *indices) -> PrimExpr:
+        """`BufferLoad(self, indices)`: programmatic construction of a read."""
         from .expr import BufferLoad
 
         return BufferLoad(self, indices)
 
     def store(self, value, *indices):
+        """`BufferStore(self, value, indices)`: programmatic construction of a write."""
         from .stmt import BufferStore
 
         return BufferStore(self, value, indices)

@@ -77,25 +77,31 @@ class DataType:
         return hash(str(self))  # consistent with equality to the string spelling
 
     def with_lanes(self, lanes: int) -> "DataType":
+        """The same element type with `lanes` lanes."""
         return DataType(self.code, self.bits, lanes)
 
     def element_of(self) -> "DataType":
+        """The one-lane element type (`float32x4` -> `float32`)."""
         return DataType(self.code, self.bits, 1)
 
     @property
     def is_scalar(self) -> bool:
+        """True for one lane."""
         return self.lanes == 1
 
     @property
     def is_vector(self) -> bool:
+        """True for more than one lane."""
         return self.lanes > 1
 
     @property
     def is_int(self) -> bool:
+        """True for signed integers."""
         return self.code == "int"
 
     @property
     def is_uint(self) -> bool:
+        """True for unsigned integers."""
         return self.code == "uint"
 
     @property
@@ -105,14 +111,17 @@ class DataType:
 
     @property
     def is_float(self) -> bool:
+        """True for floats."""
         return self.code == "float"
 
     @property
     def is_bool(self) -> bool:
+        """True for bool."""
         return self.code == "bool"
 
     @property
     def is_handle(self) -> bool:
+        """True for the opaque handle type."""
         return self.code == "handle"
 
     @property

@@ -147,6 +147,7 @@ class BinaryOp(PrimExpr):
 
     @property
     def dtype(self) -> DataType:
+        """The operands' type (both have it: typing rule 3)."""
         # Walk down the chain of operands `a` whose dtype is their own `a`'s in a loop: a deep
         # sum is asked for its dtype at every level, and a recursive property would cost a
         # Python call per level each time (and can exhaust the stack).
@@ -207,6 +208,7 @@ class CmpOp(BinaryOp):
 
     @property
     def dtype(self) -> DataType:
+        """bool with the operands' lane count."""
         return bool_.with_lanes(self.a.dtype.lanes)
 
 
@@ -262,6 +264,7 @@ class Not(PrimExpr):
 
     @property
     def dtype(self) -> DataType:
+        """The operand's type (bool)."""
         return self.a.dtype
 
 
@@ -285,6 +288,7 @@ class Select(PrimExpr):
 
     @property
     def dtype(self) -> DataType:
+        """The type of the two values."""
         return self.true_value.dtype
 
 
@@ -316,6 +320,7 @@ class Ramp(PrimExpr):
 
     @property
     def dtype(self) -> DataType:
+        """The base's type with `lanes` times its lanes."""
         return self.base.dtype.with_lanes(self.base.dtype.lanes * self.lanes)
 
 
@@ -332,6 +337,7 @@ class Broadcast(PrimExpr):
 
     @property
     def dtype(self) -> DataType:
+        """The value's type with `lanes` times its lanes."""
         return self.value.dtype.with_lanes(self.value.dtype.lanes * self.lanes)
 
 
@@ -349,6 +355,7 @@ class Let(PrimExpr):
 
     @property
     def dtype(self) -> DataType:
+        """The body's type."""
         return self.body.dtype
 
 
@@ -378,6 +385,7 @@ class Shuffle(PrimExpr):
 
     @property
     def dtype(self) -> DataType:
+        """The vectors' element type with one lane per index."""
         return self.vectors[0].dtype.element_of().with_lanes(len(self.indices))
 
 
@@ -394,6 +402,7 @@ class BufferLoad(PrimExpr):
 
     @property
     def dtype(self) -> DataType:
+        """The buffer's element type with its lanes times the last index's (typing rule 1)."""
         elem = self.buffer.dtype
         index_lanes = self.indices[-1].dtype.lanes if self.indices else 1
         return elem.with_lanes(elem.lanes * index_lanes)

@@ -28,12 +28,15 @@ class PrimFunc(Node):
 
     @property
     def name(self) -> str:
+        """The function's name: its `global_symbol` attribute, else "main"."""
         return self.attrs.get("global_symbol", "main")
 
     def with_body(self, body: Stmt) -> "PrimFunc":
+        """A copy with another body."""
         return replace(self, body=body)
 
     def with_attr(self, key, value) -> "PrimFunc":
+        """A copy with attribute `key` set to `value`."""
         return replace(self, attrs=self.attrs.set(key, value))
 
     @property

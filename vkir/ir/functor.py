@@ -58,6 +58,8 @@ class Visitor(_Functor):
         """Called for every Buffer reference; default does nothing."""
 
     def generic_visit(self, node):
+        """Visit every child of `node` (fields in order; tuples and mappings element by element).
+        """
         if isinstance(node, FrozenDict):
             return
         for name in _child_fields(type(node)):
@@ -81,6 +83,8 @@ class Mutator(_Functor):
     """
 
     def visit_buffer(self, buffer: Buffer) -> Buffer:
+        """The buffer to use for `buffer` in the result (itself by default; passes override it to
+        retype or rename buffers)."""
         return buffer
 
     def _visit_value(self, value):
@@ -94,6 +98,7 @@ class Mutator(_Functor):
         return value
 
     def generic_visit(self, node):
+        """`node` with every child visited; the node itself when no child changed."""
         changes = {}
         for name in _child_fields(type(node)):
             value = getattr(node, name)

@@ -30,6 +30,7 @@ _RESERVED = set(keyword.kwlist) | {"T", "True", "False", "None"}
 
 
 def is_const(e) -> bool:
+    """True for an integer or float constant."""
     return isinstance(e, (E.IntImm, E.FloatImm))
 
 
@@ -68,6 +69,7 @@ class ExprPrinter:
         self.used.discard(self.names.get(obj))
 
     def var_name(self, var: E.Var) -> str:
+        """The printed name of `var`, given on first use."""
         return self.names.get(var) or self.fresh(var, var.name)
 
     # -- expressions ---------------------------------------------------------------------------
@@ -78,6 +80,8 @@ class ExprPrinter:
         return self.prec(e, like)[0]
 
     def prec(self, e, like=None) -> tuple[str, int]:
+        """(text, precedence) of expression `e`; a constant prints bare when its dtype is `like`.
+        """
         if is_const(e):
             return self.const(e, bare=_can_be_bare(e) and (e.dtype == like if like is not None
                                                             else e.dtype in _DEFAULT))
@@ -85,6 +89,7 @@ class ExprPrinter:
         return method(e)
 
     def const(self, c, bare: bool) -> tuple[str, int]:
+        """(text, precedence) of a constant: a bare literal, or typed as `T.int64(3)`."""
         dt = c.dtype
         if dt.is_bool:
             text = "True" if c.value else "False"
@@ -186,6 +191,7 @@ class ExprPrinter:
                f"[{self.indices(e.indices)}]", ATOM
 
     def indices(self, indices) -> str:
+        """The text of a buffer access's indices (`()` for none)."""
         if not indices:
             return "()"
         return ", ".join(self.expr(i) for i in indices)

@@ -76,9 +76,11 @@ def _compact(node, depth: int) -> str:
 
 
 class Printer(ExprPrinter):
+    """The script printer: functions, statements and expressions as T.prim_func source."""
     # -- function ------------------------------------------------------------------------------
 
     def function(self, func: PrimFunc) -> str:
+        """The whole `@T.prim_func` source of `func`."""
         name = func.name if func.name.isidentifier() and func.name not in _KEYWORDS else "main"
         for p in func.params:  # parameter names first, so they keep their own names
             buf = func.buffer_map.get(p)
@@ -109,13 +111,17 @@ class Printer(ExprPrinter):
         return "\n".join(lines) + "\n"
 
     def buffer_type(self, buf: Buffer) -> str:
+        """The `T.Buffer(...)` annotation of a parameter buffer."""
         return f"T.Buffer({self.shape(buf.shape)}, \"{buf.dtype}\"{self.buffer_extras(buf)})"
 
     def shape(self, shape) -> str:
+        """A shape or strides tuple as text (`(n,)`, `(4, 8)`)."""
         items = [self.expr(s) for s in shape]
         return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
     def buffer_extras(self, buf: Buffer, default_scope="global", fresh_data=True) -> str:
+        """The keyword arguments a buffer declaration needs beyond shape and dtype (strides,
+        offset, scope, data pointer type)."""
         out = ""
         if buf.strides:
             out += f", strides={self.shape(buf.strides)}"
@@ -133,6 +139,7 @@ class Printer(ExprPrinter):
         return out
 
     def buffer_decl_text(self, buf: Buffer) -> str:
+        """`name: T.Buffer(...)` for a buffer printed on its own."""
         return f"{self.fresh(buf, buf.name)}: {self.buffer_type(buf)}"
 
     # -- statements ----------------------------------------------------------------------------

@@ -40,6 +40,7 @@ def int_text(value: int) -> str:
 
 
 def is_literal(value) -> bool:
+    """True for a Python bool, int or float (a value the script may use untyped)."""
     return isinstance(value, LITERAL_TYPES)
 
 
@@ -57,6 +58,7 @@ def parse_dtype(value, arg: int | None = None) -> DataType:
 
 
 def default_dtype(value) -> DataType:
+    """The type a literal takes with no typed operand beside it: bool, int32 or float32."""
     if isinstance(value, bool):
         return DataType("bool", 1)
     if isinstance(value, int):
@@ -154,14 +156,17 @@ def _describe(value) -> str:
 
 
 def cast(value, dtype, *, span=None):
+    """T.cast(value, dtype): a value conversion."""
     return E.Cast(parse_dtype(dtype, 1), to_expr(value, 0), span=span)
 
 
 def reinterpret(value, dtype, *, span=None):
+    """T.reinterpret(value, dtype): the same bits read as another type."""
     return E.Call(parse_dtype(dtype, 1), "reinterpret", (to_expr(value, 0),), span=span)
 
 
 def ramp(base, stride, lanes, *, span=None):
+    """T.ramp(base, stride, lanes): [base, base + stride, ...]."""
     lanes = _int_arg(lanes, "lanes", 2)
     if lanes < 1:
         raise BuildError("lanes must be positive", 2)
@@ -170,6 +175,7 @@ def ramp(base, stride, lanes, *, span=None):
 
 
 def broadcast(value, lanes, *, span=None):
+    """T.broadcast(value, lanes): the value repeated in every lane."""
     lanes = _int_arg(lanes, "lanes", 1)
     if lanes < 1:
         raise BuildError("lanes must be positive", 1)
@@ -177,11 +183,13 @@ def broadcast(value, lanes, *, span=None):
 
 
 def select(condition, true_value, false_value, *, span=None):
+    """T.select(condition, a, b): both sides evaluated, one chosen."""
     t, f = _unify_from(1, true_value, false_value)
     return E.Select(to_expr(condition, 0), t, f, span=span)
 
 
 def if_then_else(condition, true_value, false_value, *, span=None):
+    """T.if_then_else(condition, a, b): only the chosen side evaluated."""
     t, f = _unify_from(1, true_value, false_value)
     return E.Call(t.dtype, "if_then_else", (to_expr(condition, 0), t, f), span=span)
 
@@ -194,30 +202,37 @@ def _unify_from(first: int, *values):
 
 
 def min(a, b, *, span=None):  # noqa: A001 - T.min
+    """T.min(a, b)."""
     return binary(E.Min, a, b, span=span)
 
 
 def max(a, b, *, span=None):  # noqa: A001 - T.max
+    """T.max(a, b)."""
     return binary(E.Max, a, b, span=span)
 
 
 def truncdiv(a, b, *, span=None):
+    """T.truncdiv(a, b): division rounding toward zero."""
     return binary(E.Div, a, b, span=span)
 
 
 def truncmod(a, b, *, span=None):
+    """T.truncmod(a, b): the remainder of truncdiv (the sign of a)."""
     return binary(E.Mod, a, b, span=span)
 
 
 def floordiv(a, b, *, span=None):
+    """T.floordiv(a, b): `a // b`."""
     return binary(E.FloorDiv, a, b, span=span)
 
 
 def floormod(a, b, *, span=None):
+    """T.floormod(a, b): `a % b`."""
     return binary(E.FloorMod, a, b, span=span)
 
 
 def shuffle(vectors, indices, *, span=None):
+    """T.shuffle([vectors], [indices]): lanes picked from the concatenated vectors."""
     if not isinstance(vectors, (list, tuple)) or not vectors:
         raise BuildError("expected a non-empty list of vectors", 0)
     if not isinstance(indices, (list, tuple)) or not indices:

@@ -30,6 +30,7 @@ class Source:
         return ""
 
     def span(self, node: ast.AST | None) -> Span | None:
+        """The IR Span of an AST node in the user's file (None without a position)."""
         if node is None or not hasattr(node, "lineno"):
             return None
         col = node.col_offset + self.col_offset + 1

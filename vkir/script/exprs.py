@@ -29,6 +29,7 @@ STMT_NAMES = frozenset({
 
 
 def is_dtype_name(name: str) -> bool:
+    """True when `name` spells a vkir dtype (`float32`, `int8x4`)."""
     try:
         DataType.parse(name)
     except ValueError:
@@ -51,9 +52,11 @@ class ExprParser:
     # -- helpers -------------------------------------------------------------------------------
 
     def error(self, node, message: str):
+        """A ScriptError located at `node`."""
         return self.source.error(node, message)
 
     def span(self, node):
+        """The Span of `node`."""
         return self.source.span(node)
 
     def t_attr(self, node) -> str | None:
@@ -94,6 +97,7 @@ class ExprParser:
             raise self.error(node, str(exc)) from None
 
     def int_literal(self, node, what: str) -> int:
+        """The Python int that `node` evaluates to, or a ScriptError naming `what`."""
         value = self.value(node)
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.error(node, f"{what} must be an integer literal")
@@ -266,6 +270,7 @@ class ExprParser:
         return E.BufferLoad(buf, self.indices(node.slice), span=self.span(node))
 
     def indices(self, node) -> tuple:
+        """The index expressions of a subscript (`A[i, j]`, `A[()]`)."""
         elts = node.elts if isinstance(node, ast.Tuple) else [node]
         out = []
         for e in elts:
@@ -325,6 +330,7 @@ class ExprParser:
             raise self.error(target, f"{self.t_name}.{name}: {exc}") from None
 
     def check_signature(self, node, name: str, fn, args, kwargs):
+        """A ScriptError at `node` unless `args`/`kwargs` fit `fn`'s signature."""
         try:
             inspect.signature(fn).bind(*args, **kwargs)
         except TypeError as exc:

@@ -71,6 +71,7 @@ class Parser(ExprParser):
     # -- entry ---------------------------------------------------------------------------------
 
     def function(self, fn: ast.FunctionDef) -> PrimFunc:
+        """The PrimFunc of a `def` with T annotations."""
         args = fn.args
         for bad in (*args.posonlyargs, *args.kwonlyargs):
             raise self.error(bad, "only plain positional parameters are supported")
@@ -238,6 +239,7 @@ class Parser(ExprParser):
         return body
 
     def stmt(self, node) -> S.Stmt:
+        """The IR statement of one Python statement."""
         method = getattr(self, "_s_" + type(node).__name__, None)
         if method is None:
             raise self.error(node, f"unsupported statement: {type(node).__name__}")

@@ -22,6 +22,7 @@ class Scope:
         return None
 
     def lookup(self, name: str):
+        """The value bound to `name` in the innermost scope that has it (None if none)."""
         for frame in reversed(self._frames):
             if name in frame:
                 return frame[name]

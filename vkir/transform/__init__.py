@@ -12,6 +12,7 @@ _PASSES = {
     "Simplify": "simplify",
     "VectorTypeRewrite": "vector_type_rewrite",
     "PointerCastVectorize": "pointer_cast_vectorize",
+    "SymbolicVectorCast": "symbolic_vector_cast",
     "BoolToInt8": "bool_to_int8",
     "CommonSubexprElim": "common_subexpr_elim",
     "InjectSoftwarePipeline": "inject_software_pipeline",

@@ -60,6 +60,7 @@ class Sequential(Pass):
     verify: bool = False
 
     def transform(self, func: PrimFunc) -> PrimFunc:
+        """Run the passes in order (each checked like a direct call)."""
         from .instruments import CheckTypes
         from .pipeline import Pipeline
 

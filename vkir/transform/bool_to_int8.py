@@ -82,6 +82,7 @@ class BoolToInt8(Pass):
     """Store bool buffers as int8 (see the module docstring)."""
 
     def transform(self, func):
+        """Retype bool buffers as int8 with explicit casts at every access."""
         rw = _Rewriter()
         params, buffer_map = [], {}
         for p in func.params:

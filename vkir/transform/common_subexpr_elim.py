@@ -73,6 +73,7 @@ class CommonSubexprElim(Pass):
     identify_equiv_terms: bool = False
 
     def transform(self, func: PrimFunc) -> PrimFunc:
+        """Let-bind the repeated computations of the body (see the module docstring)."""
         body = eliminate(func.body, self.identify_equiv_terms, _last_cse_number(func))
         return func if body is func.body else func.with_body(body)
 

@@ -19,6 +19,8 @@ from .cse_traversal import (
 
 @dataclass(frozen=True)
 class Use:
+    """One occurrence of a candidate computation: where it is, its scope chain, its size and pre-
+    order position."""
     site: tuple  # child-index path from the function body
     chain: tuple  # ((scope site, item index), ...) from the outermost scope inward
     expr: PrimExpr
@@ -34,6 +36,7 @@ class Group:
 
     @property
     def dtype(self) -> DataType:
+        """The type of the computation (that of its first use)."""
         return self.uses[0].expr.dtype
 
     def outermost_uses(self) -> list:
@@ -117,6 +120,7 @@ class Scan:
     # -- statements -------------------------------------------------------------------------
 
     def block(self, stmt: Stmt, site: tuple, chain: tuple, kind: str, bound: Var | None = None):
+        """Scan a statement that opens a scope (a block, loop body, branch or binding body)."""
         saved_region, saved_binder = self.region, self.binders.get(bound, _MISSING)
         if kind == COND_BLOCK:
             self.region = site
@@ -128,6 +132,7 @@ class Scan:
         _restore(self.binders, bound, saved_binder)
 
     def stmt(self, stmt: Stmt, site: tuple, chain: tuple):
+        """Scan the children of a statement."""
         for i, (_, _, kind, child, bound) in enumerate(stmt_parts(stmt)):
             if kind in (BLOCK, COND_BLOCK):
                 self.block(child, site + (i,), chain, kind, bound)
@@ -137,6 +142,8 @@ class Scan:
     # -- expressions ------------------------------------------------------------------------
 
     def expr(self, expr: PrimExpr, site: tuple, chain: tuple) -> tuple:
+        """Scan an expression, recording it as a candidate; returns its key, size and properties.
+        """
         self.order += 1
         order = self.order
         if isinstance(expr, Var):

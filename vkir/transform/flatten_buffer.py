@@ -68,6 +68,7 @@ def flat_buffer(buf: Buffer, name: str) -> Buffer:
 
 
 def flat_index(buf: Buffer, indices: tuple, where) -> E.PrimExpr:
+    """The 1-d index of an N-d access (row-major with the buffer's strides and offset)."""
     if len(indices) != len(buf.shape):
         raise TransformError(f"FlattenBuffer: {where}: buffer {buf.name!r} has {len(buf.shape)} "
                              f"dimensions but is indexed with {len(indices)}")
@@ -127,6 +128,7 @@ class FlattenBuffer(Pass):
     """N-d buffer accesses become 1-d through flat aliases; buffer_map is unchanged."""
 
     def transform(self, func):
+        """Make every N-d access 1-d through a flat DeclBuffer alias of each buffer."""
         mapping = {}
         decls = []
         for p in func.params:

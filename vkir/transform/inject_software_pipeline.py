@@ -48,6 +48,7 @@ class InjectSoftwarePipeline(Pass):
     """Software-pipeline every loop annotated with `software_pipeline_stage` (innermost first)."""
 
     def transform(self, func: PrimFunc) -> PrimFunc:
+        """Pipeline every loop annotated with stages and orders (see the module docstring)."""
         body = _Injector().visit(func.body)
         return func if body is func.body else func.with_body(body)
 

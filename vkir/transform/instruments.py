@@ -29,9 +29,12 @@ class CheckTypes(Instrument):
         self._input = None
 
     def before(self, pass_, func) -> None:
+        """Remember the pass's input."""
         self._input = func
 
     def after(self, pass_, func) -> None:
+        """Run the explicit-cast checker on the pass's output, naming the pass (and its input) on
+        failure."""
         given, self._input = self._input, None
         self.check(pass_, given, func)
 
@@ -63,6 +66,7 @@ class PrintAfter(Instrument):
         self.file = file
 
     def after(self, pass_, func) -> None:
+        """Print the function after the selected passes."""
         if self.passes != "all" and pass_.name not in self.passes:
             return
         out = self.file if self.file is not None else sys.stdout
@@ -80,9 +84,11 @@ class TimePasses(Instrument):
         self._t0 = None
 
     def before(self, pass_, func) -> None:
+        """Start the pass's clock."""
         self._t0 = time.perf_counter()
 
     def after(self, pass_, func) -> None:
+        """Record (pass name, seconds)."""
         self.records.append((pass_.name, time.perf_counter() - self._t0))
 
     @property

@@ -48,6 +48,8 @@ class LowerAsync(Pass):
     """Lower AsyncScope/AsyncCommitQueue/AsyncWaitQueue to synchronous code plus barriers."""
 
     def transform(self, func: PrimFunc) -> PrimFunc:
+        """Lower async scopes and queues to synchronous stores and barriers (see the module
+        docstring)."""
         if not any(isinstance(n, _ASYNC) for n in walk(func.body)):
             return func
         nodes = list(walk(func.body))

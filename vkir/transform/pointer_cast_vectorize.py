@@ -58,9 +58,10 @@ def _cast_extent(extent, lanes: int):
 
 
 class _Caster(ContextMutator):
-    def __init__(self, func: PrimFunc, vulkan: bool, allowed_lanes):
+    def __init__(self, func: PrimFunc, vulkan: bool, allowed_lanes, unprovable_only: bool = False):
         self._init_context(func)
         self.vulkan = vulkan
+        self.unprovable_only = unprovable_only
         self.allowed_lanes = allowed_lanes
         self.params = {func.buffer_map[p].data for p in func.params if p in func.buffer_map}
         self.casts: dict[tuple, Buffer] = {}  # (buffer, lanes) -> cast buffer, in creation order
@@ -88,6 +89,9 @@ class _Caster(ContextMutator):
         if self.allowed_lanes is not None and lanes not in self.allowed_lanes:
             return None
         if not modular_set(index.base, self.var_sets).is_multiple_of(lanes):
+            return None
+        if self.unprovable_only and (modular_set(buf.shape[0]).is_multiple_of(lanes)
+                                     or buf.scope != "global" or buf.data not in self.params):
             return None
         if self.vulkan and (buf.scope != "global" or buf.data not in self.params):
             raise UnsupportedError(
@@ -120,10 +124,18 @@ class _Caster(ContextMutator):
 @dataclass(frozen=True)
 class PointerCastVectorize(Pass):
     """Turn aligned stride-1 ramp accesses into accesses of explicit vector-typed DeclBuffer casts
-    over the same data; a Vulkan `target` refuses (UnsupportedError) casts Vulkan cannot honor."""
+    over the same data; a Vulkan `target` refuses (UnsupportedError) casts Vulkan cannot honor.
+
+    With `unprovable_extents_only`, only kernel parameters whose extent is not a provable
+    multiple of the width (a symbolic size such as `("n",)`, which VectorTypeRewrite must leave
+    scalar) are cast, and everything else is left alone rather than refused: the default
+    pipeline's way to give such parameters vector loads and stores. The cast's extent is
+    `n // L` whole vectors, so every aligned ramp that is in bounds of the parameter is in bounds
+    of the cast: no byte past the parameter's end is ever touched, whatever n is."""
 
     target: Target | None = None
     allowed_lanes: tuple | None = None
+    unprovable_extents_only: bool = False
 
     def __post_init__(self):
         try:
@@ -132,11 +144,13 @@ class PointerCastVectorize(Pass):
             raise ArgumentError(f"PointerCastVectorize: {exc}") from None
 
     def transform(self, func: PrimFunc) -> PrimFunc:
+        """Turn aligned vector accesses into accesses of explicit vector-typed casts of the
+        buffers."""
         vulkan = self.target is not None and self.target.is_vulkan
         lanes = self.allowed_lanes
         if lanes is None and vulkan:
             lanes = VULKAN_LANES
-        caster = _Caster(func, vulkan, lanes)
+        caster = _Caster(func, vulkan, lanes, self.unprovable_extents_only)
         body = caster.visit(func.body)
         for p in reversed(func.params):
             if p in func.buffer_map:

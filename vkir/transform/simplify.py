@@ -112,6 +112,7 @@ class Simplify(Pass):
     """Constant folding and arithmetic simplification (see the module docstring)."""
 
     def transform(self, func):
+        """Simplify every expression and statement of the body (see the module docstring)."""
         # a symbolic size is a nonnegative value of its type (int32: [0, 2**31 - 1])
         ranges = {v: (0, None) for buf in func.buffer_map.values() for s in buf.shape
                   for v in [s] if isinstance(v, E.Var)}

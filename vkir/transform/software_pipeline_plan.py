@@ -49,6 +49,8 @@ class Group:
 
 @dataclass(eq=False)
 class PipelinePlan:
+    """What InjectSoftwarePipeline does to one loop: its statements by stage and order, hoisted
+    allocations, multi-versioned buffers and async groups."""
     loop: For
     stmts: list  # PipeStmt in original order
     ordered: list  # PipeStmt in new order

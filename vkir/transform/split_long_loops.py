@@ -42,6 +42,8 @@ class SplitLongLoops(Pass):
     max_factor: int = 64
 
     def transform(self, func):
+        """Split every loop whose trip count may exceed the threshold into a nest (see the module
+        docstring)."""
         body = _Splitter(self.threshold, self.max_factor).visit(func.body)
         return func if body is func.body else replace(func, body=body)
 

@@ -210,6 +210,7 @@ class ContextMutator(ContextMixin, Mutator):
     """A Mutator that keeps the context: a let-bound variable is known in the let's body."""
 
     def visit_LetStmt(self, node):
+        """Visit the body with the let's value recorded (context for index analysis)."""
         value = self.visit(node.value)
         self._bind(node.var, node.value)
         body = self.visit(node.body)
@@ -234,6 +235,7 @@ class Storage:
     refusal: str | None = None
 
     def refuse(self, reason: str):
+        """Give up on this storage, keeping the first reason (for the log)."""
         if self.refusal is None:
             self.refusal = reason
 
@@ -428,6 +430,7 @@ class VectorTypeRewrite(Pass):
     allowed_lanes: tuple = (2, 4)
 
     def transform(self, func: PrimFunc) -> PrimFunc:
+        """Retype the buffers the analysis accepts as vector-typed and rewrite their accesses."""
         storages = plan(func, self.allowed_lanes)
         lanes_of, buffers, new_data = {}, {}, {}
         for data, st in storages.items():

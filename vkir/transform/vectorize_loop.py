@@ -257,5 +257,6 @@ class VectorizeLoop(Pass):
     """Vectorize every `vectorized` loop (see the module docstring)."""
 
     def transform(self, func):
+        """Turn every vectorized loop into vector expressions (see the module docstring)."""
         body = _LoopVectorizer().visit(func.body)
         return func if body is func.body else func.with_body(body)

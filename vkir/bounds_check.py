@@ -1,0 +1,281 @@
+"""Device-side bounds checking: `vkir.build(f, check_bounds=True)`.
+
+On a GPU an out-of-bounds access is undefined, as in GLSL. With `check_bounds=True` vkir
+instruments the user's function before lowering (`instrument`): every buffer access with scalar
+indices is preceded by a check, and the first invocation that finds an index outside its buffer's
+shape claims a small int32 record buffer (an atomic compare-exchange on its first word) and
+writes the access site, its invocation ids and the index into it. The access itself is never
+performed out of bounds: loads read a clamped index, stores and atomic statements are skipped.
+After the dispatch `BoundsCheckedKernel` reads the record back and raises `vkir.OutOfBoundsError`
+naming the buffer, the index, the invocation and the source line, as the interpreter does.
+
+Accesses with vector (Ramp/Broadcast) indices and accesses whose indices use a variable bound
+inside the same expression are not checked; loads in a branch of `T.if_then_else` are checked
+only when the branch is taken (the device evaluates only that side).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import OutOfBoundsError, describe_invocation
+from .ir import (
+    And, BufferLoad, BufferStore, Call, Cast, DataType, DeclBuffer, EQ, Evaluate, For, GE,
+    IfThenElse, LT, Let, LetStmt, Max, Min, Not, Or, PrimFunc, SeqStmt, Sub, Var,
+)
+from .ir.buffer import decl_buffer
+from .ir.expr import const
+from .ir.functor import Mutator, children
+from .ir.stmt import AllocBuffer
+
+RECORD_NAME = "vkir_bounds_record"
+MAX_DIMS = 8
+# record layout (int32 words): claimed flag, site id, the six invocation ids, the indices
+_FLAG, _SITE, _IDS, _INDICES = 0, 1, 2, 8
+RECORD_WORDS = _INDICES + MAX_DIMS
+THREADS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
+INT32 = DataType.parse("int32")
+
+
+@dataclass(frozen=True)
+class Site:
+    """One checked access: the buffer's name and shape text, the thread ids bound around it, and
+    where it is in the user's source (None when the IR has no span)."""
+
+    buffer: str
+    shape: tuple
+    threads: tuple
+    location: str | None
+    source_line: str
+
+
+def _checkable(load_or_store) -> bool:
+    """Scalar indices only, at most MAX_DIMS of them."""
+    idx = load_or_store.indices
+    return 0 < len(idx) <= MAX_DIMS and all(i.dtype.lanes == 1 for i in idx)
+
+
+def _out_of_bounds(indices, shape):
+    """The bool expression `some index < 0 or >= its extent`."""
+    cond = None
+    for i, ext in zip(indices, shape):
+        ext = ext if ext.dtype == i.dtype else Cast(i.dtype, ext)
+        term = Or(LT(i, const(0, i.dtype)), GE(i, ext))
+        cond = term if cond is None else Or(cond, term)
+    return cond
+
+
+def _clamped(indices, shape):
+    """Each index clamped into [0, extent - 1]."""
+    out = []
+    for i, ext in zip(indices, shape):
+        ext = ext if ext.dtype == i.dtype else Cast(i.dtype, ext)
+        out.append(Max(Min(i, Sub(ext, const(1, i.dtype))), const(0, i.dtype)))
+    return tuple(out)
+
+
+def _vars(expr) -> set:
+    """Every Var under `expr`."""
+    found, stack = set(), [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Var):
+            found.add(node)
+        stack.extend(children(node))
+    return found
+
+
+def _accesses(expr, cond=None, bound=frozenset()):
+    """(load, path condition) for every checkable load evaluated by `expr`; loads in a branch of
+    if_then_else carry that branch's condition, loads using Let-bound variables are left out."""
+    out, stack = [], [(expr, cond, bound)]
+    while stack:
+        node, c, b = stack.pop()
+        if isinstance(node, BufferLoad):
+            if _checkable(node) and not (b and any(_vars(i) & b for i in node.indices)):
+                out.append((node, c))
+        if isinstance(node, Call) and node.op == "if_then_else":
+            test, yes, no = node.args
+            stack.append((test, c, b))
+            if test.dtype.lanes == 1:  # a vector condition evaluates both sides lane-wise
+                stack.append((yes, test if c is None else And(c, test), b))
+                stack.append((no, Not(test) if c is None else And(c, Not(test)), b))
+            continue
+        if isinstance(node, Let):
+            stack.append((node.value, c, b))
+            stack.append((node.body, c, b | {node.var}))
+            continue
+        stack.extend((child, c, b) for child in children(node))
+    out.reverse()
+    return out
+
+
+class _ClampLoads(Mutator):
+    """Every checkable load reads a clamped index (so it never reads outside its buffer)."""
+
+    def visit_BufferLoad(self, e):
+        e = self.generic_visit(e)
+        if not _checkable(e):
+            return e
+        return BufferLoad(e.buffer, _clamped(e.indices, e.buffer.shape), span=e.span)
+
+
+class _Instrumenter:
+    """Rewrites statements: checks before each statement's own expressions, clamped loads,
+    guarded stores. `sites` collects one Site per checked access."""
+
+    def __init__(self, record):
+        self.record = record
+        self.sites = []
+
+    def site(self, buffer, node, stmt, threads) -> int:
+        span = node.span or stmt.span
+        self.sites.append(Site(buffer.name, tuple(str(s) for s in buffer.shape),
+                               tuple(name for name in THREADS if name in threads),
+                               str(span) if span is not None else None,
+                               getattr(span, "source_line", "") if span is not None else ""))
+        return len(self.sites) - 1
+
+    def report(self, site: int, indices, threads):
+        """`if claim(record): record[...] = site, ids, indices`."""
+        rec = self.record
+        old = Var("vkir_bounds_old", INT32)
+        claim = Call(INT32, "atomic_compare_exchange",
+                     (BufferLoad(rec, (const(_FLAG),)), const(0), const(1)))
+        writes = [BufferStore(rec, const(site), (const(_SITE),))]
+        for k, name in enumerate(THREADS):
+            if name in threads:
+                v = threads[name]
+                writes.append(BufferStore(rec, v if v.dtype == INT32 else Cast(INT32, v),
+                                          (const(_IDS + k),)))
+        for k, i in enumerate(indices):
+            writes.append(BufferStore(rec, i if i.dtype == INT32 else Cast(INT32, i),
+                                      (const(_INDICES + k),)))
+        return LetStmt(old, claim, IfThenElse(EQ(old, const(0)), SeqStmt(tuple(writes))))
+
+    def checks(self, exprs, stmt, threads) -> list:
+        out = []
+        for expr in exprs:
+            for load, cond in _accesses(expr):
+                bad = _out_of_bounds(load.indices, load.buffer.shape)
+                site = self.site(load.buffer, load, stmt, threads)
+                out.append(IfThenElse(bad if cond is None else And(cond, bad),
+                                      self.report(site, load.indices, threads)))
+        return out
+
+    def stmt(self, s, threads):
+        clamp = _ClampLoads()
+        if isinstance(s, SeqStmt):
+            return SeqStmt(tuple(self.stmt(x, threads) for x in s.seq), span=s.span)
+        if isinstance(s, For):
+            pre = self.checks((s.min, s.extent), s, threads)
+            inner = dict(threads)
+            if s.kind == "thread_binding":
+                inner[s.thread] = s.loop_var
+            new = For(s.loop_var, clamp.visit(s.min), clamp.visit(s.extent), s.kind,
+                      self.stmt(s.body, inner), s.thread, s.annotations, span=s.span)
+            return _seq(pre, new)
+        if isinstance(s, IfThenElse):
+            pre = self.checks((s.condition,), s, threads)
+            new = IfThenElse(clamp.visit(s.condition), self.stmt(s.then_case, threads),
+                             None if s.else_case is None else self.stmt(s.else_case, threads),
+                             span=s.span)
+            return _seq(pre, new)
+        if isinstance(s, LetStmt):
+            pre = self.checks((s.value,), s, threads)
+            return _seq(pre, LetStmt(s.var, clamp.visit(s.value), self.stmt(s.body, threads),
+                                     span=s.span))
+        if isinstance(s, BufferStore):
+            pre = self.checks((s.value, *s.indices), s, threads)
+            new = BufferStore(s.buffer, clamp.visit(s.value),
+                              tuple(clamp.visit(i) for i in s.indices), span=s.span)
+            if _checkable(s):
+                bad = _out_of_bounds(new.indices, s.buffer.shape)
+                site = self.site(s.buffer, s, s, threads)
+                pre.append(IfThenElse(bad, self.report(site, new.indices, threads)))
+                new = IfThenElse(Not(bad), new, span=s.span)
+            return _seq(pre, new)
+        if isinstance(s, Evaluate):
+            value = s.value
+            pre = self.checks((value,), s, threads)
+            if isinstance(value, Call) and value.args and isinstance(value.args[0], BufferLoad) \
+                    and _checkable(value.args[0]):
+                # an atomic statement: skip it when its element is out of bounds
+                bad = _out_of_bounds(value.args[0].indices, value.args[0].buffer.shape)
+                return _seq(pre, IfThenElse(Not(bad), Evaluate(clamp.visit(value), span=s.span)))
+            return _seq(pre, Evaluate(clamp.visit(value), span=s.span))
+        if isinstance(s, (AllocBuffer, DeclBuffer)):
+            return type(s)(s.buffer, self.stmt(s.body, threads), span=s.span)
+        if hasattr(s, "body"):  # async scopes and queues: rebuild around the new body
+            import dataclasses
+
+            return dataclasses.replace(s, body=self.stmt(s.body, threads))
+        return s
+
+
+def _seq(pre: list, stmt):
+    return SeqStmt((*pre, stmt)) if pre else stmt
+
+
+def instrument(func: PrimFunc):
+    """`(checked function, sites)`: `func` with one more buffer parameter, the int32 record named
+    RECORD_NAME, and a check before every access (see the module docstring)."""
+    record = decl_buffer((RECORD_WORDS,), "int32", RECORD_NAME)
+    inst = _Instrumenter(record)
+    body = inst.stmt(func.body, {})
+    params = (*func.params, record.data)
+    buffer_map = {**dict(func.buffer_map), record.data: record}
+    checked = PrimFunc(params, body, buffer_map, func.attrs)
+    return checked, tuple(inst.sites)
+
+
+def raise_if_recorded(record: np.ndarray, sites: tuple, kernel: str) -> None:
+    """Raise OutOfBoundsError for the access the record names, if any invocation claimed it."""
+    if record[_FLAG] == 0:
+        return
+    site = sites[int(record[_SITE])]
+    invocation = {name: int(record[_IDS + THREADS.index(name)]) for name in site.threads}
+    index = tuple(int(v) for v in record[_INDICES:_INDICES + len(site.shape)])
+    shown = index[0] if len(index) == 1 else index
+    message = (f"kernel {kernel}: buffer {site.buffer}: index {shown} is out of bounds for shape "
+               f"({', '.join(site.shape)}{',' if len(site.shape) == 1 else ''})")
+    if invocation:
+        message += f", in invocation {describe_invocation(invocation)}"
+    if site.location is not None:
+        message += f" at {site.location}"
+        if site.source_line:
+            message += f"\n    {site.source_line.strip()}"
+    raise OutOfBoundsError(message, site.buffer, shown, invocation, site.location)
+
+
+class BoundsCheckedKernel:
+    """A Kernel built from the instrumented function: called like the user's function (the
+    record buffer is added to every call), it raises OutOfBoundsError after a dispatch in which
+    some access was out of bounds. Everything else (`spirv`, `asm`, `ir`, ...) is the inner
+    Kernel's."""
+
+    def __init__(self, func: PrimFunc, build_inner):
+        self.func = func
+        checked, self.sites = instrument(func)
+        self.kernel = build_inner(checked)
+
+    def __getattr__(self, name):
+        return getattr(self.kernel, name)
+
+    def __repr__(self) -> str:
+        return f"<vkir Kernel {self.func.name} (bounds-checked) on {self.kernel.device.info.name}>"
+
+    def __call__(self, *args, **kwargs) -> None:
+        if RECORD_NAME in kwargs:
+            from .errors import ArgumentError
+
+            raise ArgumentError(f"kernel {self.func.name}: {RECORD_NAME!r} is vkir's own argument")
+        record = np.zeros(RECORD_WORDS, np.int32)
+        self.kernel(*args, **kwargs, **{RECORD_NAME: record})
+        raise_if_recorded(record, self.sites, self.func.name)
+
+    def profile(self, *args, **kwargs):
+        """Device time per run of the checked kernel (see Kernel.profile)."""
+        return self.kernel.profile(*args, np.zeros(RECORD_WORDS, np.int32), **kwargs)
