@@ -38,6 +38,7 @@ import weakref
 from collections import OrderedDict
 from pathlib import Path
 
+from .cache_root import cache_root
 from .errors import ArgumentError, UnsupportedError, VkirError
 
 __all__ = ["autotune", "Tuned", "cache_dir", "tuning_enabled", "device_class", "device_key"]
@@ -55,14 +56,8 @@ VENDORS = {0x10DE: "nvidia", 0x1002: "amd", 0x1022: "amd", 0x8086: "intel", 0x13
 def cache_dir() -> Path | None:
     """Directory of the autotuning cache: $VKIR_CACHE_DIR/autotune, else the platform's user
     cache directory for vkir; None (no disk cache) when VKIR_CACHE_DIR is "" or "0"."""
-    root = os.environ.get("VKIR_CACHE_DIR")
-    if root is None:
-        import platformdirs
-
-        root = platformdirs.user_cache_dir("vkir")
-    elif root.strip() in ("", "0"):
-        return None
-    return Path(root) / "autotune"
+    root = cache_root()
+    return None if root is None else root / "autotune"
 
 
 def tuning_enabled() -> bool:

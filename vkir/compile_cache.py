@@ -25,6 +25,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cache_root import cache_root
 from .abi import Binding, PushConstant, SpirvModule
 from .ir import (
     Add, Buffer, Cast, DataType, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimFunc, Sub, Var,
@@ -40,14 +41,8 @@ _NAMES = {cls: name for name, cls in _OPS.items()}
 def cache_dir() -> Path | None:
     """The directory of compiled kernels: $VKIR_CACHE_DIR/kernels, else the platform's user
     cache directory for vkir; None (no disk cache) when VKIR_CACHE_DIR is "" or "0"."""
-    root = os.environ.get("VKIR_CACHE_DIR")
-    if root is None:
-        import platformdirs
-
-        root = platformdirs.user_cache_dir("vkir")
-    elif root.strip() in ("", "0"):
-        return None
-    return Path(root) / "kernels"
+    root = cache_root()
+    return None if root is None else root / "kernels"
 
 
 @functools.cache
