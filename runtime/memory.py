@@ -33,6 +33,44 @@ DEVICE_LOCAL = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
 MIN_BYTES = 16  # Vulkan forbids empty buffers; small sizes are rounded up to a 16-byte multiple
 
 
+
+def create_bound_buffer(device, size: int, kind: str) -> tuple:
+    """A VkBuffer of `size` bytes bound to a VkDeviceMemory of its own: `(buffer, memory, the
+    memory type's property flags)`. `kind` picks the memory type: "staging" (host-visible, cached
+    and coherent preferred), "mapped" (host-visible, device-local preferred) or "device"
+    (device-local). Nothing is left behind when the allocation fails."""
+    dev = device.handle
+    out = ffi.new("VkBuffer*")
+    info = vk.VkBufferCreateInfo(size=size, usage=USAGE, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
+    check(lib.vkCreateBuffer(dev, ffi.addressof(info), ffi.NULL, out), "vkCreateBuffer")
+    handle = out[0]
+    req = ffi.new("VkMemoryRequirements*")
+    lib.vkGetBufferMemoryRequirements(dev, handle, req)
+    if kind == "staging":
+        type_index = device.memory_type(req.memoryTypeBits, HOST_VISIBLE, HOST_CACHED | HOST_COHERENT)
+    elif kind == "mapped":
+        type_index = device.memory_type(req.memoryTypeBits, HOST_VISIBLE,
+                                        DEVICE_LOCAL | HOST_CACHED | HOST_COHERENT)
+    else:
+        assert kind == "device", kind
+        type_index = device.memory_type(req.memoryTypeBits, DEVICE_LOCAL)
+    flags = device.memory.memoryTypes[type_index].propertyFlags
+    mem = ffi.new("VkDeviceMemory*")
+    alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=type_index)
+    r = lib.vkAllocateMemory(dev, ffi.addressof(alloc), ffi.NULL, mem)
+    if r:
+        lib.vkDestroyBuffer(dev, handle, ffi.NULL)
+        check(r, f"vkAllocateMemory({req.size} bytes)")
+    check(lib.vkBindBufferMemory(dev, handle, mem[0], 0), "vkBindBufferMemory")
+    return handle, mem[0], flags
+
+
+def map_memory(device, memory):
+    """The host address of the whole of `memory` (host-visible), mapped once for its lifetime."""
+    pp = ffi.new("void**")
+    check(lib.vkMapMemory(device.handle, memory, 0, WHOLE_SIZE, 0, pp), "vkMapMemory")
+    return pp[0]
+
 class Buffer:
     """`nbytes` bytes of device memory usable as a storage buffer."""
 
@@ -58,38 +96,14 @@ class Buffer:
     def _create(self, device, staging: bool) -> None:
         self.serial = device.next_serial()
         self.offset = 0
-        dev = device.handle
-        out = ffi.new("VkBuffer*")
-        info = vk.VkBufferCreateInfo(size=self.alloc_bytes, usage=USAGE,
-                                     sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
-        check(lib.vkCreateBuffer(dev, ffi.addressof(info), ffi.NULL, out), "vkCreateBuffer")
-        self.handle = out[0]
-        req = ffi.new("VkMemoryRequirements*")
-        lib.vkGetBufferMemoryRequirements(dev, self.handle, req)
         mapped = staging or device.host_visible_buffers
-        if staging:
-            type_index = device.memory_type(req.memoryTypeBits, HOST_VISIBLE, HOST_CACHED | HOST_COHERENT)
-        elif mapped:
-            type_index = device.memory_type(req.memoryTypeBits, HOST_VISIBLE,
-                                            DEVICE_LOCAL | HOST_CACHED | HOST_COHERENT)
-        else:
-            type_index = device.memory_type(req.memoryTypeBits, DEVICE_LOCAL)
-        flags = device.memory.memoryTypes[type_index].propertyFlags
-        mem = ffi.new("VkDeviceMemory*")
-        alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=type_index)
-        r = lib.vkAllocateMemory(dev, ffi.addressof(alloc), ffi.NULL, mem)
-        if r:
-            lib.vkDestroyBuffer(dev, self.handle, ffi.NULL)
-            check(r, f"vkAllocateMemory({req.size} bytes)")
-        self.memory = mem[0]
-        check(lib.vkBindBufferMemory(dev, self.handle, self.memory, 0), "vkBindBufferMemory")
+        self.handle, self.memory, flags = create_bound_buffer(
+            device, self.alloc_bytes, "staging" if staging else "mapped" if mapped else "device")
         device._track(self, self.handle, self.memory)
         self.host_visible = mapped and bool(flags & HOST_VISIBLE)
         self.coherent = bool(flags & HOST_COHERENT)
         if self.host_visible:
-            pp = ffi.new("void**")
-            check(lib.vkMapMemory(dev, self.memory, 0, WHOLE_SIZE, 0, pp), "vkMapMemory")
-            self._ptr = pp[0]
+            self._ptr = map_memory(device, self.memory)
 
     # -- host access ------------------------------------------------------------------------
     def host_view(self) -> np.ndarray:

@@ -22,10 +22,9 @@ import bisect
 import threading
 import weakref
 
-from ._vk import WHOLE_SIZE, check, ffi, lib, vk
+from ._vk import ffi, lib, vk
 from .limits import check_allocation, check_storage_range
-from .memory import (DEVICE_LOCAL, HOST_CACHED, HOST_COHERENT, HOST_VISIBLE, MIN_BYTES, USAGE,
-                     Buffer)
+from .memory import HOST_COHERENT, HOST_VISIBLE, MIN_BYTES, Buffer, create_bound_buffer, map_memory
 
 BLOCK_BYTES = 4 << 20      # one VkDeviceMemory per 4 MiB of small buffers
 MAX_SUBALLOC = 256 << 10   # larger buffers get an allocation of their own
@@ -56,34 +55,13 @@ class Block:
     __slots__ = ("handle", "memory", "size", "ptr", "coherent", "free")
 
     def __init__(self, device, size: int, mapped: bool):
-        dev = device.handle
-        out = ffi.new("VkBuffer*")
-        info = vk.VkBufferCreateInfo(size=size, usage=USAGE, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
-        check(lib.vkCreateBuffer(dev, ffi.addressof(info), ffi.NULL, out), "vkCreateBuffer")
-        self.handle = out[0]
-        req = ffi.new("VkMemoryRequirements*")
-        lib.vkGetBufferMemoryRequirements(dev, self.handle, req)
-        if mapped:
-            type_index = device.memory_type(req.memoryTypeBits, HOST_VISIBLE,
-                                            DEVICE_LOCAL | HOST_CACHED | HOST_COHERENT)
-        else:
-            type_index = device.memory_type(req.memoryTypeBits, DEVICE_LOCAL)
-        flags = device.memory.memoryTypes[type_index].propertyFlags
-        mem = ffi.new("VkDeviceMemory*")
-        alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=type_index)
-        r = lib.vkAllocateMemory(dev, ffi.addressof(alloc), ffi.NULL, mem)
-        if r:
-            lib.vkDestroyBuffer(dev, self.handle, ffi.NULL)
-            check(r, f"vkAllocateMemory({req.size} bytes)")
-        self.memory = mem[0]
-        check(lib.vkBindBufferMemory(dev, self.handle, self.memory, 0), "vkBindBufferMemory")
+        self.handle, self.memory, flags = create_bound_buffer(
+            device, size, "mapped" if mapped else "device")
         self.size = size
         self.coherent = bool(flags & HOST_COHERENT)
         self.ptr = None
         if mapped and flags & HOST_VISIBLE:
-            pp = ffi.new("void**")
-            check(lib.vkMapMemory(dev, self.memory, 0, WHOLE_SIZE, 0, pp), "vkMapMemory")
-            self.ptr = ffi.cast("char*", pp[0])
+            self.ptr = ffi.cast("char*", map_memory(device, self.memory))
         self.free = [(0, size)]
 
     def take(self, size: int, align: int):
