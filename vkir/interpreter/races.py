@@ -306,18 +306,7 @@ class RaceChecker:
             sh.r_key2[q] = keys[other]
             sh.r_site2[q] = site
         if sh.cross:
-            empty = sh.x_wg[p] == NONE
-            if empty.any():
-                q = p[empty]
-                sh.x_wg[q] = wg
-                sh.x_key[q] = keys[empty]
-                sh.x_site[q] = site
-            other = (sh.x_wg[p] != wg) & (sh.x_wg2[p] == NONE)
-            if other.any():
-                q = p[other]
-                sh.x_wg2[q] = wg
-                sh.x_key2[q] = keys[other]
-                sh.x_site2[q] = site
+            _note_workgroups(sh, "x_", p, wg, keys, site)
 
     @staticmethod
     def _last_write(sh, q):
@@ -394,18 +383,7 @@ class RaceChecker:
             sh.a_key2[q] = keys[other]
             sh.a_site2[q] = site
         if sh.cross:
-            empty = sh.ax_wg[p] == NONE
-            if empty.any():
-                q = p[empty]
-                sh.ax_wg[q] = wg
-                sh.ax_key[q] = keys[empty]
-                sh.ax_site[q] = site
-            other = (sh.ax_wg[p] != wg) & (sh.ax_wg2[p] == NONE)
-            if other.any():
-                q = p[other]
-                sh.ax_wg2[q] = wg
-                sh.ax_key2[q] = keys[other]
-                sh.ax_site2[q] = site
+            _note_workgroups(sh, "ax_", p, wg, keys, site)
 
     def _check_atomics(self, bb, sh, ratio, p, keys, multi, access):
         """A plain access (kind, workgroup, site) against the atomics recorded on `p`."""
@@ -593,6 +571,25 @@ class RaceChecker:
                     f"T.atomic_add({node.buffer.name}[...], v))")
         return ""
 
+
+
+def _note_workgroups(sh, prefix: str, p, wg, keys, site: int) -> None:
+    """Remember, for each element in `p`, the first two workgroups that accessed it this way
+    (`prefix` "x_" for reads, "ax_" for atomics): each one's invocation key and source site,
+    what a later conflicting access from a third workgroup is reported against."""
+    first, second = getattr(sh, prefix + "wg"), getattr(sh, prefix + "wg2")
+    empty = first[p] == NONE
+    if empty.any():
+        q = p[empty]
+        first[q] = wg
+        getattr(sh, prefix + "key")[q] = keys[empty]
+        getattr(sh, prefix + "site")[q] = site
+    other = (first[p] != wg) & (second[p] == NONE)
+    if other.any():
+        q = p[other]
+        second[q] = wg
+        getattr(sh, prefix + "key2")[q] = keys[other]
+        getattr(sh, prefix + "site2")[q] = site
 
 def _element(bb, flat: int) -> str:
     """`name[i, j]` for flat position `flat` of `bb`'s view (lanes named when vector)."""
