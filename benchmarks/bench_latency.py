@@ -23,6 +23,34 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+def raw_submits(dev, launch):
+    """`(raw_wrappers, raw_lib, destroy_fence)`: two functions that submit `launch`'s command
+    buffer once and wait on a fence with no vkir code in between, through the `vulkan` package's
+    wrappers and through its cffi `lib` directly (the baselines vkir's dispatch latency is
+    measured against), and the function that frees their fence."""
+    import vulkan as vk
+
+    from vkir.runtime._vk import ffi, lib
+
+    fence = vk.vkCreateFence(dev.handle, vk.VkFenceCreateInfo(), None)
+    submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=[launch.cmd])
+    fence_ptr = ffi.new("VkFence*", fence)
+    submit_ptr = ffi.addressof(submit)
+    u64 = 0xFFFFFFFFFFFFFFFF
+
+    def raw_wrappers():
+        vk.vkQueueSubmit(dev.queue, 1, [submit], fence)
+        vk.vkWaitForFences(dev.handle, 1, [fence], vk.VK_TRUE, u64)
+        vk.vkResetFences(dev.handle, 1, [fence])
+
+    def raw_lib():
+        lib.vkQueueSubmit(dev.queue, 1, submit_ptr, fence)
+        lib.vkWaitForFences(dev.handle, 1, fence_ptr, 1, u64)
+        lib.vkResetFences(dev.handle, 1, fence_ptr)
+
+    return raw_wrappers, raw_lib, lambda: vk.vkDestroyFence(dev.handle, fence, None)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=300)
@@ -30,13 +58,10 @@ def main(argv=None):
     ap.add_argument("--device", default=None)
     args = ap.parse_args(argv)
 
-    import vulkan as vk
-
     import vkir
     from benchmarks import kernels
     from benchmarks.suite import wall_samples
     from vkir import runtime
-    from vkir.runtime._vk import ffi, lib
 
     dev = vkir.device(args.device)
     A = vkir.empty(1, "float32", dev)
@@ -44,22 +69,7 @@ def main(argv=None):
     k(A)
     launch = runtime.get_launch(dev, k.pipeline, [A.buffer], b"", (1, 1, 1))
 
-    fence = vk.vkCreateFence(dev.handle, vk.VkFenceCreateInfo(), None)
-    submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=[launch.cmd])
-    U64 = 0xFFFFFFFFFFFFFFFF
-
-    def raw_wrappers():
-        vk.vkQueueSubmit(dev.queue, 1, [submit], fence)
-        vk.vkWaitForFences(dev.handle, 1, [fence], vk.VK_TRUE, U64)
-        vk.vkResetFences(dev.handle, 1, [fence])
-
-    fence_ptr = ffi.new("VkFence*", fence)
-    submit_ptr = ffi.addressof(submit)
-
-    def raw_lib():
-        lib.vkQueueSubmit(dev.queue, 1, submit_ptr, fence)
-        lib.vkWaitForFences(dev.handle, 1, fence_ptr, 1, U64)
-        lib.vkResetFences(dev.handle, 1, fence_ptr)
+    raw_wrappers, raw_lib, destroy_fence = raw_submits(dev, launch)
 
     fns = {"raw vulkan (wrappers)": raw_wrappers, "raw vulkan (cffi lib)": raw_lib,
            "runtime Launch.run": launch.run, "vkir kernel call": lambda: k(A)}
@@ -75,7 +85,7 @@ def main(argv=None):
           f"{args.repeat} runs:")
     for name, t in rows:
         print(f"  {name:<24} {t * 1e6:8.1f} us   {t / base:5.2f}x of raw wrappers")
-    vk.vkDestroyFence(dev.handle, fence, None)
+    destroy_fence()
 
     # cold compile: script text -> ready pipeline
     def cold(first_dispatch):

@@ -117,34 +117,24 @@ def bench_alloc(dev, rounds: int, count: int = 10_000):
 
 
 def bench_latency(dev, rounds: int, repeat: int = 300):
-    import vulkan as vk
-
     import vkir
     from benchmarks import kernels
+    from benchmarks.bench_latency import raw_submits
     from vkir import runtime
-    from vkir.runtime._vk import ffi, lib
 
     A = vkir.empty(1, "float32", dev)
     k = vkir.build(kernels.noop, device=dev)
     k(A)
     launch = runtime.get_launch(dev, k.pipeline, [A.buffer], b"", (1, 1, 1))
-    fence = vk.vkCreateFence(dev.handle, vk.VkFenceCreateInfo(), None)
-    submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=[launch.cmd])
-    fence_ptr = ffi.new("VkFence*", fence)
-    submit_ptr = ffi.addressof(submit)
-    u64 = 0xFFFFFFFFFFFFFFFF
+    wrapper_once, lib_once, destroy_fence = raw_submits(dev, launch)
 
     def raw_wrappers():
         for _ in range(repeat):
-            vk.vkQueueSubmit(dev.queue, 1, [submit], fence)
-            vk.vkWaitForFences(dev.handle, 1, [fence], vk.VK_TRUE, u64)
-            vk.vkResetFences(dev.handle, 1, [fence])
+            wrapper_once()
 
     def raw_lib():
         for _ in range(repeat):
-            lib.vkQueueSubmit(dev.queue, 1, submit_ptr, fence)
-            lib.vkWaitForFences(dev.handle, 1, fence_ptr, 1, u64)
-            lib.vkResetFences(dev.handle, 1, fence_ptr)
+            lib_once()
 
     def kernel_call():
         for _ in range(repeat):
@@ -156,7 +146,7 @@ def bench_latency(dev, rounds: int, repeat: int = 300):
 
     t = _median_of_rounds({"wrappers": raw_wrappers, "lib": raw_lib, "call": kernel_call,
                            "launch": launch_wait}, rounds)
-    vk.vkDestroyFence(dev.handle, fence, None)
+    destroy_fence()
     base = t["wrappers"]
     print(f"dispatch latency, one invocation (median of {rounds} rounds of {repeat}):")
     for name, label in (("wrappers", "raw vulkan (wrappers)"), ("lib", "raw vulkan (cffi lib)"),
