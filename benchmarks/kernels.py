@@ -69,23 +69,31 @@ def noop(a: T.Buffer((1,), "float32")):
             T.evaluate(0)
 
 
-def add_template(n, w=64, vpt=4, layout="interleave", groups=256):
+def add_template(n, w=64, vpt=4, layout="interleave", groups=256, v=4):
     """The tuned vadd ("vkir" in the benchmark): c = a + b on `n` float32 (a multiple of 4),
     `w` invocations per workgroup. Layout "interleave": each invocation adds `vpt` float32x4
     vectors, consecutive invocations on consecutive vectors, as many workgroups as needed.
     Layout "range": `groups` workgroups, each invocation adding one contiguous run of vectors,
     `vpt` per loop step (a memory stream per invocation and few workgroups: on CPU devices every
-    workgroup costs a scheduling step)."""
+    workgroup costs a scheduling step). With `v=8` ("range" only) a vector is eight float32,
+    loaded and stored as one uint64x4 through explicit pointer casts (`T.decl_buffer`) and
+    added as two float32x4 halves: lavapipe pays a loop over its SIMD lanes per load or store
+    whatever its width, so 32-byte accesses cost least per element (needs shaderInt64)."""
     from vkir.errors import ArgumentError
     from vkir.script import from_script
 
-    if n % 4:
-        raise ArgumentError(f"add template: n={n} is not a multiple of 4")
+    if n % v or v not in (4, 8):
+        raise ArgumentError(f"add template: v={v} must be 4 or 8 and divide n={n}")
+    if v == 8 and layout != "range":
+        raise ArgumentError("add template: v=8 takes the range layout")
     if layout == "range":
-        if (n // 4) % (groups * w * vpt):
-            raise ArgumentError(f"add template: {n // 4} vectors do not split into "
+        if (n // v) % (groups * w * vpt):
+            raise ArgumentError(f"add template: {n // v} vectors do not split into "
                                 f"{groups * w} runs of whole {vpt}-vector steps")
-        steps = n // 4 // (groups * w * vpt)
+        steps = n // v // (groups * w * vpt)
+        if v == 8:
+            return from_script(_ADD_WIDE, env=dict(N=n, W=w, VPT=vpt, G=groups, STEPS=steps),
+                               file="<benchmarks add>")
         text = '''
 @T.prim_func
 def add(a: T.Buffer((N,), "float32"), b: T.Buffer((N,), "float32"), c: T.Buffer((N,), "float32")):
@@ -111,10 +119,31 @@ def add(a: T.Buffer((N,), "float32"), b: T.Buffer((N,), "float32"), c: T.Buffer(
     return from_script(text, env=dict(N=n, W=w, VPT=vpt), file="<benchmarks add>")
 
 
+_ADD_WIDE = '''
+@T.prim_func
+def add(a: T.Buffer((N,), "float32"), b: T.Buffer((N,), "float32"), c: T.Buffer((N,), "float32")):
+    aw = T.decl_buffer((N // 8,), "uint64x4", data=a.data)
+    bw = T.decl_buffer((N // 8,), "uint64x4", data=b.data)
+    cw = T.decl_buffer((N // 8,), "uint64x4", data=c.data)
+    for bx in T.thread_binding(G, "blockIdx.x"):
+        for tx in T.thread_binding(W, "threadIdx.x"):
+            for s in T.serial(STEPS):
+                for u in T.unroll(VPT):
+                    i = ((bx * W + tx) * STEPS + s) * VPT + u
+                    x = aw[i]
+                    y = bw[i]
+                    lo = T.reinterpret(T.shuffle([x], [0, 1]), "float32x4") + T.reinterpret(T.shuffle([y], [0, 1]), "float32x4")
+                    hi = T.reinterpret(T.shuffle([x], [2, 3]), "float32x4") + T.reinterpret(T.shuffle([y], [2, 3]), "float32x4")
+                    cw[i] = T.shuffle([T.reinterpret(lo, "uint64x2"), T.reinterpret(hi, "uint64x2")], [0, 1, 2, 3])
+'''
+
+
 def _tuned_add():
     from vkir.autotune import autotune
 
-    return autotune(configs={"cpu": [dict(w=8, vpt=4, layout="range", groups=256),
+    return autotune(configs={"cpu": [dict(w=8, vpt=4, layout="range", groups=64, v=8),
+                                     dict(w=8, vpt=2, layout="range", groups=128, v=8),
+                                     dict(w=8, vpt=4, layout="range", groups=256),
                                      dict(w=8, vpt=4, layout="range", groups=64),
                                      dict(w=8, vpt=2, layout="range", groups=256),
                                      dict(w=64, vpt=4, layout="range", groups=32),

@@ -1,6 +1,12 @@
 """IREE as a peer in the benchmark: the same workloads compiled by IREE for its Vulkan (SPIR-V)
-backend, measured in the same process when `iree-base-compiler` and `iree-base-runtime` are
-importable (`pip install vkir[peers]`).
+backend, measured when `iree-base-compiler` and `iree-base-runtime` are importable
+(`pip install vkir[peers]`).
+
+IREE is measured in a child process (`measure`, which runs `python -m vkir.benchmarks.peers`), not
+in the benchmark's own process: while an IREE Vulkan device exists, IREE's runtime keeps two
+threads polling lavapipe (measured: 2.0 cores busy with the process otherwise idle), so on a
+2-core machine every other measurement taken in the same process (vkir, GLSL and numpy alike)
+ran about 2x slower. In a child process IREE's polling costs only IREE's own timings.
 
 IREE's Vulkan allocator on lavapipe imports host memory for device-to-host copies and requires
 the host pointer and size to be multiples of minImportedHostPointerAlignment (4096 bytes), which numpy's
@@ -9,6 +15,11 @@ allocator does not guarantee: results are read back into a 4096-byte-aligned arr
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -131,3 +142,50 @@ class IreeFunction:
                        signal_semaphores=ir.HalFence.create_at(sem, 1))
         ir.HalFence.create_at(sem, 1).wait()
         return page[:nbytes].view(dtype).reshape(shape).copy()
+
+
+def measure(workload: str, shape, inputs, want, repeat: int, rtol: float, atol: float,
+            timeout: float = 600.0):
+    """IREE's wall seconds per call of `workload` on `inputs`, `repeat` samples after a checked
+    warm-up call, measured in a child process; a string (why not) when IREE's result differs from
+    `want` or the child fails."""
+    with tempfile.TemporaryDirectory(prefix="vkir-peer-") as tmp:
+        path = os.path.join(tmp, "case.npz")
+        np.savez(path, want=np.asarray(want), **{f"in{i}": a for i, a in enumerate(inputs)})
+        spec = dict(workload=workload, shape=[int(s) for s in shape], n_inputs=len(inputs),
+                    repeat=int(repeat), rtol=rtol, atol=atol, case=path)
+        cmd = [sys.executable, "-m", "vkir.benchmarks.peers", json.dumps(spec)]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return f"IREE did not finish in {timeout:.0f} s"
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return f"IREE's child process failed (exit {done.returncode}): {tail}"
+    report = json.loads(lines[-1])
+    return report["error"] if report.get("error") else report["samples"]
+
+
+def _child(spec: dict) -> dict:
+    """Compile, check and time one workload (the child side of `measure`)."""
+    case = np.load(spec["case"])
+    inputs = [case[f"in{i}"] for i in range(spec["n_inputs"])]
+    want = case["want"]
+    fn = IreeFunction(spec["workload"], *spec["shape"])
+    args = [fn.upload(a) for a in inputs]
+    got = fn.to_host(fn(*args))
+    if not np.allclose(got, want, rtol=spec["rtol"], atol=spec["atol"]):
+        err = float(np.abs(np.asarray(got, np.float64) - want).max())
+        return {"error": f"{spec['workload']} iree: result differs from numpy (max abs err "
+                         f"{err:.3g})"}
+    samples = []
+    for _ in range(spec["repeat"]):
+        t0 = time.perf_counter()
+        fn(*args)  # returns when the result is ready
+        samples.append(time.perf_counter() - t0)
+    return {"samples": samples, "compile_s": fn.compile_seconds}
+
+
+if __name__ == "__main__":
+    print(json.dumps(_child(json.loads(sys.argv[1]))), flush=True)

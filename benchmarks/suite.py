@@ -4,7 +4,7 @@ Each workload runs several ways on the same device in one process: "vkir" (the v
 template, tuned for the device by vkir.autotune), "vkir_mirror" (a T.prim_func from kernels.py with
 the same algorithm as the GLSL reference), "glsl" (the hand-written reference from shaders/,
 compiled by glslang, dispatched by vkir.runtime), "numpy", and "iree" (IREE's Vulkan backend,
-when it is importable; wall time only, see peers.py). Metrics: device_s (timestamp queries), wall_s (host time per call,
+when it is importable; wall time only, measured in a child process: see peers.py). Metrics: device_s (timestamp queries), wall_s (host time per call,
 submit + wait included), compile_s (script or GLSL source -> ready pipeline, caches reset) and
 latency_s (round trip of a one-invocation dispatch). Results print as a table with time ratios
 (vkir/mirror, vkir/GLSL, vkir/IREE, vkir/numpy; below 1 means vkir is faster), and `--json FILE`
@@ -106,14 +106,15 @@ class Bench:
         words = compile_glsl(SHADERS / f"{name}.comp", defines=defines or None)
         return runtime.get_pipeline(self.dev, words, "main", bindings, push_size)
 
-    def _timed(self, workload, impls, flops=None, nbytes=None):
+    def _timed(self, workload, impls, flops=None, nbytes=None, peers=None):
         """device_s and wall_s of each implementation (`impls`: name -> list of steps, each a
         callable returning a timing), measured in alternation: every round times each
         implementation once, the order rotating from round to round, so that a change of load
         on the machine (a CPU device shares its cores with everything else) falls on all of
         them alike and the ratios compare like with like. A sample times every step of one
         implementation once with timestamp queries (profile with repeat=1) and the host clock
-        around all of them."""
+        around all of them. `peers` holds wall samples measured elsewhere (IREE, in its own
+        process), recorded as they are."""
         for steps in impls.values():
             for step in steps:
                 step()  # warm-up (lavapipe compiles the shader at first use)
@@ -127,9 +128,10 @@ class Bench:
                 device[name].append(sum(step().median for step in impls[name]))
                 wall[name].append(time.perf_counter() - t0)
         for name in names:
-            if name != "iree":  # IREE's steps are host-timed calls: wall time only
-                self.add(workload, name, "device_s", device[name], flops, nbytes)
+            self.add(workload, name, "device_s", device[name], flops, nbytes)
             self.add(workload, name, "wall_s", wall[name], flops, nbytes)
+        for name, samples in (peers or {}).items():
+            self.add(workload, name, "wall_s", samples, flops, nbytes)
 
     def glsl_steps(self, pipeline, launches):
         """Steps timing GLSL dispatches; `launches` is a list of (arrays, push bytes, groups),
@@ -144,31 +146,19 @@ class Bench:
         """Steps timing vkir kernel calls (`calls`: a list of argument tuples, run in order)."""
         return [lambda a=a: kernel.profile(*a, repeat=1, warmup=0) for a in calls]
 
-    def iree_steps(self, workload, shape, inputs, want, rtol=1e-4, atol=1e-5):
-        """Steps timing IREE's Vulkan module for `workload` (host clock around each call; the
-        call returns when the result is ready) after checking its result; {} without IREE."""
+    def iree_samples(self, workload, shape, inputs, want, rtol=1e-4, atol=1e-5):
+        """{"iree": wall seconds per call} of IREE's Vulkan module for `workload`, measured in a
+        child process (see peers.py for why) after checking its result; {} without IREE or
+        when its result is wrong (reported, not timed)."""
         if not self.iree:
             return {}
-        from .peers import IreeFunction
+        from . import peers
 
-        fn = IreeFunction(workload, *shape)
-        args = [fn.upload(a) for a in inputs]
-        try:
-            self.check(f"{workload} iree", fn.to_host(fn(*args)), want, rtol=rtol, atol=atol)
-        except AssertionError as exc:  # a peer's wrong result is reported, not timed
-            print(f"  {exc}: IREE not measured", flush=True)
+        got = peers.measure(workload, shape, inputs, want, self.repeat, rtol, atol)
+        if isinstance(got, str):
+            print(f"  {got}: IREE not measured", flush=True)
             return {}
-
-        class Wall:
-            def __init__(self, seconds):
-                self.median = seconds
-
-        def step():
-            t0 = time.perf_counter()
-            fn(*args)
-            return Wall(time.perf_counter() - t0)
-
-        return {"iree": [step]}
+        return {"iree": got}
 
     def tuned(self, template, **shape):
         """The kernel of a vkir.ops template, tuned for the device (cached on disk)."""
@@ -197,8 +187,7 @@ class Bench:
             "vkir_mirror": self.vkir_steps(mirror, [(A, B, C1)]),
             "glsl": self.glsl_steps(pipe, [([A, B, C2], struct.pack("<I", n),
                                             ((n + 1023) // 1024, 1, 1))]),
-            **self.iree_steps("vadd", (n,), [a, b], a + b),
-        }, nbytes=nbytes)
+        }, nbytes=nbytes, peers=self.iree_samples("vadd", (n,), [a, b], a + b))
         for name, C in (("vkir", C0), ("vkir_mirror", C1), ("glsl", C2)):
             self.check(f"vadd {name}", C.numpy(), a + b)
         c = np.empty_like(a)
@@ -231,8 +220,7 @@ class Bench:
             "vkir_mirror": self.vkir_steps(mirror, [(X, P), (P, S)]),
             "glsl": self.glsl_steps(pipe, [([X, P2], struct.pack("<I", n), (m, 1, 1)),
                                            ([P2, S2], struct.pack("<I", m), (1, 1, 1))]),
-            **self.iree_steps("sum", (n,), [x], np.float32(want), rtol=1e-4),
-        }, nbytes=4 * n)
+        }, nbytes=4 * n, peers=self.iree_samples("sum", (n,), [x], np.float32(want), rtol=1e-4))
         self.check("sum vkir", S0.numpy().reshape(-1)[0], want, rtol=1e-5)
         self.check("sum vkir_mirror", S.numpy()[0], want, rtol=1e-5)
         self.check("sum glsl", S2.numpy()[0], want, rtol=1e-5)
@@ -266,9 +254,9 @@ class Bench:
                 impls["vkir_mirror"] = self.vkir_steps(mirror, [(A, B, Cs[1])])
                 impls["glsl"] = self.glsl_steps(pipe, [([A, B, Cs[2]], struct.pack("<III", s_m, s_n, s_k),
                                                         (g[1], g[0], 1))])
-            impls.update(self.iree_steps("matmul" if batch is None else "bmm",
-                                         (*lead, s_m, s_n, s_k), [a, b], want, rtol=1e-3, atol=1e-3))
-            self._timed(workload, impls, flops=flops)
+            peer = self.iree_samples("matmul" if batch is None else "bmm",
+                                     (*lead, s_m, s_n, s_k), [a, b], want, rtol=1e-3, atol=1e-3)
+            self._timed(workload, impls, flops=flops, peers=peer)
             for name, C in zip(("vkir", "vkir_mirror", "glsl"), Cs):
                 if name in impls:
                     self.check(f"{workload} {name}", C.numpy(), want, rtol=1e-3, atol=1e-3)
@@ -334,8 +322,8 @@ class Bench:
             "vkir_mirror": self.vkir_steps(mirror, [(X, Ys[1])]),
             "glsl": self.glsl_steps(pipe, [([X, Ys[2]], struct.pack("<II", rows, cols),
                                             (rows, 1, 1))]),
-            **self.iree_steps("softmax", (rows, cols), [x], want, rtol=1e-4, atol=1e-6),
-        }, nbytes=nbytes)
+        }, nbytes=nbytes, peers=self.iree_samples("softmax", (rows, cols), [x], want, rtol=1e-4,
+                                                  atol=1e-6))
         for name, Y in zip(("vkir", "vkir_mirror", "glsl"), Ys):
             self.check(f"softmax {name}", Y.numpy(), want, rtol=1e-4, atol=1e-6)
         self.add("softmax", "numpy", "wall_s", wall_samples(np_softmax, self.repeat), nbytes=nbytes)
@@ -392,9 +380,8 @@ class Bench:
         flops = 2.0 * want.size * c * kk * kk
         self._timed("conv2d", {
             "vkir": self.vkir_steps(kp, [(X3, XP)]) + self.vkir_steps(k, [(XP4, W, Y)]),
-            **self.iree_steps("conv2d", (nb, c, hw, hw, o, kk, kk, pad), [x, w], want,
-                              rtol=1e-3, atol=1e-3),
-        }, flops=flops)
+        }, flops=flops, peers=self.iree_samples("conv2d", (nb, c, hw, hw, o, kk, kk, pad), [x, w],
+                                                want, rtol=1e-3, atol=1e-3))
         self.check("conv2d vkir", Y.numpy(), want, rtol=1e-3, atol=1e-3)
         self.add("conv2d", "numpy", "wall_s", wall_samples(np_conv, self.repeat), flops=flops)
 

@@ -176,7 +176,8 @@ def test_benchmark_add_template_configs(device):
     for config in all_configs(add):
         # the smallest size the config takes whole: one run per invocation ("range"), or a
         # partial last workgroup ("interleave")
-        n = 4 * config["groups"] * config["w"] * config["vpt"] if "groups" in config else 1000
+        n = (config.get("v", 4) * config["groups"] * config["w"] * config["vpt"]
+             if "groups" in config else 1000)
         a, b = rand(n), rand(n)
         check(add.fn(n, **config), device, [a, b], [np.zeros(n, np.float32)], [a + b],
               rtol=0, atol=0)

@@ -57,26 +57,28 @@ def _lanes_combine(op: str, V: int, indent: str) -> tuple[str, str, str]:
 _ROWS = '''
 @T.prim_func
 def reduce_rows({params}):
-    for bx in T.thread_binding((O * P + W - 1) // W, "blockIdx.x"):
+{wide_view}    for bx in T.thread_binding((O * P + W - 1) // W, "blockIdx.x"):
         for tx in T.thread_binding(W, "threadIdx.x"):
             g = bx * W + tx
             if g < O * P:
                 o = g // P
                 p = g % P
                 acc = T.alloc_buffer((UV,), "float32", scope="local")
-{acc_i_alloc}                for u in T.unroll(U):
-                    for v in T.vectorized(V):
-                        acc[u * V + v] = {init}
+{acc_i_alloc}                for u in T.unroll(UI):
+                    for v in T.vectorized(VI):
+                        acc[u * VI + v] = {init}
 {acc_i_init}                for s in T.serial(STEPS):
                     for u in T.unroll(U):
-                        for v in T.vectorized(V):
-{update_full}
+{step}
 {tail}{combine}                y[o, p] = {value}
 {store_i}'''
 
 
 @autotune(configs={
-    "cpu": [dict(lanes=2048, w=8, v=4, u=4, layout="range"),
+    "cpu": [dict(lanes=512, w=8, v=8, u=2, layout="range"),
+            dict(lanes=512, w=8, v=8, u=4, layout="range"),
+            dict(lanes=2048, w=8, v=8, u=2, layout="range"),
+            dict(lanes=2048, w=8, v=4, u=4, layout="range"),
             dict(lanes=512, w=8, v=4, u=4, layout="range"),
             dict(lanes=2048, w=8, v=4, u=2, layout="range"),
             dict(lanes=8192, w=8, v=4, u=4, layout="range"),
@@ -93,17 +95,25 @@ def rows_kernel(O, R, op="sum", with_index=False, scale=1.0, lanes=512, w=64, v=
     "range" it takes one contiguous run of the row, `u` vectors per step (a stream the host's
     prefetcher follows: the fast layout on CPU devices; the row's vectors must divide into P runs
     of whole steps). "mean" scales by `scale`; "argmax" also writes the index (y_i, int32), and
-    with `with_index` it reads the indices of a previous pass (x_i) instead of the positions."""
+    with `with_index` it reads the indices of a previous pass (x_i) instead of the positions.
+
+    `v=8` (layout "range" only) loads eight float32 at a time through an explicit pointer cast of
+    x to uint64x4 (`T.decl_buffer`), split into two float32x4 with `T.shuffle` and
+    `T.reinterpret`: on lavapipe every load costs a loop over the SIMD lanes whatever its width,
+    so the widest load (32 bytes) is the cheapest per element. It needs 64-bit integers
+    (shaderInt64); devices without them refuse the config."""
     if op not in OPS:
         raise ArgumentError(f"reduction kernel: op must be one of {', '.join(OPS)}, got {op!r}")
     for name, value in (("O", O), ("R", R), ("lanes", lanes), ("w", w), ("v", v), ("u", u)):
         _check(name, value)
-    if v not in (1, 2, 4) or R % v:
+    if v not in (1, 2, 4, 8) or R % v:
         raise ArgumentError(f"reduction kernel: row length {R} is not a multiple of the vector "
-                            f"width {v} (1, 2 or 4)")
+                            f"width {v} (1, 2, 4 or 8)")
     if layout not in ("interleave", "range"):
         raise ArgumentError(f"reduction kernel: layout must be 'interleave' or 'range', got "
                             f"{layout!r}")
+    if v == 8 and layout != "range":
+        raise ArgumentError("reduction kernel: v=8 (uint64x4 loads) takes the range layout")
     nvec = R // v
     P = builtins.max(1, builtins.min(lanes // O, nvec // u))
     if layout == "range":
@@ -139,6 +149,19 @@ def rows_kernel(O, R, op="sum", with_index=False, scale=1.0, lanes=512, w=64, v=
                 f"                    for v in T.vectorized(V):\n"
                 + update(t_idx, "x[o, (STEPS * P + p) * V + v]", " " * 24, "acc[v]", "acc_i[v]")
                 + "\n")
+    pad = " " * 24
+    if v == 8:  # one uint64x4 load per step and u, accumulated as two float32x4 halves
+        step = f"{pad}xv = xw[o, {q}]\n"
+        for h in (0, 1):
+            half = f'T.reinterpret(T.shuffle([xv], [{2 * h}, {2 * h + 1}]), "float32x4")'
+            slot = f"T.ramp(u * 8 + {4 * h}, 1, 4)"
+            pos = f"T.ramp(({q}) * 8 + {4 * h}, 1, 4)"
+            step += update(f"x_i[o, {pos}]" if with_index else pos, half, pad,
+                           f"acc[{slot}]", f"acc_i[{slot}]") + "\n"
+        step = step.rstrip("\n")
+    else:
+        step = (f"{pad}for v in T.vectorized(V):\n"
+                + update(idx, f"x[o, ({q}) * V + v]", pad + "    "))
     stmts, value, value_i = _lanes_combine(op, u * v, " " * 16)
     if op == "mean":
         value = f"({value}) * T.float32({float(scale)!r})"
@@ -146,11 +169,14 @@ def rows_kernel(O, R, op="sum", with_index=False, scale=1.0, lanes=512, w=64, v=
         params=", ".join(params), init=_INIT[op],
         acc_i_alloc=(" " * 16 + 'acc_i = T.alloc_buffer((UV,), "int32", scope="local")\n')
         if arg else "",
-        acc_i_init=(" " * 16 + "for u in T.unroll(U):\n" + " " * 20 + "for v in T.vectorized(V):\n"
-                    + " " * 24 + "acc_i[u * V + v] = 0\n") if arg else "",
-        update_full=update(idx, f"x[o, ({q}) * V + v]", " " * 28), tail=tail, combine=stmts,
+        acc_i_init=(" " * 16 + "for u in T.unroll(UI):\n" + " " * 20 + "for v in T.vectorized(VI):\n"
+                    + " " * 24 + "acc_i[u * VI + v] = 0\n") if arg else "",
+        wide_view='    xw = T.decl_buffer((O, R // 8), "uint64x4", data=x.data)\n' if v == 8 else "",
+        step=step, tail=tail, combine=stmts,
         value=value, store_i=(" " * 16 + f"y_i[o, p] = {value_i}\n") if arg else "")
-    env = dict(O=O, R=R, P=P, W=w, V=v, U=u, UV=u * v, STEPS=steps, NVEC=nvec)
+    vi = builtins.min(v, 4)  # the accumulators are initialized in vectors of at most 4 lanes
+    env = dict(O=O, R=R, P=P, W=w, V=v, U=u, UV=u * v, UI=u * v // vi, VI=vi, STEPS=steps,
+               NVEC=nvec)
     return from_script(text, env=env, file="<vkir.ops.reduce rows>")
 
 
