@@ -147,7 +147,7 @@ class IreeFunction:
 def measure(workload: str, shape, inputs, want, repeat: int, rtol: float, atol: float,
             timeout: float = 600.0):
     """IREE's wall seconds per call of `workload` on `inputs`, `repeat` samples after a checked
-    warm-up call, measured in a child process; a string (why not) when IREE's result differs from
+    call and a warm-up (at least 10 calls and 1 s), measured in a child process; a string (why not) when IREE's result differs from
     `want` or the child fails."""
     with tempfile.TemporaryDirectory(prefix="vkir-peer-") as tmp:
         path = os.path.join(tmp, "case.npz")
@@ -169,16 +169,23 @@ def measure(workload: str, shape, inputs, want, repeat: int, rtol: float, atol: 
 
 def _child(spec: dict) -> dict:
     """Compile, check and time one workload (the child side of `measure`)."""
+    from .suite import mismatch
+
     case = np.load(spec["case"])
     inputs = [case[f"in{i}"] for i in range(spec["n_inputs"])]
     want = case["want"]
     fn = IreeFunction(spec["workload"], *spec["shape"])
     args = [fn.upload(a) for a in inputs]
-    got = fn.to_host(fn(*args))
-    if not np.allclose(got, want, rtol=spec["rtol"], atol=spec["atol"]):
-        err = float(np.abs(np.asarray(got, np.float64) - want).max())
-        return {"error": f"{spec['workload']} iree: result differs from numpy (max abs err "
-                         f"{err:.3g})"}
+    why = mismatch(f"{spec['workload']} iree", fn.to_host(fn(*args)), want, spec["rtol"],
+                   spec["atol"])
+    if why:
+        return {"error": why}
+    # warm-up: IREE's first calls in a process take 4-16 ms each even for a 64K-element vadd
+    # (0.25 ms once settled, after about 10 calls), so it gets at least 10 calls and 1 s
+    t_end, calls = time.perf_counter() + 1.0, 0
+    while calls < 10 or (time.perf_counter() < t_end and calls < 1000):
+        fn(*args)
+        calls += 1
     samples = []
     for _ in range(spec["repeat"]):
         t0 = time.perf_counter()

@@ -59,6 +59,14 @@ def _stats(samples):
     return statistics.median(samples), min(samples), max(samples), len(samples)
 
 
+def mismatch(name, got, want, rtol, atol) -> str | None:
+    """Why `got` is not `want` within the tolerances (the largest error), or None."""
+    if np.allclose(got, want, rtol=rtol, atol=atol):
+        return None
+    err = float(np.abs(np.asarray(got, np.float64) - want).max())
+    return f"{name}: result differs from numpy (max abs err {err:.3g})"
+
+
 def wall_samples(fn, repeat, warmup=1):
     """Host seconds of `repeat` calls of `fn`, after `warmup` untimed ones."""
     for _ in range(warmup):
@@ -165,9 +173,9 @@ class Bench:
         return template.build(device=self.dev, **shape)
 
     def check(self, workload, got, want, rtol=1e-4, atol=1e-5):
-        if not np.allclose(got, want, rtol=rtol, atol=atol):
-            err = float(np.abs(np.asarray(got, np.float64) - want).max())
-            raise AssertionError(f"{workload}: result differs from numpy (max abs err {err:.3g})")
+        why = mismatch(workload, got, want, rtol, atol)
+        if why:
+            raise AssertionError(why)
 
     # -- workloads -------------------------------------------------------------------------
     def vadd(self):
