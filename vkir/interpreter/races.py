@@ -350,25 +350,10 @@ class RaceChecker:
             self._report(bb, sh, p[j], ratio, self._last_write(sh, p[j]),
                          ("atomic", int(keys[j]), wg, site))
         # plain reads
-        r1, r2 = sh.r_key[p], sh.r_key2[p]
-        bad = (sh.r_tok[p] == t) & ((r1 != keys) | (r2 != NONE) | multi)
-        if bad.any():
-            j = int(np.argmax(bad))
-            q = p[j]
-            other = ("read", int(r1[j]), wg, int(sh.r_site[q])) if r1[j] != keys[j] or multi \
-                else ("read", int(r2[j]), wg, int(sh.r_site2[q]))
-            self._report(bb, sh, q, ratio, other, ("atomic", int(keys[j]), wg, site))
+        me = ("atomic", wg, site)
+        self._check_in_group(bb, sh, ratio, p, keys, multi, "r_", "read", me)
         if sh.cross:
-            x1, x2 = sh.x_wg[p], sh.x_wg2[p]
-            bad = (x1 != NONE) & ((x1 != wg) | (x2 != NONE) | (wg == ALL))
-            if bad.any():
-                j = int(np.argmax(bad))
-                q = p[j]
-                if x1[j] != wg or wg == ALL:
-                    other = ("read", int(sh.x_key[q]), int(x1[j]), int(sh.x_site[q]))
-                else:
-                    other = ("read", int(sh.x_key2[q]), int(x2[j]), int(sh.x_site2[q]))
-                self._report(bb, sh, q, ratio, other, ("atomic", int(keys[j]), wg, site))
+            self._check_across(bb, sh, ratio, p, keys, "x_", "read", me)
         # record, like reads
         fresh = sh.a_tok[p] != t
         if fresh.any():
@@ -387,27 +372,43 @@ class RaceChecker:
 
     def _check_atomics(self, bb, sh, ratio, p, keys, multi, access):
         """A plain access (kind, workgroup, site) against the atomics recorded on `p`."""
+        self._check_in_group(bb, sh, ratio, p, keys, multi, "a_", "atomic", access)
+        if sh.cross:
+            self._check_across(bb, sh, ratio, p, keys, "ax_", "atomic", access)
+
+    def _check_in_group(self, bb, sh, ratio, p, keys, multi, prefix, recorded, access):
+        """An access (kind, workgroup, site) by `keys` against the `recorded` accesses ("read" or
+        "atomic", fields `prefix`tok/key/key2/site/site2) of this barrier interval on `p`: a
+        conflict when another invocation made one, or any did when `multi` (a bool: the access
+        is made by several invocations at once)."""
         kind, wg, site = access
-        t = self.token
-        a1, a2 = sh.a_key[p], sh.a_key2[p]
-        bad = (sh.a_tok[p] == t) & ((a1 != keys) | (a2 != NONE) | multi)
+        k1, k2 = getattr(sh, prefix + "key")[p], getattr(sh, prefix + "key2")[p]
+        bad = (getattr(sh, prefix + "tok")[p] == self.token) & ((k1 != keys) | (k2 != NONE) | multi)
         if bad.any():
             j = int(np.argmax(bad))
             q = p[j]
-            other = ("atomic", int(a1[j]), wg, int(sh.a_site[q])) if a1[j] != keys[j] or multi \
-                else ("atomic", int(a2[j]), wg, int(sh.a_site2[q]))
+            if k1[j] != keys[j] or multi:
+                other = (recorded, int(k1[j]), wg, int(getattr(sh, prefix + "site")[q]))
+            else:
+                other = (recorded, int(k2[j]), wg, int(getattr(sh, prefix + "site2")[q]))
             self._report(bb, sh, q, ratio, other, (kind, int(keys[j]), wg, site))
-        if sh.cross:
-            x1, x2 = sh.ax_wg[p], sh.ax_wg2[p]
-            bad = (x1 != NONE) & ((x1 != wg) | (x2 != NONE) | (wg == ALL))
-            if bad.any():
-                j = int(np.argmax(bad))
-                q = p[j]
-                if x1[j] != wg or wg == ALL:
-                    other = ("atomic", int(sh.ax_key[q]), int(x1[j]), int(sh.ax_site[q]))
-                else:
-                    other = ("atomic", int(sh.ax_key2[q]), int(x2[j]), int(sh.ax_site2[q]))
-                self._report(bb, sh, q, ratio, other, (kind, int(keys[j]), wg, site))
+
+    def _check_across(self, bb, sh, ratio, p, keys, prefix, recorded, access):
+        """An access (kind, workgroup, site) against the `recorded` accesses other workgroups
+        made on `p` (fields `prefix`wg/wg2/key/key2/site/site2, see _note_workgroups)."""
+        kind, wg, site = access
+        w1, w2 = getattr(sh, prefix + "wg")[p], getattr(sh, prefix + "wg2")[p]
+        bad = (w1 != NONE) & ((w1 != wg) | (w2 != NONE) | (wg == ALL))
+        if bad.any():
+            j = int(np.argmax(bad))
+            q = p[j]
+            if w1[j] != wg or wg == ALL:
+                other = (recorded, int(getattr(sh, prefix + "key")[q]), int(w1[j]),
+                         int(getattr(sh, prefix + "site")[q]))
+            else:
+                other = (recorded, int(getattr(sh, prefix + "key2")[q]), int(w2[j]),
+                         int(getattr(sh, prefix + "site2")[q]))
+            self._report(bb, sh, q, ratio, other, (kind, int(keys[j]), wg, site))
 
     def _check_write(self, bb, sh, ratio, p, keys, wg, site, ordered_in_group=False):
         t = self.token
@@ -432,16 +433,8 @@ class RaceChecker:
                 j = int(np.argmax(bad))
                 self._report(bb, sh, p[j], ratio, self._last_write(sh, p[j]),
                              ("write", int(keys[j]), wg, site))
-            r1 = sh.r_key[p]
-            r2 = sh.r_key2[p]
-            bad = (sh.r_tok[p] == t) & ((r1 != keys) | (r2 != NONE))
-            if bad.any():
-                j = int(np.argmax(bad))
-                if r1[j] != keys[j]:
-                    other = ("read", int(r1[j]), wg, int(sh.r_site[p[j]]))
-                else:
-                    other = ("read", int(r2[j]), wg, int(sh.r_site2[p[j]]))
-                self._report(bb, sh, p[j], ratio, other, ("write", int(keys[j]), wg, site))
+            self._check_in_group(bb, sh, ratio, p, keys, False, "r_", "read",
+                                 ("write", wg, site))
         if sh.cross:
             ww = sh.w_wg[p]
             bad = (ww != NONE) & ((ww != wg) | (wg == ALL))
@@ -449,16 +442,7 @@ class RaceChecker:
                 j = int(np.argmax(bad))
                 self._report(bb, sh, p[j], ratio, self._last_write(sh, p[j]),
                              ("write", int(keys[j]), wg, site))
-            x1, x2 = sh.x_wg[p], sh.x_wg2[p]
-            bad = (x1 != NONE) & ((x1 != wg) | (x2 != NONE) | (wg == ALL))
-            if bad.any():
-                j = int(np.argmax(bad))
-                q = p[j]
-                if x1[j] != wg or wg == ALL:
-                    other = ("read", int(sh.x_key[q]), int(x1[j]), int(sh.x_site[q]))
-                else:
-                    other = ("read", int(sh.x_key2[q]), int(x2[j]), int(sh.x_site2[q]))
-                self._report(bb, sh, q, ratio, other, ("write", int(keys[j]), wg, site))
+            self._check_across(bb, sh, ratio, p, keys, "x_", "read", ("write", wg, site))
 
     @staticmethod
     def _record_write(sh, p, keys, wg, token, site):
