@@ -3,7 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-SYSTEM_PACKAGES := python3 python3-venv libvulkan1 mesa-vulkan-drivers vulkan-validationlayers
+SYSTEM_PACKAGES := python3 python3-venv libvulkan1 mesa-vulkan-drivers vulkan-validationlayers chromium-common
+# two independent Vulkan drivers: Mesa's lavapipe (found by the loader) and SwiftShader, which
+# Debian's chromium-common ships outside the loader's folders
+SWIFTSHADER_ICD := /usr/lib/chromium/vk_swiftshader_icd.json
 
 .PHONY: setup system-deps demo test bench fuzz clean
 
@@ -21,8 +24,10 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(VENV)/bin/vkir demo
 
+# the whole suite on lavapipe, then again on SwiftShader (each device test runs on both drivers)
 test: setup
-	VKIR_VALIDATION=1 $(PY) -m pytest -q
+	VKIR_VALIDATION=1 VKIR_DEVICE=lavapipe $(PY) -m pytest -q
+	VKIR_VALIDATION=1 VKIR_DEVICE=swiftshader VK_ICD_FILENAMES=$(SWIFTSHADER_ICD) $(PY) -m pytest -q
 
 bench: setup
 	$(VENV)/bin/vkir bench

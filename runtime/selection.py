@@ -1,7 +1,9 @@
 """Device enumeration and selection.
 
-`$VKIR_DEVICE` picks a device: "cpu" or "lavapipe" (a CPU device), "gpu" (the best GPU), or an
-index into `devices()`; without it the best device wins: discrete > integrated > virtual > cpu.
+`$VKIR_DEVICE` picks a device: "lavapipe" (or "llvmpipe": Mesa's CPU driver only), "swiftshader"
+(Google's CPU driver only), "cpu" (any CPU driver), "gpu" (the best GPU), an index into
+`devices()`, or any other text found in a device's name; without it the best device wins:
+discrete > integrated > virtual > cpu.
 """
 
 from __future__ import annotations
@@ -14,6 +16,12 @@ from vkir.errors import DeviceError
 from .device import Device
 from .info import KIND_RANK, DeviceInfo, query_info
 from .instance import get_instance, on_shutdown
+
+# selectors that name one driver: matched against the device name and driver text, never "any CPU"
+DRIVER_SELECTORS = {"lavapipe": "llvmpipe", "llvmpipe": "llvmpipe", "swiftshader": "swiftshader"}
+
+# where Debian's chromium-common installs SwiftShader's ICD manifest (outside the loader's folders)
+SWIFTSHADER_ICD = "/usr/lib/chromium/vk_swiftshader_icd.json"
 
 _opened: dict = {}
 _lock = threading.Lock()
@@ -49,14 +57,21 @@ def select(selector=None) -> DeviceInfo:
         if not 0 <= index < len(infos):
             raise DeviceError(f"device index {index}{where} out of range; available: {names}")
         return infos[index]
-    if text in ("cpu", "lavapipe", "llvmpipe"):
+    if text in DRIVER_SELECTORS:
+        needle = DRIVER_SELECTORS[text]
+        matches = [d for d in infos if needle in f"{d.name} {d.driver}".lower()]
+    elif text == "cpu":
         matches = [d for d in infos if d.kind == "cpu"]
     elif text == "gpu":
         matches = [d for d in infos if d.kind in ("discrete", "integrated", "virtual")]
     else:
         matches = [d for d in infos if text in d.name.lower()]
     if not matches:
-        raise DeviceError(f"no device matches {selector!r}{where}; available: {names}")
+        hint = ""
+        if text == "swiftshader" and os.path.exists(SWIFTSHADER_ICD):
+            hint = (f" (SwiftShader is installed but not visible to the Vulkan loader: "
+                    f"VK_ICD_FILENAMES={SWIFTSHADER_ICD} selects it)")
+        raise DeviceError(f"no device matches {selector!r}{where}; available: {names}{hint}")
     return min(matches, key=lambda d: (KIND_RANK[d.kind], d.index))
 
 

@@ -33,7 +33,8 @@ def pipeline(target=None, *, pointer_casts: bool = False) -> Pipeline:
     VectorTypeRewriter, which then leaves the cast storages alone; without it, for Vulkan, the
     parameters the VectorTypeRewriter must leave scalar because their size is symbolic get such
     casts after it (SymbolicVectorCast). Bool buffers become int8 only for Vulkan (the
-    interpreter stores bools as they are). On targets with the "loop_trip_limit_65535" quirk, SplitLongLoops runs last (see
+    interpreter stores bools as they are); without 8-bit support, EmulateInt8 then widens 8-bit
+    values and reads and writes 8-bit buffers as bytes of 32-bit words. On targets with the "loop_trip_limit_65535" quirk, SplitLongLoops runs last (see
     vkir.runtime.quirks)."""
     target = as_target(target)
     casts = (transform.PointerCastVectorize(target=target),) if pointer_casts else ()
@@ -42,6 +43,9 @@ def pipeline(target=None, *, pointer_casts: bool = False) -> Pipeline:
     symbolic = () if pointer_casts or not target.is_vulkan else \
         (transform.SymbolicVectorCast(target=target),)
     bools = (transform.BoolToInt8(),) if target.is_vulkan else ()
+    # without 8-bit integers or 8-bit storage, bytes live in 32-bit values and words
+    if target.is_vulkan and not (target.has("int8") and target.has("storage_buffer_8bit")):
+        bools += (transform.EmulateInt8(),)
     # llvmpipe stops loops after 65535 back edges per invocation: fewer, longer iterations
     long_loops = (transform.SplitLongLoops(),) if LOOP_TRIP_LIMIT in target.quirks else ()
     return Pipeline((

@@ -49,7 +49,8 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         self.target = target
         self.b = ModuleBuilder(target.spirv_version)
         self.types = Types(self.b, target, func.name)
-        self.iface: Interface = analyze(func, target.limits.max_push_constant_bytes)
+        self.iface: Interface = analyze(func, target.limits.max_push_constant_bytes,
+                                        cas_float_add=not target.has("atomic_float32_add_buffer"))
         self.values: dict[Var, int] = {}
         self.memory: dict[tuple, Memory] = {}       # (data var, dtype) -> Memory
         self.local_memory: dict[Var, Buffer] = {}   # data var of shared/local -> its allocation

@@ -4,7 +4,7 @@ and explicit pointer casts of them), how each is accessed, push-constant layout,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from vkir.errors import UnsupportedError
 from vkir.ir.op import is_atomic
@@ -13,6 +13,9 @@ from vkir.ir import (Buffer, BufferLoad, BufferStore, Call, DataType, DeclBuffer
 from vkir.ir.substitute import substitute
 
 from ..module import PushConstant
+
+FLOAT32 = DataType("float", 32)
+UINT32 = DataType("uint", 32)
 
 
 @dataclass
@@ -62,10 +65,11 @@ def _widened(dt: DataType) -> DataType:
 class _Scan(Visitor):
     """Collects pointer casts of parameters, buffer accesses and thread-binding extents."""
 
-    def __init__(self, iface: Interface, params: dict, name: str):
+    def __init__(self, iface: Interface, params: dict, name: str, cas_float_add: bool = False):
         self.iface = iface
         self.params = params  # data var -> param index
         self.name = name
+        self.cas_float_add = cas_float_add  # float atomic adds need a uint32 view (see sync.py)
         self.lets: dict = {}  # enclosing LetStmt vars -> their values (themselves closed)
 
     def visit_LetStmt(self, node: LetStmt):
@@ -87,9 +91,15 @@ class _Scan(Visitor):
 
     def visit_Call(self, node: Call):
         if is_atomic(node.op) and node.args and isinstance(node.args[0], BufferLoad):
-            b = self.iface.binding_of(node.args[0].buffer)
+            buf = node.args[0].buffer
+            b = self.iface.binding_of(buf)
             if b is not None:  # an atomic reads and writes its element
                 b.readable = b.writable = True
+                if self.cas_float_add and node.op == "atomic_add" and buf.dtype == FLOAT32:
+                    view = replace(buf, dtype=UINT32)  # the same binding, as uint32 words
+                    self.iface.register(view, b.param_index)
+                    view_binding = self.iface.binding_of(view)
+                    view_binding.readable = view_binding.writable = True
         self.generic_visit(node)
 
     def visit_BufferStore(self, node: BufferStore):
@@ -131,9 +141,11 @@ def _same_extent(a: PrimExpr, b: PrimExpr) -> bool:
     return a == b
 
 
-def analyze(func: PrimFunc, max_push_constant_bytes: int) -> Interface:
+def analyze(func: PrimFunc, max_push_constant_bytes: int, cas_float_add: bool = False) -> Interface:
     """Bindings (parameter buffers in parameter order, then casts in order of appearance), push
-    constants (scalar parameters then symbolic sizes, std430 offsets) and thread extents."""
+    constants (scalar parameters then symbolic sizes, std430 offsets) and thread extents.
+    `cas_float_add`: the device has no float32 atomic add on storage buffers, so each buffer that
+    one updates also gets a uint32 view for the compare-exchange loop that replaces it."""
     iface = Interface()
     params = {}
     scalars = []
@@ -150,7 +162,7 @@ def analyze(func: PrimFunc, max_push_constant_bytes: int) -> Interface:
         buf = func.buffer_map.get(p)
         if buf is not None:
             iface.register(buf, params[buf.data])
-    _Scan(iface, params, func.name).visit(func.body)
+    _Scan(iface, params, func.name, cas_float_add).visit(func.body)
 
     offset = 0
     for var in (*scalars, *func.size_vars):

@@ -5,7 +5,9 @@ Workgroup scope for shared memory, with AcquireRelease semantics on that storage
 unequal case of a compare-exchange: Acquire). A barrier in a kernel with atomics on storage
 buffers also orders storage-buffer memory, so an atomic followed by a barrier is visible to the
 workgroup; the end of the dispatch makes it visible to the next one. int64/uint64 atomics and
-float32 add/min/max need their device features, named in the UnsupportedError otherwise.
+float32 add/min/max need their device features, named in the UnsupportedError otherwise, except
+float32 add on a storage buffer, which without the feature becomes a compare-exchange loop on a
+uint32 view of the same binding.
 
 Subgroup operations: OpGroupNonUniform* at Subgroup scope; the capability of each class (vote,
 arithmetic, ballot, shuffle, shuffle_relative) is declared when used, and the target must have
@@ -16,12 +18,15 @@ SubgroupLocalInvocationId, SubgroupId and NumSubgroups builtins.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from vkir.errors import UnsupportedError
 from vkir.ir import BufferLoad, Call, DataType, IntImm
 from vkir.ir.op import SUBGROUP_OPS
 
 _UINT32 = DataType("uint", 32)
 _INT32 = DataType("int", 32)
+_FLOAT32 = DataType("float", 32)
 _BOOL = DataType("bool", 1)
 
 # op -> (signed int, unsigned int, float) instruction
@@ -88,6 +93,9 @@ class SyncMixin:
             if entry is None or dt.bits != 32:
                 raise UnsupportedError(f"kernel {self.func.name!r}: {e.op} on {dt} has no "
                                        "Vulkan instruction (float32 add, min and max only)")
+            if e.op == "atomic_add" and not shared and \
+                    not self.target.has("atomic_float32_add_buffer"):
+                return self._float_add_by_compare_exchange(target, self.expr(e.args[1]))
             self.types.need(f"atomic_float32_{entry[0]}_{where}", why)
             self.b.capability(entry[1])
         elif dt.bits == 64:
@@ -108,6 +116,38 @@ class SyncMixin:
                            expected)
         name = _ATOMIC[e.op][2 if dt.is_float else 1 if dt.is_uint else 0]
         return self.op(name, t, ptrs[0], scope, sem, values[0])
+
+    def _float_add_by_compare_exchange(self, target: BufferLoad, value: int) -> int:
+        """float32 atomic add on a storage buffer without shaderBufferFloat32AtomicAdd: a loop
+        that adds to the last value seen and publishes the sum with a uint32 compare-exchange on
+        the same element (interface.py gave the buffer a uint32 view), until no other invocation
+        changed the element in between. Returns the old value, as OpAtomicFAddEXT would."""
+        view = replace(target.buffer, dtype=_UINT32)
+        _, ptrs, _ = self._element_pointers(view, target.indices)
+        u, f = self.ty(_UINT32), self.ty(_FLOAT32)
+        scope = self.const(_UINT32, self.b.enum("Scope", "Device"))
+        relaxed = self.const(_UINT32, 0)
+        sem = self.const(_UINT32, self.b.g.bits("MemorySemantics", "AcquireRelease", "UniformMemory"))
+        unequal = self.const(_UINT32, self.b.g.bits("MemorySemantics", "Acquire", "UniformMemory"))
+        first = self.op("OpAtomicLoad", u, ptrs[0], scope, relaxed)
+        entry = self.label
+        header, body, cont, merge = (self.b.new_id() for _ in range(4))
+        old, seen = self.b.new_id(), self.b.new_id()
+        self.do("OpBranch", header)
+        self.start_block(header)
+        self.b.encode(self.code, "OpPhi", u, old, first, entry, seen, cont)
+        self.do("OpLoopMerge", merge, cont, self.b.enum("LoopControl", "None"))
+        self.do("OpBranch", body)
+        self.start_block(body)
+        total = self.op("OpFAdd", f, self.op("OpBitcast", f, old), value)
+        self.b.encode(self.code, "OpAtomicCompareExchange", u, seen, ptrs[0], scope, sem, unequal,
+                      self.op("OpBitcast", u, total), old)
+        done = self.op("OpIEqual", self.ty(DataType("bool", 1)), seen, old)
+        self.do("OpBranchConditional", done, merge, cont)
+        self.start_block(cont)
+        self.do("OpBranch", header)
+        self.start_block(merge)
+        return self.op("OpBitcast", f, old)
 
     # -- subgroups -----------------------------------------------------------------------------
 

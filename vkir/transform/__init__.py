@@ -14,6 +14,7 @@ _PASSES = {
     "PointerCastVectorize": "pointer_cast_vectorize",
     "SymbolicVectorCast": "symbolic_vector_cast",
     "BoolToInt8": "bool_to_int8",
+    "EmulateInt8": "emulate_int8",
     "CommonSubexprElim": "common_subexpr_elim",
     "InjectSoftwarePipeline": "inject_software_pipeline",
     "LowerAsync": "lower_async",

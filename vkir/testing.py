@@ -1,0 +1,69 @@
+"""Helpers for tests that run on whatever Vulkan device is present.
+
+A test of a feature that some devices lack must still test something there: on a device without
+the feature, vkir promises an `UnsupportedError` naming it, and the test asserts exactly that
+instead of skipping:
+
+    with vkir.testing.expect_features(device, "int64"):
+        vkir.build(kernel_with_int64, device=device)(...)
+        ...  # checks that only run where the device has the feature
+
+Math intrinsics are only as accurate as Vulkan requires (the precision table of the Vulkan
+specification, "Precision and Operation of SPIR-V Instructions"); `math_tolerance(op)` gives
+(rtol, atol) bounds that every conformant device meets for arguments of moderate size.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+__all__ = ["device_features", "missing_features", "expect_features", "math_tolerance"]
+
+
+def device_features(device_or_target) -> frozenset:
+    """The feature names of an opened device, a DeviceInfo or a vkir.Target."""
+    info = getattr(device_or_target, "info", device_or_target)
+    return frozenset(info.features)
+
+
+def missing_features(device_or_target, *features: str) -> list[str]:
+    """The names among `features` that the device (or target) lacks, in the order given."""
+    have = device_features(device_or_target)
+    return [f for f in features if f not in have]
+
+
+def expect_features(device_or_target, *features: str):
+    """A context manager: where the device has every one of `features` it does nothing; where it
+    lacks one, the block must raise vkir.UnsupportedError naming a missing feature (the block
+    stops there, so checks after the failing call do not run)."""
+    missing = missing_features(device_or_target, *features)
+    if not missing:
+        return contextlib.nullcontext()
+    import re
+
+    import pytest
+
+    from .errors import UnsupportedError
+
+    return pytest.raises(UnsupportedError, match="|".join(re.escape(f) for f in missing))
+
+
+# (rtol, atol) per intrinsic: Vulkan's bounds are absolute 2^-11 for sin/cos on [-pi, pi], 3 ULP
+# (plus 2|x| ULP for exp) for exp/log and friends, and "inherited from" the formula that defines
+# tan, the hyperbolic and inverse functions, which compounds those errors
+_EXACTISH = (1e-5, 1e-5)
+_MATH_TOLERANCE = {
+    "sin": (0.0, 2.0 ** -11), "cos": (0.0, 2.0 ** -11),
+    "tan": (2e-3, 2e-3),
+    "asin": (2e-3, 2e-3), "acos": (2e-3, 2e-3), "atan": (1e-4, 1e-4), "atan2": (1e-4, 1e-4),
+    "sinh": (2e-3, 2e-3), "cosh": (2e-3, 2e-3), "tanh": (2e-3, 2e-3),
+    "asinh": (2e-3, 2e-3), "acosh": (2e-3, 2e-3), "atanh": (2e-3, 2e-3),
+    "exp": (1e-5, 1e-6), "exp2": (1e-5, 1e-6), "log": (1e-5, 2.0 ** -21), "log2": (1e-5, 2.0 ** -21),
+    "pow": (1e-4, 1e-5), "erf": (2e-3, 2e-3), "sigmoid": (1e-4, 1e-5),
+}
+
+
+def math_tolerance(op: str) -> tuple[float, float]:
+    """(rtol, atol) within which any conformant Vulkan device computes the float32 intrinsic
+    `op` (e.g. "sin") for moderate arguments; exact-ish (1e-5) for the correctly rounded ones."""
+    return _MATH_TOLERANCE.get(op, _EXACTISH)
