@@ -75,9 +75,51 @@ class DeviceInfo:
     device_id: int = 0
     driver_version: int = 0  # vendor-encoded driverVersion
     quirks: frozenset = frozenset()  # known driver bugs worked around by lowering (quirks.py)
+    float_controls: "FloatControls" = None  # what the driver guarantees per float width
+    subgroup_size_range: tuple = (0, 0)     # (min, max) subgroup sizes a pipeline may get
+
+    def __post_init__(self):
+        if self.float_controls is None:
+            object.__setattr__(self, "float_controls", FloatControls())
+        if self.subgroup_size_range == (0, 0):
+            object.__setattr__(self, "subgroup_size_range", (self.subgroup_size, self.subgroup_size))
 
     def __str__(self) -> str:
         return f"{self.name} ({self.kind}, {self.driver}, Vulkan {self.api_version})"
+
+
+@dataclass(frozen=True)
+class FloatControls:
+    """VkPhysicalDeviceFloatControlsProperties, as the sets of float widths (16, 32, 64) for
+    which a shader may ask the driver to preserve signed zeros, infinities and NaN
+    (`signed_zero_inf_nan`), to preserve denormals (`denorm_preserve`) or flush them
+    (`denorm_flush`), and to round to nearest even (`rounding_rte`) or toward zero
+    (`rounding_rtz`). Where a width is missing, the driver's behaviour is its own: SwiftShader
+    flushes some float32 denormals to zero, and rounds uint32 -> float32 toward zero."""
+
+    signed_zero_inf_nan: frozenset = frozenset()
+    denorm_preserve: frozenset = frozenset()
+    denorm_flush: frozenset = frozenset()
+    rounding_rte: frozenset = frozenset()
+    rounding_rtz: frozenset = frozenset()
+
+    @staticmethod
+    def query(props) -> "FloatControls":
+        """From a filled VkPhysicalDeviceFloatControlsProperties."""
+        def widths(member):
+            return frozenset(w for w in (16, 32, 64) if getattr(props, member.format(w)))
+
+        return FloatControls(widths("shaderSignedZeroInfNanPreserveFloat{}"),
+                             widths("shaderDenormPreserveFloat{}"),
+                             widths("shaderDenormFlushToZeroFloat{}"),
+                             widths("shaderRoundingModeRTEFloat{}"),
+                             widths("shaderRoundingModeRTZFloat{}"))
+
+    def features(self) -> frozenset:
+        """The Target feature names these controls allow a kernel to declare."""
+        return frozenset([f"float{w}_inf_nan_preserve" for w in self.signed_zero_inf_nan]
+                         + [f"float{w}_denorm_preserve" for w in self.denorm_preserve]
+                         + [f"float{w}_rounding_rte" for w in self.rounding_rte])
 
 
 # struct name, sType, {member: feature name}
@@ -174,9 +216,8 @@ def query_info(index: int, phys) -> DeviceInfo:
         maintenance3.pNext = driver
         driver.pNext = float_controls
     lib.vkGetPhysicalDeviceProperties2(phys, props)
-    preserve = frozenset(
-        f"float{w}_inf_nan_preserve" for w in (16, 32, 64)
-        if has_driver and getattr(float_controls, f"shaderSignedZeroInfNanPreserveFloat{w}"))
+    controls = FloatControls.query(float_controls) if has_driver else FloatControls()
+    preserve = controls.features()
     p = props.properties
     lim = p.limits
     limits = Limits(
@@ -214,7 +255,27 @@ def query_info(index: int, phys) -> DeviceInfo:
         unified_memory=kind != "discrete" and _device_local_is_host_visible(phys),
         vendor_id=p.vendorID, device_id=p.deviceID, driver_version=p.driverVersion,
         quirks=quirks_of(cstr(p.deviceName), driver_text),
+        float_controls=controls,
+        subgroup_size_range=_subgroup_size_range(phys, subgroup.subgroupSize),
     )
+
+
+def _subgroup_size_range(phys, size: int) -> tuple:
+    """(minSubgroupSize, maxSubgroupSize) where the device reports subgroup size control
+    (Vulkan 1.3 or VK_EXT_subgroup_size_control), else (size, size)."""
+    base = vk.vkGetPhysicalDeviceProperties(phys)
+    if base.apiVersion < vk.VK_MAKE_VERSION(1, 3, 0) and \
+            "VK_EXT_subgroup_size_control" not in device_extensions(phys):
+        return (size, size)
+    props = ffi.new("VkPhysicalDeviceProperties2*")
+    props.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
+    control = ffi.new("VkPhysicalDeviceSubgroupSizeControlProperties*")
+    control.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES
+    props.pNext = control
+    lib.vkGetPhysicalDeviceProperties2(phys, props)
+    if not control.minSubgroupSize:
+        return (size, size)
+    return (int(control.minSubgroupSize), int(control.maxSubgroupSize))
 
 
 def _allocation_limit(reported: int, phys) -> int:

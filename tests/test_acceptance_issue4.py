@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import vkir
+from vkir.testing import math_tolerance
 from vkir.errors import ArgumentError
 
 from test_api import axpb, floordivmod, vadd  # noqa: E402  (tests/ is on sys.path)
@@ -191,10 +192,13 @@ def math_{name}({params}, y: T.Buffer(("n",), "float32")):
     y = np.zeros(500, np.float32)
     vkir.build(func, device=device)(*xs, y)
     want = fn(*[x.astype(_F64) for x in xs])
-    np.testing.assert_allclose(y, want, rtol=tol, atol=tol)
+    # no device is more accurate than Vulkan's precision table requires (SwiftShader's sin and
+    # cos are off by 2e-4): the bound is the larger of the test's and Vulkan's
+    rtol, atol = (max(tol, t) for t in math_tolerance(name))
+    np.testing.assert_allclose(y, want, rtol=rtol, atol=atol)
     ref = np.zeros_like(y)
     vkir.interpret(func, *xs, ref)
-    np.testing.assert_allclose(y, ref, rtol=max(tol, 1e-6), atol=max(tol, 1e-6))
+    np.testing.assert_allclose(y, ref, rtol=max(rtol, 1e-6), atol=max(atol, 1e-6))
 
 
 @pytest.mark.parametrize("name", ["isnan", "isinf"])

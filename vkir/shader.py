@@ -35,6 +35,16 @@ _FEATURE_CAPABILITIES = {
     "StoragePushConstant16": "storage_push_constant_16bit",
     "VariablePointersStorageBuffer": "variable_pointers",
 }
+# capabilities that any one of several features allows (per storage class or float width; what
+# vkir's own kernels declare, so that load_spirv accepts their modules on the same device)
+_ANY_FEATURE_CAPABILITIES = {
+    "Int64Atomics": ("atomic_int64_buffer", "atomic_int64_shared"),
+    "AtomicFloat32AddEXT": ("atomic_float32_add_buffer", "atomic_float32_add_shared"),
+    "AtomicFloat32MinMaxEXT": ("atomic_float32_minmax_buffer", "atomic_float32_minmax_shared"),
+    "SignedZeroInfNanPreserve": tuple(f"float{w}_inf_nan_preserve" for w in (16, 32, 64)),
+    "DenormPreserve": tuple(f"float{w}_denorm_preserve" for w in (16, 32, 64)),
+    "RoundingModeRTE": tuple(f"float{w}_rounding_rte" for w in (16, 32, 64)),
+}
 _SUBGROUP_CAPABILITIES = {
     "GroupNonUniform": "basic", "GroupNonUniformVote": "vote",
     "GroupNonUniformArithmetic": "arithmetic", "GroupNonUniformBallot": "ballot",
@@ -125,6 +135,10 @@ class ShaderKernel:
                 if _FEATURE_CAPABILITIES[cap] in info.features:
                     continue
                 why = f"the device lacks the {_FEATURE_CAPABILITIES[cap]!r} feature"
+            elif cap in _ANY_FEATURE_CAPABILITIES:
+                if info.features & set(_ANY_FEATURE_CAPABILITIES[cap]):
+                    continue
+                why = f"the device has none of the features {list(_ANY_FEATURE_CAPABILITIES[cap])}"
             elif cap in _SUBGROUP_CAPABILITIES:
                 if _SUBGROUP_CAPABILITIES[cap] in info.subgroup_operations:
                     continue

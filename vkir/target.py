@@ -30,6 +30,9 @@ FEATURES = frozenset({
     # float controls: the driver may not assume away signed zeros, infinities and NaN (x * 0.0
     # stays NaN for an infinite x), per float width
     "float16_inf_nan_preserve", "float32_inf_nan_preserve", "float64_inf_nan_preserve",
+    # ... may not flush denormals to zero, and may round to nearest even, where declared
+    "float16_denorm_preserve", "float32_denorm_preserve", "float64_denorm_preserve",
+    "float16_rounding_rte", "float32_rounding_rte", "float64_rounding_rte",
 })
 
 # the SPIR-V version vkir emits for each SPIRV-Tools Vulkan environment (the highest it accepts);

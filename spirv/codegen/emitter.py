@@ -382,19 +382,43 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         return b.to_bytes()
 
     def _preserve_inf_nan(self, main: int) -> None:
-        """SignedZeroInfNanPreserve for the float widths the module uses, where the target
-        allows it: otherwise drivers may fold x * 0.0 to 0.0 for an infinite or NaN x (lavapipe
-        does), and the interpreter's IEEE results are lost. SPIR-V 1.4+ only (float controls
-        are core there)."""
+        """Float controls for the float widths the kernel computes with, where the target
+        allows them (SPIR-V 1.4+, where float controls are core):
+        - SignedZeroInfNanPreserve: otherwise drivers may fold x * 0.0 to 0.0 for an infinite or
+          NaN x (lavapipe does), and the interpreter's IEEE results are lost;
+        - DenormPreserve: otherwise a driver may flush denormal inputs and results to zero
+          (SwiftShader does: 0.0 // 1e-45 became 0 / 0);
+        - RoundingModeRTE: round-to-nearest-even, the interpreter's rounding, for conversions
+          and arithmetic.
+        A kernel without floats declares none: SwiftShader miscompiles an integer max in a
+        module that declares SignedZeroInfNanPreserve."""
         b = self.b
         if b.version < (1, 4):
             return
-        used = {32}
-        used |= {16} if "Float16" in b.capabilities else set()
-        used |= {64} if "Float64" in b.capabilities else set()
-        widths = [w for w in sorted(used) if f"float{w}_inf_nan_preserve" in self.target.features]
-        if widths:
-            b.capability("SignedZeroInfNanPreserve")
-        for w in widths:
-            b.encode(b.exec_modes, "OpExecutionMode", main,
-                     b.enum("ExecutionMode", "SignedZeroInfNanPreserve"), w)
+        used = _float_widths(self.func)
+        for mode, feature in (("SignedZeroInfNanPreserve", "inf_nan_preserve"),
+                              ("DenormPreserve", "denorm_preserve"),
+                              ("RoundingModeRTE", "rounding_rte")):
+            widths = [w for w in sorted(used) if f"float{w}_{feature}" in self.target.features]
+            if widths:
+                b.capability(mode)
+            for w in widths:
+                b.encode(b.exec_modes, "OpExecutionMode", main, b.enum("ExecutionMode", mode), w)
+
+
+def _float_widths(func) -> set:
+    """The bit widths of the float values and buffers `func` uses."""
+    from vkir.ir import walk
+
+    widths = set()
+    for node in walk(func.body):
+        dt = getattr(node, "dtype", None)
+        if isinstance(dt, DataType) and dt.is_float:
+            widths.add(dt.bits)
+        buf = getattr(node, "buffer", None)
+        if buf is not None and buf.dtype.is_float:
+            widths.add(buf.dtype.bits)
+    for buf in func.buffer_map.values():
+        if buf.dtype.is_float:
+            widths.add(buf.dtype.bits)
+    return widths

@@ -1,6 +1,6 @@
 """Intrinsic calls (vkir.ir.op) to GLSL.std.450 and core instructions (mixed into the emitter).
 
-`erf` has no GLSL.std.450 instruction: it is emitted as the Abramowitz-Stegun 7.1.26 rational
+`tanh` is guarded for large arguments (see `_tanh`). `erf` has no GLSL.std.450 instruction: it is emitted as the Abramowitz-Stegun 7.1.26 rational
 approximation (absolute error below 1.5e-7). `sigmoid` is 1 / (1 + exp(-x)). Both are built as
 vkir expressions over a bound temporary and emitted like any other expression.
 """
@@ -43,6 +43,8 @@ class IntrinsicMixin:
             return self.atomic(e)
         if is_subgroup(op):
             return self.subgroup(e)
+        if op == "tanh":
+            return self._tanh(e)
         if op in _GLSL_FLOAT:
             name = _GLSL_FLOAT[op]
             self._check_float(e, name)
@@ -120,6 +122,18 @@ class IntrinsicMixin:
             raise UnsupportedError(f"kernel {self.func.name!r}: cannot reinterpret {src} as "
                                    f"{dst} (bit sizes differ or bool)")
         return self.op("OpBitcast", self.ty(dst), v)
+
+    def _tanh(self, e: Call) -> int:
+        """tanh(x), but sign(x) where |x| > 10 (tanh(10) rounds to 1 in float16 and float32).
+        Vulkan bounds tanh only by its sinh/cosh formula, whose exponentials overflow: SwiftShader
+        returns e^x-sized garbage for tanh(89). NaN fails the comparison and stays NaN."""
+        dt = e.dtype
+        self._check_float(e, "Tanh")
+        t = self.ty(dt)
+        x = self.expr(e.args[0])
+        big = self.op("OpFOrdGreaterThan", self.ty(DataType("bool", 1, dt.lanes)),
+                      self.glsl("FAbs", t, x), self.const(dt, 10.0))
+        return self.op("OpSelect", t, big, self.glsl("FSign", t, x), self.glsl("Tanh", t, x))
 
     def _via_ir(self, e: Call, build) -> int:
         """Emit build(x) where x is a temporary bound to the (single) evaluated argument."""

@@ -15,8 +15,14 @@ interpreter's meaning, where int8 arithmetic wraps at 8 bits):
   The kernel reads them as 32-bit words through a uint32 view of the same binding and extracts
   bytes with shifts and masks. A store that fills whole words (an int8x4 element) is a plain word
   store; a store of single bytes updates its byte with two word atomics (and then or), so that
-  invocations writing neighbouring bytes of one word never lose each other's writes.
+  invocations writing neighbouring bytes of one word never lose each other's writes, and the
+  words of such a buffer are read atomically too (an atomic or with 0), so that no read races
+  with a neighbour's update.
 - Workgroup and private buffers are not visible to the host: their elements simply become 32-bit.
+
+The lowered function takes those parameters as uint32 word arrays (the bytes padded to whole
+words), which is what the device sees; a word buffer of symbolic size ((n + 3) // 4 words) does
+not name n on its own, so a Kernel binds n on the user's signature.
 
 `T.reinterpret` to or from an 8-bit type, and atomics on 8-bit elements, have no such lowering
 and raise UnsupportedError.
@@ -28,6 +34,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import UnsupportedError
 from ..ir import expr as E
+from ..ir import walk
 from ..ir import stmt as S
 from ..ir.buffer import Buffer
 from ..ir.dtype import DataType, PointerType
@@ -132,8 +139,9 @@ def _flat_index(buf: Buffer, indices: tuple) -> E.PrimExpr:
 class _Rewriter(Mutator):
     """Widens 8-bit values and rewrites accesses of 8-bit buffers (see the module docstring)."""
 
-    def __init__(self, func_name: str):
+    def __init__(self, func_name: str, byte_stored: frozenset = frozenset()):
         self.func_name = func_name
+        self.byte_stored = byte_stored  # data vars written byte by byte: read atomically too
         self.vars = {}       # 8-bit Var -> its 32-bit replacement
         self.words = {}      # global data var with 8-bit views -> the uint32 word Buffer
         self.wide = {}       # 8-bit workgroup/private buffer -> its 32-bit element buffer
@@ -249,23 +257,31 @@ class _Rewriter(Mutator):
         m = op.buffer.dtype.lanes
         flat = _flat_index(op.buffer, indices)
         wide = widened(op.buffer.dtype.element_of())
+        atomic = op.buffer.data in self.byte_stored
         lanes = []
         for k in range(flat.dtype.lanes):
             element = lane(flat, k)
             if m % 4 == 0:  # whole words: one load per word, four bytes out of each
                 for w in range(m // 4):
-                    word = E.BufferLoad(words, (E.Add(E.Mul(element, E.IntImm(INT32, m // 4)),
-                                                      E.IntImm(INT32, w)),))
+                    word = self.read(words, E.Add(E.Mul(element, E.IntImm(INT32, m // 4)),
+                                                  E.IntImm(INT32, w)), atomic)
                     lanes.extend(self.byte_of(word, E.IntImm(WORD, 8 * b), wide) for b in range(4))
                 continue
             for b in range(m):
                 address = element if m == 1 else E.Add(E.Mul(element, E.IntImm(INT32, m)),
                                                          E.IntImm(INT32, b))
-                word = E.BufferLoad(words, (E.FloorDiv(address, E.IntImm(INT32, 4)),))
+                word = self.read(words, E.FloorDiv(address, E.IntImm(INT32, 4)), atomic)
                 shift = E.Cast(WORD, E.Mul(E.FloorMod(address, E.IntImm(INT32, 4)),
                                            E.IntImm(INT32, 8)))
                 lanes.append(self.byte_of(word, shift, wide))
         return _concat(lanes)
+
+    @staticmethod
+    def read(words: Buffer, index: E.PrimExpr, atomic: bool) -> E.PrimExpr:
+        """Word `index`; an atomic read (or with 0) where other invocations may be updating
+        neighbouring bytes of the same word with atomics, which a plain read would race with."""
+        load = E.BufferLoad(words, (index,))
+        return _call(WORD, "atomic_or", load, E.IntImm(WORD, 0)) if atomic else load
 
     @staticmethod
     def byte_of(word: E.PrimExpr, shift: E.PrimExpr, wide: DataType) -> E.PrimExpr:
@@ -347,7 +363,10 @@ class EmulateInt8(Pass):
 
     def transform(self, func):
         """Widen 8-bit values; access 8-bit parameter buffers as bytes of uint32 words."""
-        rw = _Rewriter(func.name)
+        byte_stored = frozenset(
+            n.buffer.data for n in walk(func.body) if isinstance(n, S.BufferStore)
+            and is_narrow(n.buffer.dtype) and n.buffer.scope == "global" and n.buffer.dtype.lanes % 4)
+        rw = _Rewriter(func.name, byte_stored)
         params, buffer_map = [], {}
         for p in func.params:
             buf = func.buffer_map.get(p)
@@ -370,8 +389,6 @@ class EmulateInt8(Pass):
 
 def _mentions_narrow(func) -> bool:
     """Whether any expression or buffer of `func` has an 8-bit integer type."""
-    from ..ir import walk
-
     for node in walk(func.body):
         dt = getattr(node, "dtype", None)
         if is_narrow(dt) or (isinstance(dt, PointerType) and is_narrow(dt.element)):

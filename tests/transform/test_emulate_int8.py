@@ -1,0 +1,156 @@
+"""EmulateInt8: on devices without 8-bit integers or 8-bit storage (SwiftShader), every int8/uint8
+value becomes 32-bit with 8-bit wrap-around, and 8-bit parameter buffers are read and written as
+bytes of uint32 words. The output has no 8-bit type left, passes both checkers, and computes what
+the interpreter computes for the original (the word buffers get the same bytes as uint32 views);
+on the device, bool and int8 kernels run on every driver."""
+
+import numpy as np
+import pytest
+
+import vkir
+from vkir import T
+from vkir.analysis import verify_types, verify_well_formed
+from vkir.ir import PointerType, walk
+from vkir.transform import BoolToInt8, EmulateInt8
+from vkir.transform.emulate_int8 import is_narrow
+
+
+@T.prim_func
+def int8_arith(a: T.Buffer((64,), "int8"), b: T.Buffer((64,), "int8"), u: T.Buffer((64,), "uint8"),
+               f: T.Buffer((64,), "float32"), out: T.Buffer((64,), "int8"),
+               uout: T.Buffer((64,), "uint8"), wide: T.Buffer((64,), "int32")):
+    for bx in T.thread_binding(2, "blockIdx.x"):
+        for tx in T.thread_binding(32, "threadIdx.x"):
+            i = bx * 32 + tx
+            x = a[i] * b[i] + T.int8(100)             # wraps at 8 bits
+            y = T.shift_left(a[i], b[i]) ^ (x >> T.int8(2))
+            q = a[i] // T.select(b[i] == T.int8(0), T.int8(1), b[i])
+            out[i] = x + y - q
+            uout[i] = u[i] * T.uint8(7) + T.cast(f[i], "uint8")
+            wide[i] = T.cast(a[i], "int32") * 1000 + T.cast(T.cast(f[i] * T.float32(100), "int8"), "int32")
+
+
+@T.prim_func
+def neighbours(a: T.Buffer((4, 16), "int8"), out: T.Buffer((4, 16), "int8")):
+    # each invocation writes one byte: neighbouring bytes of one word come from other invocations
+    for bx in T.thread_binding(4, "blockIdx.x"):
+        for tx in T.thread_binding(16, "threadIdx.x"):
+            out[bx, 15 - tx] = a[bx, tx] + T.int8(1)
+
+
+@T.prim_func
+def words(a: T.Buffer((32,), "int8x4"), out: T.Buffer((32,), "int8x4")):
+    for tx in T.thread_binding(32, "threadIdx.x"):
+        out[tx] = a[tx] * T.broadcast(T.int8(3), 4)
+
+
+@T.prim_func
+def masks(a: T.Buffer((50,), "float32"), m: T.Buffer((50,), "bool"), s: T.Buffer((1,), "int32")):
+    for tx in T.thread_binding(50, "threadIdx.x"):
+        m[tx] = a[tx] > T.float32(0.5)
+        local = T.alloc_buffer((2,), "int8", scope="local")
+        local[0] = T.cast(m[tx], "int8") * T.int8(127)
+        local[1] = local[0] + local[0]
+        T.atomic_add(s[0], T.cast(local[1], "int32"))
+
+
+def _as_words(arr: np.ndarray) -> np.ndarray:
+    """The uint32 words of an 8-bit array (what the emulated function's word buffer holds)."""
+    raw = np.ascontiguousarray(arr).view(np.uint8).ravel()
+    padded = np.zeros(-(-raw.size // 4) * 4, np.uint8)
+    padded[:raw.size] = raw
+    return padded.view(np.uint32)
+
+
+def _random_args(func, rng):
+    args = []
+    for p in func.params:
+        buf = func.buffer_map[p]
+        shape = tuple(s.value for s in buf.shape)
+        if buf.dtype.lanes > 1:
+            shape = shape[:-1] + (shape[-1] * buf.dtype.lanes,)
+        dt = buf.dtype.element_of()
+        if dt.is_bool:
+            args.append(np.zeros(shape, np.bool_))
+        elif dt.is_float:
+            args.append(rng.uniform(-3, 3, shape).astype(np.float32))
+        else:
+            info = np.iinfo(dt.numpy_dtype())
+            args.append(rng.integers(info.min, info.max + 1, shape, endpoint=False).astype(dt.numpy_dtype())
+                        if dt.bits == 8 else np.zeros(shape, dt.numpy_dtype()))
+    return args
+
+
+def _emulated(func):
+    return EmulateInt8()(BoolToInt8()(func))
+
+
+@pytest.mark.parametrize("func", [int8_arith, neighbours, words, masks], ids=lambda f: f.name)
+def test_emulated_function_has_no_8bit_type_and_passes_the_checkers(func):
+    after = _emulated(func)
+    verify_types(after)
+    verify_well_formed(after)
+    for node in walk(after.body):
+        dt = getattr(node, "dtype", None)
+        assert not is_narrow(dt) and not (isinstance(dt, PointerType) and is_narrow(dt.element)), node
+    for p in after.params:
+        buf = after.buffer_map[p]
+        assert not is_narrow(buf.dtype)
+
+
+@pytest.mark.parametrize("func", [int8_arith, neighbours, words, masks], ids=lambda f: f.name)
+def test_emulated_function_computes_what_the_original_does(func):
+    after = _emulated(func)
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        want = _random_args(func, rng)
+        got = [a.copy() for a in want]
+        vkir.interpret(func, *want)
+        words_args = [_as_words(a.view(np.int8) if a.dtype == np.bool_ else a)
+                      if a.dtype.itemsize == 1 else a for a in got]
+        vkir.interpret(after, *words_args)
+        for w, g in zip(want, words_args):
+            if w.dtype.itemsize == 1:
+                g = g.view(np.uint8)[:w.size].view(w.dtype).reshape(w.shape)
+            np.testing.assert_array_equal(g, w)
+
+
+def test_byte_stores_use_word_atomics_and_whole_elements_plain_stores():
+    """A byte store updates its byte with atomic and/or (neighbours may be written concurrently);
+    an int8x4 element fills its word, so it is one plain store."""
+    ops = [n.op for n in walk(_emulated(neighbours).body) if isinstance(n, vkir.ir.Call)]
+    assert ops.count("atomic_and") == 1 and ops.count("atomic_or") == 1
+    ops = [n.op for n in walk(_emulated(words).body) if isinstance(n, vkir.ir.Call)]
+    assert "atomic_and" not in ops and "atomic_or" not in ops
+
+
+def test_the_pipeline_emulates_only_where_the_target_lacks_8bit_support():
+    from vkir.lowering import pipeline
+    from vkir.target import Target
+
+    names = lambda t: [p.name for p in pipeline(t).passes]
+    assert "EmulateInt8" not in names(Target.lavapipe())
+    assert "EmulateInt8" in names(Target.vulkan13())
+    assert "EmulateInt8" not in names(Target.interp())
+
+
+def test_reinterpret_of_8bit_values_is_refused_by_name():
+    @T.prim_func
+    def bits(a: T.Buffer((4,), "int8x4"), out: T.Buffer((4,), "int32")):
+        for tx in T.thread_binding(4, "threadIdx.x"):
+            out[tx] = T.reinterpret(a[tx], "int32")
+
+    with pytest.raises(vkir.UnsupportedError, match="reinterpret"):
+        _emulated(bits)
+
+
+@pytest.mark.parametrize("func", [int8_arith, neighbours, words, masks], ids=lambda f: f.name)
+def test_8bit_kernels_run_on_the_device_like_the_interpreter(device, func):
+    """On lavapipe natively, on SwiftShader through the emulation: the same bytes either way."""
+    rng = np.random.default_rng(7)
+    want = _random_args(func, rng)
+    got = [a.copy() for a in want]
+    vkir.interpret(func, *want)
+    vkir.build(func, device=device)(*got)
+    for w, g in zip(want, got):
+        np.testing.assert_array_equal(g, w)
