@@ -8,6 +8,16 @@ reads `Target.quirks`), so that a kernel computes the interpreter's result every
   longer into chunks of unrolled iterations (the budget is shared by every loop of the kernel,
   so nesting alone would not help; each back edge now runs 64 bodies).
 
+- "uint_to_float_rtz": SwiftShader converts uint32 values of 2^31 and above to float32 rounding
+  toward zero (and offers no RoundingModeRTE to ask otherwise); codegen converts such values in
+  two exact halves and one correctly rounded add.
+- "num_subgroups_partial": llvmpipe reports NumSubgroups = 1 for a 12- or 13-invocation
+  workgroup (a partial second subgroup) while SubgroupId reaches 1; codegen computes the count
+  from the workgroup size and the subgroup size instead of reading the builtin.
+- "flushes_denormals": SwiftShader flushes some float32 denormal operands to zero and cannot be
+  asked not to (no DenormPreserve): 0.0 // 1e-45 becomes 0 / 0. No lowering can help; results
+  that involve denormals are outside the bit-for-bit promise there (docs/semantics.md).
+
 Known and not yet worked around (found by the fuzzing campaign, python -m vkir.fuzz): llvmpipe
 folds `x * 0.0` to 0 for an infinite or NaN x and `x - -0.0` to x for x = -0.0 in some
 expression shapes, even with SignedZeroInfNanPreserve declared (which vkir does where the device
@@ -17,10 +27,14 @@ supports it), so such results can differ from the interpreter's IEEE ones.
 from __future__ import annotations
 
 LOOP_TRIP_LIMIT = "loop_trip_limit_65535"
+FLUSHES_DENORMALS = "flushes_denormals"
+UINT_TO_FLOAT_RTZ = "uint_to_float_rtz"
+NUM_SUBGROUPS_PARTIAL = "num_subgroups_partial"
 
 # (substring of the device or driver name, lowercase) -> the quirks of that driver
 _TABLE = (
-    ("llvmpipe", frozenset({LOOP_TRIP_LIMIT})),
+    ("llvmpipe", frozenset({LOOP_TRIP_LIMIT, NUM_SUBGROUPS_PARTIAL})),
+    ("swiftshader", frozenset({FLUSHES_DENORMALS, UINT_TO_FLOAT_RTZ})),
 )
 
 

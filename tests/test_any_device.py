@@ -101,3 +101,37 @@ def test_readme_float_atomic_total_runs_on_every_driver(device):
     out = np.zeros(1, np.float32)
     vkir.build(total, device=device)(a, out)
     assert out[0] == 5000
+
+
+def test_uint32_to_float32_rounds_to_nearest_even(device):
+    """SwiftShader truncated uint32 values >= 2^31 (15 of 64 differed): worked around by the
+    "uint_to_float_rtz" quirk's lowering."""
+    @T.prim_func
+    def conv(a: T.Buffer((64,), "uint32"), c: T.Buffer((64,), "float32")):
+        for tx in T.thread_binding(64, "threadIdx.x"):
+            c[tx] = T.cast(a[tx], "float32")
+
+    rng = np.random.default_rng(3)
+    a = rng.integers(2**31, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    a[:4] = [2**32 - 1, 2**31 + 129, 2**31 + 128, 4193873663]
+    c = np.zeros(64, np.float32)
+    vkir.build(conv, device=device)(a, c)
+    np.testing.assert_array_equal(c, a.astype(np.float32))
+
+
+def test_num_subgroups_counts_a_partial_subgroup(device):
+    """lavapipe reported NumSubgroups = 1 for 12- and 13-invocation workgroups (and 12 instead of
+    13 for 100 invocations with subgroups of 8): the README's reduction pattern summed 1000 ones
+    to 960."""
+    for size in (12, 13, 100):
+        f = vkir.from_script(f'''
+@T.prim_func
+def count(out: T.Buffer(({size},), "int32")):
+    for tx in T.thread_binding({size}, "threadIdx.x"):
+        out[tx] = T.num_subgroups() * 1000 + T.subgroup_id()
+''')
+        out = np.zeros(size, np.int32)
+        vkir.build(f, device=device)(out)
+        sg = device.info.subgroup_size
+        want = np.array([-(-size // sg) * 1000 + i // sg for i in range(size)], np.int32)
+        np.testing.assert_array_equal(out, want)

@@ -309,6 +309,15 @@ class ExprMixin:
         """A value conversion."""
         return self.convert(self.expr(e.value), e.value.dtype, e.dtype)
 
+    def _uint32_to_float_rounded(self, v: int, src: DataType, dst: DataType) -> int:
+        """uint32 -> float32 rounded to nearest even on a driver that truncates values of 2^31
+        and above (the "uint_to_float_rtz" quirk): both 16-bit halves convert exactly, so
+        hi * 65536 + lo rounds once, in the add."""
+        t, ut = self.ty(dst), self.ty(src)
+        hi = self.op("OpConvertUToF", t, self.op("OpShiftRightLogical", ut, v, self.const(src, 16)))
+        lo = self.op("OpConvertUToF", t, self.op("OpBitwiseAnd", ut, v, self.const(src, 0xFFFF)))
+        return self.op("OpFAdd", t, self.op("OpFMul", t, hi, self.const(dst, 65536.0)), lo)
+
     def convert(self, v: int, src: DataType, dst: DataType) -> int:
         """Value conversion between any int/uint/float widths and bool (lane count kept)."""
         if src == dst:
@@ -327,6 +336,9 @@ class ExprMixin:
         if src.is_float:
             return self._float_to_int(v, src, dst)
         if dst.is_float:
+            if src.is_uint and src.bits == 32 and dst.bits == 32 and \
+                    "uint_to_float_rtz" in self.target.quirks:
+                return self._uint32_to_float_rounded(v, src, dst)
             return self.op("OpConvertSToF" if src.is_int else "OpConvertUToF", t, v)
         if src.bits == dst.bits:
             return self.op("OpBitcast", t, v)
