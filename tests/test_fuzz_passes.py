@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import vkir
+from vkir.testing import interpret_lowered
 from vkir import transform as TR
 from vkir.analysis import verify_types, verify_well_formed
 from vkir.errors import VkirError
@@ -34,7 +35,7 @@ PASSES = (
     TR.PointerCastVectorize(target="vulkan"), TR.BoolToInt8(), TR.CommonSubexprElim(),
     TR.CommonSubexprElim(identify_equiv_terms=True), TR.InjectSoftwarePipeline(), TR.LowerAsync(),
     TR.SplitLongLoops(threshold=2, max_factor=4),  # small limits: the odd kernels' loops split
-    TR.SymbolicVectorCast(target="vulkan"),
+    TR.SymbolicVectorCast(target="vulkan"), TR.EmulateInt8(),
 )
 
 
@@ -550,13 +551,7 @@ def _run(func, args):
     """Copies of `args` after interpret(func, ...) (bool arrays as int8 where BoolToInt8 changed
     a buffer to int8)."""
     args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    views = []
-    for p, a in zip(func.params, args):
-        buf = func.buffer_map.get(p)
-        if buf is not None and a.dtype == np.bool_ and buf.dtype.element_of().code == "int":
-            a = a.view(np.int8)
-        views.append(a)
-    vkir.interpret(func, *views)
+    interpret_lowered(func, *args)  # 8-bit buffers as words where EmulateInt8 ran
     return args
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import vkir
+from vkir.testing import interpret_lowered
 from vkir import ir
 from vkir.analysis import verify_types, verify_well_formed
 from vkir.demo import VADD_SOURCE
@@ -248,13 +249,7 @@ def arguments(func, seed=0) -> list:
 def interpret(func, args) -> list:
     """The arrays after `interpret(func)` on copies of `args` (bools as int8 where lowered)."""
     args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    views = []
-    for p, a in zip(func.params, args):
-        buf = func.buffer_map.get(p)
-        if buf is not None and a.dtype == bool and buf.dtype.is_int:
-            a = a.view(np.int8)
-        views.append(a)
-    vkir.interpret(func, *views)
+    interpret_lowered(func, *args)  # 8-bit buffers as words where EmulateInt8 ran
     return args
 
 

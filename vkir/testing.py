@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import contextlib
 
-__all__ = ["device_features", "missing_features", "expect_features", "math_tolerance"]
+__all__ = ["device_features", "missing_features", "expect_features", "math_tolerance",
+           "interpret_lowered"]
 
 
 def device_features(device_or_target) -> frozenset:
@@ -67,3 +68,30 @@ def math_tolerance(op: str) -> tuple[float, float]:
     """(rtol, atol) within which any conformant Vulkan device computes the float32 intrinsic
     `op` (e.g. "sin") for moderate arguments; exact-ish (1e-5) for the correctly rounded ones."""
     return _MATH_TOLERANCE.get(op, _EXACTISH)
+
+
+def interpret_lowered(lowered, *args, **options) -> None:
+    """vkir.interpret on a function lowered for a target without 8-bit support, with the
+    arguments of the original function: EmulateInt8 made each 8-bit (or bool) parameter a uint32
+    word buffer, so such arrays are passed as their bytes padded to whole words, and the bytes
+    are copied back afterwards. Other functions are interpreted as they are (bool arrays as int8
+    where BoolToInt8 retyped them)."""
+    import numpy as np
+
+    from .interpreter import interpret
+
+    views, copies = [], []
+    for p, a in zip(lowered.params, args):
+        buf = lowered.buffer_map.get(p)
+        if buf is not None and isinstance(a, np.ndarray) and a.dtype.itemsize == 1:
+            if str(buf.dtype) == "uint32":
+                raw = np.zeros(-(-a.size // 4) * 4, np.uint8)
+                raw[:a.size] = np.ascontiguousarray(a).view(np.uint8).ravel()
+                copies.append((a, raw))
+                a = raw.view(np.uint32)
+            elif a.dtype == np.bool_ and str(buf.dtype) == "int8":
+                a = a.view(np.int8)
+        views.append(a)
+    interpret(lowered, *views, **options)
+    for a, raw in copies:
+        a[...] = raw[:a.size].view(a.dtype).reshape(a.shape)

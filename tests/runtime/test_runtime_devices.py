@@ -31,7 +31,10 @@ def test_devices_describe_the_device(device):
                              "subgroup_basic", "subgroup_vote", "subgroup_arithmetic",
                              "subgroup_ballot", "subgroup_shuffle", "subgroup_shuffle_relative",
                              "float16_inf_nan_preserve", "float32_inf_nan_preserve",
-                             "float64_inf_nan_preserve"}
+                             "float64_inf_nan_preserve",
+                             "float16_denorm_preserve", "float32_denorm_preserve",
+                             "float64_denorm_preserve", "float16_rounding_rte",
+                             "float32_rounding_rte", "float64_rounding_rte"}
     assert info.subgroup_size >= 1 and "basic" in info.subgroup_operations
 
 
