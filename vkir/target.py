@@ -43,7 +43,10 @@ SPIRV_VERSIONS = {
 }
 
 # what Mesa's lavapipe (llvmpipe) gets wrong, carried so that a pass can work around it
-LAVAPIPE_QUIRKS = frozenset({"loop_trip_limit_65535"})
+LAVAPIPE_QUIRKS = frozenset({"loop_trip_limit_65535", "num_subgroups_partial"})
+# what it does not offer of the features vkir knows (its float controls keep no denormals)
+LAVAPIPE_LACKS = frozenset({"float16_denorm_preserve", "float32_denorm_preserve",
+                            "float64_denorm_preserve"})
 
 
 @dataclass(frozen=True)
@@ -140,8 +143,9 @@ class Target:
     @staticmethod
     def lavapipe() -> "Target":
         """Mesa lavapipe (llvmpipe) as vkir sees it: Vulkan 1.3, every optional feature vkir
-        knows, its limits and quirks; for compiling without the device."""
-        return Target.vulkan("vulkan1.3", features=FEATURES, quirks=LAVAPIPE_QUIRKS,
+        knows but denormal preservation, its limits and quirks; for compiling without the
+        device."""
+        return Target.vulkan("vulkan1.3", features=FEATURES - LAVAPIPE_LACKS, quirks=LAVAPIPE_QUIRKS,
                              limits=Limits(max_workgroup_size=(1024, 1024, 1024),
                                            max_workgroup_invocations=1024,
                                            max_shared_memory_bytes=32768,
