@@ -116,6 +116,13 @@ def diagnose() -> Report:
         except (OSError, ValueError):
             names.append(p)
     r.add("layers", ", ".join(names) or "none")
+    in_use = [p for p, n in zip(layers, names) if n == VALIDATION_LAYER]
+    if in_use:
+        r.add("validation layer", f"{VALIDATION_LAYER} from {in_use[0]} (used with VKIR_VALIDATION=1)")
+    swiftshader = "/usr/lib/chromium/vk_swiftshader_icd.json"
+    if os.path.exists(swiftshader):
+        r.add("SwiftShader", f"installed: VK_ICD_FILENAMES={swiftshader} VKIR_DEVICE=swiftshader "
+                             "selects it")
     if VALIDATION_LAYER not in names and not os.environ.get("VK_LAYER_PATH"):
         r.fix(f"no {VALIDATION_LAYER} (VKIR_VALIDATION=1 and pytest --vkir-validation need it)",
               "apt install vulkan-validationlayers")
@@ -144,8 +151,16 @@ def _devices(r: Report) -> None:
     if not infos:
         r.add("devices", "none")
         r.fix("the loader reports no device", "apt install mesa-vulkan-drivers (lavapipe)", fatal=True)
+    from .target import FEATURES
+
     for d in infos:
         r.add(f"device {d.index}", f"{d.name} [{d.kind}] Vulkan {d.api_version}, driver {d.driver}")
+        lacks = sorted(FEATURES - d.features)
+        r.add("  lacks", ", ".join(lacks) or "nothing vkir knows"
+              + ("" if not lacks else " (8-bit values and float32 buffer atomic add are emulated "
+                 "where missing; the rest raise UnsupportedError when a kernel needs them)"))
+        r.add("  subgroups", f"size {d.subgroup_size_range[0]}..{d.subgroup_size_range[1]}; "
+                             f"quirks worked around: {', '.join(sorted(d.quirks)) or 'none'}")
 
 
 def _tools(r: Report) -> None:

@@ -63,7 +63,11 @@ def test_selection(device, monkeypatch):
     assert runtime.select(device.info) == device.info
     assert runtime.open_device(device.info.index) is device  # opened once per physical device
     if device.info.kind == "cpu":
-        assert runtime.select("lavapipe").kind == "cpu" and runtime.select("cpu").kind == "cpu"
+        assert runtime.select("cpu").kind == "cpu"
+    if "llvmpipe" in device.info.name:
+        assert runtime.select("lavapipe") == device.info
+    if "SwiftShader" in device.info.name:
+        assert runtime.select("swiftshader") == device.info
     monkeypatch.setenv("VKIR_DEVICE", str(device.info.index))
     assert runtime.select() == device.info
     with pytest.raises(DeviceError, match="out of range"):
