@@ -43,6 +43,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import vkir
+from vkir.testing import interpret_lowered
 from vkir.analysis import verify_types, verify_well_formed
 from vkir.ir import DataType
 
@@ -608,21 +609,7 @@ def run_interpreter(func, kernel: Kernel) -> list:
     the (lowered) function stores bools as int8 (BoolToInt8 changes the signature)."""
     args = kernel.arguments()
     assert len(args) == len(func.params)
-    views, words = [], []
-    for p, a in zip(func.params, args):
-        buffer = func.buffer_map.get(p)
-        if buffer is not None and a.dtype == bool and str(buffer.dtype) == "int8":
-            a = a.view(np.int8)
-        elif buffer is not None and a.dtype.itemsize == 1 and str(buffer.dtype) == "uint32":
-            # EmulateInt8 (no 8-bit storage): the lowered function reads the bytes as words
-            raw = np.zeros(-(-a.size // 4) * 4, np.uint8)
-            raw[:a.size] = a.view(np.uint8).ravel()
-            words.append((a, raw))
-            a = raw.view(np.uint32)
-        views.append(a)
-    vkir.interpret(func, *views)
-    for a, raw in words:
-        a.view(np.uint8).ravel()[:] = raw[:a.size]
+    interpret_lowered(func, *args)
     return args
 
 

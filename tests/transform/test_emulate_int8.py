@@ -154,3 +154,17 @@ def test_8bit_kernels_run_on_the_device_like_the_interpreter(device, func):
     vkir.build(func, device=device)(*got)
     for w, g in zip(want, got):
         np.testing.assert_array_equal(g, w)
+
+
+def test_absolute_value_of_int8_minimum_wraps():
+    @T.prim_func
+    def absolute(a: T.Buffer((4,), "int8"), out: T.Buffer((4,), "int8")):
+        for tx in T.thread_binding(4, "threadIdx.x"):
+            out[tx] = T.fabs(a[tx])
+
+    a = np.array([-128, -5, 0, 127], np.int8)
+    want, got = np.zeros(4, np.int8), np.zeros(4, np.int8)
+    vkir.interpret(absolute, a, want)
+    words = _as_words(got)
+    vkir.interpret(_emulated(absolute), _as_words(a), words)
+    np.testing.assert_array_equal(words.view(np.int8)[:4], want)

@@ -244,9 +244,8 @@ class _Rewriter(Mutator):
         if not is_narrow(op.dtype) and all(a is b for a, b in zip(args, op.args)):
             return op
         new = E.Call(widened(op.dtype), op.op, args)
-        if is_narrow(op.dtype) and op.op not in _IN_RANGE_CALLS and op.args \
-                and op.op not in ("fabs",):
-            return wrap(new, op.dtype)
+        if is_narrow(op.dtype) and op.op not in _IN_RANGE_CALLS and op.args:
+            return wrap(new, op.dtype)  # e.g. fabs(-128) is 128 in 32 bits, -128 in 8
         return new
 
     def visit_BufferLoad(self, op):
