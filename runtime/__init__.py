@@ -19,7 +19,7 @@ from .info import DeviceInfo, Limits
 from .instance import get_instance, shutdown, validation_requested
 from .launch import Launch, Timing, dispatch, get_launch, profile
 from .memory import Buffer
-from .pipeline import Pipeline, get_pipeline, release_pipeline
+from .pipeline import Pipeline, SubgroupRequirement, get_pipeline, release_pipeline, subgroup_requirement
 from .recording import Dispatch, Recording
 from .submission import Submission
 from .suballoc import SubBuffer, allocate
@@ -28,5 +28,5 @@ from .selection import devices, open_device, select, validation_messages
 __all__ = [
     "Buffer", "Device", "Dispatch", "Recording", "SubBuffer", "Submission", "allocate", "DeviceInfo", "Launch", "Limits", "Pipeline", "Timing", "devices", "dispatch",
     "get_instance", "get_launch", "get_pipeline", "open_device", "profile", "release_pipeline",
-    "select", "shutdown", "validation_messages", "validation_requested",
+    "select", "shutdown", "SubgroupRequirement", "subgroup_requirement", "validation_messages", "validation_requested",
 ]

@@ -28,7 +28,8 @@ from collections import OrderedDict
 from vkir.errors import DeviceError, UnsupportedError
 
 from ._vk import call, check, cstr, ffi, lib, vk
-from .info import CORE_FEATURES, EXTENSION_STRUCTS, FEATURE_STRUCTS, DeviceInfo
+from .info import (COMPUTE_FULL_SUBGROUPS, CORE_FEATURES, EXTENSION_STRUCTS, FEATURE_STRUCTS,
+                   SUBGROUP_SIZE_CONTROL, DeviceInfo)
 
 UINT64_MAX = 0xFFFFFFFFFFFFFFFF
 # extensions that carry feature structs on Vulkan 1.1 devices (core from 1.2)
@@ -150,6 +151,18 @@ class Device:
             prev.pNext = e
             prev = e
             keep.append(e)
+        control_caps = self.info.subgroup_size_control
+        if SUBGROUP_SIZE_CONTROL in control_caps:  # pipelines may then pin their subgroup size
+            control = ffi.new("VkPhysicalDeviceSubgroupSizeControlFeatures*")
+            control.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES
+            control.subgroupSizeControl = 1
+            control.computeFullSubgroups = int(COMPUTE_FULL_SUBGROUPS in control_caps)
+            prev.pNext = control
+            prev = control
+            keep.append(control)
+            core13 = tuple(int(x) for x in self.info.api_version.split(".")[:2]) >= (1, 3)
+            if not core13:
+                extensions.append("VK_EXT_subgroup_size_control")
         if "VK_EXT_shader_atomic_float2" in extensions and \
                 "VK_EXT_shader_atomic_float" not in extensions:  # float2 requires it
             extensions.append("VK_EXT_shader_atomic_float")

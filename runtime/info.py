@@ -31,6 +31,9 @@ SUBGROUP_OPS = {
 }
 # the subgroup operation classes vkir uses (features "subgroup_<class>")
 SUBGROUP_FEATURES = ("basic", "vote", "arithmetic", "ballot", "shuffle", "shuffle_relative")
+# device features of subgroup size control (pipeline creation, not kernel code)
+SUBGROUP_SIZE_CONTROL = "subgroup_size_control"
+COMPUTE_FULL_SUBGROUPS = "compute_full_subgroups"
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,9 @@ class DeviceInfo:
     quirks: frozenset = frozenset()  # known driver bugs worked around by lowering (quirks.py)
     float_controls: "FloatControls" = None  # what the driver guarantees per float width
     subgroup_size_range: tuple = (0, 0)     # (min, max) subgroup sizes a pipeline may get
+    # what a compute pipeline may require (subgroup size control): SUBGROUP_SIZE_CONTROL (a
+    # required subgroup size) and COMPUTE_FULL_SUBGROUPS (full subgroups)
+    subgroup_size_control: frozenset = frozenset()
 
     def __post_init__(self):
         if self.float_controls is None:
@@ -246,6 +252,7 @@ def query_info(index: int, phys) -> DeviceInfo:
     operations = frozenset(n for bit, n in SUBGROUP_OPS.items()
                            if subgroup.supportedOperations & bit)
     in_compute = subgroup.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT
+    size_range, size_control = _subgroup_size_control(phys, subgroup.subgroupSize)
     return DeviceInfo(
         index=index, name=cstr(p.deviceName), kind=kind, driver=driver_text,
         api_version=version_string(p.apiVersion), limits=limits,
@@ -256,17 +263,20 @@ def query_info(index: int, phys) -> DeviceInfo:
         vendor_id=p.vendorID, device_id=p.deviceID, driver_version=p.driverVersion,
         quirks=quirks_of(cstr(p.deviceName), driver_text),
         float_controls=controls,
-        subgroup_size_range=_subgroup_size_range(phys, subgroup.subgroupSize),
+        subgroup_size_range=size_range,
+        subgroup_size_control=size_control,
     )
 
 
-def _subgroup_size_range(phys, size: int) -> tuple:
-    """(minSubgroupSize, maxSubgroupSize) where the device reports subgroup size control
-    (Vulkan 1.3 or VK_EXT_subgroup_size_control), else (size, size)."""
+def _subgroup_size_control(phys, size: int) -> tuple:
+    """((minSubgroupSize, maxSubgroupSize), capability names) where the device reports subgroup size
+    control (Vulkan 1.3 or VK_EXT_subgroup_size_control), else ((size, size), nothing). The
+    capabilities are "subgroup_size_control" (a compute pipeline may require a subgroup size) and
+    "compute_full_subgroups" (it may require full subgroups)."""
     base = vk.vkGetPhysicalDeviceProperties(phys)
     if base.apiVersion < vk.VK_MAKE_VERSION(1, 3, 0) and \
             "VK_EXT_subgroup_size_control" not in device_extensions(phys):
-        return (size, size)
+        return (size, size), frozenset()
     props = ffi.new("VkPhysicalDeviceProperties2*")
     props.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
     control = ffi.new("VkPhysicalDeviceSubgroupSizeControlProperties*")
@@ -274,8 +284,20 @@ def _subgroup_size_range(phys, size: int) -> tuple:
     props.pNext = control
     lib.vkGetPhysicalDeviceProperties2(phys, props)
     if not control.minSubgroupSize:
-        return (size, size)
-    return (int(control.minSubgroupSize), int(control.maxSubgroupSize))
+        return (size, size), frozenset()
+    features = ffi.new("VkPhysicalDeviceFeatures2*")
+    features.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2
+    wanted = ffi.new("VkPhysicalDeviceSubgroupSizeControlFeatures*")
+    wanted.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES
+    features.pNext = wanted
+    lib.vkGetPhysicalDeviceFeatures2(phys, features)
+    names = set()
+    if wanted.subgroupSizeControl and \
+            control.requiredSubgroupSizeStages & vk.VK_SHADER_STAGE_COMPUTE_BIT:
+        names.add(SUBGROUP_SIZE_CONTROL)
+        if wanted.computeFullSubgroups:
+            names.add(COMPUTE_FULL_SUBGROUPS)
+    return (int(control.minSubgroupSize), int(control.maxSubgroupSize)), frozenset(names)
 
 
 def _allocation_limit(reported: int, phys) -> int:

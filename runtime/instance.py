@@ -1,8 +1,10 @@
 """The process-wide Vulkan instance: loader discovery, lavapipe fallback, validation messages.
 
-With VKIR_VALIDATION=1 the Khronos validation layer is enabled (synchronization validation included)
-and a debug-utils messenger collects every warning and error it emits into `Instance.messages`
-(tests fail on any; the CLI prints them).
+With VKIR_VALIDATION=1 the Khronos validation layer is enabled (synchronization validation included,
+with its shader-accesses heuristic: SETTINGS) and a debug-utils messenger collects every warning and
+error it emits into `Instance.messages`, each with its message id, e.g.
+"[error] [SYNC-HAZARD-WRITE-AFTER-WRITE (id 0x5c0ec5d6)] ..." (tests fail on any; the CLI prints
+them).
 If the loader finds no physical device and the user did not choose ICDs, the instance is re-created
 with the ICD manifests installed under the standard `icd.d` folders (the loader reads
 VK_ICD_FILENAMES / VK_DRIVER_FILES when an instance is created), so lavapipe is found without the
@@ -22,11 +24,10 @@ import warnings
 from vkir.errors import DeviceError
 
 from ._vk import call, cstr, ffi, vk
+from .layer_settings import LAYER_DIRS, SETTINGS, settings_environment
 
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
 ICD_DIRS = ("/usr/share/vulkan/icd.d", "/usr/local/share/vulkan/icd.d", "/etc/vulkan/icd.d")
-LAYER_DIRS = ("/usr/share/vulkan/explicit_layer.d", "/usr/local/share/vulkan/explicit_layer.d",
-              "/etc/vulkan/explicit_layer.d")
 API_VERSION = vk.VK_MAKE_VERSION(1, 3, 0)
 
 _SEVERITY = {
@@ -88,6 +89,8 @@ class Instance:
                 raise DeviceError(f"VKIR_VALIDATION is set but {VALIDATION_LAYER} is not installed "
                                   "(Debian: apt install vulkan-validationlayers)")
             layers.append(VALIDATION_LAYER)
+            for key, value in settings_environment().items():
+                os.environ.setdefault(key, value)  # read by the layer at vkCreateInstance
             extensions.append(vk.VK_EXT_DEBUG_UTILS_EXTENSION_NAME)
             layer_exts = {cstr(e.extensionName) for e in
                           vk.vkEnumerateInstanceExtensionProperties(VALIDATION_LAYER)}
@@ -98,13 +101,16 @@ class Instance:
                                    engineVersion=1, apiVersion=API_VERSION)
         messenger_info = self._messenger_info() if self.validation else None
         head = ffi.addressof(messenger_info) if messenger_info is not None else ffi.NULL
+        if messenger_info is not None and "VK_EXT_layer_settings" in (layer_exts if self.validation else ()):
+            extensions.append("VK_EXT_layer_settings")
+            head = self._layer_settings(head)
         if messenger_info is not None and sync:
             # synchronization validation too: a missing barrier is a bug like any other
             self._enables = ffi.new("VkValidationFeatureEnableEXT[]", [
                 vk.VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT])
             self._features = ffi.new("VkValidationFeaturesEXT*", {
                 "sType": vk.VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
-                "pNext": ffi.addressof(messenger_info),
+                "pNext": head,
                 "enabledValidationFeatureCount": 1, "pEnabledValidationFeatures": self._enables})
             head = self._features
         info = vk.VkInstanceCreateInfo(
@@ -123,11 +129,33 @@ class Instance:
             self._messenger = create(handle, messenger_info, None)
         return handle
 
+    def _layer_settings(self, head):
+        """`head` behind a VkLayerSettingsCreateInfoEXT that turns on the validation layer's
+        SETTINGS (VK_EXT_layer_settings)."""
+        values = ffi.new("VkBool32[]", [1] * len(SETTINGS))
+        settings = ffi.new("VkLayerSettingEXT[]", len(SETTINGS))
+        names = [ffi.new("char[]", n.encode()) for n in (VALIDATION_LAYER, *SETTINGS)]
+        for i in range(len(SETTINGS)):
+            settings[i].pLayerName = names[0]
+            settings[i].pSettingName = names[i + 1]
+            settings[i].type = vk.VK_LAYER_SETTING_TYPE_BOOL32_EXT
+            settings[i].valueCount = 1
+            settings[i].pValues = ffi.addressof(values, i)
+        info = ffi.new("VkLayerSettingsCreateInfoEXT*", {
+            "sType": vk.VK_STRUCTURE_TYPE_LAYER_SETTINGS_CREATE_INFO_EXT, "pNext": head,
+            "settingCount": len(SETTINGS), "pSettings": settings})
+        self._settings_keepalive = (values, settings, names, info)
+        return info
+
     def _messenger_info(self):
         def on_message(severity, types, data, user_data):
             text = ffi.string(data.pMessage).decode(errors="replace") if data.pMessage else ""
+            ident = ffi.string(data.pMessageIdName).decode(errors="replace") \
+                if data.pMessageIdName else ""
+            label = f"{ident} (id {data.messageIdNumber & 0xFFFFFFFF:#010x})" if ident else \
+                f"id {data.messageIdNumber & 0xFFFFFFFF:#010x}"
             with self._lock:
-                self.messages.append(f"[{_SEVERITY.get(severity, severity)}] {text}")
+                self.messages.append(f"[{_SEVERITY.get(severity, severity)}] [{label}] {text}")
             return vk.VK_FALSE
 
         self._callback = ffi.callback("PFN_vkDebugUtilsMessengerCallbackEXT", on_message)

@@ -2,7 +2,8 @@
 
 A pipeline is described by the SPIR-V words, the entry point, the binding numbers of its buffers
 (descriptor set 0; storage buffers unless `descriptor_types` says "uniform" for some), the size of
-its push-constant block and its specialization-constant values ((SpecId, bytes) pairs). `get_pipeline` caches one per
+its push-constant block, its specialization-constant values ((SpecId, bytes) pairs) and, for kernels
+built for one subgroup size, that required size (`SubgroupRequirement`). `get_pipeline` caches one per
 device and description (the SPIR-V by its SHA-256), and every creation goes through the device's
 VkPipelineCache. Cache entries are counted: each `get_pipeline` is paired with one
 `release_pipeline` (a Kernel does it when collected), and the last release destroys the pipeline
@@ -14,10 +15,44 @@ from __future__ import annotations
 
 import hashlib
 
+from typing import NamedTuple
+
 from vkir.errors import UnsupportedError
 
 from ._vk import call, ffi, lib, vk
+from .info import COMPUTE_FULL_SUBGROUPS, SUBGROUP_SIZE_CONTROL
 from .limits import check_bindings, check_push_constants
+
+
+# VkPipelineShaderStageCreateFlagBits (core in Vulkan 1.3, from VK_EXT_subgroup_size_control)
+_REQUIRE_FULL_SUBGROUPS = 0x2
+
+
+class SubgroupRequirement(NamedTuple):
+    """A pipeline's pinned subgroup size: `size` invocations per subgroup, and with `full` every
+    subgroup full (the workgroup's x size is then a multiple of `size`)."""
+    size: int
+    full: bool = False
+
+
+def subgroup_requirement(info, size: int, workgroup_x: int, where: str) -> "SubgroupRequirement | None":
+    """How a pipeline built for subgroup size `size` is created on the device `info` describes:
+    with that size required (where the device offers subgroup size control), nothing to request
+    (where its size is fixed at `size`), or UnsupportedError where it cannot run with `size`."""
+    low, high = info.subgroup_size_range
+    if not low <= size <= high:
+        raise UnsupportedError(
+            f"{where} is built for subgroup size {size}, but {info.name} runs subgroups of "
+            f"{low if low == high else f'{low} to {high}'} invocations")
+    control = getattr(info, "subgroup_size_control", frozenset())
+    if SUBGROUP_SIZE_CONTROL not in control:
+        if low != high:
+            raise UnsupportedError(
+                f"{where} is built for subgroup size {size}; {info.name} may run any size from "
+                f"{low} to {high} and offers no subgroup size control to pin it")
+        return None   # a fixed size: every pipeline gets it
+    full = COMPUTE_FULL_SUBGROUPS in control and workgroup_x % size == 0
+    return SubgroupRequirement(size, full)
 
 
 class Pipeline:
@@ -25,7 +60,8 @@ class Pipeline:
     pass their buffers; `descriptor_types` the VkDescriptorType of each (storage by default)."""
 
     def __init__(self, device, spirv: bytes, entry_point: str, bindings: tuple, push_constant_size: int,
-                 descriptor_types: tuple | None = None, specialization: tuple = ()):
+                 descriptor_types: tuple | None = None, specialization: tuple = (),
+                 subgroup: SubgroupRequirement | None = None):
         if len(spirv) % 4 or len(spirv) == 0:
             raise UnsupportedError(f"SPIR-V size {len(spirv)} is not a positive multiple of 4")
         check_bindings(device.info, len(bindings), f"pipeline {entry_point!r}")
@@ -61,7 +97,14 @@ class Pipeline:
                                    pushConstantRangeCount=len(ranges),
                                    pPushConstantRanges=ranges or ffi.NULL), None)
             spec = _specialization_info(specialization)
+            required = ffi.NULL
+            flags = 0
+            if subgroup is not None:
+                required = vk.VkPipelineShaderStageRequiredSubgroupSizeCreateInfo(
+                    requiredSubgroupSize=subgroup.size)
+                flags = _REQUIRE_FULL_SUBGROUPS if subgroup.full else 0
             stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
+                                                       pNext=required, flags=flags,
                                                        module=module, pName=entry_point,
                                                        pSpecializationInfo=spec or ffi.NULL)
             info = vk.VkComputePipelineCreateInfo(stage=stage, layout=self.layout)
@@ -101,20 +144,20 @@ def _specialization_info(entries: tuple):
 
 def get_pipeline(device, spirv: bytes, entry_point: str = "main", bindings: tuple = (),
                  push_constant_size: int = 0, descriptor_types: tuple | None = None,
-                 specialization: tuple = ()) -> Pipeline:
+                 specialization: tuple = (), subgroup: SubgroupRequirement | None = None) -> Pipeline:
     """The cached pipeline for this device and description, created on first use. The caller holds
     it until `release_pipeline(device, pipeline)`; one never released stays cached until the device
     closes."""
     key = (hashlib.sha256(spirv).digest(), entry_point, tuple(bindings), push_constant_size)
-    if descriptor_types is not None or specialization:
-        key += (tuple(descriptor_types or ()), tuple(specialization))
+    if descriptor_types is not None or specialization or subgroup is not None:
+        key += (tuple(descriptor_types or ()), tuple(specialization), subgroup)
     with device._lock:
         device.check_open()
         device.collect()
         pipeline = device.pipelines.get(key)
         if pipeline is None:
             pipeline = Pipeline(device, spirv, entry_point, bindings, push_constant_size,
-                                descriptor_types, specialization)
+                                descriptor_types, specialization, subgroup)
             pipeline.key = key
             device.pipelines[key] = pipeline
         pipeline.refs += 1

@@ -83,7 +83,8 @@ class Submission:
     work, `on_done` callbacks run once, after the fence signalled (e.g. copying numpy arguments
     back)."""
 
-    __slots__ = ("device", "fence_ptr", "owner", "serials", "keep", "on_done", "finished", "what")
+    __slots__ = ("device", "fence_ptr", "owner", "serials", "keep", "on_done", "finished", "what",
+                 "waiters", "recycled")
 
     def __init__(self, device, fence_ptr, owner, serials, keep, what: str):
         self.device = device
@@ -94,31 +95,51 @@ class Submission:
         self.on_done = []
         self.finished = False
         self.what = what
+        self.waiters = 0        # threads blocked in wait() on the fence (it is not reused before)
+        self.recycled = False   # the fence went back to the device's pool
 
     def done(self) -> bool:
         """True once the device finished the work (its results are then visible to the host)."""
-        if self.finished:
-            return True
-        if self.device.closed:
-            return True
-        r = lib.vkGetFenceStatus(self.device.handle, self.fence_ptr[0])
-        if r == vk.VK_NOT_READY:
-            return False
-        check(r, "vkGetFenceStatus")
+        device = self.device
+        with device._lock:   # the fence is read only while it cannot be recycled
+            if self.finished or device.closed:
+                return True
+            r = lib.vkGetFenceStatus(device.handle, self.fence_ptr[0])
+            if r == vk.VK_NOT_READY:
+                return False
+            check(r, "vkGetFenceStatus")
         self._retire()
         return True
 
     def wait(self, timeout=None) -> None:
         """Block until the work finished; DeviceError after `timeout` seconds (None: $VKIR_TIMEOUT,
-        else no limit); Ctrl-C interrupts the wait (not the work)."""
+        else no limit); Ctrl-C interrupts the wait (not the work). Any number of threads may wait
+        for one submission while others poll it: its fence is reset and reused only after the
+        last waiter has left."""
         if timeout is not None:
             resolve_timeout(timeout)  # refused even when there is nothing left to wait for
-        if self.finished:
-            return
-        if self.device.closed:
-            raise DeviceError(f"{self.what}: its device {self.device.info.name!r} was closed")
-        wait_fence(self.device, self.fence_ptr, timeout, self.what)
+        device = self.device
+        with device._lock:
+            if self.finished:
+                return
+            if device.closed:
+                raise DeviceError(f"{self.what}: its device {device.info.name!r} was closed")
+            self.waiters += 1
+        try:
+            wait_fence(device, self.fence_ptr, timeout, self.what)
+        finally:
+            with device._lock:
+                self.waiters -= 1
+                self._recycle_fence()
         self._retire()
+
+    def _recycle_fence(self) -> None:
+        """Reset the fence and give it back to the device's pool, once the work retired and no
+        thread waits on it any more (the caller holds the device lock)."""
+        if self.finished and not self.waiters and not self.recycled and not self.device.closed:
+            self.recycled = True
+            lib.vkResetFences(self.device.handle, 1, self.fence_ptr)
+            self.device._free_fences.append(self.fence_ptr)
 
     def _retire(self) -> None:
         device = self.device
@@ -130,9 +151,7 @@ class Submission:
                 device._inflight.remove(self)
             except ValueError:
                 pass
-            if not device.closed:
-                lib.vkResetFences(device.handle, 1, self.fence_ptr)
-                device._free_fences.append(self.fence_ptr)
+            self._recycle_fence()
             self.keep = None
         callbacks, self.on_done = self.on_done, []
         for fn in callbacks:

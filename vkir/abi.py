@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .ir import Buffer, DataType, PrimExpr, Var
 
 
@@ -47,3 +49,29 @@ class SpirvModule:
     push_constant_size: int
     shared_memory_bytes: int
     required_features: frozenset
+
+    @property
+    def uses_subgroups(self) -> bool:
+        """Whether the module declares the GroupNonUniform capability (any subgroup operation or
+        subgroup builtin), so that its results depend on the subgroup size it runs with."""
+        return uses_subgroups(self.words)
+
+
+_OP_CAPABILITY = 17
+_GROUP_NON_UNIFORM = 61
+
+
+def uses_subgroups(words: bytes) -> bool:
+    """Whether the SPIR-V binary `words` declares the GroupNonUniform capability (capabilities
+    come first, right after the 5-word header)."""
+    code = np.frombuffer(words, dtype="<u4")
+    i = 5
+    while i < len(code):
+        count, opcode = int(code[i]) >> 16, int(code[i]) & 0xFFFF
+        if opcode != _OP_CAPABILITY or count < 2:
+            return False
+        if int(code[i + 1]) == _GROUP_NON_UNIFORM:
+            return True
+        i += count
+    return False
+

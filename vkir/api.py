@@ -19,6 +19,7 @@ device was closed raises DeviceError.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import struct
 import threading
@@ -373,7 +374,9 @@ Profile = Timing  # the one timing record (vkir.timing), under the name Kernel.p
 class Kernel:
     """A compiled kernel on one device. `spirv` (bytes), `asm` (disassembly), `ir` (the lowered
     PrimFunc), `module` (the SpirvModule), `compile_seconds` (lower + codegen + validate +
-    pipeline). Call it with device arrays, numpy arrays and Python scalars."""
+    pipeline), `subgroup_size` (the invocations per subgroup it runs with: pinned at pipeline
+    creation for a kernel with subgroup operations, else the device's default size). Call it with
+    device arrays, numpy arrays and Python scalars."""
 
     def __init__(self, func: PrimFunc, dev, pointer_casts: bool = False, precise: bool = False):
         from . import runtime
@@ -385,6 +388,9 @@ class Kernel:
         self.func = func
         self.device = dev
         self.target = target_for(dev.info, precise)
+        built_for = func.attrs.get("subgroup_size")  # a schedule made for one subgroup size
+        if built_for is not None and built_for != self.target.subgroup_size:
+            self.target = dataclasses.replace(self.target, subgroup_size=int(built_for))
         # lowered and compiled, or loaded from the disk compile cache (vkir.compile_cache);
         # codegen validated the words before they were used or stored, so nothing unvalidated
         # reaches vkCreateShaderModule
@@ -394,9 +400,18 @@ class Kernel:
             lower=lambda: lower(func, target, pointer_casts=pointer_casts))
         self.module = self._compiled.module
         self._check_limits()
+        # a kernel with subgroup operations was built for the target's subgroup size: the
+        # pipeline requires it (or the build fails where the device cannot guarantee it)
+        subgroup = None
+        self.subgroup_size = dev.info.subgroup_size
+        if self.module.uses_subgroups and self.target.subgroup_size:
+            self.subgroup_size = self.target.subgroup_size
+            subgroup = runtime.subgroup_requirement(dev.info, self.subgroup_size,
+                                                    self.module.local_size[0], f"kernel {func.name}")
         self.pipeline = runtime.get_pipeline(
             dev, self.module.words, self.module.entry_point,
-            tuple(b.binding for b in self.module.bindings), self.module.push_constant_size)
+            tuple(b.binding for b in self.module.bindings), self.module.push_constant_size,
+            subgroup=subgroup)
         # a dropped Kernel gives its pipeline back (the last holder destroys it and its launches)
         self._release = weakref.finalize(self, runtime.release_pipeline, dev, self.pipeline)
         self._release.atexit = False

@@ -119,6 +119,13 @@ def diagnose() -> Report:
     in_use = [p for p, n in zip(layers, names) if n == VALIDATION_LAYER]
     if in_use:
         r.add("validation layer", f"{VALIDATION_LAYER} from {in_use[0]} (used with VKIR_VALIDATION=1)")
+        from vkir.runtime.layer_settings import SETTINGS, layer_knows
+
+        for setting in SETTINGS:
+            r.add("validation setting", f"{setting}: " + (
+                "requested in validated runs" if layer_knows(setting) else
+                "requested, but this layer version predates it (synchronization validation then "
+                "does not follow each shader's accesses)"))
     swiftshader = "/usr/lib/chromium/vk_swiftshader_icd.json"
     if os.path.exists(swiftshader):
         r.add("SwiftShader", f"installed: VK_ICD_FILENAMES={swiftshader} VKIR_DEVICE=swiftshader "
@@ -159,7 +166,9 @@ def _devices(r: Report) -> None:
         r.add("  lacks", ", ".join(lacks) or "nothing vkir knows"
               + ("" if not lacks else " (8-bit values and float32 buffer atomic add are emulated "
                  "where missing; the rest raise UnsupportedError when a kernel needs them)"))
-        r.add("  subgroups", f"size {d.subgroup_size_range[0]}..{d.subgroup_size_range[1]}; "
+        pinning = "can pin a size" if "subgroup_size_control" in d.subgroup_size_control else \
+            "fixed size" if d.subgroup_size_range[0] == d.subgroup_size_range[1] else "size not pinnable"
+        r.add("  subgroups", f"size {d.subgroup_size_range[0]}..{d.subgroup_size_range[1]} ({pinning}); "
                              f"quirks worked around: {', '.join(sorted(d.quirks)) or 'none'}")
 
 

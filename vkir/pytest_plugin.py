@@ -185,12 +185,16 @@ def check(func, *args, device=None, reference=None, rtol=None, atol=None, **call
             raise TypeError("vkir_check: a PrimFunc is checked against the interpreter; "
                             "reference= and call options are for shaders")
         kernel, checked = _build(func, dev)
-        size = getattr(getattr(dev, "info", None), "subgroup_size", None) or 32
+        # the interpreter computes as this device does: its subgroup size and float behaviour
+        info = getattr(dev, "info", None)
+        like = dict(subgroup_size=getattr(kernel, "subgroup_size", None)
+                    or func.attrs.get("subgroup_size") or getattr(info, "subgroup_size", None) or 32,
+                    denormals="flush" if "flushes_denormals" in getattr(info, "quirks", ()) else "preserve")
         if checked:   # an out-of-bounds access is skipped on the device and raises after it
             kernel(*on_device)
-            vkir.interpret(func, *expected, subgroup_size=size)
+            vkir.interpret(func, *expected, **like)
         else:         # the interpreter raises before the device could write out of bounds
-            vkir.interpret(func, *expected, subgroup_size=size)
+            vkir.interpret(func, *expected, **like)
             kernel(*on_device)
         names = [func.buffer_map[p].name if p in func.buffer_map else p.name for p in func.params]
     else:

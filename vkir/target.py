@@ -218,6 +218,13 @@ class Target:
         """True for Vulkan targets (SPIR-V codegen, bool buffers stored as int8)."""
         return self.kind == "vulkan"
 
+    @property
+    def denormals(self) -> str:
+        """How float arithmetic treats denormals on this target: "flush" where the driver flushes
+        them and cannot be asked not to (the "flushes_denormals" quirk), else "preserve" (IEEE
+        754). vkir.interpret takes it (`denormals=`) to compute what such a device computes."""
+        return "flush" if "flushes_denormals" in self.quirks else "preserve"
+
     def has(self, feature: str) -> bool:
         """Whether the target has the optional `feature` (a name of FEATURES)."""
         if feature not in FEATURES:

@@ -17,13 +17,14 @@ class InterpExecutable(Executable):
     """A function lowered for the interpreter, run by vkir.interpret with the target's subgroup
     size (the interpreter's default, 32, where the target names none)."""
 
-    def __init__(self, ir: PrimFunc, subgroup_size: int | None = None):
+    def __init__(self, ir: PrimFunc, subgroup_size: int | None = None, denormals: str = "preserve"):
         super().__init__(ir)
-        self.subgroup_size = subgroup_size or 32
+        self.subgroup_size = subgroup_size or ir.attrs.get("subgroup_size", 32)
+        self.denormals = denormals
 
     def run(self, args: tuple) -> None:
         """Run the lowered function in vkir.interpret on `args`."""
-        interpret(self.ir, *args, subgroup_size=self.subgroup_size)
+        interpret(self.ir, *args, subgroup_size=self.subgroup_size, denormals=self.denormals)
 
 
 class InterpBackend(Backend):
@@ -39,4 +40,5 @@ class InterpBackend(Backend):
     def compile(self, func: PrimFunc, target, *, pointer_casts: bool = False) -> InterpExecutable:
         """Lower `func` for the interpreter."""
         return InterpExecutable(lower(func, target, pointer_casts=pointer_casts),
-                                getattr(target, "subgroup_size", None))
+                                getattr(target, "subgroup_size", None),
+                                getattr(target, "denormals", "preserve"))

@@ -184,7 +184,8 @@ class Compiler:
     """Turns expressions and statements into closures `f(frame)`; variables and buffers get
     slots."""
 
-    def __init__(self):
+    def __init__(self, denormals: str = "preserve"):
+        self.flush = denormals == "flush"  # float arithmetic flushes denormals (FTZ and DAZ)
         self.slot_index = {}      # Var | Buffer -> slot
         self.value_ndims = []     # per slot: 0 scalar, 1 vector, -1 not a value
         self.bound = set()        # vars and buffers in scope while compiling
@@ -247,6 +248,9 @@ class Compiler:
         """A binary node, computed by vkir.interpreter.numeric's rule for its operand type."""
         fn = N.binary_op(type(e).__name__, e.a.dtype)
         fa, fb = self.expr(e.a), self.expr(e.b)
+        if self.flush and e.a.dtype.is_float:
+            out = N.flush_denormals if e.dtype.is_float else (lambda v: v)
+            return lambda fr: out(fn(N.flush_denormals(fa(fr)), N.flush_denormals(fb(fr))))
         return lambda fr: fn(fa(fr), fb(fr))
 
     def e_Not(self, e):
@@ -335,6 +339,9 @@ class Compiler:
         fn = N.intrinsic(e.op)
         if fn is None:
             raise InterpreterError(f"cannot interpret call of unknown intrinsic {e.op!r}")
+        if self.flush and e.dtype.is_float:
+            exact = fn
+            fn = lambda *xs: N.flush_denormals(exact(*(N.flush_denormals(x) for x in xs)))  # noqa: E731
         if len(args) == 1:
             fa = args[0]
             return lambda fr: fn(fa(fr)).astype(npdt)

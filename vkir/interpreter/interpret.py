@@ -17,9 +17,9 @@ from .compiler import Compiler, Frame, RunState
 from .errors import InterpreterError
 from .races import RaceChecker
 
-def _compile(func: PrimFunc):
+def _compile(func: PrimFunc, denormals: str = "preserve"):
     """Closures for `func`'s body, with params, size vars and parameter buffers in scope."""
-    compiler = Compiler()
+    compiler = Compiler(denormals)
     for p in func.params:
         compiler.bind(p)
     for v in func.size_vars:
@@ -29,8 +29,11 @@ def _compile(func: PrimFunc):
     return compiler, compiler.stmt(func.body)
 
 
-def interpret(func: PrimFunc, *args, check_races: bool = True, subgroup_size: int = 32,
-              **kwargs) -> None:
+DENORMALS = ("preserve", "flush")
+
+
+def interpret(func: PrimFunc, *args, check_races: bool = True, subgroup_size: int | None = None,
+              denormals: str = "preserve", **kwargs) -> None:
     """Run `func` on numpy arrays (buffers are modified in place) and Python/numpy scalars,
     given by position and/or by parameter name (`interpret(f, a, b, c=out)`).
 
@@ -39,23 +42,32 @@ def interpret(func: PrimFunc, *args, check_races: bool = True, subgroup_size: in
     `vkir.ArgumentError`; out-of-bounds accesses raise `OutOfBoundsError`. Unless `check_races`
     is False, two invocations accessing one element without a barrier ordering them (a data
     race, which the lockstep execution would hide) raise `DataRaceError` (see races.py).
-    Subgroup operations group `subgroup_size` consecutive invocations (a power of two from 1 to
-    128, as on Vulkan devices).
+
+    The target's behaviour is a parameter, so that a device's results are compared like with
+    like: subgroup operations group `subgroup_size` consecutive invocations (a power of two from
+    1 to 128, as on Vulkan devices; default: the size the function was scheduled for, its
+    "subgroup_size" attribute, else 32), and `denormals="flush"` makes float arithmetic flush
+    denormal operands and results to zero, as devices without denormal preservation may
+    (`Target.denormals`; the default "preserve" is IEEE 754).
     """
+    if subgroup_size is None and isinstance(func, PrimFunc):
+        subgroup_size = func.attrs.get("subgroup_size", 32)
     if isinstance(subgroup_size, bool) or not isinstance(subgroup_size, int) or \
             subgroup_size < 1 or subgroup_size > 128 or subgroup_size & (subgroup_size - 1):
         raise ArgumentError(f"subgroup_size must be a power of two from 1 to 128, got "
                             f"{subgroup_size!r}")
+    if denormals not in DENORMALS:
+        raise ArgumentError(f"denormals must be one of {DENORMALS}, got {denormals!r}")
     with recursion_headroom():  # compiling and running deep expressions recurse per level
-        _interpret(func, args, kwargs, check_races, subgroup_size)
+        _interpret(func, args, kwargs, check_races, subgroup_size, denormals)
 
 
 def _interpret(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool,
-               subgroup_size: int) -> None:
+               subgroup_size: int, denormals: str) -> None:
     if not isinstance(func, PrimFunc):
         raise ArgumentError(f"interpret expects a PrimFunc, got {type(func).__name__}")
     verify_types(func)  # the programs vkir.build refuses as ill-typed do not run here either
-    compiler, body = _compile(func)
+    compiler, body = _compile(func, denormals)
     bindings = bind_arguments(func, args, evaluate, kwargs)
     races = _race_checker(compiler, bindings.values) if check_races else None
     state = RunState(compiler.value_ndims, races, subgroup_size)

@@ -36,6 +36,15 @@ def scalar(value, dt: DataType):
     return np_dtype(dt).type(value)
 
 
+def flush_denormals(value):
+    """`value` with every float denormal replaced by a zero of its sign (a device whose float
+    controls flush denormals computes as if so); other values unchanged."""
+    if getattr(value, "dtype", None) is None or value.dtype.kind != "f":
+        return value
+    tiny = np.finfo(value.dtype).tiny
+    return as_value(np.where(np.abs(value) < tiny, value * value.dtype.type(0), value))
+
+
 def as_value(result):
     """Turn a 0-d ndarray into a numpy scalar (ufuncs do this already; np.where does not)."""
     if isinstance(result, np.ndarray) and result.ndim == 0:

@@ -68,6 +68,12 @@ def _schedule(op, tpr, subgroup, subgroup_size):
     return subgroup_size
 
 
+def _pinned(func, subgroup_size):
+    """`func` marked as built for `subgroup_size` (its pipeline then requires that size, and a
+    device that cannot run it refuses the build); unchanged for a schedule without subgroups."""
+    return func if subgroup_size is None else func.with_attr("subgroup_size", subgroup_size)
+
+
 def _check(op, C, tpr, w, v):
     for label, value in (("C", C), ("tpr", tpr), ("w", w), ("v", v)):
         if not isinstance(value, int) or value < 1:
@@ -115,7 +121,7 @@ def softmax_kernel(O, C, tpr=1, w=64, v=4, subgroup=False, subgroup_size=None):
     text = _text("softmax", 'x: T.Buffer((O, C), "float32"), y: T.Buffer((O, C), "float32")',
                  body, tpr, subgroup)
     env = dict(O=O, C=C, TPR=tpr, W=w, V=v, RPW=w // tpr, STEPS=C // (tpr * v))
-    return from_script(text, env=env, file="<vkir.ops.softmax>")
+    return _pinned(from_script(text, env=env, file="<vkir.ops.softmax>"), tpr if subgroup else None)
 
 
 @autotune(configs={"cpu": _CPU, "default": _GPU}, key=("O", "C", "eps"))
@@ -142,7 +148,7 @@ def layer_norm_kernel(O, C, eps=1e-5, tpr=1, w=64, v=4, subgroup=False, subgroup
               'beta: T.Buffer((C,), "float32"), y: T.Buffer((O, C), "float32")')
     text = _text("layer_norm", params, body, tpr, subgroup)
     env = dict(O=O, C=C, TPR=tpr, W=w, V=v, RPW=w // tpr, STEPS=C // (tpr * v))
-    return from_script(text, env=env, file="<vkir.ops.layer_norm>")
+    return _pinned(from_script(text, env=env, file="<vkir.ops.layer_norm>"), tpr if subgroup else None)
 
 
 def _rows(call, name):
