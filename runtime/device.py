@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import itertools
 import os
+import struct
 import threading
+import time
 import weakref
 from pathlib import Path
 from collections import OrderedDict
@@ -32,6 +34,15 @@ from .info import (COMPUTE_FULL_SUBGROUPS, CORE_FEATURES, EXTENSION_STRUCTS, FEA
                    SUBGROUP_SIZE_CONTROL, DeviceInfo)
 
 UINT64_MAX = 0xFFFFFFFFFFFFFFFF
+# `void main() {}` with local size 1x1x1: OpCapability Shader, OpMemoryModel Logical GLSL450,
+# OpEntryPoint GLCompute "main", OpExecutionMode LocalSize 1 1 1, an empty function (SPIR-V 1.3)
+EMPTY_COMPUTE_SHADER = struct.pack("<35I", *(
+    0x07230203, 0x00010300, 0x00070000, 0x00000005, 0x00000000, 0x00020011, 0x00000001,
+    0x0003000E, 0x00000000, 0x00000001, 0x0005000F, 0x00000005, 0x00000001, 0x6E69616D,
+    0x00000000, 0x00060010, 0x00000001, 0x00000011, 0x00000001, 0x00000001, 0x00000001,
+    0x00020013, 0x00000002, 0x00030021, 0x00000003, 0x00000002, 0x00050036, 0x00000002,
+    0x00000001, 0x00000000, 0x00000003, 0x000200F8, 0x00000004, 0x000100FD, 0x00010038))
+SHUTDOWN_WAIT = 5.0   # seconds close() waits for work still in flight before giving it up
 # extensions that carry feature structs on Vulkan 1.1 devices (core from 1.2)
 FEATURE_EXTENSIONS = {
     "VkPhysicalDeviceShaderFloat16Int8Features": "VK_KHR_shader_float16_int8",
@@ -106,6 +117,8 @@ class Device:
         # tests flip it to exercise the staging path on lavapipe
         self.host_visible_buffers = info.unified_memory
         self.closed = False
+        self.forked = False     # set in a forked child (abandon_after_fork)
+        self.abandoned = False  # closed with work still running (close could not destroy it)
 
     # -- creation ---------------------------------------------------------------------------
     def _pick_queue_family(self):
@@ -227,10 +240,24 @@ class Device:
         return next(self._serials)
 
     def check_open(self) -> None:
-        """Raise DeviceError when the device was closed (by close() or vkir.runtime.shutdown())."""
+        """Raise DeviceError when the device was closed (by close() or vkir.runtime.shutdown())
+        or belongs to the parent of this forked process."""
+        if self.forked:
+            raise DeviceError(f"device {self.info.name!r} was opened before this process forked; "
+                              "Vulkan objects do not survive fork: vkir.device() opens a new one "
+                              "here, rebuild kernels and arrays on it")
         if self.closed:
             raise DeviceError(f"device closed: {self.info.name!r} was shut down; open it again with "
                               "vkir.device() and rebuild kernels and arrays on it")
+
+    def abandon_after_fork(self) -> None:
+        """In a forked child: the Vulkan objects belong to the parent (the driver's threads did not
+        follow), so the device is closed without touching them, and its lock, which a parent
+        thread may have held at the fork, is replaced."""
+        self._lock = threading.RLock()
+        self.forked = True
+        self.closed = True
+        self._inflight = []
 
     # -- buffers: freed when collected --------------------------------------------------------
     def _track(self, buf, handle, memory):
@@ -413,11 +440,28 @@ class Device:
             self.pipeline_cache = self._create_pipeline_cache(None)
 
     # -- teardown ---------------------------------------------------------------------------
-    def close(self) -> None:
+    def close(self, wait_seconds: float = SHUTDOWN_WAIT) -> None:
         """Destroy everything this device created. Idempotent; arrays, kernels and launches still
-        referenced stay as Python objects whose every use raises DeviceError."""
+        referenced stay as Python objects whose every use raises DeviceError.
+
+        Work still in flight (a launch nobody waited for, a dispatch whose wait timed out or was
+        interrupted) is waited for at most `wait_seconds`, in slices that Ctrl-C interrupts. Work
+        that does not finish by then cannot be cancelled and its objects cannot be destroyed
+        safely: the device is then closed without destroying them (the process's exit reclaims
+        them), so that a hung kernel never keeps the process from exiting."""
         with self._lock:
             if self.closed:
+                return
+            try:
+                drained = self._drain(wait_seconds)
+            except KeyboardInterrupt:
+                drained = False
+                raise
+            finally:
+                if not drained:
+                    self.closed = self.abandoned = True
+                    self.instance.abandoned = True
+            if not drained:
                 return
             lib.vkDeviceWaitIdle(self.handle)
             for sub in list(self._inflight):
@@ -450,6 +494,38 @@ class Device:
             lib.vkDestroyCommandPool(self.handle, self.command_pool, ffi.NULL)
             lib.vkDestroyDevice(self.handle, ffi.NULL)
             self.closed = True
+
+    def probe(self, timeout: float, why: str) -> None:
+        """Dispatch an empty compute shader and wait `timeout` seconds for it: DeviceError (and
+        the device closed) where the driver runs no work at all, e.g. in a forked child of a
+        process whose driver kept its worker threads (`why` says when this is checked)."""
+        from .launch import get_launch
+        from .pipeline import get_pipeline, release_pipeline
+
+        pipeline = get_pipeline(self, EMPTY_COMPUTE_SHADER, "main")
+        try:
+            get_launch(self, pipeline, []).run(timeout=timeout)
+        except DeviceError:
+            self.close(wait_seconds=0)
+            raise DeviceError(f"device {self.info.name!r} runs no work {why}: its driver did not "
+                              f"finish an empty dispatch within {timeout:g} s. Start worker "
+                              "processes with multiprocessing's 'spawn' or 'forkserver' method, or "
+                              "use vkir only after forking") from None
+        release_pipeline(self, pipeline)
+
+    def _drain(self, wait_seconds: float) -> bool:
+        """Wait up to `wait_seconds` in total for every in-flight submission; whether all ended."""
+        from .submission import wait_fence
+
+        deadline = time.monotonic() + wait_seconds
+        for sub in list(self._inflight):
+            if sub.finished:
+                continue
+            try:
+                wait_fence(self, sub.fence_ptr, max(0.0, deadline - time.monotonic()), sub.what)
+            except DeviceError:
+                return False
+        return True
 
     def __repr__(self) -> str:
         return f"<vkir Device {self.info.index}: {self.info.name}>"

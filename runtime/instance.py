@@ -51,6 +51,7 @@ class Instance:
         self._messenger = None
         self._callback = None
         self.note = ""  # set when the ICD fallback below was needed
+        self.abandoned = False  # a device was closed with work still running: never destroyed
         self.handle = self._create()
         self.physical_devices = self._enumerate()
         if not self.physical_devices and not _user_chose_icds():
@@ -219,6 +220,26 @@ def get_instance() -> Instance:
 
 
 _closers: list = []
+_fork_hooks: list = []
+
+
+def on_fork_in_child(fn) -> None:
+    """Register `fn` to run in the child after os.fork(), to forget the parent's Vulkan objects."""
+    _fork_hooks.append(fn)
+
+
+def _forget_after_fork() -> None:
+    """In a forked child nothing of the parent's Vulkan state is usable (the driver's threads and
+    the loader's locks stay behind): forget it, so that the first use opens a new instance."""
+    global _state_lock
+    _state_lock = threading.Lock()
+    _state.clear()
+    _closers.clear()
+    for fn in _fork_hooks:
+        fn()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def on_shutdown(fn) -> None:
@@ -235,7 +256,8 @@ def shutdown() -> list[str]:
     if inst is None or inst.handle is None:
         return []
     left = inst.take_messages()
-    inst._destroy()
+    if not inst.abandoned:  # a device closed with work still running keeps the driver busy
+        inst._destroy()
     for m in left:
         print(f"vkir: validation message at shutdown: {m}", file=sys.stderr)
     return left

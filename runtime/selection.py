@@ -15,7 +15,7 @@ from vkir.errors import DeviceError
 
 from .device import Device
 from .info import KIND_RANK, DeviceInfo, query_info
-from .instance import get_instance, on_shutdown
+from .instance import get_instance, on_fork_in_child, on_shutdown
 
 # selectors that name one driver: matched against the device name and driver text, never "any CPU"
 DRIVER_SELECTORS = {"lavapipe": "llvmpipe", "llvmpipe": "llvmpipe", "swiftshader": "swiftshader"}
@@ -25,6 +25,26 @@ SWIFTSHADER_ICD = "/usr/lib/chromium/vk_swiftshader_icd.json"
 
 _opened: dict = {}
 _lock = threading.Lock()
+
+
+def _abandon_after_fork() -> None:
+    """In a forked child: every device opened by the parent is closed unused (see
+    Device.abandon_after_fork) and the next open_device() creates a new one."""
+    global _lock
+    _lock = threading.Lock()
+    for dev in _opened.values():
+        dev.abandon_after_fork()
+    _opened.clear()
+    _forked_with_driver.append(True)
+
+
+# non-empty in a child forked after the parent loaded a driver: a device opened there is probed
+# first (some drivers' worker threads do not follow a fork, and the child's work would never run)
+_forked_with_driver: list = []
+FORK_PROBE_SECONDS = 5.0
+
+
+on_fork_in_child(_abandon_after_fork)
 
 
 def devices() -> list[DeviceInfo]:
@@ -85,8 +105,10 @@ def open_device(selector=None) -> Device:
             if dev is None or dev.closed:
                 inst = get_instance()
                 dev = Device(inst, info, inst.physical_devices[info.index])
-                _opened[info.index] = dev
                 on_shutdown(dev.close)
+                if _forked_with_driver:
+                    dev.probe(FORK_PROBE_SECONDS, "in this process forked from one that used it")
+                _opened[info.index] = dev
     return dev
 
 
