@@ -38,7 +38,9 @@ class Dispatch:
     `push`: push-constant bytes; `groups`: (x, y, z) workgroup counts; `name`: shown in
     profiles; `keep`: objects that must stay alive as long as the dispatch may run or be
     replayed: the arrays, and whatever holds the pipeline (the kernel: a dropped kernel
-    releases its pipeline)."""
+    releases its pipeline); `checks`: what must run around each run, e.g. the violation
+    record of a bounds-checked kernel (`reset()` before a run is submitted, `verify()` once it
+    has finished, which may raise)."""
 
     pipeline: object
     buffers: tuple
@@ -47,6 +49,7 @@ class Dispatch:
     groups: tuple
     name: str = "dispatch"
     keep: tuple = ()
+    checks: tuple = ()   # objects with reset() (before each run) and verify() (after it ended)
 
     def __post_init__(self):
         if len(self.access) != len(self.buffers):

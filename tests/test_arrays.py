@@ -57,3 +57,14 @@ def test_repr_is_useful(device):
     assert "1.5" in r and "2.5" in r and "float32" in r and device.info.name in r
     big = repr(vkir.zeros(10_000, "int32", device=device))
     assert "..." in big and len(big) < 400
+
+
+def test_a_zero_dimensional_value_stays_zero_dimensional():
+    import numpy as np
+
+    import vkir
+
+    a = vkir.array(np.float32(3))
+    assert a.shape == () and a.ndim == 0 and a.size == 1
+    assert a.numpy().shape == () and a.numpy() == np.float32(3)
+    assert vkir.array(7, dtype="int32").shape == ()

@@ -208,7 +208,8 @@ def array(values, dtype=None, device=None) -> DeviceArray:
     dev = _device(device)
     if isinstance(values, DeviceArray):
         values = values.numpy()
-    arr = np.ascontiguousarray(values, dtype=None if dtype is None else _numpy_dtype(dtype))
+    # np.asarray keeps a 0-d value 0-d (np.ascontiguousarray would make it shape (1,))
+    arr = np.asarray(values, dtype=None if dtype is None else _numpy_dtype(dtype), order="C")
     if arr.dtype.kind not in "biuf" or arr.dtype.byteorder == ">":
         raise ArgumentError(f"vkir arrays hold bool, int, uint or float data, got {arr.dtype}")
     buf = allocate(dev, arr.nbytes)

@@ -268,10 +268,13 @@ class BoundsCheckedKernel:
         return f"<vkir Kernel {self.func.name} (bounds-checked) on {self.kernel.device.info.name}>"
 
     def __call__(self, *args, **kwargs) -> None:
-        if RECORD_NAME in kwargs:
-            from .errors import ArgumentError
+        from .sequences import current
 
-            raise ArgumentError(f"kernel {self.func.name}: {RECORD_NAME!r} is vkir's own argument")
+        self._own_arguments(kwargs)
+        seq = current()
+        if seq is not None:  # recorded with its check, which the sequence's wait runs
+            seq.add(self.dispatch_spec(*args, **kwargs))
+            return
         record = np.zeros(RECORD_WORDS, np.int32)
         self.kernel(*args, **kwargs, **{RECORD_NAME: record})
         raise_if_recorded(record, self.sites, self.func.name)
@@ -279,3 +282,76 @@ class BoundsCheckedKernel:
     def profile(self, *args, **kwargs):
         """Device time per run of the checked kernel (see Kernel.profile)."""
         return self.kernel.profile(*args, np.zeros(RECORD_WORDS, np.int32), **kwargs)
+
+    def _own_arguments(self, kwargs) -> None:
+        if RECORD_NAME in kwargs:
+            from .errors import ArgumentError
+
+            raise ArgumentError(f"kernel {self.func.name}: {RECORD_NAME!r} is vkir's own argument")
+
+    def launch(self, *args, **kwargs) -> "CheckedLaunch":
+        """Submit the checked kernel without waiting (see Kernel.launch); the handle's wait (or a
+        done() that returns True) raises OutOfBoundsError for a violation."""
+        self._own_arguments(kwargs)
+        check = RecordCheck(self)
+        handle = self.kernel.launch(*args, **kwargs, **{RECORD_NAME: check.record})
+        return CheckedLaunch(handle, check)
+
+    def dispatch_spec(self, *args, **kwargs):
+        """The vkir.runtime.Dispatch of a checked call, for sequences: the sequence's wait (or
+        done) raises OutOfBoundsError for a violation in its last run."""
+        from dataclasses import replace
+
+        self._own_arguments(kwargs)
+        check = RecordCheck(self)
+        spec = self.kernel.dispatch_spec(*args, **kwargs, **{RECORD_NAME: check.record})
+        return replace(spec, checks=spec.checks + (check,))
+
+
+class RecordCheck:
+    """The violation record of one bounds-checked dispatch, on the device: zeroed before each run,
+    read and turned into OutOfBoundsError after it."""
+
+    def __init__(self, kernel: BoundsCheckedKernel):
+        from .api import array
+
+        self.record = array(np.zeros(RECORD_WORDS, np.int32), device=kernel.kernel.device)
+        self.sites = kernel.sites
+        self.name = kernel.func.name
+
+    def reset(self) -> None:
+        """Zero the record (before a run is submitted; the previous run has finished)."""
+        self.record.buffer.write(np.zeros(RECORD_WORDS, np.int32))
+
+    def verify(self) -> None:
+        """Raise OutOfBoundsError for the first violation the last run recorded."""
+        raise_if_recorded(self.record.numpy(), self.sites, self.name)
+
+
+class CheckedLaunch:
+    """A launch of a bounds-checked kernel: the LaunchHandle's wait/done, then the check."""
+
+    def __init__(self, handle, check: RecordCheck):
+        self._handle = handle
+        self._check = check
+        self.name = handle.name
+
+    def wait(self, timeout=None) -> None:
+        """Block until the launch finished, then raise OutOfBoundsError for a violation."""
+        self._handle.wait(timeout)
+        self._verify()
+
+    def done(self) -> bool:
+        """True once finished (never blocks); raises OutOfBoundsError for a violation."""
+        if not self._handle.done():
+            return False
+        self._verify()
+        return True
+
+    def _verify(self) -> None:
+        check, self._check = self._check, None
+        if check is not None:
+            check.verify()
+
+    def __repr__(self) -> str:
+        return f"<vkir bounds-checked {self._handle!r}>"

@@ -55,6 +55,7 @@ class Sequence:
         self._submission = None
         self._token = None
         self._open = False
+        self._verified = True
 
     # -- recording ---------------------------------------------------------------------------
     def __enter__(self) -> "Sequence":
@@ -119,8 +120,22 @@ class Sequence:
         if profiler is not None:
             profiler.add_sequence(self)
             return self
+        for check in self._checks():
+            check.reset()
+        self._verified = False
         self._submission = self._recorded(False).submit("sequence")
         return self
+
+    def _checks(self) -> list:
+        return [c for d in self._dispatches for c in d.checks]
+
+    def _verify(self) -> None:
+        """Run the dispatches' checks once the last run finished (each at most once per run)."""
+        if self._verified:
+            return
+        self._verified = True
+        for check in self._checks():
+            check.verify()
 
     def wait(self, timeout=None) -> None:
         """Block until the last run finished. DeviceError after `timeout` seconds (None:
@@ -131,10 +146,16 @@ class Sequence:
             resolve_timeout(timeout)
         if self._submission is not None:
             self._submission.wait(timeout)
+            self._verify()
 
     def done(self) -> bool:
         """Whether the last run finished (True when nothing was submitted)."""
-        return self._submission is None or self._submission.done()
+        if self._submission is None:
+            return True
+        if not self._submission.done():
+            return False
+        self._verify()
+        return True
 
     def profile(self, timeout=None):
         """Run once with a timestamp around every dispatch, wait, and return the
@@ -152,8 +173,12 @@ class Sequence:
         if not rec.timed:
             raise DeviceError(f"{self.device.info.name!r} has no timestamp queries on its "
                               "compute queue: nothing to profile")
+        for check in self._checks():
+            check.reset()
+        self._verified = False
         self._submission = rec.submit("profiled sequence")
         self._submission.wait(timeout)
+        self._verify()
         for d, seconds in zip(rec.dispatches, rec.elapsed()):
             report.add(d.name, seconds)
 

@@ -261,9 +261,9 @@ class ExprMixin:
     def e_minmax(self, e) -> int:
         """min/max (GLSL.std.450 SMin/UMin/FMin and the like)."""
         a, b = self.expr(e.a), self.expr(e.b)
-        if e.dtype.is_float:  # numpy's: (a <= b or a is NaN) ? a : b (GLSL's FMin leaves NaN
-            bt = self.types.bool_of(e.dtype.lanes)  # and -0.0 vs 0.0 undefined)
-            cmp = "OpFOrdLessThanEqual" if isinstance(e, Min) else "OpFOrdGreaterThanEqual"
+        if e.dtype.is_float:  # (a < b or a is NaN) ? a : b, as the interpreter (GLSL's FMin
+            bt = self.types.bool_of(e.dtype.lanes)  # leaves NaN and -0.0 vs 0.0 undefined)
+            cmp = "OpFOrdLessThan" if isinstance(e, Min) else "OpFOrdGreaterThan"
             first = self.op("OpLogicalOr", bt, self.op(cmp, bt, a, b), self.op("OpIsNan", bt, a))
             return self.op("OpSelect", self.ty(e.dtype), first, a, b)
         name = _MINMAX[type(e)][_kind(e.dtype)]

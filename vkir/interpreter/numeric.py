@@ -83,6 +83,22 @@ def _maximum(a, b):
     return b if b > a else np.maximum(a, b)
 
 
+def _float_minimum(a, b):
+    """`a < b or a is NaN ? a : b`: a NaN operand gives the NaN, and of two equal operands (0.0
+    and -0.0) the second (np.minimum's answer for float32 and float64), for every width and
+    however many invocations run at once."""
+    if a.__class__ is not np.ndarray and b.__class__ is not np.ndarray:
+        return a if a < b or a != a else b
+    return as_value(np.where((a < b) | np.isnan(a), a, b))
+
+
+def _float_maximum(a, b):
+    """`a > b or a is NaN ? a : b` (see _float_minimum)."""
+    if a.__class__ is not np.ndarray and b.__class__ is not np.ndarray:
+        return a if a > b or a != a else b
+    return as_value(np.where((a > b) | np.isnan(a), a, b))
+
+
 def _binary_table():
     # Python operators on numpy scalars take numpy's fast scalar paths (a ufunc call on scalars
     # costs ten times more) and have the same semantics as the ufuncs; on arrays they are the
@@ -95,8 +111,8 @@ def _binary_table():
         "Mod": (np.fmod, np.fmod),
         "FloorDiv": (operator.floordiv, operator.floordiv),
         "FloorMod": (operator.mod, operator.mod),
-        "Min": (_minimum, _minimum),
-        "Max": (_maximum, _maximum),
+        "Min": (_minimum, _float_minimum),
+        "Max": (_maximum, _float_maximum),
         "EQ": (operator.eq, operator.eq),
         "NE": (operator.ne, operator.ne),
         "LT": (operator.lt, operator.lt),
