@@ -162,3 +162,60 @@ def test_op_kernels_per_device_are_bounded(device, cache, monkeypatch):
     del k
     assert len(tuned._kernels[device]) == 3
     assert len(device.pipelines) <= pipelines + 3
+
+
+@pytest.mark.parametrize("content", [b"[1, 2]", b'{"x": 1}', b"\xff\xfe garbage", b"",
+                                     b'"just a string"'])
+def test_an_odd_cache_file_is_a_miss(device, cache, content):
+    tuned = vkir.autotune(configs=CONFIGS, key=("n",))(scale_template)
+    k = tuned.build(device=device, n=1000, tune=False)      # creates nothing on disk
+    path = tuned._cache_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    assert tuned.cached(device.info, n=1000) is None
+    k = tuned.build(device=device, n=1000)                  # tunes and replaces the file
+    assert tuned.cached(device.info, n=1000) == k.config
+
+
+def test_an_entry_whose_config_is_not_a_dict_is_a_miss(device, cache):
+    tuned = vkir.autotune(configs=CONFIGS, key=("n",))(scale_template)
+    tuned.build(device=device, n=1000)
+    path = tuned._cache_path()
+    data = json.loads(path.read_text())
+    for entry in data.values():
+        entry["config"] = [1, 2]
+    path.write_text(json.dumps(data))
+    assert tuned.cached(device.info, n=1000) is None
+    assert tuned.build(device=device, n=1000).config in CONFIGS[1:]
+
+
+def test_an_unwritable_cache_folder_costs_only_the_cache(device, cache):
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text("a file where the folder should be")   # unwritable even for root
+    tuned = vkir.autotune(configs=CONFIGS, key=("n",))(scale_template)
+    k = tuned.build(device=device, n=1000)
+    assert k.config in CONFIGS[1:]
+    assert tuned.cached(device.info, n=1000) is None
+
+
+def test_a_cached_config_that_no_longer_type_checks_is_tuned_again(device, cache):
+    def template(n, w=64, scale="2.0"):
+        return vkir.from_script(f'''
+@T.prim_func
+def f(x: T.Buffer(({n},), "float32"), y: T.Buffer(({n},), "float32")):
+    for bx in T.thread_binding({(n + w - 1) // w}, "blockIdx.x"):
+        for tx in T.thread_binding({w}, "threadIdx.x"):
+            if bx * {w} + tx < {n}:
+                y[bx * {w} + tx] = x[bx * {w} + tx] * {scale}
+''')
+
+    tuned = vkir.autotune(configs=[dict(w=32), dict(w=64)], key=("n",))(template)
+    tuned.build(device=device, n=256)
+    path = tuned._cache_path()
+    data = json.loads(path.read_text())
+    for entry in data.values():   # an older template's config: an int32 operand for a float
+        entry["config"] = {"w": 64, "scale": "T.int32(2)"}
+    path.write_text(json.dumps(data))
+    k = tuned.build(device=device, n=256)
+    assert k.config in ({"w": 32}, {"w": 64})
+    assert any("no longer builds" in line for line in tuned.last_log)

@@ -78,18 +78,42 @@ def test_key_covers_options_and_target(device, cache):
     assert compile_cache.cache_key(edited, Target(), {}) != compile_cache.cache_key(func, Target(), {})
 
 
+def _resealed(text, change):
+    """The entry with its words changed by `change` and every checksum recomputed: only the
+    validation of the words can tell."""
+    import base64
+    import hashlib
+    import json
+
+    rec = json.loads(text)
+    words = change(base64.b64decode(rec["words"]))
+    rec["words"] = base64.b64encode(words).decode()
+    rec["sha256"] = hashlib.sha256(words).hexdigest()
+    rec["digest"] = compile_cache._digest(rec)
+    return json.dumps(rec)
+
+
 @pytest.mark.parametrize("damage", [
     lambda text: text[: len(text) // 2],                               # truncated
     lambda text: "not json",                                           # garbage
     lambda text: text.replace('"sha256":"', '"sha256":"0'),            # checksum mismatch
     lambda text: text.replace('"words":"', '"words":"AAAA'),           # words changed
     lambda text: text.replace('"var","h"', '"var","nosuch"'),          # names a missing size
-    lambda text: text.replace('"format":1', '"format":99'),            # another format
+    lambda text: text.replace('"format":2', '"format":99'),            # another format
+    lambda text: text.replace('"writable":true', '"writable":false'),  # one dispatch field
+    lambda text: text.replace('"local_size":[', '"local_size":[1'),    # one number
+    lambda text: b"\xff\xfe" + text.encode(),                         # not UTF-8
+    lambda text: "[1, 2]",                                             # JSON, not an entry
+    lambda text: _resealed(text, lambda w: w[:20] + b"\xff\xff\x00\x00" + w[24:]),  # digest ok, words not valid SPIR-V
 ])
 def test_damaged_entry_is_rebuilt(device, cache, damage):
     vkir.build(parse(), device=device)
     (entry,) = cache.glob("*.json")
-    entry.write_text(damage(entry.read_text()))
+    damaged = damage(entry.read_text())
+    if isinstance(damaged, bytes):
+        entry.write_bytes(damaged)
+    else:
+        entry.write_text(damaged)
     k = vkir.build(parse(), device=device)
     assert not k._compiled.cached  # rebuilt, and the entry rewritten whole
     _run(k)

@@ -103,6 +103,16 @@ def _jsonable(value):
     return value
 
 
+def _read_table(path: Path) -> dict:
+    """The tuning table stored at `path`: {} when it is missing, unreadable, not JSON or not a
+    JSON object (every such file is a miss, and the next result replaces it)."""
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError):   # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def _config_key(config: dict) -> str:
     return json.dumps(_jsonable(config), sort_keys=True)
 
@@ -166,31 +176,42 @@ class Tuned:
         path = self._cache_path()
         if path is None:
             return None
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return None
+        data = _read_table(path)
         entry = data.get(self._entry_key(info, shape))
-        return dict(entry["config"]) if isinstance(entry, dict) and "config" in entry else None
+        config = entry.get("config") if isinstance(entry, dict) else None
+        if not isinstance(config, dict) or not all(isinstance(k, str) for k in config):
+            return None   # a hand-edited or foreign entry is a miss, never an error
+        return dict(config)
 
     def _record(self, info, shape: dict, config: dict, seconds: float) -> None:
         path = self._cache_path()
         if path is None:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            data = {}
+        data = _read_table(path)
         data[self._entry_key(info, shape)] = {"config": _jsonable(config), "seconds": seconds}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-        os.replace(tmp, path)  # atomic: a concurrent reader sees the old or the new file
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w") as f:
+                    json.dump(data, f, indent=1, sort_keys=True)
+                os.replace(tmp, path)  # atomic: a concurrent reader sees the old or the new file
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        except OSError as exc:  # a read-only or full cache folder only costs tuning next time
+            log.info("autotune: cannot save the result in %s: %s", path.parent, exc)
 
     # -- building --------------------------------------------------------------------------
-    def _try_build(self, dev, shape, config):
-        """(Kernel, None) or (None, reason) for one config."""
+    def _try_build(self, dev, shape, config, cached: bool = False):
+        """(Kernel, None) or (None, reason) for one config. A `cached` config (read back from
+        disk, perhaps written by an older template) that no longer builds for any reason is a
+        reason too: the caller tunes again."""
+        if cached:
+            try:
+                return self._try_build(dev, shape, config)
+            except (VkirError, TypeError) as exc:
+                return None, f"{type(exc).__name__}: {exc}"
         from .api import build
 
         device_params = {}
@@ -217,7 +238,7 @@ class Tuned:
         self.last_log = []
         hit = self.cached(info, **shape)
         if hit is not None:
-            kernel, reason = self._try_build(dev, shape, hit)
+            kernel, reason = self._try_build(dev, shape, hit, cached=True)
             if kernel is not None:
                 kernel.config = hit
                 return kernel

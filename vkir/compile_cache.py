@@ -6,7 +6,9 @@ text), the build options, the Target (`Target.key()`) and the compiler itself (v
 the size and modification time of every source file of the installed package, so an edited
 compiler never serves stale code). It stores the validated SPIR-V words (with their SHA-256) and
 the dispatch description a Kernel needs (bindings, push constants, grid and workgroup size), its
-expressions written in terms of the user's own symbolic sizes and scalar parameters. The lowered
+expressions written in terms of the user's own symbolic sizes and scalar parameters, and one
+SHA-256 digest over the whole entry. A load verifies everything it reads: the format version,
+the key, the digest, and the words again with SPIRV-Tools. The lowered
 IR is not stored: `Compiled.ir` lowers again on first access.
 
 Entries live in `$VKIR_CACHE_DIR/kernels` (default: the platform's user cache directory;
@@ -31,7 +33,7 @@ from .ir import (
     Add, Buffer, Cast, DataType, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimFunc, Sub, Var,
 )
 
-FORMAT = 1
+FORMAT = 2   # version of the entry layout: an entry of another format is a miss
 
 _OPS = {"add": Add, "sub": Sub, "mul": Mul, "floordiv": FloorDiv, "floormod": FloorMod,
         "min": Min, "max": Max}
@@ -109,7 +111,7 @@ def compile_vulkan(func: PrimFunc, target, *, pointer_casts: bool = False,
     directory = cache_dir()
     key = cache_key(func, target, options) if directory is not None else None
     if key is not None:
-        module = load(directory / f"{key}.json", key, func)
+        module = load(directory / f"{key}.json", key, func, target.env)
         if module is not None:
             return Compiled(module, {}, True, lower)
     from .spirv import codegen
@@ -196,7 +198,7 @@ def _record(key: str, func: PrimFunc, module: SpirvModule, aliases: dict) -> dic
                          "writable": b.writable, "name": b.buffer.name,
                          "dtype": str(b.buffer.dtype), "scope": b.buffer.scope,
                          "shape": [_dump_expr(s, aliases, names) for s in b.buffer.shape]})
-    return {
+    rec = {
         "format": FORMAT, "key": key, "entry_point": module.entry_point,
         "words": binascii.b2a_base64(module.words, newline=False).decode(),
         "sha256": hashlib.sha256(module.words).hexdigest(),
@@ -209,14 +211,27 @@ def _record(key: str, func: PrimFunc, module: SpirvModule, aliases: dict) -> dic
         "shared_memory_bytes": module.shared_memory_bytes,
         "required_features": sorted(module.required_features),
     }
+    rec["digest"] = _digest(rec)
+    return rec
 
 
-def _module(rec: dict, key: str, func: PrimFunc) -> SpirvModule:
-    if rec.get("format") != FORMAT or rec.get("key") != key:
+def _digest(rec: dict) -> str:
+    """SHA-256 of the whole entry (everything but its "digest" field), canonically written."""
+    body = {k: v for k, v in rec.items() if k != "digest"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _module(rec: dict, key: str, func: PrimFunc, env: str) -> SpirvModule:
+    if not isinstance(rec, dict) or rec.get("format") != FORMAT or rec.get("key") != key:
         raise ValueError("entry of another format or key")
+    if rec.get("digest") != _digest(rec):
+        raise ValueError("the entry does not match its digest (edited or corrupted)")
     words = binascii.a2b_base64(rec["words"])
     if hashlib.sha256(words).hexdigest() != rec["sha256"] or len(words) % 4:
         raise ValueError("SPIR-V words do not match their checksum")
+    from .spirv import validate   # the words are validated again before any driver sees them
+
+    validate(words, env)
     names = _names(func)
     bindings = []
     for b in rec["bindings"]:
@@ -243,19 +258,23 @@ def _module(rec: dict, key: str, func: PrimFunc) -> SpirvModule:
                        required_features=frozenset(rec["required_features"]))
 
 
-def load(path: Path, key: str, func: PrimFunc) -> SpirvModule | None:
+def load(path: Path, key: str, func: PrimFunc, env: str = "vulkan1.1") -> SpirvModule | None:
     """The module stored at `path` for `func`, or None when there is none or it is unusable
-    (unreadable, truncated, another format, a checksum mismatch): the caller rebuilds it."""
+    (unreadable, not UTF-8 or JSON, truncated, another format, a digest mismatch, SPIR-V that
+    fails validation for `env`): the caller rebuilds it. Everything read is verified."""
+    from .errors import SpirvValidationError
+
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as exc:
         _log().debug("compile cache: cannot read %s: %s", path, exc)
         return None
     try:
-        return _module(json.loads(text), key, func)
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError, binascii.Error) as exc:
+        return _module(json.loads(raw.decode("utf-8")), key, func, env)
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, binascii.Error,
+            SpirvValidationError) as exc:
         _log().debug("compile cache: ignoring unusable entry %s: %s", path, exc)
         return None
 
