@@ -53,6 +53,8 @@ class Limits:
     max_uniform_buffer_range: int = 16384  # maxUniformBufferRange (the Vulkan minimum)
     # descriptor limits: a kernel binds one storage buffer per buffer argument, in one set
     max_per_stage_storage_buffers: int = 4          # maxPerStageDescriptorStorageBuffers
+    max_per_stage_uniform_buffers: int = 12         # maxPerStageDescriptorUniformBuffers
+    max_descriptor_set_uniform_buffers: int = 72    # maxDescriptorSetUniformBuffers
     max_descriptor_set_storage_buffers: int = 24    # maxDescriptorSetStorageBuffers
     max_per_stage_resources: int = 128              # maxPerStageResources
     max_bound_descriptor_sets: int = 4              # maxBoundDescriptorSets
@@ -239,6 +241,8 @@ def query_info(index: int, phys) -> DeviceInfo:
         max_memory_allocation_count=lim.maxMemoryAllocationCount,
         max_uniform_buffer_range=lim.maxUniformBufferRange,
         max_per_stage_storage_buffers=lim.maxPerStageDescriptorStorageBuffers,
+        max_per_stage_uniform_buffers=lim.maxPerStageDescriptorUniformBuffers,
+        max_descriptor_set_uniform_buffers=lim.maxDescriptorSetUniformBuffers,
         max_descriptor_set_storage_buffers=lim.maxDescriptorSetStorageBuffers,
         max_per_stage_resources=lim.maxPerStageResources,
         max_bound_descriptor_sets=lim.maxBoundDescriptorSets,

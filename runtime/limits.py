@@ -15,15 +15,34 @@ from vkir.errors import ArgumentError, UnsupportedError
 AXES = "xyz"
 
 
-def check_bindings(info, count: int, what: str = "a kernel") -> None:
-    """`count` storage-buffer bindings in one descriptor set used by one compute stage."""
+# binding numbers vkir accepts: drivers size their descriptor tables by the largest number, and a
+# huge one (65535 and above) has crashed lavapipe; real shaders number their buffers from 0
+MAX_BINDING_NUMBER = 1024
+
+
+def check_bindings(info, count: int, what: str = "a kernel", uniform: int = 0,
+                   numbers: tuple = ()) -> None:
+    """`count` buffer bindings (`uniform` of them uniform buffers, the rest storage buffers) in
+    one descriptor set used by one compute stage, with binding `numbers`."""
     lim = info.limits
+    storage = count - uniform
     for name, cap in (("maxPerStageDescriptorStorageBuffers", lim.max_per_stage_storage_buffers),
-                      ("maxDescriptorSetStorageBuffers", lim.max_descriptor_set_storage_buffers),
-                      ("maxPerStageResources", lim.max_per_stage_resources)):
-        if count > cap:
-            raise UnsupportedError(f"{what} binds {count} storage buffers; {name} of "
+                      ("maxDescriptorSetStorageBuffers", lim.max_descriptor_set_storage_buffers)):
+        if storage > cap:
+            raise UnsupportedError(f"{what} binds {storage} storage buffers; {name} of "
                                    f"{info.name!r} is {cap}")
+    for name, cap in (("maxPerStageDescriptorUniformBuffers", lim.max_per_stage_uniform_buffers),
+                      ("maxDescriptorSetUniformBuffers", lim.max_descriptor_set_uniform_buffers)):
+        if uniform > cap:
+            raise UnsupportedError(f"{what} binds {uniform} uniform buffers; {name} of "
+                                   f"{info.name!r} is {cap}")
+    if count > lim.max_per_stage_resources:
+        raise UnsupportedError(f"{what} binds {count} buffers; maxPerStageResources of "
+                               f"{info.name!r} is {lim.max_per_stage_resources}")
+    for n in numbers:
+        if not 0 <= n < MAX_BINDING_NUMBER:
+            raise UnsupportedError(f"{what} uses binding number {n}; vkir accepts binding numbers "
+                                   f"0 to {MAX_BINDING_NUMBER - 1}")
 
 
 def check_push_constants(info, nbytes: int, what: str = "a kernel") -> None:

@@ -64,7 +64,9 @@ class Pipeline:
                  subgroup: SubgroupRequirement | None = None):
         if len(spirv) % 4 or len(spirv) == 0:
             raise UnsupportedError(f"SPIR-V size {len(spirv)} is not a positive multiple of 4")
-        check_bindings(device.info, len(bindings), f"pipeline {entry_point!r}")
+        uniform = sum(t == "uniform" for t in descriptor_types or ())
+        check_bindings(device.info, len(bindings), f"pipeline {entry_point!r}", uniform,
+                       tuple(bindings))
         check_push_constants(device.info, push_constant_size, f"pipeline {entry_point!r}")
         device.check_open()
         self.device = device

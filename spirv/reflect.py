@@ -193,7 +193,8 @@ class ShaderInfo:
     version: tuple
     push_block: str = ""
     uses_local_size_id: bool = False   # the LocalSizeId execution mode (Vulkan: maintenance4)
-    shared_memory_bytes: int = 0       # Workgroup variables (array lengths at their defaults)
+    shared_memory_bytes: int = 0       # Workgroup variables (array lengths as specialized)
+    plain_inputs: tuple = ()           # Input variables without a BuiltIn (nothing feeds them)
 
     def specialize(self, values: dict) -> tuple:
         """The local size with {SpecId: value} applied (others keep their defaults)."""
@@ -246,7 +247,8 @@ def _words(data) -> tuple:
 class _Module:
     """The instructions of a module, indexed by what reflection looks up."""
 
-    def __init__(self, words):
+    def __init__(self, words, specialization=None):
+        self.specialization = dict(specialization or {})   # SpecId -> value overriding defaults
         g = grammar()
         op = g.opcodes
         self.words = words
@@ -364,6 +366,10 @@ class _Module:
         """The value of a scalar constant (a specialization constant's default)."""
         code, ops = self.insts[cid]
         name = grammar().opnames[code]
+        if name in ("OpSpecConstant", "OpSpecConstantTrue", "OpSpecConstantFalse"):
+            spec_id = self.decorations.get(cid, {}).get("SpecId")
+            if spec_id is not None and spec_id[0] in self.specialization:
+                return self.specialization[spec_id[0]]
         if name in ("OpConstantTrue", "OpSpecConstantTrue"):
             return True
         if name in ("OpConstantFalse", "OpSpecConstantFalse"):
@@ -389,9 +395,11 @@ def _decode(t: SpirvType, words) -> object:
     return value
 
 
-def reflect(data, entry: str = "main") -> ShaderInfo:
-    """The ShaderInfo of entry point `entry` (bytes, or a sequence of words)."""
-    m = _Module(_words(data))
+def reflect(data, entry: str = "main", specialization=None) -> ShaderInfo:
+    """The ShaderInfo of entry point `entry` (bytes, or a sequence of words); sizes that depend
+    on specialization constants use `specialization` ({SpecId: value}) where it names them, else
+    the defaults."""
+    m = _Module(_words(data), specialization)
     points = tuple(EntryPoint(name, model) for model, _, name, _ in m.entry_points)
     chosen = [e for e in m.entry_points if e[2] == entry]
     if not chosen:
@@ -401,7 +409,7 @@ def reflect(data, entry: str = "main") -> ShaderInfo:
     local, ids = _local_size(m, fid)
     size_id = any(t == fid and mode == "LocalSizeId" for t, mode, _ in m.mode_ids)
     used = _used_ids(m, fid, interface)
-    bindings, push, push_block, shared = [], [], "", 0
+    bindings, push, push_block, shared, plain_inputs = [], [], "", 0, []
     for vid, ptype_id, storage in m.variables:
         if vid not in used:
             continue
@@ -412,6 +420,9 @@ def reflect(data, entry: str = "main") -> ShaderInfo:
                 bindings.append(b)
         elif storage == "Workgroup":
             shared += ptype.element.size
+        elif storage == "Input" and "BuiltIn" not in m.decorations.get(vid, {}) and \
+                not _block_of_builtins(m, ptype.element):
+            plain_inputs.append(m.names.get(vid, "") or f"%{vid}")
         elif storage == "PushConstant":
             block = ptype.element
             push_block = m.names.get(vid, "") or block.name
@@ -429,7 +440,18 @@ def reflect(data, entry: str = "main") -> ShaderInfo:
     size = max((p.offset + p.size for p in push), default=0)
     return ShaderInfo(EntryPoint(name, model), points, local, ids, tuple(bindings), tuple(push),
                       size, tuple(specs[i] for i in sorted(specs)), tuple(m.capabilities), tuple(m.extensions), m.version,
-                      push_block, size_id, shared)
+                      push_block, size_id, shared, tuple(plain_inputs))
+
+
+def _block_of_builtins(m: _Module, t) -> bool:
+    """Whether type `t` is a struct whose members are all BuiltIn-decorated (a gl_PerVertex-like
+    block), which counts as a built-in input."""
+    if getattr(t, "kind", None) != "struct":
+        return False
+    tid = next((k for k, v in m._types.items() if v is t), None)
+    count = len(t.members)
+    return tid is not None and count > 0 and all(
+        "BuiltIn" in m.member_decorations.get((tid, i), {}) for i in range(count))
 
 
 def _binding(m: _Module, vid: int, ptype_id: int, storage: str) -> Binding | None:

@@ -96,8 +96,16 @@ class ShaderKernel:
                                    "execution mode, which needs the maintenance4 feature that vkir "
                                    "does not enable; compile it for vulkan1.2 (glslang --target-env "
                                    "vulkan1.2 uses the WorkgroupSize builtin instead)")
+        if info.plain_inputs:
+            raise UnsupportedError(f"{self.name}: input variable {info.plain_inputs[0]!r} has no "
+                                   "BuiltIn decoration; a compute shader's only inputs are "
+                                   "built-ins (nothing would feed it)")
         self.specialization, entries = self._specialize(specialization or {})
         self.local_size = info.specialize(self.specialization)
+        if self.specialization:   # sizes of shared arrays may follow specialization constants
+            self._shared_bytes = reflect(self.spirv, entry, self.specialization).shared_memory_bytes
+        else:
+            self._shared_bytes = info.shared_memory_bytes
         self._check_limits()
         self._dtypes = tuple(self._binding_dtype(b) for b in self.bindings)
         self._writes = tuple(not b.readonly and b.kind == "storage" for b in self.bindings)
@@ -192,7 +200,7 @@ class ShaderKernel:
             raise UnsupportedError(f"{self.name}: local size {self.local_size} is {total} invocations, "
                                    f"more than maxComputeWorkGroupInvocations = "
                                    f"{lim.max_workgroup_invocations} of {info.name!r}")
-        check_workgroup(info, self.local_size, self.info.shared_memory_bytes, self.name)
+        check_workgroup(info, self.local_size, self._shared_bytes, self.name)
         if self.info.push_constant_size > lim.max_push_constant_bytes:
             raise UnsupportedError(f"{self.name}: push constants of {self.info.push_constant_size} bytes "
                                    f"exceed maxPushConstantsSize = {lim.max_push_constant_bytes} "
