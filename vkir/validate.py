@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
@@ -88,6 +87,8 @@ def expand(paths) -> list[Path]:
             out.extend(found)
         elif not p.exists():
             raise ArgumentError(f"{p}: no such file or folder")
+        elif not p.is_file():   # a FIFO or a device would block or never end
+            raise ArgumentError(f"{p}: not a regular file or folder")
         elif file_kind(p) is None:
             raise ArgumentError(f"{p}: unknown kind of file (expected .spv, .spvasm or a GLSL "
                                 f"suffix: {', '.join(GLSL_SUFFIXES)})")
@@ -98,14 +99,17 @@ def expand(paths) -> list[Path]:
 
 def compile_glsl_file(path: Path, env: str) -> tuple[bytes | None, str]:
     """(SPIR-V bytes, "") when glslang compiles `path` for `env`, else (None, its messages)."""
-    from .runtime.glsl import find_glslang
+    from .runtime.glsl import GlslError, run_glslang
 
     with tempfile.TemporaryDirectory(prefix="vkir-validate-") as tmp:
         out = Path(tmp) / "out.spv"
-        cmd = [find_glslang(), "-V", "--target-env", env, "-o", str(out)]
+        cmd = ["-V", "--target-env", env, "-o", str(out)]
         if path.suffix.lower() == ".glsl":
             cmd += ["-S", "comp"]
-        proc = subprocess.run(cmd + [str(path)], capture_output=True, text=True)
+        try:
+            proc = run_glslang(cmd + [str(path)], f"on {path}")
+        except GlslError as exc:
+            return None, str(exc)
         if proc.returncode != 0 or not out.is_file():
             lines = [s for s in (proc.stdout + proc.stderr).splitlines()
                      if s.strip() and s.strip() != str(path)]
