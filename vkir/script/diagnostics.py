@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 
 from ..errors import ScriptError
@@ -22,9 +23,15 @@ class Source:
     line_offset: int = 0
     col_offset: int = 0
 
+    @functools.cached_property
+    def lines(self) -> tuple:
+        """The lines of `text`, split once (every span looks its line up here: splitting per
+        span made parsing quadratic in the source size)."""
+        return tuple(self.text.splitlines())
+
     def line(self, lineno: int) -> str:
         """Line `lineno` (1-based, in `text` numbering) as it appears in the original file."""
-        lines = self.text.splitlines()
+        lines = self.lines
         if 1 <= lineno <= len(lines):
             return " " * self.col_offset + lines[lineno - 1]
         return ""

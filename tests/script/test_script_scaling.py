@@ -1,0 +1,38 @@
+"""Parsing is linear in the source size: spans look their line up in lines split once (splitting
+the whole text per span made a 539 KiB script run out of memory)."""
+
+import time
+
+import vkir
+from vkir.script.diagnostics import Source
+
+
+def script(statements):
+    body = "\n".join(f"        b[i] = b[i] + a[i] * T.float32({k}.0)" for k in range(statements))
+    return f'''
+@T.prim_func
+def f(a: T.Buffer((64,), "float32"), b: T.Buffer((64,), "float32")):
+    for i in T.thread_binding(64, "threadIdx.x"):
+{body}
+'''
+
+
+def parse_seconds(statements):
+    text = script(statements)
+    best = float("inf")
+    for _ in range(2):
+        start = time.perf_counter()
+        vkir.from_script(text)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def test_lines_are_split_once():
+    src = Source("a\nb\nc")
+    assert src.lines == ("a", "b", "c") and src.lines is src.lines
+    assert src.line(2) == "b" and src.line(9) == ""
+
+
+def test_four_times_the_source_takes_about_four_times_as_long():
+    small, large = parse_seconds(300), parse_seconds(1200)
+    assert large < 8 * small, (small, large)   # linear: ~4x; quadratic was ~16x
