@@ -7,9 +7,10 @@ knows nothing about vkir; `vkir.spirv.codegen` drives it.
 
 from __future__ import annotations
 
-import math
 import struct
 from array import array
+
+import numpy as np
 
 from .grammar import Grammar, grammar
 
@@ -21,15 +22,6 @@ def _string_words(text: str) -> list[int]:
     raw = text.encode() + b"\0"
     raw += b"\0" * (-len(raw) % 4)
     return list(struct.unpack(f"<{len(raw) // 4}I", raw))
-
-
-def _to_half(value: float) -> float:
-    """`value` rounded as float16 would store it (overflow gives a signed infinity)."""
-    try:
-        struct.pack("<e", value)
-    except OverflowError:
-        return math.copysign(math.inf, value)
-    return value
 
 
 class ModuleBuilder:
@@ -218,10 +210,10 @@ class ModuleBuilder:
         """A scalar numeric constant of type `type_id` (code "int", "uint" or "float")."""
         if code == "float":
             value = float(value)
-            if bits == 16:
-                words = [struct.unpack("<H", struct.pack("<e", _to_half(value)))[0]]
-            elif bits == 32:
-                words = [struct.unpack("<I", struct.pack("<f", value))[0]]
+            if bits in (16, 32):   # rounded as the type stores it (too large: a signed infinity)
+                with np.errstate(over="ignore"):
+                    narrow = np.array(value, dtype=f"float{bits}")
+                words = [int(narrow.view(f"uint{bits}"))]
             else:
                 lo, hi = struct.unpack("<II", struct.pack("<d", value))
                 words = [lo, hi]

@@ -134,7 +134,8 @@ def disassemble(words, env: str = "vulkan1.3", friendly_names: bool = True,
         if rc != 0:
             raise SpirvValidationError(f"cannot disassemble SPIR-V: {msg or f'error {rc}'}")
         try:
-            return ffi.string(ptext[0].str, ptext[0].length).decode()
+            # names are UTF-8 by the spec, but nothing checks it: show foreign bytes escaped
+            return ffi.string(ptext[0].str, ptext[0].length).decode(errors="backslashreplace")
         finally:
             c.spvTextDestroy(ptext[0])
 

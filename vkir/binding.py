@@ -248,7 +248,11 @@ def scalar_value(a, dt: DataType, what: str):
     if dt.is_float:
         if not isinstance(a, _PLAIN_FLOATS) and not isinstance(a, numbers.Real):
             raise ArgumentError(f"{what} is {dt}, got {a!r}")
-        value = float(a)
+        try:
+            value = float(a)
+        except OverflowError:   # an int beyond every float (10**400)
+            raise ArgumentError(f"{what} = {a!r} is out of range for {dt} "
+                                "(nan and inf are accepted)") from None
         if abs(value) > _float_max(dt) and value == value and abs(value) != float("inf"):
             raise ArgumentError(f"{what} = {a!r} is out of range for {dt} "
                                 "(nan and inf are accepted)")

@@ -651,8 +651,9 @@ class Compiler:
             lo, ext = fmin(fr), fext(fr)
             if _uniform(lo) and _uniform(ext):
                 slots = fr.slots
-                for v in np.arange(int(lo), int(lo) + int(ext), dtype=np.int64).astype(npdt):
-                    slots[slot] = v
+                make = npdt.type
+                for v in range(int(lo), int(lo) + int(ext)):   # lazily: 2**31 - 1 iterations
+                    slots[slot] = make(v)                      # must not build the whole range
                     body(fr)
                 return
             k = len(fr.tid)

@@ -32,8 +32,10 @@ def np_dtype(dt: DataType) -> np.dtype:
 
 
 def scalar(value, dt: DataType):
-    """A numpy scalar of `dt`'s lane type."""
-    return np_dtype(dt).type(value)
+    """A numpy scalar of `dt`'s lane type (a float too large for it rounds to a signed infinity,
+    as codegen stores it)."""
+    with np.errstate(over="ignore"):
+        return np_dtype(dt).type(value)
 
 
 def flush_denormals(value):
