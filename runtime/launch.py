@@ -81,7 +81,14 @@ class Launch:
                     return False
                 raise DeviceError("this launch was destroyed (evicted, or its pipeline or one of "
                                   "its buffers was released); look it up again with get_launch")
-            device.submit(self.submit_info, self, keep, self.serials, timeout)
+            pipeline = self.pipeline
+            if pipeline.first_run_seconds is None:
+                # drivers may compile lazily (llvmpipe does at the first dispatch): time it
+                started = time.perf_counter()
+                device.submit(self.submit_info, self, keep, self.serials, timeout)
+                pipeline.first_run_seconds = time.perf_counter() - started
+            else:
+                device.submit(self.submit_info, self, keep, self.serials, timeout)
         return True
 
     def submit(self, keep=None, what: str = "launch"):

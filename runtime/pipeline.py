@@ -14,6 +14,7 @@ Every limit is checked (runtime.limits) before the driver sees the module.
 from __future__ import annotations
 
 import hashlib
+import time
 
 from typing import NamedTuple
 
@@ -77,7 +78,10 @@ class Pipeline:
         self.descriptor_types = tuple(_DESCRIPTOR_TYPES[t] for t in descriptor_types) \
             if descriptor_types is not None else (vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,) * len(self.bindings)
         self.push_constant_size = (push_constant_size + 3) // 4 * 4
+        self.create_seconds = 0.0        # vkCreateShaderModule + vkCreateComputePipelines
+        self.first_run_seconds = None    # wall time of the first synchronous dispatch (launch.py)
         dev = device.handle
+        started = time.perf_counter()
         module = call("vkCreateShaderModule", vk.vkCreateShaderModule, dev,
                       vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv), None)
         try:
@@ -112,6 +116,8 @@ class Pipeline:
             info = vk.VkComputePipelineCreateInfo(stage=stage, layout=self.layout)
             self.handle = call("vkCreateComputePipelines", vk.vkCreateComputePipelines, dev,
                                device.pipeline_cache, 1, [info], None)[0]
+            # the driver's compile of the module: what a first call waits for beyond vkir's own
+            self.create_seconds = time.perf_counter() - started
         finally:
             lib.vkDestroyShaderModule(dev, module, ffi.NULL)
 

@@ -222,13 +222,13 @@ def test_demo_table_has_device_compile_time_device_time_and_check():
     """`vkir demo` prints this table (tests/test_cli.py runs the command itself)."""
     from vkir.demo import format_table
 
-    rows = [{"kernel": "vadd n=8", "device": "llvmpipe", "compile_ms": 2.5, "device_ms": 0.25,
-             "check": "ok", "detail": "max err 0.0e+00"}]
+    rows = [{"kernel": "vadd n=8", "device": "llvmpipe", "compile_ms": 2.5, "driver_ms": 1.25,
+             "device_ms": 0.25, "check": "ok", "detail": "max err 0.0e+00"}]
     head, rule, line = format_table(rows).splitlines()
-    assert [c for c in head.split("  ") if c] == ["kernel", "device", "compile ms", "device ms",
-                                                   "check", "detail"]  # every column headed
+    assert [c for c in head.split("  ") if c] == ["kernel", "device", "compile ms", "driver ms",
+                                                   "device ms", "check", "detail"]
     assert set(rule) <= {"-", " "}
-    assert line.split() == ["vadd", "n=8", "llvmpipe", "2.5", "0.250", "ok", "max", "err",
+    assert line.split() == ["vadd", "n=8", "llvmpipe", "2.5", "1.2", "0.250", "ok", "max", "err",
                             "0.0e+00"]
 
 

@@ -336,12 +336,15 @@ def test_repeated_calls_take_the_fast_path_correctly(device):
         k(A2, B, vkir.empty(n + 1, "float32", device))
 
 
-def test_grid_beyond_device_limit_is_refused_before_dispatch(device):
+def test_grid_beyond_the_per_dimension_count_is_folded(device):
+    """A 1-D grid wider than maxComputeWorkGroupCount[0] runs as rows of workgroups; blockIdx.x
+    is the same, and the workgroups past the grid do nothing."""
     k = vkir.build(vadd, device=device)
+    assert k.module.folds_grid
     blocks = device.info.limits.max_workgroup_count[0] + 1
-    n = 64 * blocks                       # (n + 63) // 64 workgroups: one too many
-    a = np.empty(n, np.float32)
-    launches = len(device.launches)
-    with pytest.raises(UnsupportedError, match="maxComputeWorkGroupCount"):
-        k(a, a, a)
-    assert len(device.launches) == launches
+    n = 64 * blocks + 5                   # (n + 63) // 64 workgroups: two more than one row
+    rng = np.random.default_rng(0)
+    a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    c = np.full(n, -1, np.float32)
+    k(a, b, c)
+    np.testing.assert_array_equal(c, a + b)

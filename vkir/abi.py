@@ -49,6 +49,9 @@ class SpirvModule:
     push_constant_size: int
     shared_memory_bytes: int
     required_features: frozenset
+    # blockIdx.x is WorkgroupId.x + WorkgroupId.y * NumWorkgroups.x, and workgroups past the grid
+    # do nothing: a 1-D grid wider than the device's per-dimension count runs as a 2-D dispatch
+    folds_grid: bool = False
 
     @property
     def uses_subgroups(self) -> bool:

@@ -30,7 +30,9 @@ import numpy as np
 
 from .binding import Signature
 from .errors import ArgumentError, UnsupportedError
-from .ir import DataType, IntImm, PrimFunc
+from .ir import DataType, For, IntImm, PrimFunc
+from .ir.walk import walk
+from .lowering import LOOP_TRIP_LIMIT
 from .ir.dtype import type_range
 from .profiling import _PROFILER
 from .sequences import _ACTIVE, LaunchHandle
@@ -369,6 +371,14 @@ def _values_key(values: tuple) -> tuple:
     return tuple(struct.pack("<d", v) if type(v) is float else v for v in values)
 
 
+def _release_pipelines(device, pipelines: list) -> None:
+    """Give back every pipeline a dropped Kernel held (its plain one and its loop variants)."""
+    from .runtime import release_pipeline
+
+    for pipeline in pipelines:
+        release_pipeline(device, pipeline)
+
+
 Profile = Timing  # the one timing record (vkir.timing), under the name Kernel.profile used
 
 
@@ -395,7 +405,15 @@ class Kernel:
         # lowered and compiled, or loaded from the disk compile cache (vkir.compile_cache);
         # codegen validated the words before they were used or stored, so nothing unvalidated
         # reaches vkCreateShaderModule
-        target = self.target  # the closure must not hold self: a dropped Kernel is freed at once
+        # on a driver that cuts long loops (llvmpipe) the loops are compiled plainly; a call whose
+        # sizes need more iterations than the driver runs gets a variant with split loops
+        # (vkir.loop_budget), chosen from its push-constant values
+        self._loop_limited = LOOP_TRIP_LIMIT in self.target.quirks and any(
+            isinstance(n, For) and n.kind != "thread_binding" for n in walk(func.body))
+        target = self.target
+        if LOOP_TRIP_LIMIT in target.quirks:
+            target = dataclasses.replace(target, quirks=target.quirks - {LOOP_TRIP_LIMIT})
+        self._compile_target = target  # (a local: the closure must not hold self)
         self._compiled = compile_vulkan(
             func, target, pointer_casts=pointer_casts,
             lower=lambda: lower(func, target, pointer_casts=pointer_casts))
@@ -414,7 +432,10 @@ class Kernel:
             tuple(b.binding for b in self.module.bindings), self.module.push_constant_size,
             subgroup=subgroup)
         # a dropped Kernel gives its pipeline back (the last holder destroys it and its launches)
-        self._release = weakref.finalize(self, runtime.release_pipeline, dev, self.pipeline)
+        self._subgroup = subgroup
+        self._variants = {}             # (factor, loops) -> runtime Pipeline of a split variant
+        self._held = [self.pipeline]    # every pipeline this kernel holds (released together)
+        self._release = weakref.finalize(self, _release_pipelines, dev, self._held)
         self._release.atexit = False
         self._lock = threading.Lock()  # guards the scratch buffers of calls with numpy arguments
         self.compile_seconds = time.perf_counter() - t0
@@ -459,12 +480,32 @@ class Kernel:
         """The kernel's name: its PrimFunc's."""
         return self.func.name
 
+    @property
+    def pipeline_seconds(self) -> float:
+        """Seconds the driver took to create this kernel's pipelines (vkCreateShaderModule and
+        vkCreateComputePipelines; the loop variants a call needed included): on a cold driver
+        cache, the driver's own compile, which a first call waits for beside `compile_seconds`.
+        Drivers that compile lazily (llvmpipe) do most of it in the first dispatch instead:
+        see `first_run_seconds`."""
+        return sum(p.create_seconds for p in self._held)
+
+    @property
+    def first_run_seconds(self) -> float | None:
+        """Wall seconds of the first synchronous dispatch of this kernel's pipeline (a lazy
+        driver's compile plus the run itself); None before the first call."""
+        return self.pipeline.first_run_seconds
+
     def report(self) -> str:
         """Which vector accesses of the lowered kernel are done lane by lane, and why (see
-        vkir.vector_report)."""
+        vkir.vector_report), then what a first call waits for: vkir's compile, the driver's
+        pipeline creation and the first dispatch."""
         from .vector_report import report
 
-        return report(self.ir)
+        first = self.first_run_seconds
+        return (report(self.ir) + f"\ncompile: {self.compile_seconds * 1e3:.1f} ms in vkir, "
+                f"{self.pipeline_seconds * 1e3:.1f} ms creating the pipeline in the driver; first "
+                + ("call not made yet" if first is None else
+                   f"call {first * 1e3:.1f} ms (a lazy driver compiles then)"))
 
     def __repr__(self) -> str:
         return f"<vkir Kernel {self.name} on {self.device.info.name}>"
@@ -495,8 +536,45 @@ class Kernel:
                 raise ArgumentError(f"kernel {self.name}: argument {p.name!r} has {count} elements, "
                                     f"more than its {p.dims[0][0].dtype} indices reach ({hi})")
 
+    def _pipeline_for(self, env) -> object:
+        """The pipeline a call with these size/scalar values runs: the plain one, or on a driver
+        that cuts long loops the variant whose split loops fit its budget (UnsupportedError
+        where none does: a loop is never cut short)."""
+        if not self._loop_limited:
+            return self.pipeline
+        from .loop_budget import choose_split, loops_for_call
+
+        split = choose_split(loops_for_call(self.ir, env), self.name, repr(self.device.info.name))
+        if split.factor == 1 or not split.loops:
+            return self.pipeline
+        key = (split.factor, split.loops)
+        pipeline = self._variants.get(key)
+        if pipeline is None:
+            pipeline = self._variants[key] = self._compile_variant(split)
+        return pipeline
+
+    def _compile_variant(self, split):
+        """The pipeline of the lowered function with `split`'s loops split (SplitLongLoops)."""
+        from . import runtime
+        from .spirv import codegen
+        from .transform import SplitLongLoops
+
+        t0 = time.perf_counter()
+        module = codegen(SplitLongLoops(factor=split.factor, only=split.loops)(self.ir),
+                         self._compile_target)
+        layout = [(pc.var.name, pc.offset, pc.dtype) for pc in module.push_constants]
+        assert layout == [(pc.var.name, pc.offset, pc.dtype) for pc in self.module.push_constants]
+        assert [b.binding for b in module.bindings] == [b.binding for b in self.module.bindings]
+        pipeline = runtime.get_pipeline(
+            self.device, module.words, module.entry_point, tuple(b.binding for b in module.bindings),
+            module.push_constant_size, subgroup=self._subgroup)
+        self._held.append(pipeline)
+        self.compile_seconds += time.perf_counter() - t0
+        return pipeline
+
     def _derive(self, values):
-        """(push-constant bytes, group counts) for these size/scalar values (memoized)."""
+        """(push-constant bytes, group counts, pipeline) for these size/scalar values
+        (memoized)."""
         key = _values_key(values)
         got = self._derived.get(key)
         if got is not None:
@@ -519,18 +597,23 @@ class Kernel:
             raw = _pack(pc.dtype, value)
             push[pc.offset:pc.offset + len(raw)] = raw
         groups = []
+        caps = self.device.info.limits.max_workgroup_count
         for axis, expr in enumerate(self.module.grid):
             n = int(self._evaluate(expr, env)) if not isinstance(expr, IntImm) else expr.value
             if n < 0:
                 raise ArgumentError(f"kernel {self.name}: blockIdx.{'xyz'[axis]} extent {expr} = {n} "
                                     "is negative for these arguments")
-            cap = self.device.info.limits.max_workgroup_count[axis]
-            if n > cap:
-                raise UnsupportedError(f"kernel {self.name}: {n} workgroups on blockIdx.{'xyz'[axis]} "
-                                       f"exceed maxComputeWorkGroupCount = {cap} on "
-                                       f"{self.device.info.name!r}")
             groups.append(n)
-        got = (bytes(push), tuple(groups))
+        if groups[0] > caps[0] and self.module.folds_grid:
+            # blockIdx.x = WorkgroupId.x + WorkgroupId.y * width; workgroups past n do nothing
+            width = caps[0]
+            groups = [width, -(-groups[0] // width), 1]
+        for axis, n in enumerate(groups):
+            if n > caps[axis]:
+                raise UnsupportedError(f"kernel {self.name}: {n} workgroups on blockIdx.{'xyz'[axis]} "
+                                       f"exceed maxComputeWorkGroupCount = {caps[axis]} on "
+                                       f"{self.device.info.name!r}")
+        got = (bytes(push), tuple(groups), self._pipeline_for(env))
         if len(self._derived) > 1024:
             self._derived.clear()
         self._derived[key] = got
@@ -542,7 +625,7 @@ class Kernel:
 
         bound = self._signature.bind(args, kwargs)
         args = bound.args
-        push, groups = self._derive(bound.values)
+        push, groups, pipeline = self._derive(bound.values)
         buffers = {}
         copies = []
         for p in self._signature.buffer_params:
@@ -564,7 +647,7 @@ class Kernel:
             copies.append((p.index, a, buf))
         for _, a, buf in copies:
             buf.write(a)
-        return [buffers[i] for i in self._binding_params], push, groups, copies
+        return [buffers[i] for i in self._binding_params], push, groups, copies, pipeline
 
     def _copy_back(self, copies):
         for index, a, buf in copies:
@@ -600,12 +683,12 @@ class Kernel:
             return
         if any(isinstance(a, np.ndarray) for a in args):
             with self._lock:  # the scratch buffers are this kernel's: one call at a time
-                buffers, push, groups, copies = self._prepare(args)
-                get_launch(self.device, self.pipeline, buffers, push, groups).run(keep=args)
+                buffers, push, groups, copies, pipeline = self._prepare(args)
+                get_launch(self.device, pipeline, buffers, push, groups).run(keep=args)
                 self._copy_back(copies)
             return
-        buffers, push, groups, _ = self._prepare(args)
-        launch = get_launch(self.device, self.pipeline, buffers, push, groups)
+        buffers, push, groups, _, pipeline = self._prepare(args)
+        launch = get_launch(self.device, pipeline, buffers, push, groups)
         launch.run(keep=args)
         self._memo = (tuple(weakref.ref(a) if isinstance(a, DeviceArray) else _scalar_key(a)
                             for a in args), launch)
@@ -613,9 +696,9 @@ class Kernel:
     # -- sequences, launches, profiles -------------------------------------------------------
     def _device_buffers(self, args):
         """Check `args`; (push bytes, groups, {param index: runtime Buffer}, numpy arguments
-        by param index) with every DeviceArray on this kernel's device."""
+        by param index, pipeline) with every DeviceArray on this kernel's device."""
         bound = self._signature.bind(args)
-        push, groups = self._derive(bound.values)
+        push, groups, pipeline = self._derive(bound.values)
         buffers, host = {}, {}
         for p in self._signature.buffer_params:
             a = bound.args[p.index]
@@ -627,7 +710,7 @@ class Kernel:
                 buffers[p.index] = a.buffer
             else:
                 host[p.index] = a
-        return push, groups, buffers, host
+        return push, groups, buffers, host, pipeline
 
     def dispatch_spec(self, *args, **kwargs):
         """The vkir.runtime.Dispatch of `self(*args, **kwargs)` (checked as a call is): what a
@@ -635,7 +718,7 @@ class Kernel:
         from .runtime import Dispatch
 
         args = self._signature.arguments(args, kwargs)
-        push, groups, buffers, host = self._device_buffers(args)
+        push, groups, buffers, host, pipeline = self._device_buffers(args)
         if host:
             p = self._params[min(host)]
             raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is a numpy array; "
@@ -643,7 +726,7 @@ class Kernel:
                                 "since a sequence makes no hidden copies")
         access = tuple(("r" if b.readable or not b.writable else "") + ("w" if b.writable else "")
                        for b in self.module.bindings)
-        return Dispatch(self.pipeline, tuple(buffers[i] for i in self._binding_params), access,
+        return Dispatch(pipeline, tuple(buffers[i] for i in self._binding_params), access,
                         push, groups, self.name, (self, tuple(args)))
 
     def _call_recorded(self, args) -> None:
@@ -656,8 +739,8 @@ class Kernel:
             return
         timed = self.device.timestamp_bits > 0
         with self._lock:  # the scratch buffers of numpy arguments
-            buffers, push, groups, copies = self._prepare(args)
-            launch = get_launch(self.device, self.pipeline, buffers, push, groups, timed=timed)
+            buffers, push, groups, copies, pipeline = self._prepare(args)
+            launch = get_launch(self.device, pipeline, buffers, push, groups, timed=timed)
             if timed:
                 _PROFILER.get().add_launch(self.name, launch, args)
             else:
@@ -680,7 +763,7 @@ class Kernel:
         if _PROFILER.get() is not None:
             self._call_recorded(args)
             return LaunchHandle(None, (), self.name)
-        push, groups, buffers, host = self._device_buffers(args)
+        push, groups, buffers, host, pipeline = self._device_buffers(args)
         copies, scratch = [], []
         for index, a in host.items():
             buf = allocate(self.device, a.nbytes)
@@ -689,7 +772,7 @@ class Kernel:
             scratch.append(buf)
             if index in self._writes:
                 copies.append((buf, a))
-        launch = get_launch(self.device, self.pipeline, [buffers[i] for i in self._binding_params],
+        launch = get_launch(self.device, pipeline, [buffers[i] for i in self._binding_params],
                             push, groups)
         submission = launch.submit(keep=(args, tuple(scratch)), what=f"launch of {self.name}")
         return LaunchHandle(submission, copies, self.name)
@@ -704,8 +787,8 @@ class Kernel:
                 raise ArgumentError(f"kernel {self.name}: profile {what} must be an int >= {least}, "
                                     f"got {n!r}")
         with self._lock:
-            buffers, push, groups, copies = self._prepare(args, kwargs)
-            t = profile(self.device, self.pipeline, buffers, push, groups, repeat=repeat,
+            buffers, push, groups, copies, pipeline = self._prepare(args, kwargs)
+            t = profile(self.device, pipeline, buffers, push, groups, repeat=repeat,
                         warmup=warmup)
             self._copy_back(copies)
         return t

@@ -33,7 +33,7 @@ from .ir import (
     Add, Buffer, Cast, DataType, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimFunc, Sub, Var,
 )
 
-FORMAT = 2   # version of the entry layout: an entry of another format is a miss
+FORMAT = 3   # version of the entry layout: an entry of another format is a miss
 
 _OPS = {"add": Add, "sub": Sub, "mul": Mul, "floordiv": FloorDiv, "floormod": FloorMod,
         "min": Min, "max": Max}
@@ -210,6 +210,7 @@ def _record(key: str, func: PrimFunc, module: SpirvModule, aliases: dict) -> dic
         "push_constant_size": module.push_constant_size,
         "shared_memory_bytes": module.shared_memory_bytes,
         "required_features": sorted(module.required_features),
+        "folds_grid": bool(module.folds_grid),
     }
     rec["digest"] = _digest(rec)
     return rec
@@ -255,7 +256,8 @@ def _module(rec: dict, key: str, func: PrimFunc, env: str) -> SpirvModule:
                        grid=grid, bindings=tuple(bindings), push_constants=tuple(pcs),
                        push_constant_size=int(rec["push_constant_size"]),
                        shared_memory_bytes=int(rec["shared_memory_bytes"]),
-                       required_features=frozenset(rec["required_features"]))
+                       required_features=frozenset(rec["required_features"]),
+                       folds_grid=bool(rec["folds_grid"]))
 
 
 def load(path: Path, key: str, func: PrimFunc, env: str = "vulkan1.1") -> SpirvModule | None:

@@ -49,4 +49,5 @@ def codegen(func: PrimFunc, target: Target | None = None) -> SpirvModule:
         push_constant_size=emitter.iface.push_constant_size,
         shared_memory_bytes=emitter.shared_bytes,
         required_features=frozenset(emitter.types.required),
+        folds_grid=emitter.folds_grid,
     )

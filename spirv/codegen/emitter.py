@@ -10,6 +10,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from vkir.arith import type_range
+from vkir.arith.bound import value_range
 from vkir.arith.ranges import RangeScope
 from vkir.errors import TypeCheckError, UnsupportedError, WellFormedError
 from vkir.ir import Buffer, BufferLoad, Call, DataType, IntImm, PrimExpr, PrimFunc, Var, show
@@ -29,6 +30,7 @@ from .sync import SyncMixin
 from .types import Types
 
 _BUILTINS = {"blockIdx": "WorkgroupId", "threadIdx": "LocalInvocationId"}
+MIN_WORKGROUP_COUNT = 65535   # maxComputeWorkGroupCount per dimension on every Vulkan device
 _AXES = {"x": 0, "y": 1, "z": 2}
 _INT32 = DataType("int", 32)
 _UINT32 = DataType("uint", 32)
@@ -286,20 +288,44 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         """The int32 value of blockIdx.* / threadIdx.*, loaded in the entry block."""
         return self.thread_ids[tag]
 
+    folds_grid = False   # set by _load_thread_ids
+
+    def _grid_folds(self) -> bool:
+        """Whether blockIdx.x is linearized over two dispatch dimensions: the kernel uses only
+        blockIdx.x, and its extent may exceed 65535, the workgroup count every Vulkan device
+        launches per dimension."""
+        threads = self.iface.threads
+        if "blockIdx.x" not in threads or "blockIdx.y" in threads or "blockIdx.z" in threads:
+            return False
+        extent = threads["blockIdx.x"]
+        if isinstance(extent, IntImm):
+            return extent.value > MIN_WORKGROUP_COUNT
+        hi = value_range(extent, {v: (0, type_range(v.dtype)[1]) for v in self._extent_vars()})[1]
+        return hi is None or hi > MIN_WORKGROUP_COUNT
+
+    def _builtin_vector(self, builtin: str) -> int:
+        """The uvec3 value of a builtin input, loaded once in the entry block."""
+        if builtin not in self.builtins:
+            uvec3 = DataType("uint", 32, 3)
+            var = self.b.global_variable(self.b.type_pointer("Input", self.ty(uvec3)), "Input")
+            self.b.decorate(var, "BuiltIn", self.b.enum("BuiltIn", builtin))
+            self.b.name(var, builtin)
+            self.interface_vars.append((var, "Input"))
+            self.builtins[builtin] = self.op("OpLoad", self.ty(uvec3), var)
+        return self.builtins[builtin]
+
     def _load_thread_ids(self) -> None:
-        uvec3 = DataType("uint", 32, 3)
+        self.folds_grid = self._grid_folds()
+        u32 = self.ty(_UINT32)
         for tag in sorted(self.iface.threads):
             kind, axis = tag.split(".")
-            builtin = _BUILTINS[kind]
-            if builtin not in self.builtins:
-                var = self.b.global_variable(self.b.type_pointer("Input", self.ty(uvec3)),
-                                             "Input")
-                self.b.decorate(var, "BuiltIn", self.b.enum("BuiltIn", builtin))
-                self.b.name(var, builtin)
-                self.interface_vars.append((var, "Input"))
-                self.builtins[builtin] = self.op("OpLoad", self.ty(uvec3), var)
-            comp = self.op("OpCompositeExtract", self.ty(_UINT32), self.builtins[builtin],
-                           _AXES[axis])
+            ids = self._builtin_vector(_BUILTINS[kind])
+            comp = self.op("OpCompositeExtract", u32, ids, _AXES[axis])
+            if tag == "blockIdx.x" and self.folds_grid:   # x + y * (workgroups along x)
+                counts = self._builtin_vector("NumWorkgroups")
+                row = self.op("OpIMul", u32, self.op("OpCompositeExtract", u32, ids, 1),
+                              self.op("OpCompositeExtract", u32, counts, 0))
+                comp = self.op("OpIAdd", u32, comp, row)
             self.thread_ids[tag] = self.op("OpBitcast", self.ty(_INT32), comp)
 
     def _extent_vars(self) -> list[Var]:

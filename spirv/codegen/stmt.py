@@ -12,7 +12,7 @@ from vkir.arith.ranges import is_zero
 from vkir.errors import TypeCheckError, UnsupportedError
 from vkir.ir import (Add, AllocBuffer, AsyncCommitQueue, AsyncScope, AsyncWaitQueue, Barrier,
                      BufferStore, DataType, DeclBuffer, Evaluate, FloatImm, For, IfThenElse,
-                     IntImm, LetStmt, SeqStmt, Stmt, Var)
+                     IntImm, LetStmt, LT, SeqStmt, Stmt, Var)
 from vkir.ir.substitute import substitute
 from vkir.ir.walk import walk
 
@@ -145,8 +145,13 @@ class StmtMixin:
             with self.ranges.thread(tid, IntImm(dt, 0), s.extent):
                 v = self.int_op("OpIAdd", Add(tid, s.min), self.ty(dt), v, self.expr(s.min))
         self.b.name(v, s.loop_var.name)
+        body = s.body
+        if s.thread == "blockIdx.x" and self.folds_grid:
+            # the folded dispatch rounds the grid up to whole rows: the extra workgroups (each
+            # uniformly, so barriers stay in uniform control flow) do nothing
+            body = IfThenElse(LT(s.loop_var, Add(s.min, s.extent)), body)
         with self.bound(s.loop_var, v), self.ranges.thread(s.loop_var, s.min, s.extent):
-            self.stmt(s.body)
+            self.stmt(body)
 
     def s_alloc(self, s: AllocBuffer) -> None:
         """Allocate a shared or local buffer for the body."""

@@ -131,12 +131,14 @@ def test_workgroup_count_per_axis_is_checked(device, monkeypatch):
     k = vkir.build(blocks, device=device)
     cap = 100
     _with_limits(monkeypatch, device, max_workgroup_count=(cap, cap, cap))
-    a = np.zeros(cap + 1, np.float32)
-    with pytest.raises(UnsupportedError, match=rf"{cap + 1} workgroups on blockIdx.x exceed "
+    a = np.zeros(cap * 3 + 1, np.float32)   # folded: 100 x 4 workgroups
+    k(a)
+    np.testing.assert_array_equal(a, 1)
+    a = np.zeros(cap * cap + 1, np.float32)  # 101 rows of 100: beyond blockIdx.y too
+    with pytest.raises(UnsupportedError, match=rf"{cap + 1} workgroups on blockIdx.y exceed "
                                                rf"maxComputeWorkGroupCount = {cap}"):
         k(a)
     assert not a.any()  # nothing ran, nothing was copied back
-    k(a[:cap].copy())
 
 
 def test_storage_buffer_range_and_allocation_size_are_checked(device, monkeypatch):

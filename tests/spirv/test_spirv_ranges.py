@@ -125,8 +125,9 @@ def test_vector_floor_division_by_negative_constant():
 def test_index_arithmetic_is_decorated_where_proven():
     asm = _asm(K.k_vadd())
     nsw, nuw = _decorated(asm, "NoSignedWrap"), _decorated(asm, "NoUnsignedWrap")
-    # bx * 64 and bx * 64 + tx: bx < (n + 63) // 64 <= 2^25, tx < 64
-    mul = _defined_by(asm, "OpIMul")
+    # bx * 64 and bx * 64 + tx: bx < (n + 63) // 64 <= 2^25, tx < 64 (the other, unsigned
+    # multiplication linearizes the folded grid: WorkgroupId.y * NumWorkgroups.x)
+    mul = _defined_by(asm, "OpIMul %int")
     assert len(mul) == 1 and mul[0] in nsw and mul[0] in nuw
     assert "%i" in nsw and "%i" in nuw
 
@@ -220,7 +221,8 @@ def test_constant_unroll_becomes_copies():
     asm = _asm(unrolled)
     body = _body(asm)
     assert "OpLoopMerge" not in body
-    assert body.count("OpFMul") == 4 and body.count("OpSelectionMerge") == 4
+    # four copies, each with its bounds check, and the guard of the folded grid
+    assert body.count("OpFMul") == 4 and body.count("OpSelectionMerge") == 5
     # each copy's offset j * 64 folded to a constant
     for c in (64, 128, 192):
         assert re.search(rf"OpIAdd %int %\w+ %int_{c}\b", body)

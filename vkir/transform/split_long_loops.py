@@ -40,11 +40,16 @@ class SplitLongLoops(Pass):
 
     threshold: int = 16384
     max_factor: int = 64
+    # a variant chosen at call time (vkir.loop_budget): split exactly the loops whose loop
+    # variables are in `only`, each by `factor`, whatever their bounds
+    factor: int = 0
+    only: frozenset = frozenset()
 
     def transform(self, func):
         """Split every loop whose trip count may exceed the threshold into a nest (see the module
-        docstring)."""
-        body = _Splitter(self.threshold, self.max_factor).visit(func.body)
+        docstring), or with `factor`, exactly the loops of `only`."""
+        splitter = _Splitter(self.threshold, self.max_factor, self.factor, self.only)
+        body = splitter.visit(func.body)
         return func if body is func.body else replace(func, body=body)
 
 
@@ -58,22 +63,35 @@ def _factor(trips: int | None, threshold: int, max_factor: int) -> int:
     return factor
 
 
+def splittable(s: S.For) -> bool:
+    """Whether SplitLongLoops can split loop `s` (codegen emits it as a loop, and its body
+    allocates or declares no buffer, which codegen could not copy)."""
+    return s.kind in _SPLIT_KINDS and not any(isinstance(n, (S.AllocBuffer, S.DeclBuffer))
+                                              for n in walk(s.body))
+
+
 class _Splitter(Mutator):
-    def __init__(self, threshold: int, max_factor: int):
+    def __init__(self, threshold: int, max_factor: int, factor: int = 0, only=frozenset()):
         self.threshold = threshold
         self.max_factor = max_factor
+        self.factor = factor
+        self.only = only
 
     def visit_For(self, s: S.For):
         s = self.generic_visit(s)
-        if s.kind not in _SPLIT_KINDS or any(isinstance(n, (S.AllocBuffer, S.DeclBuffer))
-                                             for n in walk(s.body)):
-            return s
-        _, hi = value_range(s.extent)
-        if hi is None or hi <= self.threshold:
+        if not splittable(s):
             return s
         dt = s.loop_var.dtype
-        bounded = hi < (1 << (dt.bits - 2)) if dt.is_int else hi < (1 << (dt.bits - 1))
-        factor = _factor(hi if bounded else None, self.threshold, self.max_factor)
+        if self.factor:
+            if s.loop_var not in self.only:
+                return s
+            factor = self.factor
+        else:
+            _, hi = value_range(s.extent)
+            if hi is None or hi <= self.threshold:
+                return s
+            bounded = hi < (1 << (dt.bits - 2)) if dt.is_int else hi < (1 << (dt.bits - 1))
+            factor = _factor(hi if bounded else None, self.threshold, self.max_factor)
         if factor == 1:
             return s
         k = E.IntImm(dt, factor)

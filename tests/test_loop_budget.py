@@ -1,0 +1,95 @@
+"""The loop-limit workaround only where a call needs it: loops compile plainly, a call whose
+actual trip counts exceed llvmpipe's budget runs a variant with split loops, and a call no
+variant can run raises UnsupportedError before the dispatch (a loop is never cut short)."""
+
+import numpy as np
+import pytest
+
+import vkir
+from vkir.errors import UnsupportedError
+from vkir.ir import Var
+from vkir.loop_budget import LOOP_BUDGET, Loop, choose_split, loops_for_call
+
+COUNT = vkir.from_script('''
+@T.prim_func
+def count(a: T.Buffer((1,), "int32"), n: T.int32):
+    for j in T.serial(n):
+        a[0] = a[0] + 1
+''')
+
+NEST = vkir.from_script('''
+@T.prim_func
+def nest(a: T.Buffer((1,), "int32"), m: T.int32, n: T.int32):
+    for i in T.serial(m):
+        for j in T.serial(n):
+            a[0] = a[0] + 1
+''')
+
+
+def test_loops_are_bounded_from_the_call_values():
+    n = COUNT.params[1]
+    (loop,) = loops_for_call(COUNT, {n: 1000})
+    assert (loop.trips, loop.starts, loop.iterations, loop.splittable) == (1000, 1, 1000, True)
+    m, n = NEST.params[1:]
+    outer, inner = loops_for_call(NEST, {m: 30, n: 70})
+    assert (outer.trips, outer.starts) == (30, 1) and (inner.trips, inner.starts) == (70, 30)
+    assert inner.outer == {outer.var}
+
+
+def loop(name, trips, starts=1, outer=()):
+    return Loop(Var(name, "int32"), trips, starts, True, frozenset(outer))
+
+
+def test_choose_split_prefers_no_split_then_the_smallest_factor():
+    assert choose_split([loop("j", LOOP_BUDGET)], "k", "dev").factor == 1
+    split = choose_split([loop("j", LOOP_BUDGET + 1)], "k", "dev")
+    assert split.factor == 2 and split.iterations <= LOOP_BUDGET
+    split = choose_split([loop("j", 1_000_000)], "k", "dev")
+    assert split.factor == 16 and split.iterations == 62500
+
+
+def test_nested_loops_are_never_both_split():
+    i = loop("i", 2000)
+    j = loop("j", 2000, starts=2000, outer=[i.var])
+    with pytest.raises(UnsupportedError, match="loops run up to 4002000 iterations"):
+        choose_split([i, j], "k", "dev")
+    split = choose_split([loop("i", 1000), Loop(Var("j", "int32"), 1000, 1000, True,
+                                                   frozenset({Var("i", "int32")}))], "k", "dev")
+    assert split.factor == 16 and len(split.loops) == 1
+
+
+def test_a_loop_that_depends_on_data_is_split_by_the_largest_factor():
+    split = choose_split([Loop(Var("j", "int32"), None, 1, True)], "k", "dev")
+    assert split.factor == 64 and len(split.loops) == 1
+
+
+@pytest.mark.device
+def test_each_call_runs_whole_or_is_refused(device):
+    k = vkir.build(COUNT, device=device)
+    limited = "loop_trip_limit_65535" in device.info.quirks
+    for n in (0, 7, 65535, 65536, 1_000_003):
+        a = np.zeros(1, np.int32)
+        k(a, n)
+        assert a[0] == n
+    assert len(k._variants) == (2 if limited else 0)   # 65536 and 1000003 need splits
+    a = np.zeros(1, np.int32)
+    if limited:
+        with pytest.raises(UnsupportedError, match="stops every loop of an invocation after 65535"):
+            k(a, 5_000_000)
+        assert a[0] == 0   # refused before the dispatch
+    else:
+        k(a, 5_000_000)
+        assert a[0] == 5_000_000
+
+
+@pytest.mark.device
+def test_a_nest_is_never_unrolled_sixty_four_squared(device):
+    k = vkir.build(NEST, device=device)
+    assert len(k.spirv) < 4096   # compiled plainly
+    for m, n in ((10, 10), (300, 300), (1000, 1000)):
+        a = np.zeros(1, np.int32)
+        k(a, m, n)
+        assert a[0] == m * n
+    if "loop_trip_limit_65535" in device.info.quirks:
+        with pytest.raises(UnsupportedError):
+            k(np.zeros(1, np.int32), 2000, 2000)

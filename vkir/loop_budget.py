@@ -1,0 +1,193 @@
+"""The loop budget of one call on a driver that stops loops early (llvmpipe's
+"loop_trip_limit_65535" quirk): how many loop iterations an invocation may run for the call's
+actual sizes and scalars, and which loops must be split (SplitLongLoops with a factor) so that the
+call runs whole.
+
+llvmpipe gives every invocation one budget of 65535 loop iterations, shared by all loops of the
+kernel; past it every loop exits silently. A Kernel therefore compiles its loops plainly and, at
+call time, computes from the push-constant values an upper bound of the iterations each loop runs
+(`loops_for_call`); only when the sum exceeds the budget does it pick a variant with some loops
+split into unrolled chunks (`choose_split`), and where no variant fits it raises UnsupportedError
+before the dispatch. A loop whose trip count comes from buffer data cannot be bounded before the
+dispatch: such loops are split by the largest factor (best effort).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .arith.bound import value_range
+from .errors import UnsupportedError
+from .ir import expr as E
+from .ir import stmt as S
+from .ir.functor import Mutator
+from .ir.op import is_atomic, is_subgroup
+from .ir.walk import walk
+from .spirv.codegen.stmt import MAX_UNROLL
+from .transform.split_long_loops import splittable
+
+LOOP_BUDGET = 65535   # iterations per invocation before llvmpipe exits every loop
+MAX_FACTOR = 64       # the most copies of a body SplitLongLoops makes (codegen unrolls them)
+
+
+@dataclass(frozen=True)
+class Loop:
+    """One loop of a kernel for one call: its variable, an upper bound of its iterations each
+    time it starts (`trips`; None when it depends on buffer data), how many times it starts per
+    invocation (`starts`; None when unknown), and whether SplitLongLoops can split it."""
+
+    var: E.Var
+    trips: int | None
+    starts: int | None
+    splittable: bool
+    outer: frozenset = frozenset()   # the variables of the loops around it
+
+    @property
+    def iterations(self) -> int | None:
+        """Iterations per invocation (trips times starts), None when unknown."""
+        if self.trips is None or self.starts is None:
+            return None
+        return self.trips * self.starts
+
+
+def loops_for_call(func, env: dict) -> list[Loop]:
+    """Every loop of the lowered `func` (thread bindings excluded) with its bounds for a call
+    whose size and scalar variables have the values in `env` (Var -> number)."""
+    ranges = {v: (int(x), int(x)) for v, x in env.items()
+              if isinstance(v, E.Var) and (v.dtype.is_int or v.dtype.is_uint)}
+    out: list[Loop] = []
+    _walk(func.body, ranges, 1, out, frozenset())
+    return out
+
+
+# subgroup queries an extent may name, with bounds that hold on every device
+_QUERY_BOUNDS = {"num_subgroups": (1, 4096), "subgroup_size": (1, 128),
+                 "subgroup_id": (0, 4095), "subgroup_invocation_id": (0, 127)}
+
+
+def _data_dependent(e) -> bool:
+    return any(isinstance(n, E.BufferLoad) or (isinstance(n, E.Call) and n.op not in _QUERY_BOUNDS
+                                                and not _pure(n))
+               for n in walk(e))
+
+
+def _pure(call) -> bool:
+    return not is_atomic(call.op) and not is_subgroup(call.op)
+
+
+def _upper(e, ranges) -> int | None:
+    if _data_dependent(e):
+        return None
+    queries = {}
+    for n in walk(e):
+        if isinstance(n, E.Call) and n.op in _QUERY_BOUNDS and n not in queries:
+            queries[n] = E.Var(n.op, n.dtype)
+    if queries:   # each query stands for a variable of its known range
+        e = _replace_calls(e, queries)
+        ranges = {**ranges, **{v: _QUERY_BOUNDS[c.op] for c, v in queries.items()}}
+    lo, hi = value_range(e, ranges)
+    return None if hi is None else int(hi)
+
+
+def _replace_calls(e, mapping: dict):
+    class Replace(Mutator):
+        def visit_Call(self, c):
+            return mapping.get(c) or self.generic_visit(c)
+
+    return Replace().visit(e)
+
+
+def _walk(s, ranges: dict, starts: int | None, out: list, outer: frozenset) -> None:
+    if isinstance(s, S.For):
+        lo = value_range(s.min, ranges)[0] if not _data_dependent(s.min) else None
+        extent = _upper(s.extent, ranges)
+        min_hi = _upper(s.min, ranges)
+        inner = dict(ranges)
+        if lo is not None and extent is not None and min_hi is not None:
+            inner[s.loop_var] = (int(lo), int(min_hi) + max(extent, 1) - 1)
+        else:
+            inner.pop(s.loop_var, None)
+        if s.kind == "thread_binding" or _copied(s, lo, extent, min_hi):
+            _walk(s.body, inner, starts * max(extent, 0) if s.kind != "thread_binding" and
+                  starts is not None and extent is not None else starts, out, outer)
+            return
+        trips = None if extent is None else max(extent, 0)
+        out.append(Loop(s.loop_var, trips, starts, splittable(s), outer))
+        _walk(s.body, inner, None if starts is None or trips is None else starts * trips, out,
+              outer | {s.loop_var})
+        return
+    if isinstance(s, S.LetStmt):
+        inner = dict(ranges)
+        if s.var.dtype.is_int or s.var.dtype.is_uint:
+            if _data_dependent(s.value):
+                inner.pop(s.var, None)
+            else:
+                inner[s.var] = value_range(s.value, ranges)
+        _walk(s.body, inner, starts, out, outer)
+        return
+    for child in _children(s):
+        _walk(child, ranges, starts, out, outer)
+
+
+def _copied(s: S.For, lo, extent, min_hi) -> bool:
+    """Whether codegen emits loop `s` as copies of its body (an unrolled loop with a constant
+    trip count of at most MAX_UNROLL and no allocation in it): no loop iterations then."""
+    return (s.kind == "unrolled" and lo is not None and lo == min_hi and extent is not None
+            and isinstance(s.extent, E.IntImm) and extent <= MAX_UNROLL
+            and not any(isinstance(n, (S.AllocBuffer, S.DeclBuffer)) for n in walk(s.body)))
+
+
+def _children(s) -> list:
+    """The statements directly inside `s` (every Stmt-valued field, in order)."""
+    out = []
+    for name in getattr(s, "__dataclass_fields__", ()):
+        value = getattr(s, name)
+        if isinstance(value, S.Stmt):
+            out.append(value)
+        elif isinstance(value, tuple):
+            out.extend(v for v in value if isinstance(v, S.Stmt))
+    return out
+
+
+@dataclass(frozen=True)
+class Split:
+    """What a call needs: `factor` 1 (no split), or the loops `loops` split by `factor`;
+    `iterations` is the bound of loop iterations per invocation it leaves."""
+
+    factor: int
+    loops: frozenset
+    iterations: int
+
+
+def choose_split(loops: list[Loop], kernel: str, device: str, budget: int = LOOP_BUDGET) -> Split:
+    """The smallest split that keeps a call within `budget` loop iterations per invocation,
+    splitting the loops that run most first and never two nested ones (their copies would
+    multiply). Loops of unknown trip count are split by MAX_FACTOR (they cannot be checked).
+    UnsupportedError where no split fits: the driver would cut the loops short."""
+    unknown = frozenset(lp.var for lp in loops if lp.iterations is None and lp.splittable)
+    known = [lp for lp in loops if lp.iterations is not None]
+    total = sum(lp.iterations for lp in known)
+    if total <= budget:
+        return Split(MAX_FACTOR, unknown, total) if unknown else Split(1, frozenset(), total)
+    candidates = sorted((lp for lp in known if lp.splittable and lp.trips > 1),
+                        key=lambda lp: -lp.iterations)
+    factor, cost = 2, total
+    while factor <= MAX_FACTOR:
+        cost, chosen = total, set()
+        for lp in candidates:
+            if cost <= budget:
+                break
+            if chosen & lp.outer or any(lp.var in c.outer for c in candidates if c.var in chosen):
+                continue   # never split two nested loops: the copies would multiply
+            cost -= lp.iterations - lp.starts * -(-lp.trips // factor)
+            chosen.add(lp.var)
+        if cost <= budget:
+            if unknown:
+                return Split(MAX_FACTOR, frozenset(chosen) | unknown, cost)
+            return Split(factor, frozenset(chosen), cost)
+        factor *= 2
+    raise UnsupportedError(
+        f"kernel {kernel}: for these arguments its loops run up to {total} iterations per "
+        f"invocation, and {device} stops every loop of an invocation after {budget} (quirk "
+        f"loop_trip_limit_65535); even unrolled {MAX_FACTOR} times they would need {cost}. "
+        "Split the work over more invocations (a larger grid) or run it in several calls")
