@@ -4,9 +4,10 @@ Each quirk is worked around by lowering for the devices that have it (vkir.lower
 reads `Target.quirks`), so that a kernel computes the interpreter's result everywhere.
 
 - "loop_trip_limit_65535": llvmpipe (lavapipe) leaves any loop after 65535 iterations, silently
-  (a hand-written GLSL shader does the same); the SplitLongLoops pass turns loops that may run
-  longer into chunks of unrolled iterations (the budget is shared by every loop of the kernel,
-  so nesting alone would not help; each back edge now runs 64 bodies).
+  (a hand-written GLSL shader does the same); the budget is shared by every loop of an
+  invocation. A Kernel compiles its loops plainly and picks, per call, a variant with the loops
+  that need it split into unrolled chunks (vkir.loop_budget), or raises UnsupportedError where
+  none fits.
 
 - "uint_to_float_rtz": SwiftShader converts uint32 values of 2^31 and above to float32 rounding
   toward zero (and offers no RoundingModeRTE to ask otherwise); codegen converts such values in

@@ -135,3 +135,29 @@ def count(out: T.Buffer(({size},), "int32")):
         sg = device.info.subgroup_size
         want = np.array([-(-size // sg) * 1000 + i // sg for i in range(size)], np.int32)
         np.testing.assert_array_equal(out, want)
+
+
+@T.prim_func
+def subgroup_extremes(a: T.Buffer((64,), "float32"), lo: T.Buffer((64,), "float32"),
+                      hi: T.Buffer((64,), "float32")):
+    for tx in T.thread_binding(64, "threadIdx.x"):
+        lo[tx] = T.subgroup_min(a[tx])
+        hi[tx] = T.subgroup_max(a[tx])
+
+
+def test_subgroup_min_and_max_propagate_nan_as_the_interpreter_does():
+    """SPIR-V leaves a NaN operand of a subgroup min/max undefined (drivers return the other
+    operand); codegen makes the result NaN, as the interpreter computes."""
+    k = vkir.build(subgroup_extremes)
+    a = np.arange(64, dtype=np.float32)
+    a[5] = np.nan
+    lo, hi = np.zeros(64, np.float32), np.zeros(64, np.float32)
+    k(a, lo, hi)
+    want_lo, want_hi = np.zeros_like(lo), np.zeros_like(hi)
+    vkir.interpret(subgroup_extremes, a, want_lo, want_hi, subgroup_size=k.subgroup_size)
+    np.testing.assert_array_equal(lo, want_lo)
+    np.testing.assert_array_equal(hi, want_hi)
+    size = k.subgroup_size
+    first = 5 // size * size   # the subgroup of lane 5, and only it, is NaN
+    assert np.isnan(lo[first:first + size]).all() and np.isnan(lo).sum() == size
+    assert np.isnan(hi[first:first + size]).all() and np.isnan(hi).sum() == size

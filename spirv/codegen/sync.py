@@ -18,6 +18,8 @@ SubgroupLocalInvocationId, SubgroupId and NumSubgroups builtins.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import replace
 
 from vkir.errors import UnsupportedError
@@ -222,4 +224,21 @@ class SyncMixin:
         inst = boolean if sdt.is_bool else flt if sdt.is_float else ints[1 if sdt.is_uint else 0]
         if inst is None:
             raise UnsupportedError(f"kernel {self.func.name!r}: {op} on {x.dtype}")
-        return self.op(inst, t, scope, self.b.enum("GroupOperation", group), self.expr(x))
+        operation = self.b.enum("GroupOperation", group)
+        value = self.expr(x)
+        result = self.op(inst, t, scope, operation, value)
+        if sdt.is_float and name in ("min", "max"):
+            result = self._propagate_nan(x.dtype, scope, operation, value, result)
+        return result
+
+    def _propagate_nan(self, dt, scope: int, operation: int, value: int, result: int) -> int:
+        """A float subgroup min/max (or scan) whose inputs include a NaN is NaN, as the
+        interpreter computes it; SPIR-V leaves it undefined (drivers return the other operand).
+        The same group operation over a 1.0-where-NaN flag says which results saw one."""
+        t = self.ty(dt)
+        bt = self.types.bool_of(dt.lanes)
+        one, zero = self.const(dt, 1.0), self.const(dt, 0.0)
+        flag = self.op("OpSelect", t, self.op("OpIsNan", bt, value), one, zero)
+        seen = self.op("OpGroupNonUniformFMax", t, scope, operation, flag)
+        hit = self.op("OpFOrdGreaterThan", bt, seen, zero)
+        return self.op("OpSelect", t, hit, self.const(dt, math.nan), result)

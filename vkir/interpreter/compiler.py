@@ -38,12 +38,15 @@ from ..ir import expr as E
 from ..ir.buffer import Buffer
 from ..ir.dtype import DataType
 from ..ir.op import is_atomic, is_subgroup
+from ..ir.walk import walk
 from . import numeric as N
 from ..errors import describe_invocation
 from .errors import InterpreterError, OutOfBoundsError
-from .memory import AsyncGroup, Storage, extent_elements, load, make_bound, positions, store
+from .memory import (AsyncGroup, Storage, extent_elements, load, local_positions, make_bound,
+                     positions, store)
 from .races import Site
 from .atomics import compile_atomic
+from .merge import merged_block_loop
 from .subgroups import compile_subgroup
 
 
@@ -91,6 +94,7 @@ class Frame:
 
     def subset(self, mask) -> "Frame":
         """The frame restricted to the invocations where `mask` holds."""
+        mask = np.flatnonzero(mask)   # found once, then a gather per value
         nds = self.state.value_ndims
         slots = [v[mask] if nd >= 0 and v is not None and v.ndim > nd else v
                  for v, nd in zip(self.slots, nds)]
@@ -184,8 +188,10 @@ class Compiler:
     """Turns expressions and statements into closures `f(frame)`; variables and buffers get
     slots."""
 
-    def __init__(self, denormals: str = "preserve"):
+    def __init__(self, denormals: str = "preserve", merge=None):
         self.flush = denormals == "flush"  # float arithmetic flushes denormals (FTZ and DAZ)
+        self.merge = merge           # (free key axis, invocations) to run workgroups together
+        self.block_extents = []      # extent closures of the blockIdx loops compiled so far
         self.slot_index = {}      # Var | Buffer -> slot
         self.value_ndims = []     # per slot: 0 scalar, 1 vector, -1 not a value
         self.bound = set()        # vars and buffers in scope while compiling
@@ -397,6 +403,8 @@ class Compiler:
                 idx, p = fast(fr, bb)
                 if p is not None:
                     value = bb.storage.view(bb.npdt)[p]
+                elif (p := local_positions(bb, idx, fr.tid)) is not None:
+                    value = bb.storage.view(bb.npdt)[p]
                 else:
                     try:
                         p = positions(bb, idx, lanes, fr.tid)
@@ -571,6 +579,9 @@ class Compiler:
                     if races is not None:
                         races.write(bb, p, fr, site, total)
                     return
+                if p is None and (p := local_positions(bb, idx, fr.tid)) is not None:
+                    bb.storage.view(bb.npdt)[p] = value   # one row each: no race to check
+                    return
             else:
                 idx = [f(fr) for f in fidx]
             try:
@@ -611,10 +622,24 @@ class Compiler:
         outer = self.threads
         if s.kind == "thread_binding" and isinstance(s.thread, str):
             self.threads = outer + ((s.thread, slot),)
+        block = s.kind == "thread_binding" and s.thread.startswith("blockIdx")
+        outer_blocks = self.block_extents
+        known = frozenset(self.bound) - {s.loop_var}   # what an inner extent may name here
+        if block:
+            self.block_extents = []   # the extents of the blockIdx loops inside this one
         try:
             body = self.stmt(s.body)
         finally:
             self.threads = outer
+            inner_blocks, self.block_extents = self.block_extents, outer_blocks
+        if block:
+            # every blockIdx loop inside counts for the loops around this one too
+            self.block_extents += [(fext, s.extent)] + inner_blocks
+            # the inner extents this loop can evaluate before running its body (None: some
+            # names a variable bound inside it)
+            inner_blocks = [f for f, e in inner_blocks] if all(
+                v in known for _, e in inner_blocks for v in walk(e)
+                if isinstance(v, E.Var)) else None
         self.bound.discard(s.loop_var)
         npdt = N.np_dtype(s.loop_var.dtype)
         if s.kind == "thread_binding":
@@ -622,7 +647,11 @@ class Compiler:
             if s.thread.startswith("threadIdx"):
                 return self._thread_loop(fmin, fext, slot, body, npdt, s.thread[-1])
             if s.thread.startswith("blockIdx"):
-                return self._block_loop(fmin, fext, slot, body, npdt, s.thread[-1])
+                sequential = self._block_loop(fmin, fext, slot, body, npdt, s.thread[-1])
+                if self.merge is not None:
+                    return merged_block_loop(fmin, fext, slot, body, npdt, s.thread[-1],
+                                             self.merge, inner_blocks, sequential, Frame)
+                return sequential
         return self._serial_loop(fmin, fext, slot, body, npdt)
 
     @staticmethod

@@ -14,12 +14,14 @@ from ..ir.structural import recursion_headroom
 from ..ir.walk import walk
 from .arguments import bind_arguments
 from .compiler import Compiler, Frame, RunState
-from .errors import InterpreterError
+from .errors import InterpreterError, OutOfBoundsError
+from .merge import merge_plan
 from .races import RaceChecker
 
-def _compile(func: PrimFunc, denormals: str = "preserve"):
-    """Closures for `func`'s body, with params, size vars and parameter buffers in scope."""
-    compiler = Compiler(denormals)
+def _compile(func: PrimFunc, denormals: str = "preserve", merge=None):
+    """Closures for `func`'s body, with params, size vars and parameter buffers in scope;
+    `merge` (merge.py) runs the workgroups of the innermost blockIdx loops together."""
+    compiler = Compiler(denormals, merge)
     for p in func.params:
         compiler.bind(p)
     for v in func.size_vars:
@@ -67,7 +69,26 @@ def _interpret(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool,
     if not isinstance(func, PrimFunc):
         raise ArgumentError(f"interpret expects a PrimFunc, got {type(func).__name__}")
     verify_types(func)  # the programs vkir.build refuses as ill-typed do not run here either
-    compiler, body = _compile(func, denormals)
+    plan = merge_plan(func)
+    if plan is not None:
+        # workgroups together; an error is reported as one workgroup at a time reports it, so
+        # the arguments are kept to run again that way
+        kept = [(a, a.copy()) for a in (*args, *kwargs.values()) if isinstance(a, np.ndarray)]
+        try:
+            _run(func, args, kwargs, check_races, subgroup_size, denormals, plan)
+            return
+        except InterpreterError:
+            pass
+        except OutOfBoundsError:
+            pass
+        for a, copy in kept:
+            np.copyto(a, copy)
+    _run(func, args, kwargs, check_races, subgroup_size, denormals, None)
+
+
+def _run(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool, subgroup_size: int,
+         denormals: str, merge) -> None:
+    compiler, body = _compile(func, denormals, merge)
     bindings = bind_arguments(func, args, evaluate, kwargs)
     races = _race_checker(compiler, bindings.values) if check_races else None
     state = RunState(compiler.value_ndims, races, subgroup_size)

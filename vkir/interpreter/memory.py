@@ -164,6 +164,25 @@ def positions(bb: BoundBuffer, idx: list, index_lanes: int, tid) -> np.ndarray:
     return e
 
 
+def local_positions(bb: BoundBuffer, idx: list, tid):
+    """Fast path for per-invocation (local) storage: the flat positions of a one-lane access
+    with uniform, in-bounds indices, one per invocation row (always inside the storage: every
+    row exists); None where the general path must run."""
+    storage = bb.storage
+    if tid is None or not storage.per_invocation or bb.lanes != 1:
+        return None
+    try:
+        flat = _scalar_position(bb, idx)
+    except OutOfBoundsError:
+        return None   # the general path reports it, naming the invocation
+    if flat is None:
+        return None
+    row = storage.row_bytes // bb.npdt.itemsize
+    if row == 1:
+        return tid + flat if flat else tid
+    return tid * row + flat
+
+
 def _scalar_position(bb: BoundBuffer, idx: list):
     """Fast path: the flat position (a Python int) of a one-lane access with uniform indices,
     or None when some index varies across invocations."""

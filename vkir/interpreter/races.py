@@ -168,6 +168,17 @@ class RaceChecker:
         self.token = self._token_of(self.wg)
         return saved
 
+    def enter_chunk(self, chunk: int):
+        """Workgroups run together (interpreter/merge.py) start: the chunk is checked as one
+        workgroup, every blockIdx axis not bound outside it set to the chunk's number; returns
+        what `leave_block` restores."""
+        saved = (self.wg, self.token, dict(self.blocks))
+        for axis in self.block_multi:
+            self.blocks.setdefault(axis, chunk)
+        self.wg = self._wg_key()
+        self.token = self._token_of(self.wg)
+        return saved
+
     def leave_block(self, saved):
         """Restore the state saved when a workgroup's block was entered."""
         self.tokens[self.wg] = self.token

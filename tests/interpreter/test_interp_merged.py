@@ -1,0 +1,123 @@
+"""Workgroups interpreted together (vkir.interpreter.merge): the same results, the same errors
+and the same race reports as one workgroup after another, much faster on grids of many small
+workgroups."""
+
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import vkir
+from vkir.interpreter import DataRaceError, OutOfBoundsError
+from vkir.interpreter.merge import merge_plan
+
+interp_module = sys.modules["vkir.interpreter.interpret"]
+
+VADD = vkir.from_script('''
+@T.prim_func
+def vadd(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32"), c: T.Buffer(("n",), "float32")):
+    for bx in T.thread_binding((n + 63) // 64, "blockIdx.x"):
+        for tx in T.thread_binding(64, "threadIdx.x"):
+            if bx * 64 + tx < n:
+                c[bx * 64 + tx] = a[bx * 64 + tx] + b[bx * 64 + tx]
+''')
+
+GRID_2D = vkir.from_script('''
+@T.prim_func
+def scale(a: T.Buffer((40, 72), "int32")):
+    for by in T.thread_binding(5, "blockIdx.y"):
+        for bx in T.thread_binding(9, "blockIdx.x"):
+            for ty in T.thread_binding(8, "threadIdx.y"):
+                for tx in T.thread_binding(8, "threadIdx.x"):
+                    acc = T.alloc_buffer((2,), "int32", scope="local")
+                    acc[0] = by * 8 + ty
+                    acc[1] = bx * 8 + tx
+                    if acc[1] % 3 == 0:
+                        acc[0] = acc[0] * 1000
+                    a[by * 8 + ty, bx * 8 + tx] = acc[0] + acc[1]
+''')
+
+RACY = vkir.from_script('''
+@T.prim_func
+def racy(a: T.Buffer((64,), "int32")):
+    for bx in T.thread_binding(8, "blockIdx.x"):
+        for tx in T.thread_binding(8, "threadIdx.x"):
+            a[(bx * 8 + tx) % 60] = bx
+''')
+
+OUT_OF_BOUNDS = vkir.from_script('''
+@T.prim_func
+def oob(a: T.Buffer((100,), "int32"), b: T.Buffer((100,), "int32")):
+    for bx in T.thread_binding(8, "blockIdx.x"):
+        for tx in T.thread_binding(16, "threadIdx.x"):
+            b[bx * 16 + tx] = 1
+            a[bx * 16 + tx] = 2
+''')
+
+BARRIER = vkir.from_script('''
+@T.prim_func
+def shifted(a: T.Buffer((64,), "int32")):
+    for bx in T.thread_binding(4, "blockIdx.x"):
+        s = T.alloc_buffer((16,), "int32", scope="shared")
+        for tx in T.thread_binding(16, "threadIdx.x"):
+            s[tx] = a[bx * 16 + tx]
+            T.barrier()
+            a[bx * 16 + tx] = s[(tx + 1) % 16]
+''')
+
+
+def sequential(monkeypatch):
+    monkeypatch.setattr(interp_module, "merge_plan", lambda func: None)
+
+
+def test_plans():
+    assert merge_plan(VADD) == ("z", 64)
+    assert merge_plan(GRID_2D) == ("z", 64)
+    assert merge_plan(BARRIER) is None   # shared memory and a barrier: one workgroup at a time
+
+
+def test_same_results_as_numpy_and_sequential(monkeypatch):
+    n = 10_000 + 3
+    rng = np.random.default_rng(0)
+    a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    c = np.zeros(n, np.float32)
+    vkir.interpret(VADD, a, b, c)
+    np.testing.assert_array_equal(c, a + b)
+    merged = np.zeros((40, 72), np.int32)
+    vkir.interpret(GRID_2D, merged)
+    sequential(monkeypatch)
+    one_by_one = np.zeros((40, 72), np.int32)
+    vkir.interpret(GRID_2D, one_by_one)
+    np.testing.assert_array_equal(merged, one_by_one)
+    rows, cols = np.meshgrid(np.arange(40), np.arange(72), indexing="ij")
+    np.testing.assert_array_equal(merged, np.where(cols % 3 == 0, rows * 1000, rows) + cols)
+
+
+@pytest.mark.parametrize("func, error", [(RACY, DataRaceError), (OUT_OF_BOUNDS, OutOfBoundsError)])
+def test_errors_and_side_effects_are_those_of_one_workgroup_at_a_time(monkeypatch, func, error):
+    arrays = [np.zeros(p_shape, np.int32) for p_shape in
+              [tuple(d.value for d in func.buffer_map[p].shape) for p in func.params]]
+    with pytest.raises(error) as merged:
+        vkir.interpret(func, *arrays)
+    sequential(monkeypatch)
+    again = [np.zeros_like(a) for a in arrays]
+    with pytest.raises(error) as one_by_one:
+        vkir.interpret(func, *again)
+    assert str(merged.value) == str(one_by_one.value)
+    for got, want in zip(arrays, again):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_many_workgroups_are_much_faster(monkeypatch):
+    n = 1 << 17
+    a = np.ones(n, np.float32)
+    c = np.zeros(n, np.float32)
+    start = time.perf_counter()
+    vkir.interpret(VADD, a, a, c)
+    merged = time.perf_counter() - start
+    sequential(monkeypatch)
+    start = time.perf_counter()
+    vkir.interpret(VADD, a, a, c)
+    one_by_one = time.perf_counter() - start
+    assert one_by_one > 3 * merged, (merged, one_by_one)
