@@ -48,6 +48,7 @@ FEATURE_EXTENSIONS = {
     "VkPhysicalDeviceShaderFloat16Int8Features": "VK_KHR_shader_float16_int8",
     "VkPhysicalDevice8BitStorageFeatures": "VK_KHR_8bit_storage",
     "VkPhysicalDeviceShaderAtomicInt64Features": "VK_KHR_shader_atomic_int64",
+    "VkPhysicalDeviceVulkanMemoryModelFeatures": "VK_KHR_vulkan_memory_model",
 }
 LAUNCH_CACHE_SIZE = 256
 DESCRIPTOR_POOL_SETS = 256

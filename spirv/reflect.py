@@ -14,7 +14,7 @@ what reflection cannot describe raises UnsupportedError.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 from ..errors import ArgumentError, SpirvValidationError, UnsupportedError
@@ -38,6 +38,7 @@ class SpirvType:
     members: tuple = ()
     name: str = ""
     storage_class: str = ""
+    row_major: bool = False   # a matrix laid out by rows (RowMajor): `stride` separates rows
 
     @property
     def dtype(self) -> str:
@@ -83,7 +84,8 @@ class SpirvType:
         if self.kind == "vector":
             return self.element.size * self.count
         if self.kind == "matrix":
-            return (self.stride or self.element.size) * self.count
+            vectors = self.element.count if self.row_major else self.count
+            return (self.stride or self.element.size) * vectors
         if self.kind == "array":
             return (self.stride or self.element.size) * self.count
         if self.kind == "struct":
@@ -159,6 +161,8 @@ class SpecConstant:
     name: str
     type: SpirvType
     default: object
+    # its other OpNames (`const uint strideB = N;` names N's id strideB too); not compared
+    aliases: tuple = field(default=(), compare=False)
 
     @property
     def dtype(self) -> str:
@@ -195,11 +199,25 @@ class ShaderInfo:
     uses_local_size_id: bool = False   # the LocalSizeId execution mode (Vulkan: maintenance4)
     shared_memory_bytes: int = 0       # Workgroup variables (array lengths as specialized)
     plain_inputs: tuple = ()           # Input variables without a BuiltIn (nothing feeds them)
+    other_descriptors: tuple = ()      # (set, binding, name, kind) of images, samplers, ...
 
     def specialize(self, values: dict) -> tuple:
         """The local size with {SpecId: value} applied (others keep their defaults)."""
         return tuple(int(values.get(i, n)) if i is not None else n
                      for n, i in zip(self.local_size, self.local_size_ids))
+
+
+def _laid_out_matrix(t: SpirvType, deco: dict) -> SpirvType:
+    """A struct member's type with its matrix layout (MatrixStride, RowMajor) applied to the
+    matrix it is or holds (through arrays)."""
+    if t.kind == "matrix" and "MatrixStride" in deco:
+        return SpirvType("matrix", element=t.element, count=t.count,
+                         stride=deco["MatrixStride"][0], row_major="RowMajor" in deco)
+    if t.kind in ("array", "runtime_array") and t.element.kind in ("matrix", "array"):
+        inner = _laid_out_matrix(t.element, deco)
+        if inner is not t.element:
+            return SpirvType(t.kind, element=inner, count=t.count, stride=t.stride)
+    return t
 
 
 # -- parsing -------------------------------------------------------------------------------------
@@ -254,6 +272,7 @@ class _Module:
         self.words = words
         self.version = ((words[1] >> 16) & 0xFF, (words[1] >> 8) & 0xFF)
         self.names, self.member_names = {}, {}
+        self.all_names: dict = {}            # id -> every OpName it has, in order
         self.decorations: dict = {}          # id -> {decoration name: literals}
         self.member_decorations: dict = {}   # (id, member) -> {decoration name: literals}
         self.insts: dict = {}                # result id -> (opcode, operand words)
@@ -293,7 +312,9 @@ class _Module:
             elif code == op["OpVariable"]:
                 self.variables.append((ops[1], ops[0], storage.get(ops[2], str(ops[2]))))
             elif code == op["OpName"]:
-                self.names[ops[0]] = _string(ops, 1)[0]
+                name = _string(ops, 1)[0]
+                self.names.setdefault(ops[0], name)   # the first: the declaration's own name
+                self.all_names.setdefault(ops[0], []).append(name)
             elif code == op["OpMemberName"]:
                 self.member_names[(ops[0], ops[1])] = _string(ops, 2)[0]
             elif code == op["OpDecorate"]:
@@ -349,10 +370,7 @@ class _Module:
             members = []
             for i, mid in enumerate(ops):
                 deco = self.member_decorations.get((tid, i), {})
-                mtype = self.type(mid)
-                if mtype.kind == "matrix" and "MatrixStride" in deco:
-                    mtype = SpirvType("matrix", element=mtype.element, count=mtype.count,
-                                      stride=deco["MatrixStride"][0])
+                mtype = _laid_out_matrix(self.type(mid), deco)
                 members.append(SpirvMember(self.member_names.get((tid, i), ""), mtype,
                                            deco.get("Offset", (0,))[0], "NonWritable" in deco,
                                            "NonReadable" in deco))
@@ -379,9 +397,57 @@ class _Module:
         if name in ("OpConstant", "OpSpecConstant"):
             t = self.type(ops[0])
             return _decode(t, ops[1:])
+        if name == "OpSpecConstantOp":
+            return self._spec_op(cid, ops)
         raise UnsupportedError(f"reflection cannot evaluate the constant %{cid} ({name}); "
                                "specialization constants computed by OpSpecConstantOp are not "
                                "supported where reflection needs their value")
+
+    def _spec_op(self, cid: int, ops):
+        """The value of an OpSpecConstantOp over integer or bool constants (array lengths such
+        as `shared float tmp[BS * 2]`), with the specialization applied."""
+        t = self.type(ops[0])
+        opname = grammar().opnames.get(ops[1], str(ops[1]))
+        args = [self.constant(a) for a in ops[2:]]
+        fn = _SPEC_OPS.get(opname)
+        if fn is None or t.kind not in ("int", "bool"):
+            raise UnsupportedError(f"reflection cannot evaluate the specialization constant "
+                                   f"%{cid} (OpSpecConstantOp {opname})")
+        value = fn(*args)
+        if t.kind == "bool":
+            return bool(value)
+        value = int(value) & ((1 << t.bits) - 1)
+        if t.signed and value >= 1 << (t.bits - 1):
+            value -= 1 << t.bits
+        return value
+
+
+def _trunc_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+# the OpSpecConstantOp operations reflection evaluates (integer and logical ones)
+_SPEC_OPS = {
+    "OpIAdd": lambda a, b: a + b, "OpISub": lambda a, b: a - b, "OpIMul": lambda a, b: a * b,
+    "OpUDiv": lambda a, b: a // b, "OpSDiv": _trunc_div,
+    "OpUMod": lambda a, b: a % b, "OpSRem": lambda a, b: a - b * _trunc_div(a, b),
+    "OpSMod": lambda a, b: a - b * (a // b),
+    "OpShiftLeftLogical": lambda a, b: a << b, "OpShiftRightLogical": lambda a, b: a >> b,
+    "OpShiftRightArithmetic": lambda a, b: a >> b,
+    "OpBitwiseOr": lambda a, b: a | b, "OpBitwiseAnd": lambda a, b: a & b,
+    "OpBitwiseXor": lambda a, b: a ^ b, "OpNot": lambda a: ~a, "OpSNegate": lambda a: -a,
+    "OpUConvert": lambda a: a, "OpSConvert": lambda a: a,
+    "OpSelect": lambda c, a, b: a if c else b,
+    "OpIEqual": lambda a, b: a == b, "OpINotEqual": lambda a, b: a != b,
+    "OpULessThan": lambda a, b: a < b, "OpSLessThan": lambda a, b: a < b,
+    "OpUGreaterThan": lambda a, b: a > b, "OpSGreaterThan": lambda a, b: a > b,
+    "OpULessThanEqual": lambda a, b: a <= b, "OpSLessThanEqual": lambda a, b: a <= b,
+    "OpUGreaterThanEqual": lambda a, b: a >= b, "OpSGreaterThanEqual": lambda a, b: a >= b,
+    "OpLogicalAnd": lambda a, b: a and b, "OpLogicalOr": lambda a, b: a or b,
+    "OpLogicalNot": lambda a: not a, "OpLogicalEqual": lambda a, b: a == b,
+    "OpLogicalNotEqual": lambda a, b: a != b,
+}
 
 
 def _decode(t: SpirvType, words) -> object:
@@ -409,7 +475,7 @@ def reflect(data, entry: str = "main", specialization=None) -> ShaderInfo:
     local, ids = _local_size(m, fid)
     size_id = any(t == fid and mode == "LocalSizeId" for t, mode, _ in m.mode_ids)
     used = _used_ids(m, fid, interface)
-    bindings, push, push_block, shared, plain_inputs = [], [], "", 0, []
+    bindings, push, push_block, shared, plain_inputs, others = [], [], "", 0, [], []
     for vid, ptype_id, storage in m.variables:
         if vid not in used:
             continue
@@ -418,6 +484,8 @@ def reflect(data, entry: str = "main", specialization=None) -> ShaderInfo:
             b = _binding(m, vid, ptype_id, storage)
             if b is not None:
                 bindings.append(b)
+            elif storage == "UniformConstant":
+                others.append(_other_descriptor(m, vid, ptype_id))
         elif storage == "Workgroup":
             shared += ptype.element.size
         elif storage == "Input" and "BuiltIn" not in m.decorations.get(vid, {}) and \
@@ -434,13 +502,44 @@ def reflect(data, entry: str = "main", specialization=None) -> ShaderInfo:
         spec_id = m.decorations.get(cid, {}).get("SpecId")
         if spec_id is None:
             continue
-        spec = SpecConstant(spec_id[0], m.names.get(cid, ""), m.type(ops[0]), m.constant(cid))
+        own = m.names.get(cid, "")
+        spec = SpecConstant(spec_id[0], own, m.type(ops[0]), m.constant(cid),
+                            tuple(n for n in m.all_names.get(cid, ()) if n != own))
         if spec.id not in specs or (spec.name and not specs[spec.id].name):
             specs[spec.id] = spec
     size = max((p.offset + p.size for p in push), default=0)
     return ShaderInfo(EntryPoint(name, model), points, local, ids, tuple(bindings), tuple(push),
                       size, tuple(specs[i] for i in sorted(specs)), tuple(m.capabilities), tuple(m.extensions), m.version,
-                      push_block, size_id, shared, tuple(plain_inputs))
+                      push_block, size_id, shared, tuple(plain_inputs), tuple(sorted(others)))
+
+
+_IMAGE_KINDS = {0: "image", 1: "sampled image", 2: "storage image"}
+
+
+def _other_descriptor(m: _Module, vid: int, ptype_id: int) -> tuple:
+    """(set, binding, name, kind) of a descriptor that is not a buffer block: an image, a sampler,
+    a combined image sampler, a texel buffer, an acceleration structure, ..."""
+    deco = m.decorations.get(vid, {})
+    tid = m.insts[ptype_id][1][1]
+    code, ops = m.insts.get(tid, (None, ()))
+    opname = grammar().opnames.get(code, "")
+    while opname in ("OpTypeArray", "OpTypeRuntimeArray"):
+        tid = ops[0]
+        code, ops = m.insts.get(tid, (None, ()))
+        opname = grammar().opnames.get(code, "")
+    if opname == "OpTypeImage":
+        dim = _names("Dim").get(ops[1], "")
+        kind = _IMAGE_KINDS.get(ops[5], "image")
+        if dim == "Buffer":
+            kind = "storage texel buffer" if ops[5] == 2 else "uniform texel buffer"
+    elif opname == "OpTypeSampledImage":
+        kind = "combined image sampler"
+    elif opname == "OpTypeSampler":
+        kind = "sampler"
+    else:
+        kind = opname[len("OpType"):].lower() or "descriptor"
+    return (deco.get("DescriptorSet", (0,))[0], deco.get("Binding", (0,))[0],
+            m.names.get(vid, "") or f"%{vid}", kind)
 
 
 def _block_of_builtins(m: _Module, t) -> bool:

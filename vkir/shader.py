@@ -34,6 +34,8 @@ _FEATURE_CAPABILITIES = {
     "StorageBuffer16BitAccess": "storage_buffer_16bit",
     "StoragePushConstant16": "storage_push_constant_16bit",
     "VariablePointersStorageBuffer": "variable_pointers",
+    "VulkanMemoryModel": "vulkan_memory_model",
+    "VulkanMemoryModelDeviceScope": "vulkan_memory_model_device_scope",
 }
 # capabilities that any one of several features allows (per storage class or float width; what
 # vkir's own kernels declare, so that load_spirv accepts their modules on the same device)
@@ -87,7 +89,13 @@ class ShaderKernel:
         if info.entry.execution_model != "GLCompute":
             raise UnsupportedError(f"{self.name}: entry point {entry!r} is a "
                                    f"{info.entry.execution_model} shader; vkir runs compute shaders")
-        self.bindings = info.bindings
+        # several views of one binding (a uint16[] and a uint32[] block on binding 0) are one
+        # descriptor: the caller passes one buffer, bound once
+        views: dict = {}
+        for b in info.bindings:
+            views.setdefault((b.set, b.binding), []).append(b)
+        self.binding_views = {key[1]: tuple(group) for key, group in views.items()}
+        self.bindings = tuple(group[0] for group in views.values())
         self.push_constants = info.push_constants
         self.spec_constants = info.spec_constants
         self._check_capabilities()
@@ -96,6 +104,11 @@ class ShaderKernel:
                                    "execution mode, which needs the maintenance4 feature that vkir "
                                    "does not enable; compile it for vulkan1.2 (glslang --target-env "
                                    "vulkan1.2 uses the WorkgroupSize builtin instead)")
+        if info.other_descriptors:
+            dset, binding, what, kind = info.other_descriptors[0]
+            raise UnsupportedError(f"{self.name}: binding {binding} (set {dset}, {what!r}) is a "
+                                   f"{kind}; vkir binds storage and uniform buffers only, so "
+                                   "shaders with images or samplers cannot run here")
         if info.plain_inputs:
             raise UnsupportedError(f"{self.name}: input variable {info.plain_inputs[0]!r} has no "
                                    "BuiltIn decoration; a compute shader's only inputs are "
@@ -107,8 +120,9 @@ class ShaderKernel:
         else:
             self._shared_bytes = info.shared_memory_bytes
         self._check_limits()
-        self._dtypes = tuple(self._binding_dtype(b) for b in self.bindings)
-        self._writes = tuple(not b.readonly and b.kind == "storage" for b in self.bindings)
+        self._dtypes = tuple(self._view_dtypes(self.binding_views[b.binding]) for b in self.bindings)
+        self._writes = tuple(any(not v.readonly and v.kind == "storage"
+                                 for v in self.binding_views[b.binding]) for b in self.bindings)
         self.pipeline = runtime.get_pipeline(
             dev, self.spirv, entry, tuple(b.binding for b in self.bindings),
             info.push_constant_size, tuple(b.kind for b in self.bindings), entries)
@@ -161,7 +175,7 @@ class ShaderKernel:
         from .binding import scalar_value
 
         by_id = {s.id: s for s in self.spec_constants}
-        names = {s.name: s.id for s in self.spec_constants if s.name}
+        names = {n: s.id for s in self.spec_constants for n in (s.name, *s.aliases) if n}
         for axis, spec_id in zip(_AXES, self.info.local_size_ids):
             if spec_id is not None:
                 names.setdefault(f"local_size_{axis}", spec_id)
@@ -212,6 +226,15 @@ class ShaderKernel:
             if b.count != 1:
                 raise UnsupportedError(f"{self.name}: binding {b.name!r} is an array of {b.count} "
                                        "descriptors; vkir binds one buffer per binding")
+
+    @classmethod
+    def _view_dtypes(cls, views) -> tuple | None:
+        """The numpy dtypes an array bound to a binding may have (one per distinct view's
+        elements), or None where some view's leaves differ (any dtype then)."""
+        dtypes = [cls._binding_dtype(v) for v in views]
+        if any(d is None for d in dtypes):
+            return None
+        return tuple(dict.fromkeys(dtypes))
 
     @staticmethod
     def _binding_dtype(b):
@@ -287,14 +310,18 @@ class ShaderKernel:
                     raise ArgumentError(f"{what} is written by the shader, but its array is read-only")
             else:
                 raise ArgumentError(f"{what} must be a vkir or numpy array, got {type(a).__name__}")
-            if want is not None and a.dtype != want:
-                elem = b.element if b.element is not None else b.type
-                raise ArgumentError(f"{what} has dtype {a.dtype}, expected {want} "
-                                    f"(the shader's elements are {elem.dtype})")
+            if want is not None and a.dtype not in want:
+                elems = " or ".join(dict.fromkeys(
+                    (v.element if v.element is not None else v.type).dtype
+                    for v in self.binding_views[b.binding]))
+                expected = " or ".join(str(d) for d in want)
+                raise ArgumentError(f"{what} has dtype {a.dtype}, expected {expected} "
+                                    f"(the shader's elements are {elems})")
             nbytes = int(a.nbytes)
-            if nbytes < b.fixed_size:
+            need = max(v.fixed_size for v in self.binding_views[b.binding])
+            if nbytes < need:
                 raise ArgumentError(f"{what} has {nbytes} bytes; its block needs at least "
-                                    f"{b.fixed_size}")
+                                    f"{need}")
             if b.element is not None and b.array_stride and (nbytes - b.offset) % b.array_stride:
                 raise ArgumentError(f"{what} has {nbytes} bytes, not a whole number of "
                                     f"{b.element.dtype} elements ({b.array_stride} bytes each"
@@ -341,7 +368,7 @@ class ShaderKernel:
                 raise ArgumentError(f"{self.name}: binding {b.binding} ({b.name!r}) is a numpy "
                                     "array; inside a sequence buffers must be DeviceArrays "
                                     "(vkir.array), since a sequence makes no hidden copies")
-        access = tuple("r" if b.readonly or b.kind == "uniform" else "w" if b.writeonly else "rw"
+        access = tuple(_access(self.binding_views[b.binding])
                        for b in self.bindings)
         return Dispatch(self.pipeline, tuple(a.buffer for a in buffers), access,
                         self._push(push), self._groups(grid), self.name, (self, buffers))
@@ -421,6 +448,13 @@ class ShaderKernel:
 
 
 # -- packing values ------------------------------------------------------------------------------
+def _access(views) -> str:
+    """"r", "w" or "rw": how the shader accesses a binding through all its views."""
+    reads = any(not v.writeonly or v.kind == "uniform" for v in views)
+    writes = any(not v.readonly and v.kind == "storage" for v in views)
+    return ("r" if reads or not writes else "") + ("w" if writes else "")
+
+
 def _scalar_bytes(t, value) -> bytes:
     """The bytes of one scalar of reflected type `t` (bool as a 32-bit VkBool32)."""
     if t.kind == "bool":

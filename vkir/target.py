@@ -33,6 +33,8 @@ FEATURES = frozenset({
     # ... may not flush denormals to zero, and may round to nearest even, where declared
     "float16_denorm_preserve", "float32_denorm_preserve", "float64_denorm_preserve",
     "float16_rounding_rte", "float32_rounding_rte", "float64_rounding_rte",
+    # the Vulkan memory model (shaders loaded with vkir.load_spirv / compile_glsl may use it)
+    "vulkan_memory_model", "vulkan_memory_model_device_scope",
 })
 
 # the SPIR-V version vkir emits for each SPIRV-Tools Vulkan environment (the highest it accepts);

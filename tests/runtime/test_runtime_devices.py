@@ -34,7 +34,8 @@ def test_devices_describe_the_device(device):
                              "float64_inf_nan_preserve",
                              "float16_denorm_preserve", "float32_denorm_preserve",
                              "float64_denorm_preserve", "float16_rounding_rte",
-                             "float32_rounding_rte", "float64_rounding_rte"}
+                             "float32_rounding_rte", "float64_rounding_rte",
+                             "vulkan_memory_model", "vulkan_memory_model_device_scope"}
     assert info.subgroup_size >= 1 and "basic" in info.subgroup_operations
 
 
