@@ -79,6 +79,7 @@ class Pipeline:
             if descriptor_types is not None else (vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,) * len(self.bindings)
         self.push_constant_size = (push_constant_size + 3) // 4 * 4
         self.create_seconds = 0.0        # vkCreateShaderModule + vkCreateComputePipelines
+        self.handle = self.layout = self.set_layout = None
         self.first_run_seconds = None    # wall time of the first synchronous dispatch (launch.py)
         dev = device.handle
         started = time.perf_counter()
@@ -118,6 +119,14 @@ class Pipeline:
                                device.pipeline_cache, 1, [info], None)[0]
             # the driver's compile of the module: what a first call waits for beyond vkir's own
             self.create_seconds = time.perf_counter() - started
+        except BaseException:
+            # a failed creation leaves nothing behind: the layouts made so far are destroyed
+            if getattr(self, "layout", None) is not None:
+                lib.vkDestroyPipelineLayout(dev, self.layout, ffi.NULL)
+            if getattr(self, "set_layout", None) is not None:
+                lib.vkDestroyDescriptorSetLayout(dev, self.set_layout, ffi.NULL)
+            self.layout = self.set_layout = None
+            raise
         finally:
             lib.vkDestroyShaderModule(dev, module, ffi.NULL)
 

@@ -154,3 +154,31 @@ def test_doctor(tmp_path):
     assert broken.returncode == 1, broken.stdout + broken.stderr
     assert f"VK_ICD_FILENAMES names {missing}" in broken.stdout
     assert "apt install mesa-vulkan-drivers" in broken.stdout
+
+
+def test_junit_carries_no_control_characters_and_times_each_file(tmp_path):
+    """A bad module's strings may hold control characters; CI servers reject XML with them."""
+    import xml.etree.ElementTree as ET
+
+    from vkir.validate import FileResult, Problem, junit_report
+
+    bad = FileResult("bad\x01.spv", "spirv", [Problem("validate", "name \x1b[31mred\x00 here")],
+                     seconds=0.25)
+    good = FileResult("good.comp", "glsl", seconds=0.5)
+    text = junit_report([bad, good], "vulkan1.1")
+    root = ET.fromstring(text)   # parses: nothing XML 1.0 forbids
+    cases = root.findall(".//testcase")
+    assert [c.get("time") for c in cases] == ["0.250", "0.500"]
+    assert root.find("testsuite").get("time") == "0.750"
+    assert "\\x1b" in cases[0].find("failure").get("message")
+
+
+def test_glslang_errors_come_before_its_warnings(tmp_path):
+    from vkir.validate import compile_glsl_file
+
+    src = tmp_path / "warn.comp"
+    src.write_text("#version 450\n#extension GL_EXT_no_such_thing : warn\n"
+                   "layout(local_size_x = 1) in;\nvoid main() { undefined_name = 1; }\n")
+    data, message = compile_glsl_file(src, "vulkan1.1")
+    assert data is None
+    assert message.splitlines()[0].lstrip().startswith("ERROR"), message

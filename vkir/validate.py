@@ -18,6 +18,7 @@ import json
 import re
 import sys
 import tempfile
+import time
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -50,6 +51,7 @@ class FileResult:
     file: str
     kind: str
     problems: list = field(default_factory=list)
+    seconds: float = 0.0
 
     @property
     def valid(self) -> bool:
@@ -113,6 +115,8 @@ def compile_glsl_file(path: Path, env: str) -> tuple[bytes | None, str]:
         if proc.returncode != 0 or not out.is_file():
             lines = [s for s in (proc.stdout + proc.stderr).splitlines()
                      if s.strip() and s.strip() != str(path)]
+            # the errors first: a report's one-line message is the first line, not a warning
+            lines.sort(key=lambda s: not s.lstrip().startswith("ERROR"))
             return None, "\n".join(lines) or f"glslang exited with status {proc.returncode}"
         return out.read_bytes(), ""
 
@@ -143,7 +147,15 @@ def check_words(data: bytes, env: str) -> list[Problem]:
 
 
 def check_file(path: Path, env: str) -> FileResult:
-    """Validate one file for `env`, compiling or assembling it first as its kind needs."""
+    """Validate one file for `env`, compiling or assembling it first as its kind needs (the
+    result's `seconds` is how long that took)."""
+    started = time.perf_counter()
+    result = _check_file(path, env)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _check_file(path: Path, env: str) -> FileResult:
     kind = file_kind(path)
     result = FileResult(str(path), kind)
     if kind == "glsl":
@@ -195,18 +207,31 @@ def json_report(results, env: str) -> str:
 def junit_report(results, env: str) -> str:
     """JUnit XML: one test case per file, a <failure> with the whole message when invalid."""
     bad = sum(not r.valid for r in results)
-    suites = ET.Element("testsuites", name="vkir validate", tests=str(len(results)), failures=str(bad))
+    total = f"{sum(r.seconds for r in results):.3f}"
+    suites = ET.Element("testsuites", name="vkir validate", tests=str(len(results)),
+                        failures=str(bad), time=total)
     suite = ET.SubElement(suites, "testsuite", name=f"vkir validate ({env})", tests=str(len(results)),
-                          failures=str(bad), errors="0", skipped="0")
+                          failures=str(bad), errors="0", skipped="0", time=total)
     for r in results:
-        case = ET.SubElement(suite, "testcase", classname=f"vkir.validate.{r.kind}", name=r.file)
+        case = ET.SubElement(suite, "testcase", classname=f"vkir.validate.{r.kind}",
+                             name=_xml_text(r.file), time=f"{r.seconds:.3f}")
         if not r.valid:
             first = r.problems[0]
             failure = ET.SubElement(case, "failure", type=first.stage,
-                                    message=(first.message.splitlines() or [""])[0])
-            failure.text = text_report([r], env).rsplit("\n", 2)[0]
+                                    message=_xml_text((first.message.splitlines() or [""])[0]))
+            failure.text = _xml_text(text_report([r], env).rsplit("\n", 2)[0])
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+# characters XML 1.0 cannot carry (a bad module's strings may hold any byte)
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_text(text: str) -> str:
+    """`text` with every character XML cannot carry written as an escape (\\xNN)."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256
+                        else f"\\u{ord(m.group()):04x}", text)
 
 
 REPORTS = {"text": text_report, "json": json_report, "junit": junit_report}

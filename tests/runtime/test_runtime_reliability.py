@@ -487,3 +487,32 @@ def test_the_icd_fallback_is_announced(device):
         assert "llvmpipe" in proc.stdout
     else:
         assert device.info.name in proc.stdout
+
+
+def test_a_failed_pipeline_creation_leaves_nothing_behind(device, monkeypatch):
+    """The layouts made before vkCreateComputePipelines failed are destroyed with it."""
+    import vkir.runtime.pipeline as pipeline_module
+    from vkir.errors import DeviceError
+    from vkir.runtime.device import EMPTY_COMPUTE_SHADER
+
+    real_call, real_lib = pipeline_module.call, pipeline_module.lib
+    destroyed = []
+
+    def failing_call(name, fn, *args):
+        if name == "vkCreateComputePipelines":
+            raise DeviceError("vkCreateComputePipelines failed: VK_ERROR_OUT_OF_HOST_MEMORY")
+        return real_call(name, fn, *args)
+
+    class RecordingLib:
+        def __getattr__(self, name):
+            target = getattr(real_lib, name)
+            if name.startswith("vkDestroy"):
+                return lambda *args: destroyed.append(name) or target(*args)
+            return target
+
+    monkeypatch.setattr(pipeline_module, "call", failing_call)
+    monkeypatch.setattr(pipeline_module, "lib", RecordingLib())
+    with pytest.raises(DeviceError, match="VK_ERROR_OUT_OF_HOST_MEMORY"):
+        pipeline_module.Pipeline(device, EMPTY_COMPUTE_SHADER, "main", (), 0)
+    assert sorted(destroyed) == ["vkDestroyDescriptorSetLayout", "vkDestroyPipelineLayout",
+                                 "vkDestroyShaderModule"]
