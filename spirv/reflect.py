@@ -474,7 +474,12 @@ def reflect(data, entry: str = "main", specialization=None) -> ShaderInfo:
     model, fid, name, interface = chosen[0]
     local, ids = _local_size(m, fid)
     size_id = any(t == fid and mode == "LocalSizeId" for t, mode, _ in m.mode_ids)
-    used = _used_ids(m, fid, interface)
+    # what the code uses, and the entry point's inputs and outputs: from SPIR-V 1.4 on the
+    # interface also lists every buffer, used or not, and the buffers a call takes must not
+    # depend on the module's version
+    in_code = _used_ids(m, fid, ())
+    io = {vid for vid, _, storage in m.variables if storage in ("Input", "Output")}
+    used = in_code | (set(interface) & io)
     bindings, push, push_block, shared, plain_inputs, others = [], [], "", 0, [], []
     for vid, ptype_id, storage in m.variables:
         if vid not in used:

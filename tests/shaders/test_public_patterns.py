@@ -137,3 +137,23 @@ def test_arrays_sized_by_specialization_expressions_and_aliased_names():
     limit = vkir.device().info.limits.max_shared_memory_bytes
     with pytest.raises(UnsupportedError, match="shared memory"):
         vkir.compile_glsl(SPEC_EXPRESSIONS, specialization={"BS": limit})
+
+
+UNUSED_BUFFER = """#version 450
+layout(local_size_x = 1) in;
+layout(binding = 0) buffer Used { float used[]; };
+layout(binding = 1) buffer Unused { float unused[]; };
+void main() { used[0] = 7.0; }
+"""
+
+
+@pytest.mark.parametrize("env", ["vulkan1.1", "vulkan1.2", "vulkan1.3"])
+def test_the_buffers_a_call_takes_do_not_depend_on_the_spirv_version(env):
+    from vkir.runtime.glsl import compile_glsl as glslang
+
+    words = glslang(UNUSED_BUFFER, target_env=env)
+    k = vkir.load_spirv(words)
+    assert [b.binding for b in k.bindings] == [0]
+    out = np.zeros(1, np.float32)
+    k(out, grid=(1, 1, 1))
+    assert out[0] == 7
