@@ -63,10 +63,10 @@ def test_wrong_arguments_raise_argument_error_and_touch_no_buffer(device, case):
     func, args = _calls(device)[case]
     k = vkir.build(func, device=device)
     before = _snapshot(args)
-    launches = len(device.launches)
+    launches = set(device.launches)   # (collecting freed buffers may drop some meanwhile)
     with pytest.raises(ArgumentError):
         k(*args)
-    assert len(device.launches) == launches  # nothing recorded or submitted
+    assert not set(device.launches) - launches  # nothing recorded or submitted
     _assert_untouched(args, before)
 
 
@@ -243,10 +243,10 @@ def big_shared(a: T.Buffer((64,), "float32")):
         T.barrier()
         a[tx] = s[63 - tx]
 ''')
-    launches = len(device.launches)
+    launches = set(device.launches)
     with pytest.raises(vkir.UnsupportedError, match="shared"):
         vkir.build(func, device=device)
-    assert len(device.launches) == launches
+    assert not set(device.launches) - launches
 
 
 def test_non_coherent_memory_is_flushed_and_invalidated(device, monkeypatch):

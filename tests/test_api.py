@@ -235,11 +235,11 @@ def test_bad_arguments_raise_and_touch_nothing(device, case):
         "kind": (A, B, [0.0] * n),
     }[case]
     before = [A.numpy(), B.numpy(), C.numpy(), c.copy()]
-    launches = len(device.launches)
+    launches = set(device.launches)   # (collecting freed buffers may drop some meanwhile)
     with pytest.raises(ArgumentError):
         k(*bad)
     _untouched([A, B, C, c], before)
-    assert len(device.launches) == launches      # nothing was recorded
+    assert not set(device.launches) - launches   # nothing was recorded
     with pytest.raises(ArgumentError):
         vkir.build(axpb, device=device)(A, C, 1.5, 1.0, 1.0)   # float for an int32 scalar
     _untouched([A, B, C, c], before)
