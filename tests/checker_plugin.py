@@ -9,7 +9,7 @@ garbage out: when a pass returns an ill-typed function because it was given one 
 deliberately ill-typed IR to a pass), the input is to blame, not the pass, and the result is let
 through unchanged.
 
-Issue 3's acceptance ("every kernel in the test suite validates with SPIRV-Tools for Vulkan 1.1
+The promise ("every kernel in the test suite validates with SPIRV-Tools for Vulkan 1.1
 and for Vulkan 1.3 environments") is enforced by wrapping: from `pytest_configure` on (before
 test modules import `codegen` by name), `vkir.spirv.codegen` is wrapped so that each successful
 call also generates the same function for the other environment(s) — Vulkan 1.1 with SPIR-V 1.3

@@ -1,5 +1,5 @@
-"""The public contract (the API documented in README.md and docs/) and issues 2-8, one compact
-test per item: names, field order, signatures and behaviours that code outside vkir relies on.
+"""The public contract (the API documented in README.md and docs/) and the promises made so far,
+one compact test per item: names, field order, signatures and behaviours that code outside vkir relies on.
 Each test asserts what the item does, not merely that a name exists."""
 
 import dataclasses

@@ -30,7 +30,7 @@ def fails(func, rule, *fragments, target=None):
 
 
 # --------------------------------------------------------------------------------------------
-# rule 1: access lanes, the RFC's table row by row
+# rule 1: access lanes, the lane table row by row
 
 
 LANE_TABLE = [

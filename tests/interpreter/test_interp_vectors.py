@@ -38,7 +38,7 @@ def test_strided_ramp_gather():
     np.testing.assert_array_equal(c, np.concatenate([a[i::4] for i in range(4)]))
 
 
-# The RFC's lane table, row by row: element lanes M x index lanes L gives M*L lanes.
+# The lane table, row by row: element lanes M x index lanes L gives M*L lanes.
 @pytest.mark.parametrize("m,l", [(1, 1), (1, 4), (4, 1), (4, 2), (2, 4)])
 def test_lane_table_access(m, l):
     elem = "float32" if m == 1 else f"float32x{m}"

@@ -1,4 +1,4 @@
-"""Basic IR unit tests: DataType parse/print, the N*M lane rule (the RFC's table row by row),
+"""Basic IR unit tests: DataType parse/print, the N*M lane rule (the table row by row),
 walk order, and the Visitor/Mutator functors."""
 
 import pytest

@@ -1,5 +1,5 @@
-"""CommonSubexprElim: the two worked examples of seeds/003, one expected script per rule of
-issue 6, determinism and naming, and differential tests against the interpreter."""
+"""CommonSubexprElim: the two worked examples of TVM's CSE design, one expected script per rule,
+determinism and naming, and differential tests against the interpreter."""
 
 import re
 
@@ -39,7 +39,7 @@ def _cse_names(func):
 
 
 # ----------------------------------------------------------------------------------------------
-# the worked examples of seeds/003
+# the worked examples of TVM's CSE design
 
 
 @T.prim_func

@@ -1,4 +1,4 @@
-"""InjectSoftwarePipeline: the worked examples of the async-pipeline RFC (seed 001) compared
+"""InjectSoftwarePipeline: the worked examples of TVM's async software pipeline, compared
 structurally with their expected scripts, interpreter differential tests (the interpreter applies a
 committed group's writes only when a wait retires it, so a wrong in-flight count reads stale data),
 short and symbolic trip counts, and every invalid annotation."""
@@ -234,7 +234,7 @@ def interleaved_expected(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "floa
                          C: T.Buffer((16,), "float32")):
     A_sh = T.alloc_buffer((4, 1), "float32", scope="shared")
     B_sh = T.alloc_buffer((4, 1), "float32", scope="shared")
-    # Unlike the RFC's sketch, the prologue commits A and B separately too: every iteration then
+    # Unlike the original sketch, the prologue commits A and B separately too: every iteration then
     # commits the same two groups, which is what the body's count 5 assumes.
     for i in T.unroll(3):
         with T.async_commit_queue(0):
@@ -263,7 +263,7 @@ def test_interleaved_producers():
 
 
 def test_interleaved_grouped_prologue_would_be_wrong():
-    """The RFC sketch's prologue (one group for both copies) with the body's count 5 reads stale
+    """The original sketch's prologue (one group for both copies) with the body's count 5 reads stale
     data at the first body iteration: the interpreter sees it."""
     after = InjectSoftwarePipeline()(interleaved)
     prologue = after.body.body.body.seq[0]
@@ -354,7 +354,7 @@ def gemm_same_stage(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")
 
 
 def test_consumer_in_the_producer_stage_waits_for_all():
-    """The RFC's 'mistaken' annotation: a consumer in the producer's own stage reads what this
+    """The 'mistaken' annotation: a consumer in the producer's own stage reads what this
     iteration committed, (k + 3) - (k + 3) = 0, and that wait subsumes the stage-3 one."""
     after = InjectSoftwarePipeline()(gemm_same_stage)
     verify_types(after)

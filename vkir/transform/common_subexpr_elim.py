@@ -1,6 +1,6 @@
 """CommonSubexprElim: let-bind pure computations that a function performs more than once.
 
-The semantics follow TVM's CSE (seeds/003), with vkir's placement and purity rules:
+The semantics follow TVM's CSE, with vkir's placement and purity rules:
 
 Eligible computations
     An expression is a candidate unless it is a constant, a variable, a `Ramp`, a `Broadcast`, a

@@ -1,6 +1,6 @@
 """FlattenBuffer: every N-d buffer access becomes a 1-d access through a flat buffer.
 
-Following the buffer convention (seed 004), the signature is unchanged: a parameter buffer keeps
+Following TVM's buffer convention, the signature is unchanged: a parameter buffer keeps
 its N-d `buffer_map` entry and the body declares a flat alias over the same `data`
 (`A_flat = T.decl_buffer((prod,), dtype, data=A.data)`, same element type, so no pointer cast),
 declared at the top of the body. Allocations (and body declarations) of N-d buffers become

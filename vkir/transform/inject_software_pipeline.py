@@ -1,5 +1,5 @@
 """InjectSoftwarePipeline: a loop annotated with per-statement stages and orders becomes a
-prologue, a pipelined body and an epilogue (semantics of the async-pipeline RFC, seed 001).
+prologue, a pipelined body and an epilogue (the semantics of TVM's async software pipeline).
 
 A statement of stage `s` runs, in the new loop's iteration for original index `j + s`, the work of
 original iteration `j`: the body runs `extent - max_stage` iterations with every stage busy, the
@@ -13,7 +13,7 @@ in the new order form one `AsyncCommitQueue(stage)` group (a run is split where 
 what the open group writes). The grouping is the same in prologue, body and epilogue, so each
 iteration commits the same sequence of groups. Every consumer of an async result is wrapped in
 `AsyncWaitQueue(stage, in_flight)` with `in_flight = producer_head - consumer_head` summed over
-the stage's commit groups (1 for stages [0, 1], 3 for [0, 3], 5 for the RFC's interleaved
+the stage's commit groups (1 for stages [0, 1], 3 for [0, 3], 5 for the interleaved
 producers). Where the producer of that stage is predicated in the same loop the count becomes
 `if_then_else(predicate, count, 0)`; where the number of groups issued so far is unknown (a
 predicated producer in an earlier loop) the count is 0, "wait for all". A wait implied by an

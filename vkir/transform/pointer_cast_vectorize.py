@@ -1,4 +1,4 @@
-"""PointerCastVectorize: vector accesses through explicit pointer casts (the RFC's alternative to
+"""PointerCastVectorize: vector accesses through explicit pointer casts (the alternative to
 the VectorTypeRewriter, for targets that allow aliasing).
 
 `A[Ramp(b, 1, L)]` (load or store) on a scalar 1-d buffer, with `b` provably a multiple of L,

@@ -3,7 +3,7 @@ counts. The forms are vkir.arith's `ScalarLinear` (named `Lin` here).
 
 The pipeline builds every index it introduces (`i + 2`, guards like `1 <= i`, in-flight counts
 like `2 - i`) from linear forms `sum(coeff * atom) + const`, so that what it emits is already in
-the canonical shape the RFC's examples show, and so that it can decide facts such as "this guard
+the canonical shape the worked examples show, and so that it can decide facts such as "this guard
 always holds on the loop range" or "this wait count is smaller than that one" by checking that a
 difference of two forms is a constant. Atoms are the non-linear sub-expressions (usually Vars).
 """

@@ -1,5 +1,5 @@
-"""Issue 8 acceptance on the device: a matmul with a clipping epilogue, fused in each of the five
-spellings of seed 002 with bounds that depend on the output indices, builds and runs on lavapipe
+"""On the device: a matmul with a clipping epilogue, fused in each of the five
+spellings of the fusion with bounds that depend on the output indices, builds and runs on lavapipe
 and matches numpy (inputs of both signs); the intermediate buffer is gone."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Issue 4 acceptance items beyond tests/test_api.py: a bad call leaves *every* buffer untouched
+"""Beyond tests/test_api.py: a bad call leaves *every* buffer untouched
 (numpy arguments included, also ones before the bad argument that the kernel would write),
 negative floor division/modulo and chained kernels equal the interpreter's results, and CI's
 no-skip rule (tests/conftest.py `skipped_in_ci`, enabled by .ci/run) with the validation layer on."""

@@ -1,4 +1,4 @@
-"""Issue 2 acceptance items that no area test covered: the README's code runs as written (a
+"""What no area test covers: the README's code runs as written (a
 newcomer's vector add and shared-memory reduction, in the interpreter and on the device), and CI's
 entry point runs `make test`, whose pytest status is the run's."""
 

@@ -1,4 +1,4 @@
-"""Issue 6: "the same input gives byte-identical scripts every time" — also across processes with
+"""The same input gives byte-identical scripts every time, also across processes with
 different string-hash seeds (set/dict iteration order must not leak into the output)."""
 
 import os

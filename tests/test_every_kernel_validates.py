@@ -1,4 +1,4 @@
-"""Issue 3 acceptance: every kernel generated anywhere in the test suite validates for both Vulkan
+"""Every kernel generated anywhere in the test suite validates for both Vulkan
 environments. tests/checker_plugin.py wraps `vkir.spirv.codegen` for the session; these tests show
 that the wrapper is the function every caller gets, and that it really generates and validates
 the kernel for Vulkan 1.1 (SPIR-V 1.3) and Vulkan 1.3 (SPIR-V 1.6) with the caller's features."""

@@ -1,5 +1,4 @@
-"""Issue 5 deliverable 7 (and issue 6's "CSE joins the default pipeline after the vector
-passes"): the default Vulkan pipeline runs FlattenBuffer, VectorizeLoop, Simplify,
+"""The default Vulkan pipeline runs FlattenBuffer, VectorizeLoop, Simplify,
 VectorTypeRewrite, BoolToInt8 in that order, then CommonSubexprElim, then the checker."""
 
 import pytest
@@ -19,7 +18,7 @@ def test_default_pipeline_order(pointer_casts):
     positions = [kinds.index(cls) for cls in ORDER]
     assert positions == sorted(positions), kinds
     assert kinds[-1] is transform.CommonSubexprElim  # after every vector pass
-    if pointer_casts:  # the RFC's alternative runs before the VectorTypeRewriter
+    if pointer_casts:  # the pointer-cast alternative runs before the VectorTypeRewriter
         assert kinds.index(transform.Simplify) < kinds.index(transform.PointerCastVectorize) \
             < kinds.index(transform.VectorTypeRewrite)
     else:
