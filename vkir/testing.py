@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 
 __all__ = ["device_features", "missing_features", "expect_features", "math_tolerance",
-           "interpret_lowered"]
+           "interpret_lowered", "same_results"]
 
 
 def device_features(device_or_target) -> frozenset:
@@ -95,3 +95,25 @@ def interpret_lowered(lowered, *args, **options) -> None:
     interpret(lowered, *views, **options)
     for a, raw in copies:
         a[...] = raw[:a.size].view(a.dtype).reshape(a.shape)
+
+
+def same_results(before, after, arguments, seeds=range(3), rtol: float = 0.0, **options) -> None:
+    """Assert that PrimFuncs `before` and `after` (a function and its transformed form) compute
+    the same in vkir.interpret: for each seed, `arguments(seed)` gives fresh arguments, each
+    function runs on its own copy, and every array must come out equal (within `rtol` when it
+    is not 0). `options` go to vkir.interpret (e.g. subgroup_size)."""
+    import numpy as np
+
+    from .interpreter import interpret
+
+    for seed in seeds:
+        want = list(arguments(seed))
+        got = [a.copy() if isinstance(a, np.ndarray) else a for a in want]
+        interpret(before, *want, **options)
+        interpret(after, *got, **options)
+        for w, g in zip(want, got):
+            if rtol:
+                np.testing.assert_allclose(g, w, rtol=rtol, atol=0)
+            else:
+                np.testing.assert_array_equal(g, w)
+

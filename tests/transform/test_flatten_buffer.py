@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import vkir
+from vkir.testing import same_results
 from vkir import T
 from vkir.ir import walk
 from vkir.analysis import verify_types, verify_well_formed
@@ -32,13 +33,7 @@ def _random_args(func, sizes, seed):
 
 
 def _same_results(before, after, sizes=None, seeds=range(3)):
-    for seed in seeds:
-        want = _random_args(before, sizes or {}, seed)
-        got = [a.copy() if isinstance(a, np.ndarray) else a for a in want]
-        vkir.interpret(before, *want)
-        vkir.interpret(after, *got)
-        for w, g in zip(want, got):
-            np.testing.assert_array_equal(g, w)
+    same_results(before, after, lambda seed: _random_args(before, sizes or {}, seed), seeds)
 
 
 def _check(before, expected, sizes=None, run=True):

@@ -7,6 +7,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 import vkir
+from vkir.testing import same_results
 from vkir.analysis import verify_types, verify_well_formed
 from vkir import T, ir
 from vkir.ir import FloorDiv, FloorMod, For, Min, PrimFunc, Var, const, decl_buffer
@@ -24,24 +25,24 @@ def _check_types(f):
     verify_well_formed(f)
 
 
+def _random_args(func, seed):
+    """Random numpy arguments for func's params (scalars: small non-negative ints)."""
+    rng = np.random.default_rng(seed)
+    args = []
+    for p in func.params:
+        buf = func.buffer_map.get(p)
+        if buf is None:
+            args.append(int(rng.integers(0, 6)))
+            continue
+        shape = tuple(s.value for s in buf.shape)
+        dt = buf.dtype.numpy_dtype()
+        args.append(rng.standard_normal(shape).astype(dt) if dt.kind == "f"
+                    else rng.integers(-50, 50, shape).astype(dt))
+    return args
+
+
 def _same_results(before, after, seeds=range(3)):
-    for seed in seeds:
-        rng = np.random.default_rng(seed)
-        want = []
-        for p in before.params:
-            buf = before.buffer_map.get(p)
-            if buf is None:
-                want.append(int(rng.integers(0, 6)))
-                continue
-            shape = tuple(s.value for s in buf.shape)
-            dt = buf.dtype.numpy_dtype()
-            want.append(rng.standard_normal(shape).astype(dt) if dt.kind == "f"
-                        else rng.integers(-50, 50, shape).astype(dt))
-        got = [a.copy() if isinstance(a, np.ndarray) else a for a in want]
-        vkir.interpret(before, *want)
-        vkir.interpret(after, *got)
-        for w, g in zip(want, got):
-            np.testing.assert_array_equal(g, w)
+    same_results(before, after, lambda seed: _random_args(before, seed), seeds)
 
 
 def _check(before, expected):

@@ -7,6 +7,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 import vkir
+from vkir.testing import same_results
 from vkir import T, ir
 from vkir.analysis import verify_types
 from vkir.transform import VectorTypeRewrite
@@ -33,13 +34,7 @@ def _random_args(func, seed):
 
 
 def _same_results(before, after, seeds=range(3)):
-    for seed in seeds:
-        want = _random_args(before, seed)
-        got = [a.copy() if isinstance(a, np.ndarray) else a for a in want]
-        vkir.interpret(before, *want)
-        vkir.interpret(after, *got)
-        for w, g in zip(want, got):
-            np.testing.assert_array_equal(g, w)
+    same_results(before, after, lambda seed: _random_args(before, seed), seeds)
 
 
 def _check(before, expected):

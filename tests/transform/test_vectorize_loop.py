@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import vkir
+from vkir.testing import same_results
 from vkir.analysis import verify_types, verify_well_formed
 from vkir import T, ir
 from vkir.errors import TransformError
@@ -27,26 +28,27 @@ def _check_types(f):
     verify_well_formed(f)
 
 
+def _random_args(func, seed, scalars=None):
+    """Random numpy arguments for func's params (vector-typed buffers as arrays of their lanes;
+    scalars from `scalars` by name, else small non-negative ints)."""
+    rng = np.random.default_rng(seed)
+    args = []
+    for p in func.params:
+        buf = func.buffer_map.get(p)
+        if buf is None:
+            args.append(scalars[p.name] if scalars else int(rng.integers(0, 4)))
+            continue
+        shape = tuple(s.value for s in buf.shape)
+        dt = buf.dtype.element_of().numpy_dtype()
+        if buf.dtype.lanes > 1:
+            shape = shape[:-1] + (shape[-1] * buf.dtype.lanes,)
+        args.append(rng.standard_normal(shape).astype(dt) if dt.kind == "f"
+                    else rng.integers(-50, 50, shape).astype(dt))
+    return args
+
+
 def _same_results(before, after, scalars=None, seeds=range(3)):
-    for seed in seeds:
-        rng = np.random.default_rng(seed)
-        want = []
-        for p in before.params:
-            buf = before.buffer_map.get(p)
-            if buf is None:
-                want.append(scalars[p.name] if scalars else int(rng.integers(0, 4)))
-                continue
-            shape = tuple(s.value for s in buf.shape)
-            dt = buf.dtype.element_of().numpy_dtype()
-            if buf.dtype.lanes > 1:
-                shape = shape[:-1] + (shape[-1] * buf.dtype.lanes,)
-            want.append(rng.standard_normal(shape).astype(dt) if dt.kind == "f"
-                        else rng.integers(-50, 50, shape).astype(dt))
-        got = [a.copy() if isinstance(a, np.ndarray) else a for a in want]
-        vkir.interpret(before, *want)
-        vkir.interpret(after, *got)
-        for w, g in zip(want, got):
-            np.testing.assert_allclose(g, w, rtol=1e-6, atol=0)
+    same_results(before, after, lambda seed: _random_args(before, seed, scalars), seeds, rtol=1e-6)
 
 
 def _check(before, expected, scalars=None, runs=range(3)):
