@@ -1,7 +1,10 @@
 """`vkir validate` and `vkir dis`: check shader files the way a CI job needs.
 
     vkir validate FILE|FOLDER... [--target-env vulkan1.0|vulkan1.1|vulkan1.2|vulkan1.3]
-                                [--format text|json|junit] [-o REPORT]
+                                [--format text|json|junit|sarif] [-o REPORT]
+                                [-I DIR]... [-D NAME[=VALUE]]... [--variants FILE.json]
+                                [--glob PATTERN]... [--exclude PATTERN]... [-S STAGE]
+                                [-j N] [--cache DIR]
     vkir dis FILE.spv [-o OUT]
 
 Each file is checked by its kind: a SPIR-V binary (.spv, or any file starting with the SPIR-V
@@ -14,6 +17,7 @@ With `-o` the report (in `--format`) goes to REPORT and the text report to stdou
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 import sys
@@ -76,17 +80,35 @@ def file_kind(path: Path) -> str | None:
     return "spirv" if head in (SPIRV_MAGIC, SPIRV_MAGIC[::-1]) else None
 
 
-def expand(paths) -> list[Path]:
-    """The files named by `paths` (folders: the shader files under them, sorted); ArgumentError
-    for a missing path, a file of unknown kind or a folder holding no shader."""
+def _matches(path: Path, patterns, root: Path | None = None) -> bool:
+    """Whether `path` (its name, its path, or its path below `root`) matches a glob pattern."""
+    names = [path.name, path.as_posix()]
+    if root is not None:
+        try:
+            names.append(path.relative_to(root).as_posix())
+        except ValueError:
+            pass
+    return any(fnmatch.fnmatch(n, pat) for pat in patterns for n in names)
+
+
+def expand(paths, globs=(), excludes=()) -> list[Path]:
+    """The files named by `paths` (folders: the shader files under them, sorted: those matching
+    one of `globs`, by default every shader suffix), less those matching one of `excludes`
+    (e.g. "*.h.glsl" for headers that are included, not compiled); ArgumentError for a missing
+    path, a file of unknown kind or a folder holding no shader."""
     out = []
     for p in map(Path, paths):
         if p.is_dir():
             found = sorted(f for f in p.rglob("*") if f.is_file()
-                           and f.suffix.lower() in SPIRV_SUFFIXES + ASM_SUFFIXES + GLSL_SUFFIXES)
+                           and (_matches(f, globs, p) if globs else
+                                f.suffix.lower() in SPIRV_SUFFIXES + ASM_SUFFIXES + GLSL_SUFFIXES)
+                           and not _matches(f, excludes, p))
             if not found:
-                raise ArgumentError(f"{p}: folder holds no .spv, .spvasm or GLSL shader file")
+                raise ArgumentError(f"{p}: folder holds no .spv, .spvasm or GLSL shader file"
+                                    + (" matching the patterns" if globs or excludes else ""))
             out.extend(found)
+        elif excludes and _matches(p, excludes):
+            continue
         elif not p.exists():
             raise ArgumentError(f"{p}: no such file or folder")
         elif not p.is_file():   # a FIFO or a device would block or never end
@@ -99,15 +121,32 @@ def expand(paths) -> list[Path]:
     return out
 
 
-def compile_glsl_file(path: Path, env: str) -> tuple[bytes | None, str]:
-    """(SPIR-V bytes, "") when glslang compiles `path` for `env`, else (None, its messages)."""
+# glslc's `#include "file"` works in glslang with this extension; it is enabled for sources
+# that include something
+INCLUDE_PREAMBLE = "#extension GL_GOOGLE_include_directive : enable"
+
+
+def compile_glsl_file(path: Path, env: str, includes=(), defines=None,
+                      stage: str | None = None) -> tuple[bytes | None, str]:
+    """(SPIR-V bytes, "") when glslang compiles `path` for `env`, else (None, its messages).
+    `includes`: folders searched by `#include`; `defines`: {NAME: value or None} (-D);
+    `stage`: the shader stage of a file whose suffix does not say it (.glsl: "comp")."""
     from .runtime.glsl import GlslError, run_glslang
 
     with tempfile.TemporaryDirectory(prefix="vkir-validate-") as tmp:
         out = Path(tmp) / "out.spv"
         cmd = ["-V", "--target-env", env, "-o", str(out)]
-        if path.suffix.lower() == ".glsl":
+        cmd += [f"-I{d}" for d in includes]
+        cmd += [f"-D{k}" if v is None else f"-D{k}={v}" for k, v in (defines or {}).items()]
+        if stage is not None:
+            cmd += ["-S", stage]
+        elif path.suffix.lower() == ".glsl":
             cmd += ["-S", "comp"]
+        try:
+            if b"#include" in path.read_bytes():
+                cmd += ["-P" + INCLUDE_PREAMBLE]
+        except OSError:
+            pass
         try:
             proc = run_glslang(cmd + [str(path)], f"on {path}")
         except GlslError as exc:
@@ -146,20 +185,24 @@ def check_words(data: bytes, env: str) -> list[Problem]:
     return [Problem("validate", diag.message, diag.instruction, list(diag.context))]
 
 
-def check_file(path: Path, env: str) -> FileResult:
-    """Validate one file for `env`, compiling or assembling it first as its kind needs (the
-    result's `seconds` is how long that took)."""
+def check_file(path: Path, env: str, includes=(), defines=None, stage=None,
+               label: str = "") -> FileResult:
+    """Validate one file for `env`, compiling or assembling it first as its kind needs (GLSL
+    with `includes`, `defines` and `stage`, see compile_glsl_file); the result names the file
+    plus `label` (a variant's defines) and its `seconds` is how long that took."""
     started = time.perf_counter()
-    result = _check_file(path, env)
+    result = _check_file(path, env, includes, defines, stage)
+    if label:
+        result.file = f"{result.file} [{label}]"
     result.seconds = time.perf_counter() - started
     return result
 
 
-def _check_file(path: Path, env: str) -> FileResult:
+def _check_file(path: Path, env: str, includes=(), defines=None, stage=None) -> FileResult:
     kind = file_kind(path)
     result = FileResult(str(path), kind)
     if kind == "glsl":
-        data, messages = compile_glsl_file(path, env)
+        data, messages = compile_glsl_file(path, env, includes, defines, stage)
         if data is None:
             result.problems.append(Problem("glslang", messages))
             return result
@@ -224,6 +267,39 @@ def junit_report(results, env: str) -> str:
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
 
+_LINE = re.compile(r"^(?:ERROR|WARNING): (?P<file>.+?):(?P<line>\d+): (?P<text>.*)$")
+
+
+def sarif_report(results, env: str) -> str:
+    """SARIF 2.1.0 (what code-scanning services read): one result per problem, with the file
+    and, where glslang gives one, the line."""
+    from . import __version__
+
+    out = []
+    for r in results:
+        path = r.file.split(" [", 1)[0]
+        for p in r.problems:
+            lines = p.message.splitlines() or [""]
+            first = next((m for m in map(_LINE.match, lines) if m), None)
+            region = {"startLine": int(first["line"])} if first else None
+            location = {"artifactLocation": {"uri": Path(path).as_posix()}}
+            if region:
+                location["region"] = region
+            out.append({"ruleId": p.stage, "level": "error",
+                        "message": {"text": (first["text"] if first else lines[0])
+                                    + (f" ({r.file})" if r.file != path else "")},
+                        "locations": [{"physicalLocation": location}]})
+    doc = {"version": "2.1.0",
+           "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+           "runs": [{"tool": {"driver": {"name": "vkir validate", "version": __version__,
+                                         "informationUri": "https://pypi.org/project/vkir/",
+                                         "rules": [{"id": s} for s in
+                                                   ("glslang", "assemble", "binary", "validate")]}},
+                     "properties": {"targetEnv": env},
+                     "results": out}]}
+    return json.dumps(doc, indent=2) + "\n"
+
+
 # characters XML 1.0 cannot carry (a bad module's strings may hold any byte)
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
@@ -234,14 +310,17 @@ def _xml_text(text: str) -> str:
                         else f"\\u{ord(m.group()):04x}", text)
 
 
-REPORTS = {"text": text_report, "json": json_report, "junit": junit_report}
+REPORTS = {"text": text_report, "json": json_report, "junit": junit_report, "sarif": sarif_report}
 
 
 # -- commands ------------------------------------------------------------------------------------
 def cmd_validate(args) -> int:
     """`vkir validate`: validate the files; exit status 0 when all are valid, 1 when any is not."""
-    files = expand(args.files)
-    results = [check_file(f, args.target_env) for f in files]
+    from .validate_jobs import Options, run_jobs
+
+    files = expand(args.files, args.glob or (), args.exclude or ())
+    options = Options.from_args(args)
+    results = run_jobs(files, args.target_env, options)
     report = REPORTS[args.format](results, args.target_env)
     if args.output:
         try:
@@ -292,6 +371,24 @@ def add_commands(sub) -> None:
     p.add_argument("--target-env", choices=TARGET_ENVS, default="vulkan1.1")
     p.add_argument("--format", choices=tuple(REPORTS), default="text")
     p.add_argument("-o", "--output", metavar="REPORT", help="write the report here")
+    p.add_argument("-I", dest="include", action="append", metavar="DIR",
+                   help="folder searched by GLSL #include (repeatable)")
+    p.add_argument("-D", dest="define", action="append", metavar="NAME[=VALUE]",
+                   help="GLSL macro for every source (repeatable)")
+    p.add_argument("--variants", metavar="FILE.json",
+                   help='per-source define sets: {"glob": [{"NAME": "VALUE", ...}, ...]}; each '
+                        "matching source is checked once per set")
+    p.add_argument("--glob", action="append", metavar="PATTERN",
+                   help="in folders, check only files matching it (repeatable)")
+    p.add_argument("--exclude", action="append", metavar="PATTERN",
+                   help="skip files matching it, e.g. headers (repeatable)")
+    p.add_argument("-S", "--stage", metavar="STAGE",
+                   help="shader stage of GLSL files whose suffix does not say it (default comp)")
+    p.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                   help="files checked at once (0: one per CPU)")
+    p.add_argument("--cache", metavar="DIR",
+                   help="reuse results of unchanged files (content, includes, defines, tool "
+                        "versions)")
     p.set_defaults(fn=cmd_validate)
 
     p = sub.add_parser("dis", help="print the disassembly of a SPIR-V binary")
