@@ -89,6 +89,11 @@ class ShaderKernel:
         if info.entry.execution_model != "GLCompute":
             raise UnsupportedError(f"{self.name}: entry point {entry!r} is a "
                                    f"{info.entry.execution_model} shader; vkir runs compute shaders")
+        if info.other_descriptors:
+            dset, binding, what, kind = info.other_descriptors[0]
+            raise UnsupportedError(f"{self.name}: binding {binding} (set {dset}, {what!r}) is a "
+                                   f"{kind}; vkir binds storage and uniform buffers only, so "
+                                   "shaders with images or samplers cannot run here")
         # several views of one binding (a uint16[] and a uint32[] block on binding 0) are one
         # descriptor: the caller passes one buffer, bound once
         views: dict = {}
@@ -104,11 +109,6 @@ class ShaderKernel:
                                    "execution mode, which needs the maintenance4 feature that vkir "
                                    "does not enable; compile it for vulkan1.2 (glslang --target-env "
                                    "vulkan1.2 uses the WorkgroupSize builtin instead)")
-        if info.other_descriptors:
-            dset, binding, what, kind = info.other_descriptors[0]
-            raise UnsupportedError(f"{self.name}: binding {binding} (set {dset}, {what!r}) is a "
-                                   f"{kind}; vkir binds storage and uniform buffers only, so "
-                                   "shaders with images or samplers cannot run here")
         if info.plain_inputs:
             raise UnsupportedError(f"{self.name}: input variable {info.plain_inputs[0]!r} has no "
                                    "BuiltIn decoration; a compute shader's only inputs are "
