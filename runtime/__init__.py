@@ -1,6 +1,7 @@
 """vkir.runtime: run SPIR-V compute kernels on a Vulkan device through the `vulkan` package.
 
-It imports no other vkir part except vkir.errors: it takes SPIR-V bytes, the binding numbers of
+It imports no other vkir part except vkir.errors, vkir.timing and vkir.config (the VKIR_*
+environment variables): it takes SPIR-V bytes, the binding numbers of
 the storage buffers, push-constant bytes and group counts.
 
     dev = open_device()                      # $VKIR_DEVICE or the best device

@@ -24,9 +24,9 @@ import struct
 import threading
 import time
 import weakref
-from pathlib import Path
 from collections import OrderedDict
 
+from vkir import config
 from vkir.errors import DeviceError, UnsupportedError
 
 from ._vk import call, check, cstr, ffi, lib, vk
@@ -57,12 +57,11 @@ DESCRIPTOR_POOL_UNIFORMS = 256  # uniform buffers (shaders loaded with vkir.load
 
 
 def _cache_file(physical):
-    """Where this device's pipeline cache persists: $VKIR_CACHE_DIR (default ~/.cache/vkir),
-    one file per pipelineCacheUUID; None when VKIR_CACHE_DIR is set to "" or "0"."""
-    folder = os.environ.get("VKIR_CACHE_DIR")
-    if folder is not None and folder.strip() in ("", "0"):
+    """Where this device's pipeline cache persists: in vkir's cache root (vkir.config), one
+    file per pipelineCacheUUID; None when there is no disk cache."""
+    base = config.cache_root()
+    if base is None:
         return None
-    base = Path(folder) if folder else Path(os.path.expanduser("~")) / ".cache" / "vkir"
     uuid = bytes(vk.vkGetPhysicalDeviceProperties(physical).pipelineCacheUUID).hex()
     return base / f"pipelines-{uuid}.bin"
 

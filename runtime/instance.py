@@ -21,6 +21,7 @@ import sys
 import threading
 import warnings
 
+from vkir import config
 from vkir.errors import DeviceError
 
 from ._vk import call, cstr, ffi, vk
@@ -38,7 +39,7 @@ _SEVERITY = {
 
 def validation_requested() -> bool:
     """True when $VKIR_VALIDATION asks for the Khronos validation layer."""
-    return os.environ.get("VKIR_VALIDATION", "").strip() not in ("", "0", "false", "no", "off")
+    return config.validation()
 
 
 class Instance:

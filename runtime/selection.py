@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 
+from vkir import config
 from vkir.errors import DeviceError
 
 from .device import Device
@@ -64,7 +65,7 @@ def select(selector=None) -> DeviceInfo:
         raise DeviceError("no Vulkan device found (install mesa-vulkan-drivers for lavapipe)")
     where = ""
     if selector is None:
-        selector = os.environ.get("VKIR_DEVICE") or None
+        selector = config.device_selector()
         where = " (from $VKIR_DEVICE)"
     if selector is None:
         return min(infos, key=lambda d: (KIND_RANK[d.kind], d.index))

@@ -16,9 +16,9 @@ a re-submission of the same launch or sequence) waits for it again, with its own
 from __future__ import annotations
 
 import math
-import os
 import time
 
+from vkir import config
 from vkir.errors import ArgumentError, DeviceError
 
 from ._vk import check, ffi, lib, result_name, vk
@@ -30,16 +30,7 @@ VK_TIMEOUT = vk.VK_TIMEOUT
 def resolve_timeout(timeout):
     """Seconds to wait (a float), or None for no limit: `timeout` itself, else $VKIR_TIMEOUT."""
     if timeout is None:
-        raw = os.environ.get("VKIR_TIMEOUT", "").strip()
-        if not raw:
-            return None
-        try:
-            value = float(raw)
-        except ValueError:
-            raise ArgumentError(f"VKIR_TIMEOUT={raw!r} is not a number of seconds") from None
-        if not value > 0:
-            raise ArgumentError(f"VKIR_TIMEOUT={raw!r} must be a positive number of seconds")
-        return None if math.isinf(value) else value
+        return config.timeout()
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
         raise ArgumentError(f"timeout must be a number of seconds or None, got {timeout!r}")
     if math.isnan(timeout) or timeout < 0:

@@ -9,7 +9,7 @@ import is still a dependency, only a deferred one. A "package" is vkir's first-l
 module (`vkir.ir`, `vkir.api`, ...); the top-level folders spirv/ and runtime/ are `vkir.spirv`
 and `vkir.runtime`, as they install.
 
-The layering, bottom to top: errors, timing; target (the compilation target, plain data); ir;
+The layering, bottom to top: errors, config (the VKIR_* environment variables), timing; target (the compilation target, plain data); ir;
 abi (a compiled kernel's dispatch description); arith; analysis; script, transform, schedule, binding,
 interpreter; spirv (the IR -> SPIR-V backend); runtime (Vulkan, knows no IR); and the facade
 (api, lowering, cli, demo, ops, ...) that joins them. A package imports only packages below it
@@ -31,22 +31,24 @@ SOURCES = {"vkir": ROOT / "vkir", "vkir.spirv": ROOT / "spirv", "vkir.runtime": 
 # package -> the packages it may import (besides itself); packages not listed are the facade
 ALLOWED = {
     "vkir.errors": set(),
+    "vkir.config": {"vkir.errors"},
     "vkir.target": {"vkir.errors"},
     "vkir.ir": {"vkir.errors"},
     "vkir.abi": {"vkir.errors", "vkir.ir"},
     "vkir.arith": {"vkir.errors", "vkir.ir"},
     "vkir.analysis": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.target"},
     "vkir.script": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis"},
-    "vkir.transform": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis", "vkir.target"},
+    "vkir.transform": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis", "vkir.target",
+                       "vkir.config"},
     "vkir.schedule": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis", "vkir.transform",
-                      "vkir.target"},
+                      "vkir.target", "vkir.config"},
     "vkir.binding": {"vkir.errors", "vkir.ir"},
     "vkir.interpreter": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis",
                          "vkir.binding"},
     "vkir.spirv": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis", "vkir.target",
                    "vkir.abi"},
     "vkir.timing": set(),
-    "vkir.runtime": {"vkir.errors", "vkir.timing"},
+    "vkir.runtime": {"vkir.errors", "vkir.timing", "vkir.config"},
 }
 
 

@@ -38,6 +38,7 @@ import weakref
 from collections import OrderedDict
 from pathlib import Path
 
+from . import config
 from .cache_root import cache_root
 from .errors import ArgumentError, UnsupportedError, VkirError
 
@@ -62,7 +63,7 @@ def cache_dir() -> Path | None:
 
 def tuning_enabled() -> bool:
     """False when $VKIR_AUTOTUNE is "0" (take the first config without timing)."""
-    return os.environ.get("VKIR_AUTOTUNE", "1").strip() not in ("0", "false", "no", "off")
+    return config.autotune() != "never"
 
 
 def device_class(info) -> str:
@@ -271,7 +272,7 @@ class Tuned:
             if k is not None:
                 per_device.move_to_end(key)
                 return k
-        tune = os.environ.get("VKIR_AUTOTUNE", "").strip() == "1"
+        tune = config.autotune() == "always"
         k = self.build(device=dev, tune=tune, **shape)
         with self._kernels_lock:
             per_device[key] = k

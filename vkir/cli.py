@@ -21,12 +21,12 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from . import config
 from .errors import ArgumentError, DeviceError, VkirError
 
 __all__ = ["main", "parser", "load_funcs", "load_func", "random_inputs"]
@@ -76,7 +76,7 @@ def _target(name: str, device_sel=None):
         return Target.named(name)
     from . import api
 
-    if device_sel is not None or os.environ.get("VKIR_DEVICE"):
+    if device_sel is not None or config.device_selector():
         # a device the user named (--device, $VKIR_DEVICE) must open: never a silent fallback
         return Target.from_device(api.device(device_sel))
     try:

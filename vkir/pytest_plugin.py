@@ -62,6 +62,7 @@ def pytest_configure(config):
 # -- the device ----------------------------------------------------------------------------------
 def open_test_device():
     """The device tests use (VKIR_DEVICE or the best one), or pytest.skip with the reason."""
+    from vkir import config
     from vkir.errors import DeviceError
 
     try:
@@ -74,7 +75,7 @@ def open_test_device():
         pytest.skip(NO_DEVICE.format(why=str(exc)))
     if not infos:
         pytest.skip(NO_DEVICE.format(why="the loader reports none"))
-    return runtime.open_device(os.environ.get("VKIR_DEVICE") or None)
+    return runtime.open_device(config.device_selector())
 
 
 @pytest.fixture(scope="session")

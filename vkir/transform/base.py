@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
+from .. import config
 from ..errors import ArgumentError, TransformError
 from ..ir import PrimFunc
 from ..ir.structural import recursion_headroom
@@ -15,7 +15,7 @@ VERIFY_ENV = "VKIR_VERIFY_PASSES"  # "1": the explicit-cast checker runs after e
 def verify_every_pass() -> bool:
     """Whether $VKIR_VERIFY_PASSES asks for the checker after every pass call (the test suite
     sets it; see vkir.transform.instruments.CheckTypes)."""
-    return os.environ.get(VERIFY_ENV) == "1"
+    return config.verify_passes()
 
 
 @dataclass(frozen=True)

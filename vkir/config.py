@@ -1,0 +1,87 @@
+"""Every VKIR_* environment variable, read here and nowhere else, each with one meaning.
+
+They are read when asked for (not once at import), so a test or a program may set one before the
+call it affects. `VARIABLES` documents them all; the README's table is the same list.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from .errors import ArgumentError
+
+VARIABLES = {
+    "VKIR_DEVICE": "the device vkir opens: an index, a name fragment, lavapipe, swiftshader, "
+                   "cpu or gpu (default: the best device)",
+    "VKIR_VALIDATION": "1: enable the Khronos validation layer and collect its messages",
+    "VKIR_CACHE_DIR": "the root of vkir's disk caches (compiled kernels, tuning results, driver "
+                      "pipeline caches); \"\" or 0: no disk cache (default: the user cache "
+                      "directory)",
+    "VKIR_TIMEOUT": "the default timeout in seconds of every wait for the device (default: none)",
+    "VKIR_AUTOTUNE": "0: never time configs (the cached winner or the first config that builds); "
+                     "1: also time them when an op meets a new shape (default: only explicit "
+                     "builds of a tuned template time them)",
+    "VKIR_VERIFY_PASSES": "1: run the explicit-cast checker after every pass call",
+}
+
+_OFF = ("", "0", "false", "no", "off")
+
+
+def _get(name: str) -> str | None:
+    assert name in VARIABLES, name
+    return os.environ.get(name)
+
+
+def device_selector() -> str | None:
+    """$VKIR_DEVICE, or None when unset or empty."""
+    return (_get("VKIR_DEVICE") or "").strip() or None
+
+
+def validation() -> bool:
+    """Whether $VKIR_VALIDATION asks for the Khronos validation layer."""
+    return (_get("VKIR_VALIDATION") or "").strip().lower() not in _OFF
+
+
+def verify_passes() -> bool:
+    """Whether $VKIR_VERIFY_PASSES asks for the checker after every pass call."""
+    return (_get("VKIR_VERIFY_PASSES") or "").strip() == "1"
+
+
+def cache_root() -> Path | None:
+    """$VKIR_CACHE_DIR, else the platform's user cache directory for vkir (platformdirs); None
+    (no disk cache at all) when VKIR_CACHE_DIR is "" or "0"."""
+    root = _get("VKIR_CACHE_DIR")
+    if root is None:
+        import platformdirs
+
+        return Path(platformdirs.user_cache_dir("vkir"))
+    if root.strip() in ("", "0"):
+        return None
+    return Path(root)
+
+
+def timeout() -> float | None:
+    """$VKIR_TIMEOUT in seconds, None when unset, empty or infinite; ArgumentError when it is
+    not a positive number."""
+    raw = (_get("VKIR_TIMEOUT") or "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ArgumentError(f"VKIR_TIMEOUT={raw!r} is not a number of seconds") from None
+    if not value > 0:
+        raise ArgumentError(f"VKIR_TIMEOUT={raw!r} must be a positive number of seconds")
+    return None if math.isinf(value) else value
+
+
+def autotune() -> str:
+    """What $VKIR_AUTOTUNE asks: "never" (0), "always" (1) or "default" (unset): see VARIABLES."""
+    raw = (_get("VKIR_AUTOTUNE") or "").strip().lower()
+    if raw in ("0", "false", "no", "off"):
+        return "never"
+    if raw in ("1", "true", "yes", "on"):
+        return "always"
+    return "default"
