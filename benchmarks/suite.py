@@ -202,7 +202,7 @@ class Bench:
         self.add("vadd", "numpy", "wall_s", wall_samples(lambda: np.add(a, b, out=c), self.repeat), nbytes=nbytes)
 
     def sum(self):
-        from vkir.ops.reduce import _final, rows_kernel
+        from vkir.ops.reduce import final_sum, rows_kernel
 
         from . import kernels
 
@@ -213,7 +213,7 @@ class Bench:
         X = vk.array(x, dev)
         k1 = self.tuned(rows_kernel, O=1, R=n, op="sum", with_index=False, scale=1.0)
         parts = k1.func.buffer_map[k1.func.params[1]].shape[1].value
-        k2 = _final.kernel(dev, O=1, R=parts, op="sum", with_index=False, scale=1.0)
+        k2 = final_sum.kernel(dev, O=1, R=parts, op="sum", with_index=False, scale=1.0)
         P0, S0 = vk.empty((1, parts), "float32", dev), vk.empty((1, 1), "float32", dev)
         X2 = vk.api.DeviceArray(X.buffer, (1, n), X.dtype, dev)
         mirror = vk.build(kernels.block_sum, device=dev)

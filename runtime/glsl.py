@@ -49,7 +49,7 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (GLSLANG_MEMORY_BYTES, GLSLANG_MEMORY_BYTES))
 
 
-def _direct_binary():
+def direct_binary():
     """(path, environment) of the glslangValidator executable of the cmeel wheel, run directly
     with its libraries on LD_LIBRARY_PATH: the `glslangValidator` script beside Python starts a
     Python interpreter first, which doubles the time of every compile. None without the wheel."""
@@ -67,7 +67,7 @@ def run_glslang(args: list, what: str) -> subprocess.CompletedProcess:
     """Run glslangValidator with `args`, bounded in time (GLSLANG_SECONDS) and memory
     (GLSLANG_MEMORY_BYTES); its output decoded leniently (a non-UTF-8 source may be echoed).
     GlslError when it runs out of either bound."""
-    direct = _direct_binary() if sys.platform.startswith("linux") else None
+    direct = direct_binary() if sys.platform.startswith("linux") else None
     exe, env = direct if direct is not None else (find_glslang(), None)
     try:
         proc = subprocess.run([exe, *args], capture_output=True, text=True, env=env,

@@ -20,7 +20,7 @@ from vkir.timing import Timing
 from ._vk import check, ffi, lib, vk
 from .device import LAUNCH_CACHE_SIZE, submit_info
 from .limits import check_groups, check_storage_range
-from .memory import _barrier
+from .memory import memory_barrier
 
 SHADER = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
 TRANSFER = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
@@ -46,7 +46,7 @@ class Launch:
         self.cmd = cmd = device.allocate_command_buffer()
         begin = vk.VkCommandBufferBeginInfo()
         check(lib.vkBeginCommandBuffer(cmd, ffi.addressof(begin)), "vkBeginCommandBuffer")
-        _barrier(cmd, SHADER | TRANSFER, vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+        memory_barrier(cmd, SHADER | TRANSFER, vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
                  SHADER, vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT)
         if timed:
             lib.vkCmdResetQueryPool(cmd, self.query_pool, 0, 2)
@@ -62,7 +62,7 @@ class Launch:
         lib.vkCmdDispatch(cmd, *groups)
         if timed:
             lib.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, self.query_pool, 1)
-        _barrier(cmd, SHADER, vk.VK_ACCESS_SHADER_WRITE_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT | TRANSFER,
+        memory_barrier(cmd, SHADER, vk.VK_ACCESS_SHADER_WRITE_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT | TRANSFER,
                  vk.VK_ACCESS_HOST_READ_BIT | vk.VK_ACCESS_TRANSFER_READ_BIT)
         check(lib.vkEndCommandBuffer(cmd), "vkEndCommandBuffer")
         self.submit_info, self._keep = submit_info(cmd)
@@ -159,7 +159,7 @@ def get_launch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1), t
         if pipeline.handle is None:
             raise DeviceError("this pipeline was destroyed (device closed or pipeline cache reset); "
                               "build the kernel again")
-        _check(device, pipeline, buffers, push, groups)
+        check_dispatch(device, pipeline, buffers, push, groups)
         launch = Launch(device, pipeline, buffers, push, groups, timed)
         launches[key] = launch
         while len(launches) > LAUNCH_CACHE_SIZE:
@@ -167,7 +167,7 @@ def get_launch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1), t
     return launch
 
 
-def _check(device, pipeline, buffers, push, groups):
+def check_dispatch(device, pipeline, buffers, push, groups):
     if len(buffers) != len(pipeline.bindings):
         raise ArgumentError(f"pipeline has {len(pipeline.bindings)} bindings, got {len(buffers)} buffers")
     if len(push) > pipeline.push_constant_size:

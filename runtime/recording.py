@@ -23,8 +23,8 @@ from vkir.errors import ArgumentError, DeviceError
 
 from ._vk import check, ffi, lib, vk
 from .device import submit_info
-from .launch import SHADER, TRANSFER, _check, descriptor_set
-from .memory import _barrier
+from .launch import SHADER, TRANSFER, check_dispatch, descriptor_set
+from .memory import memory_barrier
 
 ACCESS_MODES = ("r", "w", "rw")
 
@@ -108,7 +108,7 @@ class Recording:
                 if d.pipeline.device is not device:
                     raise ArgumentError(f"dispatch {d.name} was built for another device than "
                                         f"{device!r}")
-                _check(device, d.pipeline, d.buffers, d.push, d.groups)
+                check_dispatch(device, d.pipeline, d.buffers, d.push, d.groups)
             device.recordings[id(res)] = res
             fin = weakref.finalize(self, _defer_free, device, res)
             fin.atexit = False
@@ -128,7 +128,7 @@ class Recording:
         self.cmd = self._res.cmd = cmd = device.allocate_command_buffer()
         begin = vk.VkCommandBufferBeginInfo()
         check(lib.vkBeginCommandBuffer(cmd, ffi.addressof(begin)), "vkBeginCommandBuffer")
-        _barrier(cmd, SHADER | TRANSFER, vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+        memory_barrier(cmd, SHADER | TRANSFER, vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
                  SHADER, vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT)
         if self.query_pool is not None:
             lib.vkCmdResetQueryPool(cmd, self.query_pool, 0, 2 * n)
@@ -136,7 +136,7 @@ class Recording:
         sets = {}   # (pipeline, buffer serials) -> descriptor set: one per distinct binding
         for i, (d, barrier) in enumerate(zip(self.dispatches, barriers)):
             if barrier:
-                _barrier(cmd, SHADER, vk.VK_ACCESS_SHADER_WRITE_BIT, SHADER,
+                memory_barrier(cmd, SHADER, vk.VK_ACCESS_SHADER_WRITE_BIT, SHADER,
                          vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT)
             pipeline = d.pipeline
             if pipeline is not bound:
@@ -163,7 +163,7 @@ class Recording:
             if self.query_pool is not None:
                 lib.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, self.query_pool,
                                         2 * i + 1)
-        _barrier(cmd, SHADER, vk.VK_ACCESS_SHADER_WRITE_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT | TRANSFER,
+        memory_barrier(cmd, SHADER, vk.VK_ACCESS_SHADER_WRITE_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT | TRANSFER,
                  vk.VK_ACCESS_HOST_READ_BIT | vk.VK_ACCESS_TRANSFER_READ_BIT)
         check(lib.vkEndCommandBuffer(cmd), "vkEndCommandBuffer")
         self.submit_info, self._keep_info = submit_info(cmd)

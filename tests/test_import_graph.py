@@ -37,3 +37,11 @@ def test_a_forbidden_arrow_is_reported():
     edges = {"vkir.ir": {"vkir.script": True, "vkir.errors": False},
              "vkir.runtime": {"vkir.ir": False}, "vkir.api": {"vkir.runtime": True}}
     assert tool.violations(edges) == ["vkir.ir -> vkir.script (lazy)", "vkir.runtime -> vkir.ir"]
+
+
+def test_cycles_are_found_in_a_module_graph():
+    tool = _tool()
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}, "f": set()}
+    assert tool.cycles(edges) == [["a", "b", "c"]]
+    assert tool.cycles(tool.module_graph()) == []      # the tree imports without cycles
+    assert tool.private_imports() == []                # and no module takes another's _names

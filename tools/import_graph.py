@@ -1,6 +1,8 @@
 """Print which vkir packages import which, and fail on an arrow the layering forbids.
 
-    python tools/import_graph.py            # the graph, then the violations (exit 1 if any)
+    python tools/import_graph.py            # the graph, then the violations (exit 1 if any):
+                                            # forbidden arrows, import-time module cycles and
+                                            # imports of another module's private names
     python tools/import_graph.py --quiet    # only the violations
 
 Reads the source with `ast` (nothing is imported, so it needs no Vulkan loader and no install).
@@ -67,13 +69,22 @@ def module_name(prefix: str, root: Path, path: Path) -> str:
     return ".".join([prefix, *parts])
 
 
-def imports(path: Path, module: str):
-    """(imported vkir module, lazy) for every import statement in the file at `path`."""
+def _type_checking(stmt) -> bool:
+    """Whether `stmt` is an `if TYPE_CHECKING:` block (imports for annotations only)."""
+    test = getattr(stmt, "test", None)
+    return isinstance(stmt, ast.If) and (
+        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
+
+
+def imports(path: Path, module: str, annotations: bool = True):
+    """(imported vkir module, lazy) for every import statement in the file at `path`; with
+    `annotations` False, imports under `if TYPE_CHECKING:` count as lazy (they never run)."""
     tree = ast.parse(path.read_text(), str(path))
     is_package = path.name == "__init__.py"
     top_level = {id(n) for n in tree.body}
     for stmt in tree.body:   # `if TYPE_CHECKING:` blocks and the like count as top level
-        if isinstance(stmt, (ast.If, ast.Try)):
+        if isinstance(stmt, (ast.If, ast.Try)) and (annotations or not _type_checking(stmt)):
             top_level.update(id(n) for n in ast.walk(stmt))
     for node in ast.walk(tree):
         lazy = id(node) not in top_level
@@ -113,6 +124,89 @@ def graph() -> dict:
     return edges
 
 
+def module_graph() -> dict:
+    """{module: {module it imports at import time}} over every source file: the imports that run
+    when the module loads (lazy ones inside functions are left out: they cannot form a cycle at
+    import time). `from package import name` counts as importing the package, and the
+    submodule when `name` is one."""
+    files = {}
+    for prefix, root in SOURCES.items():
+        for path in sorted(root.rglob("*.py")):
+            files[module_name(prefix, root, path)] = path
+    edges = {}
+    for module, path in files.items():
+        out = edges.setdefault(module, set())
+        ancestors = {module.rsplit(".", k)[0] for k in range(1, module.count(".") + 1)}
+        for target, lazy in imports(path, module, annotations=False):
+            if lazy:
+                continue
+            while target and target not in files:   # a name inside a module: the module
+                target = target.rpartition(".")[0]
+            # a package is always initialized before its submodules: no cycle through it
+            if target and target != module and target not in ancestors:
+                out.add(target)
+    return edges
+
+
+def cycles(edges: dict) -> list:
+    """The import cycles of a module graph: each strongly connected set of two or more modules
+    (or a module importing itself), sorted (Tarjan's algorithm, iterative)."""
+    index, low, on_stack, stack, out = {}, {}, set(), [], []
+    counter = [0]
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges.get(root, ()))))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter[0]
+                    counter[0] += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    group = []
+                    while True:
+                        m = stack.pop()
+                        on_stack.discard(m)
+                        group.append(m)
+                        if m == node:
+                            break
+                    if len(group) > 1:
+                        out.append(sorted(group))
+    return sorted(out)
+
+
+def private_imports() -> list:
+    """'module: from X import _name' for every import of another module's private name (a name
+    that module keeps to itself; a name a second module needs is public)."""
+    out = []
+    for prefix, root in SOURCES.items():
+        for path in sorted(root.rglob("*.py")):
+            tree = ast.parse(path.read_text(), str(path))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                    for alias in node.names:
+                        if alias.name.startswith("_") and not alias.name.startswith("__"):
+                            where = module_name(prefix, root, path)
+                            out.append(f"{where}: from {'.' * node.level}{node.module or ''} "
+                                       f"import {alias.name}")
+    return out
+
+
 def violations(edges: dict) -> list:
     """'src -> dst' for every arrow ALLOWED forbids (facade packages are never imported from
     below)."""
@@ -137,7 +231,8 @@ def main(argv=None) -> int:
             targets = edges[src]
             shown = ", ".join(f"{d}{' (lazy)' if targets[d] else ''}" for d in sorted(targets))
             print(f"{src:18} -> {shown or '-'}")
-    bad = violations(edges)
+    bad = violations(edges) + [f"import cycle: {' -> '.join(c)}" for c in cycles(module_graph())] \
+        + [f"private import in {line}" for line in private_imports()]
     if bad:
         print(f"\n{len(bad)} forbidden import(s):")
         for line in bad:

@@ -61,9 +61,9 @@ def export(name: str, git_dir: str, rev: str, out: Path) -> list[Path]:
 
 def tool(name: str) -> list:
     """The command (and environment) that runs SPIRV-Tools' or glslang's binary directly."""
-    from vkir.runtime.glsl import _direct_binary
+    from vkir.runtime.glsl import direct_binary
 
-    exe, env = _direct_binary()
+    exe, env = direct_binary()
     return str(Path(exe).parent / name), env
 
 

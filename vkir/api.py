@@ -34,8 +34,8 @@ from .ir import DataType, For, IntImm, PrimFunc
 from .ir.walk import walk
 from .lowering import LOOP_TRIP_LIMIT
 from .ir.dtype import type_range
-from .profiling import _PROFILER
-from .sequences import _ACTIVE, LaunchHandle
+from .profiling import ACTIVE_PROFILER
+from .sequences import ACTIVE_SEQUENCE, LaunchHandle
 from .timing import Timing
 
 __all__ = ["devices", "device", "target_for", "DeviceArray", "array", "empty", "zeros", "full",
@@ -62,7 +62,7 @@ def device(selector=None):
     return runtime.open_device(selector)
 
 
-def _device(dev):
+def resolve_device(dev):
     from . import runtime
 
     return dev if isinstance(dev, runtime.Device) else device(dev)
@@ -77,6 +77,9 @@ def target_for(info, precise: bool = False):
 
     target = Target.from_device(info)
     return replace(target, precise=True) if precise else target
+
+
+_device = resolve_device  # the former private name
 
 
 # -- arrays --------------------------------------------------------------------------------------
@@ -207,7 +210,7 @@ def array(values, dtype=None, device=None) -> DeviceArray:
     from .runtime.suballoc import allocate
 
     dtype, device = _array_args(dtype, device)
-    dev = _device(device)
+    dev = resolve_device(device)
     if isinstance(values, DeviceArray):
         values = values.numpy()
     # np.asarray keeps a 0-d value 0-d (np.ascontiguousarray would make it shape (1,))
@@ -223,7 +226,7 @@ def _new(shape, dtype, device) -> DeviceArray:
     from .runtime.limits import shape_bytes
     from .runtime.suballoc import allocate
 
-    dev = _device(device)
+    dev = resolve_device(device)
     shape = _shape(shape)
     lanes = _lanes(dtype)
     if lanes > 1:
@@ -320,10 +323,10 @@ def build(func: PrimFunc, *, device=None, pointer_casts: bool = False,
     if kernel is None and check_bounds:
         from .bounds_check import BoundsCheckedKernel
 
-        dev = _device(device)
+        dev = resolve_device(device)
         kernel = BoundsCheckedKernel(func, lambda checked: Kernel(checked, dev, pointer_casts, precise))
     if kernel is None:
-        kernel = Kernel(func, _device(device), pointer_casts, precise)
+        kernel = Kernel(func, resolve_device(device), pointer_casts, precise)
     if explain:
         import sys
 
@@ -331,7 +334,7 @@ def build(func: PrimFunc, *, device=None, pointer_casts: bool = False,
     return kernel
 
 
-def _check_layouts(func: PrimFunc) -> None:
+def check_layouts(func: PrimFunc) -> None:
     """Kernel arguments are compact row-major arrays of the buffer's shape, bound as they are: a
     parameter buffer with explicit strides or an elem_offset would index past the array's end."""
     for p in func.params:
@@ -395,7 +398,7 @@ class Kernel:
         from .shape_eval import evaluate
 
         t0 = time.perf_counter()
-        _check_layouts(func)
+        check_layouts(func)
         self.func = func
         self.device = dev
         self.target = target_for(dev.info, precise)
@@ -675,7 +678,7 @@ class Kernel:
 
         if kwargs:
             args = self._signature.arguments(args, kwargs)
-        if _ACTIVE.get() is not None or _PROFILER.get() is not None:
+        if ACTIVE_SEQUENCE.get() is not None or ACTIVE_PROFILER.get() is not None:
             self._call_recorded(args)
             return
         launch = self._memo_hit(args)
@@ -733,7 +736,7 @@ class Kernel:
         """A call inside `vkir.sequence()` (recorded) or `vkir.profile()` (timed)."""
         from .runtime import get_launch
 
-        seq = _ACTIVE.get()
+        seq = ACTIVE_SEQUENCE.get()
         if seq is not None:
             seq.add(self.dispatch_spec(*args))
             return
@@ -742,7 +745,7 @@ class Kernel:
             buffers, push, groups, copies, pipeline = self._prepare(args)
             launch = get_launch(self.device, pipeline, buffers, push, groups, timed=timed)
             if timed:
-                _PROFILER.get().add_launch(self.name, launch, args)
+                ACTIVE_PROFILER.get().add_launch(self.name, launch, args)
             else:
                 launch.run(keep=args)
             self._copy_back(copies)
@@ -757,10 +760,10 @@ class Kernel:
         from .runtime.suballoc import allocate
 
         args = self._signature.arguments(args, kwargs)
-        if _ACTIVE.get() is not None:
+        if ACTIVE_SEQUENCE.get() is not None:
             raise ArgumentError(f"kernel {self.name}: launch() inside a sequence; call the kernel "
                                 "instead (the sequence submits when its block ends)")
-        if _PROFILER.get() is not None:
+        if ACTIVE_PROFILER.get() is not None:
             self._call_recorded(args)
             return LaunchHandle(None, (), self.name)
         push, groups, buffers, host, pipeline = self._device_buffers(args)

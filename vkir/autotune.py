@@ -232,9 +232,9 @@ class Tuned:
         tuning, the default unless VKIR_AUTOTUNE=0 or `tune=False`) the fastest config timed
         now, else the first config the device can run. The kernel's `config` attribute is the
         config it was built with."""
-        from .api import _device
+        from .api import resolve_device
 
-        dev = _device(device)
+        dev = resolve_device(device)
         info = dev.info
         self.last_log = []
         hit = self.cached(info, **shape)
@@ -262,9 +262,9 @@ class Tuned:
         """The Kernel for `shape` on `device`, built once per device and shape (what the ops
         call): the cached tuning result when there is one, else the device's default config,
         unless VKIR_AUTOTUNE=1 asks to tune now."""
-        from .api import _device
+        from .api import resolve_device
 
-        dev = _device(device)
+        dev = resolve_device(device)
         key = json.dumps(_jsonable(shape), sort_keys=True, default=str)
         with self._kernels_lock:
             per_device = self._kernels.setdefault(dev, OrderedDict())

@@ -18,12 +18,13 @@ import contextvars
 import sys
 from dataclasses import dataclass, field
 
-_PROFILER: contextvars.ContextVar = contextvars.ContextVar("vkir_active_profiler", default=None)
+ACTIVE_PROFILER: contextvars.ContextVar = contextvars.ContextVar("vkir_active_profiler", default=None)
+_PROFILER = ACTIVE_PROFILER  # the former private name
 
 
 def active_profiler():
     """The Profiler of the enclosing `vkir.profile()` block on this thread, or None."""
-    return _PROFILER.get()
+    return ACTIVE_PROFILER.get()
 
 
 @dataclass
@@ -74,11 +75,11 @@ class Profiler:
         self._token = None
 
     def __enter__(self) -> "Profiler":
-        self._token = _PROFILER.set(self)
+        self._token = ACTIVE_PROFILER.set(self)
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        _PROFILER.reset(self._token)
+        ACTIVE_PROFILER.reset(self._token)
         if exc_type is None and self.show:
             print(self.report.table(), file=self.file if self.file is not None else sys.stdout)
 

@@ -21,20 +21,21 @@ import contextvars
 
 from .errors import ArgumentError, DeviceError
 
-_ACTIVE: contextvars.ContextVar = contextvars.ContextVar("vkir_active_sequence", default=None)
+ACTIVE_SEQUENCE: contextvars.ContextVar = contextvars.ContextVar("vkir_active_sequence", default=None)
+_ACTIVE = ACTIVE_SEQUENCE  # the former private name
 
 
 def current():
     """The sequence whose `with` block the calling thread is in, or None."""
-    return _ACTIVE.get()
+    return ACTIVE_SEQUENCE.get()
 
 
 def sequence(device=None) -> "Sequence":
     """A new, empty Sequence on `device` (a selector as for vkir.device, or an opened Device);
     use it as a context manager."""
-    from .api import _device
+    from .api import resolve_device
 
-    return Sequence(_device(device))
+    return Sequence(resolve_device(device))
 
 
 class Sequence:
@@ -65,11 +66,11 @@ class Sequence:
             raise ArgumentError("this sequence was recorded already: replay it with seq.run(), or "
                                 "record a new one with vkir.sequence()")
         self._open = True
-        self._token = _ACTIVE.set(self)
+        self._token = ACTIVE_SEQUENCE.set(self)
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        _ACTIVE.reset(self._token)
+        ACTIVE_SEQUENCE.reset(self._token)
         self._token = None
         self._open = False
         if exc_type is None:

@@ -75,7 +75,7 @@ class ShaderKernel:
         from .spirv import validate
         from .spirv.reflect import reflect
 
-        dev = api._device(device)
+        dev = api.resolve_device(device)
         self.device = dev
         self.spirv = bytes(spirv)
         self.name = name or entry
@@ -543,7 +543,7 @@ def compile_glsl(source_or_path, defines=None, specialization=None, device=None)
         src = src.decode(errors="replace")
     if defines is not None and not isinstance(defines, dict):
         raise ArgumentError(f"vkir.compile_glsl: defines must be a dict, got {type(defines).__name__}")
-    dev = api._device(device)
+    dev = api.resolve_device(device)
     # at most Vulkan 1.2 (SPIR-V 1.5): for 1.3 glslang sets a specialized local size with
     # LocalSizeId, which needs the maintenance4 feature; 1.5 modules run on 1.3 devices
     env = min(api.target_for(dev.info).env, "vulkan1.2")

@@ -80,7 +80,7 @@ def file_kind(path: Path) -> str | None:
     return "spirv" if head in (SPIRV_MAGIC, SPIRV_MAGIC[::-1]) else None
 
 
-def _matches(path: Path, patterns, root: Path | None = None) -> bool:
+def matches(path: Path, patterns, root: Path | None = None) -> bool:
     """Whether `path` (its name, its path, or its path below `root`) matches a glob pattern."""
     names = [path.name, path.as_posix()]
     if root is not None:
@@ -100,14 +100,14 @@ def expand(paths, globs=(), excludes=()) -> list[Path]:
     for p in map(Path, paths):
         if p.is_dir():
             found = sorted(f for f in p.rglob("*") if f.is_file()
-                           and (_matches(f, globs, p) if globs else
+                           and (matches(f, globs, p) if globs else
                                 f.suffix.lower() in SPIRV_SUFFIXES + ASM_SUFFIXES + GLSL_SUFFIXES)
-                           and not _matches(f, excludes, p))
+                           and not matches(f, excludes, p))
             if not found:
                 raise ArgumentError(f"{p}: folder holds no .spv, .spvasm or GLSL shader file"
                                     + (" matching the patterns" if globs or excludes else ""))
             out.extend(found)
-        elif excludes and _matches(p, excludes):
+        elif excludes and matches(p, excludes):
             continue
         elif not p.exists():
             raise ArgumentError(f"{p}: no such file or folder")

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .errors import ArgumentError
-from .validate import FileResult, Problem, _matches, check_file
+from .validate import FileResult, Problem, matches, check_file
 
 CACHE_FORMAT = 1
 
@@ -88,7 +88,7 @@ def _jobs(files, options: Options) -> list:
     """(path, defines dict, label) for each check: one per variant of a matching source."""
     out = []
     for path in files:
-        sets = [s for glob, group in options.variants if _matches(path, [glob]) for s in group]
+        sets = [s for glob, group in options.variants if matches(path, [glob]) for s in group]
         for variant in sets or [()]:
             defines = dict(options.defines)
             defines.update(variant)

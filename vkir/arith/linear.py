@@ -226,7 +226,7 @@ def wrap(value: int, dt: DataType) -> int:
     return value
 
 
-def _signed(value: int, dt: DataType) -> int:
+def signed(value: int, dt: DataType) -> int:
     """The coefficient `value` as a signed residue modulo 2**bits (used for uint too)."""
     bits = dt.bits
     value &= (1 << bits) - 1
@@ -240,13 +240,13 @@ def reduced(lin: Linear, dt: DataType) -> Linear:
     def red(d):
         out = {}
         for atom, k in d.items():
-            k = _signed(k, dt)
+            k = signed(k, dt)
             if k:
                 out[atom] = k
         return out
 
-    return Linear(lin.lanes, red(lin.base), _signed(lin.c, dt), red(lin.stride),
-                  _signed(lin.sc, dt), red(lin.vec))
+    return Linear(lin.lanes, red(lin.base), signed(lin.c, dt), red(lin.stride),
+                  signed(lin.sc, dt), red(lin.vec))
 
 
 def _assemble(pairs, zero, const=None):
@@ -284,7 +284,7 @@ def _terms(d: dict, c: int, dt: DataType):
     minimum = -(1 << (dt.bits - 1))
     pairs = []
     for atom, k in d.items():
-        k = _signed(k, dt)
+        k = signed(k, dt)
         if k == 0:
             continue
         lanes = atom.dtype.lanes
@@ -293,7 +293,7 @@ def _terms(d: dict, c: int, dt: DataType):
             continue
         term = atom if abs(k) == 1 else E.Mul(atom, _imm(abs(k), dt, lanes))
         pairs.append((term, 1 if k > 0 else -1))
-    c = _signed(c, dt)
+    c = signed(c, dt)
     if c == minimum:
         const = (_imm(c, dt, 1), 1)
     elif c:
@@ -315,11 +315,11 @@ def rebuild(lin: Linear, dt: DataType):
     if lin.lanes == 1:
         return rebuild_scalar(lin.base, lin.c, elem)
     L = lin.lanes
-    has_core = lin.base or _signed(lin.c, elem) or lin.stride or _signed(lin.sc, elem)
+    has_core = lin.base or signed(lin.c, elem) or lin.stride or signed(lin.sc, elem)
     pairs, _ = _terms(lin.vec, 0, elem)
     if has_core or not pairs:
         base = rebuild_scalar(lin.base, lin.c, elem)
-        if lin.stride or _signed(lin.sc, elem):
+        if lin.stride or signed(lin.sc, elem):
             core = E.Ramp(base, rebuild_scalar(lin.stride, lin.sc, elem), L)
         else:
             core = E.Broadcast(base, L)

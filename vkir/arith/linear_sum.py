@@ -22,7 +22,7 @@ by construction).
 from __future__ import annotations
 
 from ..ir.dtype import DataType
-from .linear import Linear, _signed, linear_of, rebuild, wrap
+from .linear import Linear, signed, linear_of, rebuild, wrap
 
 
 class Sum:
@@ -59,7 +59,7 @@ def _minimum(dt: DataType) -> int:
 def _canon(k: int, dt: DataType):
     """(coefficient, side) of `k * atom` in the read-back form: side 1 for an added term, -1 for
     a subtracted one, 0 when the coefficient vanishes modulo 2**bits."""
-    ks = _signed(k, dt)
+    ks = signed(k, dt)
     if ks == 0:
         return 0, 0
     if ks == _minimum(dt):
@@ -68,7 +68,7 @@ def _canon(k: int, dt: DataType):
 
 
 def _canon_const(c: int, dt: DataType) -> int:
-    cs = _signed(c, dt)
+    cs = signed(c, dt)
     return wrap(cs, dt) if cs == _minimum(dt) else cs
 
 

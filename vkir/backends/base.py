@@ -52,10 +52,10 @@ class BackendKernel(Kernel):
 
     def __init__(self, func: PrimFunc, backend: Backend, pointer_casts: bool = False,
                  precise: bool = False):
-        from ..api import _check_layouts
+        from ..api import check_layouts
 
         t0 = time.perf_counter()
-        _check_layouts(func)
+        check_layouts(func)
         self.func = func
         self.device = backend
         self.target = backend.target(precise)
@@ -111,9 +111,9 @@ class BackendKernel(Kernel):
             a.write(values)
 
     def _no_sequence(self, what: str) -> None:
-        from ..sequences import _ACTIVE
+        from ..sequences import ACTIVE_SEQUENCE
 
-        if _ACTIVE.get() is not None:
+        if ACTIVE_SEQUENCE.get() is not None:
             raise UnsupportedError(f"kernel {self.name}: {what} inside vkir.sequence(); a sequence "
                                    f"records device dispatches, and this kernel runs on the "
                                    f"{self.device.name} backend")

@@ -15,7 +15,7 @@ from .buffer import Buffer
 
 
 @lru_cache(maxsize=None)
-def _child_fields(cls) -> tuple[str, ...]:
+def child_fields(cls) -> tuple[str, ...]:
     """Field names of `cls` that may hold IR nodes (everything but span/dtype/names/ints)."""
     skip = {"span", "dtype", "name", "op", "kind", "thread", "lanes", "queue", "indices_int"}
     names = []
@@ -30,7 +30,7 @@ def _child_fields(cls) -> tuple[str, ...]:
 
 def children(node: Node) -> Iterator[Node]:
     """Direct IR children of `node` in source order (Buffers are declarations, not children)."""
-    for name in _child_fields(type(node)):
+    for name in child_fields(type(node)):
         value = getattr(node, name)
         if isinstance(value, Node) and not isinstance(value, Buffer):
             yield value
@@ -62,7 +62,7 @@ class Visitor(_Functor):
         """
         if isinstance(node, FrozenDict):
             return
-        for name in _child_fields(type(node)):
+        for name in child_fields(type(node)):
             value = getattr(node, name)
             if isinstance(value, Buffer):
                 self.visit_buffer(value)
@@ -100,7 +100,7 @@ class Mutator(_Functor):
     def generic_visit(self, node):
         """`node` with every child visited; the node itself when no child changed."""
         changes = {}
-        for name in _child_fields(type(node)):
+        for name in child_fields(type(node)):
             value = getattr(node, name)
             new = self._visit_value(value)
             if new is not value:

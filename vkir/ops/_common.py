@@ -67,7 +67,7 @@ class Call:
     whether the caller gets a DeviceArray back."""
 
     def __init__(self, op: str, inputs: dict, device=None, out=None):
-        from ..api import DeviceArray, _device
+        from ..api import DeviceArray, resolve_device
 
         self.op = op
         devs = {id(a.device): a.device for a in inputs.values() if isinstance(a, DeviceArray)}
@@ -79,12 +79,12 @@ class Call:
                 raise ArgumentError(f"vkir.ops.{op}: `out` lives on another device than the inputs")
         found = next(iter(devs.values()), None)
         if device is not None:
-            dev = _device(device)
+            dev = resolve_device(device)
             if found is not None and found is not dev:
                 raise ArgumentError(f"vkir.ops.{op}: inputs live on {found.info.name!r}, "
                                     f"device= asks for {dev.info.name!r}")
         else:
-            dev = found if found is not None else _device(None)
+            dev = found if found is not None else resolve_device(None)
         self.device = dev
         self.returns_device = any(isinstance(a, DeviceArray) for a in inputs.values())
         self.out = out

@@ -280,7 +280,7 @@ def _reduce(op, x, axis=None, device=None, out=None):
     k1(view(xd, (O, R)), *([part, part_i] if arg else [part]))
     # second stage: combine the P parts of every row in one invocation per row
     # (a mean's first pass already scaled each part by 1/R: the second one sums them)
-    k2 = _final.kernel(dev, O=O, R=P, op=op, with_index=arg, scale=1.0)
+    k2 = final_sum.kernel(dev, O=O, R=P, op=op, with_index=arg, scale=1.0)
     if arg:
         k2(part, part_i, empty((O, 1), "float32", dev), view(res, (O, 1)))
     else:
@@ -289,7 +289,7 @@ def _reduce(op, x, axis=None, device=None, out=None):
 
 
 # the combining pass of a multi-stage row reduction: one part per row
-_final = autotune(configs=[dict(lanes=1, w=64, v=4), dict(lanes=1, w=64, v=1)],
+final_sum = autotune(configs=[dict(lanes=1, w=64, v=4), dict(lanes=1, w=64, v=1)],
                   key=("O", "R", "op", "with_index", "scale"))(rows_kernel.fn)
 
 

@@ -15,7 +15,7 @@ from ..ir import (
     BufferLoad, BufferStore, Call, FloatImm, For, IfThenElse, IntImm, Let, LetStmt, PrimExpr,
     Stmt, Var,
 )
-from ..ir.functor import _child_fields
+from ..ir.functor import child_fields
 
 # kinds of child positions
 PLAIN = "plain"  # an expression evaluated whenever its parent is; no new scope
@@ -44,7 +44,7 @@ def stmt_parts(stmt: Stmt) -> list:
             parts.append(("else_case", None, COND_BLOCK, stmt.else_case, None))
         return parts
     parts = []
-    for field in _child_fields(type(stmt)):
+    for field in child_fields(type(stmt)):
         value = getattr(stmt, field)
         if isinstance(value, PrimExpr):
             parts.append((field, None, PLAIN, value, None))
@@ -65,7 +65,7 @@ def expr_parts(expr: PrimExpr) -> list:
     if isinstance(expr, BufferLoad):
         return [("indices", j, PLAIN, e, None) for j, e in enumerate(expr.indices)]
     parts = []
-    for field in _child_fields(type(expr)):
+    for field in child_fields(type(expr)):
         value = getattr(expr, field)
         if isinstance(value, PrimExpr):
             parts.append((field, None, PLAIN, value, None))
