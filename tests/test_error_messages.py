@@ -122,3 +122,28 @@ def test_interpreter_evaluate_names_a_bad_key_in_script():
 
     message = _message(vkir.VkirError, lambda: evaluate(n + 1, {n: 1, n + 1: 3}))
     _assert_script_only(message, "environment key n + 1 is not a value variable")
+
+
+def test_the_first_mistakes_say_how_to_fix_them_without_internal_frames():
+    import traceback
+
+    import numpy as np
+
+    import vkir
+    from vkir.errors import ArgumentError, TypeCheckError
+
+    f = vkir.from_script('''
+@T.prim_func
+def f(a: T.Buffer((4,), "float32"), b: T.Buffer((4,), "int32")):
+    for i in T.serial(4):
+        b[i] = a[i]
+''')
+    with pytest.raises(ArgumentError, match=r"vkir.build\(f\)\(...\) on the device, or "
+                                            r"vkir.interpret\(f, ...\) in the interpreter"):
+        f(np.zeros(4, np.float32), np.zeros(4, np.int32))
+    for run in (lambda: vkir.build(f),
+                lambda: vkir.interpret(f, np.zeros(4, np.float32), np.zeros(4, np.int32))):
+        with pytest.raises(TypeCheckError, match=r"at <script>:5") as info:
+            run()
+        frames = traceback.extract_tb(info.value.__traceback__)
+        assert not any("/analysis/" in frame.filename for frame in frames), frames

@@ -29,7 +29,7 @@ import weakref
 import numpy as np
 
 from .binding import Signature
-from .errors import ArgumentError, UnsupportedError
+from .errors import ArgumentError, TypeCheckError, UnsupportedError, WellFormedError
 from .ir import DataType, For, IntImm, PrimFunc
 from .ir.walk import walk
 from .lowering import LOOP_TRIP_LIMIT
@@ -300,6 +300,21 @@ def lower(func: PrimFunc, target=None, *, instruments=(), verify_each: bool = Fa
                   pointer_casts=pointer_casts)
 
 
+def _build(func: PrimFunc, device, pointer_casts: bool, precise: bool, check_bounds: bool):
+    """The Kernel `build` returns (see there)."""
+    if isinstance(device, str):
+        from .backends import BACKENDS, BackendKernel
+
+        if device in BACKENDS:  # e.g. "interp": no Vulkan at all
+            return BackendKernel(func, BACKENDS[device](), pointer_casts, precise)
+    if check_bounds:
+        from .bounds_check import BoundsCheckedKernel
+
+        dev = resolve_device(device)
+        return BoundsCheckedKernel(func, lambda checked: Kernel(checked, dev, pointer_casts, precise))
+    return Kernel(func, resolve_device(device), pointer_casts, precise)
+
+
 def build(func: PrimFunc, *, device=None, pointer_casts: bool = False,
           precise: bool = False, explain: bool = False, check_bounds: bool = False) -> "Kernel":
     """Lower, generate SPIR-V for `device` (validated by codegen) and create the (cached)
@@ -314,19 +329,12 @@ def build(func: PrimFunc, *, device=None, pointer_casts: bool = False,
     the invocation and the source line (the interpreter always checks)."""
     if not isinstance(func, PrimFunc):
         raise ArgumentError(f"vkir.build expects a PrimFunc (a @T.prim_func), got {type(func).__name__}")
-    kernel = None
-    if isinstance(device, str):
-        from .backends import BACKENDS, BackendKernel
-
-        if device in BACKENDS:  # e.g. "interp": no Vulkan at all
-            kernel = BackendKernel(func, BACKENDS[device](), pointer_casts, precise)
-    if kernel is None and check_bounds:
-        from .bounds_check import BoundsCheckedKernel
-
-        dev = resolve_device(device)
-        kernel = BoundsCheckedKernel(func, lambda checked: Kernel(checked, dev, pointer_casts, precise))
-    if kernel is None:
-        kernel = Kernel(func, resolve_device(device), pointer_casts, precise)
+    try:
+        kernel = _build(func, device, pointer_casts, precise, check_bounds)
+    except (TypeCheckError, WellFormedError) as exc:
+        # the message names the node, the rule and the source line: vkir's own frames only
+        # hide it from a user reading the traceback
+        raise exc.with_traceback(None) from None
     if explain:
         import sys
 

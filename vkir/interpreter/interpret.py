@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis.verify_types import verify_types
-from ..errors import ArgumentError
+from ..errors import ArgumentError, TypeCheckError, WellFormedError
 from ..ir.base import show
 from ..ir.dtype import DataType
 from ..ir.expr import IntImm, Var, convert
@@ -60,8 +60,11 @@ def interpret(func: PrimFunc, *args, check_races: bool = True, subgroup_size: in
                             f"{subgroup_size!r}")
     if denormals not in DENORMALS:
         raise ArgumentError(f"denormals must be one of {DENORMALS}, got {denormals!r}")
-    with recursion_headroom():  # compiling and running deep expressions recurse per level
-        _interpret(func, args, kwargs, check_races, subgroup_size, denormals)
+    try:
+        with recursion_headroom():  # compiling and running deep expressions recurse per level
+            _interpret(func, args, kwargs, check_races, subgroup_size, denormals)
+    except (TypeCheckError, WellFormedError) as exc:
+        raise exc.with_traceback(None) from None   # the message points at the source
 
 
 def _interpret(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool,

@@ -35,6 +35,14 @@ class PrimFunc(Node):
         """A copy with another body."""
         return replace(self, body=body)
 
+    def __call__(self, *args, **kwargs):
+        """A PrimFunc is a program, not a function to call: say how to run it."""
+        from ..errors import ArgumentError
+
+        raise ArgumentError(f"{self.name} is a PrimFunc, which runs through vkir: "
+                            f"vkir.build({self.name})(...) on the device, or "
+                            f"vkir.interpret({self.name}, ...) in the interpreter")
+
     def with_attr(self, key, value) -> "PrimFunc":
         """A copy with attribute `key` set to `value`."""
         return replace(self, attrs=self.attrs.set(key, value))

@@ -23,7 +23,8 @@ class Pipeline:
     def __post_init__(self):
         passes = tuple(self.passes)
         for p in passes:
-            if not callable(p) or not isinstance(getattr(p, "name", None), str):
+            if not callable(p) or not isinstance(getattr(p, "name", None), str) \
+                    or isinstance(p, PrimFunc):
                 raise TypeError(f"Pipeline passes must be callable pass objects with a name, "
                                 f"got {p!r}")
         object.__setattr__(self, "passes", passes)
