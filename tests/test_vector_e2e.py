@@ -299,3 +299,35 @@ def test_bool_mask_kernel(device):
     k(m, a, b)
     np.testing.assert_array_equal(b, np.where(m, a, np.float32(-1)))
     np.testing.assert_array_equal(b, _interpret(masked, m, a, np.zeros_like(a))[2])
+
+
+def test_vector_buffers_take_and_give_arrays_with_a_lane_axis():
+    """A float32x4 buffer of shape (8,) takes the natural (8, 4) array (and still the flat one),
+    on the device and in the interpreter alike; a wrong lane count is refused."""
+    import numpy as np
+
+    import vkir
+
+    f = vkir.from_script('''
+@T.prim_func
+def scale4(a: T.Buffer((8,), "float32x4"), b: T.Buffer((8,), "float32x4")):
+    for i in T.thread_binding(8, "threadIdx.x"):
+        b[i] = a[i] * T.broadcast(T.float32(2), 4)
+''')
+    a = np.arange(32, dtype=np.float32).reshape(8, 4)
+    k = vkir.build(f)
+    b = np.zeros((8, 4), np.float32)
+    k(a, b)
+    np.testing.assert_array_equal(b, 2 * a)
+    c = np.zeros((8, 4), np.float32)
+    vkir.interpret(f, a, c)
+    np.testing.assert_array_equal(c, b)
+    flat = np.zeros(32, np.float32)
+    k(a.ravel(), flat)
+    np.testing.assert_array_equal(flat, b.ravel())
+    on_device = vkir.array(np.zeros((8, 4), np.float32))
+    k(vkir.array(a), on_device)
+    assert on_device.shape == (8, 4)
+    np.testing.assert_array_equal(on_device.numpy(), b)
+    with pytest.raises(vkir.ArgumentError, match="needs 1 dims, got an array of shape"):
+        k(np.zeros((8, 3), np.float32), flat)

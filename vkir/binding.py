@@ -203,7 +203,7 @@ class Signature:
     def _logical_shape(self, p: _Param, shape: tuple) -> tuple:
         """The buffer-shaped extents of an array of `shape` (lanes folded away)."""
         dims, lanes = p.dims, p.lanes
-        if lanes > 1 and not self.exact and len(shape) == len(dims) + 1 and shape[-1] == lanes:
+        if lanes > 1 and len(shape) == len(dims) + 1 and shape[-1] == lanes:
             return shape[:-1]
         if not dims and lanes > 1:
             raise ArgumentError(f"{self.where}: argument {p.name!r} is a 0-d buffer of "
