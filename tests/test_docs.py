@@ -28,7 +28,9 @@ def _arguments(func, rng):
         if buf is None:
             args.append(np.float32(1.5) if p.dtype.is_float else 3)
             continue
-        shape = [d.value if isinstance(d, vkir.ir.IntImm) else 8 for d in buf.shape]
+        sizes = {v: 8 for v in func.size_vars}   # a shape expression ("rows + 1") follows them
+        shape = [d.value if isinstance(d, vkir.ir.IntImm) else int(vkir.interpreter.evaluate(d, sizes))
+                 for d in buf.shape]
         shape[-1] *= buf.dtype.lanes
         dt = buf.dtype.element_of().numpy_dtype()
         values = rng.integers(0, 8, shape) if dt.kind in "iu" else rng.uniform(-2, 2, shape)

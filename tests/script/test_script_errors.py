@@ -274,3 +274,41 @@ def test_mangled_scripts_raise_only_script_errors(name, data):
         vkir.from_script("\n".join(lines))
     except ScriptError as err:
         assert re.match(r"<script>(:\d+:\d+)?: ", str(err))
+
+
+def test_shape_expressions_are_sizes_checked_at_call_time():
+    import numpy as np
+
+    import vkir
+    from vkir.errors import ArgumentError, ScriptError
+
+    f = vkir.from_script('''
+@T.prim_func
+def csr_counts(ptr: T.Buffer(("rows + 1",), "int32"), counts: T.Buffer(("rows",), "int32")):
+    for b in T.thread_binding((rows + 63) // 64, "blockIdx.x"):
+        for t in T.thread_binding(64, "threadIdx.x"):
+            if b * 64 + t < rows:
+                counts[b * 64 + t] = ptr[b * 64 + t + 1] - ptr[b * 64 + t]
+''')
+    assert [v.name for v in f.size_vars] == ["rows"]
+    ptr = np.array([0, 2, 5, 9], np.int32)
+    for run in (lambda *a: vkir.interpret(f, *a), vkir.build(f)):
+        counts = np.zeros(3, np.int32)
+        run(ptr, counts)
+        np.testing.assert_array_equal(counts, [2, 3, 4])
+        with pytest.raises(ArgumentError, match=r"'ptr' has size 5 in dim 0, expected rows \+ 1 = 4"):
+            run(np.zeros(5, np.int32), counts)
+    with pytest.raises(ScriptError, match="must name a size .* or be an expression"):
+        vkir.from_script('''
+@T.prim_func
+def g(a: T.Buffer(("rows ** 2",), "int32")):
+    for r in T.serial(1):
+        a[0] = 1
+''')
+    with pytest.raises(ScriptError, match="size 'n' appears only inside shape expressions"):
+        vkir.from_script('''
+@T.prim_func
+def h(a: T.Buffer(("n + 1",), "int32")):
+    for i in T.serial(1):
+        a[0] = 1
+''')

@@ -125,7 +125,7 @@ class ExprParser:
         """The symbolic size named by a string shape entry: int32, or `T.int64("n")` (one Var
         per name)."""
         if not name.isidentifier():
-            raise self.error(node, f"symbolic size {name!r} must be a valid identifier")
+            return self._size_expression(node, name, dtype)
         dtype = dtype or DataType("int", 32)
         if not dtype.is_integer or dtype.lanes != 1:
             raise self.error(node, f"symbolic size {name!r} must have a scalar integer type")
@@ -139,6 +139,34 @@ class ExprParser:
             var = self.size_vars[name] = E.Var(name, dtype, span=self.span(node))
             self.scope.bind(name, var, node.lineno + self.source.line_offset)
         return var
+
+    _SIZE_OPS = {ast.Add: E.Add, ast.Sub: E.Sub, ast.Mult: E.Mul, ast.FloorDiv: E.FloorDiv,
+                 ast.Mod: E.FloorMod}
+
+    def _size_expression(self, node, text: str, dtype):
+        """A shape entry written as an expression over size names ("rows + 1", "2 * n"): the
+        expression, each name a symbolic size; the call checks the array's extent against it."""
+        try:
+            tree = ast.parse(text.strip(), mode="eval").body
+        except SyntaxError:
+            tree = None
+
+        def build(e):
+            if isinstance(e, ast.Name):
+                return self.size_var(node, e.id, dtype)
+            if isinstance(e, ast.Constant) and type(e.value) is int:
+                return E.IntImm(dtype or DataType("int", 32), e.value)
+            if isinstance(e, ast.BinOp) and type(e.op) in self._SIZE_OPS:
+                return self._SIZE_OPS[type(e.op)](build(e.left), build(e.right))
+            raise ValueError
+        try:
+            if tree is None:
+                raise ValueError
+            return build(tree)
+        except ValueError:
+            raise self.error(node, f"shape entry {text!r} must name a size (an identifier) or be "
+                                   "an expression of sizes and integers with + - * // % (e.g. "
+                                   "\"rows + 1\")") from None
 
     def _v_Name(self, node):
         found = self.scope.lookup(node.id)

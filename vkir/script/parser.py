@@ -98,11 +98,19 @@ class Parser(ExprParser):
                 self.bind(a, a.arg, params[a.arg])
         buffer_map = {}
         self.size_vars = {}
+        direct = set()   # sizes that are a whole dimension of some buffer: a call determines them
         for a in args.args:
             if a.arg not in params:
                 buf = self._param_buffer(a)
                 params[a.arg] = buf.data
                 buffer_map[buf.data] = buf
+                direct.update(e for e in (*buf.shape, *(buf.strides or ()), buf.elem_offset)
+                              if isinstance(e, E.Var))
+        for name, var in self.size_vars.items():
+            if var not in direct:
+                raise self.error(fn, f"size {name!r} appears only inside shape expressions; "
+                                     f"give some buffer a dimension of \"{name}\" itself, so "
+                                     "that a call determines it")
         self.size_vars = None
         for a in args.args:  # buffers become visible to the body
             if a.arg not in self.scope:
