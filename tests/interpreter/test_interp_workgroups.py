@@ -178,3 +178,22 @@ def test_barrier_reached_by_part_of_the_workgroup_is_an_error():
     a = np.zeros(64, np.float32)
     interpret(uniform_barrier_under_if, a, 1)
     assert (a == 1).all()
+
+
+def test_a_barrier_in_a_branch_names_its_source_line():
+    import numpy as np
+
+    import vkir
+    from vkir.interpreter import InterpreterError
+
+    f = vkir.from_script('''
+@T.prim_func
+def f(a: T.Buffer((64,), "int32")):
+    for t in T.thread_binding(64, "threadIdx.x"):
+        if t < 32:
+            T.barrier()
+        a[t] = t
+''')
+    with pytest.raises(InterpreterError, match=r"reached by only 32 of the 64 invocations .* at "
+                                               r"<script>:6:13\n    T.barrier\(\)"):
+        vkir.interpret(f, np.zeros(64, np.int32))

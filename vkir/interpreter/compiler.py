@@ -503,11 +503,18 @@ class Compiler:
         checker)."""
         # Invocations run in lockstep, so the active ones reach the barrier together; a barrier
         # that only some invocations of the workgroup reach would hang a GPU.
+        span = s.span
+        where = f" at {span}" if span is not None else ""
+        line = getattr(span, "source_line", "") if span is not None else ""
+        if line:
+            where += f"\n    {line.strip()}"
+
         def barrier(fr):
             if fr.tid is not None and len(fr.tid) < fr.group_size:
                 raise InterpreterError(f"barrier reached by only {len(fr.tid)} of the "
                                        f"{fr.group_size} invocations of the workgroup "
-                                       "(non-uniform control flow)")
+                                       f"(non-uniform control flow: every invocation of a "
+                                       f"workgroup must reach each barrier){where}")
             races = fr.state.races
             if races is not None:
                 races.barrier()
