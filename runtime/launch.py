@@ -168,6 +168,8 @@ def get_launch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1), t
 
 
 def check_dispatch(device, pipeline, buffers, push, groups):
+    """Refuse a dispatch the pipeline or the device cannot take (buffer count, push-constant
+    size, group counts) before anything is recorded."""
     if len(buffers) != len(pipeline.bindings):
         raise ArgumentError(f"pipeline has {len(pipeline.bindings)} bindings, got {len(buffers)} buffers")
     if len(push) > pipeline.push_constant_size:

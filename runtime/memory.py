@@ -230,6 +230,7 @@ def _fill_zero(cmd, buf, offset=0, size=WHOLE_SIZE):
 
 
 def memory_barrier(cmd, src_stage, src_access, dst_stage, dst_access):
+    """Record a global memory barrier from (stage, access) to (stage, access) into `cmd`."""
     mb = ffi.new("VkMemoryBarrier*", {"sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                                       "srcAccessMask": src_access, "dstAccessMask": dst_access})
     lib.vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, mb, 0, ffi.NULL, 0, ffi.NULL)

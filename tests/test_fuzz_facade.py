@@ -95,7 +95,7 @@ CORRUPTIONS = [
     ("M is uint32", _set(2, lambda m: np.asarray(m).astype(np.uint32))),
     ("V is not a multiple of 4 lanes", _set(3, np.zeros(7, np.float32))),
     ("V has 3 vectors", _set(3, np.zeros(12, np.float32))),
-    ("V is 2-d", _set(3, np.zeros((2, 4), np.float32))),
+    ("V is 2-d but not (2, 4)", _set(3, np.zeros((4, 2), np.float32))),   # (2, 4) is its lanes
     ("F is int8", _set(4, np.zeros(4, np.int8))),
     ("V is read-only", _set(3, lambda a: _readonly(np.asarray(a)))),
     ("F is read-only", _set(4, lambda a: _readonly(np.asarray(a)))),

@@ -63,6 +63,8 @@ def device(selector=None):
 
 
 def resolve_device(dev):
+    """An opened runtime Device for `dev`: itself when it is one, else `device(dev)` (a
+    selector, a DeviceInfo or None for the default)."""
     from . import runtime
 
     return dev if isinstance(dev, runtime.Device) else device(dev)

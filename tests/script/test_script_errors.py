@@ -42,9 +42,9 @@ def f(A: T.Buffer((4,), "float32")):
 ''', 4, 16, r"unknown name 'B'"),
     ('''
 def f(A: T.Buffer((4,), "float32")):
-    x = 1
-    x = 2
-''', 4, 5, r"name 'x' is already bound \(at line 3\)"),
+    for i in T.serial(4):
+        i = 2
+''', 4, 9, r"name 'i' is already bound \(at line 3\)"),
     ('''
 def f(A: T.Buffer((4,), "float32")):
     for i in T.serial(4):

@@ -414,3 +414,61 @@ def test_pointer_and_handle_params_in_decorated_functions():
     assert h.dtype == DataType.parse("handle") and n.dtype == DataType.parse("int32")
     assert f.body.buffer.data is p and f.body.buffer.scope == "shared"
     assert not f.buffer_map
+
+
+def test_a_name_assigned_again_is_a_variable():
+    """`acc = T.float32(0)` then `acc = acc + ...` (or `acc += ...`) in a loop: a variable, kept
+    in a one-element local buffer; the same program written with that buffer is the same IR."""
+    import numpy as np
+
+    import vkir
+
+    f = vkir.from_script('''
+@T.prim_func
+def rowsum(a: T.Buffer((4, 8), "float32"), out: T.Buffer((4,), "float32")):
+    for i in T.thread_binding(4, "threadIdx.x"):
+        acc = T.float32(0)
+        for j in T.serial(8):
+            acc = acc + a[i, j]
+            if a[i, j] > T.float32(0.5):
+                acc += T.float32(1)
+        out[i] = acc
+''')
+    explicit = vkir.from_script('''
+@T.prim_func
+def rowsum(a: T.Buffer((4, 8), "float32"), out: T.Buffer((4,), "float32")):
+    for i in T.thread_binding(4, "threadIdx.x"):
+        acc = T.alloc_buffer((1,), "float32", scope="local")
+        acc[0] = T.float32(0)
+        for j in T.serial(8):
+            acc[0] = acc[0] + a[i, j]
+            if a[i, j] > T.float32(0.5):
+                acc[0] = acc[0] + T.float32(1)
+        out[i] = acc[0]
+''')
+    vkir.assert_structural_equal(f, explicit)
+    a = np.random.default_rng(0).random((4, 8)).astype(np.float32)
+    want = a.sum(1) + (a > 0.5).sum(1)
+    for run in (lambda *x: vkir.interpret(f, *x), vkir.build(f)):
+        out = np.zeros(4, np.float32)
+        run(a, out)
+        np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
+def test_names_bound_once_per_scope_stay_bindings():
+    import vkir
+    from vkir.ir import stmt as S
+    from vkir.ir.walk import walk
+
+    f = vkir.from_script('''
+@T.prim_func
+def two(a: T.Buffer((4,), "int32")):
+    for i in T.serial(2):
+        x = i + 1
+        a[i] = x
+    for j in T.serial(2):
+        x = j * 2
+        a[j + 2] = x
+''')
+    assert not any(isinstance(n, S.AllocBuffer) for n in walk(f.body))
+    assert sum(isinstance(n, S.LetStmt) for n in walk(f.body)) == 2

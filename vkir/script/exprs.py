@@ -37,6 +37,17 @@ def is_dtype_name(name: str) -> bool:
     return True
 
 
+
+class MutableScalar:
+    """A name assigned more than once in a kernel (`acc = T.float32(0)`, then `acc = acc + x` in
+    a loop): a variable, kept in a one-element local buffer. Reading the name loads element 0,
+    assigning it stores there, so the IR stays plain loads and stores."""
+
+    __slots__ = ("buffer",)
+
+    def __init__(self, buffer):
+        self.buffer = buffer
+
 class ExprParser:
     """Evaluates expression ASTs into IR values. Python literals stay Python values until an
     operation gives them a type (see vkir.script.builtins)."""
@@ -170,6 +181,9 @@ class ExprParser:
 
     def _v_Name(self, node):
         found = self.scope.lookup(node.id)
+        if isinstance(found, MutableScalar):   # a variable: its one-element local buffer
+            return E.BufferLoad(found.buffer, (E.IntImm(DataType("int", 32), 0),),
+                                span=self.span(node))
         if found is not None:
             return found
         if node.id == self.t_name:

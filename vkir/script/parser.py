@@ -24,7 +24,7 @@ from ..ir.op import is_atomic
 from ..ir.structural import recursion_headroom
 from . import builtins as B
 from .diagnostics import Source
-from .exprs import ExprParser, is_dtype_name
+from .exprs import ExprParser, MutableScalar, is_dtype_name
 
 _AUG_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
             ast.Mod: "%", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<",
@@ -67,6 +67,7 @@ def _sig_let(value, *, dtype=None):
 
 class Parser(ExprParser):
     """Parses one function definition into a PrimFunc."""
+
 
     # -- entry ---------------------------------------------------------------------------------
 
@@ -230,13 +231,19 @@ class Parser(ExprParser):
         with ExitStack() as frames:
             frames.enter_context(self.scope.frame())
             enclosing, out = [], []
-            for node in stmts:
+            assigned_later = _assigned_after(stmts)
+            for k, node in enumerate(stmts):
                 head = self._binding(node)
                 if head is None:
                     out.append(self.stmt(node))
                     continue
                 target, value, span, implicit = head
-                bound, make = self._bind_head(target, value, span, implicit)
+                if target.id in assigned_later[k] and implicit and \
+                        self.t_call(value) not in ("alloc_buffer", "decl_buffer", "let"):
+                    # assigned again while it is in scope: a variable
+                    bound, make = self._variable_head(target, value, span)
+                else:
+                    bound, make = self._bind_head(target, value, span, implicit)
                 frames.enter_context(self.scope.frame())
                 self.bind(target, target.id, bound)
                 enclosing.append((out, make))
@@ -282,13 +289,27 @@ class Parser(ExprParser):
         target = node.targets[0]
         if isinstance(target, ast.Subscript):
             return self._store(node, target, node.value)
-        if isinstance(target, ast.Name):  # only reached when _binding refused (cannot happen)
+        if isinstance(target, ast.Name):
+            variable = self.scope.lookup(target.id)
+            if isinstance(variable, MutableScalar):   # `acc = value` after its first assignment
+                return self._variable_store(node, variable, node.value)
             raise self.error(target, "unexpected binding")
         raise self.error(target, "only 'name = value' and 'buffer[indices] = value' assignments "
                                  "are supported")
 
+    def _variable_store(self, node, variable, value_node) -> S.BufferStore:
+        buf = variable.buffer
+        value = self.expr_as(value_node, buf.dtype)
+        return S.BufferStore(buf, value, (E.IntImm(DataType("int", 32), 0),), span=self.span(node))
+
     def _s_AugAssign(self, node):
         target = node.target
+        if isinstance(target, ast.Name) and isinstance(self.scope.lookup(target.id), MutableScalar):
+            fake = ast.BinOp(left=ast.Name(id=target.id, ctx=ast.Load()), op=node.op,
+                             right=node.value)
+            ast.copy_location(fake, node)
+            ast.copy_location(fake.left, target)
+            return self._variable_store(node, self.scope.lookup(target.id), fake)
         if not isinstance(target, ast.Subscript):
             op = _AUG_OPS.get(type(node.op), "")
             raise self.error(target, f"'{op}=' can only update a buffer element; names are "
@@ -448,7 +469,12 @@ class Parser(ExprParser):
     # -- bindings ------------------------------------------------------------------------------
 
     def _binding(self, node):
-        """(target, value, span, implicit_let) of a binding statement, else None."""
+        """(target, value, span, implicit_let) of a binding statement, else None (an assignment
+        to a variable already in scope is a store, not a binding)."""
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name) \
+                and isinstance(self.scope.lookup(node.targets[0].id), MutableScalar):
+            return None
         if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], ast.Name):
             target, value, ann = node.targets[0], node.value, None
@@ -467,6 +493,20 @@ class Parser(ExprParser):
             ast.copy_location(value, node.value)
             ast.copy_location(value.func, node.value)
         return target, value, self.span(node), ann is None
+
+    def _variable_head(self, target: ast.Name, value: ast.AST, span):
+        """The first assignment of a variable (a name assigned again later): a one-element local
+        buffer holding the value, over the rest of the block."""
+        val = self._to_expr(value, self.value(value))
+        if not isinstance(val.dtype, DataType) or val.dtype.lanes != 1:
+            raise self.error(value, f"variable '{target.id}' must hold a scalar; got {val.dtype}")
+        dtype = val.dtype
+        data = E.Var(target.id, PointerType(dtype, "local"), span=span)
+        buf = Buffer(target.id, data, dtype, (1,), scope="local", span=span)
+        zero = (E.IntImm(DataType("int", 32), 0),)
+        store = S.BufferStore(buf, val, zero, span=span)
+        bound = MutableScalar(buf)
+        return bound, lambda body: S.AllocBuffer(buf, _seq([store, body]), span=span)
 
     def _bind_stmt(self, target: ast.Name, value: ast.AST, body_fn, span):
         """LetStmt / AllocBuffer / DeclBuffer binding `target` over the statements of body_fn."""
@@ -633,3 +673,19 @@ def _parse(source, tree, env) -> PrimFunc:
             return _parse_function_def(source, tree, env)
     except ScriptError as exc:
         raise exc.with_traceback(None) from None  # the message points at the script, not here
+
+
+def _assigned_after(stmts: list) -> list:
+    """For each statement of a block, the names assigned (`=`, `+=`, ...) by the statements after
+    it, nested ones included: a name bound there and assigned again is a variable."""
+    out = [frozenset()] * len(stmts)
+    later: set = set()
+    for k in range(len(stmts) - 1, -1, -1):
+        out[k] = frozenset(later)
+        for node in ast.walk(stmts[k]):
+            if isinstance(node, ast.Assign):
+                later.update(t.id for t in node.targets if isinstance(t, ast.Name))
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and \
+                    isinstance(node.target, ast.Name):
+                later.add(node.target.id)
+    return out
