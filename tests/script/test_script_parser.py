@@ -472,3 +472,46 @@ def two(a: T.Buffer((4,), "int32")):
 ''')
     assert not any(isinstance(n, S.AllocBuffer) for n in walk(f.body))
     assert sum(isinstance(n, S.LetStmt) for n in walk(f.body)) == 2
+
+
+LANES = '''
+@T.prim_func
+def lanes(a: T.Buffer((4,), "float32x4"), b: T.Buffer((4,), "float32x4"),
+          s: T.Buffer((4,), "float32"), k: T.int32):
+    for i in T.thread_binding(4, "threadIdx.x"):
+        v = a[i]
+        b[i] = T.float32x4(v[3], v[0:2], T.float32(9))
+        s[i] = v[k] + v[-1]
+'''
+
+
+def test_lanes_slices_and_vector_constructors():
+    import numpy as np
+
+    import vkir
+
+    f = vkir.from_script(LANES)
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    for run in (lambda *x: vkir.interpret(f, *x), vkir.build(f)):
+        for k in range(4):
+            b, s = np.zeros((4, 4), np.float32), np.zeros(4, np.float32)
+            run(a, b, s, k)
+            np.testing.assert_array_equal(b, np.stack([a[:, 3], a[:, 0], a[:, 1],
+                                                       np.full(4, 9, np.float32)], axis=1))
+            np.testing.assert_array_equal(s, a[:, k] + a[:, 3])
+
+
+@pytest.mark.parametrize("body, message", [
+    ("b[i] = T.float32x4(v[0], v[1])", "the parts have 2 lanes, not 4"),
+    ("b[i] = T.float32x4(v[0:2], T.int32(1), v[3])", "each part must be a float32"),
+    ("s[i] = v[4]", "lane 4 of a 4-lane value"),
+    ("s[i] = v[k:3]", "a lane slice takes constant bounds"),
+])
+def test_lane_mistakes_say_what_is_wrong(body, message):
+    import vkir
+    from vkir.errors import ScriptError
+
+    text = LANES.replace('''        b[i] = T.float32x4(v[3], v[0:2], T.float32(9))
+        s[i] = v[k] + v[-1]''', "        " + body)
+    with pytest.raises(ScriptError, match=message):
+        vkir.from_script(text)

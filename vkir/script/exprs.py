@@ -307,9 +307,63 @@ class ExprParser:
 
     def _v_Subscript(self, node):
         buf = self.value(node.value)
+        if isinstance(buf, E.PrimExpr) and isinstance(buf.dtype, DataType) and buf.dtype.lanes > 1:
+            return self._lanes(node, buf)
         if not isinstance(buf, Buffer):
-            raise self.error(node.value, "only buffers can be indexed")
+            raise self.error(node.value, "only buffers can be indexed (and vector values, by lane)")
         return E.BufferLoad(buf, self.indices(node.slice), span=self.span(node))
+
+    def _lanes(self, node, vector):
+        """`v[i]` (a lane: i a constant, negative from the end, or an int expression) or
+        `v[a:b]` / `v[a:b:c]` (constant lanes) of a vector value."""
+        lanes = vector.dtype.lanes
+        index = node.slice
+        if isinstance(index, ast.Slice):
+            bounds = []
+            for part in (index.lower, index.upper, index.step):
+                value = None if part is None else self.value(part)
+                if value is not None and type(value) is not int:
+                    raise self.error(part, "a lane slice takes constant bounds")
+                bounds.append(value)
+            picked = list(range(lanes))[slice(*bounds)]
+            if not picked:
+                raise self.error(node, f"the slice selects no lane of the {lanes}-lane value")
+            return E.Shuffle((vector,), tuple(picked), span=self.span(node))
+        value = self.value(index)
+        if type(value) is int:
+            if not -lanes <= value < lanes:
+                raise self.error(index, f"lane {value} of a {lanes}-lane value")
+            return E.Shuffle((vector,), (value % lanes,), span=self.span(node))
+        i = self._to_expr(index, value)
+        if not (isinstance(i.dtype, DataType) and i.dtype.is_integer and i.dtype.lanes == 1):
+            raise self.error(index, f"a lane index must be an int, got {i.dtype}")
+        # a dynamic lane: the last lane unless the index names another (as OpVectorExtractDynamic,
+        # an index outside the lanes has no defined result)
+        out = E.Shuffle((vector,), (lanes - 1,))
+        for k in range(lanes - 2, -1, -1):
+            out = E.Select(E.EQ(i, E.IntImm(i.dtype, k)), E.Shuffle((vector,), (k,)), out)
+        return out
+
+    def _vector_literal(self, node, name: str):
+        """`T.float32x4(a, b, c, d)`: a vector from scalars and smaller vectors of its element
+        type, lanes in order."""
+        dtype = DataType.parse(name)
+        element = dtype.element_of()
+        parts = []
+        for arg in node.args:
+            value = self.value(arg)
+            if isinstance(value, (bool, int, float)):
+                value = B.typed_const(str(element), value, span=self.span(arg))
+            if not isinstance(value, E.PrimExpr) or value.dtype.element_of() != element:
+                got = value.dtype if isinstance(value, E.PrimExpr) else type(value).__name__
+                raise self.error(arg, f"{self.t_name}.{name}: each part must be a {element} "
+                                      f"value or vector, got {got} (use {self.t_name}.cast)")
+            parts.append(value)
+        total = sum(p.dtype.lanes for p in parts)
+        if total != dtype.lanes:
+            raise self.error(node, f"{self.t_name}.{name}: the parts have {total} lanes, "
+                                   f"not {dtype.lanes}")
+        return E.Shuffle(tuple(parts), tuple(range(total)), span=self.span(node))
 
     def indices(self, node) -> tuple:
         """The index expressions of a subscript (`A[i, j]`, `A[()]`)."""
@@ -340,6 +394,9 @@ class ExprParser:
         if self.in_shape and is_dtype_name(name) and len(node.args) == 1 and not node.keywords \
                 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             return self.size_var(node.args[0], node.args[0].value, DataType.parse(name))
+        if is_dtype_name(name) and DataType.parse(name).lanes > 1 and len(node.args) > 1 \
+                and not node.keywords:
+            return self._vector_literal(node, name)
         if is_dtype_name(name):
             def builder(value, *, span=None):
                 return B.typed_const(name, value, span=span)
