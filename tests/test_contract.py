@@ -402,10 +402,14 @@ def test_statements_and_scopes():
     vkir.assert_structural_equal(vkir.from_script(f.script()), f)
 
 
-def test_binding_a_name_twice_is_a_script_error():
+def test_binding_a_loop_variable_or_parameter_again_is_a_script_error():
+    """(A name of the kernel's own assigned again is a variable; see test_script_parser.)"""
+    with pytest.raises(vkir.ScriptError, match="already bound"):
+        vkir.from_script('@T.prim_func\ndef g(A: T.Buffer((1,), "int32"), n: T.int32):\n'
+                         '    n = 2\n    A[0] = n\n')
     with pytest.raises(vkir.ScriptError, match="already bound"):
         vkir.from_script('@T.prim_func\ndef g(A: T.Buffer((1,), "int32")):\n'
-                         '    x = 1\n    x = 2\n    A[0] = x\n')
+                         '    for i in T.serial(1):\n        i = 2\n        A[0] = i\n')
 
 
 def test_script_error_points_at_file_line_col_with_caret():
