@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 
 __all__ = ["device_features", "missing_features", "expect_features", "math_tolerance",
-           "interpret_lowered", "same_results"]
+           "interpret_lowered", "same_results", "random_arguments"]
 
 
 def device_features(device_or_target) -> frozenset:
@@ -116,4 +116,26 @@ def same_results(before, after, arguments, seeds=range(3), rtol: float = 0.0, **
                 np.testing.assert_allclose(g, w, rtol=rtol, atol=0)
             else:
                 np.testing.assert_array_equal(g, w)
+
+
+def random_arguments(func, seed: int, scalar_high: int = 4, scalars=None) -> list:
+    """Random numpy arguments for a PrimFunc of constant shapes: floats from a standard normal,
+    integers from [-50, 50), a vector-typed buffer as the array of its lanes; scalar parameters
+    from `scalars` (by name) or small non-negative ints below `scalar_high`."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    args = []
+    for p in func.params:
+        buf = func.buffer_map.get(p)
+        if buf is None:
+            args.append(scalars[p.name] if scalars else int(rng.integers(0, scalar_high)))
+            continue
+        shape = tuple(int(s.value) for s in buf.shape)
+        dt = buf.dtype.element_of().numpy_dtype()
+        if buf.dtype.lanes > 1:
+            shape = shape[:-1] + (shape[-1] * buf.dtype.lanes,)
+        args.append(rng.standard_normal(shape).astype(dt) if dt.kind == "f"
+                    else rng.integers(-50, 50, shape).astype(dt))
+    return args
 

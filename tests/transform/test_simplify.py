@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 import vkir
-from vkir.testing import same_results
+from vkir.testing import random_arguments, same_results
 from vkir.analysis import verify_types, verify_well_formed
 from vkir import T, ir
 from vkir.ir import FloorDiv, FloorMod, For, Min, PrimFunc, Var, const, decl_buffer
@@ -27,18 +27,7 @@ def _check_types(f):
 
 def _random_args(func, seed):
     """Random numpy arguments for func's params (scalars: small non-negative ints)."""
-    rng = np.random.default_rng(seed)
-    args = []
-    for p in func.params:
-        buf = func.buffer_map.get(p)
-        if buf is None:
-            args.append(int(rng.integers(0, 6)))
-            continue
-        shape = tuple(s.value for s in buf.shape)
-        dt = buf.dtype.numpy_dtype()
-        args.append(rng.standard_normal(shape).astype(dt) if dt.kind == "f"
-                    else rng.integers(-50, 50, shape).astype(dt))
-    return args
+    return random_arguments(func, seed, scalar_high=6)
 
 
 def _same_results(before, after, seeds=range(3)):

@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 import vkir
-from vkir.testing import same_results
+from vkir.testing import random_arguments, same_results
 from vkir import T, ir
 from vkir.analysis import verify_types
 from vkir.transform import VectorTypeRewrite
@@ -17,20 +17,7 @@ from vkir.transform.vector_type_rewrite import rewritten_buffers, split_index
 
 def _random_args(func, seed):
     """Random numpy arguments for func's buffer params (scalars: small positive ints)."""
-    rng = np.random.default_rng(seed)
-    args = []
-    for p in func.params:
-        buf = func.buffer_map.get(p)
-        if buf is None:
-            args.append(int(rng.integers(0, 4)))
-            continue
-        shape = tuple(int(s.value) for s in buf.shape)
-        dt = buf.dtype.numpy_dtype()
-        if dt.kind == "f":
-            args.append(rng.standard_normal(shape).astype(dt))
-        else:
-            args.append(rng.integers(-50, 50, shape).astype(dt))
-    return args
+    return random_arguments(func, seed)
 
 
 def _same_results(before, after, seeds=range(3)):

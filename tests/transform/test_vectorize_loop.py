@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import vkir
-from vkir.testing import same_results
+from vkir.testing import random_arguments, same_results
 from vkir.analysis import verify_types, verify_well_formed
 from vkir import T, ir
 from vkir.errors import TransformError
@@ -31,20 +31,7 @@ def _check_types(f):
 def _random_args(func, seed, scalars=None):
     """Random numpy arguments for func's params (vector-typed buffers as arrays of their lanes;
     scalars from `scalars` by name, else small non-negative ints)."""
-    rng = np.random.default_rng(seed)
-    args = []
-    for p in func.params:
-        buf = func.buffer_map.get(p)
-        if buf is None:
-            args.append(scalars[p.name] if scalars else int(rng.integers(0, 4)))
-            continue
-        shape = tuple(s.value for s in buf.shape)
-        dt = buf.dtype.element_of().numpy_dtype()
-        if buf.dtype.lanes > 1:
-            shape = shape[:-1] + (shape[-1] * buf.dtype.lanes,)
-        args.append(rng.standard_normal(shape).astype(dt) if dt.kind == "f"
-                    else rng.integers(-50, 50, shape).astype(dt))
-    return args
+    return random_arguments(func, seed, scalars=scalars)
 
 
 def _same_results(before, after, scalars=None, seeds=range(3)):
