@@ -121,9 +121,9 @@ class Pipeline:
             self.create_seconds = time.perf_counter() - started
         except BaseException:
             # a failed creation leaves nothing behind: the layouts made so far are destroyed
-            if getattr(self, "layout", None) is not None:
+            if self.layout is not None:
                 lib.vkDestroyPipelineLayout(dev, self.layout, ffi.NULL)
-            if getattr(self, "set_layout", None) is not None:
+            if self.set_layout is not None:
                 lib.vkDestroyDescriptorSetLayout(dev, self.set_layout, ffi.NULL)
             self.layout = self.set_layout = None
             raise

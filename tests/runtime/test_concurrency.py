@@ -9,6 +9,18 @@ import vkir
 from vkir import T
 
 
+def run_to_the_end(targets, errors):
+    """Run each target in a daemon thread; fail when one hangs (2 minutes) or any reported an
+    error in `errors`."""
+    threads = [threading.Thread(target=t, daemon=True) for t in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a thread hung"
+    assert not errors, errors
+
+
 @T.prim_func
 def add_one(a: T.Buffer((256,), "float32")):
     for i in T.thread_binding(256, "threadIdx.x"):
@@ -44,14 +56,7 @@ def test_waiting_beside_a_polling_thread_never_hangs():
         while not stop.is_set():
             dev.retire_finished()   # what every allocation does first
 
-    threads = [threading.Thread(target=launcher, daemon=True)] + \
-        [threading.Thread(target=poller, daemon=True) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not any(t.is_alive() for t in threads), "a thread hung"
-    assert not errors, errors
+    run_to_the_end([launcher, poller, poller], errors)
     np.testing.assert_array_equal(a.numpy(), np.full(256, 60, np.float32))
 
 
@@ -79,15 +84,7 @@ def test_waiting_beside_an_allocating_thread_never_hangs():
         except BaseException as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=launcher, daemon=True),
-               threading.Thread(target=allocator, daemon=True),
-               threading.Thread(target=allocator, daemon=True)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not any(t.is_alive() for t in threads), "a thread hung"
-    assert not errors, errors
+    run_to_the_end([launcher, allocator, allocator], errors)
     np.testing.assert_array_equal(a.numpy(), np.full(256, 300, np.float32))
 
 

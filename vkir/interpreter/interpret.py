@@ -8,8 +8,10 @@ from ..analysis.verify_types import verify_types
 from ..errors import ArgumentError, TypeCheckError, WellFormedError
 from ..ir.base import show
 from ..ir.dtype import DataType
-from ..ir.expr import IntImm, Var, convert
+from ..ir.expr import BufferLoad, Call, IntImm, Var, convert
 from ..ir.function import PrimFunc
+from ..ir.op import is_atomic
+from ..ir.stmt import BufferStore
 from ..ir.structural import recursion_headroom
 from ..ir.walk import walk
 from .arguments import bind_arguments
@@ -75,18 +77,30 @@ def _interpret(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool,
     plan = merge_plan(func)
     if plan is not None:
         # workgroups together; an error is reported as one workgroup at a time reports it, so
-        # the arguments are kept to run again that way
-        kept = [(a, a.copy()) for a in (*args, *kwargs.values()) if isinstance(a, np.ndarray)]
+        # the arrays the kernel writes are kept to run again that way
+        kept = [(a, a.copy()) for a in _written_arrays(func, args, kwargs)]
         try:
             _run(func, args, kwargs, check_races, subgroup_size, denormals, plan)
             return
-        except InterpreterError:
-            pass
-        except OutOfBoundsError:
+        except (InterpreterError, OutOfBoundsError):
             pass
         for a, copy in kept:
             np.copyto(a, copy)
     _run(func, args, kwargs, check_races, subgroup_size, denormals, None)
+
+
+def _written_arrays(func: PrimFunc, args: tuple, kwargs: dict) -> list:
+    """The numpy arguments bound to buffers that some store or atomic of `func` writes."""
+    written = set()
+    for n in walk(func.body):
+        if isinstance(n, BufferStore):
+            written.add(n.buffer.data)
+        elif isinstance(n, Call) and is_atomic(n.op) and n.args and isinstance(n.args[0], BufferLoad):
+            written.add(n.args[0].buffer.data)
+    by_name = {p.name: p for p in func.params}
+    pairs = list(zip(func.params, args)) + [(by_name.get(k), a) for k, a in kwargs.items()]
+    return [a for p, a in pairs if isinstance(a, np.ndarray) and p in func.buffer_map
+            and func.buffer_map[p].data in written]
 
 
 def _run(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool, subgroup_size: int,
