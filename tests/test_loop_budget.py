@@ -93,3 +93,34 @@ def test_a_nest_is_never_unrolled_sixty_four_squared(device):
     if "loop_trip_limit_65535" in device.info.quirks:
         with pytest.raises(UnsupportedError):
             k(np.zeros(1, np.int32), 2000, 2000)
+
+
+WHILE_COUNT = vkir.from_script('''
+@T.prim_func
+def while_count(a: T.Buffer((1,), "int32"), n: T.int32):
+    k = 0
+    while k < n:
+        k += 1
+        if k == 1 << 30:
+            break
+    a[0] = k
+''')
+
+
+def test_a_while_loop_is_a_loop_of_unknown_trips():
+    n = WHILE_COUNT.params[1]
+    (loop,) = loops_for_call(vkir.lower(WHILE_COUNT), {n: 10})
+    assert loop.trips is None and loop.splittable
+    split = choose_split([loop], "k", "dev")
+    assert loop.var in split.loops
+
+
+@pytest.mark.device
+def test_a_long_while_loop_runs_whole(device):
+    """A while loop runs past llvmpipe's 65535 back edges: its variant has 16 copies of the body
+    per back edge (where the driver has no loop limit, the plain loop runs)."""
+    k = vkir.build(WHILE_COUNT, device=device)
+    for n in (0, 5, 65536, 200_000):
+        a = np.zeros(1, np.int32)
+        k(a, n)
+        assert a[0] == n

@@ -30,7 +30,7 @@ import numpy as np
 
 from .binding import Signature
 from .errors import ArgumentError, TypeCheckError, UnsupportedError, WellFormedError
-from .ir import DataType, For, IntImm, PrimFunc
+from .ir import DataType, For, IntImm, PrimFunc, While
 from .ir.walk import walk
 from .lowering import LOOP_TRIP_LIMIT
 from .ir.dtype import type_range
@@ -422,7 +422,8 @@ class Kernel:
         # sizes need more iterations than the driver runs gets a variant with split loops
         # (vkir.loop_budget), chosen from its push-constant values
         self._loop_limited = LOOP_TRIP_LIMIT in self.target.quirks and any(
-            isinstance(n, For) and n.kind != "thread_binding" for n in walk(func.body))
+            (isinstance(n, For) and n.kind != "thread_binding") or isinstance(n, While)
+            for n in walk(func.body))
         target = self.target
         if LOOP_TRIP_LIMIT in target.quirks:
             target = dataclasses.replace(target, quirks=target.quirks - {LOOP_TRIP_LIMIT})

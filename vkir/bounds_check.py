@@ -23,7 +23,7 @@ import numpy as np
 from .errors import OutOfBoundsError, describe_invocation
 from .ir import (
     And, BufferLoad, BufferStore, Call, Cast, DataType, DeclBuffer, EQ, Evaluate, For, GE,
-    IfThenElse, LT, Let, LetStmt, Max, Min, Not, Or, PrimFunc, SeqStmt, Sub, Var,
+    IfThenElse, LT, Let, LetStmt, Max, Min, Not, Or, PrimFunc, SeqStmt, Sub, Var, While,
 )
 from .ir.buffer import decl_buffer
 from .ir.expr import const
@@ -182,6 +182,15 @@ class _Instrumenter:
             new = IfThenElse(clamp.visit(s.condition), self.stmt(s.then_case, threads),
                              None if s.else_case is None else self.stmt(s.else_case, threads),
                              span=s.span)
+            return _seq(pre, new)
+        if isinstance(s, While):
+            # the condition is evaluated before the first iteration and after every one
+            pre = self.checks((s.condition,), s, threads)
+            again = self.checks((s.condition,), s, threads)
+            body = self.stmt(s.body, threads)
+            if again:
+                body = SeqStmt((body, *again))
+            new = While(clamp.visit(s.condition), body, span=s.span)
             return _seq(pre, new)
         if isinstance(s, LetStmt):
             pre = self.checks((s.value,), s, threads)

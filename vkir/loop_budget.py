@@ -36,7 +36,7 @@ class Loop:
     time it starts (`trips`; None when it depends on buffer data), how many times it starts per
     invocation (`starts`; None when unknown), and whether SplitLongLoops can split it."""
 
-    var: E.Var
+    var: E.Var | S.While   # a while loop, which has no variable, is named by its node
     trips: int | None
     starts: int | None
     splittable: bool
@@ -115,6 +115,10 @@ def _walk(s, ranges: dict, starts: int | None, out: list, outer: frozenset) -> N
         out.append(Loop(s.loop_var, trips, starts, splittable(s), outer))
         _walk(s.body, inner, None if starts is None or trips is None else starts * trips, out,
               outer | {s.loop_var})
+        return
+    if isinstance(s, S.While):   # nothing bounds its trips: split it as far as it goes
+        out.append(Loop(s, None, starts, splittable(s), outer))
+        _walk(s.body, ranges, None, out, outer | {s})
         return
     if isinstance(s, S.LetStmt):
         inner = dict(ranges)

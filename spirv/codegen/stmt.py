@@ -12,7 +12,7 @@ from vkir.arith.ranges import is_zero
 from vkir.errors import TypeCheckError, UnsupportedError
 from vkir.ir import (Add, AllocBuffer, AsyncCommitQueue, AsyncScope, AsyncWaitQueue, Barrier,
                      BufferStore, DataType, DeclBuffer, Evaluate, FloatImm, For, IfThenElse,
-                     IntImm, LetStmt, LT, SeqStmt, Stmt, Var)
+                     IntImm, LetStmt, LT, SeqStmt, Stmt, Var, While)
 from vkir.ir.substitute import substitute
 from vkir.ir.walk import walk
 
@@ -117,6 +117,25 @@ class StmtMixin:
         self.do("OpBranch", header)
         self.start_block(merge)
 
+    def s_while(self, s: While) -> None:
+        """A while loop: header (OpLoopMerge) -> condition block -> body -> continue -> header."""
+        if s.condition.dtype != DataType("bool", 1):
+            raise TypeCheckError(f"kernel {self.func.name!r}: while condition must be a scalar "
+                                 f"bool, got {s.condition.dtype}")
+        header, check, body, cont, merge = (self.b.new_id() for _ in range(5))
+        self.do("OpBranch", header)
+        self.start_block(header)
+        self.do("OpLoopMerge", merge, cont, self.b.enum("LoopControl", "None"))
+        self.do("OpBranch", check)
+        self.start_block(check)
+        self.do("OpBranchConditional", self.expr(s.condition), body, merge)
+        self.start_block(body)
+        self.stmt(s.body)
+        self.do("OpBranch", cont)
+        self.start_block(cont)
+        self.do("OpBranch", header)
+        self.start_block(merge)
+
     def _unroll(self, s: For) -> bool:
         """Emit an unrolled loop with a constant trip count as that many copies of its body,
         the loop var replaced by each constant in turn (drivers need not honour the Unroll
@@ -182,7 +201,7 @@ class StmtMixin:
 
     _stmt_methods = {
         SeqStmt: s_seq, BufferStore: s_store, LetStmt: s_let, Evaluate: s_evaluate,
-        IfThenElse: s_if, For: s_for, AllocBuffer: s_alloc, DeclBuffer: s_decl,
+        IfThenElse: s_if, For: s_for, While: s_while, AllocBuffer: s_alloc, DeclBuffer: s_decl,
         Barrier: s_barrier, AsyncScope: s_async_scope, AsyncCommitQueue: s_async_commit,
         AsyncWaitQueue: s_async_wait,
     }

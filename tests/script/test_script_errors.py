@@ -89,7 +89,7 @@ def f(A: T.Buffer((4,), "int32")):
 def f(A: T.Buffer((4,), "int32")):
     while True:
         A[0] = 1
-''', 3, 5, r"unsupported statement: While"),
+''', 3, 11, r"this loop never ends"),
     ('''
 def f(A: T.Buffer((4,), "int32")):
     for i in range(4):

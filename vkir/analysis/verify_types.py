@@ -443,6 +443,12 @@ class _Checker:
         if s.else_case is not None:
             self.stmt(s.else_case)
 
+    def s_While(self, s):
+        t = self.expr(s.condition)
+        if t != BOOL:
+            self.fail(3, s, "while condition must be a bool scalar", t, BOOL)
+        self.stmt(s.body)
+
     def s_Evaluate(self, s):
         self.expr(s.value)
 

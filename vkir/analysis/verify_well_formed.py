@@ -7,8 +7,10 @@
 - a buffer used (loaded, stored, or aliased) outside the scope of its AllocBuffer/DeclBuffer, a
   buffer declared twice, or a DeclBuffer whose data var is not in scope;
 - a `Barrier()` in non-uniform control flow where provable: under an `if` whose condition, or in a
-  loop whose bounds, depend on threadIdx variables (directly or through lets and loads at
-  thread-dependent indices). Invocations that skip a barrier others wait at deadlock on a GPU.
+  loop whose bounds or `while` condition, depend on threadIdx variables (directly or through lets,
+  loads at thread-dependent indices, and local variables assigned such values or assigned under
+  such control flow, as `break` flags are). Invocations that skip a barrier others wait at
+  deadlock on a GPU.
 """
 
 from __future__ import annotations
@@ -28,11 +30,20 @@ def verify_well_formed(func: PrimFunc) -> None:
     if not isinstance(func, PrimFunc):
         raise WellFormedError(f"expected a PrimFunc, got {type(func).__name__}")
     with recursion_headroom():  # one recursion per level of deep expressions
-        _Checker(func).run()
+        # which local variables hold per-invocation values is a fixpoint (a loop may assign a
+        # variable that its own condition reads): grow the set until it is stable, then check
+        varying = frozenset()
+        while True:
+            checker = _Checker(func, varying, check_barriers=False)
+            checker.run()
+            if checker.varying_buffers == varying:
+                break
+            varying = frozenset(checker.varying_buffers)
+        _Checker(func, varying).run()
 
 
 class _Checker:
-    def __init__(self, func: PrimFunc):
+    def __init__(self, func: PrimFunc, varying_buffers=frozenset(), check_barriers=True):
         self.func = func
         self.in_scope = set()      # vars currently defined
         self.ever_bound = set()    # vars bound anywhere so far (SSA)
@@ -40,6 +51,9 @@ class _Checker:
         self.ever_declared = set()
         self.thread_vars = set()   # vars whose value differs between invocations of a workgroup
         self.divergent = None      # the statement making control flow non-uniform, if any
+        # local buffers (variables) that may hold different values in different invocations
+        self.varying_buffers = set(varying_buffers)
+        self.check_barriers = check_barriers
         self.span = func.span
 
     def fail(self, what: str, node):
@@ -98,9 +112,10 @@ class _Checker:
             varying = self.expr(e.body, stmt) or varying
             self.in_scope.discard(e.var)
             return varying
+        varying = False
         if isinstance(e, E.BufferLoad):
             self.use(e.buffer, stmt)
-        varying = False
+            varying = e.buffer.data in self.varying_buffers
         for c in children(e):
             varying = self.expr(c, stmt) or varying
         return varying
@@ -142,9 +157,11 @@ class _Checker:
 
     def s_BufferStore(self, s):
         self.use(s.buffer, s)
-        self.expr(s.value, s)
+        varying = self.expr(s.value, s)
         for i in s.indices:
-            self.expr(i, s)
+            varying = self.expr(i, s) or varying
+        if s.buffer.scope == "local" and (varying or self.divergent is not None):
+            self.varying_buffers.add(s.buffer.data)
 
     def s_LetStmt(self, s):
         varying = self.expr(s.value, s)
@@ -170,6 +187,9 @@ class _Checker:
         self.under(varying, s, s.then_case)
         if s.else_case is not None:
             self.under(varying, s, s.else_case)
+
+    def s_While(self, s):
+        self.under(self.expr(s.condition, s), s, s.body)
 
     def s_Evaluate(self, s):
         self.expr(s.value, s)
@@ -197,7 +217,7 @@ class _Checker:
         self.stmt(s.body)
 
     def s_Barrier(self, s):
-        if self.divergent is not None:
+        if self.divergent is not None and self.check_barriers:
             self.fail("barrier in non-uniform control flow (invocations of a workgroup may not all "
                       f"reach it): under `{compact(self.divergent, 60)}`, which depends on "
                       "threadIdx",

@@ -560,6 +560,28 @@ class Compiler:
                     fe(fr.subset(~c))
         return if_then_else
 
+    def s_While(self, s):
+        """A while loop: the invocations whose condition holds run the body, again and again;
+        those whose condition fails leave the loop for good (divergent ones are split off)."""
+        fc = self.expr(s.condition)
+        fb = self.stmt(s.body)
+
+        def while_loop(fr):
+            active = fr
+            while True:
+                c = fc(active)
+                if _uniform(c):
+                    if not c:
+                        return
+                elif c.ndim > 1:
+                    raise InterpreterError("while condition must be a scalar bool")
+                elif not c.all():
+                    if not c.any():
+                        return
+                    active = active.subset(c)
+                fb(active)
+        return while_loop
+
     def s_BufferStore(self, s):
         """A bounds-checked write (recorded in the async group inside an async scope)."""
         get = self.buffer_getter(s.buffer)

@@ -267,6 +267,9 @@ class Printer(ExprPrinter):
             return lines + self._s_IfThenElse(items[0], depth, pad, "elif")
         return lines + [f"{pad}else:"] + self.block(other, depth + 1)
 
+    def _s_While(self, s, depth, pad):
+        return [f"{pad}while {self.expr(s.condition)}:"] + self.block(s.body, depth + 1)
+
     def _s_Evaluate(self, s, depth, pad):
         text = self.expr(s.value)
         if isinstance(s.value, Call) and is_atomic(s.value.op) and text.startswith("T.atomic_"):

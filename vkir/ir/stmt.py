@@ -80,6 +80,19 @@ class IfThenElse(Stmt):
 
 
 @dataclass(frozen=True, slots=True)
+class While(Stmt):
+    """while condition: body. The condition (a scalar bool) is evaluated before every iteration;
+    the script's `break` and `continue` become flag variables around it, so this is the one
+    unbounded loop of the IR."""
+
+    condition: PrimExpr
+    body: Stmt
+
+    def __post_init__(self):
+        object.__setattr__(self, "condition", convert(self.condition))
+
+
+@dataclass(frozen=True, slots=True)
 class SeqStmt(Stmt):
     """Statements in order."""
 

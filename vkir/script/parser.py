@@ -73,6 +73,7 @@ class Parser(ExprParser):
 
     def function(self, fn: ast.FunctionDef) -> PrimFunc:
         """The PrimFunc of a `def` with T annotations."""
+        self.loops: list[_LoopExit] = []   # the loops around the statement being parsed
         args = fn.args
         for bad in (*args.posonlyargs, *args.kwonlyargs):
             raise self.error(bad, "only plain positional parameters are supported")
@@ -236,6 +237,12 @@ class Parser(ExprParser):
                 head = self._binding(node)
                 if head is None:
                     out.append(self.stmt(node))
+                    if k + 1 < len(stmts) and self.loops and _leaves_iteration([node]):
+                        # a `break`/`continue` may have run: the rest runs only if none did
+                        rest = self.block(stmts[k + 1:])
+                        out.append(S.IfThenElse(self.loops[-1].running(), rest,
+                                                span=self.span(stmts[k + 1])))
+                        break
                     continue
                 target, value, span, implicit = head
                 if target.id in assigned_later[k] and implicit and \
@@ -336,6 +343,90 @@ class Parser(ExprParser):
         other = self.block(node.orelse) if node.orelse else None
         return S.IfThenElse(cond, then, other, span=self.span(node))
 
+    def _s_Break(self, node):
+        return self._leave(node, "break", _BROKE)
+
+    def _s_Continue(self, node):
+        return self._leave(node, "continue", _CONTINUED)
+
+    def _leave(self, node, word: str, state: int) -> S.Stmt:
+        """`break`/`continue`: set the enclosing loop's exit state (the statements after it in
+        the iteration are guarded by `block`, the loop condition reads it)."""
+        if not self.loops:
+            raise self.error(node, f"'{word}' outside a loop")
+        loop = self.loops[-1]
+        if loop.state is None:
+            raise self.error(node, f"'{word}' is only supported in {self.t_name}.serial loops "
+                                   f"and while loops, not in {self.t_name}.{loop.kind} loops")
+        return S.BufferStore(loop.state, E.IntImm(_INT32, state), (_ZERO,), span=self.span(node))
+
+    def _s_While(self, node):
+        if node.orelse:
+            raise self.error(node.orelse[0], "while ... else is not supported")
+        cond = self.expr(node.test)
+        if not isinstance(cond, E.PrimExpr) or cond.dtype != DataType("bool", 1):
+            got = cond.dtype if isinstance(cond, E.PrimExpr) else type(cond).__name__
+            raise self.error(node.test, f"a while condition must be a scalar bool, got {got}; "
+                                        f"compare it, e.g. `while n != 0:`")
+        span = self.span(node)
+        breaks, continues = _exits(node.body)
+        if isinstance(cond, E.IntImm) and cond.value and not breaks:
+            raise self.error(node.test, "this loop never ends (its condition is always true and "
+                                        "nothing in it breaks); a kernel that never returns "
+                                        "hangs the device")
+        if not (breaks or continues):
+            return S.While(cond, self._loop_body(node.body, _LoopExit("while")), span=span)
+        state = _state_buffer("loop_exit", span)
+        body = self._loop_body(node.body, _LoopExit("while", state))
+        reset = S.BufferStore(state, E.IntImm(_INT32, _RUNNING), (_ZERO,), span=span)
+        if breaks:   # while the state is not "broke": reset it, then run if the condition holds
+            stop = S.BufferStore(state, E.IntImm(_INT32, _BROKE), (_ZERO,), span=span)
+            loop = S.While(E.NE(_load(state), E.IntImm(_INT32, _BROKE)),
+                           S.seq(reset, S.IfThenElse(cond, body, stop, span=span)), span=span)
+        else:
+            loop = S.While(cond, S.seq(reset, body), span=span)
+        return S.AllocBuffer(state, S.seq(reset, loop), span=span)
+
+    def _loop_body(self, stmts, loop) -> S.Stmt:
+        self.loops.append(loop)
+        try:
+            return self.block(stmts)
+        finally:
+            self.loops.pop()
+
+    def _serial_with_exits(self, node, var, start, extent, annotations, breaks: bool):
+        """A serial loop whose body may `break`/`continue`. With `continue` only it stays a
+        loop, its body resetting the exit state first; a loop that may break becomes a while
+        loop over a counter, so that it stops at the break instead of idling to its end."""
+        span = self.span(node)
+        state = _state_buffer(f"{var.name}_exit", span)
+        reset = S.BufferStore(state, E.IntImm(_INT32, _RUNNING), (_ZERO,), span=span)
+        with self.scope.frame():
+            self.bind(node.target, node.target.id, var)
+            body = self._loop_body(node.body, _LoopExit("serial", state))
+        if not breaks:
+            loop = S.For(var, start, extent, "serial", S.seq(reset, body), None, annotations,
+                         span=span)
+            return S.AllocBuffer(state, S.seq(reset, loop), span=span)
+        if annotations:
+            raise self.error(node.iter, "a loop that may break takes no annotations")
+        dt = var.dtype
+        counter = Buffer(f"{var.name}_next", E.Var(f"{var.name}_next", PointerType(dt, "local")),
+                         dt, (1,), scope="local", span=span)
+        end = extent if isinstance(start, E.IntImm) and start.value == 0 else E.Add(start, extent)
+        bind_end = None
+        if not isinstance(end, (E.IntImm, E.Var)):   # evaluated once, as a loop's extent is
+            bind_end, end = end, E.Var(f"{var.name}_end", dt, span=span)
+        step = S.BufferStore(counter, E.Add(var, E.IntImm(dt, 1)), (_ZERO,), span=span)
+        loop = S.While(E.And(E.LT(_load(counter), end), E.NE(_load(state),
+                                                            E.IntImm(_INT32, _BROKE))),
+                       S.LetStmt(var, _load(counter), S.seq(reset, body, step), span=span),
+                       span=span)
+        out = S.seq(reset, S.BufferStore(counter, start, (_ZERO,), span=span), loop)
+        if bind_end is not None:
+            out = S.LetStmt(end, bind_end, out, span=span)
+        return S.AllocBuffer(state, S.AllocBuffer(counter, out, span=span), span=span)
+
     def _s_For(self, node):
         if node.orelse:
             raise self.error(node.orelse[0], "for ... else is not supported")
@@ -366,9 +457,12 @@ class Parser(ExprParser):
         start, extent, dtype = self._range(args["start"], args["stop"], dtype)
         annotations = self._annotations(args["annotations"])
         var = E.Var(node.target.id, dtype, span=self.span(node.target))
+        breaks, continues = _exits(node.body)
+        if (breaks or continues) and kind == "serial":
+            return self._serial_with_exits(node, var, start, extent, annotations, breaks)
         with self.scope.frame():
             self.bind(node.target, node.target.id, var)
-            body = self.block(node.body)
+            body = self._loop_body(node.body, _LoopExit(kind))
         return S.For(var, start, extent, _LOOP_KINDS[kind], body, thread, annotations,
                      span=self.span(node))
 
@@ -414,7 +508,7 @@ class Parser(ExprParser):
                 var = E.Var(t.id, ext.dtype, span=self.span(t))
                 self.bind(t, t.id, var)
                 loops.append((var, ext))
-            body = self.block(node.body)
+            body = self._loop_body(node.body, _LoopExit("grid"))
         for var, ext in reversed(loops):
             body = S.For(var, E.const(0, ext.dtype), ext, "serial", body, None, annotations,
                          span=self.span(node))
@@ -556,6 +650,57 @@ class Parser(ExprParser):
             bound = E.Var(target.id, val.dtype, span=self.span(target))
             make = lambda body: S.LetStmt(bound, val, body, span=span)  # noqa: E731
         return bound, make
+
+
+_INT32 = DataType("int", 32)
+_ZERO = E.IntImm(_INT32, 0)
+_RUNNING, _CONTINUED, _BROKE = 0, 1, 2   # a loop's exit state in its iteration
+
+
+class _LoopExit:
+    """The loop a `break`/`continue` leaves: its kind, and the one-element local int32 buffer
+    holding its exit state (None where the loop takes no break/continue)."""
+
+    __slots__ = ("kind", "state")
+
+    def __init__(self, kind: str, state: Buffer | None = None):
+        self.kind = kind
+        self.state = state
+
+    def running(self) -> E.PrimExpr:
+        """True while no `break`/`continue` ran in this iteration."""
+        return E.EQ(_load(self.state), E.IntImm(_INT32, _RUNNING))
+
+
+def _state_buffer(name: str, span) -> Buffer:
+    data = E.Var(name, PointerType(_INT32, "local"), span=span)
+    return Buffer(name, data, _INT32, (1,), scope="local", span=span)
+
+
+def _load(buffer: Buffer) -> E.BufferLoad:
+    return E.BufferLoad(buffer, (_ZERO,))
+
+
+def _exits(stmts: list) -> tuple[bool, bool]:
+    """(has a break, has a continue) that leaves the loop whose body is `stmts` (those of
+    nested loops leave those)."""
+    breaks = continues = False
+    stack = list(stmts)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Break):
+            breaks = True
+        elif isinstance(node, ast.Continue):
+            continues = True
+        elif isinstance(node, (ast.For, ast.While)):
+            stack.extend(node.orelse)
+        elif isinstance(node, ast.stmt):
+            stack.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt))
+    return breaks, continues
+
+
+def _leaves_iteration(stmts: list) -> bool:
+    return any(_exits(stmts))
 
 
 def _seq(stmts: list) -> S.Stmt:

@@ -13,7 +13,7 @@ import dataclasses
 
 from ..ir import (
     BufferLoad, BufferStore, Call, FloatImm, For, IfThenElse, IntImm, Let, LetStmt, PrimExpr,
-    Stmt, Var,
+    Stmt, Var, While,
 )
 from ..ir.functor import child_fields
 
@@ -37,6 +37,9 @@ def stmt_parts(stmt: Stmt) -> list:
     if isinstance(stmt, For):
         return [("min", None, PLAIN, stmt.min, None), ("extent", None, PLAIN, stmt.extent, None),
                 ("body", None, COND_BLOCK, stmt.body, stmt.loop_var)]
+    if isinstance(stmt, While):   # the condition runs at least once, the body maybe never
+        return [("condition", None, PLAIN, stmt.condition, None),
+                ("body", None, COND_BLOCK, stmt.body, None)]
     if isinstance(stmt, IfThenElse):
         parts = [("condition", None, PLAIN, stmt.condition, None),
                  ("then_case", None, COND_BLOCK, stmt.then_case, None)]

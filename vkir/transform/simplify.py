@@ -90,6 +90,15 @@ class _StmtSimplifier(Mutator):
             return NOOP
         return S.IfThenElse(cond, then_case, else_case)
 
+    def visit_While(self, op):
+        cond = self.s(op.condition)
+        if isinstance(cond, E.IntImm) and cond.dtype.is_bool and not cond.value:
+            return NOOP
+        body = self.visit(op.body)
+        if cond is op.condition and body is op.body:
+            return op
+        return S.While(cond, body, span=op.span)
+
     def visit_LetStmt(self, op):
         value = self.s(op.value)
         body = self.s.with_binding(op.var, value, lambda: self.visit(op.body))

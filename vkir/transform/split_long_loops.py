@@ -18,6 +18,16 @@ of two that brings the (largest possible) trip count under `threshold` back edge
 `max_factor`. The budget is then 65535 * factor body executions per invocation; beyond that the
 driver still stops. Symbolic extents are exact: the guard runs the last, partial chunk.
 Loops whose bodies allocate or declare buffers are left alone (codegen does not copy those).
+
+A while loop (whose trip count nothing bounds) becomes `factor` copies of its body per back edge,
+at most WHILE_MAX_FACTOR, each after the first guarded by the condition:
+
+    while c:
+        body
+        if c: body
+        ...
+
+(once c fails, no later copy runs, so nothing changes it back).
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ from ..ir.walk import walk
 from .base import Pass
 
 _SPLIT_KINDS = ("serial", "unrolled", "vectorized")  # what codegen emits as loops
+WHILE_MAX_FACTOR = 16   # copies of a while loop's body per back edge: 65535 * 16 iterations
 
 
 @dataclass(frozen=True)
@@ -63,11 +74,11 @@ def _factor(trips: int | None, threshold: int, max_factor: int) -> int:
     return factor
 
 
-def splittable(s: S.For) -> bool:
+def splittable(s: S.For | S.While) -> bool:
     """Whether SplitLongLoops can split loop `s` (codegen emits it as a loop, and its body
     allocates or declares no buffer, which codegen could not copy)."""
-    return s.kind in _SPLIT_KINDS and not any(isinstance(n, (S.AllocBuffer, S.DeclBuffer))
-                                              for n in walk(s.body))
+    return (isinstance(s, S.While) or s.kind in _SPLIT_KINDS) and not any(
+        isinstance(n, (S.AllocBuffer, S.DeclBuffer)) for n in walk(s.body))
 
 
 class _Splitter(Mutator):
@@ -76,6 +87,15 @@ class _Splitter(Mutator):
         self.max_factor = max_factor
         self.factor = factor
         self.only = only
+
+    def visit_While(self, s: S.While):
+        chosen = s in self.only if self.factor else True
+        new = self.generic_visit(s)
+        if not chosen or not splittable(new):
+            return new
+        factor = min(self.factor or self.max_factor, WHILE_MAX_FACTOR)
+        copies = [new.body] + [S.IfThenElse(new.condition, new.body) for _ in range(factor - 1)]
+        return S.While(new.condition, S.SeqStmt(tuple(copies)), span=s.span)
 
     def visit_For(self, s: S.For):
         s = self.generic_visit(s)
