@@ -48,9 +48,10 @@ _LAZY = {
     "ShaderKernel": "vkir.shader:ShaderKernel",
     "Target": "vkir.target:Target",
     "autotune": "vkir.autotune:autotune",
+    "from_tvm": "vkir.tvm:from_tvm",
 }
 _SUBMODULES = {"analysis", "transform", "schedule", "spirv", "runtime", "script", "interpreter", "api",
-               "ops", "lowering", "target", "sequences", "profiling"}
+               "ops", "lowering", "target", "sequences", "profiling", "tvm"}
 
 
 # `from vkir import *`: the errors, the IR package and every lazily resolved name (never the

@@ -174,6 +174,19 @@ class DeviceArray:
         out = self.numpy()
         return out if dtype is None else out.astype(dtype, copy=False)
 
+    def __dlpack__(self, stream=None, **_options):
+        """A DLPack capsule of this array: device kDLVulkan, `data` an opaque handle to vkir
+        memory (what TVM's Vulkan runtime hands out too); vkir.tvm passes it back to kernels."""
+        from .dlpack import to_capsule
+
+        return to_capsule(self)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """(kDLVulkan, device index)."""
+        from .dlpack import device_of
+
+        return device_of(self)
+
     def write(self, values) -> None:
         """Overwrite the contents with `values` (same shape and dtype)."""
         arr = np.asarray(values)

@@ -1,0 +1,136 @@
+"""`tvm.compile(mod, target=vkir.tvm.target())` through vkir, and TVM tensors in vkir memory.
+
+`install()` registers the two global functions TVM looks up for the "vulkan" device and nothing
+else: "target.build.vulkan", which imports each device kernel into vkir, builds it, and returns a
+small LLVM module with one function per kernel that calls the vkir launcher (TVM's host code calls
+kernels by name through its imports), and "__tvm_set_device", which accepts the Vulkan device type
+and defers to TVM's own function for every other one. Tensors on vulkan:0 come from vkir device
+arrays through DLPack; their data pointer is an opaque handle that the launcher maps back to the
+array (vkir.dlpack).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+
+import numpy as np
+
+from ..dlpack import KDL_VULKAN, array_of_handle
+from ..errors import ArgumentError
+from . import require_tvm
+
+_LAUNCH_PREFIX = "vkir.tvm.launch."
+_LOCK = threading.Lock()
+_NAMES = itertools.count()   # kernels of different compiles may share a TVM name
+_INSTALLED: dict = {}        # "set_device" -> TVM's own __tvm_set_device, once installed
+
+
+def install(device=None) -> None:
+    """Make `tvm.compile(..., target=vkir.tvm.target())` build its device kernels with vkir
+    (on `device`, the default one when None). Idempotent."""
+    tvm = require_tvm()
+    import tvm_ffi
+
+    with _LOCK:
+        if _INSTALLED:
+            return
+        original = tvm.get_global_func("__tvm_set_device")
+
+        def set_device(device_type, device_id):
+            if int(device_type) != KDL_VULKAN:
+                original(device_type, device_id)
+
+        def build_vulkan(mod, target):
+            return _build(tvm, tvm_ffi, mod, device)
+
+        tvm_ffi.register_global_func("target.build.vulkan", build_vulkan, override=True)
+        tvm_ffi.register_global_func("__tvm_set_device", set_device, override=True)
+        _INSTALLED["set_device"] = original
+
+
+def _build(tvm, tvm_ffi, mod, device):
+    """The runtime module of TVM's device module `mod`: each kernel imported and built by vkir,
+    reached from TVM's host code through an LLVM function of the kernel's name."""
+    from .. import api
+    from .importer import import_prim_func
+
+    shims = {}
+    for gv, func in mod.functions.items():
+        name = gv.name_hint
+        kernel = api.build(import_prim_func(func, name), device=device)
+        launcher = f"{_LAUNCH_PREFIX}{name}.{next(_NAMES)}"
+        tvm_ffi.register_global_func(launcher, _launcher(kernel, func), override=True)
+        shims[name] = _shim(tvm, name, func, launcher)
+    return tvm.tirx.build(tvm.IRModule(shims), target="llvm")
+
+
+def _shim(tvm, name: str, func, launcher: str):
+    """A host function named like the kernel, taking TVM's kernel arguments (the parameters,
+    then one value per launch parameter) and passing them to the launcher."""
+    tirx = tvm.tirx
+    params = [tirx.Var(str(p.name), p.ty) for p in func.params]
+    launch = [tirx.Var(f"launch_{k}", "int32")
+              for k in range(len(func.attrs["tirx.kernel_launch_params"]))]
+    body = tirx.Evaluate(tirx.call_packed(launcher, *params, *launch))
+    return tirx.PrimFunc(params + launch, body).with_attr("global_symbol", name)
+
+
+def _launcher(kernel, func):
+    """The Python function TVM's host code calls: handles become the device arrays they stand
+    for (flat views, as the kernel's buffers are), scalars stay; launch extents are vkir's."""
+    names = [str(p.name) for p in func.params]
+    ir = kernel.ir
+
+    def launch(*args):
+        by_name = dict(zip(names, args))
+        call = []
+        for p in ir.params:
+            value = by_name[p.name]
+            buf = ir.buffer_map.get(p)
+            if buf is None:
+                call.append(value)
+                continue
+            handle = getattr(value, "value", value)
+            array = array_of_handle(handle or 0)
+            if array is None:
+                raise ArgumentError(f"kernel {kernel.name}: argument {p.name!r} is not a tensor "
+                                    "made by vkir.tvm.tensor/empty")
+            call.append(_flat(array))
+        kernel(*call)
+    return launch
+
+
+def _flat(array):
+    """A 1-d view of a device array (the imported kernels index flattened buffers)."""
+    from ..api import DeviceArray
+
+    if array.ndim == 1:
+        return array
+    return DeviceArray(array.buffer, (math.prod(array.shape),), array.dtype, array.device)
+
+
+def tensor(values, device=None):
+    """A TVM tensor on vulkan:0 holding a copy of `values`, in vkir memory."""
+    tvm = require_tvm()
+    from ..api import array
+
+    return tvm.runtime.from_dlpack(array(np.asarray(values), device=device))
+
+
+def empty(shape, dtype="float32", device=None):
+    """An uninitialized TVM tensor on vulkan:0 in vkir memory."""
+    tvm = require_tvm()
+    from ..api import empty as vkir_empty
+
+    return tvm.runtime.from_dlpack(vkir_empty(shape, dtype, device=device))
+
+
+def numpy(t) -> np.ndarray:
+    """The values of a TVM tensor made by `tensor`/`empty` (a numpy copy)."""
+    array = array_of_handle(t.data_ptr())
+    if array is None:
+        raise ArgumentError("vkir.tvm.numpy takes tensors made by vkir.tvm.tensor/empty; use "
+                            ".numpy() on other TVM tensors")
+    return array.numpy().reshape(tuple(int(s) for s in t.shape))

@@ -1,0 +1,429 @@
+"""TVM TIR (apache-tvm 0.27, `tvm.tirx`) to vkir IR, node by node.
+
+`import_prim_func(func)` reads one TVM PrimFunc as it is: a scheduled or lowered device kernel,
+or the before/after functions of TVM's pass tests. TVM's flat statements (`Bind`, `AllocBuffer`,
+`DeclBuffer`, and a `LetStmt` without body) scope over the rest of their sequence and become
+vkir's nested LetStmt/AllocBuffer/DeclBuffer; `thread_extent` attributes become thread-binding
+loops; `tvm_storage_sync("shared")` becomes a barrier and `tvm_storage_sync("warp")` a subgroup
+barrier; libm externs (`expf`, ...) become vkir's math calls; int conditions get an explicit
+`!= 0`. Handle parameters that the body declares a buffer over become buffer parameters, and a
+scalar parameter that is a dimension of one becomes a size vkir infers at call time. Anything
+else raises UnsupportedError naming the construct.
+"""
+
+from __future__ import annotations
+
+from ..errors import UnsupportedError
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.buffer import Buffer
+from ..ir.dtype import SCOPES, DataType, PointerType
+from ..ir.function import PrimFunc
+
+# TVM's ForKind values
+_FOR_KINDS = {0: "serial", 2: "vectorized", 3: "unrolled", 4: "thread_binding"}
+_BINARY = {"Add": E.Add, "Sub": E.Sub, "Mul": E.Mul, "Div": E.Div, "Mod": E.Mod,
+           "FloorDiv": E.FloorDiv, "FloorMod": E.FloorMod, "Min": E.Min, "Max": E.Max,
+           "EQ": E.EQ, "NE": E.NE, "LT": E.LT, "LE": E.LE, "GT": E.GT, "GE": E.GE,
+           "And": E.And, "Or": E.Or}
+_BITWISE = {"BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor",
+            "LShift": "shift_left", "RShift": "shift_right"}
+# TVM intrinsics (without the "tirx." prefix) with the same meaning in vkir
+_SAME_CALLS = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sin", "cos", "tan", "asin",
+               "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "floor", "ceil", "round",
+               "trunc", "erf", "sigmoid", "fabs", "isnan", "isinf", "pow", "atan2", "fmod", "fma",
+               "if_then_else", "reinterpret", "bitwise_and", "bitwise_or", "bitwise_xor",
+               "bitwise_not", "shift_left", "shift_right"}
+_RENAMED_CALLS = {"nearbyint": "round", "abs": "fabs", "power": "pow"}
+# C math library names (float and double spellings) that lowering leaves as externs
+_LIBM = {name: name for name in ("exp", "exp2", "log", "log2", "sqrt", "tanh", "sin", "cos", "tan",
+                                 "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+                                 "floor", "ceil", "round", "trunc", "erf", "fabs", "pow", "atan2",
+                                 "fmod", "fma")}
+_LIBM.update({name + "f": name for name in list(_LIBM)})
+_LIBM.update({"__expf": "exp", "nearbyintf": "round", "nearbyint": "round", "rsqrtf": "rsqrt"})
+# attributes that carry no meaning for vkir's lowering: their body stands alone
+_IGNORED_ATTRS = {"storage_alignment", "pragma_unroll_explicit", "pragma_auto_unroll_max_step",
+                  "compute_scope", "device_scope", "pragma_import_llvm", "realize_scope",
+                  "buffer_bound", "hand_threaded", "volatile_scope", "storage_scope",
+                  "reduce_scope"}
+_SCOPES = {"global": "global", "shared": "shared", "shared.dyn": "shared", "local": "local",
+           "": "global"}
+
+
+def _kind(node) -> str:
+    return type(node).__name__
+
+
+def _dtype(node) -> DataType:
+    """The vkir dtype of a TVM expression (its PrimType)."""
+    return DataType.parse(str(node.ty))
+
+
+def _handle(node):
+    """The tvm_ffi handle that identifies a TVM object (two views of one node share it)."""
+    return node.__chandle__()
+
+
+class _Importer:
+    def __init__(self, func, name: str, signature=()):
+        self.func = func
+        self.name = name
+        self.signature = signature   # (name, static shape, dtype) of the user's buffers
+        self.vars: dict = {}       # TVM handle -> vkir Var
+        self.buffers: dict = {}    # TVM handle -> vkir Buffer
+        self.param_buffers: dict = {}   # vkir data var of a handle parameter -> its Buffer
+
+    def fail(self, what: str):
+        return UnsupportedError(f"from_tvm: kernel {self.name!r}: {what} has no vkir meaning")
+
+    # -- variables and buffers -----------------------------------------------------------------
+
+    def var(self, v) -> E.Var:
+        key = _handle(v)
+        got = self.vars.get(key)
+        if got is None:
+            got = self.vars[key] = E.Var(str(v.name), self.var_type(v))
+        return got
+
+    def var_type(self, v):
+        ty = v.ty
+        if _kind(ty) == "PointerType":
+            scope = str(ty.storage_scope) or "global"
+            if scope not in _SCOPES:
+                raise self.fail(f"pointer in storage scope {scope!r}")
+            return PointerType(DataType.parse(str(ty.element_type)), _SCOPES[scope])
+        if _kind(ty) == "BufferType":
+            raise self.fail(f"buffer {v.name!r} used as a value")
+        return DataType.parse(str(ty))
+
+    def buffer(self, b) -> Buffer:
+        got = self.buffers.get(_handle(b))
+        if got is None:
+            raise self.fail(f"buffer {b.name!r} used outside its declaration")
+        return got
+
+    def new_buffer(self, b, data: E.Var | None = None) -> Buffer:
+        """The vkir Buffer of TVM buffer `b` (over `data` when given, else over its own data)."""
+        scope = str(b.scope()) or "global"
+        if scope not in _SCOPES:
+            raise self.fail(f"buffer {b.name!r} in storage scope {scope!r}")
+        dtype = DataType.parse(str(b.dtype))
+        if data is None:
+            data = E.Var(str(b.name), PointerType(dtype, _SCOPES[scope]))
+        shape = tuple(self.expr(s) for s in b.shape)
+        strides = tuple(self.expr(s) for s in b.strides)
+        offset = self.expr(b.elem_offset)
+        buf = Buffer(str(b.name), data, dtype, shape, strides, offset, _SCOPES[scope])
+        self.buffers[_handle(b)] = buf
+        return buf
+
+    def data_var(self, data) -> E.Var:
+        """The vkir pointer var of a buffer's `data` (a handle Var, or `buffer_data(B)`)."""
+        if _kind(data) == "Call" and str(data.op.name) == "tirx.buffer_data":
+            return self.buffer(data.args[0]).data
+        if _kind(data) != "Var":
+            raise self.fail(f"buffer data `{data}`")
+        return self.var(data)
+
+    # -- the function --------------------------------------------------------------------------
+
+    def run(self) -> PrimFunc:
+        func = self.func
+        params, buffer_map = [], {}
+        for p in func.params:
+            if _kind(p.ty) == "BufferType":       # a buffer parameter (TVMScript's T.Buffer)
+                buf = self.new_buffer(p)
+                params.append(buf.data)
+                buffer_map[buf.data] = buf
+            else:
+                params.append(self.var(p))
+        handles = {v for v in params if isinstance(v.dtype, PointerType)}
+        body = self.stmt(func.body, handles)
+        for data, buf in self.param_buffers.items():
+            buffer_map[data] = buf
+        unbound = [v.name for v in handles if v not in buffer_map]
+        if unbound:
+            raise self.fail(f"handle parameter(s) {', '.join(unbound)} with no buffer declared "
+                            "over them")
+        # a scalar parameter that is a dimension of a buffer parameter: a size vkir infers
+        dims = {d for buf in buffer_map.values() for d in buf.shape if isinstance(d, E.Var)}
+        params = [p for p in params if p not in dims]
+        params, body = self.user_signature(params, buffer_map, body)
+        attrs = {"global_symbol": self.name}
+        for key in ("software_pipeline", "subgroup_size"):
+            if key in func.attrs:
+                attrs[key] = _value(func.attrs[key])
+        return PrimFunc(tuple(params), body, buffer_map, attrs)
+
+    def user_signature(self, params, buffer_map, body):
+        """The parameters in the order of the user's function, and each flattened buffer
+        parameter in the user's shape again (the flat view becomes an explicit DeclBuffer), so
+        that the kernel takes the arrays the TVM function took."""
+        if not self.signature:
+            return params, body
+        index = {name: k for k, (name, _, _) in enumerate(self.signature)}
+
+        def user_name(p):
+            name = buffer_map[p].name if p in buffer_map else p.name
+            return name if name in index else name.removesuffix("_ptr")
+
+        params = sorted(params, key=lambda p: index.get(user_name(p), len(index)))
+        for p in params:
+            buf = buffer_map.get(p)
+            if buf is None or user_name(p) not in index:
+                continue
+            _, shape, dtype = self.signature[index[user_name(p)]]
+            flat = _static_size(buf.shape)
+            if shape is None or len(shape) == len(buf.shape) or dtype != buf.dtype or \
+                    buf.strides or flat is None or flat != _static_size(shape):
+                continue
+            user = Buffer(user_name(p), p, buf.dtype, shape, scope=buf.scope)
+            body = S.DeclBuffer(buf, body)
+            buffer_map[p] = user
+        return params, body
+
+    # -- statements ----------------------------------------------------------------------------
+
+    def stmt(self, s, handles=frozenset()) -> S.Stmt:
+        kind = _kind(s)
+        if kind == "SeqStmt":
+            return self.seq(list(s.seq), handles)
+        if kind in ("Bind", "LetStmt", "AllocBuffer", "DeclBuffer") and \
+                getattr(s, "body", None) is None:
+            return self.seq([s], handles)
+        method = getattr(self, "s_" + kind, None)
+        if method is None:
+            raise self.fail(f"statement {kind}")
+        return method(s, handles)
+
+    def seq(self, items: list, handles) -> S.Stmt:
+        """A sequence: a flat binding scopes over the statements after it."""
+        out = []
+        for k, s in enumerate(items):
+            kind = _kind(s)
+            if kind in ("Bind", "LetStmt") and getattr(s, "body", None) is None:
+                value = self.expr(s.value)
+                var = self.var(s.var)
+                rest = self.seq(items[k + 1:], handles)
+                out.append(S.LetStmt(var, value, rest))
+                break
+            if kind == "AllocBuffer":
+                buf = self.new_buffer(s.buffer)
+                out.append(S.AllocBuffer(buf, self.seq(items[k + 1:], handles)))
+                break
+            if kind == "DeclBuffer":
+                data = self.data_var(s.buffer.data if s.data is None else s.data)
+                if data in handles and data not in self.param_buffers:
+                    # the first declaration over a handle parameter: the parameter's buffer
+                    buf = self.new_buffer(s.buffer, data)
+                    if buf.dtype != data.dtype.element or buf.scope != data.dtype.scope:
+                        buf = Buffer(buf.name, data, data.dtype.element, buf.shape, buf.strides,
+                                     buf.elem_offset, data.dtype.scope)
+                        self.buffers[_handle(s.buffer)] = buf
+                    self.param_buffers[data] = buf
+                    continue
+                buf = self.new_buffer(s.buffer, data)
+                out.append(S.DeclBuffer(buf, self.seq(items[k + 1:], handles)))
+                break
+            out.append(self.stmt(s, handles))
+        return S.seq(*out) if out else S.SeqStmt(())
+
+    def s_AttrStmt(self, s, handles):
+        key = str(s.attr_key)
+        if key == "thread_extent":
+            iv = s.node
+            var = self.var(iv.var)
+            extent = self.expr(s.value)
+            tag = str(iv.thread_tag)
+            if tag not in S.THREAD_TAGS:
+                raise self.fail(f"thread tag {tag!r}")
+            if extent.dtype != var.dtype:
+                extent = E.Cast(var.dtype, extent)
+            return S.For(var, E.IntImm(var.dtype, 0), extent, "thread_binding",
+                         self.stmt(s.body, handles), tag)
+        if key in _IGNORED_ATTRS or key.startswith("pragma_"):
+            return self.stmt(s.body, handles)
+        raise self.fail(f"attribute {key!r}")
+
+    def s_For(self, s, handles):
+        kind = _FOR_KINDS.get(int(s.kind))
+        if kind is None:
+            raise self.fail(f"loop kind {s.kind} (parallel loops)")
+        if s.step is not None and not (_kind(s.step) == "IntImm" and int(s.step.value) == 1):
+            raise self.fail(f"loop {s.loop_var.name!r} with step {s.step}")
+        var = self.var(s.loop_var)
+        thread = None
+        if kind == "thread_binding":
+            thread = str(s.thread_binding.thread_tag)
+        annotations = {str(k): _value(v) for k, v in s.annotations.items()}
+        return S.For(var, self.expr(s.min), self.expr(s.extent), kind,
+                     self.stmt(s.body, handles), thread, annotations)
+
+    def s_While(self, s, handles):
+        return S.While(self.condition(s.condition), self.stmt(s.body, handles))
+
+    def s_IfThenElse(self, s, handles):
+        other = None if s.else_case is None else self.stmt(s.else_case, handles)
+        return S.IfThenElse(self.condition(s.condition), self.stmt(s.then_case, handles), other)
+
+    def s_BufferStore(self, s, handles):
+        if getattr(s, "predicate", None) is not None:
+            raise self.fail("a predicated store")
+        buf = self.buffer(s.buffer)
+        return S.BufferStore(buf, self.expr(s.value), tuple(self.expr(i) for i in s.indices))
+
+    def s_Evaluate(self, s, handles):
+        v = s.value
+        if _kind(v) == "Call" and str(v.op.name) == "tirx.tvm_storage_sync":
+            scope = str(v.args[0].value)
+            if scope in ("shared", "shared.dyn"):
+                return S.Barrier()
+            if scope == "warp":
+                return S.Evaluate(E.Call(DataType("int", 32), "subgroup_barrier", ()))
+            raise self.fail(f"tvm_storage_sync({scope!r})")
+        if _kind(v) == "IntImm":
+            return S.SeqStmt(())
+        return S.Evaluate(self.expr(v))
+
+    # -- expressions ---------------------------------------------------------------------------
+
+    def condition(self, c) -> E.PrimExpr:
+        """A condition: a bool, or an int compared with zero (TVM takes int conditions)."""
+        e = self.expr(c)
+        if e.dtype.is_bool:
+            return e
+        return E.NE(e, E.IntImm(e.dtype, 0) if not e.dtype.is_float else E.FloatImm(e.dtype, 0))
+
+    def expr(self, e) -> E.PrimExpr:
+        kind = _kind(e)
+        if kind in _BINARY:
+            return _BINARY[kind](self.expr(e.a), self.expr(e.b))
+        if kind in _BITWISE:
+            a, b = self.expr(e.a), self.expr(e.b)
+            return E.Call(a.dtype, _BITWISE[kind], (a, b))
+        method = getattr(self, "e_" + kind, None)
+        if method is None:
+            raise self.fail(f"expression {kind} (`{e}`)")
+        return method(e)
+
+    def e_IntImm(self, e):
+        dt = _dtype(e)
+        return E.IntImm(dt, bool(e.value) if dt.is_bool else int(e.value))
+
+    def e_FloatImm(self, e):
+        return E.FloatImm(_dtype(e), float(e.value))
+
+    def e_Var(self, e):
+        return self.var(e)
+
+    e_SizeVar = e_Var
+
+    def e_Not(self, e):
+        return E.Not(self.condition(e.a))
+
+    def e_BitwiseNot(self, e):
+        a = self.expr(e.a)
+        return E.Call(a.dtype, "bitwise_not", (a,))
+
+    def e_Select(self, e):
+        return E.Select(self.condition(e.condition), self.expr(e.true_value),
+                        self.expr(e.false_value))
+
+    def e_Cast(self, e):
+        return E.Cast(_dtype(e), self.expr(e.value))
+
+    def e_Ramp(self, e):
+        return E.Ramp(self.expr(e.base), self.expr(e.stride), int(e.lanes))
+
+    def e_Broadcast(self, e):
+        return E.Broadcast(self.expr(e.value), int(e.lanes))
+
+    def e_Shuffle(self, e):
+        return E.Shuffle(tuple(self.expr(v) for v in e.vectors),
+                         tuple(int(i.value) for i in e.indices))
+
+    def e_Let(self, e):
+        value = self.expr(e.value)
+        return E.Let(self.var(e.var), value, self.expr(e.body))
+
+    def e_TensorLoad(self, e):
+        if getattr(e, "predicate", None) is not None:
+            raise self.fail("a predicated load")
+        return E.BufferLoad(self.buffer(e.source), tuple(self.expr(i) for i in e.indices))
+
+    def e_BufferLoad(self, e):
+        if getattr(e, "predicate", None) is not None:
+            raise self.fail("a predicated load")
+        return E.BufferLoad(self.buffer(e.buffer), tuple(self.expr(i) for i in e.indices))
+
+    def e_Call(self, e):
+        op = str(e.op.name)
+        name = op.removeprefix("tirx.")
+        dtype = _dtype(e)
+        if name in ("call_pure_extern", "call_extern"):
+            extern = str(e.args[0].value)
+            if extern not in _LIBM:
+                raise self.fail(f"extern function {extern!r}")
+            return E.Call(dtype, _LIBM[extern], tuple(self.expr(a) for a in e.args[1:]))
+        if name == "likely":
+            return self.expr(e.args[0])
+        if name == "if_then_else":
+            c, a, b = e.args
+            return E.Call(dtype, "if_then_else", (self.condition(c), self.expr(a), self.expr(b)))
+        name = _RENAMED_CALLS.get(name, name)
+        if name in _SAME_CALLS:
+            return E.Call(dtype, name, tuple(self.expr(a) for a in e.args))
+        raise self.fail(f"call to {op}")
+
+
+def _value(v):
+    """A Python value of a TVM annotation value (ints, floats, strings, arrays of them)."""
+    kind = _kind(v)
+    if isinstance(v, (bool, int, float, str)):
+        return v
+    if kind == "IntImm":
+        return int(v.value)
+    if kind == "FloatImm":
+        return float(v.value)
+    if kind in ("String", "StringImm", "str"):
+        return str(v)
+    if hasattr(v, "items"):
+        return {str(k): _value(x) for k, x in v.items()}
+    if hasattr(v, "__iter__"):
+        return tuple(_value(x) for x in v)
+    return str(v)
+
+
+def _static_size(shape) -> int | None:
+    size = 1
+    for d in shape:
+        if not isinstance(d, (int, E.IntImm)):
+            return None
+        size *= d if isinstance(d, int) else d.value
+    return size
+
+
+def signature(func) -> tuple:
+    """(name, shape or None, dtype) of each buffer parameter of a TVM PrimFunc written by the
+    user (shape None where it is not static)."""
+    out = []
+    for p in func.params:
+        if _kind(p.ty) != "BufferType":
+            continue
+        shape = tuple(int(d.value) if _kind(d) == "IntImm" else None for d in p.shape)
+        out.append((str(p.name), None if None in shape else shape, DataType.parse(str(p.dtype))))
+    return tuple(out)
+
+
+def import_prim_func(func, name: str | None = None, user_signature=()) -> PrimFunc:
+    """The vkir PrimFunc of one TVM PrimFunc, read as it is (no TVM pass runs). With
+    `user_signature` (vkir.tvm.importer.signature of the function the user wrote), a lowered
+    kernel's parameters follow that function's order and shapes."""
+    if name is None:
+        attrs = func.attrs if func.attrs is not None else {}
+        name = str(attrs["global_symbol"]) if "global_symbol" in attrs else "main"
+    return _Importer(func, name, user_signature).run()
+
+
+__all__ = ["import_prim_func", "signature", "SCOPES"]

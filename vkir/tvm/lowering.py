@@ -1,0 +1,43 @@
+"""TVM's own lowering of a scheduled module down to its device kernels (no code generation):
+bind the target, run TVM's default TIR pipeline for it, split host from device, finalize the
+device functions. Functions that are already device kernels pass through unchanged."""
+
+from __future__ import annotations
+
+import sys
+
+from ..errors import UnsupportedError
+
+# TVM's calling convention of a device kernel launched by the host (kDeviceKernelLaunch)
+DEVICE_KERNEL_LAUNCH = 2
+
+
+def is_device_kernel(func) -> bool:
+    """Whether a TVM PrimFunc is already a finalized device kernel."""
+    attrs = func.attrs
+    return attrs is not None and "calling_conv" in attrs and \
+        int(attrs["calling_conv"]) == DEVICE_KERNEL_LAUNCH
+
+
+def device_functions(mod, target) -> dict:
+    """name -> TVM PrimFunc of every device kernel of `mod` lowered for `target`."""
+    import tvm
+
+    funcs = {gv.name_hint: f for gv, f in mod.functions.items() if isinstance(f, tvm.tirx.PrimFunc)}
+    if funcs and all(is_device_kernel(f) for f in funcs.values()):
+        return funcs
+    host = tvm.target.Target("llvm" if tvm.runtime.enabled("llvm") else "c")
+    bound = tvm.tirx.transform.BindTarget(target.with_host(host))(mod)
+    pipeline, _, finalize_device = tvm.tirx.get_default_tir_pipeline(target)
+    try:
+        lowered = pipeline(bound)
+    except tvm.error.TVMError as exc:   # TVM's own verdict on the schedule (e.g. unbound loops)
+        raise UnsupportedError(f"from_tvm: TVM could not lower the module for Vulkan: "
+                               f"{str(exc).strip().splitlines()[-1]}") from None
+    build = sys.modules[tvm.tirx.build.__module__]
+    _, devices = build.split_host_device_mods(lowered)
+    out = {}
+    for device_mod in devices.values():
+        device_mod = finalize_device()(device_mod)
+        out.update({gv.name_hint: f for gv, f in device_mod.functions.items()})
+    return out
