@@ -39,5 +39,9 @@ def device_functions(mod, target) -> dict:
     out = {}
     for device_mod in devices.values():
         device_mod = finalize_device()(device_mod)
+        if not bool(target.attrs.get("supports_int64", False)):
+            # dlight indexes small extents with int64; a device without int64 gets int32 (TVM's
+            # own pass, which refuses an index that does not fit)
+            device_mod = tvm.tirx.transform.ForceNarrowIndexToInt32()(device_mod)
         out.update({gv.name_hint: f for gv, f in device_mod.functions.items()})
     return out

@@ -1,0 +1,67 @@
+"""`tvm.compile(mod, target=vkir.tvm.target())` after `vkir.tvm.install()`: TVM's host code runs
+each device kernel through vkir on tensors that live in vkir memory (DLPack, kDLVulkan)."""
+
+import gc
+
+import numpy as np
+import pytest
+
+import vkir
+from vkir import dlpack
+
+tvm = pytest.importorskip("tvm")
+from tvm import te, topi  # noqa: E402
+
+
+def test_device_arrays_export_through_dlpack(device):
+    a = vkir.array(np.arange(12, dtype=np.float32).reshape(3, 4), device=device)
+    assert a.__dlpack_device__() == (dlpack.KDL_VULKAN, device.info.index)
+    t = tvm.runtime.from_dlpack(a)
+    assert str(t.device) == f"vulkan:{device.info.index}" and tuple(t.shape) == (3, 4)
+    assert dlpack.array_of_handle(t.data_ptr()) is a
+    np.testing.assert_array_equal(vkir.tvm.numpy(t), a.numpy())
+    live = len(dlpack._EXPORTS.live)
+    del t
+    gc.collect()
+    assert len(dlpack._EXPORTS.live) == live - 1   # TVM's deleter released the export
+
+
+@pytest.mark.parametrize("op", ["softmax", "matmul"])
+def test_tvm_compile_runs_dlight_kernels_through_vkir(op, device, dlight_schedule):
+    vkir.tvm.install(device)
+    vkir.tvm.install(device)   # idempotent
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((64, 128)).astype(np.float32)
+    X = te.placeholder((64, 128), "float32", name="X")
+    if op == "softmax":
+        func = te.create_prim_func([X, topi.nn.softmax(X)])
+        args, shape = [x], (64, 128)
+        e = np.exp(x - x.max(1, keepdims=True))
+        want = e / e.sum(1, keepdims=True)
+    else:
+        W = te.placeholder((128, 32), "float32", name="W")
+        k = te.reduce_axis((0, 128), name="k")
+        Y = te.compute((64, 32), lambda i, j: te.sum(X[i, k] * W[k, j], axis=k), name="Y")
+        func = te.create_prim_func([X, W, Y])
+        w = rng.standard_normal((128, 32)).astype(np.float32)
+        args, shape, want = [x, w], (64, 32), x.astype(np.float64) @ w
+    ex = tvm.compile(dlight_schedule(func), target=vkir.tvm.target(device))
+    out = vkir.tvm.empty(shape, "float32", device=device)
+    ex["main"](*[vkir.tvm.tensor(a, device=device) for a in args], out)
+    np.testing.assert_allclose(vkir.tvm.numpy(out), want, rtol=1e-4, atol=1e-4)
+
+
+def test_other_targets_are_left_alone(device):
+    vkir.tvm.install(device)
+    X = te.placeholder((16,), "float32", name="X")
+    ex = tvm.compile(te.create_prim_func([X, topi.add(X, X)]), target="llvm")
+    a = tvm.runtime.tensor(np.arange(16, dtype=np.float32))
+    b = tvm.runtime.tensor(np.zeros(16, np.float32))
+    ex["main"](a, b)
+    np.testing.assert_array_equal(b.numpy(), 2 * np.arange(16, dtype=np.float32))
+
+
+def test_a_tensor_from_elsewhere_is_refused_by_name(device, dlight_schedule):
+    vkir.tvm.install(device)
+    with pytest.raises(vkir.ArgumentError, match="made by vkir.tvm.tensor/empty"):
+        vkir.tvm.numpy(tvm.runtime.tensor(np.zeros(4, np.float32)))
