@@ -161,9 +161,9 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         self.start_block(merge)
         return self.op("OpPhi", self.ty(dt), *results)
 
-    def barrier(self) -> None:
-        """OpControlBarrier(Workgroup, Workgroup, AcquireRelease | WorkgroupMemory)."""
-        wg = self.const(_UINT32, self.b.enum("Scope", "Workgroup"))
+    def barrier(self, scope: str = "Workgroup") -> None:
+        """OpControlBarrier(scope, scope, AcquireRelease | WorkgroupMemory)."""
+        wg = self.const(_UINT32, self.b.enum("Scope", scope))
         storage = ("WorkgroupMemory", "UniformMemory") if self.global_atomics else \
             ("WorkgroupMemory",)
         sem = self.const(_UINT32, self.b.g.bits("MemorySemantics", "AcquireRelease", *storage))

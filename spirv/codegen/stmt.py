@@ -12,7 +12,7 @@ from vkir.arith.ranges import is_zero
 from vkir.errors import TypeCheckError, UnsupportedError
 from vkir.ir import (Add, AllocBuffer, AsyncCommitQueue, AsyncScope, AsyncWaitQueue, Barrier,
                      BufferStore, DataType, DeclBuffer, Evaluate, FloatImm, For, IfThenElse,
-                     IntImm, LetStmt, LT, SeqStmt, Stmt, Var, While)
+                     IntImm, LetStmt, LT, SeqStmt, Stmt, SubgroupBarrier, Var, While)
 from vkir.ir.substitute import substitute
 from vkir.ir.walk import walk
 
@@ -186,6 +186,11 @@ class StmtMixin:
         """A workgroup barrier with AcquireRelease workgroup memory semantics."""
         self.barrier()
 
+    def s_subgroup_barrier(self, s: SubgroupBarrier) -> None:
+        """A subgroup barrier: OpControlBarrier(Subgroup, Subgroup, AcquireRelease |
+        WorkgroupMemory)."""
+        self.barrier("Subgroup")
+
     def s_async_scope(self, s: AsyncScope) -> None:
         """The body (copies are synchronous on Vulkan)."""
         self.stmt(s.body)
@@ -202,7 +207,8 @@ class StmtMixin:
     _stmt_methods = {
         SeqStmt: s_seq, BufferStore: s_store, LetStmt: s_let, Evaluate: s_evaluate,
         IfThenElse: s_if, For: s_for, While: s_while, AllocBuffer: s_alloc, DeclBuffer: s_decl,
-        Barrier: s_barrier, AsyncScope: s_async_scope, AsyncCommitQueue: s_async_commit,
+        Barrier: s_barrier, SubgroupBarrier: s_subgroup_barrier, AsyncScope: s_async_scope,
+        AsyncCommitQueue: s_async_commit,
         AsyncWaitQueue: s_async_wait,
     }
 

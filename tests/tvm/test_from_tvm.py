@@ -18,6 +18,13 @@ from tvm.script import tirx as TT  # noqa: E402
 RNG = np.random.default_rng(7)
 
 
+@pytest.fixture(scope="module")
+def dlight_schedule():
+    """schedule(func) -> IRModule: TVM's dlight default GPU schedules for vkir's device."""
+    return vkir.tvm.dlight
+
+
+
 @TT.prim_func(s_tir=True)
 def tvm_vadd(A: TT.Buffer((1024,), "float32"), B: TT.Buffer((1024,), "float32"),
              C: TT.Buffer((1024,), "float32")):

@@ -13,6 +13,13 @@ tvm = pytest.importorskip("tvm")
 from tvm import te, topi  # noqa: E402
 
 
+@pytest.fixture(scope="module")
+def dlight_schedule():
+    """schedule(func) -> IRModule: TVM's dlight default GPU schedules for vkir's device."""
+    return vkir.tvm.dlight
+
+
+
 def test_device_arrays_export_through_dlpack(device):
     a = vkir.array(np.arange(12, dtype=np.float32).reshape(3, 4), device=device)
     assert a.__dlpack_device__() == (dlpack.KDL_VULKAN, device.info.index)

@@ -480,3 +480,6 @@ class _Checker:
 
     def s_Barrier(self, s):
         pass
+
+    def s_SubgroupBarrier(self, s):
+        pass

@@ -216,6 +216,9 @@ class _Checker:
         self.expr(s.in_flight, s)
         self.stmt(s.body)
 
+    def s_SubgroupBarrier(self, s):
+        self.s_Barrier(s)   # conservatively: uniform across the workgroup
+
     def s_Barrier(self, s):
         if self.divergent is not None and self.check_barriers:
             self.fail("barrier in non-uniform control flow (invocations of a workgroup may not all "

@@ -498,6 +498,12 @@ class Compiler:
             fv(fr)
         return evaluate
 
+    def s_SubgroupBarrier(self, s):
+        """A subgroup barrier. Invocations run in lockstep, so nothing waits; the race checker
+        does not count it as a workgroup barrier (accesses it separates across subgroups still
+        race), which is conservative within a subgroup."""
+        return lambda fr: None
+
     def s_Barrier(self, s):
         """A workgroup barrier: orders the accesses before it before those after it (for the race
         checker)."""

@@ -34,7 +34,8 @@ def merge_plan(func) -> tuple | None:
     offset in race-checker keys; every threadIdx extent is a constant."""
     blocks, extents = False, {}
     for n in walk(func.body):
-        if isinstance(n, (S.Barrier, S.AsyncScope, S.AsyncCommitQueue, S.AsyncWaitQueue)):
+        if isinstance(n, (S.Barrier, S.SubgroupBarrier, S.AsyncScope, S.AsyncCommitQueue,
+                          S.AsyncWaitQueue)):
             return None
         if isinstance(n, S.AllocBuffer) and n.buffer.scope != "local":
             return None

@@ -13,7 +13,8 @@ from .functor import Mutator, Visitor, children
 from .op import OPS, SUBGROUP_OPS, OpInfo, is_atomic, is_pure, is_subgroup
 from .stmt import (
     FOR_KINDS, THREAD_TAGS, AllocBuffer, AsyncCommitQueue, AsyncScope, AsyncWaitQueue, Barrier,
-    BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt, SeqStmt, While, seq,
+    BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt, SeqStmt, SubgroupBarrier, While,
+    seq,
 )
 from .substitute import substitute
 from .walk import walk
@@ -27,7 +28,7 @@ __all__ = ["FrozenDict", "Node", "PrimExpr", "Span", "Stmt", "show", "Buffer", "
            "convert", "PrimFunc", "Mutator", "Visitor", "children", "OPS", "OpInfo", "is_pure",
            "FOR_KINDS", "THREAD_TAGS", "AllocBuffer", "AsyncCommitQueue", "AsyncScope",
            "AsyncWaitQueue", "Barrier", "BufferStore", "DeclBuffer", "Evaluate", "For",
-           "IfThenElse", "LetStmt", "SeqStmt", "While", "seq", "substitute", "walk", "structural_equal",
+           "IfThenElse", "LetStmt", "SeqStmt", "SubgroupBarrier", "While", "seq", "substitute", "walk", "structural_equal",
            "assert_structural_equal"]
 
 

@@ -279,6 +279,9 @@ class Printer(ExprPrinter):
     def _s_Barrier(self, s, depth, pad):
         return [f"{pad}T.barrier()"]
 
+    def _s_SubgroupBarrier(self, s, depth, pad):
+        return [f"{pad}T.subgroup_barrier()"]
+
     def _s_AsyncScope(self, s, depth, pad):
         return [f"{pad}with T.async_scope():"] + self.block(s.body, depth + 1)
 

@@ -161,6 +161,12 @@ class Barrier(Stmt):
     """Workgroup execution and memory barrier."""
 
 
+@dataclass(frozen=True, slots=True)
+class SubgroupBarrier(Stmt):
+    """Subgroup execution and memory barrier (TVM's warp-level `tvm_storage_sync("warp")`): the
+    invocations of a subgroup wait for each other and see each other's shared-memory writes."""
+
+
 def flatten(stmt: Stmt) -> list:
     """The statements of a block: `stmt` itself, or the items of a sequence with nested
     sequences flattened."""

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 from ..errors import ArgumentError, ScheduleError
 from ..ir import (
-    Add, AllocBuffer, Buffer, BufferLoad, BufferStore, Cast, FloatImm, For, IfThenElse, IntImm,
-    LetStmt, Max, Min, Mul, Mutator, PrimExpr, PrimFunc, SeqStmt, Stmt, Var, decl_buffer, seq, substitute,
-    walk,
+    EQ, Add, AllocBuffer, And, Buffer, BufferLoad, BufferStore, Cast, FloatImm, For, IfThenElse,
+    IntImm, LetStmt, Max, Min, Mul, Mutator, PrimExpr, PrimFunc, SeqStmt, Stmt, Var, decl_buffer,
+    seq, substitute, walk,
 )
 from ..ir.structural import recursion_headroom
 
@@ -136,6 +136,9 @@ def _parse_reduction(stmt: Stmt, temp: Buffer) -> _Reduction:
     if len(parts) != 2:
         refuse("expected an initializing store followed by the reduction loops")
     init, reduce_nest = parts
+    lowered = _init_in_loop(spatial, parts)
+    if lowered is not None:   # TVM's lowered form: `if k == 0: init` first in the reduce loop
+        spatial, init, reduce_nest = lowered
     if not (isinstance(init, BufferStore) and init.buffer is temp):
         refuse(f"the first statement does not initialize {temp.name}")
     if _reads(init.value, temp):
@@ -161,6 +164,34 @@ def _parse_reduction(stmt: Stmt, temp: Buffer) -> _Reduction:
     else:
         refuse("the update must read the accumulated element exactly once, as an operand")
     return _Reduction(spatial, init.indices, init, reduce_loops, update, rhs, rhs_first)
+
+
+def _init_in_loop(loops: tuple, parts: tuple):
+    """(spatial loops, init store, reduction nest) of a nest whose innermost loops are the
+    reduction and whose body first initializes under `if k == min and ...` over exactly those
+    loops (how TVM lowers a block's init); None for any other form."""
+    guard, update = parts
+    if not (isinstance(guard, IfThenElse) and guard.else_case is None
+            and isinstance(guard.then_case, BufferStore)):
+        return None
+    terms, pending = [], [guard.condition]
+    while pending:
+        c = pending.pop()
+        if isinstance(c, And):
+            pending += [c.a, c.b]
+        elif isinstance(c, EQ) and isinstance(c.a, Var):
+            terms.append(c)
+        else:
+            return None
+    firsts = {t.a: t.b for t in terms}
+    count = len(firsts)
+    if count == 0 or count > len(loops) or len(terms) != count:
+        return None
+    reduce_loops = loops[len(loops) - count:]
+    if {lp.loop_var for lp in reduce_loops} != set(firsts) or any(
+            firsts[lp.loop_var] != lp.min for lp in reduce_loops):
+        return None
+    return loops[:len(loops) - count], guard.then_case, _wrap(reduce_loops, update)
 
 
 def _parse_epilogue(stmt: Stmt, temp: Buffer, red: _Reduction) -> _Epilogue:

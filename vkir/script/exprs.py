@@ -23,7 +23,8 @@ _COMPARE = {ast.Eq: E.EQ, ast.NotEq: E.NE, ast.Lt: E.LT, ast.LtE: E.LE, ast.Gt: 
 # T names that are statements, not expressions (used for precise error messages)
 STMT_NAMES = frozenset({
     "serial", "unroll", "vectorized", "grid", "thread_binding", "alloc_buffer", "decl_buffer",
-    "async_scope", "async_commit_queue", "async_wait_queue", "barrier", "evaluate", "prim_func",
+    "async_scope", "async_commit_queue", "async_wait_queue", "barrier", "subgroup_barrier",
+    "evaluate", "prim_func",
     "Buffer", "func_attr", "Ptr",
 })
 

@@ -281,6 +281,10 @@ class Parser(ExprParser):
             if node.value.args or node.value.keywords:
                 raise self.error(node.value, f"{self.t_name}.barrier takes no arguments")
             return S.Barrier(span=self.span(node))
+        if name == "subgroup_barrier":
+            if node.value.args or node.value.keywords:
+                raise self.error(node.value, f"{self.t_name}.subgroup_barrier takes no arguments")
+            return S.SubgroupBarrier(span=self.span(node))
         if name == "func_attr":
             raise self.error(node, f"{self.t_name}.func_attr must come first in the function body")
         if name is not None and is_atomic(name):  # an atomic as a statement: its old value unused

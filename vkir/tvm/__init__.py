@@ -60,6 +60,20 @@ def target(device=None):
     })
 
 
+def dlight(obj, device=None):
+    """An IRModule with TVM's dlight default GPU schedules (matmul, GEMV, reductions, general
+    reductions, else the fallback) applied for `target(device)`; `obj` is a TVM PrimFunc (e.g.
+    `te.create_prim_func(...)`) or IRModule."""
+    tvm = require_tvm()
+    from tvm.s_tir import dlight as dl
+
+    mod = tvm.IRModule({"main": obj}) if isinstance(obj, tvm.tirx.PrimFunc) else obj
+    rules = (dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(),
+             dl.gpu.Fallback())
+    with target(device):
+        return dl.ApplyDefaultSchedule(*rules)(mod)
+
+
 def from_tvm(obj, *, device=None, lower: bool = True):
     """vkir IR of a TVM kernel: `obj` is a TVM PrimFunc or IRModule, from a thread-bound schedule
     (TVMScript, TE + s_tir.Schedule, dlight) to the finalized device module. It is lowered with

@@ -130,7 +130,7 @@ class _Importer:
 
     def run(self) -> PrimFunc:
         func = self.func
-        params, buffer_map = [], {}
+        params, buffer_map, handles = [], {}, set()
         for p in func.params:
             if _kind(p.ty) == "BufferType":       # a buffer parameter (TVMScript's T.Buffer)
                 buf = self.new_buffer(p)
@@ -138,7 +138,8 @@ class _Importer:
                 buffer_map[buf.data] = buf
             else:
                 params.append(self.var(p))
-        handles = {v for v in params if isinstance(v.dtype, PointerType)}
+                if isinstance(params[-1].dtype, PointerType):
+                    handles.add(params[-1])   # a bare handle: a buffer declared over it
         body = self.stmt(func.body, handles)
         for data, buf in self.param_buffers.items():
             buffer_map[data] = buf
@@ -242,6 +243,16 @@ class _Importer:
                 extent = E.Cast(var.dtype, extent)
             return S.For(var, E.IntImm(var.dtype, 0), extent, "thread_binding",
                          self.stmt(s.body, handles), tag)
+        if key == "async_scope":
+            return S.AsyncScope(self.stmt(s.body, handles))
+        if key == "async_commit_queue_scope":
+            return S.AsyncCommitQueue(int(s.value.value), self.stmt(s.body, handles))
+        if key == "async_wait_queue_scope":
+            inner = s.body
+            if _kind(inner) != "AttrStmt" or str(inner.attr_key) != "async_wait_inflight_count":
+                raise self.fail("async_wait_queue_scope without its in-flight count")
+            return S.AsyncWaitQueue(int(s.value.value), self.expr(inner.value),
+                                    self.stmt(inner.body, handles))
         if key in _IGNORED_ATTRS or key.startswith("pragma_"):
             return self.stmt(s.body, handles)
         raise self.fail(f"attribute {key!r}")
@@ -280,7 +291,7 @@ class _Importer:
             if scope in ("shared", "shared.dyn"):
                 return S.Barrier()
             if scope == "warp":
-                return S.Evaluate(E.Call(DataType("int", 32), "subgroup_barrier", ()))
+                return S.SubgroupBarrier()
             raise self.fail(f"tvm_storage_sync({scope!r})")
         if _kind(v) == "IntImm":
             return S.SeqStmt(())
@@ -359,7 +370,7 @@ class _Importer:
 
     def e_Call(self, e):
         op = str(e.op.name)
-        name = op.removeprefix("tirx.")
+        name = op.removeprefix("tirx.").removeprefix("prim.")
         dtype = _dtype(e)
         if name in ("call_pure_extern", "call_extern"):
             extern = str(e.args[0].value)

@@ -1,0 +1,120 @@
+"""Before/expected pairs from TVM's own pass tests (vendored unchanged in upstream/), captured by
+running each upstream test function with TVM's pass and `tvm.ir.assert_structural_equal`
+wrapped: the module the pass receives is "before", the one the result is compared with is
+"expected". Parametrized upstream tests run once per parameter set."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import itertools
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+UPSTREAM = Path(__file__).resolve().parent / "upstream"
+
+
+@dataclass
+class Pair:
+    """One before/expected pair of an upstream test (`test` names it, with its parameters)."""
+
+    test: str
+    before: object
+    expected: object
+
+
+def load(name: str):
+    """The upstream module `upstream/<name>.py`."""
+    spec = importlib.util.spec_from_file_location(f"tvm_upstream_{name}", UPSTREAM / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module   # TVMScript reads the source of its functions through it
+    spec.loader.exec_module(module)
+    return module
+
+
+def _calls(fn):
+    """(id, kwargs) of each parameter set of an upstream test function."""
+    marks = [m for m in getattr(fn, "pytestmark", []) if m.name == "parametrize"]
+    if not marks:
+        yield fn.__name__, {}
+        return
+    axes = []
+    for m in marks:
+        names = [n.strip() for n in (m.args[0].split(",") if isinstance(m.args[0], str)
+                                     else m.args[0])]
+        values = [v if len(names) > 1 else (v,) for v in m.args[1]]
+        axes.append([dict(zip(names, v)) for v in values])
+    for k, combo in enumerate(itertools.product(*axes)):
+        kwargs = {}
+        for part in combo:
+            kwargs.update(part)
+        yield f"{fn.__name__}[{k}]", kwargs
+
+
+def capture(module, pass_owner, pass_name: str, monkeypatch, skip=()) -> tuple[list, dict]:
+    """(pairs, failures): every pair the upstream tests of `module` compare after running
+    `pass_owner.<pass_name>`, and for the tests that gave none, why (their exception). Tests
+    named in `skip` do not run (they compare no pair, and some crash this TVM build)."""
+    import tvm
+
+    real_pass = getattr(pass_owner, pass_name)
+    real_equal = tvm.ir.assert_structural_equal
+    state = {"before": None, "pairs": []}
+
+    def recording_pass(*args, **kwargs):
+        inner = real_pass(*args, **kwargs)
+
+        def record(mod, _ctx):   # a real pass, so that upstream tests may sequence it
+            state["before"] = mod
+            return inner(mod)
+        return tvm.transform.module_pass(record, opt_level=0, name=f"Recording{pass_name}")
+
+    def recording_equal(after, expected, *args, **kwargs):
+        if state["before"] is not None:
+            state["pairs"].append((state["before"], expected))
+        return real_equal(after, expected, *args, **kwargs)
+
+    monkeypatch.setattr(pass_owner, pass_name, recording_pass)
+    monkeypatch.setattr(tvm.ir, "assert_structural_equal", recording_equal)
+    pairs, failures = [], {}
+    try:
+        for name, fn in inspect.getmembers(module, inspect.isfunction):
+            if not name.startswith("test_") or fn.__module__ != module.__name__ or name in skip:
+                continue
+            for test_id, kwargs in _calls(fn):
+                state["before"], state["pairs"] = None, []
+                try:
+                    fn(**kwargs)
+                except Exception as exc:  # noqa: BLE001 - an upstream test's own verdict
+                    failures[test_id] = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:120]}"
+                pairs.extend(Pair(test_id, b, e) for b, e in state["pairs"])
+    finally:
+        monkeypatch.undo()
+    return pairs, failures
+
+
+def arguments(func, seed: int, size: int = 16) -> list:
+    """Random arguments for a vkir PrimFunc, symbolic sizes set to `size` (vkir.testing's
+    random_arguments covers constant shapes only)."""
+    import numpy as np
+
+    import vkir
+    from vkir.interpreter import evaluate
+
+    rng = np.random.default_rng(seed)
+    sizes = {v: size for v in func.size_vars}
+    args = []
+    for p in func.params:
+        buf = func.buffer_map.get(p)
+        if buf is None:
+            args.append(sizes.get(p, size) if p.dtype.is_int else rng.standard_normal())
+            continue
+        shape = [d.value if isinstance(d, vkir.ir.IntImm) else int(evaluate(d, sizes))
+                 for d in buf.shape]
+        if buf.dtype.lanes > 1:
+            shape.append(buf.dtype.lanes)
+        dt = buf.dtype.element_of().numpy_dtype()
+        values = rng.integers(-50, 50, shape) if dt.kind in "iu" else rng.standard_normal(shape)
+        args.append(values.astype(dt))
+    return args
