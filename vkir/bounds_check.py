@@ -190,7 +190,13 @@ class _Instrumenter:
             body = self.stmt(s.body, threads)
             if again:
                 body = SeqStmt((body, *again))
-            new = While(clamp.visit(s.condition), body, span=s.span)
+            # a clamped load could keep the loop going for ever: an out-of-bounds read in the
+            # condition (reported above) ends the loop instead
+            condition = clamp.visit(s.condition)
+            stop = _violation(s.condition)
+            if stop is not None:
+                condition = And(Not(stop), condition)
+            new = While(condition, body, span=s.span)
             return _seq(pre, new)
         if isinstance(s, LetStmt):
             pre = self.checks((s.value,), s, threads)
@@ -222,6 +228,16 @@ class _Instrumenter:
 
             return dataclasses.replace(s, body=self.stmt(s.body, threads))
         return s
+
+
+def _violation(expr):
+    """Whether some checkable load of `expr` is out of bounds (None when it has none)."""
+    out = None
+    for load, cond in _accesses(expr):
+        bad = _out_of_bounds(load.indices, load.buffer.shape)
+        bad = bad if cond is None else And(cond, bad)
+        out = bad if out is None else Or(out, bad)
+    return out
 
 
 def _seq(pre: list, stmt):
