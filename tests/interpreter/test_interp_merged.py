@@ -71,9 +71,96 @@ def sequential(monkeypatch):
 
 
 def test_plans():
-    assert merge_plan(VADD) == ("z", 64)
-    assert merge_plan(GRID_2D) == ("z", 64)
-    assert merge_plan(BARRIER) is None   # shared memory and a barrier: one workgroup at a time
+    assert merge_plan(VADD) == ("z", 64, False)
+    assert merge_plan(GRID_2D) == ("z", 64, False)
+    assert merge_plan(BARRIER) == ("z", 16, True)   # shared rows per workgroup, joint barriers
+
+
+def _merged_runs(monkeypatch) -> list:
+    """Record, for each run of the interpreter, whether it ran workgroups together and whether
+    it finished (False: it raised, and the interpreter ran again one workgroup at a time)."""
+    runs = []
+    real = interp_module._run
+
+    def run(func, args, kwargs, check_races, subgroup_size, denormals, merge):
+        try:
+            real(func, args, kwargs, check_races, subgroup_size, denormals, merge)
+        except Exception:
+            runs.append((merge is not None, False))
+            raise
+        runs.append((merge is not None, True))
+    monkeypatch.setattr(interp_module, "_run", run)
+    return runs
+
+
+def test_workgroups_with_barriers_and_shared_memory_run_together(monkeypatch):
+    runs = _merged_runs(monkeypatch)
+    a = np.arange(64, dtype=np.int32)
+    vkir.interpret(BARRIER, a)
+    assert runs == [(True, True)]
+    np.testing.assert_array_equal(a, np.roll(np.arange(64).reshape(4, 16), -1, axis=1).ravel())
+
+
+CROSS_BARRIER = vkir.from_script('''
+@T.prim_func
+def cross(a: T.Buffer((80,), "int32"), b: T.Buffer((64,), "int32")):
+    for bx in T.thread_binding(4, "blockIdx.x"):
+        for tx in T.thread_binding(16, "threadIdx.x"):
+            a[bx * 16 + tx] = bx
+            T.barrier()
+            b[bx * 16 + tx] = a[bx * 16 + tx + 16]
+''')
+
+UNEVEN_BARRIER = vkir.from_script('''
+@T.prim_func
+def uneven(a: T.Buffer((64,), "int32")):
+    for bx in T.thread_binding(4, "blockIdx.x"):
+        s = T.alloc_buffer((16,), "int32", scope="shared")
+        for tx in T.thread_binding(16, "threadIdx.x"):
+            s[tx] = tx
+            if bx < 2:
+                T.barrier()
+                a[bx * 16 + tx] = s[15 - tx]
+            else:
+                a[bx * 16 + tx] = s[tx] * 2
+''')
+
+MISSING_BARRIER = vkir.from_script('''
+@T.prim_func
+def missing(a: T.Buffer((64,), "int32")):
+    for bx in T.thread_binding(4, "blockIdx.x"):
+        s = T.alloc_buffer((16,), "int32", scope="shared")
+        for tx in T.thread_binding(16, "threadIdx.x"):
+            s[tx] = tx
+            T.barrier()
+            a[bx * 16 + tx] = s[(tx + 1) % 16]
+            s[tx] = 0
+''')
+
+
+@pytest.mark.parametrize("func", [CROSS_BARRIER, MISSING_BARRIER])
+def test_barriers_never_order_other_workgroups_or_hide_a_race(monkeypatch, func):
+    """A barrier orders the accesses of its own workgroup only: a read of another workgroup's
+    element after it races (CROSS_BARRIER), as does a write after the barrier racing a read of
+    another invocation (MISSING_BARRIER). The merged run finds each race itself."""
+    runs = _merged_runs(monkeypatch)
+    shapes = [tuple(d.value for d in func.buffer_map[p].shape) for p in func.params]
+    with pytest.raises(DataRaceError) as merged:
+        vkir.interpret(func, *[np.zeros(s, np.int32) for s in shapes])
+    assert runs == [(True, False), (False, False)]
+    sequential(monkeypatch)
+    with pytest.raises(DataRaceError) as one_by_one:
+        vkir.interpret(func, *[np.zeros(s, np.int32) for s in shapes])
+    assert str(merged.value) == str(one_by_one.value)
+
+
+def test_a_barrier_some_workgroups_skip_runs_one_workgroup_at_a_time(monkeypatch):
+    runs = _merged_runs(monkeypatch)
+    a = np.zeros(64, np.int32)
+    vkir.interpret(UNEVEN_BARRIER, a)
+    assert runs == [(True, False), (False, True)]   # the joint barrier check sent it back
+    want = np.concatenate([np.arange(15, -1, -1)] * 2 + [np.arange(16) * 2] * 2)
+    np.testing.assert_array_equal(a, want)
 
 
 def test_same_results_as_numpy_and_sequential(monkeypatch):

@@ -67,7 +67,7 @@ def compile_atomic(compiler, e):
         if bb.storage.per_invocation and fr.tid is not None:
             raise InterpreterError(f"{e.op} on local buffer {buffer.name}")
         k = 1 if fr.tid is None else len(fr.tid)
-        p = np.broadcast_to(np.asarray(positions(bb, [f(fr) for f in fidx], 1, fr.tid),
+        p = np.broadcast_to(np.asarray(positions(bb, [f(fr) for f in fidx], 1, fr.tid, fr.wgrow),
                                        np.int64), (k,))
         vals = [np.broadcast_to(np.asarray(f(fr), npdt), (k,)) for f in fvals]
         load(bb, p)  # bounds check

@@ -1,6 +1,7 @@
 """Compile IR to Python closures over a `Frame`, the state of the invocations executing in lockstep.
 
-Workgroups run one after another (blockIdx loops are ordinary loops). The invocations of a workgroup
+Workgroups run one after another (blockIdx loops are ordinary loops), or together as rows of one
+frame where the program allows it (merge.py). The invocations of a workgroup
 (threadIdx loops, nested x/y/z included) run as one SIMT frame: a value that differs between
 invocations carries a leading axis with one entry per active invocation (uniform values stay numpy
 scalars, or 1-d lane vectors), and each statement is executed by all active invocations before the
@@ -81,16 +82,17 @@ class Frame:
     invocations for the race checker (an int, or one per row: see races.py). `coords` holds the
     threadIdx (x, y, z) of each row (shape (K, 3)), for subgroup operations."""
 
-    __slots__ = ("slots", "tid", "state", "group_size", "key", "coords")
+    __slots__ = ("slots", "tid", "state", "group_size", "key", "coords", "wgrow")
 
     def __init__(self, slots: list, tid, state: RunState, group_size: int = 1, key=0,
-                 coords=None):
+                 coords=None, wgrow=None):
         self.slots = slots
         self.tid = tid
         self.state = state
         self.group_size = group_size  # invocations of the workgroup (active or not)
         self.key = key
         self.coords = coords
+        self.wgrow = wgrow   # each row's workgroup where workgroups run together (merge.py)
 
     def subset(self, mask) -> "Frame":
         """The frame restricted to the invocations where `mask` holds."""
@@ -100,7 +102,8 @@ class Frame:
                  for v, nd in zip(self.slots, nds)]
         key = self.key[mask] if self.key.__class__ is np.ndarray else self.key
         coords = self.coords[mask] if self.coords is not None else None
-        return Frame(slots, self.tid[mask], self.state, self.group_size, key, coords)
+        wgrow = self.wgrow[mask] if self.wgrow is not None else None
+        return Frame(slots, self.tid[mask], self.state, self.group_size, key, coords, wgrow)
 
     def take(self, owner) -> "Frame":
         """A frame of len(owner) invocations, invocation c copying the values of owner[c]."""
@@ -108,7 +111,8 @@ class Frame:
         slots = [v[owner] if nd >= 0 and v is not None and v.ndim > nd else v
                  for v, nd in zip(self.slots, nds)]
         coords = self.coords[owner] if self.coords is not None else None
-        return Frame(slots, None, self.state, len(owner), coords=coords)
+        wgrow = self.wgrow[owner] if self.wgrow is not None else None
+        return Frame(slots, None, self.state, len(owner), coords=coords, wgrow=wgrow)
 
 
 _AXIS = {"x": 0, "y": 1, "z": 2}
@@ -135,7 +139,8 @@ def _scalar_access(fidx):
         def access1(fr, bb):
             i = f0(fr)
             if i.__class__ is ndarray or len(bb.shape) != 1 or (
-                    fr.tid is not None and bb.storage.per_invocation):
+                    fr.tid is not None and bb.storage.per_invocation) or \
+                    bb.storage.per_workgroup:
                 return [i], None
             k = int(i)
             if not 0 <= k < bb.shape[0]:
@@ -148,7 +153,7 @@ def _scalar_access(fidx):
     def access2(fr, bb):
         i, j = f0(fr), f1(fr)
         if i.__class__ is ndarray or j.__class__ is ndarray or len(bb.shape) != 2 or (
-                fr.tid is not None and bb.storage.per_invocation):
+                fr.tid is not None and bb.storage.per_invocation) or bb.storage.per_workgroup:
             return [i, j], None
         a, b = int(i), int(j)
         shape = bb.shape
@@ -407,7 +412,7 @@ class Compiler:
                     value = bb.storage.view(bb.npdt)[p]
                 else:
                     try:
-                        p = positions(bb, idx, lanes, fr.tid)
+                        p = positions(bb, idx, lanes, fr.tid, fr.wgrow)
                         value = load(bb, p)
                     except OutOfBoundsError as err:
                         raise locate(err, fr) from None
@@ -419,7 +424,7 @@ class Compiler:
             def buffer_load(fr):
                 bb = get(fr)
                 try:
-                    p = positions(bb, [f(fr) for f in fidx], lanes, fr.tid)
+                    p = positions(bb, [f(fr) for f in fidx], lanes, fr.tid, fr.wgrow)
                     value = load(bb, p)
                 except OutOfBoundsError as err:
                     raise locate(err, fr) from None
@@ -620,7 +625,7 @@ class Compiler:
             else:
                 idx = [f(fr) for f in fidx]
             try:
-                pos = positions(bb, idx, lanes, fr.tid)
+                pos = positions(bb, idx, lanes, fr.tid, fr.wgrow)
                 group = fr.state.group if is_async else None
                 if group is None:
                     store(bb, pos, value)
@@ -789,7 +794,11 @@ class Compiler:
             probe = binder(fr, Storage.allocate(0))
             count = extent_elements(probe.shape, [int(x) for x in probe.strides], probe.offset)
             rows = int(fr.tid.max()) + 1 if per_invocation and fr.tid is not None else 1
-            storage = Storage.allocate(count * itemsize, rows, per_invocation, buffer.scope)
+            per_workgroup = buffer.scope == "shared" and fr.wgrow is not None
+            if per_workgroup:
+                rows = int(fr.wgrow.max()) + 1 if len(fr.wgrow) else 1
+            storage = Storage.allocate(count * itemsize, rows, per_invocation, buffer.scope,
+                                       per_workgroup)
             probe.storage = storage
             fr.slots[dslot] = storage
             fr.slots[bslot] = probe

@@ -5,7 +5,9 @@ Every allocation (and every buffer argument) is a `Storage` of raw bytes, so tha
 casts (a `DeclBuffer` over another buffer's data with another dtype or shape) are plain numpy views
 over the same bytes. A "local" storage holds one row of bytes per invocation of the workgroup
 (indexed by the invocation id `tid`); "shared" and "global" storages have a single row, because
-workgroups run one after another.
+workgroups run one after another, except where workgroups run together (merge.py): there a
+"shared" storage has one row per workgroup of the frame (`per_workgroup`, indexed by each
+invocation's workgroup row `wgrow`).
 """
 
 from __future__ import annotations
@@ -23,24 +25,27 @@ class Storage:
     `per_invocation`, else one). `scope` is the buffer scope ("global" for arguments), `shadow`
     the access records of the race checker (vkir.interpreter.races), made on first access."""
 
-    __slots__ = ("data", "rows", "row_bytes", "per_invocation", "_views", "scope", "shadow")
+    __slots__ = ("data", "rows", "row_bytes", "per_invocation", "per_workgroup", "_views",
+                 "scope", "shadow")
 
     def __init__(self, data: np.ndarray, rows: int, row_bytes: int, per_invocation: bool,
-                 scope: str = "global"):
+                 scope: str = "global", per_workgroup: bool = False):
         assert data.dtype == np.uint8 and data.ndim == 1
         self.data = data
         self.rows = rows
         self.row_bytes = row_bytes
         self.per_invocation = per_invocation
+        self.per_workgroup = per_workgroup   # one row per workgroup of a merged frame
         self._views = {}
         self.scope = scope
         self.shadow = None
 
     @staticmethod
     def allocate(nbytes: int, rows: int = 1, per_invocation: bool = False,
-                 scope: str = "global") -> "Storage":
+                 scope: str = "global", per_workgroup: bool = False) -> "Storage":
         """A zeroed storage of `rows` rows of `nbytes` bytes."""
-        return Storage(np.zeros(rows * nbytes, np.uint8), rows, nbytes, per_invocation, scope)
+        return Storage(np.zeros(rows * nbytes, np.uint8), rows, nbytes, per_invocation, scope,
+                       per_workgroup)
 
     def view(self, npdt: np.dtype) -> np.ndarray:
         """The bytes as a flat array of `npdt` (a trailing partial element is dropped)."""
@@ -119,13 +124,15 @@ def make_bound(buffer: Buffer, storage: Storage, shape, strides, offset) -> Boun
                        int(offset))
 
 
-def positions(bb: BoundBuffer, idx: list, index_lanes: int, tid) -> np.ndarray:
-    """Flat lane positions (into storage.view(bb.npdt)) of an access with index values `idx`.
+def positions(bb: BoundBuffer, idx: list, index_lanes: int, tid, wgrow=None) -> np.ndarray:
+    """Flat lane positions (into storage.view(bb.npdt)) of an access with index values `idx`
+    (`tid` the invocation rows, `wgrow` their workgroup rows where workgroups run together).
 
     The result has the access's lanes (index lanes x element lanes) on its last axis when it has
     more than one, and a leading invocation axis when any index varies across invocations.
     """
-    if index_lanes == 1 and bb.lanes == 1 and (tid is None or not bb.storage.per_invocation):
+    if index_lanes == 1 and bb.lanes == 1 and (tid is None or not bb.storage.per_invocation) \
+            and not bb.storage.per_workgroup:
         flat = _scalar_position(bb, idx)
         if flat is not None:
             return flat
@@ -157,9 +164,10 @@ def positions(bb: BoundBuffer, idx: list, index_lanes: int, tid) -> np.ndarray:
         if index_lanes > 1:
             e = e.reshape(e.shape[:-2] + (index_lanes * lanes,))
     storage = bb.storage
-    if storage.per_invocation and tid is not None:
+    rows = tid if storage.per_invocation else wgrow if storage.per_workgroup else None
+    if rows is not None:
         row = storage.row_bytes // bb.npdt.itemsize
-        t = tid if index_lanes * lanes == 1 else tid[:, None]
+        t = rows if index_lanes * lanes == 1 else rows[:, None]
         e = e + t * row
     return e
 

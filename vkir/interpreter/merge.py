@@ -1,13 +1,18 @@
-"""Workgroups interpreted together: where a kernel has no barrier, no shared or global
-allocation, no subgroup operation and no async copy, nothing distinguishes one workgroup from
-several workgroups run at once, so the innermost blockIdx loop runs its iterations as rows of one
-frame (in chunks of at most CHUNK_INVOCATIONS invocations) instead of one after another. The
-numpy work then spans many workgroups per statement, which is what makes grids of many small
-workgroups fast to interpret.
+"""Workgroups interpreted together: where a kernel has no subgroup operation, no async copy and
+no global allocation, the innermost blockIdx loop runs its iterations as rows of one frame (in
+chunks of at most CHUNK_INVOCATIONS invocations) instead of one after another. The numpy work then
+spans many workgroups per statement, which is what makes grids of many small workgroups fast to
+interpret.
 
-Race checking stays exact: without barriers every two accesses of distinct invocations are
-unordered whether or not they share a workgroup, so a chunk is checked as one workgroup whose
-invocations carry the workgroup's offset in a key field no threadIdx loop uses (`free_axis`).
+Without barriers nothing distinguishes the workgroups of a chunk: every two accesses of distinct
+invocations are unordered whether or not they share a workgroup, so the chunk is checked as one
+workgroup whose invocations carry the workgroup's offset in a key field no threadIdx loop uses
+(`free_axis`). With barriers (a kernel with a single blockIdx loop, its shared memory allocated
+inside it) every workgroup of the chunk reaches each barrier together, or the barrier check fails;
+shared storage then has one row per workgroup (`Frame.wgrow`), and the race checker gives every
+access the workgroup its key's free field names (`RaceChecker.enter_merged`), so that accesses of
+different workgroups are never ordered by a barrier.
+
 Errors are reported as the one-workgroup-at-a-time execution reports them: the interpreter runs
 the kernel again that way (on the arguments as they were) when the merged run raises.
 """
@@ -28,22 +33,27 @@ KEY_MASK = KEY_LIMIT - 1
 
 
 def merge_plan(func) -> tuple | None:
-    """(free key axis, invocations per workgroup) when `func`'s workgroups may run together,
-    else None: the body has a blockIdx loop, and no barrier, shared or global allocation,
-    subgroup operation or async statement; a threadIdx axis is left free for the workgroup
-    offset in race-checker keys; every threadIdx extent is a constant."""
-    blocks, extents = False, {}
+    """(free key axis, invocations per workgroup, whether it has barriers) when `func`'s
+    workgroups may run together, else None: the body has a blockIdx loop, and no global
+    allocation, subgroup operation or async statement; barriers and shared allocations only
+    with a single blockIdx loop, the shared allocations inside it; a threadIdx axis is left free
+    for the workgroup offset in race-checker keys; every threadIdx extent is a constant."""
+    blocks, extents = [], {}
+    synced = False
     for n in walk(func.body):
-        if isinstance(n, (S.Barrier, S.SubgroupBarrier, S.AsyncScope, S.AsyncCommitQueue,
+        if isinstance(n, (S.SubgroupBarrier, S.AsyncScope, S.AsyncCommitQueue,
                           S.AsyncWaitQueue)):
             return None
-        if isinstance(n, S.AllocBuffer) and n.buffer.scope != "local":
+        if isinstance(n, S.Barrier) or (isinstance(n, S.AllocBuffer) and
+                                        n.buffer.scope == "shared"):
+            synced = True
+        elif isinstance(n, S.AllocBuffer) and n.buffer.scope != "local":
             return None
         if isinstance(n, E.Call) and is_subgroup(n.op):
             return None
         if isinstance(n, S.For) and n.kind == "thread_binding":
             if n.thread.startswith("blockIdx"):
-                blocks = True
+                blocks.append(n)
             elif n.thread.startswith("threadIdx"):
                 if not isinstance(n.extent, E.IntImm):
                     return None
@@ -51,13 +61,20 @@ def merge_plan(func) -> tuple | None:
                 extents[axis] = max(extents.get(axis, 1), n.extent.value)
     if not blocks:
         return None
+    if synced:
+        if len(blocks) != 1:
+            return None
+        inside = {id(n) for n in walk(blocks[0].body)}
+        if any(isinstance(n, S.AllocBuffer) and n.buffer.scope == "shared" and id(n) not in inside
+               for n in walk(func.body)):
+            return None
     free = [a for a in "zyx" if extents.get(a, 1) == 1 and a not in extents]
     if not free:
         return None
     invocations = 1
     for value in extents.values():
         invocations *= max(value, 1)
-    return free[0], invocations
+    return free[0], invocations, synced
 
 
 def merged_block_loop(fmin, fext, slot, body, npdt, axis: str, plan: tuple, inner_extents: list,
@@ -67,7 +84,7 @@ def merged_block_loop(fmin, fext, slot, body, npdt, axis: str, plan: tuple, inne
     closures) forking each row further; inside such a frame, a fork of every row. `sequential`
     runs it one workgroup after another where it cannot merge (a non-uniform extent, or more
     workgroups inside each of its iterations than one chunk holds)."""
-    free, invocations = plan
+    free, invocations, synced = plan
     shift = "xyz".index(free) * KEY_BITS
 
     def top(fr, lo: int, n: int):
@@ -89,10 +106,14 @@ def merged_block_loop(fmin, fext, slot, body, npdt, axis: str, plan: tuple, inne
             rows = np.arange(count)
             child = frame_type(list(fr.slots), rows, state, count)
             child.slots[slot] = (rows + (lo + start)).astype(npdt)
+            if synced:
+                child.wgrow = rows
             forked = [(st, st.fork_rows(np.zeros(count, np.intp), rows))
                       for st in state.local_storages]
             if races is not None:
                 saved = races.enter_chunk(chunk)
+                if synced:
+                    races.enter_merged(axis, lo + start, shift)
                 child.key = races.child_keys(fr.key, rows, free)
             body(child)
             if races is not None:
@@ -127,5 +148,7 @@ def merged_block_loop(fmin, fext, slot, body, npdt, axis: str, plan: tuple, inne
             return sequential(fr)
         if fr.tid is None:
             return top(fr, int(lo), int(ext))
+        if synced:   # shared rows and barrier tokens are per chunk of top-level workgroups
+            return sequential(fr)
         return fork(fr, int(lo), int(ext))
     return block_loop

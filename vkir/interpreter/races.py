@@ -139,6 +139,9 @@ class RaceChecker:
         self.blocks = {}                       # bound blockIdx axis -> value
         self.wg = self._wg_key()
         self.token = self._token_of(self.wg)
+        # workgroups run together with barriers (merge.py): (blockIdx axis, its first value, the
+        # bit offset of the key field holding each row's workgroup offset), else None
+        self.merged = None
 
     # -- invocations and epochs ------------------------------------------------------------------
 
@@ -179,10 +182,33 @@ class RaceChecker:
         self.token = self._token_of(self.wg)
         return saved
 
+    def enter_merged(self, axis: str, first: int, free_shift: int):
+        """Inside the chunk just entered, the workgroups of blockIdx `axis` from `first` run
+        together and pass barriers together: one token orders each workgroup's own accesses,
+        and each access belongs to the workgroup named by its key's field at `free_shift`
+        (`leave_block` ends this)."""
+        self.merged = (axis, int(first), free_shift)
+
+    def _wg_of(self, keys):
+        """The workgroup of the accesses of `keys`: the current one, or where workgroups run
+        together, one per key (ALL for a row that stands for several workgroups)."""
+        if self.merged is None:
+            return self.wg
+        axis, first, free_shift = self.merged
+        base = 0
+        for a, value in self.blocks.items():
+            if a != axis:
+                base |= int(value) << shift(a)
+        offset = (keys >> free_shift) & _MASK
+        wg = base | ((first + offset) << shift(axis))
+        several = (keys & _UNBOUND["xyz"[free_shift // _BITS]]) != 0
+        return np.where(several, ALL, wg)
+
     def leave_block(self, saved):
         """Restore the state saved when a workgroup's block was entered."""
         self.tokens[self.wg] = self.token
         self.wg, self.token, self.blocks = saved
+        self.merged = None
 
     def barrier(self):
         """A barrier of the current workgroup: later accesses are ordered after earlier ones."""
@@ -276,7 +302,7 @@ class RaceChecker:
             return
         sh, ratio, p, keys, multi = accessed
         t = self.token
-        wg = self.wg
+        wg = self._wg_of(keys)
         if sh.a_tok is not None:
             self._check_atomics(bb, sh, ratio, p, keys, multi, ("read", wg, site))
         same = sh.w_tok[p] == t
@@ -288,14 +314,14 @@ class RaceChecker:
             if bad.any():
                 j = int(np.argmax(bad))
                 self._report(bb, sh, p[j], ratio, self._last_write(sh, p[j]),
-                             ("read", int(keys[j]), wg, site))
+                             ("read", int(keys[j]), _at(wg, j), site))
         if sh.cross:
             ww = sh.w_wg[p]
             bad = (ww != NONE) & ((ww != wg) | (wg == ALL))
             if bad.any():
                 j = int(np.argmax(bad))
                 self._report(bb, sh, p[j], ratio, self._last_write(sh, p[j]),
-                             ("read", int(keys[j]), wg, site))
+                             ("read", int(keys[j]), _at(wg, j), site))
         # record the readers of this epoch: the first, and one that differs from it
         fresh = sh.r_tok[p] != t
         if fresh.all():
@@ -330,10 +356,11 @@ class RaceChecker:
         if accessed is None:
             return
         sh, ratio, p, keys, multi = accessed
+        wg = self._wg_of(keys)
         if sh.a_tok is not None:
-            self._check_atomics(bb, sh, ratio, p, keys, multi, ("write", self.wg, site))
-        self._check_write(bb, sh, ratio, p, keys, self.wg, site)
-        self._record_write(sh, p, keys, self.wg, self.token, site)
+            self._check_atomics(bb, sh, ratio, p, keys, multi, ("write", wg, site))
+        self._check_write(bb, sh, ratio, p, keys, wg, site)
+        self._record_write(sh, p, keys, wg, self.token, site)
 
     # -- atomics ---------------------------------------------------------------------------------
 
@@ -344,7 +371,7 @@ class RaceChecker:
         if accessed is None:
             return
         sh, ratio, p, keys, multi = accessed
-        t, wg = self.token, self.wg
+        t, wg = self.token, self._wg_of(keys)
         if sh.a_tok is None:
             for name in ATOMIC_FIELDS:
                 setattr(sh, name, np.full(len(sh.w_tok), NONE, np.int64))
@@ -359,7 +386,7 @@ class RaceChecker:
         if bad.any():
             j = int(np.argmax(bad))
             self._report(bb, sh, p[j], ratio, self._last_write(sh, p[j]),
-                         ("atomic", int(keys[j]), wg, site))
+                         ("atomic", int(keys[j]), _at(wg, j), site))
         # plain reads
         me = ("atomic", wg, site)
         self._check_in_group(bb, sh, ratio, p, keys, multi, "r_", "read", me)
@@ -398,11 +425,12 @@ class RaceChecker:
         if bad.any():
             j = int(np.argmax(bad))
             q = p[j]
+            wg_j = _at(wg, j)
             if k1[j] != keys[j] or multi:
-                other = (recorded, int(k1[j]), wg, int(getattr(sh, prefix + "site")[q]))
+                other = (recorded, int(k1[j]), wg_j, int(getattr(sh, prefix + "site")[q]))
             else:
-                other = (recorded, int(k2[j]), wg, int(getattr(sh, prefix + "site2")[q]))
-            self._report(bb, sh, q, ratio, other, (kind, int(keys[j]), wg, site))
+                other = (recorded, int(k2[j]), wg_j, int(getattr(sh, prefix + "site2")[q]))
+            self._report(bb, sh, q, ratio, other, (kind, int(keys[j]), wg_j, site))
 
     def _check_across(self, bb, sh, ratio, p, keys, prefix, recorded, access):
         """An access (kind, workgroup, site) against the `recorded` accesses other workgroups
@@ -413,20 +441,21 @@ class RaceChecker:
         if bad.any():
             j = int(np.argmax(bad))
             q = p[j]
-            if w1[j] != wg or wg == ALL:
+            wg_j = _at(wg, j)
+            if w1[j] != wg_j or wg_j == ALL:
                 other = (recorded, int(getattr(sh, prefix + "key")[q]), int(w1[j]),
                          int(getattr(sh, prefix + "site")[q]))
             else:
                 other = (recorded, int(getattr(sh, prefix + "key2")[q]), int(w2[j]),
                          int(getattr(sh, prefix + "site2")[q]))
-            self._report(bb, sh, q, ratio, other, (kind, int(keys[j]), wg, site))
+            self._report(bb, sh, q, ratio, other, (kind, int(keys[j]), wg_j, site))
 
     def _check_write(self, bb, sh, ratio, p, keys, wg, site, ordered_in_group=False):
         t = self.token
         multi = keys >= MULTI
-        if multi.any() or (wg == ALL and sh.cross):  # every invocation (workgroup) stores
-            j = int(np.argmax(multi))
-            me = ("write", int(keys[j]), wg, site)
+        if multi.any() or (sh.cross and np.any(wg == ALL)):  # every invocation (workgroup)
+            j = int(np.argmax(multi | (wg == ALL))) if sh.cross else int(np.argmax(multi))
+            me = ("write", int(keys[j]), _at(wg, j), site)
             self._report(bb, sh, p[j], ratio, me, me, several=True)
         if len(p) > 1:  # one statement, several invocations writing one element
             sh.scratch[p] = keys
@@ -435,15 +464,15 @@ class RaceChecker:
             if dup.any():
                 j = int(np.argmax(dup))
                 first, second = sorted((int(back[j]), int(keys[j])))
-                self._report(bb, sh, p[j], ratio, ("write", first, wg, site),
-                             ("write", second, wg, site))
+                self._report(bb, sh, p[j], ratio, ("write", first, _at(wg, j), site),
+                             ("write", second, _at(wg, j), site))
         if not ordered_in_group:
             wk = sh.w_key[p]
             bad = (sh.w_tok[p] == t) & (wk != keys) & (wk != COLLECTIVE)
             if bad.any():
                 j = int(np.argmax(bad))
                 self._report(bb, sh, p[j], ratio, self._last_write(sh, p[j]),
-                             ("write", int(keys[j]), wg, site))
+                             ("write", int(keys[j]), _at(wg, j), site))
             self._check_in_group(bb, sh, ratio, p, keys, False, "r_", "read",
                                  ("write", wg, site))
         if sh.cross:
@@ -452,7 +481,7 @@ class RaceChecker:
             if bad.any():
                 j = int(np.argmax(bad))
                 self._report(bb, sh, p[j], ratio, self._last_write(sh, p[j]),
-                             ("write", int(keys[j]), wg, site))
+                             ("write", int(keys[j]), _at(wg, j), site))
             self._check_across(bb, sh, ratio, p, keys, "x_", "read", ("write", wg, site))
 
     @staticmethod
@@ -573,18 +602,24 @@ def _note_workgroups(sh, prefix: str, p, wg, keys, site: int) -> None:
     (`prefix` "x_" for reads, "ax_" for atomics): each one's invocation key and source site,
     what a later conflicting access from a third workgroup is reported against."""
     first, second = getattr(sh, prefix + "wg"), getattr(sh, prefix + "wg2")
+    many = isinstance(wg, np.ndarray)
     empty = first[p] == NONE
     if empty.any():
         q = p[empty]
-        first[q] = wg
+        first[q] = wg[empty] if many else wg
         getattr(sh, prefix + "key")[q] = keys[empty]
         getattr(sh, prefix + "site")[q] = site
     other = (first[p] != wg) & (second[p] == NONE)
     if other.any():
         q = p[other]
-        second[q] = wg
+        second[q] = wg[other] if many else wg
         getattr(sh, prefix + "key2")[q] = keys[other]
         getattr(sh, prefix + "site2")[q] = site
+
+def _at(wg, j: int) -> int:
+    """The workgroup of access `j`: `wg` itself, or its j-th entry (one per access)."""
+    return int(wg[j]) if isinstance(wg, np.ndarray) else wg
+
 
 def _element(bb, flat: int) -> str:
     """`name[i, j]` for flat position `flat` of `bb`'s view (lanes named when vector)."""
