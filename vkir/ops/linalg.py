@@ -59,7 +59,8 @@ def _index(batched: bool, *idx: str) -> str:
 
 @autotune(configs={
     # CPU devices (lavapipe: one host thread per workgroup, 8-wide SIMD): large register tiles
-    "cpu": [dict(tm=8, tn=16, wx=16, wy=1), dict(tm=8, tn=16, wx=8, wy=8),
+    "cpu": [dict(tm=16, tn=16, wx=16, wy=1), dict(tm=16, tn=32, wx=8, wy=1),
+            dict(tm=8, tn=16, wx=16, wy=1), dict(tm=8, tn=16, wx=8, wy=8),
             dict(tm=8, tn=16, wx=8, wy=4), dict(tm=16, tn=8, wx=8, wy=4),
             dict(tm=16, tn=16, wx=8, wy=2), dict(tm=8, tn=8, wx=8, wy=8),
             dict(tm=4, tn=16, wx=8, wy=8), dict(tm=8, tn=16, wx=4, wy=8),
