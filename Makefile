@@ -36,7 +36,7 @@ bench: setup
 FUZZ_COUNT ?= 500
 FUZZ_SEED ?= 0
 fuzz: setup
-	VKIR_VALIDATION=1 $(PY) -m vkir.fuzz --count $(FUZZ_COUNT) --seed $(FUZZ_SEED) --out fuzz-findings
+	VKIR_VALIDATION=1 $(PY) -m vkir.tools.fuzz --count $(FUZZ_COUNT) --seed $(FUZZ_SEED) --out fuzz-findings
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -22,7 +22,7 @@ import tempfile
 CHILD = r"""
 import time
 import vkir
-from vkir.demo import VADD_SOURCE
+from vkir.tools.demo import VADD_SOURCE
 dev = vkir.device()
 f = vkir.from_script(VADD_SOURCE)
 t0 = time.perf_counter()

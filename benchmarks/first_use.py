@@ -74,7 +74,7 @@ def case_arguments(name: str) -> list:
 def former_pipeline(kernel):
     """The kernel compiled as the former workaround did: every splittable loop whose length the
     compiler could not bound below 16384 split into chunks of 64 unrolled iterations."""
-    from vkir.loop_budget import Split, loops_for_call
+    from vkir.driver.loop_budget import Split, loops_for_call
 
     loops = frozenset(lp.var for lp in loops_for_call(kernel.ir, {})
                       if lp.splittable and (lp.trips is None or lp.trips > 16384))

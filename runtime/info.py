@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ._vk import cstr, ffi, lib, version_string, vk
-from .quirks import quirks_of
+from vkir.quirks import quirks_of
 
 KINDS = {
     vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete",

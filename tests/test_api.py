@@ -7,7 +7,7 @@ import pytest
 import vkir
 from vkir.testing import math_tolerance
 from vkir import T
-from vkir.demo import block_sum, vadd
+from vkir.tools.demo import block_sum, vadd
 from vkir.errors import ArgumentError, UnsupportedError
 
 

@@ -7,7 +7,7 @@ import pytest
 import vkir
 from vkir import T
 from vkir.backends import BACKENDS, Backend, BackendKernel
-from vkir.demo import VADD_SOURCE
+from vkir.tools.demo import VADD_SOURCE
 from vkir.errors import ArgumentError, UnsupportedError
 from vkir.target import Target
 

@@ -6,7 +6,7 @@ import pytest
 
 import vkir
 from vkir.binding import Signature, scalar_value
-from vkir.demo import vadd
+from vkir.tools.demo import vadd
 from vkir.interpreter import evaluate
 from vkir import ir
 from vkir.ir import DataType

@@ -7,7 +7,7 @@ import pytest
 
 import vkir
 from vkir import T
-from vkir.bounds_check import instrument
+from vkir.driver.bounds_check import instrument
 
 pytestmark = pytest.mark.device
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from vkir.cli import main
-from vkir.demo import VADD_SOURCE
+from vkir.tools.cli import main
+from vkir.tools.demo import VADD_SOURCE
 
 KERNELS = "from vkir import T\n" + VADD_SOURCE + textwrap.dedent('''
 
@@ -77,7 +77,7 @@ def test_run_compares_with_interpreter(device, kernels, capsys):
 def _vkir(*args, timeout=300, **extra_env):
     env = dict(os.environ, VKIR_VALIDATION=os.environ.get("VKIR_VALIDATION", "1"), **extra_env)
     exe = Path(sys.executable).parent / "vkir"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "vkir.cli"]
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "vkir.tools.cli"]
     return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=timeout, env=env,
                           cwd=ROOT)
 

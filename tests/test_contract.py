@@ -17,7 +17,7 @@ import pytest
 import vkir
 from vkir import T, ir
 from vkir.analysis import verify_types, verify_well_formed
-from vkir.demo import VADD_SOURCE
+from vkir.tools.demo import VADD_SOURCE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -854,7 +854,7 @@ CLI_KERNELS = "from vkir import T\n" + VADD_SOURCE
 
 
 def test_cli_compile_run_devices_demo(device, tmp_path, capsys):
-    from vkir.cli import main
+    from vkir.tools.cli import main
 
     path = tmp_path / "k.py"
     path.write_text(CLI_KERNELS)

@@ -1,4 +1,4 @@
-"""The fuzzing campaign (vkir.fuzz, `make fuzz`) in short: a fixed seed and count run on the
+"""The fuzzing campaign (vkir.tools.fuzz, `make fuzz`) in short: a fixed seed and count run on the
 test device must have no finding (crash, refusal of a valid kernel, build refusing what the
 interpreter ran, validation failure, device/interpreter mismatch)."""
 
@@ -10,7 +10,7 @@ import pytest
 
 import vkir
 from vkir import fuzz
-from vkir.fuzz.generate import generate
+from vkir.tools.fuzz.generate import generate
 
 pytestmark = pytest.mark.device
 

@@ -8,7 +8,7 @@ import pytest
 import vkir
 from vkir.errors import UnsupportedError
 from vkir.ir import Var
-from vkir.loop_budget import LOOP_BUDGET, Loop, choose_split, loops_for_call
+from vkir.driver.loop_budget import LOOP_BUDGET, Loop, choose_split, loops_for_call
 
 COUNT = vkir.from_script('''
 @T.prim_func

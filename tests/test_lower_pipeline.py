@@ -20,7 +20,7 @@ import vkir
 from vkir.testing import interpret_lowered
 from vkir import ir
 from vkir.analysis import verify_types, verify_well_formed
-from vkir.demo import VADD_SOURCE
+from vkir.tools.demo import VADD_SOURCE
 from vkir.lowering import default_passes, lower
 
 from pipeline_reference import synchronous

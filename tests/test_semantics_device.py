@@ -150,7 +150,7 @@ def f(x: T.Buffer(({n},), "{dtype}"), s: T.Buffer(({n},), "{dtype}"),
 
 
 def test_campaign_findings_division_by_zero_min_max_and_conversions(device):
-    """Found by the fuzzing campaign (python -m vkir.fuzz): lavapipe gave 0 for x / 0.0,
+    """Found by the fuzzing campaign (python -m vkir.tools.fuzz): lavapipe gave 0 for x / 0.0,
     T.min/T.max dropped NaN, int64(float32(x)) came back as x (Mesa folded the round trip).
     Each must be what the interpreter computes."""
     f = vkir.from_script('''

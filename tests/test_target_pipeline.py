@@ -10,8 +10,8 @@ import pytest
 import vkir
 from vkir import T, transform
 from vkir.analysis import verify_types
-from vkir.cli import main
-from vkir.demo import VADD_SOURCE
+from vkir.tools.cli import main
+from vkir.tools.demo import VADD_SOURCE
 from vkir.errors import ArgumentError, TypeCheckError, UnsupportedError
 from vkir.lowering import pipeline
 from vkir.target import FEATURES, Limits, Target

@@ -160,7 +160,7 @@ def test_junit_carries_no_control_characters_and_times_each_file(tmp_path):
     """A bad module's strings may hold control characters; CI servers reject XML with them."""
     import xml.etree.ElementTree as ET
 
-    from vkir.validate import FileResult, Problem, junit_report
+    from vkir.tools.validate import FileResult, Problem, junit_report
 
     bad = FileResult("bad\x01.spv", "spirv", [Problem("validate", "name \x1b[31mred\x00 here")],
                      seconds=0.25)
@@ -174,7 +174,7 @@ def test_junit_carries_no_control_characters_and_times_each_file(tmp_path):
 
 
 def test_glslang_errors_come_before_its_warnings(tmp_path):
-    from vkir.validate import compile_glsl_file
+    from vkir.tools.validate import compile_glsl_file
 
     src = tmp_path / "warn.comp"
     src.write_text("#version 450\n#extension GL_EXT_no_such_thing : warn\n"

@@ -34,8 +34,8 @@ from .ir import DataType, For, IntImm, PrimFunc, While
 from .ir.walk import walk
 from .lowering import LOOP_TRIP_LIMIT
 from .ir.dtype import type_range
-from .profiling import ACTIVE_PROFILER
-from .sequences import ACTIVE_SEQUENCE, LaunchHandle
+from .driver.profiling import ACTIVE_PROFILER
+from .driver.sequences import ACTIVE_SEQUENCE, LaunchHandle
 from .timing import Timing
 
 __all__ = ["devices", "device", "target_for", "DeviceArray", "array", "empty", "zeros", "full",
@@ -177,13 +177,13 @@ class DeviceArray:
     def __dlpack__(self, stream=None, **_options):
         """A DLPack capsule of this array: device kDLVulkan, `data` an opaque handle to vkir
         memory (what TVM's Vulkan runtime hands out too); vkir.tvm passes it back to kernels."""
-        from .dlpack import to_capsule
+        from .driver.dlpack import to_capsule
 
         return to_capsule(self)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         """(kDLVulkan, device index)."""
-        from .dlpack import device_of
+        from .driver.dlpack import device_of
 
         return device_of(self)
 
@@ -323,7 +323,7 @@ def _build(func: PrimFunc, device, pointer_casts: bool, precise: bool, check_bou
         if device in BACKENDS:  # e.g. "interp": no Vulkan at all
             return BackendKernel(func, BACKENDS[device](), pointer_casts, precise)
     if check_bounds:
-        from .bounds_check import BoundsCheckedKernel
+        from .driver.bounds_check import BoundsCheckedKernel
 
         dev = resolve_device(device)
         return BoundsCheckedKernel(func, lambda checked: Kernel(checked, dev, pointer_casts, precise))
@@ -339,7 +339,7 @@ def build(func: PrimFunc, *, device=None, pointer_casts: bool = False,
     `precise=True` forbids the driver to fuse or reassociate float arithmetic (NoContraction),
     so float results equal vkir.interpret's bit for bit, at some cost in speed. `explain=True`
     prints `Kernel.report()` to stderr: which vector accesses stayed scalar, and why.
-    `check_bounds=True` adds device-side bounds checks (vkir.bounds_check): an out-of-bounds
+    `check_bounds=True` adds device-side bounds checks (vkir.driver.bounds_check): an out-of-bounds
     access is skipped and the call raises vkir.OutOfBoundsError naming the buffer, the index,
     the invocation and the source line (the interpreter always checks)."""
     if not isinstance(func, PrimFunc):
@@ -417,8 +417,8 @@ class Kernel:
 
     def __init__(self, func: PrimFunc, dev, pointer_casts: bool = False, precise: bool = False):
         from . import runtime
-        from .compile_cache import compile_vulkan
-        from .shape_eval import evaluate
+        from .cache.compile import compile_vulkan
+        from .driver.shape_eval import evaluate
 
         t0 = time.perf_counter()
         check_layouts(func)
@@ -428,12 +428,12 @@ class Kernel:
         built_for = func.attrs.get("subgroup_size")  # a schedule made for one subgroup size
         if built_for is not None and built_for != self.target.subgroup_size:
             self.target = dataclasses.replace(self.target, subgroup_size=int(built_for))
-        # lowered and compiled, or loaded from the disk compile cache (vkir.compile_cache);
+        # lowered and compiled, or loaded from the disk compile cache (vkir.cache.compile);
         # codegen validated the words before they were used or stored, so nothing unvalidated
         # reaches vkCreateShaderModule
         # on a driver that cuts long loops (llvmpipe) the loops are compiled plainly; a call whose
         # sizes need more iterations than the driver runs gets a variant with split loops
-        # (vkir.loop_budget), chosen from its push-constant values
+        # (vkir.driver.loop_budget), chosen from its push-constant values
         self._loop_limited = LOOP_TRIP_LIMIT in self.target.quirks and any(
             (isinstance(n, For) and n.kind != "thread_binding") or isinstance(n, While)
             for n in walk(func.body))
@@ -524,9 +524,9 @@ class Kernel:
 
     def report(self) -> str:
         """Which vector accesses of the lowered kernel are done lane by lane, and why (see
-        vkir.vector_report), then what a first call waits for: vkir's compile, the driver's
+        vkir.tools.vector_report), then what a first call waits for: vkir's compile, the driver's
         pipeline creation and the first dispatch."""
-        from .vector_report import report
+        from .tools.vector_report import report
 
         first = self.first_run_seconds
         return (report(self.ir) + f"\ncompile: {self.compile_seconds * 1e3:.1f} ms in vkir, "
@@ -569,7 +569,7 @@ class Kernel:
         where none does: a loop is never cut short)."""
         if not self._loop_limited:
             return self.pipeline
-        from .loop_budget import choose_split, loops_for_call
+        from .driver.loop_budget import choose_split, loops_for_call
 
         split = choose_split(loops_for_call(self.ir, env), self.name, repr(self.device.info.name))
         if split.factor == 1 or not split.loops:

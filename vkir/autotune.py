@@ -39,7 +39,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from . import config
-from .cache_root import cache_root
+from .cache.root import cache_root
 from .errors import ArgumentError, UnsupportedError, VkirError
 
 __all__ = ["autotune", "Tuned", "cache_dir", "tuning_enabled", "device_class", "device_key"]

@@ -8,15 +8,13 @@ from .analysis import verify_types, verify_well_formed
 from .errors import ArgumentError
 from .ir import PrimFunc
 from .ir.structural import recursion_headroom
+from .quirks import LOOP_TRIP_LIMIT   # the quirk SplitLongLoops works around
 from .target import Target
 from .transform.base import verify_every_pass
 from .transform.instruments import CheckTypes
 from .transform.pipeline import Pipeline
 
 __all__ = ["lower", "default_passes"]
-
-# the quirk SplitLongLoops works around (vkir.runtime.quirks lists the drivers that have it)
-LOOP_TRIP_LIMIT = "loop_trip_limit_65535"
 
 
 def as_target(target) -> Target:
@@ -35,7 +33,7 @@ def pipeline(target=None, *, pointer_casts: bool = False) -> Pipeline:
     casts after it (SymbolicVectorCast). Bool buffers become int8 only for Vulkan (the
     interpreter stores bools as they are); without 8-bit support, EmulateInt8 then widens 8-bit
     values and reads and writes 8-bit buffers as bytes of 32-bit words. On targets with the "loop_trip_limit_65535" quirk, SplitLongLoops runs last (see
-    vkir.runtime.quirks)."""
+    vkir.quirks)."""
     target = as_target(target)
     casts = (transform.PointerCastVectorize(target=target),) if pointer_casts else ()
     # parameters of symbolic size get vector accesses through casts (VectorTypeRewrite cannot

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from .errors import ArgumentError
+from .quirks import LAVAPIPE
 
 KINDS = ("vulkan", "interp")
 
@@ -45,7 +46,7 @@ SPIRV_VERSIONS = {
 }
 
 # what Mesa's lavapipe (llvmpipe) gets wrong, carried so that a pass can work around it
-LAVAPIPE_QUIRKS = frozenset({"loop_trip_limit_65535", "num_subgroups_partial"})
+LAVAPIPE_QUIRKS = LAVAPIPE
 # what it does not offer of the features vkir knows (its float controls keep no denormals)
 LAVAPIPE_LACKS = frozenset({"float16_denorm_preserve", "float32_denorm_preserve",
                             "float64_denorm_preserve"})

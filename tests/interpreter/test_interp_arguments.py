@@ -99,7 +99,7 @@ def test_bool_parameter():
 
 def test_read_only_array_for_a_written_buffer_is_refused():
     """A store to a read-only array would be silently lost: refuse it, as the device call does."""
-    from vkir.demo import vadd
+    from vkir.tools.demo import vadd
 
     a, b = np.ones(8, "float32"), np.ones(8, "float32")
     c = np.zeros(8, "float32")

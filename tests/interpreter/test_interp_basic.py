@@ -5,7 +5,7 @@ import pytest
 
 import vkir
 from vkir import T, ir
-from vkir.demo import vadd
+from vkir.tools.demo import vadd
 from vkir.interpreter import OutOfBoundsError, evaluate, interpret
 
 rng = np.random.default_rng(0)

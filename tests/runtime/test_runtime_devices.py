@@ -42,7 +42,7 @@ def test_devices_describe_the_device(device):
 def test_lavapipe_reports_its_features(device):
     """lavapipe's known features and quirks; any other device at least reports consistent ones
     (runs everywhere: CI may have a GPU)."""
-    from vkir.runtime.quirks import quirks_of
+    from vkir.quirks import quirks_of
 
     info = device.info
     assert info.quirks == quirks_of(info.name, info.driver)

@@ -224,7 +224,7 @@ def test_shutdown_then_use_raises_device_error(device):
         import gc
         import numpy as np
         import vkir
-        from vkir.demo import vadd
+        from vkir.tools.demo import vadd
         from vkir.errors import DeviceError
 
         dev = vkir.device()
@@ -314,7 +314,8 @@ def test_memory_is_freed_when_arrays_are_collected(device):
     gc.collect()
     assert len(device._live_buffers) == live  # no later allocation needed
     if device.info.unified_memory and device.info.kind == "cpu":  # the memory is this process's
-        assert held - _rss() > 200 << 20
+        # most of the 256 MiB goes back (the allocator may keep some pages of a long process)
+        assert held - _rss() > 128 << 20
 
 
 # -- 5: threads ------------------------------------------------------------------------------------
@@ -475,7 +476,7 @@ def test_the_icd_fallback_is_announced(device):
                VKIR_VALIDATION="0")
     for key in ("VK_ICD_FILENAMES", "VK_DRIVER_FILES", "VK_ADD_DRIVER_FILES", "VKIR_DEVICE"):
         env.pop(key, None)
-    proc = subprocess.run([sys.executable, "-m", "vkir.cli", "devices"], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "vkir.tools.cli", "devices"], capture_output=True,
                           text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "vkir: note: the Vulkan loader found no device; using the drivers installed in" in proc.stderr

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 import vkir
 from vkir import ir
-from vkir.demo import VADD_SOURCE
+from vkir.tools.demo import VADD_SOURCE
 from vkir.ir import stmt as S
 
 SCRIPTS = {

@@ -42,7 +42,7 @@ def test_a_fifo_is_refused_not_read(tmp_path):
         vkir.compile_glsl(str(fifo))
     with pytest.raises(ArgumentError, match="not a regular file"):
         vkir.load_spirv(str(fifo))
-    from vkir.validate import expand
+    from vkir.tools.validate import expand
     with pytest.raises(ArgumentError, match="not a regular file"):
         expand([fifo])
 

@@ -11,7 +11,7 @@ import vkir
 from vkir import T
 from vkir.ir import structural_equal
 from vkir.lowering import pipeline
-from vkir.runtime.quirks import LOOP_TRIP_LIMIT, quirks_of
+from vkir.quirks import LOOP_TRIP_LIMIT, quirks_of
 from vkir.target import Target
 from vkir.transform import SplitLongLoops
 

@@ -111,7 +111,7 @@ class BackendKernel(Kernel):
             a.write(values)
 
     def _no_sequence(self, what: str) -> None:
-        from ..sequences import ACTIVE_SEQUENCE
+        from ..driver.sequences import ACTIVE_SEQUENCE
 
         if ACTIVE_SEQUENCE.get() is not None:
             raise UnsupportedError(f"kernel {self.name}: {what} inside vkir.sequence(); a sequence "
@@ -120,7 +120,7 @@ class BackendKernel(Kernel):
 
     def launch(self, *args, **kwargs):
         """Run now (the backend has no queue) and return a handle that is already done."""
-        from ..sequences import LaunchHandle
+        from ..driver.sequences import LaunchHandle
 
         self._no_sequence("launch()")
         self(*args, **kwargs)

@@ -51,7 +51,7 @@ class SplitLongLoops(Pass):
 
     threshold: int = 16384
     max_factor: int = 64
-    # a variant chosen at call time (vkir.loop_budget): split exactly the loops whose loop
+    # a variant chosen at call time (vkir.driver.loop_budget): split exactly the loops whose loop
     # variables are in `only`, each by `factor`, whatever their bounds
     factor: int = 0
     only: frozenset = frozenset()

@@ -6,7 +6,7 @@ small LLVM module with one function per kernel that calls the vkir launcher (TVM
 kernels by name through its imports), and "__tvm_set_device", which accepts the Vulkan device type
 and defers to TVM's own function for every other one. Tensors on vulkan:0 come from vkir device
 arrays through DLPack; their data pointer is an opaque handle that the launcher maps back to the
-array (vkir.dlpack).
+array (vkir.driver.dlpack).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import threading
 
 import numpy as np
 
-from ..dlpack import KDL_VULKAN, array_of_handle
+from ..driver.dlpack import KDL_VULKAN, array_of_handle
 from ..errors import ArgumentError
 from . import require_tvm
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .arith.modular_set import modular_set
-from .ir import BufferLoad, BufferStore, PrimFunc, Ramp, Visitor
-from .ir.printer import script
-from .transform.pointer_cast_vectorize import VULKAN_LANES
-from .transform.vector_type_rewrite import ContextMixin, const_stride, plan
+from ..arith.modular_set import modular_set
+from ..ir import BufferLoad, BufferStore, PrimFunc, Ramp, Visitor
+from ..ir.printer import script
+from ..transform.pointer_cast_vectorize import VULKAN_LANES
+from ..transform.vector_type_rewrite import ContextMixin, const_stride, plan
 
 
 @dataclass(frozen=True)

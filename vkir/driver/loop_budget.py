@@ -16,15 +16,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .arith.bound import value_range
-from .errors import UnsupportedError
-from .ir import expr as E
-from .ir import stmt as S
-from .ir.functor import Mutator
-from .ir.op import is_atomic, is_subgroup
-from .ir.walk import walk
-from .spirv.codegen.stmt import MAX_UNROLL
-from .transform.split_long_loops import splittable
+from ..arith.bound import value_range
+from ..errors import UnsupportedError
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.functor import Mutator
+from ..ir.op import is_atomic, is_subgroup
+from ..ir.walk import walk
+from ..spirv.codegen.stmt import MAX_UNROLL
+from ..transform.split_long_loops import splittable
 
 LOOP_BUDGET = 65535   # iterations per invocation before llvmpipe exits every loop
 MAX_FACTOR = 64       # the most copies of a body SplitLongLoops makes (codegen unrolls them)

@@ -15,7 +15,7 @@ import weakref
 
 import numpy as np
 
-from .errors import ArgumentError
+from ..errors import ArgumentError
 
 KDL_VULKAN = 7
 _CODES = {"i": 0, "u": 1, "f": 2, "b": 6}   # DLDataTypeCode: int, uint, float, bool

@@ -1,4 +1,4 @@
-"""`python -m vkir.fuzz --count N --seed S`: run the campaign, print a table of outcomes per
+"""`python -m vkir.tools.fuzz --count N --seed S`: run the campaign, print a table of outcomes per
 feature and the findings; exit status 1 when there is any finding."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vkir.fuzz", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m vkir.tools.fuzz", description=__doc__)
     parser.add_argument("--count", type=int, default=200, help="programs to run (default 200)")
     parser.add_argument("--seed", type=int, default=0, help="campaign seed (default 0)")
     parser.add_argument("--mutants", type=float, default=0.3,

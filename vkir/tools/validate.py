@@ -27,7 +27,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .errors import ArgumentError, SpirvValidationError
+from ..errors import ArgumentError, SpirvValidationError
 
 TARGET_ENVS = ("vulkan1.0", "vulkan1.1", "vulkan1.2", "vulkan1.3")
 SPIRV_SUFFIXES = (".spv",)
@@ -131,7 +131,7 @@ def compile_glsl_file(path: Path, env: str, includes=(), defines=None,
     """(SPIR-V bytes, "") when glslang compiles `path` for `env`, else (None, its messages).
     `includes`: folders searched by `#include`; `defines`: {NAME: value or None} (-D);
     `stage`: the shader stage of a file whose suffix does not say it (.glsl: "comp")."""
-    from .runtime.glsl import GlslError, run_glslang
+    from ..runtime.glsl import GlslError, run_glslang
 
     with tempfile.TemporaryDirectory(prefix="vkir-validate-") as tmp:
         out = Path(tmp) / "out.spv"
@@ -163,7 +163,7 @@ def compile_glsl_file(path: Path, env: str, includes=(), defines=None,
 def assemble_text(text: str, env: str = "vulkan1.1") -> bytes:
     """SPIR-V assembly to a binary of the version its "; Version: 1.x" header comment names (as
     spirv-dis writes it), else of `env`'s version; SpirvValidationError on a syntax error."""
-    from .spirv import assemble
+    from ..spirv import assemble
 
     found = re.search(r"^\s*;\s*Version:\s*1\.(\d)\s*$", text, re.MULTILINE)
     return assemble(text, f"spv1.{found.group(1)}" if found else env)
@@ -171,7 +171,7 @@ def assemble_text(text: str, env: str = "vulkan1.1") -> bytes:
 
 def check_words(data: bytes, env: str) -> list[Problem]:
     """The problems of a SPIR-V binary for `env` (empty when valid)."""
-    from .spirv.tools import diagnose
+    from ..spirv.tools import diagnose
 
     if len(data) % 4 or len(data) < 20:
         return [Problem("binary", f"truncated SPIR-V: {len(data)} bytes is not a whole number of "
@@ -256,7 +256,7 @@ def junit_report(results, env: str) -> str:
     suite = ET.SubElement(suites, "testsuite", name=f"vkir validate ({env})", tests=str(len(results)),
                           failures=str(bad), errors="0", skipped="0", time=total)
     for r in results:
-        case = ET.SubElement(suite, "testcase", classname=f"vkir.validate.{r.kind}",
+        case = ET.SubElement(suite, "testcase", classname=f"vkir.tools.validate.{r.kind}",
                              name=_xml_text(r.file), time=f"{r.seconds:.3f}")
         if not r.valid:
             first = r.problems[0]
@@ -273,7 +273,7 @@ _LINE = re.compile(r"^(?:ERROR|WARNING): (?P<file>.+?):(?P<line>\d+): (?P<text>.
 def sarif_report(results, env: str) -> str:
     """SARIF 2.1.0 (what code-scanning services read): one result per problem, with the file
     and, where glslang gives one, the line."""
-    from . import __version__
+    from .. import __version__
 
     out = []
     for r in results:
@@ -335,7 +335,7 @@ def cmd_validate(args) -> int:
 
 def cmd_dis(args) -> int:
     """`vkir dis`: print the disassembly of a SPIR-V binary."""
-    from .spirv import disassemble
+    from ..spirv import disassemble
 
     path = Path(args.file)
     if not path.is_file():

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from .config import cache_root
+from ..config import cache_root
 
 __all__ = ["cache_root"]

@@ -20,15 +20,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import OutOfBoundsError, describe_invocation
-from .ir import (
+from ..errors import OutOfBoundsError, describe_invocation
+from ..ir import (
     And, BufferLoad, BufferStore, Call, Cast, DataType, DeclBuffer, EQ, Evaluate, For, GE,
     IfThenElse, LT, Let, LetStmt, Max, Min, Not, Or, PrimFunc, SeqStmt, Sub, Var, While,
 )
-from .ir.buffer import decl_buffer
-from .ir.expr import const
-from .ir.functor import Mutator, children
-from .ir.stmt import AllocBuffer
+from ..ir.buffer import decl_buffer
+from ..ir.expr import const
+from ..ir.functor import Mutator, children
+from ..ir.stmt import AllocBuffer
 
 RECORD_NAME = "vkir_bounds_record"
 MAX_DIMS = 8
@@ -310,7 +310,7 @@ class BoundsCheckedKernel:
 
     def _own_arguments(self, kwargs) -> None:
         if RECORD_NAME in kwargs:
-            from .errors import ArgumentError
+            from ..errors import ArgumentError
 
             raise ArgumentError(f"kernel {self.func.name}: {RECORD_NAME!r} is vkir's own argument")
 
@@ -338,7 +338,7 @@ class RecordCheck:
     read and turned into OutOfBoundsError after it."""
 
     def __init__(self, kernel: BoundsCheckedKernel):
-        from .api import array
+        from ..api import array
 
         self.record = array(np.zeros(RECORD_WORDS, np.int32), device=kernel.kernel.device)
         self.sites = kernel.sites

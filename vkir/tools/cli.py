@@ -7,9 +7,9 @@
     vkir run FILE.py[:FUNC] [--size NAME=VALUE ...] [--seed N] [--device SEL]
     vkir demo [--device SEL]
     vkir bench [--device SEL] [--workload NAME ...] [--repeat N] [--json FILE] [--quick]
-    vkir validate FILE... [--target-env ENV] [--format text|json|junit] [-o REPORT]  (vkir.validate)
+    vkir validate FILE... [--target-env ENV] [--format text|json|junit] [-o REPORT]  (vkir.tools.validate)
     vkir dis FILE.spv [-o OUT]
-    vkir doctor                                                                      (vkir.doctor)
+    vkir doctor                                                                      (vkir.tools.doctor)
 
 User errors (VkirError) print "vkir: error: ..." and exit with status 2; a failed result check
 (run, demo) exits with status 1. With VKIR_VALIDATION=1 any validation-layer message is printed
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import config
-from .errors import ArgumentError, DeviceError, VkirError
+from .. import config
+from ..errors import ArgumentError, DeviceError, VkirError
 
 __all__ = ["main", "parser", "load_funcs", "load_func", "random_inputs"]
 
@@ -35,7 +35,7 @@ __all__ = ["main", "parser", "load_funcs", "load_func", "random_inputs"]
 # -- loading kernels from a file -----------------------------------------------------------------
 def load_funcs(spec: str) -> list:
     """The PrimFuncs named by "FILE.py[:FUNC]" (every PrimFunc of the file without FUNC)."""
-    from .ir import PrimFunc
+    from ..ir import PrimFunc
 
     path, _, name = spec.partition(":") if not Path(spec).exists() else (spec, "", "")
     file = Path(path)
@@ -70,11 +70,11 @@ def load_func(spec: str):
 def _target(name: str, device_sel=None):
     """The vkir.Target for `--target`: a named offline target, or the selected device's (lavapipe's
     when no device can be opened)."""
-    from .target import Target
+    from ..target import Target
 
     if name != "device":
         return Target.named(name)
-    from . import api
+    from .. import api
 
     if device_sel is not None or config.device_selector():
         # a device the user named (--device, $VKIR_DEVICE) must open: never a silent fallback
@@ -90,7 +90,7 @@ def _target(name: str, device_sel=None):
 # -- commands ------------------------------------------------------------------------------------
 def cmd_devices(args) -> int:
     """`vkir devices`: list the Vulkan devices with their limits and features."""
-    from . import api
+    from .. import api
 
     infos = api.devices()
     if args.json:
@@ -121,9 +121,9 @@ def cmd_devices(args) -> int:
 
 def cmd_compile(args) -> int:
     """`vkir compile`: print or write a kernel's IR, lowered IR, SPIR-V assembly or binary."""
-    from . import api
-    from .spirv import codegen, disassemble
-    from .transform.instruments import PrintAfter, TimePasses
+    from .. import api
+    from ..spirv import codegen, disassemble
+    from ..transform.instruments import PrintAfter, TimePasses
 
     func = load_func(args.file)
     instruments = []
@@ -162,8 +162,8 @@ def cmd_compile(args) -> int:
 def _check_pass_names(names) -> None:
     """ArgumentError naming the unknown ones when `names` (a set, or "all") names no pass of the
     default pipeline."""
-    from .lowering import pipeline
-    from .target import Target
+    from ..lowering import pipeline
+    from ..target import Target
 
     if names == "all":
         return
@@ -177,7 +177,7 @@ def _check_pass_names(names) -> None:
 def random_inputs(func, sizes: dict, rng) -> list:
     """Random arguments for `func`: arrays for buffers (symbolic sizes from `sizes`, default 1000),
     small positive values for scalars."""
-    from .interpreter import evaluate
+    from ..interpreter import evaluate
 
     env = {}
     for v in func.size_vars:
@@ -221,8 +221,8 @@ def cmd_run(args) -> int:
     interpreter."""
     import time
 
-    from . import api
-    from .interpreter import interpret
+    from .. import api
+    from ..interpreter import interpret
 
     func = load_func(args.file)
     sizes = {}
@@ -331,7 +331,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="small sizes and few repeats (smoke run)")
     p.set_defaults(fn=cmd_bench)
 
-    from . import doctor, validate   # existing shaders and the set-up (their own modules)
+    from . import doctor
+    from . import validate
 
     validate.add_commands(sub)
     doctor.add_command(sub)

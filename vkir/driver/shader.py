@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ArgumentError, SpirvValidationError, UnsupportedError
+from ..errors import ArgumentError, SpirvValidationError, UnsupportedError
 
 # SPIR-V capabilities a Vulkan compute device always has, and those tied to a device feature
 # (named as in DeviceInfo.features) or a subgroup operation (DeviceInfo.subgroup_operations)
@@ -58,7 +58,7 @@ _AXES = "xyz"
 
 def _dtype(t):
     """The vkir DataType of a reflected scalar type."""
-    from .ir import DataType
+    from ..ir import DataType
 
     return DataType.parse(t.dtype)
 
@@ -71,9 +71,9 @@ class ShaderKernel:
 
     def __init__(self, spirv: bytes, device=None, entry: str = "main", specialization=None,
                  name: str | None = None):
-        from . import api, runtime
-        from .spirv import validate
-        from .spirv.reflect import reflect
+        from .. import api, runtime
+        from ..spirv import validate
+        from ..spirv.reflect import reflect
 
         dev = api.resolve_device(device)
         self.device = dev
@@ -138,7 +138,7 @@ class ShaderKernel:
     def asm(self) -> str:
         """The SPIR-V disassembly (made on first use)."""
         if self._asm is None:
-            from .spirv import disassemble
+            from ..spirv import disassemble
 
             self._asm = disassemble(self.spirv)
         return self._asm
@@ -172,7 +172,7 @@ class ShaderKernel:
 
     def _specialize(self, values: dict):
         """({SpecId: checked value}, ((SpecId, bytes), ...)) for the user's {id or name: value}."""
-        from .binding import scalar_value
+        from ..binding import scalar_value
 
         by_id = {s.id: s for s in self.spec_constants}
         names = {n: s.id for s in self.spec_constants for n in (s.name, *s.aliases) if n}
@@ -199,7 +199,7 @@ class ShaderKernel:
         return out, entries
 
     def _check_limits(self) -> None:
-        from .runtime.limits import check_workgroup
+        from ..runtime.limits import check_workgroup
 
         info = self.device.info
         lim = info.limits
@@ -290,7 +290,7 @@ class ShaderKernel:
         return bytes(out)
 
     def _check_buffers(self, buffers) -> None:
-        from .api import DeviceArray
+        from ..api import DeviceArray
 
         if len(buffers) != len(self.bindings):
             names = ", ".join(f"{b.binding}: {b.name}" for b in self.bindings)
@@ -335,8 +335,8 @@ class ShaderKernel:
 
     def _prepare(self, buffers, grid, push):
         """Every check, then (runtime buffers, push bytes, groups, numpy copies to write back)."""
-        from .api import DeviceArray
-        from .runtime import Buffer
+        from ..api import DeviceArray
+        from ..runtime import Buffer
 
         self._check_buffers(buffers)
         groups = self._groups(grid)
@@ -359,8 +359,8 @@ class ShaderKernel:
     def dispatch_spec(self, *buffers, grid=None, push=None):
         """The vkir.runtime.Dispatch of `self(*buffers, grid=..., push=...)`, checked as a call
         is: what `vkir.sequence` records. Every buffer must be a DeviceArray."""
-        from .api import DeviceArray
-        from .runtime import Dispatch
+        from ..api import DeviceArray
+        from ..runtime import Dispatch
 
         self._check_buffers(buffers)
         for b, a in zip(self.bindings, buffers):
@@ -379,7 +379,7 @@ class ShaderKernel:
         `with vkir.sequence():` the dispatch is recorded instead (DeviceArrays only), inside
         `with vkir.profile():` it is timed."""
         from .profiling import active_profiler
-        from .runtime import get_launch
+        from ..runtime import get_launch
         from .sequences import current
 
         seq = current()
@@ -402,10 +402,10 @@ class ShaderKernel:
         """Submit `self(*buffers, grid=..., push=...)` without waiting: a handle with
         `wait(timeout=None)` and `done()`. Numpy arrays are copied in now (each launch has its
         own device copies) and the written ones back when the wait observes the end."""
-        from .api import DeviceArray
+        from ..api import DeviceArray
         from .profiling import active_profiler
-        from .runtime import get_launch
-        from .runtime.suballoc import allocate
+        from ..runtime import get_launch
+        from ..runtime.suballoc import allocate
         from .sequences import LaunchHandle, current
 
         if current() is not None:
@@ -433,8 +433,8 @@ class ShaderKernel:
 
     def profile(self, *buffers, grid=None, push=None, repeat: int = 50, warmup: int = 1):
         """Device seconds per run over `repeat` runs (a vkir Profile: median, min, max)."""
-        from .api import Profile
-        from .runtime import profile
+        from ..api import Profile
+        from ..runtime import profile
 
         for what, n, least in (("repeat", repeat, 1), ("warmup", warmup, 0)):
             if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < least:
@@ -465,7 +465,7 @@ def _scalar_bytes(t, value) -> bytes:
 
 def _pack_into(out: bytearray, offset: int, t, value, what: str) -> None:
     """Write `value` laid out as type `t` into `out` at `offset` (std430/explicit layout)."""
-    from .binding import scalar_value
+    from ..binding import scalar_value
 
     if t.kind in ("bool", "int", "float"):
         raw = _scalar_bytes(t, scalar_value(value, _dtype(t), what))
@@ -517,7 +517,7 @@ def _read_source(value, what: str):
 def load_spirv(path_or_bytes, entry: str = "main", specialization=None, device=None) -> ShaderKernel:
     """A ShaderKernel from a SPIR-V binary (a .spv path or bytes) or SPIR-V assembly (a .spvasm
     path), validated for the device; `specialization` is {constant id or name: value}."""
-    from .validate import assemble_text
+    from ..tools.validate import assemble_text
 
     src, path = _read_source(path_or_bytes, "vkir.load_spirv")
     name = path.name if path is not None else entry
@@ -535,8 +535,8 @@ def load_spirv(path_or_bytes, entry: str = "main", specialization=None, device=N
 def compile_glsl(source_or_path, defines=None, specialization=None, device=None) -> ShaderKernel:
     """A ShaderKernel from GLSL compute source (a path or the text) compiled by glslang for
     the device's Vulkan version; `defines` are -D macros, `specialization` {id or name: value}."""
-    from . import api
-    from .runtime.glsl import compile_glsl as glslang
+    from .. import api
+    from ..runtime.glsl import compile_glsl as glslang
 
     src, path = _read_source(source_or_path, "vkir.compile_glsl")
     if isinstance(src, bytes):

@@ -8,7 +8,7 @@
 
 Anything with a `dispatch_spec(*args, **kwargs)` method returning a `vkir.runtime.Dispatch`
 (pipeline, buffers with access modes, push-constant bytes, group counts) can be recorded: call it
-inside the block after checking `vkir.sequences.current()`, or use `seq.record(obj, *args)`.
+inside the block after checking `vkir.driver.sequences.current()`, or use `seq.record(obj, *args)`.
 Kernel calls inside a sequence take DeviceArrays only: a numpy argument would need a hidden copy
 whose timing nobody controls, so it is an ArgumentError.
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextvars
 
-from .errors import ArgumentError, DeviceError
+from ..errors import ArgumentError, DeviceError
 
 ACTIVE_SEQUENCE: contextvars.ContextVar = contextvars.ContextVar("vkir_active_sequence", default=None)
 _ACTIVE = ACTIVE_SEQUENCE  # the former private name
@@ -33,7 +33,7 @@ def current():
 def sequence(device=None) -> "Sequence":
     """A new, empty Sequence on `device` (a selector as for vkir.device, or an opened Device);
     use it as a context manager."""
-    from .api import resolve_device
+    from ..api import resolve_device
 
     return Sequence(resolve_device(device))
 
@@ -86,7 +86,7 @@ class Sequence:
 
     def add(self, dispatch) -> None:
         """Append one vkir.runtime.Dispatch (the sequence must be open: inside its `with`)."""
-        from .runtime import Dispatch
+        from ..runtime import Dispatch
 
         if not self._open:
             raise ArgumentError("dispatches are recorded inside `with vkir.sequence() as seq:`; "
@@ -101,7 +101,7 @@ class Sequence:
 
     # -- running -----------------------------------------------------------------------------
     def _recorded(self, timed: bool):
-        from .runtime import Recording
+        from ..runtime import Recording
 
         if timed:
             if self._timed is None:
@@ -141,7 +141,7 @@ class Sequence:
     def wait(self, timeout=None) -> None:
         """Block until the last run finished. DeviceError after `timeout` seconds (None:
         $VKIR_TIMEOUT, else no limit), the work still running; Ctrl-C interrupts the wait."""
-        from .runtime.submission import resolve_timeout
+        from ..runtime.submission import resolve_timeout
 
         if timeout is not None:
             resolve_timeout(timeout)
@@ -160,7 +160,7 @@ class Sequence:
 
     def profile(self, timeout=None):
         """Run once with a timestamp around every dispatch, wait, and return the
-        vkir.profiling.ProfileReport (calls, total, mean, share per kernel)."""
+        vkir.driver.profiling.ProfileReport (calls, total, mean, share per kernel)."""
         from .profiling import ProfileReport
 
         report = ProfileReport()
@@ -190,7 +190,7 @@ class Sequence:
     @property
     def barriers(self) -> int:
         """Barriers between dispatches in the recorded command buffer."""
-        from .runtime.recording import needs_barrier
+        from ..runtime.recording import needs_barrier
 
         return sum(needs_barrier(self._dispatches))
 
@@ -223,7 +223,7 @@ class LaunchHandle:
     def wait(self, timeout=None) -> None:
         """Block until the launch finished. DeviceError after `timeout` seconds (None:
         $VKIR_TIMEOUT, else no limit), the work still running; Ctrl-C interrupts the wait."""
-        from .runtime.submission import resolve_timeout
+        from ..runtime.submission import resolve_timeout
 
         if timeout is not None:
             resolve_timeout(timeout)

@@ -27,9 +27,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cache_root import cache_root
-from .abi import Binding, PushConstant, SpirvModule
-from .ir import (
+from .root import cache_root
+from ..abi import Binding, PushConstant, SpirvModule
+from ..ir import (
     Add, Buffer, Cast, DataType, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimFunc, Sub, Var,
 )
 
@@ -53,7 +53,7 @@ def compiler_fingerprint() -> str:
     modification time): it changes whenever the code that produced an entry may have."""
     import importlib.util
 
-    from . import __version__
+    from .. import __version__
 
     h = hashlib.sha256(f"vkir {__version__} format {FORMAT}".encode())
     folders = [root for package in ("vkir", "vkir.spirv")
@@ -104,7 +104,7 @@ def compile_vulkan(func: PrimFunc, target, *, pointer_casts: bool = False,
 
     if lower is None:
         def lower():
-            from .lowering import lower as lower_
+            from ..lowering import lower as lower_
 
             return lower_(func, target, pointer_casts=pointer_casts)
 
@@ -114,7 +114,7 @@ def compile_vulkan(func: PrimFunc, target, *, pointer_casts: bool = False,
         module = load(directory / f"{key}.json", key, func, target.env)
         if module is not None:
             return Compiled(module, {}, True, lower)
-    from .spirv import codegen
+    from ..spirv import codegen
 
     ir = lower()
     # codegen validates every module with SPIRV-Tools before returning it (its contract)
@@ -143,7 +143,7 @@ def _log():
     """The cache's logger (logging is imported only when something goes wrong)."""
     import logging
 
-    return logging.getLogger("vkir.compile_cache")
+    return logging.getLogger("vkir.cache.compile")
 
 
 # -- entries -------------------------------------------------------------------------------------
@@ -230,7 +230,7 @@ def _module(rec: dict, key: str, func: PrimFunc, env: str) -> SpirvModule:
     words = binascii.a2b_base64(rec["words"])
     if hashlib.sha256(words).hexdigest() != rec["sha256"] or len(words) % 4:
         raise ValueError("SPIR-V words do not match their checksum")
-    from .spirv import validate   # the words are validated again before any driver sees them
+    from ..spirv import validate   # the words are validated again before any driver sees them
 
     validate(words, env)
     names = _names(func)
@@ -264,7 +264,7 @@ def load(path: Path, key: str, func: PrimFunc, env: str = "vulkan1.1") -> SpirvM
     """The module stored at `path` for `func`, or None when there is none or it is unusable
     (unreadable, not UTF-8 or JSON, truncated, another format, a digest mismatch, SPIR-V that
     fails validation for `env`): the caller rebuilds it. Everything read is verified."""
-    from .errors import SpirvValidationError
+    from ..errors import SpirvValidationError
 
     try:
         raw = path.read_bytes()

@@ -11,7 +11,7 @@ exception that is not a VkirError), "rejected" (a generated, valid kernel refuse
 interpreter results differ), and "mutant-mismatch" (a mismatch of a mutant, which may read
 memory it never wrote: undefined on a device, not a finding). Everything is derived from
 (seed, index): a finding is reproduced by
-`python -m vkir.fuzz --seed S --only INDEX`.
+`python -m vkir.tools.fuzz --seed S --only INDEX`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import SpirvValidationError, UnsupportedError, VkirError
+from ...errors import SpirvValidationError, UnsupportedError, VkirError
 from .generate import DTYPES, NEEDS, generate
 from .mutate import mutate
 
@@ -94,7 +94,7 @@ def run(count: int, seed: int = 0, device=None, mutants: float = 0.3, only=None,
         log=None) -> Report:
     """Run programs `range(count)` (or just `only`) of the campaign `seed` on `device` (a
     vkir device, or None: build and validate SPIR-V for lavapipe offline, no execution)."""
-    from .. import runtime
+    from ... import runtime
 
     report = Report(seed)
     t0 = time.perf_counter()
@@ -263,6 +263,6 @@ def _work(func) -> int:
 def _children(node):
     from vkir.ir import Stmt
 
-    from ..ir.functor import children
+    from ...ir.functor import children
 
     return [c for c in children(node) if isinstance(c, Stmt)]

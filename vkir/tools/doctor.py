@@ -72,7 +72,7 @@ def _manifest(path: str, key: str) -> str:
 
 
 def _glslang_version() -> str | None:
-    from .runtime.glsl import GlslError, find_glslang
+    from ..runtime.glsl import GlslError, find_glslang
 
     try:
         exe = find_glslang()
@@ -140,10 +140,10 @@ def diagnose() -> Report:
 
 
 def _devices(r: Report) -> None:
-    from .errors import VkirError
+    from ..errors import VkirError
 
     try:
-        from . import runtime
+        from .. import runtime
 
         infos = runtime.devices()
     except VkirError as exc:
@@ -158,7 +158,7 @@ def _devices(r: Report) -> None:
     if not infos:
         r.add("devices", "none")
         r.fix("the loader reports no device", "apt install mesa-vulkan-drivers (lavapipe)", fatal=True)
-    from .target import FEATURES
+    from ..target import FEATURES
 
     for d in infos:
         r.add(f"device {d.index}", f"{d.name} [{d.kind}] Vulkan {d.api_version}, driver {d.driver}")
@@ -174,7 +174,7 @@ def _devices(r: Report) -> None:
 
 def _tools(r: Report) -> None:
     try:
-        from .spirv.tools import version
+        from ..spirv.tools import version
 
         r.add("SPIRV-Tools", version())
     except (OSError, FileNotFoundError) as exc:

@@ -1,4 +1,4 @@
-"""The fuzzing campaign (`make fuzz`, `python -m vkir.fuzz`): random well-typed kernels across
+"""The fuzzing campaign (`make fuzz`, `python -m vkir.tools.fuzz`): random well-typed kernels across
 dtypes, loops, shared memory, vectors, atomics and subgroups, and mutated sources, run in the
 interpreter and on a device; crashes, validation failures and mismatches are reported."""
 

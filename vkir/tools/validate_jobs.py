@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .errors import ArgumentError
+from ..errors import ArgumentError
 from .validate import FileResult, Problem, matches, check_file
 
 CACHE_FORMAT = 1
@@ -122,8 +122,8 @@ def run_jobs(files, env: str, options: Options) -> list[FileResult]:
 # -- the cache -----------------------------------------------------------------------------------
 @functools.cache
 def _tool_versions() -> str:
-    from .runtime.glsl import GlslError, run_glslang
-    from .spirv.tools import version
+    from ..runtime.glsl import GlslError, run_glslang
+    from ..spirv.tools import version
 
     try:
         glslang = run_glslang(["--version"], "for its version").stdout.splitlines()[:1]

@@ -1,4 +1,6 @@
-"""Known driver bugs, by driver: the names a device's `DeviceInfo.quirks` lists.
+"""Known driver bugs, by driver: the names a device's `DeviceInfo.quirks` lists. This is the one
+table of them: the runtime reads a device's quirks from it, `Target.lavapipe()` and the lowering
+name theirs through it.
 
 Each quirk is worked around by lowering for the devices that have it (vkir.lowering.pipeline
 reads `Target.quirks`), so that a kernel computes the interpreter's result everywhere.
@@ -6,7 +8,7 @@ reads `Target.quirks`), so that a kernel computes the interpreter's result every
 - "loop_trip_limit_65535": llvmpipe (lavapipe) leaves any loop after 65535 iterations, silently
   (a hand-written GLSL shader does the same); the budget is shared by every loop of an
   invocation. A Kernel compiles its loops plainly and picks, per call, a variant with the loops
-  that need it split into unrolled chunks (vkir.loop_budget), or raises UnsupportedError where
+  that need it split into unrolled chunks (vkir.driver.loop_budget), or raises UnsupportedError where
   none fits.
 
 - "uint_to_float_rtz": SwiftShader converts uint32 values of 2^31 and above to float32 rounding
@@ -19,7 +21,7 @@ reads `Target.quirks`), so that a kernel computes the interpreter's result every
   asked not to (no DenormPreserve): 0.0 // 1e-45 becomes 0 / 0. No lowering can help; results
   that involve denormals are outside the bit-for-bit promise there (docs/semantics.md).
 
-Known and not yet worked around (found by the fuzzing campaign, python -m vkir.fuzz): llvmpipe
+Known and not yet worked around (found by the fuzzing campaign, python -m vkir.tools.fuzz): llvmpipe
 folds `x * 0.0` to 0 for an infinite or NaN x and `x - -0.0` to x for x = -0.0 in some
 expression shapes, even with SignedZeroInfNanPreserve declared (which vkir does where the device
 supports it), so such results can differ from the interpreter's IEEE ones.
@@ -47,3 +49,6 @@ def quirks_of(device_name: str, driver: str) -> frozenset:
         if needle in text:
             found |= names
     return found
+
+
+LAVAPIPE = quirks_of("llvmpipe", "")   # what Mesa's lavapipe (llvmpipe) gets wrong

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import operator
 
-from .ir import Add, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, Sub, Var
-from .ir.dtype import type_range
+from ..ir import Add, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, Sub, Var
+from ..ir.dtype import type_range
 
 _BINARY = {Add: operator.add, Sub: operator.sub, Mul: operator.mul,
            FloorDiv: operator.floordiv, FloorMod: operator.mod, Min: min, Max: max}
@@ -24,7 +24,7 @@ def evaluate(expr, env: dict):
     try:
         return _eval(expr, env)
     except _Defer:
-        from .interpreter import evaluate as full
+        from ..interpreter import evaluate as full
 
         return full(expr, env)
 
