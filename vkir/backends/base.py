@@ -7,7 +7,8 @@ import time
 
 import numpy as np
 
-from ..api import DeviceArray, Kernel, Profile
+from ..driver.arrays import DeviceArray
+from ..driver.kernel import Kernel, Profile
 from ..binding import Signature, written_params
 from ..errors import ArgumentError, UnsupportedError
 from ..interpreter import evaluate
@@ -52,7 +53,7 @@ class BackendKernel(Kernel):
 
     def __init__(self, func: PrimFunc, backend: Backend, pointer_casts: bool = False,
                  precise: bool = False):
-        from ..api import check_layouts
+        from ..driver.kernel import check_layouts
 
         t0 = time.perf_counter()
         check_layouts(func)

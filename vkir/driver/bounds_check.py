@@ -338,7 +338,7 @@ class RecordCheck:
     read and turned into OutOfBoundsError after it."""
 
     def __init__(self, kernel: BoundsCheckedKernel):
-        from ..api import array
+        from .arrays import array
 
         self.record = array(np.zeros(RECORD_WORDS, np.int32), device=kernel.kernel.device)
         self.sites = kernel.sites

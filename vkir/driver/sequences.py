@@ -33,7 +33,7 @@ def current():
 def sequence(device=None) -> "Sequence":
     """A new, empty Sequence on `device` (a selector as for vkir.device, or an opened Device);
     use it as a context manager."""
-    from ..api import resolve_device
+    from .arrays import resolve_device
 
     return Sequence(resolve_device(device))
 

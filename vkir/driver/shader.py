@@ -71,11 +71,12 @@ class ShaderKernel:
 
     def __init__(self, spirv: bytes, device=None, entry: str = "main", specialization=None,
                  name: str | None = None):
-        from .. import api, runtime
+        from .. import runtime
+        from . import arrays
         from ..spirv import validate
         from ..spirv.reflect import reflect
 
-        dev = api.resolve_device(device)
+        dev = arrays.resolve_device(device)
         self.device = dev
         self.spirv = bytes(spirv)
         self.name = name or entry
@@ -83,7 +84,7 @@ class ShaderKernel:
         if len(self.spirv) % 4 or len(self.spirv) < 20:
             raise SpirvValidationError(f"{self.name}: not a SPIR-V module ({len(self.spirv)} bytes; "
                                        "a module is a whole number of 32-bit words, 5 of them header)")
-        self.env = api.target_for(dev.info).env
+        self.env = arrays.target_for(dev.info).env
         validate(self.spirv, self.env)
         self.info = info = reflect(self.spirv, entry)
         if info.entry.execution_model != "GLCompute":
@@ -290,7 +291,7 @@ class ShaderKernel:
         return bytes(out)
 
     def _check_buffers(self, buffers) -> None:
-        from ..api import DeviceArray
+        from .arrays import DeviceArray
 
         if len(buffers) != len(self.bindings):
             names = ", ".join(f"{b.binding}: {b.name}" for b in self.bindings)
@@ -335,7 +336,7 @@ class ShaderKernel:
 
     def _prepare(self, buffers, grid, push):
         """Every check, then (runtime buffers, push bytes, groups, numpy copies to write back)."""
-        from ..api import DeviceArray
+        from .arrays import DeviceArray
         from ..runtime import Buffer
 
         self._check_buffers(buffers)
@@ -359,7 +360,7 @@ class ShaderKernel:
     def dispatch_spec(self, *buffers, grid=None, push=None):
         """The vkir.runtime.Dispatch of `self(*buffers, grid=..., push=...)`, checked as a call
         is: what `vkir.sequence` records. Every buffer must be a DeviceArray."""
-        from ..api import DeviceArray
+        from .arrays import DeviceArray
         from ..runtime import Dispatch
 
         self._check_buffers(buffers)
@@ -402,7 +403,7 @@ class ShaderKernel:
         """Submit `self(*buffers, grid=..., push=...)` without waiting: a handle with
         `wait(timeout=None)` and `done()`. Numpy arrays are copied in now (each launch has its
         own device copies) and the written ones back when the wait observes the end."""
-        from ..api import DeviceArray
+        from .arrays import DeviceArray
         from .profiling import active_profiler
         from ..runtime import get_launch
         from ..runtime.suballoc import allocate
@@ -433,7 +434,7 @@ class ShaderKernel:
 
     def profile(self, *buffers, grid=None, push=None, repeat: int = 50, warmup: int = 1):
         """Device seconds per run over `repeat` runs (a vkir Profile: median, min, max)."""
-        from ..api import Profile
+        from .kernel import Profile
         from ..runtime import profile
 
         for what, n, least in (("repeat", repeat, 1), ("warmup", warmup, 0)):
@@ -535,7 +536,7 @@ def load_spirv(path_or_bytes, entry: str = "main", specialization=None, device=N
 def compile_glsl(source_or_path, defines=None, specialization=None, device=None) -> ShaderKernel:
     """A ShaderKernel from GLSL compute source (a path or the text) compiled by glslang for
     the device's Vulkan version; `defines` are -D macros, `specialization` {id or name: value}."""
-    from .. import api
+    from . import arrays
     from ..runtime.glsl import compile_glsl as glslang
 
     src, path = _read_source(source_or_path, "vkir.compile_glsl")
@@ -543,10 +544,10 @@ def compile_glsl(source_or_path, defines=None, specialization=None, device=None)
         src = src.decode(errors="replace")
     if defines is not None and not isinstance(defines, dict):
         raise ArgumentError(f"vkir.compile_glsl: defines must be a dict, got {type(defines).__name__}")
-    dev = api.resolve_device(device)
+    dev = arrays.resolve_device(device)
     # at most Vulkan 1.2 (SPIR-V 1.5): for 1.3 glslang sets a specialized local size with
     # LocalSizeId, which needs the maintenance4 feature; 1.5 modules run on 1.3 devices
-    env = min(api.target_for(dev.info).env, "vulkan1.2")
+    env = min(arrays.target_for(dev.info).env, "vulkan1.2")
     words = glslang(src, defines=defines, target_env=env)
     return ShaderKernel(words, dev, "main", specialization,
                         name=path.name if path is not None else "glsl")
