@@ -419,11 +419,7 @@ class Kernel:
         for p in self._signature.buffer_params:
             a = args[p.index]
             if isinstance(a, DeviceArray):
-                if a.device is not self.device:
-                    raise ArgumentError(f"kernel {self.name}: argument {p.name!r} lives on "
-                                        f"{a.device.info.name!r}, the kernel on "
-                                        f"{self.device.info.name!r}")
-                buffers[p.index] = a.buffer
+                buffers[p.index] = self._on_device(p, a)
                 continue
             key = (p.index, a.nbytes)
             buf = self._scratch.get(key)
@@ -436,6 +432,15 @@ class Kernel:
         for _, a, buf in copies:
             buf.write(a)
         return [buffers[i] for i in self._binding_params], push, groups, copies, pipeline
+
+    def _on_device(self, p, a):
+        """The device buffer of DeviceArray argument `a` for parameter `p`; ArgumentError where
+        it lives on another device than the kernel."""
+        if a.device is not self.device:
+            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} lives on "
+                                f"{a.device.info.name!r}, the kernel on "
+                                f"{self.device.info.name!r}")
+        return a.buffer
 
     def _copy_back(self, copies):
         for index, a, buf in copies:
@@ -491,11 +496,7 @@ class Kernel:
         for p in self._signature.buffer_params:
             a = bound.args[p.index]
             if isinstance(a, DeviceArray):
-                if a.device is not self.device:
-                    raise ArgumentError(f"kernel {self.name}: argument {p.name!r} lives on "
-                                        f"{a.device.info.name!r}, the kernel on "
-                                        f"{self.device.info.name!r}")
-                buffers[p.index] = a.buffer
+                buffers[p.index] = self._on_device(p, a)
             else:
                 host[p.index] = a
         return push, groups, buffers, host, pipeline
