@@ -263,3 +263,18 @@ def test_launch_and_profile(vkir_device):
     with pytest.raises(ArgumentError, match="launch\\(\\) inside a sequence"):
         with vkir.sequence(device=vkir_device):
             sk.launch(values, out, counter, grid=4, push={"n": 256, "k": 3, "target": 7})
+
+
+def test_calls_of_many_sizes_keep_a_bounded_set_of_device_copies(affine, vkir_device):
+    """Shader kernels and vkir.build's kernels keep device copies of numpy arguments through the
+    same bounded cache (vkir.driver.dispatch): calls with 40 sizes hold at most 32 copies."""
+    from vkir.driver.dispatch import SCRATCH_BUFFERS
+
+    coeffs = _coeffs((1.0, 0.0, 0.0, 0.0), 0.0, 0)
+    for n in range(1, 41):
+        x, v, y = _affine_inputs(n, seed=n)
+        affine(x, v, y, coeffs, grid=((n + 31) // 32,),
+               push={"n": n, "alpha": 1.0, "bias": np.zeros(4, np.float32)})
+        np.testing.assert_allclose(y, 2.0 * x + v[:, 0], rtol=1e-5, atol=1e-5)
+        assert len(affine._scratch) <= SCRATCH_BUFFERS
+    assert len(affine._scratch) > 0

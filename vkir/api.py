@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from .driver.arrays import (DeviceArray, array, device, devices, empty, full, resolve_device,
                             target_for, zeros)
-from .driver.kernel import (SCRATCH_BUFFERS, Kernel, Profile, build, check_layouts, interpret,
-                            lower)
+from .driver.dispatch import SCRATCH_BUFFERS
+from .driver.kernel import Kernel, Profile, build, check_layouts, interpret, lower
 
 __all__ = ["devices", "device", "target_for", "DeviceArray", "array", "empty", "zeros", "full",
            "interpret", "lower", "build", "Kernel", "Profile", "resolve_device", "check_layouts",

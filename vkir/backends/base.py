@@ -8,9 +8,10 @@ import time
 import numpy as np
 
 from ..driver.arrays import DeviceArray
+from ..driver.dispatch import check_profile_counts
 from ..driver.kernel import Kernel, Profile
 from ..binding import Signature, written_params
-from ..errors import ArgumentError, UnsupportedError
+from ..errors import UnsupportedError
 from ..interpreter import evaluate
 from ..ir import PrimFunc
 
@@ -134,10 +135,7 @@ class BackendKernel(Kernel):
 
     def profile(self, *args, repeat: int = 50, warmup: int = 1, **kwargs) -> Profile:
         """Run `warmup` + `repeat` times; wall seconds per run (source "wall")."""
-        for what, n, least in (("repeat", repeat, 1), ("warmup", warmup, 0)):
-            if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < least:
-                raise ArgumentError(f"kernel {self.name}: profile {what} must be an int >= {least}, "
-                                    f"got {n!r}")
+        check_profile_counts(f"kernel {self.name}", repeat, warmup)
         host, back = self._host_args(args, kwargs)
         samples = []
         with self._lock:

@@ -36,6 +36,7 @@ from .profiling import ACTIVE_PROFILER
 from .sequences import ACTIVE_SEQUENCE, LaunchHandle
 from ..timing import Timing
 from .arrays import DeviceArray, resolve_device, target_for
+from .dispatch import ScratchBuffers, check_profile_counts, run, submit
 
 __all__ = ["interpret", "lower", "build", "Kernel", "Profile", "check_layouts"]
 
@@ -142,7 +143,6 @@ def _pack(dtype: DataType, value) -> bytes:
     return np.array(int(value)).astype(f"{'u' if dtype.code == 'uint' else ''}int{dtype.bits}").tobytes()
 
 
-SCRATCH_BUFFERS = 32  # per Kernel: device copies of numpy arguments kept for the next call
 
 
 def _scalar_key(value):
@@ -239,7 +239,7 @@ class Kernel:
         self._aliases = self._compiled.aliases
         self._binding_params = tuple(b.param_index for b in self.module.bindings)
         self._derived = {}     # _values_key(env values) -> (push bytes, groups)
-        self._scratch = {}     # (param index, nbytes) -> runtime Buffer for numpy arguments
+        self._scratch = ScratchBuffers(dev)   # device copies of numpy arguments
         self._asm = None
         self._memo = None      # (argument keys, Launch) of the last all-device-array call
 
@@ -409,8 +409,6 @@ class Kernel:
 
     def _prepare(self, args, kwargs=None):
         """All checks, then the runtime buffers (numpy arguments copied in) and launch data."""
-        from ..runtime.suballoc import allocate
-
         bound = self._signature.bind(args, kwargs)
         args = bound.args
         push, groups, pipeline = self._derive(bound.values)
@@ -421,16 +419,10 @@ class Kernel:
             if isinstance(a, DeviceArray):
                 buffers[p.index] = self._on_device(p, a)
                 continue
-            key = (p.index, a.nbytes)
-            buf = self._scratch.get(key)
-            if buf is None:
-                if len(self._scratch) >= SCRATCH_BUFFERS:
-                    self._scratch.clear()  # freed now; bounded memory for calls of many sizes
-                buf = self._scratch[key] = allocate(self.device, a.nbytes)
-            buffers[p.index] = buf
-            copies.append((p.index, a, buf))
-        for _, a, buf in copies:
-            buf.write(a)
+            copies.append((p.index, a, None))
+        # every check passed: only now is anything copied
+        copies = [(index, a, self._scratch.copy_in(index, a)) for index, a, _ in copies]
+        buffers.update((index, buf) for index, _, buf in copies)
         return [buffers[i] for i in self._binding_params], push, groups, copies, pipeline
 
     def _on_device(self, p, a):
@@ -520,20 +512,14 @@ class Kernel:
 
     def _call_recorded(self, args) -> None:
         """A call inside `vkir.sequence()` (recorded) or `vkir.profile()` (timed)."""
-        from ..runtime import get_launch
-
         seq = ACTIVE_SEQUENCE.get()
         if seq is not None:
             seq.add(self.dispatch_spec(*args))
             return
-        timed = self.device.timestamp_bits > 0
         with self._lock:  # the scratch buffers of numpy arguments
             buffers, push, groups, copies, pipeline = self._prepare(args)
-            launch = get_launch(self.device, pipeline, buffers, push, groups, timed=timed)
-            if timed:
-                ACTIVE_PROFILER.get().add_launch(self.name, launch, args)
-            else:
-                launch.run(keep=args)
+            run(self.device, pipeline, buffers, push, groups, self.name, args,
+                ACTIVE_PROFILER.get())
             self._copy_back(copies)
 
     def launch(self, *args, **kwargs) -> LaunchHandle:
@@ -542,9 +528,6 @@ class Kernel:
         the ones the kernel writes are copied back when the wait observes the end. Any number
         of launches may be in flight; each starts after the work submitted before it, as on
         one queue."""
-        from ..runtime import get_launch
-        from ..runtime.suballoc import allocate
-
         args = self._signature.arguments(args, kwargs)
         if ACTIVE_SEQUENCE.get() is not None:
             raise ArgumentError(f"kernel {self.name}: launch() inside a sequence; call the kernel "
@@ -553,28 +536,17 @@ class Kernel:
             self._call_recorded(args)
             return LaunchHandle(None, (), self.name)
         push, groups, buffers, host, pipeline = self._device_buffers(args)
-        copies, scratch = [], []
-        for index, a in host.items():
-            buf = allocate(self.device, a.nbytes)
-            buf.write(a)
-            buffers[index] = buf
-            scratch.append(buf)
-            if index in self._writes:
-                copies.append((buf, a))
-        launch = get_launch(self.device, pipeline, [buffers[i] for i in self._binding_params],
-                            push, groups)
-        submission = launch.submit(keep=(args, tuple(scratch)), what=f"launch of {self.name}")
-        return LaunchHandle(submission, copies, self.name)
+        order = self._binding_params
+        return submit(self.device, pipeline, [buffers.get(i) for i in order], push, groups,
+                      self.name, args, {k: host[i] for k, i in enumerate(order) if i in host},
+                      lambda k: order[k] in self._writes)
 
     def profile(self, *args, repeat: int = 50, warmup: int = 1, **kwargs) -> Profile:
         """Run `repeat` times; device seconds per run from timestamp queries (wall time where
         the queue has none). Numpy arguments are copied in once and written ones back at the end."""
         from ..runtime import profile
 
-        for what, n, least in (("repeat", repeat, 1), ("warmup", warmup, 0)):
-            if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < least:
-                raise ArgumentError(f"kernel {self.name}: profile {what} must be an int >= {least}, "
-                                    f"got {n!r}")
+        check_profile_counts(f"kernel {self.name}", repeat, warmup)
         with self._lock:
             buffers, push, groups, copies, pipeline = self._prepare(args, kwargs)
             t = profile(self.device, pipeline, buffers, push, groups, repeat=repeat,

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ArgumentError, SpirvValidationError, UnsupportedError
+from .dispatch import ScratchBuffers, check_profile_counts, run, submit
 
 # SPIR-V capabilities a Vulkan compute device always has, and those tied to a device feature
 # (named as in DeviceInfo.features) or a subgroup operation (DeviceInfo.subgroup_operations)
@@ -131,7 +132,7 @@ class ShaderKernel:
         self._release = weakref.finalize(self, runtime.release_pipeline, dev, self.pipeline)
         self._release.atexit = False
         self._asm = None
-        self._scratch = {}
+        self._scratch = ScratchBuffers(self.device)   # device copies of numpy arguments
         self._lock = threading.Lock()
 
     # -- properties ----------------------------------------------------------------------------
@@ -337,7 +338,6 @@ class ShaderKernel:
     def _prepare(self, buffers, grid, push):
         """Every check, then (runtime buffers, push bytes, groups, numpy copies to write back)."""
         from .arrays import DeviceArray
-        from ..runtime import Buffer
 
         self._check_buffers(buffers)
         groups = self._groups(grid)
@@ -347,11 +347,7 @@ class ShaderKernel:
             if isinstance(a, DeviceArray):
                 out.append(a.buffer)
                 continue
-            key = (i, a.nbytes)
-            buf = self._scratch.get(key)
-            if buf is None:
-                buf = self._scratch[key] = Buffer(self.device, a.nbytes)
-            buf.write(a)
+            buf = self._scratch.copy_in(i, a)
             out.append(buf)
             if self._writes[i]:
                 copies.append((a, buf))
@@ -380,22 +376,16 @@ class ShaderKernel:
         `with vkir.sequence():` the dispatch is recorded instead (DeviceArrays only), inside
         `with vkir.profile():` it is timed."""
         from .profiling import active_profiler
-        from ..runtime import get_launch
         from .sequences import current
 
         seq = current()
         if seq is not None:
             seq.add(self.dispatch_spec(*buffers, grid=grid, push=push))
             return
-        profiler = active_profiler()
-        timed = profiler is not None and self.device.timestamp_bits > 0
         with self._lock:
             bufs, data, groups, copies = self._prepare(buffers, grid, push)
-            launch = get_launch(self.device, self.pipeline, bufs, data, groups, timed=timed)
-            if timed:
-                profiler.add_launch(self.name, launch, buffers)
-            else:
-                launch.run(keep=buffers)
+            run(self.device, self.pipeline, bufs, data, groups, self.name, buffers,
+                active_profiler())
             for a, buf in copies:
                 buf.read(a)
 
@@ -405,8 +395,6 @@ class ShaderKernel:
         own device copies) and the written ones back when the wait observes the end."""
         from .arrays import DeviceArray
         from .profiling import active_profiler
-        from ..runtime import get_launch
-        from ..runtime.suballoc import allocate
         from .sequences import LaunchHandle, current
 
         if current() is not None:
@@ -417,29 +405,17 @@ class ShaderKernel:
             return LaunchHandle(None, (), self.name)
         self._check_buffers(buffers)
         groups, data = self._groups(grid), self._push(push)
-        bufs, copies, scratch = [], [], []
-        for a, written in zip(buffers, self._writes):
-            if isinstance(a, DeviceArray):
-                bufs.append(a.buffer)
-                continue
-            buf = allocate(self.device, a.nbytes)
-            buf.write(a)
-            bufs.append(buf)
-            scratch.append(buf)
-            if written:
-                copies.append((buf, a))
-        launch = get_launch(self.device, self.pipeline, bufs, data, groups)
-        submission = launch.submit(keep=(buffers, tuple(scratch)), what=f"launch of {self.name}")
-        return LaunchHandle(submission, copies, self.name)
+        device_arrays = [a.buffer if isinstance(a, DeviceArray) else None for a in buffers]
+        return submit(self.device, self.pipeline, device_arrays, data, groups, self.name, buffers,
+                      {i: a for i, a in enumerate(buffers) if not isinstance(a, DeviceArray)},
+                      lambda i: self._writes[i])
 
     def profile(self, *buffers, grid=None, push=None, repeat: int = 50, warmup: int = 1):
         """Device seconds per run over `repeat` runs (a vkir Profile: median, min, max)."""
         from .kernel import Profile
         from ..runtime import profile
 
-        for what, n, least in (("repeat", repeat, 1), ("warmup", warmup, 0)):
-            if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < least:
-                raise ArgumentError(f"{self.name}: profile {what} must be an int >= {least}, got {n!r}")
+        check_profile_counts(self.name, repeat, warmup)
         with self._lock:
             bufs, data, groups, copies = self._prepare(buffers, grid, push)
             t = profile(self.device, self.pipeline, bufs, data, groups, repeat=repeat, warmup=warmup)
