@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ._vk import cstr, ffi, lib, version_string, vk
+from vkir.features import CORE as CORE_STRUCT
+from vkir.features import TABLE as FEATURE_TABLE
 from vkir.quirks import quirks_of
 
 KINDS = {
@@ -130,44 +132,43 @@ class FloatControls:
                          + [f"float{w}_rounding_rte" for w in self.rounding_rte])
 
 
-# struct name, sType, {member: feature name}
-FEATURE_STRUCTS = (
-    ("VkPhysicalDeviceShaderFloat16Int8Features",
-     vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
-     {"shaderFloat16": "float16", "shaderInt8": "int8"}),
-    ("VkPhysicalDevice8BitStorageFeatures", vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES,
-     {"storageBuffer8BitAccess": "storage_buffer_8bit",
-      "storagePushConstant8": "storage_push_constant_8bit"}),
-    ("VkPhysicalDevice16BitStorageFeatures", vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
-     {"storageBuffer16BitAccess": "storage_buffer_16bit",
-      "storagePushConstant16": "storage_push_constant_16bit"}),
-    ("VkPhysicalDeviceVulkanMemoryModelFeatures",
-     vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
-     {"vulkanMemoryModel": "vulkan_memory_model",
-      "vulkanMemoryModelDeviceScope": "vulkan_memory_model_device_scope"}),
-    ("VkPhysicalDeviceVariablePointersFeatures",
-     vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VARIABLE_POINTERS_FEATURES,
-     {"variablePointersStorageBuffer": "variable_pointers"}),
-    ("VkPhysicalDeviceShaderAtomicInt64Features",
-     vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES,
-     {"shaderBufferInt64Atomics": "atomic_int64_buffer",
-      "shaderSharedInt64Atomics": "atomic_int64_shared"}),
-    ("VkPhysicalDeviceShaderAtomicFloatFeaturesEXT",
-     vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT,
-     {"shaderBufferFloat32AtomicAdd": "atomic_float32_add_buffer",
-      "shaderSharedFloat32AtomicAdd": "atomic_float32_add_shared"}),
-    ("VkPhysicalDeviceShaderAtomicFloat2FeaturesEXT",
-     vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_2_FEATURES_EXT,
-     {"shaderBufferFloat32AtomicMinMax": "atomic_float32_minmax_buffer",
-      "shaderSharedFloat32AtomicMinMax": "atomic_float32_minmax_shared"}),
-)
-# feature structs of extensions that never became core: queried (and enabled) only where the
-# device has the extension
-EXTENSION_STRUCTS = {
-    "VkPhysicalDeviceShaderAtomicFloatFeaturesEXT": "VK_EXT_shader_atomic_float",
-    "VkPhysicalDeviceShaderAtomicFloat2FeaturesEXT": "VK_EXT_shader_atomic_float2",
+# the sType of each feature struct vkir reads (its members come from vkir.features.TABLE)
+_STYPES = {
+    "VkPhysicalDeviceShaderFloat16Int8Features":
+        vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+    "VkPhysicalDevice8BitStorageFeatures": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES,
+    "VkPhysicalDevice16BitStorageFeatures":
+        vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+    "VkPhysicalDeviceVulkanMemoryModelFeatures":
+        vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
+    "VkPhysicalDeviceVariablePointersFeatures":
+        vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VARIABLE_POINTERS_FEATURES,
+    "VkPhysicalDeviceShaderAtomicInt64Features":
+        vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES,
+    "VkPhysicalDeviceShaderAtomicFloatFeaturesEXT":
+        vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT,
+    "VkPhysicalDeviceShaderAtomicFloat2FeaturesEXT":
+        vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_2_FEATURES_EXT,
 }
-CORE_FEATURES = {"shaderInt64": "int64", "shaderInt16": "int16", "shaderFloat64": "float64"}
+
+
+def _feature_structs():
+    """(struct name, sType, {member: feature name}) of every extension feature struct, and the
+    extensions of those that never became core, from the one feature table."""
+    members, extensions = {}, {}
+    for f in FEATURE_TABLE:
+        if f.struct is None or f.struct == CORE_STRUCT:
+            continue
+        members.setdefault(f.struct, {})[f.member] = f.name
+        if f.extension:
+            extensions[f.struct] = f.extension
+    return tuple((s, _STYPES[s], m) for s, m in members.items()), extensions
+
+
+# struct name, sType, {member: feature name}
+FEATURE_STRUCTS, EXTENSION_STRUCTS = _feature_structs()
+# members of the core VkPhysicalDeviceFeatures -> feature name
+CORE_FEATURES = {f.member: f.name for f in FEATURE_TABLE if f.struct == CORE_STRUCT}
 
 
 def device_extensions(phys) -> set:

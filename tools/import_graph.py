@@ -34,8 +34,9 @@ SOURCES = {"vkir": ROOT / "vkir", "vkir.spirv": ROOT / "spirv", "vkir.runtime": 
 ALLOWED = {
     "vkir.errors": set(),
     "vkir.quirks": set(),
+    "vkir.features": set(),
     "vkir.config": {"vkir.errors"},
-    "vkir.target": {"vkir.errors", "vkir.quirks"},
+    "vkir.target": {"vkir.errors", "vkir.quirks", "vkir.features"},
     "vkir.ir": {"vkir.errors"},
     "vkir.abi": {"vkir.errors", "vkir.ir"},
     "vkir.arith": {"vkir.errors", "vkir.ir"},
@@ -49,9 +50,10 @@ ALLOWED = {
     "vkir.interpreter": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis",
                          "vkir.binding"},
     "vkir.spirv": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis", "vkir.target",
-                   "vkir.abi"},
+                   "vkir.abi", "vkir.features"},
     "vkir.timing": set(),
-    "vkir.runtime": {"vkir.errors", "vkir.timing", "vkir.config", "vkir.quirks"},
+    "vkir.runtime": {"vkir.errors", "vkir.timing", "vkir.config", "vkir.quirks",
+                     "vkir.features"},
 }
 
 

@@ -12,31 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from .errors import ArgumentError
+from .features import NAMES
 from .quirks import LAVAPIPE
 
 KINDS = ("vulkan", "interp")
 
-FEATURES = frozenset({
-    "float16", "float64", "int8", "int16", "int64",
-    "storage_buffer_8bit", "storage_buffer_16bit",
-    "storage_push_constant_8bit", "storage_push_constant_16bit",
-    "variable_pointers",
-    # atomics beyond int32/uint32, per storage class (storage buffer / shared memory)
-    "atomic_int64_buffer", "atomic_int64_shared",
-    "atomic_float32_add_buffer", "atomic_float32_add_shared",
-    "atomic_float32_minmax_buffer", "atomic_float32_minmax_shared",
-    # subgroup operation classes (VkPhysicalDeviceSubgroupProperties.supportedOperations)
-    "subgroup_basic", "subgroup_vote", "subgroup_arithmetic", "subgroup_ballot",
-    "subgroup_shuffle", "subgroup_shuffle_relative",
-    # float controls: the driver may not assume away signed zeros, infinities and NaN (x * 0.0
-    # stays NaN for an infinite x), per float width
-    "float16_inf_nan_preserve", "float32_inf_nan_preserve", "float64_inf_nan_preserve",
-    # ... may not flush denormals to zero, and may round to nearest even, where declared
-    "float16_denorm_preserve", "float32_denorm_preserve", "float64_denorm_preserve",
-    "float16_rounding_rte", "float32_rounding_rte", "float64_rounding_rte",
-    # the Vulkan memory model (shaders loaded with vkir.load_spirv / compile_glsl may use it)
-    "vulkan_memory_model", "vulkan_memory_model_device_scope",
-})
+FEATURES = NAMES   # every device feature vkir knows (vkir.features)
 
 # the SPIR-V version vkir emits for each SPIRV-Tools Vulkan environment (the highest it accepts);
 # Vulkan 1.0 is absent: vkir needs SPIR-V 1.3's StorageBuffer storage class

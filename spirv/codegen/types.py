@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from vkir.errors import UnsupportedError
+from vkir.features import BY_NAME
 from vkir.ir import DataType
 
 from ..builder import ModuleBuilder
@@ -12,8 +13,8 @@ from ..target import Target
 _VALUE_FEATURE = {("int", 8): "int8", ("uint", 8): "int8", ("int", 16): "int16",
                   ("uint", 16): "int16", ("int", 64): "int64", ("uint", 64): "int64",
                   ("float", 16): "float16", ("float", 64): "float64"}
-_STORAGE = {8: ("storage_buffer_8bit", "StorageBuffer8BitAccess"),
-            16: ("storage_buffer_16bit", "StorageBuffer16BitAccess")}
+_STORAGE = {bits: (name, BY_NAME[name].capability)
+            for bits, name in ((8, "storage_buffer_8bit"), (16, "storage_buffer_16bit"))}
 
 
 class Types:

@@ -23,21 +23,13 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ArgumentError, SpirvValidationError, UnsupportedError
+from ..features import CAPABILITY_FEATURES
 from .dispatch import ScratchBuffers, check_profile_counts, run, submit
 
 # SPIR-V capabilities a Vulkan compute device always has, and those tied to a device feature
 # (named as in DeviceInfo.features) or a subgroup operation (DeviceInfo.subgroup_operations)
 _BASE_CAPABILITIES = frozenset({"Shader", "Matrix"})
-_FEATURE_CAPABILITIES = {
-    "Float16": "float16", "Float64": "float64", "Int8": "int8", "Int16": "int16", "Int64": "int64",
-    "StorageBuffer8BitAccess": "storage_buffer_8bit",
-    "StoragePushConstant8": "storage_push_constant_8bit",
-    "StorageBuffer16BitAccess": "storage_buffer_16bit",
-    "StoragePushConstant16": "storage_push_constant_16bit",
-    "VariablePointersStorageBuffer": "variable_pointers",
-    "VulkanMemoryModel": "vulkan_memory_model",
-    "VulkanMemoryModelDeviceScope": "vulkan_memory_model_device_scope",
-}
+_FEATURE_CAPABILITIES = CAPABILITY_FEATURES   # one per feature (vkir.features)
 # capabilities that any one of several features allows (per storage class or float width; what
 # vkir's own kernels declare, so that load_spirv accepts their modules on the same device)
 _ANY_FEATURE_CAPABILITIES = {
