@@ -219,7 +219,7 @@ def cls_{name}(x: T.Buffer((8,), "float32"), y: T.Buffer((8,), "int32")):
 
 
 def test_demo_table_has_device_compile_time_device_time_and_check():
-    """`vkir demo` prints this table (tests/test_cli.py runs the command itself)."""
+    """`vkir demo` prints this table (tests/tools/test_cli.py runs the command itself)."""
     from vkir.tools.demo import format_table
 
     rows = [{"kernel": "vadd n=8", "device": "llvmpipe", "compile_ms": 2.5, "driver_ms": 1.25,

@@ -12,8 +12,8 @@ import vkir
 from vkir.errors import ArgumentError, SpirvValidationError, UnsupportedError
 
 pytestmark = pytest.mark.vkir_device
-SHADERS = Path(__file__).resolve().parent / "shaders"
-REFERENCE_SHADERS = Path(__file__).resolve().parents[1] / "shaders"
+SHADERS = Path(__file__).resolve().parents[1] / "shaders"
+REFERENCE_SHADERS = Path(__file__).resolve().parents[2] / "shaders"
 
 
 def _coeffs(weights, offset, mode):

@@ -21,7 +21,7 @@ KERNELS = "from vkir import T\n" + VADD_SOURCE + textwrap.dedent('''
                 y[bx, tx] = x[bx, tx] * s - x[bx, tx] // 3
 ''')
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

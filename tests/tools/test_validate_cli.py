@@ -16,7 +16,7 @@ import pytest
 from vkir import cli
 from vkir.runtime.glsl import compile_glsl
 
-SHADERS = Path(__file__).resolve().parent / "shaders"
+SHADERS = Path(__file__).resolve().parents[1] / "shaders"
 BROKEN_GLSL = """#version 450
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) buffer Y { float y[]; };
