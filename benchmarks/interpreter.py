@@ -2,10 +2,13 @@
 block with shared memory and barriers, a Mandelbrot whose invocations leave their loop at
 different iterations, and one long serial loop.
 
-    python -m benchmarks.interpreter [--repeat N]
+    python -m benchmarks.interpreter [--repeat N] [--plain]
 
 Prints the best wall time of N runs of `vkir.interpret` (races checked, as vkir_check does) for
-each kernel, and checks each result against numpy.
+each kernel, and checks each result against numpy. `--plain` runs the same kernels written
+without variables, while or break (one-element local buffers and guards instead), which older
+vkir versions parse too: copied into a checkout of an earlier commit, this file measures the
+interpreter before and after a change on the same kernels.
 """
 
 from __future__ import annotations
@@ -99,6 +102,84 @@ def long_loop(a: T.Buffer((1024,), "float32"), out: T.Buffer((1,), "float32")):
 '''
 
 
+PLAIN_ATTENTION = '''
+@T.prim_func
+def attention(q: T.Buffer((256, 64), "float32"), k: T.Buffer((256, 64), "float32"),
+              v: T.Buffer((256, 64), "float32"), out: T.Buffer((256, 64), "float32")):
+    for row in T.thread_binding(256, "blockIdx.x"):
+        for tx in T.thread_binding(64, "threadIdx.x"):
+            qs = T.alloc_buffer((64,), "float32", scope="shared")
+            p = T.alloc_buffer((256,), "float32", scope="shared")
+            red = T.alloc_buffer((64,), "float32", scope="shared")
+            acc = T.alloc_buffer((1,), "float32", scope="local")
+            qs[tx] = q[row, tx]
+            T.barrier()
+            for c in T.serial(4):
+                acc[0] = T.float32(0)
+                for d in T.serial(64):
+                    acc[0] = acc[0] + qs[d] * k[c * 64 + tx, d]
+                p[c * 64 + tx] = acc[0] * T.float32(0.125)
+            T.barrier()
+            red[tx] = T.max(T.max(p[tx], p[tx + 64]), T.max(p[tx + 128], p[tx + 192]))
+            T.barrier()
+            for step in T.unroll(6):
+                if tx < (32 >> step):
+                    red[tx] = T.max(red[tx], red[tx + (32 >> step)])
+                T.barrier()
+            acc[0] = red[0]
+            T.barrier()
+            red[tx] = T.float32(0)
+            for c in T.serial(4):
+                p[c * 64 + tx] = T.exp(p[c * 64 + tx] - acc[0])
+                red[tx] = red[tx] + p[c * 64 + tx]
+            T.barrier()
+            for step in T.unroll(6):
+                if tx < (32 >> step):
+                    red[tx] = red[tx] + red[tx + (32 >> step)]
+                T.barrier()
+            acc[0] = T.float32(0)
+            for j in T.serial(256):
+                acc[0] = acc[0] + p[j] * v[j, tx]
+            out[row, tx] = acc[0] / red[0]
+'''
+
+PLAIN_MANDELBROT = '''
+@T.prim_func
+def mandelbrot(out: T.Buffer((600, 900), "int32")):
+    for by in T.thread_binding(75, "blockIdx.y"):
+        for bx in T.thread_binding(57, "blockIdx.x"):
+            for ty in T.thread_binding(8, "threadIdx.y"):
+                for tx in T.thread_binding(16, "threadIdx.x"):
+                    if bx * 16 + tx < 900:
+                        x0 = T.cast(bx * 16 + tx, "float32")
+                        y0 = T.cast(by * 8 + ty, "float32")
+                        cr = x0 * T.float32({x_step!r}) - T.float32(2.0)
+                        ci = y0 * T.float32({y_step!r}) - T.float32(1.0)
+                        z = T.alloc_buffer((2,), "float32", scope="local")
+                        n = T.alloc_buffer((1,), "int32", scope="local")
+                        z[0] = T.float32(0)
+                        z[1] = T.float32(0)
+                        n[0] = 0
+                        for it in T.serial(50):
+                            if z[0] * z[0] + z[1] * z[1] <= T.float32(4):
+                                t = z[0] * z[0] - z[1] * z[1] + cr
+                                z[1] = T.float32(2) * z[0] * z[1] + ci
+                                z[0] = t
+                                n[0] = n[0] + 1
+                        out[by * 8 + ty, bx * 16 + tx] = n[0]
+'''.format(x_step=3.0 / 900, y_step=2.0 / 600)
+
+PLAIN_LOOP = '''
+@T.prim_func
+def long_loop(a: T.Buffer((1024,), "float32"), out: T.Buffer((1,), "float32")):
+    s = T.alloc_buffer((1,), "float32", scope="local")
+    s[0] = T.float32(0)
+    for i in T.serial(200000):
+        s[0] = s[0] * T.float32(0.5) + a[i % 1024]
+    out[0] = s[0]
+'''
+
+
 def _attention_args(rng):
     q, k, v = (rng.standard_normal((256, 64)).astype(np.float32) for _ in range(3))
     s = (q.astype(np.float64) @ k.T) * 0.125
@@ -131,12 +212,16 @@ def _long_loop_args(rng):
 CASES = {"attention 256x64": (ATTENTION, _attention_args),
          "mandelbrot 600x900": (MANDELBROT, _mandelbrot_args),
          "loop of 200000": (LONG_LOOP, _long_loop_args)}
+PLAIN = {"attention 256x64": PLAIN_ATTENTION, "mandelbrot 600x900": PLAIN_MANDELBROT,
+         "loop of 200000": PLAIN_LOOP}
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--only", default=None, help="run the cases whose name contains this")
+    parser.add_argument("--plain", action="store_true",
+                        help="the kernels without variables, while or break")
     args = parser.parse_args(argv)
     import vkir
 
@@ -144,7 +229,7 @@ def main(argv=None) -> None:
     for name, (source, make) in CASES.items():
         if args.only and args.only not in name:
             continue
-        func = vkir.from_script(source)
+        func = vkir.from_script(PLAIN[name] if args.plain else source)
         inputs, want, out_index = make(rng)
         best = float("inf")
         for _ in range(args.repeat):
