@@ -114,3 +114,25 @@ def test_interp_kernel_launch_and_sequences(device):
     with pytest.raises(UnsupportedError, match="inside vkir.sequence"):
         with vkir.sequence(device):
             k(x, x, x)
+
+
+def test_vulkan_is_a_backend_like_the_interpreter(device):
+    """`vkir.build` asks a backend for the kernel: "vulkan" (the default) gives device kernels,
+    "interp" host ones; every result, bounds-checked ones included, is a vkir.Kernel."""
+    from vkir.backends import VulkanBackend
+
+    assert set(BACKENDS) == {"interp", "vulkan"}
+    assert VulkanBackend.name == "vulkan" and issubclass(VulkanBackend, Backend)
+    kinds = {"default": vkir.build(VADD), "vulkan": vkir.build(VADD, device="vulkan"),
+             "interp": vkir.build(VADD, device="interp"),
+             "bounds": vkir.build(VADD, check_bounds=True),
+             "direct": BACKENDS["vulkan"]().kernel(VADD, device)}
+    for name, k in kinds.items():
+        assert isinstance(k, vkir.Kernel), name
+    # registered, not derived: no Vulkan kernel internals inside a host backend's kernel
+    assert type(kinds["vulkan"]) not in type(kinds["interp"]).__mro__
+    a = np.arange(64, dtype=np.float32)
+    for name, k in kinds.items():
+        c = np.zeros(64, np.float32)
+        k(a, a, c)
+        np.testing.assert_array_equal(c, a + a, err_msg=name)

@@ -1,18 +1,21 @@
-"""Backends other than Vulkan: what `vkir.build(f, device=NAME)` compiles and runs a kernel with.
+"""Backends: what `vkir.build(f, device=...)` compiles and runs a kernel with.
 
-A backend is a `Backend` (base.py): it names its `Target`, compiles a PrimFunc into an
-`Executable` (the lowered function plus whatever the backend needs to run it) and runs that on
-checked arguments. `BackendKernel` gives every backend the Kernel interface: the same call
-signature, argument checks (vkir.binding), write-back of numpy arguments and `profile()`.
-The interpreter (`device="interp"`) is the first such backend; BACKENDS maps names to them.
+A backend is a `Backend` (base.py) that gives the `kernel()` of a function. Vulkan (vulkan.py)
+gives device kernels; a host backend names its `Target`, compiles a PrimFunc into an
+`Executable` (the lowered function plus whatever it needs to run it), and `BackendKernel` gives it
+the Kernel interface: the same call signature, argument checks (vkir.binding), write-back of
+numpy arguments and `profile()`. The interpreter (`device="interp"`) is such a backend.
+BACKENDS maps names to them; `vkir.build` uses "vulkan" unless `device` names another.
 """
 
 from .base import Backend, BackendKernel, Executable
 from .interp import InterpBackend
+from .vulkan import VulkanBackend
 
-BACKENDS = {"interp": InterpBackend}
+BACKENDS = {"interp": InterpBackend, "vulkan": VulkanBackend}
 
-__all__ = ["Backend", "BackendKernel", "Executable", "InterpBackend", "BACKENDS", "backend"]
+__all__ = ["Backend", "BackendKernel", "Executable", "InterpBackend", "VulkanBackend", "BACKENDS",
+           "backend"]
 
 
 def backend(name: str) -> Backend:

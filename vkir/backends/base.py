@@ -29,10 +29,18 @@ class Executable:
 
 
 class Backend:
-    """One way to compile and run kernels. Subclasses set `name`, give their `target()` and
-    implement `compile(func, target, pointer_casts=...) -> Executable`."""
+    """One way to compile and run kernels; `vkir.build` asks a backend for the `kernel()` of a
+    function. A backend that runs on the host sets `name`, gives its `target()` and implements
+    `compile(func, target, pointer_casts=...) -> Executable`, and its kernels are
+    BackendKernels; the Vulkan backend (vulkan.py) gives device kernels instead."""
 
     name = "?"
+
+    def kernel(self, func: PrimFunc, device=None, *, pointer_casts: bool = False,
+               precise: bool = False, check_bounds: bool = False):
+        """The Kernel of `func` on this backend (`device` selects a device where the backend
+        has several; `check_bounds` adds nothing here: host backends always check bounds)."""
+        return BackendKernel(func, self, pointer_casts, precise)
 
     def target(self, precise: bool = False):
         """The vkir.Target this backend compiles for."""
@@ -46,11 +54,11 @@ class Backend:
         return f"<vkir backend {self.name}>"
 
 
-class BackendKernel(Kernel):
+class BackendKernel:
     """A Kernel run by a `Backend` instead of a Vulkan device: same call signature, argument
     errors, write-back and `profile()` as a device kernel. `device` is the backend, `ir` the
     function lowered for its target; there is no SPIR-V (`spirv` and `asm` raise
-    UnsupportedError)."""
+    UnsupportedError) and no pipeline (`pipeline_seconds` is 0). A registered vkir.Kernel."""
 
     def __init__(self, func: PrimFunc, backend: Backend, pointer_casts: bool = False,
                  precise: bool = False):
@@ -75,6 +83,21 @@ class BackendKernel(Kernel):
     def ir(self) -> PrimFunc:
         """The function lowered for the backend's target."""
         return self.executable.ir
+
+    @property
+    def name(self) -> str:
+        """The kernel's name: its PrimFunc's."""
+        return self.func.name
+
+    pipeline_seconds = 0.0      # no driver pipeline
+    first_run_seconds = None    # nothing compiles on the first run
+
+    def report(self) -> str:
+        """Which vector accesses of the lowered kernel are done lane by lane, and why, then
+        vkir's compile time (there is no driver compile)."""
+        from ..tools.vector_report import report
+
+        return report(self.ir) + f"\ncompile: {self.compile_seconds * 1e3:.1f} ms in vkir"
 
     @property
     def spirv(self) -> bytes:
@@ -148,3 +171,6 @@ class BackendKernel(Kernel):
             a.write(values)
         return Profile(float(np.median(samples)), min(samples), max(samples), len(samples), "wall",
                        tuple(samples))
+
+
+Kernel.register(BackendKernel)

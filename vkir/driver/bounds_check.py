@@ -380,3 +380,12 @@ class CheckedLaunch:
 
     def __repr__(self) -> str:
         return f"<vkir bounds-checked {self._handle!r}>"
+
+
+def _register():
+    from .kernel import Kernel
+
+    Kernel.register(BoundsCheckedKernel)   # a vkir.Kernel, with the inner one's attributes
+
+
+_register()

@@ -18,6 +18,7 @@ device was closed raises DeviceError.
 """
 from __future__ import annotations
 
+import abc
 import dataclasses
 import struct
 import threading
@@ -35,7 +36,7 @@ from ..ir.dtype import type_range
 from .profiling import ACTIVE_PROFILER
 from .sequences import ACTIVE_SEQUENCE, LaunchHandle
 from ..timing import Timing
-from .arrays import DeviceArray, resolve_device, target_for
+from .arrays import DeviceArray, target_for
 from .dispatch import ScratchBuffers, check_profile_counts, run, submit
 
 __all__ = ["interpret", "lower", "build", "Kernel", "Profile", "check_layouts"]
@@ -78,18 +79,16 @@ def lower(func: PrimFunc, target=None, *, instruments=(), verify_each: bool = Fa
 
 
 def _build(func: PrimFunc, device, pointer_casts: bool, precise: bool, check_bounds: bool):
-    """The Kernel `build` returns (see there)."""
-    if isinstance(device, str):
-        from ..backends import BACKENDS, BackendKernel
+    """The Kernel `build` returns (see there): the backend a name in BACKENDS selects ("interp",
+    "vulkan"), else Vulkan on the device `device` selects."""
+    from ..backends import BACKENDS
 
-        if device in BACKENDS:  # e.g. "interp": no Vulkan at all
-            return BackendKernel(func, BACKENDS[device](), pointer_casts, precise)
-    if check_bounds:
-        from .bounds_check import BoundsCheckedKernel
-
-        dev = resolve_device(device)
-        return BoundsCheckedKernel(func, lambda checked: Kernel(checked, dev, pointer_casts, precise))
-    return Kernel(func, resolve_device(device), pointer_casts, precise)
+    if isinstance(device, str) and device in BACKENDS:
+        backend, device = BACKENDS[device](), None
+    else:
+        backend = BACKENDS["vulkan"]()
+    return backend.kernel(func, device, pointer_casts=pointer_casts, precise=precise,
+                          check_bounds=check_bounds)
 
 
 def build(func: PrimFunc, *, device=None, pointer_casts: bool = False,
@@ -169,12 +168,16 @@ def _release_pipelines(device, pipelines: list) -> None:
 Profile = Timing  # the one timing record (vkir.timing), under the name Kernel.profile used
 
 
-class Kernel:
+class Kernel(metaclass=abc.ABCMeta):
     """A compiled kernel on one device. `spirv` (bytes), `asm` (disassembly), `ir` (the lowered
     PrimFunc), `module` (the SpirvModule), `compile_seconds` (lower + codegen + validate +
     pipeline), `subgroup_size` (the invocations per subgroup it runs with: pinned at pipeline
     creation for a kernel with subgroup operations, else the device's default size). Call it with
-    device arrays, numpy arrays and Python scalars."""
+    device arrays, numpy arrays and Python scalars.
+
+    This is the Vulkan backend's kernel; the kernels of other backends and bounds-checked kernels
+    are registered as Kernels too (`isinstance(k, vkir.Kernel)` holds for every `vkir.build`
+    result), each with the same calls, launches, profiles and errors."""
 
     def __init__(self, func: PrimFunc, dev, pointer_casts: bool = False, precise: bool = False):
         from .. import runtime
