@@ -515,3 +515,4 @@ def test_lane_mistakes_say_what_is_wrong(body, message):
         s[i] = v[k] + v[-1]''', "        " + body)
     with pytest.raises(ScriptError, match=message):
         vkir.from_script(text)
+

@@ -4,10 +4,23 @@ from __future__ import annotations
 
 import ast
 import functools
+import threading
 from dataclasses import dataclass
 
 from ..errors import ScriptError
 from ..ir.base import Span
+
+
+# CPython 3.11 keeps the depth of its C-to-Python AST conversion in state shared by all threads:
+# two threads parsing at once can fail with "SystemError: AST constructor recursion depth
+# mismatch". Scripts parsed from several threads (concurrent vkir.build calls) take turns.
+_PARSE_LOCK = threading.Lock()
+
+
+def parse_python(text: str, filename: str = "<script>", mode: str = "exec"):
+    """`ast.parse(text, filename, mode)`, one thread at a time (see _PARSE_LOCK)."""
+    with _PARSE_LOCK:
+        return ast.parse(text, filename=filename, mode=mode)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from ..ir.buffer import Buffer
 from ..ir.dtype import DataType
 from ..ir.op import OPS
 from . import builtins as B
-from .diagnostics import Source
+from .diagnostics import Source, parse_python
 from .scope import Scope
 
 _ARITH = {ast.Add: E.Add, ast.Sub: E.Sub, ast.Mult: E.Mul, ast.Div: E.Div,
@@ -159,7 +159,7 @@ class ExprParser:
         """A shape entry written as an expression over size names ("rows + 1", "2 * n"): the
         expression, each name a symbolic size; the call checks the array's extent against it."""
         try:
-            tree = ast.parse(text.strip(), mode="eval").body
+            tree = parse_python(text.strip(), mode="eval").body
         except SyntaxError:
             tree = None
 

@@ -23,7 +23,7 @@ from ..ir.function import PrimFunc
 from ..ir.op import is_atomic
 from ..ir.structural import recursion_headroom
 from . import builtins as B
-from .diagnostics import Source
+from .diagnostics import Source, parse_python
 from .exprs import ExprParser, MutableScalar, is_dtype_name
 
 _AUG_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -757,7 +757,7 @@ def from_script(text: str, env: dict | None = None, file: str = "<script>") -> P
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)
-            tree = ast.parse(source.text, filename=file)
+            tree = parse_python(source.text, file)
     except SyntaxError as exc:
         node = ast.Constant(None, lineno=exc.lineno or 1, col_offset=max((exc.offset or 1) - 1, 0))
         raise source.error(node, f"syntax error: {exc.msg}") from None
@@ -804,7 +804,7 @@ def prim_func(func=None, **_options):
     dedented = textwrap.dedent(text)
     indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
     source = Source(dedented, file, line_offset=first - 1, col_offset=indent)
-    tree = ast.parse(source.text, filename=file)
+    tree = parse_python(source.text, file)
     _check_nesting(source, tree)
     env = dict(func.__globals__)
     if func.__closure__:
