@@ -198,3 +198,31 @@ def test_target_has_the_device_limits(device):
     assert t.kind.name == "vulkan"
     assert int(t.attrs["max_num_threads"]) == device.info.limits.max_workgroup_invocations
     assert bool(t.attrs["supports_float16"]) == ("float16" in device.info.features)
+
+
+def test_several_device_kernels_give_a_dict_of_runnable_kernels(device, dlight_schedule):
+    """A module that lowers to two device kernels (a matmul, then a softmax of its result) gives
+    {name: PrimFunc}; run in order on an intermediate array, they compute the composition."""
+    X = te.placeholder((64, 128), "float32", name="X")
+    W = te.placeholder((128, 32), "float32", name="W")
+    k = te.reduce_axis((0, 128), name="k")
+    Y = te.compute((64, 32), lambda i, j: te.sum(X[i, k] * W[k, j], axis=k), name="Y")
+    funcs = vkir.from_tvm(dlight_schedule(te.create_prim_func([X, W, topi.nn.softmax(Y)])))
+    assert isinstance(funcs, dict) and len(funcs) >= 2
+    x = RNG.standard_normal((64, 128)).astype(np.float32)
+    w = (RNG.standard_normal((128, 32)) * 0.1).astype(np.float32)
+    arrays = {"X": x, "W": w}
+    for name, f in funcs.items():   # in the order TVM's host code launches them
+        args = []
+        for p in f.params:
+            buf = f.buffer_map[p]
+            base = buf.name.removesuffix("_ptr")
+            if base not in arrays:
+                shape = tuple(int(d.value) for d in buf.shape)
+                arrays[base] = np.zeros(shape, np.float32)
+            args.append(arrays[base])
+        vkir.build(f)(*args)
+    y = x.astype(np.float64) @ w
+    e = np.exp(y - y.max(1, keepdims=True))
+    out = [a for n, a in arrays.items() if n not in ("X", "W", "Y")]
+    np.testing.assert_allclose(out[-1].reshape(64, 32), e / e.sum(1, keepdims=True), atol=1e-5)
