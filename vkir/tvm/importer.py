@@ -17,7 +17,7 @@ from ..errors import UnsupportedError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.buffer import Buffer
-from ..ir.dtype import SCOPES, DataType, PointerType
+from ..ir.dtype import DataType, PointerType
 from ..ir.function import PrimFunc
 
 # TVM's ForKind values
@@ -437,4 +437,4 @@ def import_prim_func(func, name: str | None = None, user_signature=()) -> PrimFu
     return _Importer(func, name, user_signature).run()
 
 
-__all__ = ["import_prim_func", "signature", "SCOPES"]
+__all__ = ["import_prim_func", "signature"]
