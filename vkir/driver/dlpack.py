@@ -101,8 +101,7 @@ def to_capsule(array) -> object:
         raise ArgumentError(f"DLPack has no type for {dt}")
     shape = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)
     managed = _Managed()
-    index = getattr(getattr(array.device, "info", None), "index", 0)
-    managed.dl_tensor = _Tensor(_EXPORTS.handle(array), _Device(KDL_VULKAN, index), array.ndim,
+    managed.dl_tensor = _Tensor(_EXPORTS.handle(array), _Device(*device_of(array)), array.ndim,
                                 _DataType(_CODES[dt.kind], dt.itemsize * 8, 1), shape, None, 0)
     managed.deleter = _delete
     address = ctypes.addressof(managed)

@@ -16,6 +16,7 @@ A Kernel is safe to call from several threads (calls with numpy arguments share 
 buffers and take its lock); a collected Kernel releases its pipeline; a Kernel or an array whose
 device was closed raises DeviceError.
 """
+
 from __future__ import annotations
 
 import abc
@@ -30,16 +31,17 @@ import numpy as np
 from ..binding import Signature
 from ..errors import ArgumentError, TypeCheckError, UnsupportedError, WellFormedError
 from ..ir import DataType, For, IntImm, PrimFunc, While
+from ..ir.dtype import type_range
 from ..ir.walk import walk
 from ..lowering import LOOP_TRIP_LIMIT
-from ..ir.dtype import type_range
-from .profiling import ACTIVE_PROFILER
-from .sequences import ACTIVE_SEQUENCE, LaunchHandle
 from ..timing import Timing
 from .arrays import DeviceArray, target_for
 from .dispatch import ScratchBuffers, check_profile_counts, run, submit
+from .profiling import ACTIVE_PROFILER
+from .sequences import ACTIVE_SEQUENCE, LaunchHandle
 
 __all__ = ["interpret", "lower", "build", "Kernel", "Profile", "check_layouts"]
+
 
 def interpret(func: PrimFunc, *args, **kwargs) -> None:
     """vkir.interpreter.interpret (same arguments and options), also on vkir DeviceArrays: each
@@ -415,16 +417,15 @@ class Kernel(metaclass=abc.ABCMeta):
         bound = self._signature.bind(args, kwargs)
         args = bound.args
         push, groups, pipeline = self._derive(bound.values)
-        buffers = {}
-        copies = []
+        buffers, host = {}, []
         for p in self._signature.buffer_params:
             a = args[p.index]
             if isinstance(a, DeviceArray):
                 buffers[p.index] = self._on_device(p, a)
-                continue
-            copies.append((p.index, a, None))
+            else:
+                host.append((p.index, a))
         # every check passed: only now is anything copied
-        copies = [(index, a, self._scratch.copy_in(index, a)) for index, a, _ in copies]
+        copies = [(index, a, self._scratch.copy_in(index, a)) for index, a in host]
         buffers.update((index, buf) for index, _, buf in copies)
         return [buffers[i] for i in self._binding_params], push, groups, copies, pipeline
 
