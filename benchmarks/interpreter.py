@@ -1,6 +1,6 @@
 """How long the interpreter takes on kernels users run in their tests (vkir_check): an attention
 block with shared memory and barriers, a Mandelbrot whose invocations leave their loop at
-different iterations, and one long serial loop.
+different iterations, one long serial loop, and the same loop in 64 invocations.
 
     python -m benchmarks.interpreter [--repeat N] [--plain]
 
@@ -8,7 +8,9 @@ Prints the best wall time of N runs of `vkir.interpret` (races checked, as vkir_
 each kernel, and checks each result against numpy. `--plain` runs the same kernels written
 without variables, while or break (one-element local buffers and guards instead), which older
 vkir versions parse too: copied into a checkout of an earlier commit, this file measures the
-interpreter before and after a change on the same kernels.
+interpreter before and after a change on the same kernels. The first run of a loop that goes to
+C includes compiling it (`--repeat 1` with an empty VKIR_CACHE_DIR measures a first use);
+VKIR_NATIVE_LOOPS=0 measures the interpreter without C.
 """
 
 from __future__ import annotations
@@ -101,6 +103,16 @@ def long_loop(a: T.Buffer((1024,), "float32"), out: T.Buffer((1,), "float32")):
     out[0] = s
 '''
 
+WIDE_LOOP = '''
+@T.prim_func
+def wide_loop(a: T.Buffer((1024,), "float32"), out: T.Buffer((64,), "float32")):
+    for tx in T.thread_binding(64, "threadIdx.x"):
+        s = T.float32(0)
+        for i in T.serial(200000):
+            s = s * T.float32(0.5) + a[(i + tx) % 1024]
+        out[tx] = s
+'''
+
 
 PLAIN_ATTENTION = '''
 @T.prim_func
@@ -179,6 +191,17 @@ def long_loop(a: T.Buffer((1024,), "float32"), out: T.Buffer((1,), "float32")):
     out[0] = s[0]
 '''
 
+PLAIN_WIDE_LOOP = '''
+@T.prim_func
+def wide_loop(a: T.Buffer((1024,), "float32"), out: T.Buffer((64,), "float32")):
+    for tx in T.thread_binding(64, "threadIdx.x"):
+        s = T.alloc_buffer((1,), "float32", scope="local")
+        s[0] = T.float32(0)
+        for i in T.serial(200000):
+            s[0] = s[0] * T.float32(0.5) + a[(i + tx) % 1024]
+        out[tx] = s[0]
+'''
+
 
 def _attention_args(rng):
     q, k, v = (rng.standard_normal((256, 64)).astype(np.float32) for _ in range(3))
@@ -209,11 +232,21 @@ def _long_loop_args(rng):
     return [a, np.zeros(1, np.float32)], np.array([s]), 1
 
 
+def _wide_loop_args(rng):
+    a = rng.standard_normal(1024).astype(np.float32)
+    s = np.zeros(64, np.float32)
+    lanes = np.arange(64)
+    for i in range(200000):
+        s = s * np.float32(0.5) + a[(i + lanes) % 1024]
+    return [a, np.zeros(64, np.float32)], s, 1
+
+
 CASES = {"attention 256x64": (ATTENTION, _attention_args),
          "mandelbrot 600x900": (MANDELBROT, _mandelbrot_args),
-         "loop of 200000": (LONG_LOOP, _long_loop_args)}
+         "loop of 200000": (LONG_LOOP, _long_loop_args),
+         "64 loops of 200000": (WIDE_LOOP, _wide_loop_args)}
 PLAIN = {"attention 256x64": PLAIN_ATTENTION, "mandelbrot 600x900": PLAIN_MANDELBROT,
-         "loop of 200000": PLAIN_LOOP}
+         "loop of 200000": PLAIN_LOOP, "64 loops of 200000": PLAIN_WIDE_LOOP}
 
 
 def main(argv=None) -> None:

@@ -48,7 +48,7 @@ ALLOWED = {
                       "vkir.target", "vkir.config"},
     "vkir.binding": {"vkir.errors", "vkir.ir"},
     "vkir.interpreter": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis",
-                         "vkir.binding"},
+                         "vkir.binding", "vkir.config"},
     "vkir.spirv": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis", "vkir.target",
                    "vkir.abi", "vkir.features"},
     "vkir.timing": set(),

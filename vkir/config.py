@@ -24,6 +24,9 @@ VARIABLES = {
                      "1: also time them when an op meets a new shape (default: only explicit "
                      "builds of a tuned template time them)",
     "VKIR_VERIFY_PASSES": "1: run the explicit-cast checker after every pass call",
+    "VKIR_NATIVE_LOOPS": "0: the interpreter runs every loop in Python; 1: it hands every loop "
+                         "it can translate to compiled C from the first iteration (default: "
+                         "loops that run long, where a C compiler is found)",
 }
 
 _OFF = ("", "0", "false", "no", "off")
@@ -47,6 +50,17 @@ def validation() -> bool:
 def verify_passes() -> bool:
     """Whether $VKIR_VERIFY_PASSES asks for the checker after every pass call."""
     return (_get("VKIR_VERIFY_PASSES") or "").strip() == "1"
+
+
+def native_loops() -> bool | None:
+    """$VKIR_NATIVE_LOOPS: False for "0" (and the other off words), True for "1", None when
+    unset or anything else (the interpreter decides)."""
+    value = (_get("VKIR_NATIVE_LOOPS") or "").strip().lower()
+    if value == "1":
+        return True
+    if value in _OFF and value != "":
+        return False
+    return None
 
 
 def cache_root() -> Path | None:

@@ -146,7 +146,8 @@ def test_doctor(tmp_path):
     vkir = [sys.executable, "-m", "vkir"]
     ok = subprocess.run(vkir + ["doctor"], capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    for label in ("Vulkan loader", "ICDs", "layers", "device 0", "SPIRV-Tools", "glslang"):
+    for label in ("Vulkan loader", "ICDs", "layers", "device 0", "SPIRV-Tools", "glslang",
+                  "C compiler"):
         assert label in ok.stdout
     missing = tmp_path / "missing_icd.json"
     env = {"PATH": "/usr/bin:/bin", "VK_ICD_FILENAMES": str(missing), "VKIR_VALIDATION": "0"}

@@ -48,6 +48,7 @@ from .memory import (AsyncGroup, Storage, extent_elements, load, local_positions
 from .races import Site
 from .atomics import compile_atomic
 from .merge import merged_block_loop
+from .native_loops import CHUNK, NativeLoop
 from .subgroups import compile_subgroup
 
 
@@ -193,8 +194,9 @@ class Compiler:
     """Turns expressions and statements into closures `f(frame)`; variables and buffers get
     slots."""
 
-    def __init__(self, denormals: str = "preserve", merge=None):
+    def __init__(self, denormals: str = "preserve", merge=None, native: str = "never"):
         self.flush = denormals == "flush"  # float arithmetic flushes denormals (FTZ and DAZ)
+        self.native = native         # native_loops.mode(): whether long loops may go to C
         self.merge = merge           # (free key axis, invocations) to run workgroups together
         self.block_extents = []      # extent closures of the blockIdx loops compiled so far
         self.slot_index = {}      # Var | Buffer -> slot
@@ -576,10 +578,21 @@ class Compiler:
         those whose condition fails leave the loop for good (divergent ones are split off)."""
         fc = self.expr(s.condition)
         fb = self.stmt(s.body)
+        native = self.native_loop(s)
 
         def while_loop(fr):
             active = fr
+            n = 0
+            look = native is not None   # until C declines this entry
+            weight = native.weight(fr) if look else 0
             while True:
+                if look:
+                    if n % CHUNK == 0 and native.wants(None):
+                        if native.run(active):
+                            return
+                        look = False
+                    native.count += weight
+                    n += 1
                 c = fc(active)
                 if _uniform(c):
                     if not c:
@@ -692,7 +705,13 @@ class Compiler:
                     return merged_block_loop(fmin, fext, slot, body, npdt, s.thread[-1],
                                              self.merge, inner_blocks, sequential, Frame)
                 return sequential
-        return self._serial_loop(fmin, fext, slot, body, npdt)
+        return self._serial_loop(fmin, fext, slot, body, npdt, self.native_loop(s))
+
+    def native_loop(self, loop):
+        """The NativeLoop of a serial or while loop, where loops may go to C (None if not)."""
+        if self.native == "never" or self.flush or self.in_async:
+            return None
+        return NativeLoop(loop, self.slot_index, self.written, self.native)
 
     @staticmethod
     def _block_loop(fmin, fext, slot, body, npdt, axis):
@@ -715,24 +734,52 @@ class Compiler:
         return block_loop
 
     @staticmethod
-    def _serial_loop(fmin, fext, slot, body, npdt):
+    def _serial_loop(fmin, fext, slot, body, npdt, native=None):
+        """A serial loop; `native` (a NativeLoop, or None) takes over the iterations left once
+        the loop runs long (native_loops.py)."""
         def serial(fr):
             lo, ext = fmin(fr), fext(fr)
             if _uniform(lo) and _uniform(ext):
                 slots = fr.slots
                 make = npdt.type
-                for v in range(int(lo), int(lo) + int(ext)):   # lazily: 2**31 - 1 iterations
-                    slots[slot] = make(v)                      # must not build the whole range
-                    body(fr)
+                v, stop = int(lo), int(lo) + int(ext)
+                if native is None:
+                    for v in range(v, stop):   # lazily: 2**31 - 1 iterations
+                        slots[slot] = make(v)  # must not build the whole range
+                        body(fr)
+                    return
+                look = True   # until C declines this entry
+                weight = native.weight(fr)
+                while v < stop:
+                    if look and native.wants((stop - v) * weight):
+                        if native.run(fr, v, stop - v):
+                            return
+                        look = False
+                    end = min(stop, v + CHUNK)
+                    for w in range(v, end):
+                        slots[slot] = make(w)
+                        body(fr)
+                    native.count += (end - v) * weight
+                    v = end
                 return
             k = len(fr.tid)
             lo = np.broadcast_to(lo, (k,))
             ext = np.broadcast_to(ext, (k,))
-            for it in range(int(ext.max(initial=0))):
+            count = int(ext.max(initial=0))
+            look = native is not None
+            weight = native.weight(fr) if look else 0
+            for it in range(count):
+                if look and it % CHUNK == 0 and native.wants((count - it) * weight):
+                    if native.run(fr, lo.astype(np.int64) + it,
+                                  np.maximum(ext.astype(np.int64) - it, 0)):
+                        return
+                    look = False
                 active = it < ext
                 sub = fr if active.all() else fr.subset(active)
                 sub.slots[slot] = (lo[active] + it).astype(npdt)
                 body(sub)
+                if native is not None:
+                    native.count += weight
         return serial
 
     @staticmethod

@@ -18,12 +18,13 @@ from .arguments import bind_arguments
 from .compiler import Compiler, Frame, RunState
 from .errors import InterpreterError, OutOfBoundsError
 from .merge import merge_plan
+from . import native_loops
 from .races import RaceChecker
 
 def _compile(func: PrimFunc, denormals: str = "preserve", merge=None):
     """Closures for `func`'s body, with params, size vars and parameter buffers in scope;
     `merge` (merge.py) runs the workgroups of the innermost blockIdx loops together."""
-    compiler = Compiler(denormals, merge)
+    compiler = Compiler(denormals, merge, native_loops.mode())
     for p in func.params:
         compiler.bind(p)
     for v in func.size_vars:

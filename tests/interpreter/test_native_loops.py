@@ -1,0 +1,316 @@
+"""Long interpreter loops run as compiled C (vkir/interpreter/native_loops.py): the same results,
+bit for bit, as the Python interpreter, the same errors, and C only where it is exact."""
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import vkir
+from vkir.interpreter import DataRaceError, OutOfBoundsError, interpret, native_loops
+from vkir.interpreter.loop_to_c import NotTranslatable, translate
+from vkir.ir import stmt as S
+from vkir.ir.walk import walk
+
+pytestmark = pytest.mark.skipif(native_loops.c_compiler() is None, reason="needs a C compiler")
+
+
+@pytest.fixture
+def runs(monkeypatch, tmp_path):
+    """The results of NativeLoop.run during the test (True: C ran the loop)."""
+    monkeypatch.setenv("VKIR_CACHE_DIR", str(tmp_path))
+    seen = []
+    original = native_loops.NativeLoop.run
+
+    def run(self, *args):
+        result = original(self, *args)
+        seen.append(result)
+        return result
+    monkeypatch.setattr(native_loops.NativeLoop, "run", run)
+    return seen
+
+
+def _both(monkeypatch, func, *arrays, **kwargs):
+    """Interpret `func` in Python only, then with every translatable loop in C; the outputs."""
+    results = []
+    for mode in ("0", "1"):
+        monkeypatch.setenv("VKIR_NATIVE_LOOPS", mode)
+        copies = [a.copy() for a in arrays]
+        interpret(func, *copies, **kwargs)
+        results.append(copies)
+    return results
+
+
+def _same(x: np.ndarray, y: np.ndarray) -> bool:
+    """Equal bit for bit, except that any NaN equals any NaN."""
+    if x.dtype.kind == "f":
+        nan = np.isnan(x)
+        return np.array_equal(nan, np.isnan(y)) and \
+            np.array_equal(x[~nan].view(np.uint8), y[~nan].view(np.uint8))
+    return np.array_equal(x.view(np.uint8), y.view(np.uint8))
+
+
+def _edge_values(dtype: str, n: int, seed: int) -> np.ndarray:
+    npdt = np.dtype(dtype)
+    rng = np.random.default_rng(seed)
+    if npdt.kind == "f":
+        special = np.array([0.0, -0.0, 1.0, -1.0, np.nan, np.inf, -np.inf, 1e30, -3e9, 2.5,
+                            -2.5, 1e-40, 65536.5], npdt)
+        values = rng.standard_normal(n).astype(npdt) * npdt.type(100)
+    else:
+        info = np.iinfo(npdt)
+        special = np.array([0, 1, info.max, info.min, info.max - 1, 7, 2]
+                           + ([-1, -7, -2] if npdt.kind == "i" else [3, 5, 9]), npdt)
+        values = rng.integers(info.min, info.max, n, dtype=npdt, endpoint=True)
+    pick = rng.random(n) < 0.5
+    values[pick] = rng.choice(special, int(pick.sum()))
+    return values
+
+
+def _recurrence(dtype: str, expression: str, n: int = 40):
+    return vkir.from_script(f'''
+@T.prim_func
+def recurrence(a: T.Buffer(({n},), "{dtype}"), b: T.Buffer(({n},), "{dtype}"),
+               out: T.Buffer(({n},), "{dtype}")):
+    acc = T.alloc_buffer((1,), "{dtype}", scope="local")
+    acc[0] = a[0]
+    for i in T.serial({n}):
+        x = acc[0]
+        y = a[i]
+        z = b[i]
+        acc[0] = {expression}
+        out[i] = acc[0]
+''')
+
+
+INT_EXPRESSIONS = ["x + y * z", "x - y", "T.truncdiv(x, y) + T.truncmod(z, y)", "x // y + z % y",
+                   "T.min(x, y) ^ T.max(z, x)", "(x & y) | (z << y) | (x >> z)",
+                   "T.select(x < y, x * z, y - z)", "T.if_then_else(y != z, x // z, x)"]
+FLOAT_EXPRESSIONS = ["x * y + z", "x / y - z", "T.min(x, y) + T.max(z, x)", "T.truncmod(x, y)",
+                     "T.select(x <= y, T.sqrt(T.fabs(z)), T.floor(x) - T.ceil(y))",
+                     "T.round(y) + T.trunc(z)", "T.if_then_else(T.isnan(x), y, x * z)"]
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint32",
+                                   "uint64"])
+@pytest.mark.parametrize("expression", INT_EXPRESSIONS)
+def test_integer_arithmetic_is_the_interpreters(monkeypatch, runs, dtype, expression):
+    func = _recurrence(dtype, expression)
+    a, b = _edge_values(dtype, 40, 1), _edge_values(dtype, 40, 2)
+    python, native = _both(monkeypatch, func, a, b, np.zeros(40, dtype))
+    assert runs and all(runs)
+    assert _same(python[2], native[2]), (python[2], native[2])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("expression", FLOAT_EXPRESSIONS)
+def test_float_arithmetic_is_the_interpreters(monkeypatch, runs, dtype, expression):
+    func = _recurrence(dtype, expression)
+    a, b = _edge_values(dtype, 40, 3), _edge_values(dtype, 40, 4)
+    python, native = _both(monkeypatch, func, a, b, np.zeros(40, dtype))
+    assert runs and all(runs)
+    assert _same(python[2], native[2]), (python[2], native[2])
+
+
+@pytest.mark.parametrize("target", ["int8", "uint8", "int32", "uint32", "int64", "uint64",
+                                    "bool", "float64"])
+def test_casts_from_float_saturate_as_in_python(monkeypatch, runs, target):
+    func = vkir.from_script(f'''
+@T.prim_func
+def casts(a: T.Buffer((13,), "float32"), out: T.Buffer((13,), "{target}")):
+    for i in T.serial(13):
+        out[i] = T.cast(a[i] * T.float32(3), "{target}")
+''')
+    a = np.array([0.0, -0.0, 0.7, -0.7, 1e30, -1e30, np.nan, np.inf, -np.inf, 127.9, -128.9,
+                  3e9, -3e9], np.float32)
+    python, native = _both(monkeypatch, func, a, np.zeros(13, target))
+    assert all(runs)
+    assert _same(python[1], native[1])
+
+
+_OPS = {"int32": ["+", "-", "*", "//", "%", "&", "|", "^", "<<", ">>"],
+        "float32": ["+", "-", "*", "/"]}
+_CALLS = {"int32": ["T.truncdiv", "T.truncmod", "T.min", "T.max"],
+          "float32": ["T.truncmod", "T.min", "T.max"]}
+
+
+@st.composite
+def _expressions(draw, dtype: str, depth: int = 3):
+    leaves = ["x", "y", "z"]
+    if depth == 0 or draw(st.booleans()):
+        return draw(st.sampled_from(leaves))
+    kind = draw(st.integers(0, 3))
+    a = draw(_expressions(dtype, depth - 1))
+    b = draw(_expressions(dtype, depth - 1))
+    if kind == 0:
+        return f"{draw(st.sampled_from(_CALLS[dtype]))}({a}, {b})"
+    if kind == 1:
+        c = draw(_expressions(dtype, depth - 1))
+        return f"T.select({a} < {b}, {c}, {a})"
+    return f"({a} {draw(st.sampled_from(_OPS[dtype]))} {b})"
+
+
+@settings(max_examples=int(os.environ.get("NATIVE_EXAMPLES", 25)), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), dtype=st.sampled_from(["int32", "float32"]))
+def test_random_recurrences_are_the_interpreters(monkeypatch, tmp_path, data, dtype):
+    monkeypatch.setenv("VKIR_CACHE_DIR", str(tmp_path))
+    expression = data.draw(_expressions(dtype))
+    func = _recurrence(dtype, expression, 24)
+    seed = data.draw(st.integers(0, 1000))
+    a, b = _edge_values(dtype, 24, seed), _edge_values(dtype, 24, seed + 1)
+    python, native = _both(monkeypatch, func, a, b, np.zeros(24, dtype))
+    assert _same(python[2], native[2]), expression
+
+
+WHILE_BREAK = '''
+@T.prim_func
+def collatz(start: T.Buffer((64,), "int32"), steps: T.Buffer((64,), "int32")):
+    for tx in T.thread_binding(64, "threadIdx.x"):
+        n = start[tx]
+        count = 0
+        while n != 1:
+            if count >= 500:
+                break
+            if n % 2 == 0:
+                n = n // 2
+                continue
+            n = 3 * n + 1
+            count += 1
+        steps[tx] = count
+'''
+
+
+def test_while_with_break_and_continue_runs_in_c_per_invocation(monkeypatch, runs):
+    func = vkir.from_script(WHILE_BREAK)
+    start = np.arange(1, 65, dtype=np.int32) * 7
+    python, native = _both(monkeypatch, func, start, np.zeros(64, np.int32))
+    assert True in runs    # races are checked; the loop reads only what nothing writes
+    want = []
+    for s in start:
+        n, count = int(s), 0
+        while n != 1 and count < 500:
+            if n % 2 == 0:
+                n //= 2
+                continue
+            n, count = 3 * n + 1, count + 1
+        want.append(count)
+    np.testing.assert_array_equal(python[1], want)
+    np.testing.assert_array_equal(native[1], want)
+
+
+def test_long_loop_goes_to_c_by_itself(monkeypatch, runs):
+    """Unset, the interpreter hands a loop over once it runs long."""
+    monkeypatch.delenv("VKIR_NATIVE_LOOPS", raising=False)
+    func = vkir.from_script('''
+@T.prim_func
+def long_loop(a: T.Buffer((1024,), "float32"), out: T.Buffer((64,), "float32")):
+    for tx in T.thread_binding(64, "threadIdx.x"):
+        s = T.float32(0)
+        for i in T.serial(20000):
+            s = s * T.float32(0.5) + a[(i + tx) % 1024]
+        out[tx] = s
+''')
+    a = np.random.default_rng(0).standard_normal(1024).astype(np.float32)
+    out = np.zeros(64, np.float32)
+    interpret(func, a, out)
+    assert runs == [True]
+    s = np.zeros(64, np.float32)
+    for i in range(20000):
+        s = s * np.float32(0.5) + a[(i + np.arange(64)) % 1024]
+    np.testing.assert_array_equal(out, s)
+
+
+def test_out_of_bounds_in_c_is_reported_by_python_exactly(monkeypatch, runs):
+    func = vkir.from_script('''
+@T.prim_func
+def overrun(a: T.Buffer((100,), "float32"), out: T.Buffer((100,), "float32")):
+    s = T.float32(0)
+    for i in T.serial(101):
+        s = s + a[i]
+        out[i % 100] = s
+''')
+    errors, outputs = [], []
+    for mode in ("0", "1"):
+        monkeypatch.setenv("VKIR_NATIVE_LOOPS", mode)
+        out = np.zeros(100, np.float32)
+        with pytest.raises(OutOfBoundsError) as info:
+            interpret(func, np.ones(100, np.float32), out)
+        errors.append(str(info.value))
+        outputs.append(out)
+    assert runs == [False]   # C stopped at the overrun, undid its writes, Python went on
+    assert errors[0] == errors[1] and "index 100" in errors[0]
+    np.testing.assert_array_equal(outputs[0], outputs[1])
+    np.testing.assert_array_equal(outputs[1], np.arange(1, 101, dtype=np.float32))
+
+
+def test_racy_reads_stay_visible_to_the_race_checker(monkeypatch, runs):
+    func = vkir.from_script('''
+@T.prim_func
+def racy(out: T.Buffer((64,), "int32")):
+    for tx in T.thread_binding(64, "threadIdx.x"):
+        buf = T.alloc_buffer((64,), "int32", scope="shared")
+        buf[tx] = tx
+        s = 0
+        for i in T.serial(64):
+            s = s + buf[(tx + 1) % 64]
+        out[tx] = s
+''')
+    for mode in ("0", "1"):
+        monkeypatch.setenv("VKIR_NATIVE_LOOPS", mode)
+        with pytest.raises(DataRaceError):
+            interpret(func, np.zeros(64, np.int32))
+    assert True not in runs
+
+
+def test_global_stores_of_several_invocations_stay_in_python(monkeypatch, runs):
+    func = vkir.from_script('''
+@T.prim_func
+def rows(out: T.Buffer((4, 64), "int32")):
+    for tx in T.thread_binding(4, "threadIdx.x"):
+        for i in T.serial(64):
+            out[tx, i] = tx * i
+''')
+    python, native = _both(monkeypatch, func, np.zeros((4, 64), np.int32))
+    assert runs and True not in runs
+    np.testing.assert_array_equal(native[0], np.arange(4)[:, None] * np.arange(64))
+
+
+def test_loops_with_barriers_vectors_or_atomics_are_not_translated():
+    func = vkir.from_script('''
+@T.prim_func
+def kinds(a: T.Buffer((64,), "float32x4"), c: T.Buffer((1,), "int32")):
+    for tx in T.thread_binding(64, "threadIdx.x"):
+        for i in T.serial(4):
+            T.barrier()
+        for j in T.serial(4):
+            a[tx] = a[tx] + a[tx]
+        for k in T.serial(4):
+            T.atomic_add(c[0], 1)
+''')
+    loops = [n for n in walk(func.body) if isinstance(n, S.For) and n.kind == "serial"]
+    assert len(loops) == 3
+    for loop in loops:
+        with pytest.raises(NotTranslatable):
+            translate(loop)
+
+
+def test_without_a_c_compiler_loops_stay_in_python(monkeypatch, runs):
+    monkeypatch.delenv("VKIR_NATIVE_LOOPS", raising=False)
+    monkeypatch.setattr(native_loops, "c_compiler", lambda: None)
+    assert native_loops.mode() == "never"
+    func = _recurrence("int32", "x + y", 10000)
+    a = np.ones(10000, np.int32)
+    out = np.zeros(10000, np.int32)
+    interpret(func, a, a.copy(), out)
+    assert runs == []
+    np.testing.assert_array_equal(out, np.arange(2, 10002))
+
+
+def test_compiled_loops_are_kept_in_the_cache_directory(monkeypatch, runs, tmp_path):
+    func = _recurrence("int32", "x * 3 + y - z // 7", 50)
+    monkeypatch.setenv("VKIR_NATIVE_LOOPS", "1")
+    interpret(func, np.ones(50, np.int32), np.ones(50, np.int32), np.zeros(50, np.int32))
+    assert runs == [True]
+    assert list((tmp_path / "native-loops").glob("loop-*.so"))

@@ -1,0 +1,215 @@
+"""Long interpreter loops handed to compiled C (loop_to_c.py), so that they run without Python
+overhead per iteration.
+
+A loop starts in Python. Once it has done `TIER_UP` units of work in one interpretation (an
+iteration counts 1 + K // 16 units for K invocations running it, every entry counted), or when
+a single entry has at least that much left, the rest of the loop is
+translated to C, compiled with the system's C compiler (`cc`, or $CC) into a shared library kept
+in vkir's cache directory, and run there for each active invocation in turn, to the end of its
+loop. That is what the lockstep interpreter computes when the invocations share nothing in the
+loop, so C takes a loop only where that is certain: it writes local memory only (or any memory
+when one invocation runs and races are not checked), and, when races are checked, it reads no
+memory that the kernel writes elsewhere (the race checker must see those reads). loop_to_c.py
+says which loops translate at all. An out-of-bounds access in C restores the memory the loop wrote
+and the loop goes on in Python from where C took over, which reports the error exactly.
+
+$VKIR_NATIVE_LOOPS: "0" keeps every loop in Python, "1" hands every translatable loop to C from its
+first iteration (the tests use it to compare both), unset: the rule above, where a C compiler is
+found.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .. import config
+from .errors import InterpreterError
+from .loop_to_c import FIXED_POINTERS, NotTranslatable, TranslatedLoop, translate
+
+TIER_UP = 4096          # work units (see weight) of one loop in Python before the rest goes to C
+CHUNK = 256             # Python iterations between two looks at that count
+_FLAGS = ("-O2", "-std=gnu11", "-shared", "-fPIC", "-fwrapv", "-fno-strict-aliasing",
+          "-ffp-contract=off", "-fno-fast-math", "-fexcess-precision=standard")
+
+
+def c_compiler() -> str | None:
+    """The C compiler native loops use ($CC, else cc, gcc or clang on PATH), or None."""
+    for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def _library_dir() -> Path:
+    root = config.cache_root()
+    if root is None:
+        return Path(tempfile.gettempdir()) / f"vkir-native-{os.getuid()}"
+    return root / "native-loops"
+
+
+@functools.lru_cache(maxsize=256)
+def load_loop(source: str):
+    """The `vkir_loop` function of `source`, compiled once per source (the library is kept on
+    disk under a hash of the source and the compiler)."""
+    compiler = c_compiler()
+    if compiler is None:
+        raise InterpreterError("no C compiler found for native loops (set CC, or "
+                               "VKIR_NATIVE_LOOPS=0)")
+    key = hashlib.sha256("\0".join((compiler, *_FLAGS, source)).encode()).hexdigest()[:24]
+    folder = _library_dir()
+    path = folder / f"loop-{key}.so"
+    try:
+        if not path.exists():
+            _build(compiler, source, folder, path)
+        library = ctypes.CDLL(str(path))
+    except OSError as exc:   # an unwritable cache directory, a compiler that cannot start
+        raise InterpreterError(f"cannot build a native loop in {folder}: {exc}") from None
+    fn = library.vkir_loop
+    fn.restype = ctypes.c_int
+    fn.argtypes = (ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
+    return fn
+
+
+def _build(compiler: str, source: str, folder: Path, path: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=folder)
+    os.close(fd)
+    src = Path(tmp).with_suffix(".c")
+    src.write_text(source)
+    try:
+        done = subprocess.run([compiler, *_FLAGS, "-o", tmp, str(src), "-lm"],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise InterpreterError(f"the C compiler refused a native loop:\n"
+                                   f"{done.stderr.strip()[:2000]}")
+        os.replace(tmp, path)    # atomic: a concurrent build of the same loop is identical
+    finally:
+        src.unlink(missing_ok=True)
+        Path(tmp).unlink(missing_ok=True)
+
+
+def mode() -> str:
+    """"never", "always" or "auto" (from $VKIR_NATIVE_LOOPS and whether a C compiler exists)."""
+    setting = config.native_loops()
+    if setting is False:
+        return "never"
+    if setting is True:
+        return "always"
+    return "auto" if c_compiler() is not None else "never"
+
+
+class NativeLoop:
+    """The C form of one loop node, made when the loop first runs long; `count` is the work
+    units it ran in Python so far in this interpretation."""
+
+    __slots__ = ("loop", "slot_index", "written", "mode", "count", "translated", "fn")
+
+    def __init__(self, loop, slot_index: dict, written: set, native_mode: str):
+        self.loop = loop
+        self.slot_index = slot_index   # the compiler's Var/Buffer -> frame slot
+        self.written = written         # data vars some store writes (complete once running)
+        self.mode = native_mode
+        self.count = 0
+        self.translated = None         # TranslatedLoop, False when not translatable
+        self.fn = None
+
+    @staticmethod
+    def weight(fr) -> int:
+        """Work units of one iteration for the invocations of `fr` (Python's cost per
+        iteration grows with them, slowly: numpy runs them together)."""
+        return 1 if fr.tid is None else 1 + len(fr.tid) // 16
+
+    def wants(self, remaining: int | None) -> bool:
+        """Whether the next iterations should run in C (`remaining`: the work units left in
+        this entry, None when unknown)."""
+        if self.translated is False:
+            return False
+        if self.mode == "always":
+            return True
+        return self.count >= TIER_UP or (remaining is not None and remaining >= TIER_UP)
+
+    def _prepare(self) -> bool:
+        if self.translated is None:
+            try:
+                self.translated = translate(self.loop)
+            except NotTranslatable:
+                self.translated = False
+                return False
+            try:
+                self.fn = load_loop(self.translated.source)
+            except InterpreterError:
+                if self.mode == "always":
+                    raise
+                self.translated = False
+                return False
+        return self.translated is not False
+
+    def run(self, fr, lo=None, ext=None) -> bool:
+        """Run the loop in C for every invocation of `fr` (for a For loop from `lo` for `ext`
+        iterations, uniform or one per invocation). False, with nothing changed, when C cannot
+        run it here or an access is out of bounds (the caller goes on in Python)."""
+        if not self._prepare():
+            return False
+        t: TranslatedLoop = self.translated
+        slots = fr.slots
+        races = fr.state.races
+        k = 1 if fr.tid is None else len(fr.tid)
+        keep = []
+        pointers = [0] * (FIXED_POINTERS + len(t.buffers) + len(t.free_vars))
+        meta = []
+        for n, buffer in enumerate(t.buffers):
+            bb = slots[self.slot_index[buffer]]
+            if bb is None:
+                return False
+            storage = bb.storage
+            if buffer in t.stored and not storage.per_invocation and (k > 1 or races is not None):
+                return False   # invocations could see each other's writes (or races must)
+            if races is not None and not storage.per_invocation and \
+                    buffer.data in self.written:
+                return False     # the race checker must see these reads
+            item = bb.npdt.itemsize
+            rowlen = storage.row_bytes // item
+            source = 1 if storage.per_invocation else 2 if storage.per_workgroup else 0
+            limit = rowlen if source else len(storage.data) // item
+            meta += list(bb.shape) + list(bb.strides_int) + [bb.offset_int, limit, rowlen,
+                                                              source]
+            pointers[FIXED_POINTERS + n] = storage.data.ctypes.data
+        base = FIXED_POINTERS + len(t.buffers)
+        for n, var in enumerate(t.free_vars):
+            value = slots[self.slot_index[var]] if var in self.slot_index else None
+            if value is None:
+                return False
+            arr = np.ascontiguousarray(np.broadcast_to(np.asarray(value,
+                                                                  var.dtype.numpy_dtype()), (k,)))
+            keep.append(arr)
+            pointers[base + n] = arr.ctypes.data
+        rows = [np.zeros(k, np.int64) if fr.tid is None else
+                np.ascontiguousarray(fr.tid, np.int64),
+                np.zeros(k, np.int64) if fr.wgrow is None else
+                np.ascontiguousarray(fr.wgrow, np.int64),
+                np.ascontiguousarray(np.broadcast_to(np.asarray(lo if lo is not None else 0,
+                                                                np.int64), (k,))),
+                np.ascontiguousarray(np.broadcast_to(np.asarray(ext if ext is not None else 0,
+                                                                np.int64), (k,)))]
+        keep += rows
+        for n, arr in enumerate(rows):
+            pointers[n] = arr.ctypes.data
+        stored = {id(slots[self.slot_index[b]].storage): slots[self.slot_index[b]].storage
+                  for b in t.stored}
+        saved = [(st, st.data.copy()) for st in stored.values()]
+        meta_arr = np.array(meta or [0], np.int64)
+        failed = self.fn(k, (ctypes.c_void_p * len(pointers))(*pointers), meta_arr.ctypes.data)
+        if failed:
+            for st, data in saved:
+                st.data[...] = data
+            return False
+        return True
