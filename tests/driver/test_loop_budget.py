@@ -124,3 +124,43 @@ def test_a_long_while_loop_runs_whole(device):
         a = np.zeros(1, np.int32)
         k(a, n)
         assert a[0] == n
+
+
+FIRST_ABOVE = vkir.from_script('''
+@T.prim_func
+def first_above(a: T.Buffer(("n",), "float32"), out: T.Buffer((1,), "int32"), t: T.float32):
+    found = -1
+    for i in T.serial(n):
+        if a[i] > t:
+            found = i
+            break
+    out[0] = found
+''')
+
+
+def test_a_serial_loop_that_breaks_keeps_its_bound():
+    """A serial loop that may break is a while loop over a counter; the budget still knows its
+    trip count, so a short call needs no split and a long one gets the smallest split that fits
+    (16 copies at most for a while loop: beyond them the call is refused, never cut)."""
+    lowered = vkir.lower(FIRST_ABOVE)
+    n = lowered.size_vars[0]
+    (loop,) = loops_for_call(lowered, {n: 1000})
+    assert loop.trips == 1000 and loop.starts == 1
+    assert choose_split([loop], "k", "dev").factor == 1
+    (loop,) = loops_for_call(lowered, {n: 200_000})
+    split = choose_split([loop], "k", "dev")
+    assert split.factor == 4 and split.loops == {loop.var} and split.iterations == 50_000
+    (loop,) = loops_for_call(lowered, {n: 2_000_000})
+    with pytest.raises(UnsupportedError, match="16 for while loops"):
+        choose_split([loop], "k", "dev")
+
+
+@pytest.mark.device
+def test_a_long_serial_loop_that_breaks_runs_whole(device):
+    k = vkir.build(FIRST_ABOVE, device=device)
+    for n, t in ((10, 3.5), (70_000, 69_998.5), (200_000, 1e9)):
+        out = np.zeros(1, np.int32)
+        k(np.arange(n, dtype=np.float32), out, np.float32(t))
+        assert out[0] == (-1 if t > n else int(t) + 1)
+    limited = "loop_trip_limit_65535" in device.info.quirks
+    assert len(k._variants) == (2 if limited else 0)   # none for the call of 10

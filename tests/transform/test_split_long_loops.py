@@ -105,3 +105,41 @@ def test_device_quirks_and_a_million_iterations(device):
         a[:] = 0
         vkir.build(count_n)(a, n)
         assert a[0] == max(n, 0)
+
+
+@T.prim_func
+def first_above(a: T.Buffer(("n",), "float32"), out: T.Buffer((1,), "int32"), t: T.float32):
+    found = -1
+    for i in T.serial(n):
+        if a[i] > t:
+            found = i
+            break
+    out[0] = found
+
+
+def test_while_loop_runs_guarded_copies_of_one_body():
+    """A while loop runs WHILE_MAX_FACTOR guarded iterations per back edge through an unrolled
+    loop over a single body, so the IR stays well formed (each variable bound once) and lowering
+    for llvmpipe passes the checkers."""
+    from vkir.analysis import verify_well_formed
+    from vkir.ir import stmt as S
+    from vkir.ir.walk import walk
+    from vkir.transform.split_long_loops import WHILE_MAX_FACTOR
+
+    split = SplitLongLoops()(first_above)
+    verify_well_formed(split)
+    loops = [n for n in walk(split.body) if isinstance(n, S.While)]
+    assert len(loops) == 1
+    copies = loops[0].body
+    assert isinstance(copies, S.For) and copies.kind == "unrolled"
+    assert copies.extent.value == WHILE_MAX_FACTOR
+    assert isinstance(copies.body, S.IfThenElse)
+    assert structural_equal(copies.body.condition, loops[0].condition)
+    original = [n for n in walk(first_above.body) if isinstance(n, S.While)][0]
+    assert structural_equal(copies.body.then_case, original.body)
+    lowered = vkir.lower(first_above, Target.lavapipe())   # checks types and well-formedness
+    assert any(isinstance(n, S.While) for n in walk(lowered.body))
+    a = np.arange(100000, dtype=np.float32)
+    out = np.zeros(1, np.int32)
+    vkir.interpret(split, a, out, np.float32(76543.5))
+    assert out[0] == 76544

@@ -8,8 +8,10 @@ kernel; past it every loop exits silently. A Kernel therefore compiles its loops
 call time, computes from the push-constant values an upper bound of the iterations each loop runs
 (`loops_for_call`); only when the sum exceeds the budget does it pick a variant with some loops
 split into unrolled chunks (`choose_split`), and where no variant fits it raises UnsupportedError
-before the dispatch. A loop whose trip count comes from buffer data cannot be bounded before the
-dispatch: such loops are split by the largest factor (best effort).
+before the dispatch. A while loop that counts (a serial loop that may break becomes one) is
+bounded like a serial loop. A loop whose trip count comes from buffer data, or any other while
+loop, cannot be bounded before the dispatch: such loops are split by the largest factor (best
+effort).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from ..ir.functor import Mutator
 from ..ir.op import is_atomic, is_subgroup
 from ..ir.walk import walk
 from ..spirv.codegen.stmt import MAX_UNROLL
-from ..transform.split_long_loops import splittable
+from ..transform.split_long_loops import WHILE_MAX_FACTOR, splittable
 
 LOOP_BUDGET = 65535   # iterations per invocation before llvmpipe exits every loop
 MAX_FACTOR = 64       # the most copies of a body SplitLongLoops makes (codegen unrolls them)
@@ -116,9 +118,15 @@ def _walk(s, ranges: dict, starts: int | None, out: list, outer: frozenset) -> N
         _walk(s.body, inner, None if starts is None or trips is None else starts * trips, out,
               outer | {s.loop_var})
         return
-    if isinstance(s, S.While):   # nothing bounds its trips: split it as far as it goes
-        out.append(Loop(s, None, starts, splittable(s), outer))
-        _walk(s.body, ranges, None, out, outer | {s})
+    if isinstance(s, S.SeqStmt):   # a while loop may count with what the statements before set
+        for i, child in enumerate(s.seq):
+            if isinstance(child, S.While):
+                _walk_while(child, ranges, starts, out, outer, s.seq[:i])
+            else:
+                _walk(child, ranges, starts, out, outer)
+        return
+    if isinstance(s, S.While):
+        _walk_while(s, ranges, starts, out, outer, ())
         return
     if isinstance(s, S.LetStmt):
         inner = dict(ranges)
@@ -131,6 +139,82 @@ def _walk(s, ranges: dict, starts: int | None, out: list, outer: frozenset) -> N
         return
     for child in _children(s):
         _walk(child, ranges, starts, out, outer)
+
+
+def _walk_while(s: S.While, ranges: dict, starts, out: list, outer: frozenset, before) -> None:
+    """A while loop: bounded where it counts (`_counted_trips`), else of unknown trips (split as
+    far as it goes)."""
+    trips = _counted_trips(s, ranges, before)
+    out.append(Loop(s, trips, starts, splittable(s), outer))
+    _walk(s.body, ranges, None if starts is None or trips is None else starts * trips, out,
+          outer | {s})
+
+
+def _conjuncts(e) -> list:
+    return _conjuncts(e.a) + _conjuncts(e.b) if isinstance(e, E.And) else [e]
+
+
+def _counter_load(e):
+    """The one-element local buffer `e` reads as `c[0]`, or None."""
+    if isinstance(e, E.BufferLoad) and e.buffer.scope == "local" and len(e.indices) == 1 and \
+            isinstance(e.indices[0], E.IntImm) and e.indices[0].value == 0 and \
+            len(e.buffer.shape) == 1 and isinstance(e.buffer.shape[0], E.IntImm) and \
+            e.buffer.shape[0].value == 1:
+        return e.buffer
+    return None
+
+
+def _stores_to(s, data) -> list:
+    return [n for n in walk(s) if isinstance(n, S.BufferStore) and n.buffer.data is data]
+
+
+def _touches(s, data) -> bool:
+    """Whether `s` may change `data` other than by a BufferStore (a view of it, an atomic)."""
+    return any((isinstance(n, S.DeclBuffer) and n.buffer.data is data) or
+               (isinstance(n, E.Call) and is_atomic(n.op) and any(
+                   isinstance(a, E.BufferLoad) and a.buffer.data is data for a in n.args))
+               for n in walk(s))
+
+
+def _counted_trips(s: S.While, ranges: dict, before) -> int | None:
+    """An upper bound of the trips of a while loop that counts, as a serial loop that may break
+    becomes: `while c[0] < end and ...:` whose body binds `v = c[0]` and ends with
+    `c[0] = v + 1`, the only change to c in it, with c set before the loop by the last of the
+    statements `before` that changes it. None for any other while loop."""
+    for term in _conjuncts(s.condition):
+        counter = _counter_load(term.a) if isinstance(term, E.LT) else None
+        if counter is not None:
+            break
+    else:
+        return None
+    data = counter.data
+    body = s.body
+    if not (isinstance(body, S.LetStmt) and _counter_load(body.value) is counter
+            and isinstance(body.body, S.SeqStmt)):
+        return None
+    step = body.body.seq[-1]
+    if not (isinstance(step, S.BufferStore) and step.buffer is counter
+            and isinstance(step.value, E.Add) and step.value.a is body.var
+            and isinstance(step.value.b, E.IntImm) and step.value.b.value == 1
+            and _stores_to(body, data) == [step] and not _touches(body, data)):
+        return None
+    for i in range(len(before) - 1, -1, -1):
+        stores = _stores_to(before[i], data)
+        if _touches(before[i], data):
+            return None
+        if stores:
+            init = before[i]
+            if not (isinstance(init, S.BufferStore) and stores == [init]
+                    and init.buffer is counter):
+                return None
+            break
+    else:
+        return None
+    end = _upper(term.b, ranges)
+    if end is None or _data_dependent(init.value):
+        return None
+    start = value_range(init.value, ranges)[0]
+    return None if start is None else max(int(end) - int(start), 0)
 
 
 def _copied(s: S.For, lo, extent, min_hi) -> bool:
@@ -183,7 +267,8 @@ def choose_split(loops: list[Loop], kernel: str, device: str, budget: int = LOOP
                 break
             if chosen & lp.outer or any(lp.var in c.outer for c in candidates if c.var in chosen):
                 continue   # never split two nested loops: the copies would multiply
-            cost -= lp.iterations - lp.starts * -(-lp.trips // factor)
+            copies = min(factor, WHILE_MAX_FACTOR) if isinstance(lp.var, S.While) else factor
+            cost -= lp.iterations - lp.starts * -(-lp.trips // copies)
             chosen.add(lp.var)
         if cost <= budget:
             if unknown:
@@ -193,5 +278,6 @@ def choose_split(loops: list[Loop], kernel: str, device: str, budget: int = LOOP
     raise UnsupportedError(
         f"kernel {kernel}: for these arguments its loops run up to {total} iterations per "
         f"invocation, and {device} stops every loop of an invocation after {budget} (quirk "
-        f"loop_trip_limit_65535); even unrolled {MAX_FACTOR} times they would need {cost}. "
-        "Split the work over more invocations (a larger grid) or run it in several calls")
+        f"loop_trip_limit_65535); even with the most copies of their bodies per back edge "
+        f"({MAX_FACTOR} for counted loops, {WHILE_MAX_FACTOR} for while loops) they would need "
+        f"{cost}. Split the work over more invocations (a larger grid) or run it in several calls")

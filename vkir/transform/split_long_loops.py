@@ -19,15 +19,15 @@ of two that brings the (largest possible) trip count under `threshold` back edge
 driver still stops. Symbolic extents are exact: the guard runs the last, partial chunk.
 Loops whose bodies allocate or declare buffers are left alone (codegen does not copy those).
 
-A while loop (whose trip count nothing bounds) becomes `factor` copies of its body per back edge,
-at most WHILE_MAX_FACTOR, each after the first guarded by the condition:
+A while loop (whose trip count nothing bounds) runs `factor` iterations per back edge, at most
+WHILE_MAX_FACTOR, each guarded by the condition:
 
     while c:
-        body
-        if c: body
-        ...
+        for _ in unrolled(factor):
+            if c: body
 
-(once c fails, no later copy runs, so nothing changes it back).
+(once c fails, no later copy runs, so nothing changes it back; codegen emits the unrolled loop as
+copies of its body, while the IR keeps a single one, so each variable is still bound once).
 """
 
 from __future__ import annotations
@@ -37,11 +37,13 @@ from dataclasses import dataclass, replace
 from ..arith.bound import value_range
 from ..ir import expr as E
 from ..ir import stmt as S
+from ..ir.dtype import DataType
 from ..ir.functor import Mutator
 from ..ir.walk import walk
 from .base import Pass
 
 _SPLIT_KINDS = ("serial", "unrolled", "vectorized")  # what codegen emits as loops
+_INT32 = DataType("int", 32)
 WHILE_MAX_FACTOR = 16   # copies of a while loop's body per back edge: 65535 * 16 iterations
 
 
@@ -94,8 +96,12 @@ class _Splitter(Mutator):
         if not chosen or not splittable(new):
             return new
         factor = min(self.factor or self.max_factor, WHILE_MAX_FACTOR)
-        copies = [new.body] + [S.IfThenElse(new.condition, new.body) for _ in range(factor - 1)]
-        return S.While(new.condition, S.SeqStmt(tuple(copies)), span=s.span)
+        if factor <= 1:
+            return new
+        counter = E.Var("copy", _INT32)
+        copies = S.For(counter, E.IntImm(_INT32, 0), E.IntImm(_INT32, factor), "unrolled",
+                       S.IfThenElse(new.condition, new.body))
+        return S.While(new.condition, copies, span=s.span)
 
     def visit_For(self, s: S.For):
         s = self.generic_visit(s)
