@@ -314,3 +314,58 @@ def test_compiled_loops_are_kept_in_the_cache_directory(monkeypatch, runs, tmp_p
     interpret(func, np.ones(50, np.int32), np.ones(50, np.int32), np.zeros(50, np.int32))
     assert runs == [True]
     assert list((tmp_path / "native-loops").glob("loop-*.so"))
+
+
+def test_c_pauses_and_resumes_where_it_stopped(monkeypatch, runs):
+    """C hands control back every STEPS iterations and goes on where it stopped: for loops of
+    different lengths per invocation and for while loops, the results are unchanged."""
+    monkeypatch.setattr(native_loops, "STEPS", 7)
+    func = vkir.from_script('''
+@T.prim_func
+def uneven(n: T.Buffer((16,), "int32"), out: T.Buffer((16, 2), "int32")):
+    for tx in T.thread_binding(16, "threadIdx.x"):
+        s = 0
+        for i in T.serial(n[tx]):
+            s = s * 3 + i
+        k = 0
+        while k < n[tx] * 2:
+            k += 1
+        out[tx, 0] = s
+        out[tx, 1] = k
+''')
+    n = np.arange(16, dtype=np.int32) * 5
+    python, native = _both(monkeypatch, func, n, np.zeros((16, 2), np.int32))
+    assert runs.count(True) == 2
+    np.testing.assert_array_equal(python[1], native[1])
+    np.testing.assert_array_equal(native[1][:, 1], n * 2)
+
+
+def test_an_endless_loop_in_c_still_hears_signals(monkeypatch, runs):
+    """A kernel whose loop never ends can be interrupted (Ctrl-C, an alarm) in C as in Python."""
+    import signal
+
+    func = vkir.from_script('''
+@T.prim_func
+def endless(out: T.Buffer((1,), "int32")):
+    k = 0
+    while k >= 0:
+        k = (k + 1) % 1000
+    out[0] = k
+''')
+    monkeypatch.setenv("VKIR_NATIVE_LOOPS", "1")
+
+    class Alarm(Exception):
+        pass
+
+    def ring(signum, frame):
+        raise Alarm()
+
+    old = signal.signal(signal.SIGALRM, ring)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with pytest.raises(Alarm):
+            interpret(func, np.zeros(1, np.int32))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert runs == []   # interrupted inside run, which never returned

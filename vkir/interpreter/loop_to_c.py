@@ -71,9 +71,12 @@ FIXED_POINTERS = 4
 
 
 def translate(loop) -> TranslatedLoop:
-    """The C function `int vkir_loop(int64_t K, void **P, const int64_t *M)` running `loop` (a
-    serial For or a While) for each of K invocations; it returns 1 when an access was out of
-    bounds (nothing it wrote must be kept then)."""
+    """The C function `int vkir_loop(int64_t K, void **P, const int64_t *M, int64_t *R)`
+    running `loop` (a serial For or a While) for invocations R[0] to K - 1, one after another.
+    It returns 0 when done, 1 when an access was out of bounds (nothing it wrote must be kept
+    then), and 2 when it ran R[1] iterations: then R[0] is the invocation to go on with and, for a
+    For loop, its lo/ext entries (P[2], P[3]) say which iterations are left, so that the caller
+    calls again (between calls Python can react to Ctrl-C)."""
     return _Translator().translate(loop)
 
 
@@ -101,11 +104,16 @@ class _Translator:
                 raise NotTranslatable("loop variable type")
             var = self.bind(loop.loop_var)
             body = self.stmt(loop.body, "    ")
-            head = (f"  for (int64_t it = lo[k]; it < lo[k] + ext[k]; ++it) {{\n"
-                    f"    if (fail) return 1;\n    {ctype} {var} = ({ctype})it;\n")
+            head = ("  const int64_t end = lo[k] + ext[k];\n"
+                    "  for (int64_t it = lo[k]; it < end; ++it) {\n"
+                    "    if (fail) return 1;\n"
+                    "    if (++steps > budget) { lo[k] = it; ext[k] = end - it; R[0] = k; "
+                    "return 2; }\n"
+                    f"    {ctype} {var} = ({ctype})it;\n")
             main = head + body + "  }\n"
         elif isinstance(loop, S.While):
             main = ("  for (;;) {\n    if (fail) return 1;\n"
+                    "    if (++steps > budget) { R[0] = k; return 2; }\n"
                     f"    if (!({self.expr(loop.condition)})) break;\n"
                     + self.stmt(loop.body, "    ") + "  }\n")
         else:
@@ -115,12 +123,13 @@ class _Translator:
         lines = ["#include <stdint.h>", "#include <math.h>", "",
                  "#define IN(i, n) ((i) >= 0 && (i) < (n))", ""]
         lines += list(self.helpers.values())
-        lines.append("int vkir_loop(int64_t K, void **P, const int64_t *M) {")
+        lines.append("int vkir_loop(int64_t K, void **P, const int64_t *M, int64_t *R) {")
         lines.append("  int fail = 0;")
+        lines.append("  int64_t steps = 0;")
+        lines.append("  const int64_t budget = R[1];")
         lines.append("  const int64_t *tid = (const int64_t *)P[0], *wgrow = (const int64_t *)"
                      "P[1];")
-        lines.append("  const int64_t *lo = (const int64_t *)P[2], *ext = (const int64_t *)"
-                     "P[3];")
+        lines.append("  int64_t *lo = (int64_t *)P[2], *ext = (int64_t *)P[3];")
         lines.append("  (void)lo; (void)ext;")
         m = 0
         for n, buffer in enumerate(buffers):
@@ -138,7 +147,7 @@ class _Translator:
             ctype = c_type(var.dtype)
             lines.append(f"  const {ctype} *fv{n} = (const {ctype} *)"
                          f"P[{FIXED_POINTERS + len(buffers) + n}];")
-        lines.append("  for (int64_t k = 0; k < K; ++k) {")
+        lines.append("  for (int64_t k = R[0]; k < K; ++k) {")
         for n, buffer in enumerate(buffers):
             ctype = c_type(buffer.dtype)
             lines.append(f"  {ctype} *b{n} = data{n} + (rowsrc{n} == 1 ? tid[k] * rowlen{n} : "

@@ -37,6 +37,7 @@ from .loop_to_c import FIXED_POINTERS, NotTranslatable, TranslatedLoop, translat
 
 TIER_UP = 4096          # work units (see weight) of one loop in Python before the rest goes to C
 CHUNK = 256             # Python iterations between two looks at that count
+STEPS = 1 << 22         # iterations of one call into C (then Python can react to Ctrl-C)
 _FLAGS = ("-O2", "-std=gnu11", "-shared", "-fPIC", "-fwrapv", "-fno-strict-aliasing",
           "-ffp-contract=off", "-fno-fast-math", "-fexcess-precision=standard")
 
@@ -75,7 +76,8 @@ def load_loop(source: str):
         raise InterpreterError(f"cannot build a native loop in {folder}: {exc}") from None
     fn = library.vkir_loop
     fn.restype = ctypes.c_int
-    fn.argtypes = (ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
+    fn.argtypes = (ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p,
+                   ctypes.c_void_p)
     return fn
 
 
@@ -196,19 +198,22 @@ class NativeLoop:
                 np.ascontiguousarray(fr.tid, np.int64),
                 np.zeros(k, np.int64) if fr.wgrow is None else
                 np.ascontiguousarray(fr.wgrow, np.int64),
-                np.ascontiguousarray(np.broadcast_to(np.asarray(lo if lo is not None else 0,
-                                                                np.int64), (k,))),
-                np.ascontiguousarray(np.broadcast_to(np.asarray(ext if ext is not None else 0,
-                                                                np.int64), (k,)))]
-        keep += rows
+                np.array(np.broadcast_to(np.asarray(0 if lo is None else lo, np.int64), (k,))),
+                np.array(np.broadcast_to(np.asarray(0 if ext is None else ext, np.int64), (k,)))]
+        keep += rows     # lo and ext are copies: C writes where it stopped into them
         for n, arr in enumerate(rows):
             pointers[n] = arr.ctypes.data
         stored = {id(slots[self.slot_index[b]].storage): slots[self.slot_index[b]].storage
                   for b in t.stored}
         saved = [(st, st.data.copy()) for st in stored.values()]
         meta_arr = np.array(meta or [0], np.int64)
-        failed = self.fn(k, (ctypes.c_void_p * len(pointers))(*pointers), meta_arr.ctypes.data)
-        if failed:
+        resume = np.array([0, STEPS], np.int64)
+        args = (k, (ctypes.c_void_p * len(pointers))(*pointers), meta_arr.ctypes.data,
+                resume.ctypes.data)
+        status = self.fn(*args)
+        while status == 2:   # a pause every STEPS iterations: Ctrl-C lands here
+            status = self.fn(*args)
+        if status:
             for st, data in saved:
                 st.data[...] = data
             return False
