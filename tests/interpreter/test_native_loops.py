@@ -369,3 +369,97 @@ def endless(out: T.Buffer((1,), "int32")):
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
     assert runs == []   # interrupted inside run, which never returned
+
+
+@st.composite
+def _int_expr(draw, names, depth=2):
+    if depth == 0 or draw(st.integers(0, 2)) == 0:
+        return draw(st.sampled_from(names + ["3", "-7", "100000"]))
+    a, b = draw(_int_expr(names, depth - 1)), draw(_int_expr(names, depth - 1))
+    kind = draw(st.integers(0, 4))
+    if kind == 0:
+        return f"a[({a}) % 16]"
+    if kind == 1:
+        return f"{draw(st.sampled_from(['T.min', 'T.max', 'T.truncdiv', 'T.truncmod']))}({a}, {b})"
+    if kind == 2:
+        return "T.cast(g * T.float32(0.5), \"int32\")"
+    return f"({a} {draw(st.sampled_from(['+', '-', '*', '//', '%', '&', '^']))} {b})"
+
+
+@st.composite
+def _float_expr(draw, names, depth=2):
+    if depth == 0 or draw(st.integers(0, 2)) == 0:
+        return draw(st.sampled_from(["g", "T.float32(1.5)", "T.float32(-0.0)"]))
+    a, b = draw(_float_expr(names, depth - 1)), draw(_float_expr(names, depth - 1))
+    kind = draw(st.integers(0, 3))
+    if kind == 0:
+        return f"f[({draw(_int_expr(names, 1))}) % 16]"
+    if kind == 1:
+        return f"T.cast({draw(_int_expr(names, 1))}, \"float32\")"
+    if kind == 2:
+        return f"T.select({a} < {b}, {a}, T.max({a}, {b}))"
+    return f"({a} {draw(st.sampled_from(['+', '-', '*', '/']))} {b})"
+
+
+@st.composite
+def _statements(draw, names, indent, depth, in_loop):
+    lines = []
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.integers(0, 5 if depth else 2))
+        pad = " " * indent
+        if kind == 0:
+            lines.append(f"{pad}{draw(st.sampled_from(['x', 'y']))} = {draw(_int_expr(names))}")
+        elif kind == 1:
+            lines.append(f"{pad}g = {draw(_float_expr(names))}")
+        elif kind == 2 and in_loop:
+            lines.append(f"{pad}if {draw(_int_expr(names, 1))} > 5:")
+            lines.append(f"{pad}    {draw(st.sampled_from(['break', 'continue']))}")
+        elif kind in (3, 4):
+            var = f"i{depth}"
+            extent = draw(st.sampled_from(["6", "y % 7", "x % 5", "tx + 3"]))
+            lines.append(f"{pad}for {var} in T.serial({extent}):")
+            lines += draw(_statements(names + [var], indent + 4, depth - 1, True))
+        elif kind == 5:
+            lines.append(f"{pad}if {draw(_int_expr(names, 1))} < {draw(_int_expr(names, 1))}:")
+            lines += draw(_statements(names, indent + 4, depth - 1, in_loop))
+            lines.append(f"{pad}else:")
+            lines += draw(_statements(names, indent + 4, depth - 1, in_loop))
+        else:
+            lines.append(f"{pad}x = x + 1")
+    return lines
+
+
+@settings(max_examples=int(os.environ.get("NATIVE_EXAMPLES", 30)), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_programs_in_c_are_the_interpreters(monkeypatch, tmp_path, data):
+    """Random nests of loops, branches, breaks and reads (some out of bounds) over variables of
+    four invocations: the same outputs, or the same error, with every loop in C."""
+    monkeypatch.setenv("VKIR_CACHE_DIR", str(tmp_path))
+    body = data.draw(_statements(["x", "y", "tx"], 8, 3, False))
+    source = "\n".join([
+        "@T.prim_func",
+        "def prog(a: T.Buffer((16,), \"int32\"), f: T.Buffer((16,), \"float32\"),",
+        "         out: T.Buffer((4,), \"int32\"), fout: T.Buffer((4,), \"float32\")):",
+        "    for tx in T.thread_binding(4, \"threadIdx.x\"):",
+        "        x = a[tx]", "        y = tx", "        g = f[tx]",
+        *body, "        out[tx] = x + y", "        fout[tx] = g"])
+    func = vkir.from_script(source)
+    seed = data.draw(st.integers(0, 100))
+    a = _edge_values("int32", 16, seed) % 50
+    f = _edge_values("float32", 16, seed)
+    outcomes = []
+    for mode in ("0", "1"):
+        monkeypatch.setenv("VKIR_NATIVE_LOOPS", mode)
+        out, fout = np.zeros(4, np.int32), np.zeros(4, np.float32)
+        try:
+            interpret(func, a, f, out, fout)
+            outcomes.append(("ok", out, fout))
+        except OutOfBoundsError as err:
+            outcomes.append(("error", str(err), None))
+    (k0, x0, y0), (k1, x1, y1) = outcomes
+    assert k0 == k1, source
+    if k0 == "ok":
+        assert _same(x0, x1) and _same(y0, y1), source
+    else:
+        assert x0 == x1, source

@@ -86,6 +86,7 @@ class _Translator:
         self.free = {}           # Var -> C name, for vars defined outside
         self.buffers = {}        # Buffer -> index
         self.stored = {}         # Buffer -> None (ordered set)
+        self.inner = {}          # Buffer allocated inside the loop -> (C array, layout)
         self.helpers = {}        # helper name -> C definition
         self.counter = 0
 
@@ -179,8 +180,10 @@ class _Translator:
             name = self.free[var] = self.fresh("f")
         return name
 
-    def buffer(self, buffer) -> int:
+    def buffer(self, buffer, stored: bool = False) -> int:
         c_type(buffer.dtype)
+        if stored:
+            self.stored[buffer] = None
         n = self.buffers.get(buffer)
         if n is None:
             n = self.buffers[buffer] = len(self.buffers)
@@ -239,16 +242,45 @@ class _Translator:
                 + self.stmt(s.body, ind + "  ") + f"{ind}}}\n")
 
     def s_BufferStore(self, s, ind):
-        n = self.buffer(s.buffer)
-        self.stored[s.buffer] = None
+        array, layout = self.layout(s.buffer, stored=True)
         ctype = c_type(s.buffer.dtype)
         value = self.expr(s.value)
-        decls, pos, check = self.position(n, s.buffer, s.indices)
-        tmp, p = self.fresh("s"), self.fresh("p")
-        inside = " && ".join(x for x in (check, f"IN({p}, lim{n})") if x)
+        decls, pos, check = self.position(layout, s.indices)
+        tmp = self.fresh("s")
         return (f"{ind}{{\n{ind}  const {ctype} {tmp} = {value};\n"
-                f"{ind}  {decls} const int64_t {p} = {pos};\n"
-                f"{ind}  if ({inside}) b{n}[{p}] = {tmp}; else fail = 1;\n{ind}}}\n")
+                f"{ind}  {decls} const int64_t p = {pos};\n"
+                f"{ind}  if ({check}) {array}[p] = {tmp}; else fail = 1;\n{ind}}}\n")
+
+    def s_AllocBuffer(self, s, ind):
+        """A local allocation of constant size: a zeroed C array for the body (the interpreter
+        zeroes every allocation)."""
+        buffer = s.buffer
+        ctype = c_type(buffer.dtype)
+        if buffer.scope != "local" or buffer.strides or not all(
+                isinstance(x, E.IntImm) and x.value > 0 for x in buffer.shape) or not (
+                isinstance(buffer.elem_offset, E.IntImm) and buffer.elem_offset.value == 0):
+            raise NotTranslatable("allocation")
+        shape = [x.value for x in buffer.shape]
+        count = int(np.prod(shape))
+        if count > 4096:
+            raise NotTranslatable("large allocation")
+        strides = [int(np.prod(shape[d + 1:])) for d in range(len(shape))]
+        name = self.fresh("a")
+        self.inner[buffer] = (name, ([str(x) for x in shape], [str(x) for x in strides], "0",
+                                     str(count)))
+        body = self.stmt(s.body, ind + "  ")
+        del self.inner[buffer]
+        return f"{ind}{{\n{ind}  {ctype} {name}[{count}] = {{0}};\n{body}{ind}}}\n"
+
+    def layout(self, buffer, stored: bool = False) -> tuple:
+        """(C array, (extents, strides, offset, element limit)) of an access to `buffer`."""
+        inner = self.inner.get(buffer)
+        if inner is not None:
+            return inner
+        n = self.buffer(buffer, stored)
+        nd = len(buffer.shape)
+        return f"b{n}", ([f"sh{n}_{d}" for d in range(nd)], [f"st{n}_{d}" for d in range(nd)],
+                         f"off{n}", f"lim{n}")
 
     def _unbind(self, var, outer):
         if outer is None:
@@ -299,30 +331,31 @@ class _Translator:
         return f"({{ const {ctype} {name} = {value}; {body}; }})"
 
     def e_BufferLoad(self, e):
-        n = self.buffer(e.buffer)
         if e.indices and e.indices[-1].dtype.lanes != 1:
             raise NotTranslatable("vector access")
+        array, layout = self.layout(e.buffer)
         ctype = c_type(e.buffer.dtype)
-        decls, pos, check = self.position(n, e.buffer, e.indices)
-        p = self.fresh("p")
-        inside = " && ".join(x for x in (check, f"IN({p}, lim{n})") if x)
-        return (f"({{ {decls} const int64_t {p} = {pos}; "
-                f"({inside}) ? b{n}[{p}] : (fail = 1, ({ctype})0); }})")
+        decls, pos, check = self.position(layout, e.indices)
+        return (f"({{ {decls} const int64_t p = {pos}; "
+                f"({check}) ? {array}[p] : (fail = 1, ({ctype})0); }})")
 
-    def position(self, n: int, buffer, indices) -> tuple:
-        """(C declarations computing the indices once, the element position, the C condition
-        that the access is in bounds), with fresh names (index expressions may load too)."""
-        if len(indices) != len(buffer.shape):
+    def position(self, layout, indices) -> tuple:
+        """(C declarations computing the indices once, the element position `p` depends on,
+        the C condition that the access is in bounds). Index names are fresh: an index
+        expression may load too, and its `p` lives in a block of its own."""
+        extents, strides, offset, limit = layout
+        if len(indices) != len(extents):
             raise NotTranslatable("index count")
-        decls, terms, checks = [], [f"off{n}"], []
+        decls, terms, checks = [], [offset], []
         for d, i in enumerate(indices):
             if not (isinstance(i.dtype, DataType) and i.dtype.code in ("int", "uint")
                     and i.dtype.lanes == 1):
                 raise NotTranslatable("index type")
             name = self.fresh("x")
             decls.append(f"const int64_t {name} = (int64_t)({self.expr(i)});")
-            terms.append(f"{name} * st{n}_{d}")
-            checks.append(f"IN({name}, sh{n}_{d})")
+            terms.append(f"{name} * {strides[d]}")
+            checks.append(f"IN({name}, {extents[d]})")
+        checks.append(f"IN(p, {limit})")
         return " ".join(decls), " + ".join(terms), " && ".join(checks)
 
     def e_Call(self, e):
