@@ -137,30 +137,37 @@ _CALLS = {"int32": ["T.truncdiv", "T.truncmod", "T.min", "T.max"],
 
 @st.composite
 def _expressions(draw, dtype: str, depth: int = 3):
+    base = dtype.split("x")[0]
     leaves = ["x", "y", "z"]
     if depth == 0 or draw(st.booleans()):
         return draw(st.sampled_from(leaves))
-    kind = draw(st.integers(0, 3))
+    kind = draw(st.integers(0, 4 if base != dtype else 3))
     a = draw(_expressions(dtype, depth - 1))
     b = draw(_expressions(dtype, depth - 1))
     if kind == 0:
-        return f"{draw(st.sampled_from(_CALLS[dtype]))}({a}, {b})"
+        return f"{draw(st.sampled_from(_CALLS[base]))}({a}, {b})"
     if kind == 1:
         c = draw(_expressions(dtype, depth - 1))
         return f"T.select({a} < {b}, {c}, {a})"
-    return f"({a} {draw(st.sampled_from(_OPS[dtype]))} {b})"
+    if kind == 4:
+        lanes = draw(st.lists(st.integers(0, 7), min_size=4, max_size=4))
+        return f"T.shuffle([{a}, {b}], {lanes})"
+    return f"({a} {draw(st.sampled_from(_OPS[base]))} {b})"
 
 
 @settings(max_examples=int(os.environ.get("NATIVE_EXAMPLES", 25)), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data(), dtype=st.sampled_from(["int32", "float32"]))
+@given(data=st.data(), dtype=st.sampled_from(["int32", "float32", "int32x4", "float32x4"]))
 def test_random_recurrences_are_the_interpreters(monkeypatch, tmp_path, data, dtype):
     monkeypatch.setenv("VKIR_CACHE_DIR", str(tmp_path))
     expression = data.draw(_expressions(dtype))
     func = _recurrence(dtype, expression, 24)
     seed = data.draw(st.integers(0, 1000))
-    a, b = _edge_values(dtype, 24, seed), _edge_values(dtype, 24, seed + 1)
-    python, native = _both(monkeypatch, func, a, b, np.zeros(24, dtype))
+    base, lanes = dtype.split("x")[0], (int(dtype.split("x")[1]) if "x" in dtype else 1)
+    shape = (24, lanes) if lanes > 1 else (24,)
+    a = _edge_values(base, 24 * lanes, seed).reshape(shape)
+    b = _edge_values(base, 24 * lanes, seed + 1).reshape(shape)
+    python, native = _both(monkeypatch, func, a, b, np.zeros(shape, base))
     assert _same(python[2], native[2]), expression
 
 
@@ -277,10 +284,10 @@ def rows(out: T.Buffer((4, 64), "int32")):
     np.testing.assert_array_equal(native[0], np.arange(4)[:, None] * np.arange(64))
 
 
-def test_loops_with_barriers_vectors_or_atomics_are_not_translated():
+def test_loops_with_barriers_float16_or_atomics_are_not_translated():
     func = vkir.from_script('''
 @T.prim_func
-def kinds(a: T.Buffer((64,), "float32x4"), c: T.Buffer((1,), "int32")):
+def kinds(a: T.Buffer((64,), "float16"), c: T.Buffer((1,), "int32")):
     for tx in T.thread_binding(64, "threadIdx.x"):
         for i in T.serial(4):
             T.barrier()
@@ -294,6 +301,36 @@ def kinds(a: T.Buffer((64,), "float32x4"), c: T.Buffer((1,), "int32")):
     for loop in loops:
         with pytest.raises(NotTranslatable):
             translate(loop)
+
+
+VECTORS = '''
+@T.prim_func
+def vectors(a: T.Buffer((64,), "float32x4"), b: T.Buffer((256,), "int32"),
+            out: T.Buffer((8,), "float32x4"), idx: T.Buffer((8, 4), "int32")):
+    for tx in T.thread_binding(8, "threadIdx.x"):
+        acc = T.alloc_buffer((2,), "float32x4", scope="local")
+        ids = T.alloc_buffer((4,), "int32", scope="local")
+        for i in T.serial(8):
+            v = a[tx * 8 + i]
+            w = T.shuffle([v, acc[0]], [3, 2, 5, 4])
+            acc[0] = T.max(acc[0], v) + w * T.broadcast(T.float32(0.5), 4)
+            acc[1] = T.select(v < acc[0], v, acc[1] - v)
+            ids[T.ramp(0, 1, 4)] = ids[T.ramp(0, 1, 4)] + b[T.ramp(tx * 32 + i * 4, 1, 4)]
+        out[tx] = acc[0] + acc[1]
+        idx[tx, T.ramp(0, 1, 4)] = ids[T.ramp(0, 1, 4)] // T.broadcast(3, 4)
+'''
+
+
+def test_vector_loops_are_the_interpreters(monkeypatch, runs):
+    """Vectors become one C value per lane: loads and stores of vector elements and vector
+    indices, ramps, broadcasts, shuffles, selects and lane-wise arithmetic."""
+    func = vkir.from_script(VECTORS)
+    a = _edge_values("float32", 256, 5).reshape(64, 4)
+    b = _edge_values("int32", 256, 6)
+    python, native = _both(monkeypatch, func, a, b, np.zeros((8, 4), np.float32),
+                           np.zeros((8, 4), np.int32))
+    assert runs == [True]
+    assert _same(python[2], native[2]) and _same(python[3], native[3])
 
 
 def test_without_a_c_compiler_loops_stay_in_python(monkeypatch, runs):
@@ -463,3 +500,31 @@ def test_random_programs_in_c_are_the_interpreters(monkeypatch, tmp_path, data):
         assert _same(x0, x1) and _same(y0, y1), source
     else:
         assert x0 == x1, source
+
+
+TILED = '''
+@T.prim_func
+def tiled(a: T.Buffer((64, 64), "float32"), out: T.Buffer((64,), "float32")):
+    for bx in T.thread_binding(4, "blockIdx.x"):
+        for tx in T.thread_binding(16, "threadIdx.x"):
+            tile = T.alloc_buffer((16, 64), "float32", scope="shared")
+            for j in T.serial(64):
+                tile[tx, j] = a[bx * 16 + tx, j]
+            T.barrier()
+            s = T.float32(0)
+            for j in T.serial(64 * 16):
+                s = s + tile[(tx + j // 64) % 16, j % 64] * T.float32(0.25)
+            out[bx * 16 + tx] = s
+'''
+
+
+@pytest.mark.parametrize("check_races", [True, False])
+def test_reads_of_shared_memory_per_workgroup(monkeypatch, runs, check_races):
+    """Workgroups interpreted together read their own row of shared memory in C too; with races
+    checked, such reads stay in Python, where the race checker sees them."""
+    func = vkir.from_script(TILED)
+    a = _edge_values("float32", 64 * 64, 9).reshape(64, 64)
+    python, native = _both(monkeypatch, func, a, np.zeros(64, np.float32),
+                           check_races=check_races)
+    assert _same(python[1], native[1])
+    assert (True in runs) == (not check_races)

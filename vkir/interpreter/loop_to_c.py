@@ -1,12 +1,13 @@
 """Translate one interpreter loop (a serial `For` or a `While`) into a C function with the same
 semantics, so that long loops run without Python overhead per iteration (native_loops.py).
 
-Only loops of scalar values (the integer, bool, float32 and float64 types) are translated; the arithmetic rules are those of numeric.py (integer
+Only loops of the integer, bool, float32 and float64 types (scalars and vectors: a vector becomes
+one C value per lane) are translated; the arithmetic rules are those of numeric.py (integer
 wrap-around, C-style `Div`/`Mod` and floor `FloorDiv`/`FloorMod` with 0 for a zero divisor, NaN
 propagating min/max, saturating float-to-int casts, shift amounts modulo the width). Whether the
 invocations of a frame may run it one after another, each to the end of its loop, is decided
-when it runs (native_loops.py). Anything else (barriers, atomics, subgroup operations, vectors,
-float16, transcendental functions whose last bit differs between libm and numpy) raises
+when it runs (native_loops.py). Anything else (barriers, atomics, subgroup operations, float16,
+bit casts, transcendental functions whose last bit differs between libm and numpy) raises
 `NotTranslatable`, and the loop stays in Python.
 
 An out-of-bounds access in C sets a failure flag instead of touching memory; every loop checks it
@@ -42,14 +43,21 @@ _FLOAT_MATH = {"fabs": "fabs", "floor": "floor", "ceil": "ceil", "trunc": "trunc
 _BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
 
 
-def c_type(dt: DataType) -> str:
-    """The C type of one scalar of `dt` (NotTranslatable for vectors, float16 and handles)."""
-    if not isinstance(dt, DataType) or dt.lanes != 1:
+def lane_type(dt: DataType) -> str:
+    """The C type of one lane of `dt` (NotTranslatable for float16 and handles)."""
+    if not isinstance(dt, DataType):
         raise NotTranslatable(f"type {dt}")
     name = _C_TYPES.get((dt.code, dt.bits))
     if name is None:
         raise NotTranslatable(f"type {dt}")
     return name
+
+
+def scalar_type(dt: DataType) -> str:
+    """The C type of a scalar `dt` (NotTranslatable for vectors too)."""
+    if isinstance(dt, DataType) and dt.lanes != 1:
+        raise NotTranslatable(f"vector {dt} where a scalar is needed")
+    return lane_type(dt)
 
 
 @dataclass(frozen=True)
@@ -81,9 +89,12 @@ def translate(loop) -> TranslatedLoop:
 
 
 class _Translator:
+    """Statements become C statements; an expression of L lanes becomes L C expressions, one
+    per lane (lanes are independent in every vkir operation but shuffles, which pick them)."""
+
     def __init__(self):
-        self.names = {}          # Var -> C name, for vars bound inside the loop
-        self.free = {}           # Var -> C name, for vars defined outside
+        self.names = {}          # Var -> C names (one per lane), for vars bound inside the loop
+        self.free = {}           # Var -> C names (one per lane), for vars defined outside
         self.buffers = {}        # Buffer -> index
         self.stored = {}         # Buffer -> None (ordered set)
         self.inner = {}          # Buffer allocated inside the loop -> (C array, layout)
@@ -100,10 +111,10 @@ class _Translator:
         if isinstance(loop, S.For):
             if loop.kind == "thread_binding":
                 raise NotTranslatable("thread loop")
-            ctype = c_type(loop.loop_var.dtype)
+            ctype = scalar_type(loop.loop_var.dtype)
             if loop.loop_var.dtype.code not in ("int", "uint"):
                 raise NotTranslatable("loop variable type")
-            var = self.bind(loop.loop_var)
+            (var,) = self.bind(loop.loop_var)
             body = self.stmt(loop.body, "    ")
             head = ("  const int64_t end = lo[k] + ext[k];\n"
                     "  for (int64_t it = lo[k]; it < end; ++it) {\n"
@@ -115,7 +126,7 @@ class _Translator:
         elif isinstance(loop, S.While):
             main = ("  for (;;) {\n    if (fail) return 1;\n"
                     "    if (++steps > budget) { R[0] = k; return 2; }\n"
-                    f"    if (!({self.expr(loop.condition)})) break;\n"
+                    f"    if (!({self.condition(loop.condition)})) break;\n"
                     + self.stmt(loop.body, "    ") + "  }\n")
         else:
             raise NotTranslatable(type(loop).__name__)
@@ -134,7 +145,7 @@ class _Translator:
         lines.append("  (void)lo; (void)ext;")
         m = 0
         for n, buffer in enumerate(buffers):
-            ctype = c_type(buffer.dtype)
+            ctype = lane_type(buffer.dtype)
             nd = len(buffer.shape)
             lines.append(f"  {ctype} *data{n} = ({ctype} *)P[{FIXED_POINTERS + n}];")
             for d in range(nd):
@@ -145,16 +156,18 @@ class _Translator:
                          f"rowlen{n} = M[{m + 2}], rowsrc{n} = M[{m + 3}];")
             m += 4
         for n, var in enumerate(free):
-            ctype = c_type(var.dtype)
+            ctype = lane_type(var.dtype)
             lines.append(f"  const {ctype} *fv{n} = (const {ctype} *)"
                          f"P[{FIXED_POINTERS + len(buffers) + n}];")
         lines.append("  for (int64_t k = R[0]; k < K; ++k) {")
         for n, buffer in enumerate(buffers):
-            ctype = c_type(buffer.dtype)
+            ctype = lane_type(buffer.dtype)
             lines.append(f"  {ctype} *b{n} = data{n} + (rowsrc{n} == 1 ? tid[k] * rowlen{n} : "
                          f"rowsrc{n} == 2 ? wgrow[k] * rowlen{n} : 0);")
         for n, var in enumerate(free):
-            lines.append(f"  const {c_type(var.dtype)} {self.free[var]} = fv{n}[k];")
+            lanes = var.dtype.lanes
+            for j, name in enumerate(self.free[var]):
+                lines.append(f"  const {lane_type(var.dtype)} {name} = fv{n}[k * {lanes} + {j}];")
         lines.append(main.rstrip("\n"))
         lines.append("  if (fail) return 1;")
         lines.append("  }")
@@ -164,30 +177,40 @@ class _Translator:
 
     # -- names -----------------------------------------------------------------------------------
 
-    def bind(self, var: E.Var) -> str:
-        c_type(var.dtype)
-        name = self.fresh("v")
-        self.names[var] = name
-        return name
+    def bind(self, var: E.Var) -> list:
+        lane_type(var.dtype)
+        stem = self.fresh("v")
+        names = [stem] if var.dtype.lanes == 1 else \
+            [f"{stem}_{j}" for j in range(var.dtype.lanes)]
+        self.names[var] = names
+        return names
 
-    def var(self, var: E.Var) -> str:
-        name = self.names.get(var)
-        if name is not None:
-            return name
-        name = self.free.get(var)
-        if name is None:
-            c_type(var.dtype)
-            name = self.free[var] = self.fresh("f")
-        return name
+    def var(self, var: E.Var) -> list:
+        names = self.names.get(var)
+        if names is not None:
+            return names
+        names = self.free.get(var)
+        if names is None:
+            lane_type(var.dtype)
+            stem = self.fresh("f")
+            names = self.free[var] = [stem] if var.dtype.lanes == 1 else \
+                [f"{stem}_{j}" for j in range(var.dtype.lanes)]
+        return names
 
     def buffer(self, buffer, stored: bool = False) -> int:
-        c_type(buffer.dtype)
+        lane_type(buffer.dtype)
         if stored:
             self.stored[buffer] = None
         n = self.buffers.get(buffer)
         if n is None:
             n = self.buffers[buffer] = len(self.buffers)
         return n
+
+    def _unbind(self, var, outer):
+        if outer is None:
+            del self.names[var]
+        else:
+            self.names[var] = outer
 
     # -- statements ------------------------------------------------------------------------------
 
@@ -201,33 +224,40 @@ class _Translator:
         return "".join(self.stmt(x, ind) for x in s.seq)
 
     def s_Evaluate(self, s, ind):
-        return f"{ind}(void)({self.expr(s.value)});\n"
+        return "".join(f"{ind}(void)({x});\n" for x in self.expr(s.value))
+
+    def condition(self, e) -> str:
+        """A scalar condition (the interpreter refuses a vector one)."""
+        scalar_type(e.dtype)
+        return self.expr(e)[0]
 
     def s_IfThenElse(self, s, ind):
-        out = f"{ind}if ({self.expr(s.condition)}) {{\n" + self.stmt(s.then_case, ind + "  ")
+        out = f"{ind}if ({self.condition(s.condition)}) {{\n" + \
+            self.stmt(s.then_case, ind + "  ")
         if s.else_case is not None:
             out += f"{ind}}} else {{\n" + self.stmt(s.else_case, ind + "  ")
         return out + f"{ind}}}\n"
 
     def s_LetStmt(self, s, ind):
-        value = self.expr(s.value)
-        ctype = c_type(s.var.dtype)
+        values = self.expr(s.value)
+        ctype = lane_type(s.var.dtype)
         outer = self.names.get(s.var)
-        name = self.bind(s.var)
+        names = self.bind(s.var)
         body = self.stmt(s.body, ind + "  ")
         self._unbind(s.var, outer)
-        return f"{ind}{{\n{ind}  const {ctype} {name} = {value};\n{body}{ind}}}\n"
+        decls = "".join(f"{ind}  const {ctype} {n} = {v};\n" for n, v in zip(names, values))
+        return f"{ind}{{\n{decls}{body}{ind}}}\n"
 
     def s_For(self, s, ind):
         if s.kind == "thread_binding":
             raise NotTranslatable("thread loop")
         if s.loop_var.dtype.code not in ("int", "uint"):
             raise NotTranslatable("loop variable type")
-        ctype = c_type(s.loop_var.dtype)
-        lo, ext = self.expr(s.min), self.expr(s.extent)
+        ctype = scalar_type(s.loop_var.dtype)
+        (lo,), (ext,) = self.expr(s.min), self.expr(s.extent)
         base, count, it = self.fresh("lo"), self.fresh("n"), self.fresh("i")
         outer = self.names.get(s.loop_var)
-        name = self.bind(s.loop_var)
+        (name,) = self.bind(s.loop_var)
         body = self.stmt(s.body, ind + "    ")
         self._unbind(s.loop_var, outer)
         return (f"{ind}{{\n{ind}  const int64_t {base} = (int64_t)({lo}), {count} = "
@@ -238,30 +268,37 @@ class _Translator:
 
     def s_While(self, s, ind):
         return (f"{ind}for (;;) {{\n{ind}  if (fail) return 1;\n"
-                f"{ind}  if (!({self.expr(s.condition)})) break;\n"
+                f"{ind}  if (!({self.condition(s.condition)})) break;\n"
                 + self.stmt(s.body, ind + "  ") + f"{ind}}}\n")
 
     def s_BufferStore(self, s, ind):
         array, layout = self.layout(s.buffer, stored=True)
-        ctype = c_type(s.buffer.dtype)
-        value = self.expr(s.value)
-        decls, pos, check = self.position(layout, s.indices)
-        tmp = self.fresh("s")
-        return (f"{ind}{{\n{ind}  const {ctype} {tmp} = {value};\n"
-                f"{ind}  {decls} const int64_t p = {pos};\n"
-                f"{ind}  if ({check}) {array}[p] = {tmp}; else fail = 1;\n{ind}}}\n")
+        ctype = lane_type(s.buffer.dtype)
+        values = self.expr(s.value)
+        decls, positions, check = self.positions(layout, s.indices, s.buffer.dtype.lanes)
+        if len(values) != len(positions):
+            raise NotTranslatable("store lanes")
+        # every lane's value and position first: a lane's value may read what another writes
+        temps = [self.fresh("s") for _ in values]
+        out = [f"{ind}{{\n"]
+        out += [f"{ind}  const {ctype} {t} = {v};\n" for t, v in zip(temps, values)]
+        out.append(f"{ind}  {decls}\n")
+        out.append(f"{ind}  if ({check}) {{ "
+                   + " ".join(f"{array}[{p}] = {t};" for p, t in zip(positions, temps))
+                   + f" }} else fail = 1;\n{ind}}}\n")
+        return "".join(out)
 
     def s_AllocBuffer(self, s, ind):
         """A local allocation of constant size: a zeroed C array for the body (the interpreter
         zeroes every allocation)."""
         buffer = s.buffer
-        ctype = c_type(buffer.dtype)
+        ctype = lane_type(buffer.dtype)
         if buffer.scope != "local" or buffer.strides or not all(
                 isinstance(x, E.IntImm) and x.value > 0 for x in buffer.shape) or not (
                 isinstance(buffer.elem_offset, E.IntImm) and buffer.elem_offset.value == 0):
             raise NotTranslatable("allocation")
         shape = [x.value for x in buffer.shape]
-        count = int(np.prod(shape))
+        count = int(np.prod(shape)) * buffer.dtype.lanes
         if count > 4096:
             raise NotTranslatable("large allocation")
         strides = [int(np.prod(shape[d + 1:])) for d in range(len(shape))]
@@ -273,7 +310,8 @@ class _Translator:
         return f"{ind}{{\n{ind}  {ctype} {name}[{count}] = {{0}};\n{body}{ind}}}\n"
 
     def layout(self, buffer, stored: bool = False) -> tuple:
-        """(C array, (extents, strides, offset, element limit)) of an access to `buffer`."""
+        """(C array, (extents, strides, offset, limit)) of an access to `buffer`; the limit
+        counts lanes of its element type, the rest its (vector) elements."""
         inner = self.inner.get(buffer)
         if inner is not None:
             return inner
@@ -282,15 +320,43 @@ class _Translator:
         return f"b{n}", ([f"sh{n}_{d}" for d in range(nd)], [f"st{n}_{d}" for d in range(nd)],
                          f"off{n}", f"lim{n}")
 
-    def _unbind(self, var, outer):
-        if outer is None:
-            del self.names[var]
-        else:
-            self.names[var] = outer
+    def positions(self, layout, indices, element_lanes: int) -> tuple:
+        """(C declarations of the index lanes and the lane positions, one C position per lane
+        of the access (index lanes x element lanes, as the interpreter orders them), the C
+        condition that every index and position is in bounds). Names are fresh: an index may
+        load too."""
+        extents, strides, offset, limit = layout
+        if len(indices) != len(extents):
+            raise NotTranslatable("index count")
+        index_lanes = indices[-1].dtype.lanes if indices else 1
+        decls, checks, dims = [], [], []
+        for d, i in enumerate(indices):
+            if not (isinstance(i.dtype, DataType) and i.dtype.code in ("int", "uint")):
+                raise NotTranslatable("index type")
+            if i.dtype.lanes != 1 and d != len(indices) - 1:
+                raise NotTranslatable("vector index before the last")
+            names = []
+            for value in self.expr(i):
+                name = self.fresh("x")
+                decls.append(f"const int64_t {name} = (int64_t)({value});")
+                checks.append(f"IN({name}, {extents[d]})")
+                names.append(name)
+            dims.append(names)
+        positions = []
+        for lane in range(index_lanes):
+            terms = [offset] + [f"{names[lane if len(names) > 1 else 0]} * {strides[d]}"
+                                for d, names in enumerate(dims)]
+            element = " + ".join(terms)
+            for m in range(element_lanes):
+                name = self.fresh("p")
+                decls.append(f"const int64_t {name} = ({element}) * {element_lanes} + {m};")
+                checks.append(f"IN({name}, {limit})")
+                positions.append(name)
+        return " ".join(decls), positions, " && ".join(checks) or "1"
 
     # -- expressions -----------------------------------------------------------------------------
 
-    def expr(self, e) -> str:
+    def expr(self, e) -> list:
         method = getattr(self, "e_" + type(e).__name__, None)
         if method is None:
             if isinstance(e, E.BinaryOp):
@@ -302,121 +368,131 @@ class _Translator:
         return self.var(e)
 
     def e_IntImm(self, e):
-        return literal(e.value, e.dtype)
+        return [literal(e.value, e.dtype)]
 
     def e_FloatImm(self, e):
-        return literal(e.value, e.dtype)
+        return [literal(e.value, e.dtype)]
 
     def e_Not(self, e):
-        return f"((uint8_t)!({self.expr(e.a)}))"
+        return [f"((uint8_t)!({a}))" for a in self.expr(e.a)]
 
     def e_Select(self, e):
-        ctype = c_type(e.dtype)
+        ctype = lane_type(e.dtype)
         name = self.helper(f"select_{_tag(ctype)}",
                            f"static inline {ctype} select_{_tag(ctype)}(uint8_t c, {ctype} t, "
                            f"{ctype} f) {{ return c ? t : f; }}")
-        return (f"{name}({self.expr(e.condition)}, {self.expr(e.true_value)}, "
-                f"{self.expr(e.false_value)})")
+        conds = self.expr(e.condition)
+        t, f = self.expr(e.true_value), self.expr(e.false_value)
+        if len(conds) == 1:
+            conds = conds * len(t)
+        return [f"{name}({c}, {x}, {y})" for c, x, y in zip(conds, t, f)]
 
     def e_Cast(self, e):
-        return self.cast(self.expr(e.value), e.value.dtype, e.dtype)
+        if e.value.dtype.lanes != e.dtype.lanes:
+            raise NotTranslatable("cast changing lanes")
+        return [self.cast(v, e.value.dtype, e.dtype) for v in self.expr(e.value)]
+
+    def e_Ramp(self, e):
+        dt = e.base.dtype
+        if dt.code not in ("int", "uint") or dt.lanes != 1:
+            raise NotTranslatable("ramp type")
+        ctype = lane_type(dt)
+        utype = ctype if dt.code == "uint" else "u" + ctype
+        wide = "uint32_t" if dt.bits < 32 else utype
+        (base,), (stride,) = self.expr(e.base), self.expr(e.stride)
+        return [f"(({ctype})(({wide})({base}) + ({wide})({stride}) * ({wide}){j}))"
+                for j in range(e.lanes)]
+
+    def e_Broadcast(self, e):
+        values = self.expr(e.value)
+        return values * e.lanes
+
+    def e_Shuffle(self, e):
+        lanes = [x for v in e.vectors for x in self.expr(v)]
+        return [lanes[i] for i in e.indices]
 
     def e_Let(self, e):
-        value = self.expr(e.value)
-        ctype = c_type(e.var.dtype)
+        values = self.expr(e.value)
+        ctype = lane_type(e.var.dtype)
         outer = self.names.get(e.var)
-        name = self.bind(e.var)
+        names = self.bind(e.var)
         body = self.expr(e.body)
         self._unbind(e.var, outer)
-        return f"({{ const {ctype} {name} = {value}; {body}; }})"
+        decls = " ".join(f"const {ctype} {n} = {v};" for n, v in zip(names, values))
+        return [f"({{ {decls} {b}; }})" for b in body]
 
     def e_BufferLoad(self, e):
-        if e.indices and e.indices[-1].dtype.lanes != 1:
-            raise NotTranslatable("vector access")
         array, layout = self.layout(e.buffer)
-        ctype = c_type(e.buffer.dtype)
-        decls, pos, check = self.position(layout, e.indices)
-        return (f"({{ {decls} const int64_t p = {pos}; "
-                f"({check}) ? {array}[p] : (fail = 1, ({ctype})0); }})")
-
-    def position(self, layout, indices) -> tuple:
-        """(C declarations computing the indices once, the element position `p` depends on,
-        the C condition that the access is in bounds). Index names are fresh: an index
-        expression may load too, and its `p` lives in a block of its own."""
-        extents, strides, offset, limit = layout
-        if len(indices) != len(extents):
-            raise NotTranslatable("index count")
-        decls, terms, checks = [], [offset], []
-        for d, i in enumerate(indices):
-            if not (isinstance(i.dtype, DataType) and i.dtype.code in ("int", "uint")
-                    and i.dtype.lanes == 1):
-                raise NotTranslatable("index type")
-            name = self.fresh("x")
-            decls.append(f"const int64_t {name} = (int64_t)({self.expr(i)});")
-            terms.append(f"{name} * {strides[d]}")
-            checks.append(f"IN({name}, {extents[d]})")
-        checks.append(f"IN(p, {limit})")
-        return " ".join(decls), " + ".join(terms), " && ".join(checks)
+        ctype = lane_type(e.buffer.dtype)
+        decls, positions, check = self.positions(layout, e.indices, e.buffer.dtype.lanes)
+        return [f"({{ {decls} ({check}) ? {array}[{p}] : (fail = 1, ({ctype})0); }})"
+                for p in positions]
 
     def e_Call(self, e):
         op = e.op
         args = e.args
-        ctype = c_type(e.dtype)
+        ctype = lane_type(e.dtype)
+        lanes = e.dtype.lanes
         if op == "if_then_else" and len(args) == 3:
-            c_type(args[0].dtype)
-            return (f"(({self.expr(args[0])}) ? ({self.expr(args[1])}) : "
-                    f"({self.expr(args[2])}))")
+            conds = self.expr(args[0])
+            t, f = self.expr(args[1]), self.expr(args[2])
+            if len(conds) == 1:   # one side per invocation
+                return [f"(({conds[0]}) ? ({x}) : ({y}))" for x, y in zip(t, f)]
+            return self.e_Select(E.Select(*args))    # lane-wise: both sides, as the interpreter
+        if any(a.dtype.lanes != lanes for a in args):
+            raise NotTranslatable(f"call {op} lanes")
+        columns = list(zip(*(self.expr(a) for a in args)))
         if op in _FLOAT_MATH and all(a.dtype == e.dtype for a in args) and e.dtype.is_float \
                 and len(args) == (2 if op == "fmod" else 1):
             fn = _FLOAT_MATH[op] + ("f" if ctype == "float" else "")
-            return f"(({ctype}){fn}({', '.join(self.expr(a) for a in args)}))"
+            return [f"(({ctype}){fn}({', '.join(c)}))" for c in columns]
         if op in ("isnan", "isinf") and len(args) == 1 and args[0].dtype.is_float:
-            return f"((uint8_t)({op}({self.expr(args[0])}) != 0))"
+            return [f"((uint8_t)({op}({a}) != 0))" for (a,) in columns]
         if op == "fma" and len(args) == 3 and e.dtype.is_float and \
                 all(a.dtype == e.dtype for a in args):
-            a, b, c = (self.expr(x) for x in args)
-            return f"(({ctype})((double)({a}) * (double)({b}) + (double)({c})))"
+            return [f"(({ctype})((double)({a}) * (double)({b}) + (double)({c})))"
+                    for a, b, c in columns]
         if e.dtype.code in ("int", "uint") and all(a.dtype == e.dtype for a in args):
             if op in _BITWISE and len(args) == 2:
-                a, b = (self.expr(x) for x in args)
-                return f"(({ctype})(({a}) {_BITWISE[op]} ({b})))"
+                return [f"(({ctype})(({a}) {_BITWISE[op]} ({b})))" for a, b in columns]
             if op == "bitwise_not" and len(args) == 1:
-                return f"(({ctype})~({self.expr(args[0])}))"
+                return [f"(({ctype})~({a}))" for (a,) in columns]
             if op in ("shift_left", "shift_right") and len(args) == 2:
-                a, b = (self.expr(x) for x in args)
                 mask = e.dtype.bits - 1
-                shift = "<<" if op == "shift_left" else ">>"
                 if op == "shift_left":   # in the unsigned type: no signed overflow
                     utype = "u" + ctype if not ctype.startswith("u") else ctype
-                    return (f"(({ctype})(({utype})({a}) << (({b}) & {mask})))")
-                return f"(({ctype})(({a}) {shift} (({b}) & {mask})))"
+                    return [f"(({ctype})(({utype})({a}) << (({b}) & {mask})))"
+                            for a, b in columns]
+                return [f"(({ctype})(({a}) >> (({b}) & {mask})))" for a, b in columns]
         raise NotTranslatable(f"call {op}")
 
     # -- arithmetic ------------------------------------------------------------------------------
 
-    def binary(self, e) -> str:
+    def binary(self, e) -> list:
         op = type(e).__name__
         dt = e.a.dtype
-        ctype = c_type(dt)
         if e.b.dtype != dt:
             raise NotTranslatable("mixed operand types")
-        a, b = self.expr(e.a), self.expr(e.b)
+        ctype = lane_type(dt)
+        pairs = list(zip(self.expr(e.a), self.expr(e.b)))
         if op in _COMPARE:
-            return f"((uint8_t)(({a}) {_COMPARE[op]} ({b})))"
+            return [f"((uint8_t)(({a}) {_COMPARE[op]} ({b})))" for a, b in pairs]
         if op in ("And", "Or"):
             if not dt.is_bool:
                 raise NotTranslatable("logical operator on non-bool")
-            return f"((uint8_t)(({a}) {'&' if op == 'And' else '|'} ({b})))"
+            return [f"((uint8_t)(({a}) {'&' if op == 'And' else '|'} ({b})))" for a, b in pairs]
         if dt.is_bool:
             raise NotTranslatable(f"{op} on bool")
         if op in _ARITH:
             if dt.code in ("int", "uint") and dt.bits < 32:
                 # C promotes to int: compute in 32-bit unsigned, then wrap to the type
-                return f"(({ctype})((uint32_t)({a}) {_ARITH[op]} (uint32_t)({b})))"
+                return [f"(({ctype})((uint32_t)({a}) {_ARITH[op]} (uint32_t)({b})))"
+                        for a, b in pairs]
             if dt.code == "int":
                 utype = "u" + ctype
-                return f"(({ctype})(({utype})({a}) {_ARITH[op]} ({utype})({b})))"
-            return f"(({ctype})(({a}) {_ARITH[op]} ({b})))"
+                return [f"(({ctype})(({utype})({a}) {_ARITH[op]} ({utype})({b})))"
+                        for a, b in pairs]
+            return [f"(({ctype})(({a}) {_ARITH[op]} ({b})))" for a, b in pairs]
         name = f"{op.lower()}_{_tag(ctype)}"
         body = _ARITHMETIC_HELPERS.get((op, dt.code))
         if body is None:
@@ -424,16 +500,16 @@ class _Translator:
         utype = ctype if dt.code != "int" else "u" + ctype
         self.helper(name, f"static inline {ctype} {name}({ctype} a, {ctype} b) {{ "
                     + body.replace("T", ctype).replace("U", utype) + " }")
-        return f"{name}({a}, {b})"
+        return [f"{name}({a}, {b})" for a, b in pairs]
 
     def cast(self, value: str, src: DataType, dst: DataType) -> str:
-        ctype, stype = c_type(dst), c_type(src)
+        ctype, stype = lane_type(dst), lane_type(src)
         if src == dst:
             return value
         if dst.is_bool:
             return f"((uint8_t)(({value}) != 0))"
         if src.is_float and dst.code in ("int", "uint"):
-            info = np.iinfo(dst.numpy_dtype())
+            info = np.iinfo(dst.with_lanes(1).numpy_dtype())
             high = float(info.max) + 1.0
             name = f"sat_{_tag(stype)}_{_tag(ctype)}"
             self.helper(name, (
@@ -490,7 +566,7 @@ def _int_literal(value: int, dt: DataType) -> str:
 
 def literal(value, dt: DataType) -> str:
     """A C constant of `dt` with exactly the value the interpreter's numpy scalar has."""
-    ctype = c_type(dt)
+    ctype = scalar_type(dt)
     if dt.is_bool:
         return "((uint8_t)1)" if value else "((uint8_t)0)"
     if dt.code in ("int", "uint"):

@@ -190,8 +190,9 @@ class NativeLoop:
             value = slots[self.slot_index[var]] if var in self.slot_index else None
             if value is None:
                 return False
-            arr = np.ascontiguousarray(np.broadcast_to(np.asarray(value,
-                                                                  var.dtype.numpy_dtype()), (k,)))
+            lanes = var.dtype.lanes
+            arr = np.ascontiguousarray(np.broadcast_to(
+                np.asarray(value, var.dtype.numpy_dtype()), (k, lanes) if lanes > 1 else (k,)))
             keep.append(arr)
             pointers[base + n] = arr.ctypes.data
         rows = [np.zeros(k, np.int64) if fr.tid is None else
