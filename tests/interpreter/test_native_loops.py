@@ -92,22 +92,15 @@ FLOAT_EXPRESSIONS = ["x * y + z", "x / y - z", "T.min(x, y) + T.max(z, x)", "T.t
                      "T.round(y) + T.trunc(z)", "T.if_then_else(T.isnan(x), y, x * z)"]
 
 
-@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint32",
-                                   "uint64"])
-@pytest.mark.parametrize("expression", INT_EXPRESSIONS)
-def test_integer_arithmetic_is_the_interpreters(monkeypatch, runs, dtype, expression):
+_INT_TYPES = ["int8", "int16", "int32", "int64", "uint8", "uint32", "uint64"]
+ARITHMETIC = [(t, x) for t in _INT_TYPES for x in INT_EXPRESSIONS] + \
+    [(t, x) for t in ("float32", "float64") for x in FLOAT_EXPRESSIONS]
+
+
+@pytest.mark.parametrize("dtype, expression", ARITHMETIC)
+def test_arithmetic_is_the_interpreters(monkeypatch, runs, dtype, expression):
     func = _recurrence(dtype, expression)
     a, b = _edge_values(dtype, 40, 1), _edge_values(dtype, 40, 2)
-    python, native = _both(monkeypatch, func, a, b, np.zeros(40, dtype))
-    assert runs and all(runs)
-    assert _same(python[2], native[2]), (python[2], native[2])
-
-
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("expression", FLOAT_EXPRESSIONS)
-def test_float_arithmetic_is_the_interpreters(monkeypatch, runs, dtype, expression):
-    func = _recurrence(dtype, expression)
-    a, b = _edge_values(dtype, 40, 3), _edge_values(dtype, 40, 4)
     python, native = _both(monkeypatch, func, a, b, np.zeros(40, dtype))
     assert runs and all(runs)
     assert _same(python[2], native[2]), (python[2], native[2])
@@ -208,17 +201,12 @@ def test_while_with_break_and_continue_runs_in_c_per_invocation(monkeypatch, run
 
 
 def test_long_loop_goes_to_c_by_itself(monkeypatch, runs):
-    """Unset, the interpreter hands a loop over once it runs long."""
+    """Unset, the interpreter hands a loop over once it runs long (the benchmark's loop of 64
+    invocations, 20000 iterations each)."""
+    from benchmarks.interpreter import WIDE_LOOP
+
     monkeypatch.delenv("VKIR_NATIVE_LOOPS", raising=False)
-    func = vkir.from_script('''
-@T.prim_func
-def long_loop(a: T.Buffer((1024,), "float32"), out: T.Buffer((64,), "float32")):
-    for tx in T.thread_binding(64, "threadIdx.x"):
-        s = T.float32(0)
-        for i in T.serial(20000):
-            s = s * T.float32(0.5) + a[(i + tx) % 1024]
-        out[tx] = s
-''')
+    func = vkir.from_script(WIDE_LOOP.replace("200000", "20000"))
     a = np.random.default_rng(0).standard_normal(1024).astype(np.float32)
     out = np.zeros(64, np.float32)
     interpret(func, a, out)
@@ -408,34 +396,38 @@ def endless(out: T.Buffer((1,), "int32")):
     assert runs == []   # interrupted inside run, which never returned
 
 
-@st.composite
-def _int_expr(draw, names, depth=2):
-    if depth == 0 or draw(st.integers(0, 2)) == 0:
-        return draw(st.sampled_from(names + ["3", "-7", "100000"]))
-    a, b = draw(_int_expr(names, depth - 1)), draw(_int_expr(names, depth - 1))
-    kind = draw(st.integers(0, 4))
-    if kind == 0:
-        return f"a[({a}) % 16]"
-    if kind == 1:
-        return f"{draw(st.sampled_from(['T.min', 'T.max', 'T.truncdiv', 'T.truncmod']))}({a}, {b})"
-    if kind == 2:
-        return "T.cast(g * T.float32(0.5), \"int32\")"
-    return f"({a} {draw(st.sampled_from(['+', '-', '*', '//', '%', '&', '^']))} {b})"
+# per type: leaves, the forms of a node (over operands {a} and {b}, an int index {i}), operators
+_PROGRAM_EXPRESSIONS = {
+    "int32": (["3", "-7", "100000"],
+              ["a[({i}) % 16]", "T.min({a}, {b})", "T.truncdiv({a}, {b})",
+               "T.truncmod({a}, {b})", "T.cast(g * T.float32(0.5), \"int32\")"],
+              ["+", "-", "*", "//", "%", "&", "^"]),
+    "float32": (["g", "T.float32(1.5)", "T.float32(-0.0)"],
+                ["f[({i}) % 16]", "T.cast({i}, \"float32\")",
+                 "T.select({a} < {b}, {a}, T.max({a}, {b}))"],
+                ["+", "-", "*", "/"]),
+}
 
 
 @st.composite
-def _float_expr(draw, names, depth=2):
+def _program_expr(draw, dtype, names, depth=2):
+    leaves, forms, operators = _PROGRAM_EXPRESSIONS[dtype]
     if depth == 0 or draw(st.integers(0, 2)) == 0:
-        return draw(st.sampled_from(["g", "T.float32(1.5)", "T.float32(-0.0)"]))
-    a, b = draw(_float_expr(names, depth - 1)), draw(_float_expr(names, depth - 1))
-    kind = draw(st.integers(0, 3))
-    if kind == 0:
-        return f"f[({draw(_int_expr(names, 1))}) % 16]"
-    if kind == 1:
-        return f"T.cast({draw(_int_expr(names, 1))}, \"float32\")"
-    if kind == 2:
-        return f"T.select({a} < {b}, {a}, T.max({a}, {b}))"
-    return f"({a} {draw(st.sampled_from(['+', '-', '*', '/']))} {b})"
+        return draw(st.sampled_from((names if dtype == "int32" else []) + leaves))
+    a, b = draw(_program_expr(dtype, names, depth - 1)), draw(_program_expr(dtype, names,
+                                                                              depth - 1))
+    if draw(st.booleans()):
+        i = draw(_program_expr("int32", names, 1))
+        return draw(st.sampled_from(forms)).format(a=a, b=b, i=i)
+    return f"({a} {draw(st.sampled_from(operators))} {b})"
+
+
+def _int_expr(names, depth=2):
+    return _program_expr("int32", names, depth)
+
+
+def _float_expr(names, depth=2):
+    return _program_expr("float32", names, depth)
 
 
 @st.composite
