@@ -576,9 +576,10 @@ class Compiler:
     def s_While(self, s):
         """A while loop: the invocations whose condition holds run the body, again and again;
         those whose condition fails leave the loop for good (divergent ones are split off)."""
+        first_site = len(self.sites)
         fc = self.expr(s.condition)
         fb = self.stmt(s.body)
-        native = self.native_loop(s)
+        native = self.native_loop(s, first_site)
 
         def while_loop(fr):
             active = fr
@@ -670,6 +671,7 @@ class Compiler:
 
     def s_For(self, s):
         """A loop: serial ones iterate, thread-binding ones fork the invocations or workgroups."""
+        first_site = len(self.sites)
         fmin, fext = self.expr(s.min), self.expr(s.extent)
         slot = self.bind(s.loop_var)
         outer = self.threads
@@ -705,13 +707,15 @@ class Compiler:
                     return merged_block_loop(fmin, fext, slot, body, npdt, s.thread[-1],
                                              self.merge, inner_blocks, sequential, Frame)
                 return sequential
-        return self._serial_loop(fmin, fext, slot, body, npdt, self.native_loop(s))
+        return self._serial_loop(fmin, fext, slot, body, npdt, self.native_loop(s, first_site))
 
-    def native_loop(self, loop):
-        """The NativeLoop of a serial or while loop, where loops may go to C (None if not)."""
+    def native_loop(self, loop, first_site: int):
+        """The NativeLoop of a serial or while loop whose accesses are the sites from
+        `first_site` on, where loops may go to C (None if not)."""
         if self.native == "never" or self.flush or self.in_async:
             return None
-        return NativeLoop(loop, self.slot_index, self.written, self.native)
+        return NativeLoop(loop, self.slot_index, self.written, self.native,
+                          self.sites, first_site)
 
     @staticmethod
     def _block_loop(fmin, fext, slot, body, npdt, axis):

@@ -70,21 +70,27 @@ class TranslatedLoop:
     free_vars: tuple
     buffers: tuple
     stored: tuple
+    loads: tuple = ()     # the BufferLoad node of each logged load, by log site number
 
 
-# Layout of the pointer array P: tid, wgrow, lo, ext, then one per buffer, then one per free var.
-# Layout of the int64 array M: per buffer, its dims' extents and strides, offset, element limit,
-# row length (elements) and row source (0: one row, 1: the invocation's, 2: its workgroup's).
-FIXED_POINTERS = 4
+# Layout of the pointer array P: tid, wgrow, lo, ext, the read log, then one per buffer, then
+# one per free var. Layout of the int64 array M: per buffer, its dims' extents and strides,
+# offset, element limit, row length (elements), row source (0: one row, 1: the invocation's, 2:
+# its workgroup's) and whether its reads are logged (memory the race checker tracks). The read
+# log holds (load site, invocation, position in the storage) triples; R[2] counts them, R[3] is
+# its capacity: a loop pauses (returns 2) at an iteration once it is half full, and fails (1)
+# if a single iteration fills it.
+FIXED_POINTERS = 5
 
 
 def translate(loop) -> TranslatedLoop:
     """The C function `int vkir_loop(int64_t K, void **P, const int64_t *M, int64_t *R)`
     running `loop` (a serial For or a While) for invocations R[0] to K - 1, one after another.
     It returns 0 when done, 1 when an access was out of bounds (nothing it wrote must be kept
-    then), and 2 when it ran R[1] iterations: then R[0] is the invocation to go on with and, for a
-    For loop, its lo/ext entries (P[2], P[3]) say which iterations are left, so that the caller
-    calls again (between calls Python can react to Ctrl-C)."""
+    then), and 2 when it ran R[1] iterations or half filled its read log: then R[0] is the
+    invocation to go on with and, for a For loop, its lo/ext entries (P[2], P[3]) say which
+    iterations are left, so that the caller calls again (between calls Python can react to
+    Ctrl-C and hand the logged reads to the race checker)."""
     return _Translator().translate(loop)
 
 
@@ -99,6 +105,7 @@ class _Translator:
         self.stored = {}         # Buffer -> None (ordered set)
         self.inner = {}          # Buffer allocated inside the loop -> (C array, layout)
         self.helpers = {}        # helper name -> C definition
+        self.loads = []          # BufferLoad node of each load of a buffer from outside
         self.counter = 0
 
     def fresh(self, stem: str) -> str:
@@ -119,13 +126,13 @@ class _Translator:
             head = ("  const int64_t end = lo[k] + ext[k];\n"
                     "  for (int64_t it = lo[k]; it < end; ++it) {\n"
                     "    if (fail) return 1;\n"
-                    "    if (++steps > budget) { lo[k] = it; ext[k] = end - it; R[0] = k; "
-                    "return 2; }\n"
+                    "    if (++steps > budget || R[2] > R[3] / 2) { lo[k] = it; "
+                    "ext[k] = end - it; R[0] = k; return 2; }\n"
                     f"    {ctype} {var} = ({ctype})it;\n")
             main = head + body + "  }\n"
         elif isinstance(loop, S.While):
             main = ("  for (;;) {\n    if (fail) return 1;\n"
-                    "    if (++steps > budget) { R[0] = k; return 2; }\n"
+                    "    if (++steps > budget || R[2] > R[3] / 2) { R[0] = k; return 2; }\n"
                     f"    if (!({self.condition(loop.condition)})) break;\n"
                     + self.stmt(loop.body, "    ") + "  }\n")
         else:
@@ -133,7 +140,12 @@ class _Translator:
         buffers = tuple(self.buffers)
         free = tuple(self.free)
         lines = ["#include <stdint.h>", "#include <math.h>", "",
-                 "#define IN(i, n) ((i) >= 0 && (i) < (n))", ""]
+                 "#define IN(i, n) ((i) >= 0 && (i) < (n))", "",
+                 "static inline int record(int64_t *log, int64_t *R, int64_t site, int64_t k, "
+                 "int64_t p) {",
+                 "  if (R[2] >= R[3]) return 1;",
+                 "  log[3 * R[2]] = site; log[3 * R[2] + 1] = k; log[3 * R[2] + 2] = p;",
+                 "  R[2] += 1; return 0;", "}", ""]
         lines += list(self.helpers.values())
         lines.append("int vkir_loop(int64_t K, void **P, const int64_t *M, int64_t *R) {")
         lines.append("  int fail = 0;")
@@ -141,8 +153,9 @@ class _Translator:
         lines.append("  const int64_t budget = R[1];")
         lines.append("  const int64_t *tid = (const int64_t *)P[0], *wgrow = (const int64_t *)"
                      "P[1];")
-        lines.append("  int64_t *lo = (int64_t *)P[2], *ext = (int64_t *)P[3];")
-        lines.append("  (void)lo; (void)ext;")
+        lines.append("  int64_t *lo = (int64_t *)P[2], *ext = (int64_t *)P[3], "
+                     "*log = (int64_t *)P[4];")
+        lines.append("  (void)lo; (void)ext; (void)log;")
         m = 0
         for n, buffer in enumerate(buffers):
             ctype = lane_type(buffer.dtype)
@@ -153,8 +166,10 @@ class _Translator:
                              f"M[{m + nd + d}];")
             m += 2 * nd
             lines.append(f"  const int64_t off{n} = M[{m}], lim{n} = M[{m + 1}], "
-                         f"rowlen{n} = M[{m + 2}], rowsrc{n} = M[{m + 3}];")
-            m += 4
+                         f"rowlen{n} = M[{m + 2}], rowsrc{n} = M[{m + 3}], "
+                         f"trk{n} = M[{m + 4}];")
+            lines.append(f"  (void)trk{n};")
+            m += 5
         for n, var in enumerate(free):
             ctype = lane_type(var.dtype)
             lines.append(f"  const {ctype} *fv{n} = (const {ctype} *)"
@@ -162,8 +177,9 @@ class _Translator:
         lines.append("  for (int64_t k = R[0]; k < K; ++k) {")
         for n, buffer in enumerate(buffers):
             ctype = lane_type(buffer.dtype)
-            lines.append(f"  {ctype} *b{n} = data{n} + (rowsrc{n} == 1 ? tid[k] * rowlen{n} : "
-                         f"rowsrc{n} == 2 ? wgrow[k] * rowlen{n} : 0);")
+            lines.append(f"  const int64_t row{n} = rowsrc{n} == 1 ? tid[k] * rowlen{n} : "
+                         f"rowsrc{n} == 2 ? wgrow[k] * rowlen{n} : 0;")
+            lines.append(f"  {ctype} *b{n} = data{n} + row{n}; (void)row{n};")
         for n, var in enumerate(free):
             lanes = var.dtype.lanes
             for j, name in enumerate(self.free[var]):
@@ -173,7 +189,8 @@ class _Translator:
         lines.append("  }")
         lines.append("  return 0;")
         lines.append("}")
-        return TranslatedLoop("\n".join(lines) + "\n", free, buffers, tuple(self.stored))
+        return TranslatedLoop("\n".join(lines) + "\n", free, buffers, tuple(self.stored),
+                              tuple(self.loads))
 
     # -- names -----------------------------------------------------------------------------------
 
@@ -425,7 +442,15 @@ class _Translator:
         array, layout = self.layout(e.buffer)
         ctype = lane_type(e.buffer.dtype)
         decls, positions, check = self.positions(layout, e.indices, e.buffer.dtype.lanes)
-        return [f"({{ {decls} ({check}) ? {array}[{p}] : (fail = 1, ({ctype})0); }})"
+        if e.buffer in self.inner:
+            return [f"({{ {decls} ({check}) ? {array}[{p}] : (fail = 1, ({ctype})0); }})"
+                    for p in positions]
+        n = self.buffers[e.buffer]
+        site = len(self.loads)
+        self.loads.append(e)
+        # a read of memory the race checker tracks goes to the log (a full log fails the loop)
+        return [f"({{ {decls} ({check}) ? ((trk{n} && record(log, R, {site}, k, row{n} + {p}) "
+                f"? (fail = 1) : 0), {array}[{p}]) : (fail = 1, ({ctype})0); }})"
                 for p in positions]
 
     def e_Call(self, e):

@@ -8,9 +8,10 @@ translated to C, compiled with the system's C compiler (`cc`, or $CC) into a sha
 in vkir's cache directory, and run there for each active invocation in turn, to the end of its
 loop. That is what the lockstep interpreter computes when the invocations share nothing in the
 loop, so C takes a loop only where that is certain: it writes local memory only (or any memory
-when one invocation runs and races are not checked), and, when races are checked, it reads no
-memory that the kernel writes elsewhere (the race checker must see those reads). loop_to_c.py
-says which loops translate at all. An out-of-bounds access in C restores the memory the loop wrote
+when one invocation runs and races are not checked). When races are checked, C logs its reads of
+memory the race checker tracks and hands them to it after the loop (or at a pause); a race found
+there sends the loop back to Python, which reports it exactly. loop_to_c.py says which loops
+translate at all. An out-of-bounds access in C restores the memory the loop wrote
 and the loop goes on in Python from where C took over, which reports the error exactly.
 
 $VKIR_NATIVE_LOOPS: "0" keeps every loop in Python, "1" hands every translatable loop to C from its
@@ -32,12 +33,13 @@ from pathlib import Path
 import numpy as np
 
 from .. import config
-from .errors import InterpreterError
+from .errors import DataRaceError, InterpreterError
 from .loop_to_c import FIXED_POINTERS, NotTranslatable, TranslatedLoop, translate
 
 TIER_UP = 4096          # work units (see weight) of one loop in Python before the rest goes to C
 CHUNK = 256             # Python iterations between two looks at that count
 STEPS = 1 << 22         # iterations of one call into C (then Python can react to Ctrl-C)
+LOG_ENTRIES = 1 << 18   # tracked reads logged by one call into C before it pauses
 _FLAGS = ("-O2", "-std=gnu11", "-shared", "-fPIC", "-fwrapv", "-fno-strict-aliasing",
           "-ffp-contract=off", "-fno-fast-math", "-fexcess-precision=standard")
 
@@ -113,9 +115,11 @@ class NativeLoop:
     """The C form of one loop node, made when the loop first runs long; `count` is the work
     units it ran in Python so far in this interpretation."""
 
-    __slots__ = ("loop", "slot_index", "written", "mode", "count", "translated", "fn")
+    __slots__ = ("loop", "slot_index", "written", "mode", "count", "translated", "fn", "sites",
+                 "first_site", "site_ids")
 
-    def __init__(self, loop, slot_index: dict, written: set, native_mode: str):
+    def __init__(self, loop, slot_index: dict, written: set, native_mode: str,
+                 sites: list = (), first_site: int = 0):
         self.loop = loop
         self.slot_index = slot_index   # the compiler's Var/Buffer -> frame slot
         self.written = written         # data vars some store writes (complete once running)
@@ -123,6 +127,9 @@ class NativeLoop:
         self.count = 0
         self.translated = None         # TranslatedLoop, False when not translatable
         self.fn = None
+        self.sites = sites             # the compiler's access sites; the loop's from first_site
+        self.first_site = first_site
+        self.site_ids = ()             # the race checker's site of each logged load
 
     @staticmethod
     def weight(fr) -> int:
@@ -153,7 +160,14 @@ class NativeLoop:
                     raise
                 self.translated = False
                 return False
+            self.site_ids = tuple(self._site_of(node) for node in self.translated.loads)
         return self.translated is not False
+
+    def _site_of(self, node) -> int:
+        for i in range(self.first_site, len(self.sites)):
+            if self.sites[i].node is node and self.sites[i].kind == "read":
+                return i
+        raise AssertionError(f"no read site for {node}")
 
     def run(self, fr, lo=None, ext=None) -> bool:
         """Run the loop in C for every invocation of `fr` (for a For loop from `lo` for `ext`
@@ -168,6 +182,7 @@ class NativeLoop:
         keep = []
         pointers = [0] * (FIXED_POINTERS + len(t.buffers) + len(t.free_vars))
         meta = []
+        logged = False
         for n, buffer in enumerate(t.buffers):
             bb = slots[self.slot_index[buffer]]
             if bb is None:
@@ -175,15 +190,16 @@ class NativeLoop:
             storage = bb.storage
             if buffer in t.stored and not storage.per_invocation and (k > 1 or races is not None):
                 return False   # invocations could see each other's writes (or races must)
-            if races is not None and not storage.per_invocation and \
-                    buffer.data in self.written:
-                return False     # the race checker must see these reads
+            # reads the race checker tracks are logged, and handed to it afterwards
+            tracked = races is not None and not storage.per_invocation and \
+                buffer.data in self.written
+            logged |= tracked
             item = bb.npdt.itemsize
             rowlen = storage.row_bytes // item
             source = 1 if storage.per_invocation else 2 if storage.per_workgroup else 0
             limit = rowlen if source else len(storage.data) // item
             meta += list(bb.shape) + list(bb.strides_int) + [bb.offset_int, limit, rowlen,
-                                                              source]
+                                                              source, int(tracked)]
             pointers[FIXED_POINTERS + n] = storage.data.ctypes.data
         base = FIXED_POINTERS + len(t.buffers)
         for n, var in enumerate(t.free_vars):
@@ -201,6 +217,8 @@ class NativeLoop:
                 np.ascontiguousarray(fr.wgrow, np.int64),
                 np.array(np.broadcast_to(np.asarray(0 if lo is None else lo, np.int64), (k,))),
                 np.array(np.broadcast_to(np.asarray(0 if ext is None else ext, np.int64), (k,)))]
+        log = np.empty(3 * LOG_ENTRIES if logged else 3, np.int64)
+        rows.append(log)
         keep += rows     # lo and ext are copies: C writes where it stopped into them
         for n, arr in enumerate(rows):
             pointers[n] = arr.ctypes.data
@@ -208,14 +226,51 @@ class NativeLoop:
                   for b in t.stored}
         saved = [(st, st.data.copy()) for st in stored.values()]
         meta_arr = np.array(meta or [0], np.int64)
-        resume = np.array([0, STEPS], np.int64)
+        resume = np.array([0, STEPS, 0, LOG_ENTRIES if logged else 0], np.int64)
         args = (k, (ctypes.c_void_p * len(pointers))(*pointers), meta_arr.ctypes.data,
                 resume.ctypes.data)
-        status = self.fn(*args)
-        while status == 2:   # a pause every STEPS iterations: Ctrl-C lands here
-            status = self.fn(*args)
+        while True:
+            status = self.fn(*args)   # 2: a pause (Ctrl-C lands here, the log is emptied)
+            try:
+                if status != 1 and resume[2]:
+                    self._hand_over_reads(fr, log[:3 * int(resume[2])].reshape(-1, 3))
+                    resume[2] = 0
+            except DataRaceError:
+                status = 1   # Python runs the loop again and reports the race exactly
+            if status != 2:
+                break
         if status:
             for st, data in saved:
                 st.data[...] = data
             return False
         return True
+
+    def _hand_over_reads(self, fr, entries: np.ndarray) -> None:
+        """Give the race checker the logged reads, per load site: the positions each
+        invocation read (the reads of one loop need no order among themselves: nothing in it
+        writes what it reads, and no barrier is in it)."""
+        races = fr.state.races
+        t = self.translated
+        for load in np.unique(entries[:, 0]):
+            picked = entries[entries[:, 0] == load]
+            node = t.loads[int(load)]
+            bb = fr.slots[self.slot_index[node.buffer]]
+            site = self.site_ids[int(load)]
+            if fr.tid is None:
+                races.read(bb, picked[:, 2], fr, site, 1)
+                continue
+            order = np.argsort(picked[:, 1], kind="stable")
+            rows, starts, counts = np.unique(picked[order, 1], return_index=True,
+                                             return_counts=True)
+            positions = picked[order, 2]
+            width = int(counts.max())
+            # each invocation's positions, the last repeated to the common width
+            table = positions[starts[:, None] + np.minimum(np.arange(width)[None, :],
+                                                           counts[:, None] - 1)]
+            mask = np.zeros(len(fr.tid), bool)
+            mask[rows] = True
+            sub = fr.subset(mask)
+            if width == 1:
+                races.read(bb, table[:, 0], sub, site, 1)
+            else:
+                races.read(bb, table, sub, site, width)
