@@ -10,7 +10,9 @@ loop. That is what the lockstep interpreter computes when the invocations share 
 loop, so C takes a loop only where that is certain: it writes local memory only (or any memory
 when one invocation runs and races are not checked). When races are checked, C logs its reads of
 memory the race checker tracks and hands them to it after the loop (or at a pause); a race found
-there sends the loop back to Python, which reports it exactly. loop_to_c.py says which loops
+there sends the loop back to Python, which reports it exactly. Such loops go to C for at most
+LOGGED_INVOCATIONS invocations at a time: more run together in Python about as fast, without a
+log to sort. loop_to_c.py says which loops
 translate at all. An out-of-bounds access in C restores the memory the loop wrote
 and the loop goes on in Python from where C took over, which reports the error exactly.
 
@@ -40,6 +42,7 @@ TIER_UP = 4096          # work units (see weight) of one loop in Python before t
 CHUNK = 256             # Python iterations between two looks at that count
 STEPS = 1 << 22         # iterations of one call into C (then Python can react to Ctrl-C)
 LOG_ENTRIES = 1 << 18   # tracked reads logged by one call into C before it pauses
+LOGGED_INVOCATIONS = 256   # the most invocations run in C when their reads must be logged
 _FLAGS = ("-O2", "-std=gnu11", "-shared", "-fPIC", "-fwrapv", "-fno-strict-aliasing",
           "-ffp-contract=off", "-fno-fast-math", "-fexcess-precision=standard")
 
@@ -201,6 +204,8 @@ class NativeLoop:
             meta += list(bb.shape) + list(bb.strides_int) + [bb.offset_int, limit, rowlen,
                                                               source, int(tracked)]
             pointers[FIXED_POINTERS + n] = storage.data.ctypes.data
+        if logged and k > LOGGED_INVOCATIONS and self.mode != "always":
+            return False   # Python runs these together as fast, with no log to hand over
         base = FIXED_POINTERS + len(t.buffers)
         for n, var in enumerate(t.free_vars):
             value = slots[self.slot_index[var]] if var in self.slot_index else None
@@ -251,24 +256,26 @@ class NativeLoop:
         writes what it reads, and no barrier is in it)."""
         races = fr.state.races
         t = self.translated
-        for load in np.unique(entries[:, 0]):
-            picked = entries[entries[:, 0] == load]
-            node = t.loads[int(load)]
+        sites = entries[:, 0]
+        for load in range(len(t.loads)):
+            picked = entries[sites == load]   # C logs invocation after invocation: k ascending
+            if not len(picked):
+                continue
+            node = t.loads[load]
             bb = fr.slots[self.slot_index[node.buffer]]
-            site = self.site_ids[int(load)]
+            site = self.site_ids[load]
             if fr.tid is None:
                 races.read(bb, picked[:, 2], fr, site, 1)
                 continue
-            order = np.argsort(picked[:, 1], kind="stable")
-            rows, starts, counts = np.unique(picked[order, 1], return_index=True,
-                                             return_counts=True)
-            positions = picked[order, 2]
+            invocation, positions = picked[:, 1], picked[:, 2]
+            starts = np.concatenate(([0], np.flatnonzero(np.diff(invocation)) + 1))
+            counts = np.diff(np.append(starts, len(invocation)))
             width = int(counts.max())
             # each invocation's positions, the last repeated to the common width
             table = positions[starts[:, None] + np.minimum(np.arange(width)[None, :],
                                                            counts[:, None] - 1)]
             mask = np.zeros(len(fr.tid), bool)
-            mask[rows] = True
+            mask[invocation[starts]] = True
             sub = fr.subset(mask)
             if width == 1:
                 races.read(bb, table[:, 0], sub, site, 1)
