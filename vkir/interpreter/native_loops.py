@@ -36,7 +36,7 @@ import numpy as np
 
 from .. import config
 from .errors import DataRaceError, InterpreterError
-from .loop_to_c import FIXED_POINTERS, NotTranslatable, TranslatedLoop, translate
+from .loop_to_c import FIXED_POINTERS, NotTranslatable, translate
 
 TIER_UP = 4096          # work units (see weight) of one loop in Python before the rest goes to C
 CHUNK = 256             # Python iterations between two looks at that count
@@ -175,64 +175,38 @@ class NativeLoop:
     def run(self, fr, lo=None, ext=None) -> bool:
         """Run the loop in C for every invocation of `fr` (for a For loop from `lo` for `ext`
         iterations, uniform or one per invocation). False, with nothing changed, when C cannot
-        run it here or an access is out of bounds (the caller goes on in Python)."""
+        run it here, an access is out of bounds or a read races (the caller goes on in
+        Python)."""
         if not self._prepare():
             return False
-        t: TranslatedLoop = self.translated
-        slots = fr.slots
-        races = fr.state.races
         k = 1 if fr.tid is None else len(fr.tid)
-        keep = []
-        pointers = [0] * (FIXED_POINTERS + len(t.buffers) + len(t.free_vars))
-        meta = []
-        logged = False
-        for n, buffer in enumerate(t.buffers):
-            bb = slots[self.slot_index[buffer]]
-            if bb is None:
-                return False
-            storage = bb.storage
-            if buffer in t.stored and not storage.per_invocation and (k > 1 or races is not None):
-                return False   # invocations could see each other's writes (or races must)
-            # reads the race checker tracks are logged, and handed to it afterwards
-            tracked = races is not None and not storage.per_invocation and \
-                buffer.data in self.written
-            logged |= tracked
-            item = bb.npdt.itemsize
-            rowlen = storage.row_bytes // item
-            source = 1 if storage.per_invocation else 2 if storage.per_workgroup else 0
-            limit = rowlen if source else len(storage.data) // item
-            meta += list(bb.shape) + list(bb.strides_int) + [bb.offset_int, limit, rowlen,
-                                                              source, int(tracked)]
-            pointers[FIXED_POINTERS + n] = storage.data.ctypes.data
-        if logged and k > LOGGED_INVOCATIONS and self.mode != "always":
-            return False   # Python runs these together as fast, with no log to hand over
-        base = FIXED_POINTERS + len(t.buffers)
-        for n, var in enumerate(t.free_vars):
-            value = slots[self.slot_index[var]] if var in self.slot_index else None
-            if value is None:
-                return False
-            lanes = var.dtype.lanes
-            arr = np.ascontiguousarray(np.broadcast_to(
-                np.asarray(value, var.dtype.numpy_dtype()), (k, lanes) if lanes > 1 else (k,)))
-            keep.append(arr)
-            pointers[base + n] = arr.ctypes.data
+        buffers = self._buffers(fr, k)
+        if buffers is None:
+            return False
+        buffer_pointers, meta, logged = buffers
+        values = self._values(fr, k)
+        if values is None:
+            return False
         rows = [np.zeros(k, np.int64) if fr.tid is None else
                 np.ascontiguousarray(fr.tid, np.int64),
                 np.zeros(k, np.int64) if fr.wgrow is None else
                 np.ascontiguousarray(fr.wgrow, np.int64),
                 np.array(np.broadcast_to(np.asarray(0 if lo is None else lo, np.int64), (k,))),
-                np.array(np.broadcast_to(np.asarray(0 if ext is None else ext, np.int64), (k,)))]
-        log = np.empty(3 * LOG_ENTRIES if logged else 3, np.int64)
-        rows.append(log)
-        keep += rows     # lo and ext are copies: C writes where it stopped into them
-        for n, arr in enumerate(rows):
-            pointers[n] = arr.ctypes.data
-        stored = {id(slots[self.slot_index[b]].storage): slots[self.slot_index[b]].storage
-                  for b in t.stored}
+                np.array(np.broadcast_to(np.asarray(0 if ext is None else ext, np.int64), (k,))),
+                np.empty(3 * LOG_ENTRIES if logged else 3, np.int64)]
+        assert len(rows) == FIXED_POINTERS
+        # lo and ext are copies: C writes where it stopped into them; the arrays live until
+        # the end of this call
+        pointers = [a.ctypes.data for a in rows] + buffer_pointers + [a.ctypes.data
+                                                                      for a in values]
+        log = rows[-1]
+        slots = fr.slots
+        stored = {id(st): st for st in (slots[self.slot_index[b]].storage
+                                         for b in self.translated.stored)}
         saved = [(st, st.data.copy()) for st in stored.values()]
-        meta_arr = np.array(meta or [0], np.int64)
+        meta = np.array(meta or [0], np.int64)
         resume = np.array([0, STEPS, 0, LOG_ENTRIES if logged else 0], np.int64)
-        args = (k, (ctypes.c_void_p * len(pointers))(*pointers), meta_arr.ctypes.data,
+        args = (k, (ctypes.c_void_p * len(pointers))(*pointers), meta.ctypes.data,
                 resume.ctypes.data)
         while True:
             status = self.fn(*args)   # 2: a pause (Ctrl-C lands here, the log is emptied)
@@ -249,6 +223,47 @@ class NativeLoop:
                 st.data[...] = data
             return False
         return True
+
+    def _buffers(self, fr, k: int):
+        """(data pointers, sizes for M, whether reads are logged) of the loop's buffers in
+        `fr`, or None when C must not run the loop here."""
+        slots = fr.slots
+        races = fr.state.races
+        t = self.translated
+        pointers, meta, logged = [], [], False
+        for buffer in t.buffers:
+            bb = slots[self.slot_index[buffer]]
+            if bb is None:
+                return None
+            storage = bb.storage
+            if buffer in t.stored and not storage.per_invocation and (k > 1 or races is not None):
+                return None   # invocations could see each other's writes (or races must)
+            # reads the race checker tracks are logged, and handed to it afterwards
+            tracked = races is not None and not storage.per_invocation and \
+                buffer.data in self.written
+            logged |= tracked
+            item = bb.npdt.itemsize
+            rowlen = storage.row_bytes // item
+            source = 1 if storage.per_invocation else 2 if storage.per_workgroup else 0
+            limit = rowlen if source else len(storage.data) // item
+            meta += list(bb.shape) + list(bb.strides_int) + [bb.offset_int, limit, rowlen,
+                                                              source, int(tracked)]
+            pointers.append(storage.data.ctypes.data)
+        if logged and k > LOGGED_INVOCATIONS and self.mode != "always":
+            return None   # Python runs these together as fast, with no log to hand over
+        return pointers, meta, logged
+
+    def _values(self, fr, k: int):
+        """One array of K values (K x lanes for vectors) per free variable, or None."""
+        out = []
+        for var in self.translated.free_vars:
+            value = fr.slots[self.slot_index[var]] if var in self.slot_index else None
+            if value is None:
+                return None
+            lanes = var.dtype.lanes
+            out.append(np.ascontiguousarray(np.broadcast_to(
+                np.asarray(value, var.dtype.numpy_dtype()), (k, lanes) if lanes > 1 else (k,))))
+        return out
 
     def _hand_over_reads(self, fr, entries: np.ndarray) -> None:
         """Give the race checker the logged reads, per load site: the positions each
