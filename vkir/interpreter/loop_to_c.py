@@ -1,13 +1,14 @@
 """Translate one interpreter loop (a serial `For` or a `While`) into a C function with the same
 semantics, so that long loops run without Python overhead per iteration (native_loops.py).
 
-Only loops of the integer, bool, float32 and float64 types (scalars and vectors: a vector becomes
-one C value per lane) are translated; the arithmetic rules are those of numeric.py (integer
+Only loops of the integer, bool and float types (scalars and vectors: a vector becomes one C
+value per lane; float16 is C's _Float16, computed in float and rounded after each operation as
+numpy does) are translated; the arithmetic rules are those of numeric.py (integer
 wrap-around, C-style `Div`/`Mod` and floor `FloorDiv`/`FloorMod` with 0 for a zero divisor, NaN
 propagating min/max, saturating float-to-int casts, shift amounts modulo the width). Whether the
 invocations of a frame may run it one after another, each to the end of its loop, is decided
-when it runs (native_loops.py). Anything else (barriers, atomics, subgroup operations, float16,
-bit casts, transcendental functions whose last bit differs between libm and numpy) raises
+when it runs (native_loops.py). Anything else (barriers, atomics, subgroup operations, bit casts,
+transcendental functions whose last bit differs between libm and numpy) raises
 `NotTranslatable`, and the loop stays in Python.
 
 An out-of-bounds access in C sets a failure flag instead of touching memory; every loop checks it
@@ -33,7 +34,8 @@ class NotTranslatable(Exception):
 
 _C_TYPES = {("int", 8): "int8_t", ("int", 16): "int16_t", ("int", 32): "int32_t",
             ("int", 64): "int64_t", ("uint", 8): "uint8_t", ("uint", 16): "uint16_t",
-            ("uint", 32): "uint32_t", ("uint", 64): "uint64_t", ("float", 32): "float",
+            ("uint", 32): "uint32_t", ("uint", 64): "uint64_t", ("float", 16): "_Float16",
+            ("float", 32): "float",
             ("float", 64): "double", ("bool", 1): "uint8_t"}
 
 _ARITH = {"Add": "+", "Sub": "-", "Mul": "*"}
@@ -44,7 +46,7 @@ _BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
 
 
 def lane_type(dt: DataType) -> str:
-    """The C type of one lane of `dt` (NotTranslatable for float16 and handles)."""
+    """The C type of one lane of `dt` (NotTranslatable for handles)."""
     if not isinstance(dt, DataType):
         raise NotTranslatable(f"type {dt}")
     name = _C_TYPES.get((dt.code, dt.bits))
@@ -469,10 +471,12 @@ class _Translator:
         columns = list(zip(*(self.expr(a) for a in args)))
         if op in _FLOAT_MATH and all(a.dtype == e.dtype for a in args) and e.dtype.is_float \
                 and len(args) == (2 if op == "fmod" else 1):
-            fn = _FLOAT_MATH[op] + ("f" if ctype == "float" else "")
-            return [f"(({ctype}){fn}({', '.join(c)}))" for c in columns]
+            # float16 computes in float and rounds once, as numpy does (exact for these)
+            fn = _FLOAT_MATH[op] + ("" if ctype == "double" else "f")
+            arg = "" if ctype == "double" else "(float)"
+            return [f"(({ctype}){fn}({', '.join(arg + x for x in c)}))" for c in columns]
         if op in ("isnan", "isinf") and len(args) == 1 and args[0].dtype.is_float:
-            return [f"((uint8_t)({op}({a}) != 0))" for (a,) in columns]
+            return [f"((uint8_t)({op}((double)({a})) != 0))" for (a,) in columns]
         if op == "fma" and len(args) == 3 and e.dtype.is_float and \
                 all(a.dtype == e.dtype for a in args):
             return [f"(({ctype})((double)({a}) * (double)({b}) + (double)({c})))"
