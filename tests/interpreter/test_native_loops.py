@@ -90,7 +90,8 @@ INT_EXPRESSIONS = ["x + y * z", "x - y", "T.truncdiv(x, y) + T.truncmod(z, y)", 
                    "T.select(x < y, x * z, y - z)", "T.if_then_else(y != z, x // z, x)"]
 FLOAT_EXPRESSIONS = ["x * y + z", "x / y - z", "T.min(x, y) + T.max(z, x)", "T.truncmod(x, y)",
                      "T.select(x <= y, T.sqrt(T.fabs(z)), T.floor(x) - T.ceil(y))",
-                     "T.round(y) + T.trunc(z)", "T.if_then_else(T.isnan(x), y, x * z)"]
+                     "T.round(y) + T.trunc(z)", "T.if_then_else(T.isnan(x), y, x * z)",
+                     "x // y + z % x"]
 
 
 _INT_TYPES = ["int8", "int16", "int32", "int64", "uint8", "uint32", "uint64"]
@@ -124,7 +125,7 @@ def casts(a: T.Buffer((13,), "float32"), out: T.Buffer((13,), "{target}")):
 
 
 _OPS = {"int32": ["+", "-", "*", "//", "%", "&", "|", "^", "<<", ">>"],
-        "float32": ["+", "-", "*", "/"]}
+        "float32": ["+", "-", "*", "/", "//", "%"]}
 _CALLS = {"int32": ["T.truncdiv", "T.truncmod", "T.min", "T.max"],
           "float32": ["T.truncmod", "T.min", "T.max"]}
 
@@ -553,3 +554,28 @@ def test_reads_of_shared_memory_per_workgroup(monkeypatch, runs, check_races):
                            check_races=check_races)
     assert _same(python[1], native[1])
     assert True in runs
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_float_floor_division_of_every_pair_of_special_values(monkeypatch, runs, dtype):
+    """numpy's floor division and remainder of floats (signed zeros, infinities, NaN, tiny and
+    huge operands) hold in C for every pair."""
+    with np.errstate(over="ignore"):
+        special = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 7.25, -7.25, 1e-40, 6e-8,
+                            1e30, -1e30, np.inf, -np.inf, np.nan], np.float64).astype(dtype)
+    a = np.repeat(special, len(special))
+    b = np.tile(special, len(special))
+    n = len(a)
+    func = vkir.from_script(f'''
+@T.prim_func
+def floors(a: T.Buffer(({n},), "{dtype}"), b: T.Buffer(({n},), "{dtype}"),
+           q: T.Buffer(({n},), "{dtype}"), r: T.Buffer(({n},), "{dtype}")):
+    for i in T.serial({n}):
+        q[i] = a[i] // b[i]
+        r[i] = a[i] % b[i]
+''')
+    python, native = _both(monkeypatch, func, a, b, np.zeros(n, dtype), np.zeros(n, dtype))
+    assert runs == [True]
+    assert _same(python[2], native[2]) and _same(python[3], native[3])
+    with np.errstate(all="ignore"):
+        assert _same(native[2], a // b) and _same(native[3], a % b)

@@ -527,8 +527,11 @@ class _Translator:
         if body is None:
             raise NotTranslatable(f"{op} on {dt}")
         utype = ctype if dt.code != "int" else "u" + ctype
+        # floats compute in W: float for float16 and float32 (as numpy), double for float64
+        wide, suffix = ("double", "") if ctype == "double" else ("float", "f")
         self.helper(name, f"static inline {ctype} {name}({ctype} a, {ctype} b) {{ "
-                    + body.replace("T", ctype).replace("U", utype) + " }")
+                    + body.replace("$T", ctype).replace("$U", utype).replace("$W", wide)
+                    .replace("$f", suffix) + " }")
         return [f"{name}({a}, {b})" for a, b in pairs]
 
     def cast(self, value: str, src: DataType, dst: DataType) -> str:
@@ -556,20 +559,30 @@ class _Translator:
 
 # Integer division and remainder as numeric.py defines them (numpy's results, without C's
 # undefined behaviour): a zero divisor gives 0, the most negative value divided by -1 wraps.
+# $T is the type, $U its unsigned twin, $W the type floats compute in and $f its suffix.
 _ARITHMETIC_HELPERS = {
-    ("Div", "int"): "if (b == 0) return 0; if (b == -1) return (T)(0 - (U)a); return a / b;",
+    ("Div", "int"): "if (b == 0) return 0; if (b == -1) return ($T)(0 - ($U)a); return a / b;",
     ("Div", "uint"): "return b == 0 ? 0 : a / b;",
     ("Mod", "int"): "if (b == 0 || b == -1) return 0; return a % b;",
     ("Mod", "uint"): "return b == 0 ? 0 : a % b;",
-    ("FloorDiv", "int"): ("if (b == 0) return 0; if (b == -1) return (T)(0 - (U)a); "
-                          "T q = a / b; if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1; "
+    ("FloorDiv", "int"): ("if (b == 0) return 0; if (b == -1) return ($T)(0 - ($U)a); "
+                          "$T q = a / b; if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1; "
                           "return q;"),
     ("FloorDiv", "uint"): "return b == 0 ? 0 : a / b;",
-    ("FloorMod", "int"): ("if (b == 0 || b == -1) return 0; T r = a % b; "
+    ("FloorMod", "int"): ("if (b == 0 || b == -1) return 0; $T r = a % b; "
                           "if (r != 0 && ((r < 0) != (b < 0))) r += b; return r;"),
     ("FloorMod", "uint"): "return b == 0 ? 0 : a % b;",
     ("Div", "float"): "return a / b;",
-    ("Mod", "float"): "return (T)fmod(a, b);",
+    # numpy's floor division and remainder of floats (its divmod: fmod, then the sign rules)
+    ("FloorDiv", "float"): ("$W x = a, y = b; if (y == 0) return ($T)(x / y); "
+                            "$W m = fmod$f(x, y), d = (x - m) / y; "
+                            "if (m != 0) { if ((y < 0) != (m < 0)) d -= 1; } "
+                            "if (d == 0) return ($T)copysign$f(0, x / y); "
+                            "$W q = floor$f(d); if (d - q > 0.5) q += 1; return ($T)q;"),
+    ("FloorMod", "float"): ("$W x = a, y = b; $W m = fmod$f(x, y); if (y == 0) return ($T)m; "
+                            "if (m != 0) { if ((y < 0) != (m < 0)) m += y; } "
+                            "else m = copysign$f(0, y); return ($T)m;"),
+    ("Mod", "float"): "return ($T)fmod(a, b);",
     ("Min", "int"): "return a < b ? a : b;",
     ("Min", "uint"): "return a < b ? a : b;",
     ("Max", "int"): "return a > b ? a : b;",
