@@ -82,9 +82,9 @@ def _merged_runs(monkeypatch) -> list:
     runs = []
     real = interp_module._run
 
-    def run(func, args, kwargs, check_races, subgroup_size, denormals, merge):
+    def run(func, args, kwargs, check_races, subgroup_size, denormals, merge, native):
         try:
-            real(func, args, kwargs, check_races, subgroup_size, denormals, merge)
+            real(func, args, kwargs, check_races, subgroup_size, denormals, merge, native)
         except Exception:
             runs.append((merge is not None, False))
             raise

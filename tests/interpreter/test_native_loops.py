@@ -18,13 +18,18 @@ pytestmark = pytest.mark.skipif(native_loops.c_compiler() is None, reason="needs
 
 @pytest.fixture
 def runs(monkeypatch, tmp_path):
-    """The results of NativeLoop.run during the test (True: C ran the loop)."""
+    """The results of NativeLoop.run during the test (True: C ran the loop, False: Python goes
+    on with it, "restart": the interpretation starts again in Python)."""
     monkeypatch.setenv("VKIR_CACHE_DIR", str(tmp_path))
     seen = []
     original = native_loops.NativeLoop.run
 
     def run(self, *args):
-        result = original(self, *args)
+        try:
+            result = original(self, *args)
+        except native_loops.NativeRestart:
+            seen.append("restart")
+            raise
         seen.append(result)
         return result
     monkeypatch.setattr(native_loops.NativeLoop, "run", run)
@@ -236,7 +241,7 @@ def overrun(a: T.Buffer((100,), "float32"), out: T.Buffer((100,), "float32")):
             interpret(func, np.ones(100, np.float32), out)
         errors.append(str(info.value))
         outputs.append(out)
-    assert runs == [False]   # C stopped at the overrun, undid its writes, Python went on
+    assert runs == ["restart"]   # C stopped at the overrun after writing `out`: Python ran
     assert errors[0] == errors[1] and "index 100" in errors[0]
     np.testing.assert_array_equal(outputs[0], outputs[1])
     np.testing.assert_array_equal(outputs[1], np.arange(1, 101, dtype=np.float32))
@@ -262,7 +267,7 @@ def racy(out: T.Buffer((64,), "int32")):
         with pytest.raises(DataRaceError) as info:
             interpret(func, np.zeros(64, np.int32))
         messages.append(str(info.value))
-    assert runs == [False]
+    assert runs == ["restart"]   # the race checker found the race among C's reads
     assert messages[0] == messages[1]
 
 
@@ -290,17 +295,65 @@ def test_the_read_log_is_handed_over_at_pauses(monkeypatch, runs):
     test_race_free_reads_of_tracked_memory_run_in_c(monkeypatch, runs)
 
 
-def test_global_stores_of_several_invocations_stay_in_python(monkeypatch, runs):
+ROWS = '''
+@T.prim_func
+def rows(out: T.Buffer((4, 64), "int32"), n: T.int32):
+    for tx in T.thread_binding(4, "threadIdx.x"):
+        for i in T.serial(n):
+            out[(tx + i // 64) % 4, i % 64] = tx * i
+'''
+
+
+def test_global_stores_of_several_invocations_run_in_c_under_the_race_checker(monkeypatch,
+                                                                                runs):
+    """Several invocations writing global memory in C: their writes are logged and handed to
+    the race checker; without it, such loops stay in Python (a race would go unseen)."""
+    func = vkir.from_script(ROWS)
+    python, native = _both(monkeypatch, func, np.zeros((4, 64), np.int32), n=64)
+    assert runs == [True]
+    np.testing.assert_array_equal(native[0], np.arange(4)[:, None] * np.arange(64))
+    np.testing.assert_array_equal(python[0], native[0])
+    runs.clear()
+    _both(monkeypatch, func, np.zeros((4, 64), np.int32), n=64, check_races=False)
+    assert runs == [False]
+
+
+def test_racy_writes_in_c_are_reported_as_python_reports_them(monkeypatch, runs):
+    """Invocations writing one element in C (65 iterations reach the next row) race; the run
+    starts again in Python, which reports the race exactly, and the arrays are as it leaves
+    them."""
+    func = vkir.from_script(ROWS)
+    outcomes = []
+    for mode in ("0", "1"):
+        monkeypatch.setenv("VKIR_NATIVE_LOOPS", mode)
+        out = np.zeros((4, 64), np.int32)
+        with pytest.raises(DataRaceError) as info:
+            interpret(func, out, 65)
+        outcomes.append((str(info.value), out))
+    assert runs == ["restart"]   # C finished; the race showed when its writes were handed over
+    assert outcomes[0][0] == outcomes[1][0]
+    np.testing.assert_array_equal(outcomes[0][1], outcomes[1][1])
+
+
+def test_out_of_bounds_after_global_writes_in_c_is_reported_as_python_reports_it(monkeypatch,
+                                                                                   runs):
     func = vkir.from_script('''
 @T.prim_func
-def rows(out: T.Buffer((4, 64), "int32")):
+def overrun(a: T.Buffer((8,), "int32"), out: T.Buffer((4, 8), "int32")):
     for tx in T.thread_binding(4, "threadIdx.x"):
-        for i in T.serial(64):
-            out[tx, i] = tx * i
+        for i in T.serial(8):
+            out[tx, i] = a[i + tx]
 ''')
-    python, native = _both(monkeypatch, func, np.zeros((4, 64), np.int32))
-    assert runs and True not in runs
-    np.testing.assert_array_equal(native[0], np.arange(4)[:, None] * np.arange(64))
+    outcomes = []
+    for mode in ("0", "1"):
+        monkeypatch.setenv("VKIR_NATIVE_LOOPS", mode)
+        out = np.zeros((4, 8), np.int32)
+        with pytest.raises(OutOfBoundsError) as info:
+            interpret(func, np.arange(8, dtype=np.int32), out)
+        outcomes.append((str(info.value), out))
+    assert runs == ["restart"]   # C stopped at the overrun; the run started again in Python
+    assert outcomes[0][0] == outcomes[1][0] and "invocation" in outcomes[0][0]
+    np.testing.assert_array_equal(outcomes[0][1], outcomes[1][1])
 
 
 def test_loops_with_barriers_bit_casts_or_atomics_are_not_translated():
@@ -465,9 +518,13 @@ def _float_expr(names, depth=2):
 def _statements(draw, names, indent, depth, in_loop):
     lines = []
     for _ in range(draw(st.integers(1, 3))):
-        kind = draw(st.integers(0, 5 if depth else 2))
+        kind = draw(st.integers(0, 6 if depth else 2))
         pad = " " * indent
-        if kind == 0:
+        if kind == 6:   # a global write: the invocation's own row, or now and then a racy one
+            row = draw(st.sampled_from(["tx", "tx", "tx", "(x % 4 + 4) % 4"]))
+            lines.append(f"{pad}w[{row}, ({draw(_int_expr(names, 1))}) % 8] = "
+                         f"{draw(_int_expr(names))}")
+        elif kind == 0:
             lines.append(f"{pad}{draw(st.sampled_from(['x', 'y']))} = {draw(_int_expr(names))}")
         elif kind == 1:
             lines.append(f"{pad}g = {draw(_float_expr(names))}")
@@ -493,15 +550,17 @@ def _statements(draw, names, indent, depth, in_loop):
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_programs_in_c_are_the_interpreters(monkeypatch, tmp_path, data):
-    """Random nests of loops, branches, breaks and reads (some out of bounds, some of shared
-    memory the race checker tracks) over variables of four invocations: the same outputs, or the
-    same error, with every loop in C."""
+    """Random nests of loops, branches, breaks, reads (some out of bounds, some of shared memory
+    the race checker tracks) and global writes (some racing) over variables of four
+    invocations: the same outputs, or the same error and the same arrays, with every loop in
+    C."""
     monkeypatch.setenv("VKIR_CACHE_DIR", str(tmp_path))
     body = data.draw(_statements(["x", "y", "tx"], 8, 3, False))
     source = "\n".join([
         "@T.prim_func",
         "def prog(a: T.Buffer((16,), \"int32\"), f: T.Buffer((16,), \"float32\"),",
-        "         out: T.Buffer((4,), \"int32\"), fout: T.Buffer((4,), \"float32\")):",
+        "         out: T.Buffer((4,), \"int32\"), fout: T.Buffer((4,), \"float32\"),",
+        "         w: T.Buffer((4, 8), \"int32\")):",
         "    for tx in T.thread_binding(4, \"threadIdx.x\"):",
         "        sh = T.alloc_buffer((8,), \"int32\", scope=\"shared\")",
         "        sh[tx * 2] = a[tx] * 5", "        T.barrier()",
@@ -514,18 +573,16 @@ def test_random_programs_in_c_are_the_interpreters(monkeypatch, tmp_path, data):
     outcomes = []
     for mode in ("0", "1"):
         monkeypatch.setenv("VKIR_NATIVE_LOOPS", mode)
-        out, fout = np.zeros(4, np.int32), np.zeros(4, np.float32)
+        out, fout, w = np.zeros(4, np.int32), np.zeros(4, np.float32), np.zeros((4, 8), np.int32)
         try:
-            interpret(func, a, f, out, fout)
-            outcomes.append(("ok", out, fout))
-        except OutOfBoundsError as err:
-            outcomes.append(("error", str(err), None))
-    (k0, x0, y0), (k1, x1, y1) = outcomes
-    assert k0 == k1, source
-    if k0 == "ok":
-        assert _same(x0, x1) and _same(y0, y1), source
-    else:
-        assert x0 == x1, source
+            interpret(func, a, f, out, fout, w)
+            error = None
+        except (OutOfBoundsError, DataRaceError) as err:
+            error = f"{type(err).__name__}: {err}"
+        outcomes.append((error, out, fout, w))
+    (e0, *arrays0), (e1, *arrays1) = outcomes
+    assert e0 == e1, source
+    assert all(_same(x, y) for x, y in zip(arrays0, arrays1)), source
 
 
 TILED = '''

@@ -11,7 +11,7 @@ from ..ir.dtype import DataType
 from ..ir.expr import BufferLoad, Call, IntImm, Var, convert
 from ..ir.function import PrimFunc
 from ..ir.op import is_atomic
-from ..ir.stmt import BufferStore
+from ..ir.stmt import BufferStore, For, While
 from ..ir.structural import recursion_headroom
 from ..ir.walk import walk
 from .arguments import bind_arguments
@@ -21,10 +21,11 @@ from .merge import merge_plan
 from . import native_loops
 from .races import RaceChecker
 
-def _compile(func: PrimFunc, denormals: str = "preserve", merge=None):
+def _compile(func: PrimFunc, denormals: str = "preserve", merge=None, native: str = "never"):
     """Closures for `func`'s body, with params, size vars and parameter buffers in scope;
-    `merge` (merge.py) runs the workgroups of the innermost blockIdx loops together."""
-    compiler = Compiler(denormals, merge, native_loops.mode())
+    `merge` (merge.py) runs the workgroups of the innermost blockIdx loops together, `native`
+    (native_loops.mode()) says whether long loops may run in C."""
+    compiler = Compiler(denormals, merge, native)
     for p in func.params:
         compiler.bind(p)
     for v in func.size_vars:
@@ -75,19 +76,40 @@ def _interpret(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool,
     if not isinstance(func, PrimFunc):
         raise ArgumentError(f"interpret expects a PrimFunc, got {type(func).__name__}")
     verify_types(func)  # the programs vkir.build refuses as ill-typed do not run here either
+    native = native_loops.mode()
+    if native != "never" and _has_serial_loops(func):
+        # a loop in C that fails after writing beyond its invocations' memory, or after the race
+        # checker saw its accesses, asks for a run from the start in Python (NativeRestart)
+        kept = [(a, a.copy()) for a in _written_arrays(func, args, kwargs)]
+        try:
+            _interpret_with(func, args, kwargs, check_races, subgroup_size, denormals, native)
+            return
+        except native_loops.NativeRestart:
+            for a, copy in kept:
+                np.copyto(a, copy)
+    _interpret_with(func, args, kwargs, check_races, subgroup_size, denormals, "never")
+
+
+def _has_serial_loops(func: PrimFunc) -> bool:
+    return any(isinstance(n, While) or (isinstance(n, For) and n.kind != "thread_binding")
+               for n in walk(func.body))
+
+
+def _interpret_with(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool,
+                    subgroup_size: int, denormals: str, native: str) -> None:
     plan = merge_plan(func)
     if plan is not None:
         # workgroups together; an error is reported as one workgroup at a time reports it, so
         # the arrays the kernel writes are kept to run again that way
         kept = [(a, a.copy()) for a in _written_arrays(func, args, kwargs)]
         try:
-            _run(func, args, kwargs, check_races, subgroup_size, denormals, plan)
+            _run(func, args, kwargs, check_races, subgroup_size, denormals, plan, native)
             return
         except (InterpreterError, OutOfBoundsError):
             pass
         for a, copy in kept:
             np.copyto(a, copy)
-    _run(func, args, kwargs, check_races, subgroup_size, denormals, None)
+    _run(func, args, kwargs, check_races, subgroup_size, denormals, None, native)
 
 
 def _written_arrays(func: PrimFunc, args: tuple, kwargs: dict) -> list:
@@ -105,8 +127,8 @@ def _written_arrays(func: PrimFunc, args: tuple, kwargs: dict) -> list:
 
 
 def _run(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool, subgroup_size: int,
-         denormals: str, merge) -> None:
-    compiler, body = _compile(func, denormals, merge)
+         denormals: str, merge, native: str) -> None:
+    compiler, body = _compile(func, denormals, merge, native)
     bindings = bind_arguments(func, args, evaluate, kwargs)
     races = _race_checker(compiler, bindings.values) if check_races else None
     state = RunState(compiler.value_ndims, races, subgroup_size)

@@ -72,14 +72,14 @@ class TranslatedLoop:
     free_vars: tuple
     buffers: tuple
     stored: tuple
-    loads: tuple = ()     # the BufferLoad node of each logged load, by log site number
+    accesses: tuple = ()  # ("read" | "write", node) of each logged access, by log site number
 
 
 # Layout of the pointer array P: tid, wgrow, lo, ext, the read log, then one per buffer, then
 # one per free var. Layout of the int64 array M: per buffer, its dims' extents and strides,
 # offset, element limit, row length (elements), row source (0: one row, 1: the invocation's, 2:
-# its workgroup's) and whether its reads are logged (memory the race checker tracks). The read
-# log holds (load site, invocation, position in the storage) triples; R[2] counts them, R[3] is
+# its workgroup's) and whether its accesses are logged (memory the race checker tracks). The
+# log holds (access site, invocation, position in the storage) triples; R[2] counts them, R[3] is
 # its capacity: a loop pauses (returns 2) at an iteration once it is half full, and fails (1)
 # if a single iteration fills it.
 FIXED_POINTERS = 5
@@ -89,10 +89,10 @@ def translate(loop) -> TranslatedLoop:
     """The C function `int vkir_loop(int64_t K, void **P, const int64_t *M, int64_t *R)`
     running `loop` (a serial For or a While) for invocations R[0] to K - 1, one after another.
     It returns 0 when done, 1 when an access was out of bounds (nothing it wrote must be kept
-    then), and 2 when it ran R[1] iterations or half filled its read log: then R[0] is the
+    then), and 2 when it ran R[1] iterations or half filled its access log: then R[0] is the
     invocation to go on with and, for a For loop, its lo/ext entries (P[2], P[3]) say which
     iterations are left, so that the caller calls again (between calls Python can react to
-    Ctrl-C and hand the logged reads to the race checker)."""
+    Ctrl-C and hand the logged accesses to the race checker)."""
     return _Translator().translate(loop)
 
 
@@ -107,7 +107,7 @@ class _Translator:
         self.stored = {}         # Buffer -> None (ordered set)
         self.inner = {}          # Buffer allocated inside the loop -> (C array, layout)
         self.helpers = {}        # helper name -> C definition
-        self.loads = []          # BufferLoad node of each load of a buffer from outside
+        self.accesses = []       # ("read" | "write", node) of each access to outer buffers
         self.counter = 0
 
     def fresh(self, stem: str) -> str:
@@ -192,7 +192,7 @@ class _Translator:
         lines.append("  return 0;")
         lines.append("}")
         return TranslatedLoop("\n".join(lines) + "\n", free, buffers, tuple(self.stored),
-                              tuple(self.loads))
+                              tuple(self.accesses))
 
     # -- names -----------------------------------------------------------------------------------
 
@@ -302,7 +302,14 @@ class _Translator:
         out = [f"{ind}{{\n"]
         out += [f"{ind}  const {ctype} {t} = {v};\n" for t, v in zip(temps, values)]
         out.append(f"{ind}  {decls}\n")
-        out.append(f"{ind}  if ({check}) {{ "
+        log = ""
+        if s.buffer not in self.inner:   # a write the race checker tracks goes to the log
+            n = self.buffers[s.buffer]
+            site = len(self.accesses)
+            self.accesses.append(("write", s))
+            log = " ".join(f"if (trk{n} && record(log, R, {site}, k, row{n} + {p})) fail = 1;"
+                           for p in positions) + " "
+        out.append(f"{ind}  if ({check}) {{ {log}"
                    + " ".join(f"{array}[{p}] = {t};" for p, t in zip(positions, temps))
                    + f" }} else fail = 1;\n{ind}}}\n")
         return "".join(out)
@@ -448,8 +455,8 @@ class _Translator:
             return [f"({{ {decls} ({check}) ? {array}[{p}] : (fail = 1, ({ctype})0); }})"
                     for p in positions]
         n = self.buffers[e.buffer]
-        site = len(self.loads)
-        self.loads.append(e)
+        site = len(self.accesses)
+        self.accesses.append(("read", e))
         # a read of memory the race checker tracks goes to the log (a full log fails the loop)
         return [f"({{ {decls} ({check}) ? ((trk{n} && record(log, R, {site}, k, row{n} + {p}) "
                 f"? (fail = 1) : 0), {array}[{p}]) : (fail = 1, ({ctype})0); }})"

@@ -7,14 +7,20 @@ a single entry has at least that much left, the rest of the loop is
 translated to C, compiled with the system's C compiler (`cc`, or $CC) into a shared library kept
 in vkir's cache directory, and run there for each active invocation in turn, to the end of its
 loop. That is what the lockstep interpreter computes when the invocations share nothing in the
-loop, so C takes a loop only where that is certain: it writes local memory only (or any memory
-when one invocation runs and races are not checked). When races are checked, C logs its reads of
-memory the race checker tracks and hands them to it after the loop (or at a pause); a race found
-there sends the loop back to Python, which reports it exactly. Such loops go to C for at most
-LOGGED_INVOCATIONS invocations at a time: more run together in Python about as fast, without a
-log to sort. loop_to_c.py says which loops
-translate at all. An out-of-bounds access in C restores the memory the loop wrote
-and the loop goes on in Python from where C took over, which reports the error exactly.
+loop, so C takes a loop only where that is certain or a difference is found: when races are
+checked, C logs the
+accesses the race checker tracks and hands them to it after the loop (or at a pause), so that
+any two invocations that touch one element, one writing, are found whatever the order; when
+races are not checked, C takes loops that write memory beyond the invocation's own only for a
+single invocation. Such loops go to C for at most LOGGED_INVOCATIONS invocations at a time when
+their accesses must be logged: more run together in Python about as fast, without a log to sort.
+loop_to_c.py says which loops translate at all.
+
+An out-of-bounds access in C restores the local memory the loop wrote and the loop goes on in
+Python from where C took over, which reports the error exactly. Where the loop had written other
+memory, or the race checker had seen its accesses (a race among them included), the whole
+interpretation starts again in Python instead (NativeRestart), which reports the error as a run
+without C does.
 
 $VKIR_NATIVE_LOOPS: "0" keeps every loop in Python, "1" hands every translatable loop to C from its
 first iteration (the tests use it to compare both), unset: the rule above, where a C compiler is
@@ -114,6 +120,12 @@ def mode() -> str:
     return "auto" if c_compiler() is not None else "never"
 
 
+class NativeRestart(Exception):
+    """A loop in C ended in an error after it changed memory beyond the invocations' own or the
+    race checker's records: the interpretation starts again with every loop in Python, which
+    reports the error exactly (vkir.interpreter.interpret)."""
+
+
 class NativeLoop:
     """The C form of one loop node, made when the loop first runs long; `count` is the work
     units it ran in Python so far in this interpretation."""
@@ -163,14 +175,15 @@ class NativeLoop:
                     raise
                 self.translated = False
                 return False
-            self.site_ids = tuple(self._site_of(node) for node in self.translated.loads)
+            self.site_ids = tuple(self._site_of(kind, node)
+                                  for kind, node in self.translated.accesses)
         return self.translated is not False
 
-    def _site_of(self, node) -> int:
+    def _site_of(self, kind: str, node) -> int:
         for i in range(self.first_site, len(self.sites)):
-            if self.sites[i].node is node and self.sites[i].kind == "read":
+            if self.sites[i].node is node and self.sites[i].kind == kind:
                 return i
-        raise AssertionError(f"no read site for {node}")
+        raise AssertionError(f"no {kind} site for {node}")
 
     def run(self, fr, lo=None, ext=None) -> bool:
         """Run the loop in C for every invocation of `fr` (for a For loop from `lo` for `ext`
@@ -183,7 +196,7 @@ class NativeLoop:
         buffers = self._buffers(fr, k)
         if buffers is None:
             return False
-        buffer_pointers, meta, logged = buffers
+        buffer_pointers, meta, logged, outside = buffers
         values = self._values(fr, k)
         if values is None:
             return False
@@ -202,43 +215,53 @@ class NativeLoop:
         log = rows[-1]
         slots = fr.slots
         stored = {id(st): st for st in (slots[self.slot_index[b]].storage
-                                         for b in self.translated.stored)}
+                                         for b in self.translated.stored)
+                  if st.per_invocation}
         saved = [(st, st.data.copy()) for st in stored.values()]
         meta = np.array(meta or [0], np.int64)
         resume = np.array([0, STEPS, 0, LOG_ENTRIES if logged else 0], np.int64)
         args = (k, (ctypes.c_void_p * len(pointers))(*pointers), meta.ctypes.data,
                 resume.ctypes.data)
+        handed = False
         while True:
             status = self.fn(*args)   # 2: a pause (Ctrl-C lands here, the log is emptied)
-            try:
-                if status != 1 and resume[2]:
-                    self._hand_over_reads(fr, log[:3 * int(resume[2])].reshape(-1, 3))
-                    resume[2] = 0
-            except DataRaceError:
-                status = 1   # Python runs the loop again and reports the race exactly
+            if status != 1 and resume[2]:
+                handed = True
+                try:
+                    self._hand_over(fr, log[:3 * int(resume[2])].reshape(-1, 3))
+                except DataRaceError:
+                    raise NativeRestart() from None   # Python reports it exactly
+                resume[2] = 0
             if status != 2:
                 break
         if status:
+            if outside or handed:
+                # memory beyond the invocations' own, or the race checker, has changed: only a
+                # run from the start can report this error as Python would
+                raise NativeRestart()
             for st, data in saved:
                 st.data[...] = data
             return False
         return True
 
     def _buffers(self, fr, k: int):
-        """(data pointers, sizes for M, whether reads are logged) of the loop's buffers in
-        `fr`, or None when C must not run the loop here."""
+        """(data pointers, sizes for M, whether accesses are logged, whether the loop writes
+        beyond the invocations' own memory) of the loop's buffers in `fr`, or None when C must
+        not run the loop here."""
         slots = fr.slots
         races = fr.state.races
         t = self.translated
-        pointers, meta, logged = [], [], False
+        pointers, meta, logged, outside = [], [], False, False
         for buffer in t.buffers:
             bb = slots[self.slot_index[buffer]]
             if bb is None:
                 return None
             storage = bb.storage
-            if buffer in t.stored and not storage.per_invocation and (k > 1 or races is not None):
-                return None   # invocations could see each other's writes (or races must)
-            # reads the race checker tracks are logged, and handed to it afterwards
+            if buffer in t.stored and not storage.per_invocation:
+                if k > 1 and races is None:
+                    return None   # a race would go unseen, and its result differ from lockstep
+                outside = True
+            # accesses the race checker tracks are logged, and handed to it afterwards
             tracked = races is not None and not storage.per_invocation and \
                 buffer.data in self.written
             logged |= tracked
@@ -251,7 +274,7 @@ class NativeLoop:
             pointers.append(storage.data.ctypes.data)
         if logged and k > LOGGED_INVOCATIONS and self.mode != "always":
             return None   # Python runs these together as fast, with no log to hand over
-        return pointers, meta, logged
+        return pointers, meta, logged, outside
 
     def _values(self, fr, k: int):
         """One array of K values (K x lanes for vectors) per free variable, or None."""
@@ -265,22 +288,23 @@ class NativeLoop:
                 np.asarray(value, var.dtype.numpy_dtype()), (k, lanes) if lanes > 1 else (k,))))
         return out
 
-    def _hand_over_reads(self, fr, entries: np.ndarray) -> None:
-        """Give the race checker the logged reads, per load site: the positions each
-        invocation read (the reads of one loop need no order among themselves: nothing in it
-        writes what it reads, and no barrier is in it)."""
+    def _hand_over(self, fr, entries: np.ndarray) -> None:
+        """Give the race checker the logged accesses, per access site: the positions each
+        invocation read or wrote. Within one loop their order does not matter: no barrier is in
+        it, so any two accesses of different invocations to one element, one a write, race
+        whatever their order, and without a race C computed what lockstep computes."""
         races = fr.state.races
         t = self.translated
         sites = entries[:, 0]
-        for load in range(len(t.loads)):
-            picked = entries[sites == load]   # C logs invocation after invocation: k ascending
+        for number, (kind, node) in enumerate(t.accesses):
+            picked = entries[sites == number]   # C logs invocation after invocation: k ascending
             if not len(picked):
                 continue
-            node = t.loads[load]
             bb = fr.slots[self.slot_index[node.buffer]]
-            site = self.site_ids[load]
+            site = self.site_ids[number]
+            record = races.read if kind == "read" else races.write
             if fr.tid is None:
-                races.read(bb, picked[:, 2], fr, site, 1)
+                record(bb, picked[:, 2], fr, site, 1)
                 continue
             invocation, positions = picked[:, 1], picked[:, 2]
             starts = np.concatenate(([0], np.flatnonzero(np.diff(invocation)) + 1))
@@ -293,6 +317,6 @@ class NativeLoop:
             mask[invocation[starts]] = True
             sub = fr.subset(mask)
             if width == 1:
-                races.read(bb, table[:, 0], sub, site, 1)
+                record(bb, table[:, 0], sub, site, 1)
             else:
-                races.read(bb, table, sub, site, width)
+                record(bb, table, sub, site, width)
