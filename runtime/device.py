@@ -92,10 +92,9 @@ class Device:
             queueFamilyIndex=self.queue_family), None)
         self._cache_file = _cache_file(physical)
         self.pipeline_cache = self._create_pipeline_cache(self._cache_file)
-        self._fence_ptr = ffi.new("VkFence*")
-        check(lib.vkCreateFence(self.handle, ffi.addressof(vk.VkFenceCreateInfo()), ffi.NULL,
-                                  self._fence_ptr),
-              "vkCreateFence")
+        from .submission import create_fence
+
+        self._fence_ptr = create_fence(self.handle)
         self.fence = self._fence_ptr[0]
         self._descriptor_pools: list = []
         self.pipelines: dict = {}                      # key -> Pipeline
@@ -372,13 +371,11 @@ class Device:
     def _abandon_fence(self, owner, keep, serials, what) -> None:
         """The synchronous wait gave up: the work keeps running, so its fence becomes an
         in-flight Submission and the device takes a new fence for later dispatches."""
-        from .submission import Submission
+        from .submission import Submission, create_fence
 
         self._all_fences.append(self._fence_ptr)
         self._inflight.append(Submission(self, self._fence_ptr, owner, serials, keep, what))
-        self._fence_ptr = ffi.new("VkFence*")
-        check(lib.vkCreateFence(self.handle, ffi.addressof(vk.VkFenceCreateInfo()), ffi.NULL,
-                                self._fence_ptr), "vkCreateFence")
+        self._fence_ptr = create_fence(self.handle)
         self.fence = self._fence_ptr[0]
 
     def wait_for(self, owner=None, serial=None, timeout=None) -> None:

@@ -197,11 +197,13 @@ class Buffer:
         return vk.VkMappedMemoryRange(memory=self.memory, offset=0, size=WHOLE_SIZE)
 
     def _flush(self):
-        check(lib.vkFlushMappedMemoryRanges(self.device.handle, 1, ffi.addressof(self._range())),
+        whole = self._range()   # held while the call runs (addressof does not keep it alive)
+        check(lib.vkFlushMappedMemoryRanges(self.device.handle, 1, ffi.addressof(whole)),
               "vkFlushMappedMemoryRanges")
 
     def _invalidate(self):
-        check(lib.vkInvalidateMappedMemoryRanges(self.device.handle, 1, ffi.addressof(self._range())),
+        whole = self._range()
+        check(lib.vkInvalidateMappedMemoryRanges(self.device.handle, 1, ffi.addressof(whole)),
               "vkInvalidateMappedMemoryRanges")
 
     def __repr__(self):

@@ -153,13 +153,21 @@ class Submission:
         return f"<vkir Submission {self.what} ({state})>"
 
 
+def create_fence(handle):
+    """A new unsignalled VkFence* of the device `handle`. The create info is held in a local
+    while the call runs: `ffi.addressof` of a temporary points into memory freed (and possibly
+    reused) before Vulkan reads it."""
+    ptr = ffi.new("VkFence*")
+    info = vk.VkFenceCreateInfo()
+    check(lib.vkCreateFence(handle, ffi.addressof(info), ffi.NULL, ptr), "vkCreateFence")
+    return ptr
+
+
 def new_fence(device):
     """A VkFence* (unsignalled): from the device's pool of retired fences, else a new one."""
     if device._free_fences:
         return device._free_fences.pop()
-    ptr = ffi.new("VkFence*")
-    check(lib.vkCreateFence(device.handle, ffi.addressof(vk.VkFenceCreateInfo()), ffi.NULL, ptr),
-          "vkCreateFence")
+    ptr = create_fence(device.handle)
     device._all_fences.append(ptr)
     return ptr
 
