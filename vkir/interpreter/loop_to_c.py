@@ -12,7 +12,8 @@ transcendental functions whose last bit differs between libm and numpy) raises
 `NotTranslatable`, and the loop stays in Python.
 
 An out-of-bounds access in C sets a failure flag instead of touching memory; every loop checks it
-on each iteration, and the caller then re-runs the loop in Python, which reports the error exactly.
+on each iteration, and the caller then has Python run the loop again (native_loops.py says how),
+which reports the error exactly.
 The C function therefore only needs to evaluate at least every access the interpreter evaluates
 (both sides of a `Select` and of `And`/`Or`, one side of `if_then_else`).
 """
@@ -35,8 +36,7 @@ class NotTranslatable(Exception):
 _C_TYPES = {("int", 8): "int8_t", ("int", 16): "int16_t", ("int", 32): "int32_t",
             ("int", 64): "int64_t", ("uint", 8): "uint8_t", ("uint", 16): "uint16_t",
             ("uint", 32): "uint32_t", ("uint", 64): "uint64_t", ("float", 16): "_Float16",
-            ("float", 32): "float",
-            ("float", 64): "double", ("bool", 1): "uint8_t"}
+            ("float", 32): "float", ("float", 64): "double", ("bool", 1): "uint8_t"}
 
 _ARITH = {"Add": "+", "Sub": "-", "Mul": "*"}
 _COMPARE = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
@@ -75,7 +75,7 @@ class TranslatedLoop:
     accesses: tuple = ()  # ("read" | "write", node) of each logged access, by log site number
 
 
-# Layout of the pointer array P: tid, wgrow, lo, ext, the read log, then one per buffer, then
+# Layout of the pointer array P: tid, wgrow, lo, ext, the access log, then one per buffer, then
 # one per free var. Layout of the int64 array M: per buffer, its dims' extents and strides,
 # offset, element limit, row length (elements), row source (0: one row, 1: the invocation's, 2:
 # its workgroup's) and whether its accesses are logged (memory the race checker tracks). The
@@ -89,10 +89,12 @@ def translate(loop) -> TranslatedLoop:
     """The C function `int vkir_loop(int64_t K, void **P, const int64_t *M, int64_t *R)`
     running `loop` (a serial For or a While) for invocations R[0] to K - 1, one after another.
     It returns 0 when done, 1 when an access was out of bounds (nothing it wrote must be kept
-    then), and 2 when it ran R[1] iterations or half filled its access log: then R[0] is the
+    then), 2 when it ran R[1] iterations or half filled its access log: then R[0] is the
     invocation to go on with and, for a For loop, its lo/ext entries (P[2], P[3]) say which
     iterations are left, so that the caller calls again (between calls Python can react to
-    Ctrl-C and hand the logged accesses to the race checker)."""
+    Ctrl-C and hand the logged accesses to the race checker), and 3 when one iteration ran more
+    than R[4] iterations of inner loops (it cannot pause inside an iteration: the caller runs
+    the loop in Python, where Ctrl-C works, instead)."""
     return _Translator().translate(loop)
 
 
@@ -130,11 +132,13 @@ class _Translator:
                     "    if (fail) return 1;\n"
                     "    if (++steps > budget || R[2] > R[3] / 2) { lo[k] = it; "
                     "ext[k] = end - it; R[0] = k; return 2; }\n"
+                    "    inner = 0;\n"
                     f"    {ctype} {var} = ({ctype})it;\n")
             main = head + body + "  }\n"
         elif isinstance(loop, S.While):
             main = ("  for (;;) {\n    if (fail) return 1;\n"
                     "    if (++steps > budget || R[2] > R[3] / 2) { R[0] = k; return 2; }\n"
+                    "    inner = 0;\n"
                     f"    if (!({self.condition(loop.condition)})) break;\n"
                     + self.stmt(loop.body, "    ") + "  }\n")
         else:
@@ -151,8 +155,8 @@ class _Translator:
         lines += list(self.helpers.values())
         lines.append("int vkir_loop(int64_t K, void **P, const int64_t *M, int64_t *R) {")
         lines.append("  int fail = 0;")
-        lines.append("  int64_t steps = 0;")
-        lines.append("  const int64_t budget = R[1];")
+        lines.append("  int64_t steps = 0, inner = 0;")
+        lines.append("  const int64_t budget = R[1], inner_budget = R[4];")
         lines.append("  const int64_t *tid = (const int64_t *)P[0], *wgrow = (const int64_t *)"
                      "P[1];")
         lines.append("  int64_t *lo = (int64_t *)P[2], *ext = (int64_t *)P[3], "
@@ -283,10 +287,12 @@ class _Translator:
                 f"(int64_t)({ext});\n"
                 f"{ind}  for (int64_t {it} = {base}; {it} < {base} + {count}; ++{it}) {{\n"
                 f"{ind}    if (fail) return 1;\n"
+                f"{ind}    if (++inner > inner_budget) return 3;\n"
                 f"{ind}    const {ctype} {name} = ({ctype}){it};\n{body}{ind}  }}\n{ind}}}\n")
 
     def s_While(self, s, ind):
         return (f"{ind}for (;;) {{\n{ind}  if (fail) return 1;\n"
+                f"{ind}  if (++inner > inner_budget) return 3;\n"
                 f"{ind}  if (!({self.condition(s.condition)})) break;\n"
                 + self.stmt(s.body, ind + "  ") + f"{ind}}}\n")
 

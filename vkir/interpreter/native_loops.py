@@ -22,6 +22,10 @@ memory, or the race checker had seen its accesses (a race among them included), 
 interpretation starts again in Python instead (NativeRestart), which reports the error as a run
 without C does.
 
+C pauses every STEPS iterations of the loop it runs, so that Ctrl-C is heard between calls; an
+iteration that runs more than INNER_STEPS iterations of inner loops (C cannot pause inside one)
+sends the loop back to Python for good, where Ctrl-C works.
+
 $VKIR_NATIVE_LOOPS: "0" keeps every loop in Python, "1" hands every translatable loop to C from its
 first iteration (the tests use it to compare both), unset: the rule above, where a C compiler is
 found.
@@ -47,6 +51,7 @@ from .loop_to_c import FIXED_POINTERS, NotTranslatable, translate
 TIER_UP = 4096          # work units (see weight) of one loop in Python before the rest goes to C
 CHUNK = 256             # Python iterations between two looks at that count
 STEPS = 1 << 22         # iterations of one call into C (then Python can react to Ctrl-C)
+INNER_STEPS = 1 << 31   # inner-loop iterations within one iteration before Python takes over
 LOG_ENTRIES = 1 << 18   # tracked reads logged by one call into C before it pauses
 LOGGED_INVOCATIONS = 256   # the most invocations run in C when their reads must be logged
 _FLAGS = ("-O2", "-std=gnu11", "-shared", "-fPIC", "-fwrapv", "-fno-strict-aliasing",
@@ -219,7 +224,7 @@ class NativeLoop:
                   if st.per_invocation}
         saved = [(st, st.data.copy()) for st in stored.values()]
         meta = np.array(meta or [0], np.int64)
-        resume = np.array([0, STEPS, 0, LOG_ENTRIES if logged else 0], np.int64)
+        resume = np.array([0, STEPS, 0, LOG_ENTRIES if logged else 0, INNER_STEPS], np.int64)
         args = (k, (ctypes.c_void_p * len(pointers))(*pointers), meta.ctypes.data,
                 resume.ctypes.data)
         handed = False
@@ -234,6 +239,8 @@ class NativeLoop:
                 resume[2] = 0
             if status != 2:
                 break
+        if status == 3:   # an iteration too long to pause in: this loop stays in Python
+            self.translated = False
         if status:
             if outside or handed:
                 # memory beyond the invocations' own, or the race checker, has changed: only a
