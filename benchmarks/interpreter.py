@@ -1,14 +1,16 @@
 """How long the interpreter takes on kernels users run in their tests (vkir_check): an attention
 block with shared memory and barriers, a Mandelbrot whose invocations leave their loop at
-different iterations, one long serial loop, and the same loop in 64 invocations.
+different iterations, one long serial loop, the same loop in 64 invocations, a 4-point stencil
+and a matmul with one output per invocation.
 
     python -m benchmarks.interpreter [--repeat N] [--plain]
 
 Prints the best wall time of N runs of `vkir.interpret` (races checked, as vkir_check does) for
 each kernel, and checks each result against numpy. `--plain` runs the same kernels written
-without variables, while or break (one-element local buffers and guards instead), which older
-vkir versions parse too: copied into a checkout of an earlier commit, this file measures the
-interpreter before and after a change on the same kernels. The first run of a loop that goes to
+without variables, while or break (one-element local buffers and guards instead; the stencil and
+the matmul are written so already), which older vkir versions parse too: copied into a checkout
+of an earlier commit, this file measures the interpreter before and after a change on the same
+kernels. The first run of a loop that goes to
 C includes compiling it (`--repeat 1` with an empty VKIR_CACHE_DIR measures a first use);
 VKIR_NATIVE_LOOPS=0 measures the interpreter without C.
 """
@@ -202,6 +204,50 @@ def wide_loop(a: T.Buffer((1024,), "float32"), out: T.Buffer((64,), "float32")):
         out[tx] = s[0]
 '''
 
+STENCIL = '''
+@T.prim_func
+def stencil(a: T.Buffer((512, 512), "float32"), out: T.Buffer((512, 512), "float32")):
+    for by in T.thread_binding(32, "blockIdx.y"):
+        for bx in T.thread_binding(32, "blockIdx.x"):
+            for ty in T.thread_binding(16, "threadIdx.y"):
+                for tx in T.thread_binding(16, "threadIdx.x"):
+                    if by * 16 + ty > 0 and by * 16 + ty < 511 and bx * 16 + tx > 0 and \\
+                            bx * 16 + tx < 511:
+                        out[by * 16 + ty, bx * 16 + tx] = T.float32(0.25) * (
+                            a[by * 16 + ty - 1, bx * 16 + tx] + a[by * 16 + ty + 1, bx * 16 + tx]
+                            + a[by * 16 + ty, bx * 16 + tx - 1]
+                            + a[by * 16 + ty, bx * 16 + tx + 1])
+'''
+
+MATMUL = '''
+@T.prim_func
+def matmul(a: T.Buffer((128, 256), "float32"), b: T.Buffer((256, 128), "float32"),
+           c: T.Buffer((128, 128), "float32")):
+    for by in T.thread_binding(8, "blockIdx.y"):
+        for bx in T.thread_binding(8, "blockIdx.x"):
+            for ty in T.thread_binding(16, "threadIdx.y"):
+                for tx in T.thread_binding(16, "threadIdx.x"):
+                    acc = T.alloc_buffer((1,), "float32", scope="local")
+                    acc[0] = T.float32(0)
+                    for k in T.serial(256):
+                        acc[0] = acc[0] + a[by * 16 + ty, k] * b[k, bx * 16 + tx]
+                    c[by * 16 + ty, bx * 16 + tx] = acc[0]
+'''
+
+
+def _stencil_args(rng):
+    a = rng.standard_normal((512, 512)).astype(np.float32)
+    want = np.zeros_like(a)
+    want[1:-1, 1:-1] = np.float32(0.25) * (a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2]
+                                           + a[1:-1, 2:])
+    return [a, np.zeros_like(a)], want, 1
+
+
+def _matmul_args(rng):
+    a = rng.standard_normal((128, 256)).astype(np.float32)
+    b = rng.standard_normal((256, 128)).astype(np.float32)
+    return [a, b, np.zeros((128, 128), np.float32)], a.astype(np.float64) @ b, 2
+
 
 def _attention_args(rng):
     q, k, v = (rng.standard_normal((256, 64)).astype(np.float32) for _ in range(3))
@@ -244,9 +290,12 @@ def _wide_loop_args(rng):
 CASES = {"attention 256x64": (ATTENTION, _attention_args),
          "mandelbrot 600x900": (MANDELBROT, _mandelbrot_args),
          "loop of 200000": (LONG_LOOP, _long_loop_args),
-         "64 loops of 200000": (WIDE_LOOP, _wide_loop_args)}
+         "64 loops of 200000": (WIDE_LOOP, _wide_loop_args),
+         "stencil 512x512": (STENCIL, _stencil_args),
+         "matmul 128x256x128": (MATMUL, _matmul_args)}
 PLAIN = {"attention 256x64": PLAIN_ATTENTION, "mandelbrot 600x900": PLAIN_MANDELBROT,
-         "loop of 200000": PLAIN_LOOP, "64 loops of 200000": PLAIN_WIDE_LOOP}
+         "loop of 200000": PLAIN_LOOP, "64 loops of 200000": PLAIN_WIDE_LOOP,
+         "stencil 512x512": STENCIL, "matmul 128x256x128": MATMUL}
 
 
 def main(argv=None) -> None:
@@ -271,7 +320,7 @@ def main(argv=None) -> None:
             vkir.interpret(func, *run)
             best = min(best, time.perf_counter() - t0)
         np.testing.assert_allclose(run[out_index], want, rtol=1e-4, atol=1e-4)
-        print(f"{name:22} {best:8.2f} s")
+        print(f"{name:22} {best:8.3f} s")
 
 
 if __name__ == "__main__":

@@ -95,30 +95,58 @@ class Site:
 
 
 class Shadow:
-    """Access records of one checked storage, one entry per element of `unit` bytes."""
+    """Access records of one checked storage, one entry per element of `unit` bytes. Each record
+    array is made (filled with NONE) on first use: a buffer only written never pays for the
+    reader records, which for a large output are most of the cost of checking it."""
 
-    __slots__ = ("unit", "scope", "cross", "w_tok", "w_site", "w_key", "w_wg", "r_tok", "r_site",
-                 "r_key", "r_key2", "r_site2", "x_wg", "x_key", "x_site", "x_wg2", "x_key2",
-                 "x_site2", "scratch", *ATOMIC_FIELDS)
+    __slots__ = ("unit", "scope", "cross", "size", "w_tok", "w_site", "w_key", "w_wg", "r_tok",
+                 "r_site", "r_key", "r_key2", "r_site2", "x_wg", "x_key", "x_site", "x_wg2",
+                 "x_key2", "x_site2", "scratch", *ATOMIC_FIELDS)
+    _RECORDS = ("w_tok", "w_site", "w_key", "w_wg", "r_tok", "r_site", "r_key", "r_key2",
+                "r_site2", "scratch")
+    _CROSS = ("x_wg", "x_key", "x_site", "x_wg2", "x_key2", "x_site2")
 
     def __init__(self, n: int, unit: int, scope: str, cross: bool):
         self.unit = unit
         self.scope = scope
         self.cross = cross  # global storage of a kernel with several workgroups
-        names = ["w_tok", "w_site", "w_key", "w_wg", "r_tok", "r_site", "r_key", "r_key2",
-                 "r_site2", "scratch"]
-        if cross:
-            names += ["x_wg", "x_key", "x_site", "x_wg2", "x_key2", "x_site2"]
-        for name in self.__slots__[3:]:
-            setattr(self, name, np.full(n, NONE, np.int64) if name in names else None)
+        self.size = n
+        for name in ATOMIC_FIELDS + (() if cross else self._CROSS):
+            setattr(self, name, None)
+
+    def __getattr__(self, name: str):
+        # only called for a record array not made yet
+        if name not in self._RECORDS and name not in self._CROSS:
+            raise AttributeError(name)
+        array = np.full(self.size, NONE, np.int64)
+        setattr(self, name, array)
+        return array
+
+    def made(self, name: str) -> bool:
+        """Whether record array `name` exists (an array never made holds no access)."""
+        try:
+            return object.__getattribute__(self, name) is not None
+        except AttributeError:
+            return False
+
+    def _made(self) -> list:
+        """(name, array) of every record array made so far."""
+        out = []
+        for name in self.__slots__[4:]:
+            try:
+                array = object.__getattribute__(self, name)
+            except AttributeError:
+                continue
+            if array is not None:
+                out.append((name, array))
+        return out
 
     def regrain(self, unit: int):
         """Finer entries (an alias with smaller elements appeared): repeat each entry."""
         k = self.unit // unit
-        for name in self.__slots__[3:]:
-            a = getattr(self, name)
-            if a is not None:
-                setattr(self, name, np.repeat(a, k))
+        for name, array in self._made():
+            setattr(self, name, np.repeat(array, k))
+        self.size *= k
         self.unit = unit
 
 
@@ -374,7 +402,7 @@ class RaceChecker:
         t, wg = self.token, self._wg_of(keys)
         if sh.a_tok is None:
             for name in ATOMIC_FIELDS:
-                setattr(sh, name, np.full(len(sh.w_tok), NONE, np.int64))
+                setattr(sh, name, np.full(sh.size, NONE, np.int64))
         # plain writes
         wk = sh.w_key[p]
         bad = (sh.w_tok[p] == t) & (wk != COLLECTIVE)
@@ -419,6 +447,8 @@ class RaceChecker:
         "atomic", fields `prefix`tok/key/key2/site/site2) of this barrier interval on `p`: a
         conflict when another invocation made one, or any did when `multi` (a bool: the access
         is made by several invocations at once)."""
+        if not sh.made(prefix + "tok"):
+            return   # nothing recorded yet
         kind, wg, site = access
         k1, k2 = getattr(sh, prefix + "key")[p], getattr(sh, prefix + "key2")[p]
         bad = (getattr(sh, prefix + "tok")[p] == self.token) & ((k1 != keys) | (k2 != NONE) | multi)
@@ -435,6 +465,8 @@ class RaceChecker:
     def _check_across(self, bb, sh, ratio, p, keys, prefix, recorded, access):
         """An access (kind, workgroup, site) against the `recorded` accesses other workgroups
         made on `p` (fields `prefix`wg/wg2/key/key2/site/site2, see _note_workgroups)."""
+        if not sh.made(prefix + "wg"):
+            return   # nothing recorded yet
         kind, wg, site = access
         w1, w2 = getattr(sh, prefix + "wg")[p], getattr(sh, prefix + "wg2")[p]
         bad = (w1 != NONE) & ((w1 != wg) | (w2 != NONE) | (wg == ALL))
