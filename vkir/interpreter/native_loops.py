@@ -52,8 +52,8 @@ TIER_UP = 4096          # work units (see weight) of one loop in Python before t
 CHUNK = 256             # Python iterations between two looks at that count
 STEPS = 1 << 22         # iterations of one call into C (then Python can react to Ctrl-C)
 INNER_STEPS = 1 << 31   # inner-loop iterations within one iteration before Python takes over
-LOG_ENTRIES = 1 << 18   # tracked reads logged by one call into C before it pauses
-LOGGED_INVOCATIONS = 256   # the most invocations run in C when their reads must be logged
+LOG_ENTRIES = 1 << 18   # tracked accesses logged by one call into C before it pauses
+LOGGED_INVOCATIONS = 256   # the most invocations run in C when their accesses are logged
 _FLAGS = ("-O2", "-std=gnu11", "-shared", "-fPIC", "-fwrapv", "-fno-strict-aliasing",
           "-ffp-contract=off", "-fno-fast-math", "-fexcess-precision=standard")
 
