@@ -146,12 +146,8 @@ def _run_one(source: str, device, mutant: bool) -> tuple[str, str]:
         return _offline(func)
     try:
         kernel = vkir.build(func, device=device, precise=True)
-    except UnsupportedError as err:
-        return "unsupported", _first(err)
-    except SpirvValidationError as err:
-        return "validation", _first(err)
     except VkirError as err:
-        return "build-refused", _first(err)
+        return _build_refused(err)
     got = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     try:
         kernel(*got)
@@ -174,13 +170,18 @@ def _offline(func) -> tuple[str, str]:
     target = Target.lavapipe()
     try:
         codegen(vkir.lower(func, target), target)
-    except UnsupportedError as err:
-        return "unsupported", _first(err)
-    except SpirvValidationError as err:
-        return "validation", _first(err)
     except VkirError as err:
-        return "build-refused", _first(err)
+        return _build_refused(err)
     return "ok", "built and validated (no device)"
+
+
+def _build_refused(err: VkirError) -> tuple[str, str]:
+    """The outcome of a build (on a device, or codegen alone) that raised `err`."""
+    if isinstance(err, UnsupportedError):
+        return "unsupported", _first(err)
+    if isinstance(err, SpirvValidationError):
+        return "validation", _first(err)
+    return "build-refused", _first(err)
 
 
 def _first(err: Exception) -> str:
