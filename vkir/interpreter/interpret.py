@@ -76,18 +76,23 @@ def _interpret(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool,
     if not isinstance(func, PrimFunc):
         raise ArgumentError(f"interpret expects a PrimFunc, got {type(func).__name__}")
     verify_types(func)  # the programs vkir.build refuses as ill-typed do not run here either
-    native = native_loops.mode()
-    if native != "never" and _has_serial_loops(func):
-        # a loop in C that fails after writing beyond its invocations' memory, or after the race
-        # checker saw its accesses, asks for a run from the start in Python (NativeRestart)
-        kept = [(a, a.copy()) for a in _written_arrays(func, args, kwargs)]
+    native = native_loops.mode() if _has_serial_loops(func) else "never"
+    plan = merge_plan(func)
+    # the arrays the kernel writes, kept to run again from the start where a run stops early:
+    # with workgroups together, an error is reported as one workgroup at a time reports it; a
+    # loop in C that fails after writing beyond its invocations' memory, or after the race
+    # checker saw its accesses, asks for a run in Python (NativeRestart)
+    kept = [(a, a.copy()) for a in _written_arrays(func, args, kwargs)] \
+        if plan is not None or native != "never" else []
+    if native != "never":
         try:
-            _interpret_with(func, args, kwargs, check_races, subgroup_size, denormals, native)
+            _interpret_with(func, args, kwargs, check_races, subgroup_size, denormals, plan,
+                            native, kept)
             return
         except native_loops.NativeRestart:
-            for a, copy in kept:
-                np.copyto(a, copy)
-    _interpret_with(func, args, kwargs, check_races, subgroup_size, denormals, "never")
+            _restore(kept)
+    _interpret_with(func, args, kwargs, check_races, subgroup_size, denormals, plan, "never",
+                    kept)
 
 
 def _has_serial_loops(func: PrimFunc) -> bool:
@@ -95,20 +100,19 @@ def _has_serial_loops(func: PrimFunc) -> bool:
                for n in walk(func.body))
 
 
+def _restore(kept: list) -> None:
+    for a, copy in kept:
+        np.copyto(a, copy)
+
+
 def _interpret_with(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool,
-                    subgroup_size: int, denormals: str, native: str) -> None:
-    plan = merge_plan(func)
+                    subgroup_size: int, denormals: str, plan, native: str, kept: list) -> None:
     if plan is not None:
-        # workgroups together; an error is reported as one workgroup at a time reports it, so
-        # the arrays the kernel writes are kept to run again that way
-        kept = [(a, a.copy()) for a in _written_arrays(func, args, kwargs)]
         try:
             _run(func, args, kwargs, check_races, subgroup_size, denormals, plan, native)
             return
         except (InterpreterError, OutOfBoundsError):
-            pass
-        for a, copy in kept:
-            np.copyto(a, copy)
+            _restore(kept)
     _run(func, args, kwargs, check_races, subgroup_size, denormals, None, native)
 
 
