@@ -409,12 +409,15 @@ class _Translator:
         return [f"((uint8_t)!({a}))" for a in self.expr(e.a)]
 
     def e_Select(self, e):
-        ctype = lane_type(e.dtype)
+        return self.select(lane_type(e.dtype), self.expr(e.condition),
+                           self.expr(e.true_value), self.expr(e.false_value))
+
+    def select(self, ctype: str, conds: list, t: list, f: list) -> list:
+        """Per lane, `t` where the condition holds else `f`, both evaluated (a function call
+        evaluates every argument); one condition serves every lane."""
         name = self.helper(f"select_{_tag(ctype)}",
                            f"static inline {ctype} select_{_tag(ctype)}(uint8_t c, {ctype} t, "
                            f"{ctype} f) {{ return c ? t : f; }}")
-        conds = self.expr(e.condition)
-        t, f = self.expr(e.true_value), self.expr(e.false_value)
         if len(conds) == 1:
             conds = conds * len(t)
         return [f"{name}({c}, {x}, {y})" for c, x, y in zip(conds, t, f)]
@@ -478,7 +481,7 @@ class _Translator:
             t, f = self.expr(args[1]), self.expr(args[2])
             if len(conds) == 1:   # one side per invocation
                 return [f"(({conds[0]}) ? ({x}) : ({y}))" for x, y in zip(t, f)]
-            return self.e_Select(E.Select(*args))    # lane-wise: both sides, as the interpreter
+            return self.select(ctype, conds, t, f)   # lane-wise: both sides, as the interpreter
         if any(a.dtype.lanes != lanes for a in args):
             raise NotTranslatable(f"call {op} lanes")
         columns = list(zip(*(self.expr(a) for a in args)))

@@ -94,29 +94,31 @@ class Site:
         return f"in {type(node).__name__}"
 
 
+# a Shadow's record arrays (made on first use): writes, reads, and for storages several
+# workgroups touch, the reads of other workgroups
+_RECORDS = ("w_tok", "w_site", "w_key", "w_wg", "r_tok", "r_site", "r_key", "r_key2", "r_site2",
+            "scratch")
+_CROSS = ("x_wg", "x_key", "x_site", "x_wg2", "x_key2", "x_site2")
+
+
 class Shadow:
     """Access records of one checked storage, one entry per element of `unit` bytes. Each record
     array is made (filled with NONE) on first use: a buffer only written never pays for the
     reader records, which for a large output are most of the cost of checking it."""
 
-    __slots__ = ("unit", "scope", "cross", "size", "w_tok", "w_site", "w_key", "w_wg", "r_tok",
-                 "r_site", "r_key", "r_key2", "r_site2", "x_wg", "x_key", "x_site", "x_wg2",
-                 "x_key2", "x_site2", "scratch", *ATOMIC_FIELDS)
-    _RECORDS = ("w_tok", "w_site", "w_key", "w_wg", "r_tok", "r_site", "r_key", "r_key2",
-                "r_site2", "scratch")
-    _CROSS = ("x_wg", "x_key", "x_site", "x_wg2", "x_key2", "x_site2")
+    __slots__ = ("unit", "scope", "cross", "size", *_RECORDS, *_CROSS, *ATOMIC_FIELDS)
 
     def __init__(self, n: int, unit: int, scope: str, cross: bool):
         self.unit = unit
         self.scope = scope
         self.cross = cross  # global storage of a kernel with several workgroups
         self.size = n
-        for name in ATOMIC_FIELDS + (() if cross else self._CROSS):
+        for name in ATOMIC_FIELDS + (() if cross else _CROSS):
             setattr(self, name, None)
 
     def __getattr__(self, name: str):
         # only called for a record array not made yet
-        if name not in self._RECORDS and name not in self._CROSS:
+        if name not in _RECORDS and name not in _CROSS:
             raise AttributeError(name)
         array = np.full(self.size, NONE, np.int64)
         setattr(self, name, array)
