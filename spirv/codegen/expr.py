@@ -342,10 +342,33 @@ class ExprMixin:
             return self.op("OpConvertSToF" if src.is_int else "OpConvertUToF", t, v)
         if src.bits == dst.bits:
             return self.op("OpBitcast", t, v)
+        if src.bits == 64 and dst.bits < 64:
+            return self._narrow_from_64(v, src, dst)
         # width change: extend by the source's signedness, into a same-signedness type
         mid = DataType(src.code, dst.bits, dst.lanes)
         v = self.op("OpSConvert" if src.is_int else "OpUConvert", self.ty(mid), v)
         return v if mid == dst else self.op("OpBitcast", t, v)
+
+    def _narrow_from_64(self, v: int, src: DataType, dst: DataType) -> int:
+        """A 64-bit integer truncated to a narrower one through its low 32-bit word (a bit cast
+        to two words, component 0 being the low one), not OpUConvert: NVIDIA's compiler turned
+        OpUConvert of a saturating float -> uint64 conversion into a saturating float -> uint32
+        one (2^32 narrowed to uint32 gave 4294967295, not 0)."""
+        word, pair = DataType("uint", 32, 1), DataType("uint", 32, 2)
+        lanes = []
+        for lane in range(src.lanes):
+            x = v if src.lanes == 1 else self.op("OpCompositeExtract", self.ty(src.element_of()),
+                                                 v, lane)
+            bits = self.op("OpBitcast", self.ty(pair), x)
+            lanes.append(self.op("OpCompositeExtract", self.ty(word), bits, 0))
+        low_t = DataType("uint", 32, src.lanes)
+        low = lanes[0] if src.lanes == 1 else \
+            self.op("OpCompositeConstruct", self.ty(low_t), *lanes)
+        if dst.bits == 32:
+            return low if dst == low_t else self.op("OpBitcast", self.ty(dst), low)
+        narrow = DataType("uint", dst.bits, dst.lanes)
+        r = self.op("OpUConvert", self.ty(narrow), low)
+        return r if narrow == dst else self.op("OpBitcast", self.ty(dst), r)
 
     def _float_to_int(self, v: int, src: DataType, dst: DataType) -> int:
         """Saturating conversion, the interpreter's: truncation toward zero, NaN -> 0, values
