@@ -19,17 +19,17 @@ descriptor pools, the staging buffer and the caches.
 from __future__ import annotations
 
 import itertools
-import os
 import struct
 import threading
 import time
 import weakref
 from collections import OrderedDict
 
-from vkir import config
 from vkir.errors import DeviceError, UnsupportedError
 
+from . import pipeline_cache
 from ._vk import call, check, cstr, ffi, lib, vk
+from .lifetime import Lifetime
 from .info import (COMPUTE_FULL_SUBGROUPS, CORE_FEATURES, EXTENSION_STRUCTS, FEATURE_STRUCTS,
                    SUBGROUP_SIZE_CONTROL, DeviceInfo)
 
@@ -59,11 +59,7 @@ DESCRIPTOR_POOL_UNIFORMS = 256  # uniform buffers (shaders loaded with vkir.load
 def _cache_file(physical):
     """Where this device's pipeline cache persists: in vkir's cache root (vkir.config), one
     file per pipelineCacheUUID; None when there is no disk cache."""
-    base = config.cache_root()
-    if base is None:
-        return None
-    uuid = bytes(vk.vkGetPhysicalDeviceProperties(physical).pipelineCacheUUID).hex()
-    return base / f"pipelines-{uuid}.bin"
+    return pipeline_cache.cache_file(vk.vkGetPhysicalDeviceProperties(physical))
 
 
 def submit_info(cmd):
@@ -79,10 +75,17 @@ class Device:
     """An opened device. Use `vkir.runtime.open_device` (cached), not the constructor."""
 
     def __init__(self, instance, info: DeviceInfo, physical):
+        with instance.lifetime:   # the VkInstance stays until the device is made and registered
+            self._open(instance, info, physical)
+            instance.on_close(self.close)
+
+    def _open(self, instance, info: DeviceInfo, physical) -> None:
         self.instance = instance
         self.info = info
         self.physical = physical
         self._lock = threading.RLock()
+        # operations in flight (lifetime.py): close() waits for them before destroying anything
+        self.lifetime = Lifetime(self.check_open)
         self.queue_family, self.timestamp_bits = self._pick_queue_family()
         self.handle = self._create_device()
         self.queue = vk.vkGetDeviceQueue(self.handle, self.queue_family, 0)
@@ -189,14 +192,9 @@ class Device:
 
     # -- pipeline cache (persisted across processes) -----------------------------------------
     def _create_pipeline_cache(self, path):
-        """A VkPipelineCache, seeded from `path` when it holds data (drivers check its header
-        and ignore data from another device or driver version)."""
-        data = b""
-        if path is not None:
-            try:
-                data = path.read_bytes()
-            except OSError:
-                data = b""
+        """A VkPipelineCache, seeded from `path` when it holds data that vkir sealed for this
+        device (pipeline_cache.load: anything else is ignored, never handed to the driver)."""
+        data = pipeline_cache.load(path, vk.vkGetPhysicalDeviceProperties(self.physical))
         keep = ffi.from_buffer(data) if data else ffi.NULL
         info = vk.VkPipelineCacheCreateInfo(initialDataSize=len(data), pInitialData=keep)
         return call("vkCreatePipelineCache", vk.vkCreatePipelineCache, self.handle, info, None)
@@ -211,13 +209,8 @@ class Device:
         buf = ffi.new("char[]", size[0])
         if lib.vkGetPipelineCacheData(self.handle, self.pipeline_cache, size, buf):
             return
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(ffi.buffer(buf, size[0])[:])
-            os.replace(tmp, path)
-        except OSError:
-            pass  # a read-only or missing cache folder only costs compile time next run
+        # a read-only, unsafe or missing cache folder only costs compile time next run
+        pipeline_cache.save(path, ffi.buffer(buf, size[0])[:])
 
     # -- memory types -----------------------------------------------------------------------
     def memory_type(self, type_bits: int, want: int, prefer: int = 0) -> int:
@@ -245,7 +238,7 @@ class Device:
             raise DeviceError(f"device {self.info.name!r} was opened before this process forked; "
                               "Vulkan objects do not survive fork: vkir.device() opens a new one "
                               "here, rebuild kernels and arrays on it")
-        if self.closed:
+        if self.closed or self.lifetime.closing:
             raise DeviceError(f"device closed: {self.info.name!r} was shut down; open it again with "
                               "vkir.device() and rebuild kernels and arrays on it")
 
@@ -257,6 +250,8 @@ class Device:
         self.forked = True
         self.closed = True
         self._inflight = []
+        self.lifetime = Lifetime(self.check_open)
+        self.lifetime.close(0)
 
     # -- buffers: freed when collected --------------------------------------------------------
     def _track(self, buf, handle, memory):
@@ -288,7 +283,7 @@ class Device:
         """Destroy the launches that used freed buffers, and the pipelines nobody holds any more
         (with their launches: descriptor sets and command buffers)."""
         with self._lock:
-            if self.closed:
+            if self.closed or self.lifetime.closing:   # close() destroys it all
                 return
             if self._inflight:
                 self.retire_finished()
@@ -353,20 +348,21 @@ class Device:
         `keep` alive and `owner` (the launch submitted) busy until it finishes."""
         from .submission import wait_fence
 
-        if self._inflight:
-            self.wait_for(owner=owner, timeout=timeout)
-        with self._lock:
-            if self.closed:
-                self.check_open()
-            r = lib.vkQueueSubmit(self.queue, 1, submit_info, self.fence)
-            if r:
-                check(r, "vkQueueSubmit")
-            try:
-                wait_fence(self, self._fence_ptr, timeout, what)
-            except BaseException:
-                self._abandon_fence(owner, keep, serials, what)
-                raise
-            lib.vkResetFences(self.handle, 1, self._fence_ptr)
+        with self.lifetime:
+            if self._inflight:
+                self.wait_for(owner=owner, timeout=timeout)
+            with self._lock:
+                if self.closed:
+                    self.check_open()
+                r = lib.vkQueueSubmit(self.queue, 1, submit_info, self.fence)
+                if r:
+                    check(r, "vkQueueSubmit")
+                try:
+                    wait_fence(self, self._fence_ptr, timeout, what)
+                except BaseException:
+                    self._abandon_fence(owner, keep, serials, what)
+                    raise
+                lib.vkResetFences(self.handle, 1, self._fence_ptr)
 
     def _abandon_fence(self, owner, keep, serials, what) -> None:
         """The synchronous wait gave up: the work keeps running, so its fence becomes an
@@ -393,7 +389,7 @@ class Device:
 
     def one_shot(self, record) -> None:
         """Record commands with `record(cmd)` into the transfer command buffer, submit and wait."""
-        with self._lock:
+        with self.lifetime, self._lock:
             self.check_open()
             if self._transfer_cmd is None:
                 self._transfer_cmd = self.allocate_command_buffer()
@@ -445,15 +441,22 @@ class Device:
         interrupted) is waited for at most `wait_seconds`, in slices that Ctrl-C interrupts. Work
         that does not finish by then cannot be cancelled and its objects cannot be destroyed
         safely: the device is then closed without destroying them (the process's exit reclaims
-        them), so that a hung kernel never keeps the process from exiting."""
+        them), so that a hung kernel never keeps the process from exiting.
+
+        Other threads may be calling into the device meanwhile: from the start of close() their
+        new operations raise DeviceError, and the ones already running (a dispatch, a wait,
+        an allocation) are waited for within the same `wait_seconds` before anything is
+        destroyed; one still running then leaves the device abandoned in the same way."""
+        deadline = time.monotonic() + wait_seconds
+        if self.closed:
+            return
+        idle = self.lifetime.close(wait_seconds)   # without the lock: they may be waiting for it
         with self._lock:
             if self.closed:
                 return
+            drained = False
             try:
-                drained = self._drain(wait_seconds)
-            except KeyboardInterrupt:
-                drained = False
-                raise
+                drained = idle and self._drain(max(0.0, deadline - time.monotonic()))
             finally:
                 if not drained:
                     self.closed = self.abandoned = True

@@ -11,7 +11,8 @@ import is still a dependency, only a deferred one. A "package" is vkir's first-l
 module (`vkir.ir`, `vkir.api`, ...); the top-level folders spirv/ and runtime/ are `vkir.spirv`
 and `vkir.runtime`, as they install.
 
-The layering, bottom to top: errors, config (the VKIR_* environment variables), timing; target (the compilation target, plain data); ir;
+The layering, bottom to top: errors, config (the VKIR_* environment variables), store (files
+kept between processes), timing; target (the compilation target, plain data); ir;
 abi (a compiled kernel's dispatch description); arith; analysis; script, transform, schedule, binding,
 interpreter; spirv (the IR -> SPIR-V backend); runtime (Vulkan, knows no IR); and the facade
 (api, lowering, cli, demo, ops, ...) that joins them. A package imports only packages below it
@@ -36,6 +37,7 @@ ALLOWED = {
     "vkir.quirks": set(),
     "vkir.features": set(),
     "vkir.config": {"vkir.errors"},
+    "vkir.store": {"vkir.errors", "vkir.config"},
     "vkir.target": {"vkir.errors", "vkir.quirks", "vkir.features"},
     "vkir.ir": {"vkir.errors"},
     "vkir.abi": {"vkir.errors", "vkir.ir"},
@@ -48,12 +50,12 @@ ALLOWED = {
                       "vkir.target", "vkir.config"},
     "vkir.binding": {"vkir.errors", "vkir.ir"},
     "vkir.interpreter": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis",
-                         "vkir.binding", "vkir.config"},
+                         "vkir.binding", "vkir.config", "vkir.store"},
     "vkir.spirv": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis", "vkir.target",
                    "vkir.abi", "vkir.features"},
     "vkir.timing": set(),
     "vkir.runtime": {"vkir.errors", "vkir.timing", "vkir.config", "vkir.quirks",
-                     "vkir.features"},
+                     "vkir.features", "vkir.store"},
 }
 
 

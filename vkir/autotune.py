@@ -7,7 +7,9 @@ whose `build(device=None, **shape)` times every valid config on the device with 
 keeps the fastest and records the winner in an on-disk cache, so the next process (or the next
 call) builds the winner directly. The cache lives in `$VKIR_CACHE_DIR/autotune` (default: the
 platform's user cache directory for "vkir") and is keyed by the device (vendor id, device id,
-driver version and name), a hash of the template's source, and the values of `key`.
+driver version and name), a hash of the template's source, and the values of `key`. Each record
+is sealed (vkir.store.mac, a per-user key kept apart from the cache): one edited, planted or
+corrupted is a miss, and the shape is tuned again.
 
 `VKIR_AUTOTUNE=0` takes the first config the device can run, without timing. Tuning stops
 timing new configs once it has taken `budget_s` (45 s by default; the list's best configs
@@ -28,9 +30,7 @@ import hashlib
 import inspect
 import json
 import logging
-import os
 import sys
-import tempfile
 import threading
 import time
 import types
@@ -38,7 +38,7 @@ import weakref
 from collections import OrderedDict
 from pathlib import Path
 
-from . import config
+from . import config, store
 from .cache.root import cache_root
 from .errors import ArgumentError, UnsupportedError, VkirError
 
@@ -105,13 +105,37 @@ def _jsonable(value):
 
 
 def _read_table(path: Path) -> dict:
-    """The tuning table stored at `path`: {} when it is missing, unreadable, not JSON or not a
-    JSON object (every such file is a miss, and the next result replaces it)."""
+    """The tuning table stored at `path`: {} when it is missing, unreadable, in an unsafe
+    folder (vkir.store.read), not JSON or not a JSON object (every such file is a miss, and the
+    next result replaces it). Its entries are not verified yet: see `_verified`."""
+    raw = store.read(path)
+    if raw is None:
+        return {}
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError):   # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        data = json.loads(raw.decode("utf-8"))
+    except ValueError:   # UnicodeDecodeError and JSONDecodeError are ValueErrors
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _sealed(path: Path, key: str, config: dict, seconds: float) -> dict:
+    """A table entry for `key` in the table at `path`, sealed (vkir.store.mac) under its place,
+    so that an entry edited, planted or moved to another key or table does not verify."""
+    entry = {"config": _jsonable(config), "seconds": seconds}
+    entry["mac"] = store.mac(f"autotune/{path.name}/{key}", _canonical(entry))
+    return entry
+
+
+def _verified(path: Path, key: str, entry) -> bool:
+    """Whether `entry` is a table entry this user's vkir sealed for `key` in the table at `path`."""
+    if not isinstance(entry, dict) or set(entry) != {"config", "seconds", "mac"}:
+        return False
+    body = {"config": entry["config"], "seconds": entry["seconds"]}
+    return store.verify(f"autotune/{path.name}/{key}", _canonical(body), entry["mac"])
+
+
+def _canonical(value) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
 
 
 def _config_key(config: dict) -> str:
@@ -177,31 +201,26 @@ class Tuned:
         path = self._cache_path()
         if path is None:
             return None
-        data = _read_table(path)
-        entry = data.get(self._entry_key(info, shape))
-        config = entry.get("config") if isinstance(entry, dict) else None
+        key = self._entry_key(info, shape)
+        entry = _read_table(path).get(key)
+        if not _verified(path, key, entry):
+            return None   # a missing, edited, planted or foreign entry is a miss, never an error
+        config = entry["config"]
         if not isinstance(config, dict) or not all(isinstance(k, str) for k in config):
-            return None   # a hand-edited or foreign entry is a miss, never an error
+            return None
         return dict(config)
 
     def _record(self, info, shape: dict, config: dict, seconds: float) -> None:
         path = self._cache_path()
         if path is None:
             return
-        data = _read_table(path)
-        data[self._entry_key(info, shape)] = {"config": _jsonable(config), "seconds": seconds}
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w") as f:
-                    json.dump(data, f, indent=1, sort_keys=True)
-                os.replace(tmp, path)  # atomic: a concurrent reader sees the old or the new file
-            except BaseException:
-                os.unlink(tmp)
-                raise
-        except OSError as exc:  # a read-only or full cache folder only costs tuning next time
-            log.info("autotune: cannot save the result in %s: %s", path.parent, exc)
+        data = {k: e for k, e in _read_table(path).items() if _verified(path, k, e)}
+        key = self._entry_key(info, shape)
+        data[key] = _sealed(path, key, config, seconds)
+        # atomic: a concurrent reader sees the old or the new file
+        if not store.write(path, json.dumps(data, indent=1, sort_keys=True).encode()):
+            # a read-only, full or unsafe cache folder only costs tuning next time
+            log.info("autotune: cannot save the result in %s", path.parent)
 
     # -- building --------------------------------------------------------------------------
     def _try_build(self, dev, shape, config, cached: bool = False):

@@ -19,6 +19,9 @@ VARIABLES = {
     "VKIR_CACHE_DIR": "the root of vkir's disk caches (compiled kernels, tuning results, driver "
                       "pipeline caches); \"\" or 0: no disk cache (default: the user cache "
                       "directory)",
+    "VKIR_CACHE_MAX_BYTES": "the most bytes a cache root holds; past it the least recently used "
+                            "entries are removed (a number of bytes, or with a K, M or G suffix; "
+                            "default: 1G)",
     "VKIR_TIMEOUT": "the default timeout in seconds of every wait for the device (default: none)",
     "VKIR_AUTOTUNE": "0: never time configs (the cached winner or the first config that builds); "
                      "1: also time them when an op meets a new shape (default: only explicit "
@@ -74,6 +77,20 @@ def cache_root() -> Path | None:
     if root.strip() in ("", "0"):
         return None
     return Path(root)
+
+
+def cache_max_bytes() -> int:
+    """$VKIR_CACHE_MAX_BYTES in bytes (K, M and G are powers of 1024), 1 GiB when unset or
+    empty; ArgumentError when it is not a positive whole number of bytes."""
+    raw = (_get("VKIR_CACHE_MAX_BYTES") or "").strip()
+    if not raw:
+        return 1 << 30
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(raw[-1].upper(), 1)
+    digits = raw[:-1] if scale > 1 else raw
+    if not (digits.isascii() and digits.isdigit()) or int(digits) == 0:
+        raise ArgumentError(f"VKIR_CACHE_MAX_BYTES={raw!r} must be a positive number of bytes "
+                            f"(a K, M or G suffix allowed)")
+    return int(digits) * scale
 
 
 def timeout() -> float | None:

@@ -99,7 +99,7 @@ def _resealed(text, change):
     lambda text: text.replace('"sha256":"', '"sha256":"0'),            # checksum mismatch
     lambda text: text.replace('"words":"', '"words":"AAAA'),           # words changed
     lambda text: text.replace('"var","h"', '"var","nosuch"'),          # names a missing size
-    lambda text: text.replace('"format":3', '"format":99'),            # another format
+    lambda text: text.replace(f'"format":{compile_cache.FORMAT}', '"format":99'),  # another format
     lambda text: text.replace('"writable":true', '"writable":false'),  # one dispatch field
     lambda text: text.replace('"local_size":[', '"local_size":[1'),    # one number
     lambda text: b"\xff\xfe" + text.encode(),                         # not UTF-8

@@ -6,15 +6,19 @@ text), the build options, the Target (`Target.key()`) and the compiler itself (v
 the size and modification time of every source file of the installed package, so an edited
 compiler never serves stale code). It stores the validated SPIR-V words (with their SHA-256) and
 the dispatch description a Kernel needs (bindings, push constants, grid and workgroup size), its
-expressions written in terms of the user's own symbolic sizes and scalar parameters, and one
-SHA-256 digest over the whole entry. A load verifies everything it reads: the format version,
-the key, the digest, and the words again with SPIRV-Tools. The lowered
+expressions written in terms of the user's own symbolic sizes and scalar parameters, one
+SHA-256 digest over the whole entry, and the entry's seal (vkir.store.mac: an HMAC of its name
+and digest under a per-user key kept apart from the cache, so an entry planted or copied from
+another key does not verify). A load verifies everything it reads: the format version, the key,
+the digest, the seal, and the words again with SPIRV-Tools. The lowered
 IR is not stored: `Compiled.ir` lowers again on first access.
 
 Entries live in `$VKIR_CACHE_DIR/kernels` (default: the platform's user cache directory;
-"" or "0" turns the cache off). Writes are atomic (a temporary file in the same directory, then
-os.replace), so concurrent processes see a whole entry or none; an entry that cannot be read,
-parsed or verified is ignored and rebuilt (and overwritten), never an error.
+"" or "0" turns the cache off), read and written through vkir.store: a folder another user could
+write to is not used, writes are atomic (a temporary file in the same directory, then
+os.replace), so concurrent processes see a whole entry or none, and the cache root has a size
+cap; an entry that cannot be read, parsed or verified is ignored and rebuilt (and overwritten),
+never an error.
 """
 
 from __future__ import annotations
@@ -27,13 +31,14 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import store as disk
 from .root import cache_root
 from ..abi import Binding, PushConstant, SpirvModule
 from ..ir import (
     Add, Buffer, Cast, DataType, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimFunc, Sub, Var,
 )
 
-FORMAT = 3   # version of the entry layout: an entry of another format is a miss
+FORMAT = 4   # version of the entry layout: an entry of another format is a miss
 
 _OPS = {"add": Add, "sub": Sub, "mul": Mul, "floordiv": FloorDiv, "floormod": FloorMod,
         "min": Min, "max": Max}
@@ -213,12 +218,19 @@ def _record(key: str, func: PrimFunc, module: SpirvModule, aliases: dict) -> dic
         "folds_grid": bool(module.folds_grid),
     }
     rec["digest"] = _digest(rec)
+    rec["mac"] = disk.mac(_entry_name(key), rec["digest"].encode())
     return rec
 
 
+def _entry_name(key: str) -> str:
+    """The name an entry is sealed under: its cache and key."""
+    return f"kernels/{key}"
+
+
 def _digest(rec: dict) -> str:
-    """SHA-256 of the whole entry (everything but its "digest" field), canonically written."""
-    body = {k: v for k, v in rec.items() if k != "digest"}
+    """SHA-256 of the whole entry (everything but its "digest" and "mac" fields), canonically
+    written."""
+    body = {k: v for k, v in rec.items() if k not in ("digest", "mac")}
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -227,6 +239,9 @@ def _module(rec: dict, key: str, func: PrimFunc, env: str) -> SpirvModule:
         raise ValueError("entry of another format or key")
     if rec.get("digest") != _digest(rec):
         raise ValueError("the entry does not match its digest (edited or corrupted)")
+    if not disk.verify(_entry_name(key), rec["digest"].encode(), rec.get("mac")):
+        raise ValueError("the entry's seal does not verify (not written by this user's vkir "
+                         "for this key)")
     words = binascii.a2b_base64(rec["words"])
     if hashlib.sha256(words).hexdigest() != rec["sha256"] or len(words) % 4:
         raise ValueError("SPIR-V words do not match their checksum")
@@ -266,12 +281,8 @@ def load(path: Path, key: str, func: PrimFunc, env: str = "vulkan1.1") -> SpirvM
     fails validation for `env`): the caller rebuilds it. Everything read is verified."""
     from ..errors import SpirvValidationError
 
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        _log().debug("compile cache: cannot read %s: %s", path, exc)
+    raw = disk.read(path)
+    if raw is None:
         return None
     try:
         return _module(json.loads(raw.decode("utf-8")), key, func, env)
@@ -282,26 +293,12 @@ def load(path: Path, key: str, func: PrimFunc, env: str = "vulkan1.1") -> SpirvM
 
 
 def store(path: Path, key: str, func: PrimFunc, module: SpirvModule, aliases: dict) -> bool:
-    """Write the entry atomically (temporary file + rename); False when the module cannot be
-    expressed in the entry format or the directory cannot be written (the build goes on)."""
+    """Write the entry atomically (vkir.store.write); False when the module cannot be
+    expressed in the entry format or the directory is unsafe or cannot be written (the build
+    goes on)."""
     try:
         text = json.dumps(_record(key, func, module, aliases), separators=(",", ":"))
     except _NotStorable as exc:
         _log().debug("compile cache: not caching %s: %s", func.name, exc)
         return False
-    import tempfile
-
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:16]}-", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError as exc:
-        _log().debug("compile cache: cannot write %s: %s", path, exc)
-        return False
-    return True
+    return disk.write(path, text.encode())

@@ -35,18 +35,15 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
 import os
 import shutil
-import subprocess
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
 from .. import config
 from .errors import DataRaceError, InterpreterError
 from .loop_to_c import FIXED_POINTERS, NotTranslatable, translate
+from .native_library import load_library
 
 TIER_UP = 4096          # work units (see weight) of one loop in Python before the rest goes to C
 CHUNK = 256             # Python iterations between two looks at that count
@@ -66,53 +63,19 @@ def c_compiler() -> str | None:
     return None
 
 
-def _library_dir() -> Path:
-    root = config.cache_root()
-    if root is None:
-        return Path(tempfile.gettempdir()) / f"vkir-native-{os.getuid()}"
-    return root / "native-loops"
-
-
 @functools.lru_cache(maxsize=256)
 def load_loop(source: str):
-    """The `vkir_loop` function of `source`, compiled once per source (the library is kept on
-    disk under a hash of the source and the compiler)."""
+    """The `vkir_loop` function of `source`, compiled once per source (the library is kept in
+    vkir's cache, sealed, and loaded only once verified: native_library.py)."""
     compiler = c_compiler()
     if compiler is None:
         raise InterpreterError("no C compiler found for native loops (set CC, or "
                                "VKIR_NATIVE_LOOPS=0)")
-    key = hashlib.sha256("\0".join((compiler, *_FLAGS, source)).encode()).hexdigest()[:24]
-    folder = _library_dir()
-    path = folder / f"loop-{key}.so"
-    try:
-        if not path.exists():
-            _build(compiler, source, folder, path)
-        library = ctypes.CDLL(str(path))
-    except OSError as exc:   # an unwritable cache directory, a compiler that cannot start
-        raise InterpreterError(f"cannot build a native loop in {folder}: {exc}") from None
-    fn = library.vkir_loop
+    fn = load_library(source, compiler, _FLAGS).vkir_loop
     fn.restype = ctypes.c_int
     fn.argtypes = (ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p,
                    ctypes.c_void_p)
     return fn
-
-
-def _build(compiler: str, source: str, folder: Path, path: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=folder)
-    os.close(fd)
-    src = Path(tmp).with_suffix(".c")
-    src.write_text(source)
-    try:
-        done = subprocess.run([compiler, *_FLAGS, "-o", tmp, str(src), "-lm"],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            raise InterpreterError(f"the C compiler refused a native loop:\n"
-                                   f"{done.stderr.strip()[:2000]}")
-        os.replace(tmp, path)    # atomic: a concurrent build of the same loop is identical
-    finally:
-        src.unlink(missing_ok=True)
-        Path(tmp).unlink(missing_ok=True)
 
 
 def mode() -> str:

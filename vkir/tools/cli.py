@@ -10,6 +10,7 @@
     vkir validate FILE... [--target-env ENV] [--format text|json|junit] [-o REPORT]  (vkir.tools.validate)
     vkir dis FILE.spv [-o OUT]
     vkir doctor                                                                      (vkir.tools.doctor)
+    vkir cache info [--json] | vkir cache clean                                      (vkir.tools.caches)
 
 User errors (VkirError) print "vkir: error: ..." and exit with status 2; a failed result check
 (run, demo) exits with status 1. With VKIR_VALIDATION=1 any validation-layer message is printed
@@ -331,11 +332,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="small sizes and few repeats (smoke run)")
     p.set_defaults(fn=cmd_bench)
 
+    from . import caches
     from . import doctor
     from . import validate
 
     validate.add_commands(sub)
     doctor.add_command(sub)
+    caches.add_command(sub)
     return ap
 
 
