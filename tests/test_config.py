@@ -59,3 +59,30 @@ def test_the_pipeline_cache_lives_under_the_one_cache_root(monkeypatch, tmp_path
     assert _cache_file(device.physical).parent == tmp_path
     monkeypatch.setenv("VKIR_CACHE_DIR", "")
     assert _cache_file(device.physical) is None
+
+
+def test_every_switch_takes_the_same_words_and_refuses_others(monkeypatch, tmp_path):
+    """One parser for the on/off variables: `true` no longer means auto (VKIR_NATIVE_LOOPS) or
+    off (VKIR_VERIFY_PASSES), and a typo is an error naming the variable."""
+    readers = {"VKIR_VALIDATION": config.validation, "VKIR_VERIFY_PASSES": config.verify_passes,
+               "VKIR_NATIVE_LOOPS": config.native_loops, "VKIR_AUTOTUNE": config.autotune}
+    on = {"VKIR_VALIDATION": True, "VKIR_VERIFY_PASSES": True, "VKIR_NATIVE_LOOPS": True,
+          "VKIR_AUTOTUNE": "always"}
+    off = {"VKIR_VALIDATION": False, "VKIR_VERIFY_PASSES": False, "VKIR_NATIVE_LOOPS": False,
+           "VKIR_AUTOTUNE": "never"}
+    for name, read in readers.items():
+        for word in ("1", "true", "Yes", " ON "):
+            monkeypatch.setenv(name, word)
+            assert read() == on[name], (name, word)
+        for word in ("0", "False", "no", "off"):
+            monkeypatch.setenv(name, word)
+            assert read() == off[name], (name, word)
+        monkeypatch.setenv(name, "sometimes")
+        with pytest.raises(ArgumentError, match=f"{name}='sometimes' is not a switch"):
+            read()
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    for word in ("false", "OFF", "no", "0", ""):
+        monkeypatch.setenv("VKIR_CACHE_DIR", word)
+        assert config.cache_root() is None, word
+    assert not (tmp_path / "false").exists()

@@ -32,12 +32,29 @@ VARIABLES = {
                          "loops that run long, where a C compiler is found)",
 }
 
-_OFF = ("", "0", "false", "no", "off")
+ON_WORDS = ("1", "true", "yes", "on")
+OFF_WORDS = ("0", "false", "no", "off")
 
 
 def _get(name: str) -> str | None:
     assert name in VARIABLES, name
     return os.environ.get(name)
+
+
+def switch(name: str) -> bool | None:
+    """The on/off variable `name`: True for 1/true/yes/on, False for 0/false/no/off (any case,
+    spaces ignored), None when unset or empty; ArgumentError naming it for anything else, so a
+    typo never silently means the default."""
+    raw = (_get(name) or "").strip()
+    word = raw.lower()
+    if not word:
+        return None
+    if word in ON_WORDS:
+        return True
+    if word in OFF_WORDS:
+        return False
+    raise ArgumentError(f"{name}={raw!r} is not a switch: use one of "
+                        f"{', '.join(ON_WORDS)} or {', '.join(OFF_WORDS)}")
 
 
 def device_selector() -> str | None:
@@ -47,34 +64,30 @@ def device_selector() -> str | None:
 
 def validation() -> bool:
     """Whether $VKIR_VALIDATION asks for the Khronos validation layer."""
-    return (_get("VKIR_VALIDATION") or "").strip().lower() not in _OFF
+    return bool(switch("VKIR_VALIDATION"))
 
 
 def verify_passes() -> bool:
     """Whether $VKIR_VERIFY_PASSES asks for the checker after every pass call."""
-    return (_get("VKIR_VERIFY_PASSES") or "").strip() == "1"
+    return bool(switch("VKIR_VERIFY_PASSES"))
 
 
 def native_loops() -> bool | None:
-    """$VKIR_NATIVE_LOOPS: False for "0" (and the other off words), True for "1", None when
-    unset or anything else (the interpreter decides)."""
-    value = (_get("VKIR_NATIVE_LOOPS") or "").strip().lower()
-    if value == "1":
-        return True
-    if value in _OFF and value != "":
-        return False
-    return None
+    """$VKIR_NATIVE_LOOPS as a switch: False (never), True (every translatable loop), None when
+    unset (the interpreter decides)."""
+    return switch("VKIR_NATIVE_LOOPS")
 
 
 def cache_root() -> Path | None:
     """$VKIR_CACHE_DIR, else the platform's user cache directory for vkir (platformdirs); None
-    (no disk cache at all) when VKIR_CACHE_DIR is "" or "0"."""
+    (no disk cache at all) when VKIR_CACHE_DIR is "" or an off word (0, false, no, off; a folder
+    of that name is written ./false)."""
     root = _get("VKIR_CACHE_DIR")
     if root is None:
         import platformdirs
 
         return Path(platformdirs.user_cache_dir("vkir"))
-    if root.strip() in ("", "0"):
+    if root.strip().lower() in ("", *OFF_WORDS):
         return None
     return Path(root)
 
@@ -110,9 +123,4 @@ def timeout() -> float | None:
 
 def autotune() -> str:
     """What $VKIR_AUTOTUNE asks: "never" (0), "always" (1) or "default" (unset): see VARIABLES."""
-    raw = (_get("VKIR_AUTOTUNE") or "").strip().lower()
-    if raw in ("0", "false", "no", "off"):
-        return "never"
-    if raw in ("1", "true", "yes", "on"):
-        return "always"
-    return "default"
+    return {None: "default", False: "never", True: "always"}[switch("VKIR_AUTOTUNE")]
