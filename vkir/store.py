@@ -66,8 +66,8 @@ CACHES = (
 def unsafe_reason(folder: Path) -> str | None:
     """Why the existing folder `folder` must not hold a cache (None when it may): it is not a
     folder, not owned by this user, writable by others, or a folder above it lets someone else
-    replace it."""
-    uid = os.geteuid()
+    replace it. Where the platform has no user ids (Windows), only that it is a folder."""
+    uid = _uid()
     real = Path(os.path.realpath(folder))
     try:
         st = os.stat(real)
@@ -75,6 +75,8 @@ def unsafe_reason(folder: Path) -> str | None:
         return f"cannot inspect it ({exc.strerror})"
     if not stat.S_ISDIR(st.st_mode):
         return "it is not a folder"
+    if uid is None:
+        return None
     if st.st_uid != uid:
         return f"it is owned by user {st.st_uid}, not by this user ({uid})"
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
@@ -85,7 +87,9 @@ def unsafe_reason(folder: Path) -> str | None:
 def _above_reason(real: Path) -> str | None:
     """Why the folder `real` (a resolved path) or one above it lets someone else than this user
     replace what it holds: owned by another user, or writable by others without being sticky."""
-    uid = os.geteuid()
+    uid = _uid()
+    if uid is None:
+        return None
     for above in (real, *real.parents):
         try:
             st = os.stat(above)
@@ -121,6 +125,11 @@ def safe_folder(folder: Path, create: bool) -> Path | None:
         _warn_unsafe(str(folder), reason)
         return None
     return folder
+
+
+def _uid() -> int | None:
+    """This process's effective user id (None where the platform has none)."""
+    return os.geteuid() if hasattr(os, "geteuid") else None
 
 
 def _make_private(folder: Path) -> None:
@@ -185,11 +194,11 @@ def key_file() -> Path:
 
 def _key() -> bytes:
     path = key_file()
-    return _read_or_make_key(str(path), os.geteuid())
+    return _read_or_make_key(str(path), _uid())
 
 
 @functools.lru_cache(maxsize=8)
-def _read_or_make_key(path: str, uid: int) -> bytes:
+def _read_or_make_key(path: str, uid: int | None) -> bytes:
     """The key at `path`, made when missing; a key of this process only (entries of other
     processes then do not verify, and are rebuilt) when the file cannot be made or is unsafe."""
     folder = safe_folder(Path(path).parent, create=True)
@@ -220,11 +229,12 @@ def _process_key(pid: int) -> bytes:
     return os.urandom(KEY_BYTES)
 
 
-def _read_key(path: str, uid: int) -> bytes:
+def _read_key(path: str, uid: int | None) -> bytes:
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != uid or st.st_mode & 0o077:
+        if not stat.S_ISREG(st.st_mode) or (uid is not None and (st.st_uid != uid
+                                                                  or st.st_mode & 0o077)):
             raise ValueError(f"not a private file of this user (mode {stat.S_IMODE(st.st_mode):04o})")
         key = os.read(fd, KEY_BYTES + 1)
     finally:

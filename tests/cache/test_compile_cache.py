@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import vkir
-from vkir import compile_cache
+from vkir.cache import compile as compile_cache
 from vkir.target import Target
 
 SOURCE = '''

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import vkir
-from vkir import compile_cache, store
+from vkir import store
+from vkir.cache import compile as compile_cache
 
 SOURCE = '''
 @T.prim_func
@@ -150,3 +151,25 @@ def test_an_edited_or_planted_tuning_record_is_a_miss(root):
     assert tuned.cached(_info(), n=9) is None
     tuned._record(_info(), {"n": 8}, {"w": 64}, 0.001)
     assert tuned.cached(_info(), n=8) == {"w": 64}
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o600])
+def test_a_key_others_could_read_or_write_is_not_used(tmp_path, monkeypatch, caplog, mode):
+    import hashlib
+    import hmac
+    import logging
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    key = store.key_file()
+    key.parent.mkdir(parents=True, mode=0o700)
+    key.write_bytes(b"k" * 32)
+    os.chmod(key, mode)
+    if mode == 0o600 and os.geteuid() == 0:
+        os.chown(key, 12345, 12345)   # private, but another user's
+    elif mode == 0o600:
+        pytest.skip("making a file of another user needs root")
+    with caplog.at_level(logging.WARNING, logger="vkir.store"):
+        tag = store.mac("kernels/x", b"payload")
+    assert tag != hmac.new(b"k" * 32, b"kernels/x\0payload", hashlib.sha256).hexdigest()
+    assert "cannot use the cache key" in caplog.text
+    assert store.verify("kernels/x", b"payload", tag)   # this process's own key, consistently

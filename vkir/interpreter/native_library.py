@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -58,9 +59,7 @@ def _build(compiler: str, flags: tuple, source: str) -> bytes:
                                    f"{done.stderr.strip()[:2000]}")
         return out.read_bytes()
     finally:
-        for path in (src, out):
-            path.unlink(missing_ok=True)
-        os.rmdir(work)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _load_copy(data: bytes) -> ctypes.CDLL:
