@@ -43,3 +43,16 @@ def test_py_typed_marker_is_package_data():
 def test_readme_says_how_to_reach_the_command():
     readme = (ROOT / "README.md").read_text()
     assert ".venv/bin/vkir" in readme and "source .venv/bin/activate" in readme
+
+
+def test_no_aliases_for_old_module_paths():
+    """Modules live at one path each: no import hook keeps pre-restructure names alive."""
+    import importlib
+    import sys
+
+    import vkir  # noqa: F401
+
+    assert not any(type(f).__module__ == "vkir" for f in sys.meta_path)
+    for old in ("vkir.sequences", "vkir.shader", "vkir.compile_cache", "vkir.cli"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(old)
