@@ -16,13 +16,14 @@ reads and writes through this module:
 - Size. A cache root holds at most `config.cache_max_bytes()`; past it, the entries used least
   recently go first (a read marks an entry used). A process looks at the root's size when it
   first writes there and again each time it has written a sixteenth of the cap since.
-- No disk cache (VKIR_CACHE_DIR "" or 0) writes nothing shared: what must be a file (a native
-  library to load) goes to `process_folder()`, a fresh mkdtemp folder removed at exit.
+- No disk cache (VKIR_CACHE_DIR "" or 0) writes nothing shared: what must be a file for a moment
+  (a native library being built or loaded) goes to `private_temporary()`, a fresh mkdtemp folder
+  removed right after.
 """
 
 from __future__ import annotations
 
-import atexit
+import contextlib
 import functools
 import hashlib
 import hmac
@@ -161,25 +162,15 @@ def cache_folder(cache: str) -> Path | None:
     return root / folder if folder else root
 
 
-_PROCESS_LOCK = threading.Lock()
-
-
-def process_folder() -> Path:
-    """A private folder for this process only (mkdtemp: mode 0700, an unpredictable name in the
-    system's temporary folder), removed when the process exits. A forked child gets its own."""
-    with _PROCESS_LOCK:
-        return _process_folder(os.getpid())
-
-
-@functools.cache
-def _process_folder(pid: int) -> Path:
+@contextlib.contextmanager
+def private_temporary():
+    """A new private folder (mkdtemp: mode 0700, an unpredictable name in the system's temporary
+    folder) for files that must exist only for a moment, such as a library being loaded; it is
+    removed, with what it holds, when the block ends."""
     path = tempfile.mkdtemp(prefix="vkir-")
-    atexit.register(_remove_process_folder, path, pid)
-    return Path(path)
-
-
-def _remove_process_folder(path: str, pid: int) -> None:
-    if os.getpid() == pid:   # a forked child that exits normally leaves its parent's folder
+    try:
+        yield Path(path)
+    finally:
         shutil.rmtree(path, ignore_errors=True)
 
 

@@ -144,3 +144,19 @@ def test_no_disk_cache_leaves_nothing_in_the_temporary_folder(tmp_path):
     assert sorted(p.name for p in tmp.iterdir()) == [planted.name]
     assert list(planted.iterdir()) == []
     assert not (tmp_path / "state").exists()   # no key either: nothing was sealed
+
+
+def test_each_library_loaded_is_its_own(env):
+    """Libraries loaded one after another from private copies (each removed once loaded) each
+    keep their own code: the loader never takes a later copy for one loaded before."""
+    from vkir.interpreter.native_library import load_library
+
+    compiler = native_loops.c_compiler()
+    sources = [f"int vkir_loop(long long a, void **b, void *c, void *d) {{ return {i}; }}\n"
+               for i in range(4)]
+    for source in sources:
+        load_library(source, compiler, ("-shared", "-fPIC"))    # built and cached
+    for _ in range(3):
+        for i, source in enumerate(sources):
+            fn = load_library(source, compiler, ("-shared", "-fPIC")).vkir_loop
+            assert fn(0, None, None, None) == i

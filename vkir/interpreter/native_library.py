@@ -1,25 +1,21 @@
 """Shared libraries built from C source for native loops, kept in vkir's cache and loaded only
 when vkir can vouch for every byte.
 
-A library is built with the given compiler and flags in this process's private folder
-(vkir.store.process_folder). With a disk cache, it is also stored sealed (vkir.store.seal: an
+A library is built with the given compiler and flags in a private temporary folder
+(vkir.store.private_temporary). With a disk cache, it is also stored sealed (vkir.store.seal: an
 HMAC under a per-user key kept apart from the cache) as `native-loops/loop-<key>.so`, the key a
 hash of compiler, flags and source. A later process reads that entry, checks its seal, writes
-the checked bytes to a new file in its own private folder and loads that copy, so a library
+the checked bytes to a new file in a private temporary folder and loads that copy, so a library
 planted or swapped in the cache folder (or swapped between the check and the load) is never
 loaded: an entry that does not verify is built again. Without a disk cache nothing is written
-outside the private folder, which is removed when the process exits.
+outside those private folders, each removed right after use.
 """
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
-import os
-import shutil
 import subprocess
-import tempfile
-from pathlib import Path
 
 from .. import store
 from .errors import InterpreterError
@@ -44,10 +40,9 @@ def load_library(source: str, compiler: str, flags: tuple) -> ctypes.CDLL:
 
 
 def _build(compiler: str, flags: tuple, source: str) -> bytes:
-    """The bytes of the library built from `source`, in a folder of this process only."""
-    work = tempfile.mkdtemp(prefix="build-", dir=store.process_folder())
-    src, out = Path(work) / "loop.c", Path(work) / "loop.so"
-    try:
+    """The bytes of the library built from `source`, in a private folder removed right after."""
+    with store.private_temporary() as work:
+        src, out = work / "loop.c", work / "loop.so"
         src.write_text(source)
         try:
             done = subprocess.run([compiler, *flags, "-o", str(out), str(src), "-lm"],
@@ -58,20 +53,16 @@ def _build(compiler: str, flags: tuple, source: str) -> bytes:
             raise InterpreterError(f"the C compiler refused a native loop:\n"
                                    f"{done.stderr.strip()[:2000]}")
         return out.read_bytes()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def _load_copy(data: bytes) -> ctypes.CDLL:
-    """Load `data` from a new file of this process's private folder (removed once loaded: the
-    loaded library stays mapped), so no one else can change what is loaded."""
-    fd, path = tempfile.mkstemp(prefix="loop-", suffix=".so", dir=store.process_folder())
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+    """Load `data` from a new file in a private folder, so no one else can change what is
+    loaded. The folder is removed at once: the loaded library stays mapped (and its inode
+    taken, so a later copy can never be mistaken for it)."""
+    with store.private_temporary() as folder:
+        path = folder / "loop.so"
+        path.write_bytes(data)
         try:
-            return ctypes.CDLL(path)
+            return ctypes.CDLL(str(path))
         except OSError as exc:
             raise InterpreterError(f"cannot load a native loop: {exc}") from None
-    finally:
-        os.unlink(path)
