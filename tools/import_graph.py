@@ -14,8 +14,8 @@ and `vkir.runtime`, as they install.
 The layering, bottom to top: errors, config (the VKIR_* environment variables), store (files
 kept between processes), timing; target (the compilation target, plain data); ir;
 abi (a compiled kernel's dispatch description); arith; analysis; script, transform, schedule, binding,
-interpreter; spirv (the IR -> SPIR-V backend); runtime (Vulkan, knows no IR); and the facade
-(api, lowering, cli, demo, ops, ...) that joins them. A package imports only packages below it
+aliasing (which arguments share memory), interpreter; spirv (the IR -> SPIR-V backend); runtime
+(Vulkan, knows no IR); and the facade (api, lowering, cli, demo, ops, ...) that joins them. A package imports only packages below it
 (ALLOWED); anything not listed there is facade and may import anything, but nothing below the
 facade may import it.
 """
@@ -49,8 +49,9 @@ ALLOWED = {
     "vkir.schedule": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis", "vkir.transform",
                       "vkir.target", "vkir.config"},
     "vkir.binding": {"vkir.errors", "vkir.ir"},
+    "vkir.aliasing": {"vkir.errors"},
     "vkir.interpreter": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis",
-                         "vkir.binding", "vkir.config", "vkir.store"},
+                         "vkir.binding", "vkir.aliasing", "vkir.config", "vkir.store"},
     "vkir.spirv": {"vkir.errors", "vkir.ir", "vkir.arith", "vkir.analysis", "vkir.target",
                    "vkir.abi", "vkir.features"},
     "vkir.timing": set(),

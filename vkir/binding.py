@@ -70,12 +70,19 @@ class Bound:
 
 
 def written_params(func: PrimFunc) -> frozenset:
-    """Indices of the parameters whose data `func` stores to (through any buffer over them,
-    pointer-cast aliases included)."""
+    """Indices of the parameters whose data `func` stores to or updates atomically (through
+    any buffer over them, pointer-cast aliases included)."""
+    from .ir.expr import BufferLoad, Call
+    from .ir.op import is_atomic
     from .ir.stmt import BufferStore
     from .ir.walk import walk
 
-    stored = {n.buffer.data for n in walk(func.body) if isinstance(n, BufferStore)}
+    stored = set()
+    for n in walk(func.body):
+        if isinstance(n, BufferStore):
+            stored.add(n.buffer.data)
+        elif isinstance(n, Call) and is_atomic(n.op) and n.args and isinstance(n.args[0], BufferLoad):
+            stored.add(n.args[0].buffer.data)
     return frozenset(i for i, p in enumerate(func.params) if p in stored)
 
 

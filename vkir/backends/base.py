@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from ..driver.arrays import DeviceArray
+from ..driver.arrays import DeviceArray, host_copies
 from ..driver.dispatch import check_profile_counts
 from ..driver.kernel import Kernel, Profile
 from ..binding import Signature, written_params
@@ -114,26 +114,19 @@ class BackendKernel:
         return f"<vkir Kernel {self.name} on {self.device.name}>"
 
     def _host_args(self, args, kwargs):
-        """Checked arguments as the backend runs them (device arrays read into numpy), and the
-        (device array, numpy copy) pairs to write back."""
+        """Checked arguments as the backend runs them (device arrays read into numpy, one host
+        copy per device buffer so that views of one stay one memory), and the write-back."""
         bound = self._signature.bind(args, kwargs)
-        out, back = list(bound.args), []
-        for p in self._signature.buffer_params:
-            a = out[p.index]
-            if isinstance(a, DeviceArray):
-                out[p.index] = a.numpy()
-                if p.index in self._writes:
-                    back.append((a, out[p.index]))
-        return tuple(out), back
+        out, write_back = host_copies(bound.args)
+        return tuple(out), write_back
 
     def __call__(self, *args, **kwargs) -> None:
         """Run on `args` (by position and/or by parameter name); numpy arrays are modified in
         place, written device arrays updated."""
         self._no_sequence("a call")
-        host, back = self._host_args(args, kwargs)
+        host, write_back = self._host_args(args, kwargs)
         self.executable.run(host)
-        for a, values in back:
-            a.write(values)
+        write_back()
 
     def _no_sequence(self, what: str) -> None:
         from ..driver.sequences import ACTIVE_SEQUENCE
@@ -159,7 +152,7 @@ class BackendKernel:
     def profile(self, *args, repeat: int = 50, warmup: int = 1, **kwargs) -> Profile:
         """Run `warmup` + `repeat` times; wall seconds per run (source "wall")."""
         check_profile_counts(f"kernel {self.name}", repeat, warmup)
-        host, back = self._host_args(args, kwargs)
+        host, write_back = self._host_args(args, kwargs)
         samples = []
         with self._lock:
             for i in range(warmup + repeat):
@@ -167,8 +160,7 @@ class BackendKernel:
                 self.executable.run(host)
                 if i >= warmup:
                     samples.append(time.perf_counter() - t0)
-        for a, values in back:
-            a.write(values)
+        write_back()
         return Profile(float(np.median(samples)), min(samples), max(samples), len(samples), "wall",
                        tuple(samples))
 

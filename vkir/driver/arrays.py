@@ -11,7 +11,7 @@ from ..errors import ArgumentError
 from ..ir import DataType
 
 __all__ = ["devices", "device", "resolve_device", "target_for", "DeviceArray", "array", "empty",
-           "zeros", "full"]
+           "zeros", "full", "host_copies"]
 
 
 # -- devices -------------------------------------------------------------------------------------
@@ -248,3 +248,29 @@ def full(shape, value, dtype="float32", device=None) -> DeviceArray:
         raise ArgumentError(f"full: {value!r} is not a {out.dtype} value ({exc})") from None
     out.buffer.write(host)
     return out
+
+
+def host_copies(arrays) -> tuple:
+    """(host arrays, write-back) for a call that runs device arrays on the host (the
+    interpreter): `arrays` with each DeviceArray replaced by numpy memory, one host copy per
+    runtime buffer so that views of one buffer stay views of one memory; `write-back()` copies
+    every host copy the run changed back to its buffer."""
+    copies = {}     # id(runtime buffer) -> (buffer, host bytes, bytes before)
+    out = []
+    for a in arrays:
+        if not isinstance(a, DeviceArray):
+            out.append(a)
+            continue
+        entry = copies.get(id(a.buffer))
+        if entry is None:
+            host = a.buffer.read()
+            entry = copies[id(a.buffer)] = (a.buffer, host, host.tobytes())
+        nbytes = a.size * a.dtype.itemsize
+        out.append(entry[1][:nbytes].view(a.dtype).reshape(a.shape))
+
+    def write_back() -> None:
+        for buffer, host, before in copies.values():
+            if host.tobytes() != before:
+                buffer.write(host)
+
+    return out, write_back

@@ -1,6 +1,7 @@
 """What every kind of kernel does the same way once its arguments are checked: keep device copies
 of numpy arguments between calls (bounded), run a dispatch now, time it inside `vkir.profile()`,
-submit one without waiting, and validate `profile()`'s counts. `Kernel` (vkir.build),
+submit one without waiting, validate `profile()`'s counts, and put numpy arguments on the device
+with aliased ones in one buffer (`stage`, see vkir.aliasing). `Kernel` (vkir.build),
 `ShaderKernel` (existing shaders) and the backends' kernels call these, so the behaviour a call
 has does not depend on where the kernel came from."""
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ArgumentError
+from ..aliasing import gather, scatter
 
 SCRATCH_BUFFERS = 32  # per kernel: device copies of numpy arguments kept for the next call
 
@@ -21,6 +23,7 @@ class ScratchBuffers:
     def __init__(self, device):
         self.device = device
         self.buffers = {}
+        self.views = {}     # (buffer serial, offset, nbytes) -> BufferView
 
     def copy_in(self, index: int, array: np.ndarray):
         """A device buffer holding `array`, the argument at `index`."""
@@ -31,12 +34,58 @@ class ScratchBuffers:
         if buf is None:
             if len(self.buffers) >= SCRATCH_BUFFERS:
                 self.buffers.clear()
+                self.views.clear()
             buf = self.buffers[key] = allocate(self.device, array.nbytes)
         buf.write(array)
         return buf
 
+    def view(self, buffer, offset: int, nbytes: int):
+        """A BufferView of `nbytes` at `offset` in scratch buffer `buffer`, kept with it (so a
+        call again with the same aliases finds its recorded launch)."""
+        from .buffer_view import BufferView
+
+        key = (buffer.serial, offset, nbytes)
+        got = self.views.get(key)
+        if got is None:
+            got = self.views[key] = BufferView(buffer, offset, nbytes)
+        return got
+
     def __len__(self) -> int:
         return len(self.buffers)
+
+
+def stage(host: dict, written, groups, copy_in, view) -> tuple:
+    """Device buffers for the numpy arguments `host` ({position: array}): one per group of
+    aliased arrays (`groups`, numpy Groups from aliasing.plan), each member bound as a view at its
+    offset (or the buffer itself where it spans it), and one per other array. `copy_in(position,
+    bytes or array)` makes a device buffer holding the data, `view(buffer, offset, nbytes)` binds
+    part of one, `written(position)` says what the callee writes. Returns ({position: buffer},
+    copy-backs for `copy_back`)."""
+    buffers, copies, grouped = {}, [], set()
+    for group in groups:
+        data, copied = gather(group, host)
+        root = copy_in(group.members[0].position, data)
+        for m in group.members:
+            whole = m.offset == 0 and m.nbytes == group.nbytes
+            buffers[m.position] = root if whole else view(root, m.offset, m.nbytes)
+            grouped.add(m.position)
+        copies.append((root, data, group if copied else None))
+    for position, a in host.items():
+        if position in grouped:
+            continue
+        buffers[position] = buf = copy_in(position, a)
+        if written(position):
+            copies.append((buf, a, None))
+    return buffers, copies
+
+
+def copy_back(copies: list, host: dict) -> None:
+    """After the dispatch: read each written buffer back into its host array (a group's copy of
+    its bytes then goes to its written members)."""
+    for buf, out, group in copies:
+        buf.read(out)
+        if group is not None:
+            scatter(group, host, out)
 
 
 def run(device, pipeline, buffers, push, groups, name: str, keep, profiler=None) -> None:
@@ -52,27 +101,30 @@ def run(device, pipeline, buffers, push, groups, name: str, keep, profiler=None)
         launch.run(keep=keep)
 
 
-def submit(device, pipeline, buffers: list, push, groups, name: str, keep, numpy_args: dict,
-           written):
-    """Submit without waiting: `buffers` has None where `numpy_args` (by position) gives a numpy
-    array, which is copied into a fresh device buffer of this launch alone; the written ones
-    (`written(position)`) are copied back when the handle's wait sees the end."""
+def submit(device, pipeline, buffers: dict, push, groups, name: str, keep, numpy_args: dict,
+           written, aliases=(), order=None):
+    """Submit without waiting: `buffers` ({argument position: device buffer}) and `numpy_args`
+    ({position: numpy array}) give every buffer argument; each numpy one is copied into a fresh
+    device buffer of this launch alone (one per group of `aliases`, see `stage`), and the written
+    ones (`written(position)`) are copied back when the handle's wait sees the end. `order` gives
+    the argument position of each binding (None: one binding per position, in order)."""
     from ..runtime import get_launch
     from ..runtime.suballoc import allocate
+    from .buffer_view import BufferView
     from .sequences import LaunchHandle
 
-    buffers = list(buffers)
-    copies, scratch = [], []
-    for position, a in numpy_args.items():
-        buf = allocate(device, a.nbytes)
-        buf.write(a)
-        buffers[position] = buf
-        scratch.append(buf)
-        if written(position):
-            copies.append((buf, a))
-    launch = get_launch(device, pipeline, buffers, push, groups)
-    submission = launch.submit(keep=(keep, tuple(scratch)), what=f"launch of {name}")
-    return LaunchHandle(submission, copies, name)
+    def copy_in(position, data):
+        buf = allocate(device, data.nbytes)
+        buf.write(data)
+        return buf
+
+    staged, copies = stage(numpy_args, written, aliases, copy_in, BufferView)
+    buffers = {**buffers, **staged}
+    order = range(len(buffers)) if order is None else order
+    launch = get_launch(device, pipeline, [buffers[i] for i in order], push, groups)
+    submission = launch.submit(keep=(keep, tuple(staged.values())), what=f"launch of {name}")
+    return LaunchHandle(submission, [(_Readback(buf, group, numpy_args), out)
+                                     for buf, out, group in copies], name)
 
 
 def check_profile_counts(name: str, repeat, warmup) -> None:
@@ -80,3 +132,16 @@ def check_profile_counts(name: str, repeat, warmup) -> None:
     for what, n, least in (("repeat", repeat, 1), ("warmup", warmup, 0)):
         if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < least:
             raise ArgumentError(f"{name}: profile {what} must be an int >= {least}, got {n!r}")
+
+
+class _Readback:
+    """A copy-back of a launch as LaunchHandle makes it at the end (`read(out)`): the device
+    buffer into `out`, then, for a group of aliases copied in, to its written members."""
+
+    __slots__ = ("buf", "group", "host")
+
+    def __init__(self, buf, group, host: dict):
+        self.buf, self.group, self.host = buf, group, host
+
+    def read(self, out) -> None:
+        copy_back([(self.buf, out, self.group)], self.host)

@@ -28,15 +28,16 @@ import weakref
 
 import numpy as np
 
-from ..binding import Signature
+from ..binding import Signature, written_params
 from ..errors import ArgumentError, TypeCheckError, UnsupportedError, WellFormedError
 from ..ir import DataType, For, IntImm, PrimFunc, While
 from ..ir.dtype import type_range
 from ..ir.walk import walk
 from ..lowering import LOOP_TRIP_LIMIT
 from ..timing import Timing
-from .arrays import DeviceArray, target_for
-from .dispatch import ScratchBuffers, check_profile_counts, run, submit
+from ..aliasing import Arg, plan
+from .arrays import DeviceArray, host_copies, target_for
+from .dispatch import ScratchBuffers, check_profile_counts, copy_back, run, stage, submit
 from .profiling import ACTIVE_PROFILER
 from .sequences import ACTIVE_SEQUENCE, LaunchHandle
 
@@ -46,25 +47,13 @@ __all__ = ["interpret", "lower", "build", "Kernel", "Profile", "check_layouts"]
 def interpret(func: PrimFunc, *args, **kwargs) -> None:
     """vkir.interpreter.interpret (same arguments and options), also on vkir DeviceArrays: each
     is copied to the host, and back when the kernel changed it, so one call site runs on the
-    device and in the interpreter."""
+    device and in the interpreter (device arrays over one buffer share one host copy)."""
     from ..interpreter import interpret as _interpret
 
-    copies = []
-    args = tuple(_host_copy(a, copies) for a in args)
-    kwargs = {key: _host_copy(a, copies) for key, a in kwargs.items()}
-    _interpret(func, *args, **kwargs)
-    for device_array, host, before in copies:
-        if host.tobytes() != before:
-            device_array.write(host)
-
-
-def _host_copy(a, copies: list):
-    """`a`, or for a DeviceArray a host copy noted in `copies` with its bytes before the run."""
-    if not isinstance(a, DeviceArray):
-        return a
-    host = a.numpy()
-    copies.append((a, host, host.tobytes()))
-    return host
+    keys = tuple(kwargs)
+    host, write_back = host_copies(list(args) + [kwargs[k] for k in keys])
+    _interpret(func, *host[:len(args)], **dict(zip(keys, host[len(args):])))
+    write_back()
 
 
 # -- lowering and building -----------------------------------------------------------------------
@@ -228,12 +217,16 @@ class Kernel(metaclass=abc.ABCMeta):
         self._subgroup = subgroup
         self._variants = {}             # (factor, loops) -> runtime Pipeline of a split variant
         self._held = [self.pipeline]    # every pipeline this kernel holds (released together)
+        self._words = {self.pipeline: self.module.words}   # SPIR-V of each held pipeline
+        self._aliased = {}              # pipeline -> its variant with every buffer Aliased
         self._release = weakref.finalize(self, _release_pipelines, dev, self._held)
         self._release.atexit = False
         self._lock = threading.Lock()  # guards the scratch buffers of calls with numpy arguments
         self.compile_seconds = time.perf_counter() - t0
         self._evaluate = evaluate
         self._writes = tuple(sorted({b.param_index for b in self.module.bindings if b.writable}))
+        # aliased arguments: written as the device or the source (what the interpreter sees) says
+        self._alias_writes = frozenset(self._writes) | written_params(func)
         # sizes and scalars are bound on the user's signature; codegen's push constants and grid
         # name the lowered function's vars, mapped back through the aliases where a pass renewed one
         self._signature = Signature(func, evaluate, where=f"kernel {func.name}",
@@ -362,8 +355,30 @@ class Kernel(metaclass=abc.ABCMeta):
             self.device, module.words, module.entry_point, tuple(b.binding for b in module.bindings),
             module.push_constant_size, subgroup=self._subgroup)
         self._held.append(pipeline)
+        self._words[pipeline] = module.words
         self.compile_seconds += time.perf_counter() - t0
         return pipeline
+
+    def _for_aliases(self, pipeline, aliases):
+        """`pipeline`, or where a written argument shares memory with another (`aliases`, see
+        vkir.aliasing) its variant whose buffers are declared Aliased (vkir.driver.aliased_spirv;
+        made on first use)."""
+        if not aliases:
+            return pipeline
+        variant = self._aliased.get(pipeline)
+        if variant is None:
+            from .. import runtime
+            from .aliased_spirv import aliased
+
+            words = aliased(self._words[pipeline], self.target.env)
+            variant = runtime.get_pipeline(
+                self.device, words, self.module.entry_point,
+                tuple(b.binding for b in self.module.bindings), self.module.push_constant_size,
+                subgroup=self._subgroup)
+            self._held.append(variant)
+            self._words[variant] = words
+            self._aliased[pipeline] = variant
+        return variant
 
     def _derive(self, values):
         """(push-constant bytes, group counts, pipeline) for these size/scalar values
@@ -417,17 +432,27 @@ class Kernel(metaclass=abc.ABCMeta):
         bound = self._signature.bind(args, kwargs)
         args = bound.args
         push, groups, pipeline = self._derive(bound.values)
-        buffers, host = {}, []
+        buffers, host = {}, {}
         for p in self._signature.buffer_params:
             a = args[p.index]
             if isinstance(a, DeviceArray):
                 buffers[p.index] = self._on_device(p, a)
             else:
-                host.append((p.index, a))
-        # every check passed: only now is anything copied
-        copies = [(index, a, self._scratch.copy_in(index, a)) for index, a in host]
-        buffers.update((index, buf) for index, _, buf in copies)
-        return [buffers[i] for i in self._binding_params], push, groups, copies, pipeline
+                host[p.index] = a
+        aliases = self._alias_groups(args)
+        pipeline = self._for_aliases(pipeline, aliases)
+        # every check passed: only now is anything copied (aliased arrays into one buffer)
+        staged, copies = stage(host, self._writes.__contains__,
+                               [g for g in aliases if not g.on_device],
+                               self._scratch.copy_in, self._scratch.view)
+        buffers.update(staged)
+        return [buffers[i] for i in self._binding_params], push, groups, (copies, host), pipeline
+
+    def _alias_groups(self, args) -> tuple:
+        """The groups of buffer arguments over one memory with a writer (vkir.aliasing);
+        ArgumentError where one cannot be bound as one buffer."""
+        return plan([Arg(p.index, p.name, args[p.index], p.index in self._alias_writes)
+                     for p in self._signature.buffer_params], f"kernel {self.name}")
 
     def _on_device(self, p, a):
         """The device buffer of DeviceArray argument `a` for parameter `p`; ArgumentError where
@@ -439,9 +464,7 @@ class Kernel(metaclass=abc.ABCMeta):
         return a.buffer
 
     def _copy_back(self, copies):
-        for index, a, buf in copies:
-            if index in self._writes:
-                buf.read(a)
+        copy_back(*copies)
 
     def _memo_hit(self, args):
         """The launch of the previous call when `args` are the same device arrays and equal
@@ -485,7 +508,7 @@ class Kernel(metaclass=abc.ABCMeta):
     # -- sequences, launches, profiles -------------------------------------------------------
     def _device_buffers(self, args):
         """Check `args`; (push bytes, groups, {param index: runtime Buffer}, numpy arguments
-        by param index, pipeline) with every DeviceArray on this kernel's device."""
+        by param index, pipeline, alias groups) with every DeviceArray on this kernel's device."""
         bound = self._signature.bind(args)
         push, groups, pipeline = self._derive(bound.values)
         buffers, host = {}, {}
@@ -495,7 +518,8 @@ class Kernel(metaclass=abc.ABCMeta):
                 buffers[p.index] = self._on_device(p, a)
             else:
                 host[p.index] = a
-        return push, groups, buffers, host, pipeline
+        aliases = self._alias_groups(bound.args)
+        return push, groups, buffers, host, self._for_aliases(pipeline, aliases), aliases
 
     def dispatch_spec(self, *args, **kwargs):
         """The vkir.runtime.Dispatch of `self(*args, **kwargs)` (checked as a call is): what a
@@ -503,7 +527,7 @@ class Kernel(metaclass=abc.ABCMeta):
         from ..runtime import Dispatch
 
         args = self._signature.arguments(args, kwargs)
-        push, groups, buffers, host, pipeline = self._device_buffers(args)
+        push, groups, buffers, host, pipeline, _ = self._device_buffers(args)
         if host:
             p = self._params[min(host)]
             raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is a numpy array; "
@@ -539,11 +563,10 @@ class Kernel(metaclass=abc.ABCMeta):
         if ACTIVE_PROFILER.get() is not None:
             self._call_recorded(args)
             return LaunchHandle(None, (), self.name)
-        push, groups, buffers, host, pipeline = self._device_buffers(args)
-        order = self._binding_params
-        return submit(self.device, pipeline, [buffers.get(i) for i in order], push, groups,
-                      self.name, args, {k: host[i] for k, i in enumerate(order) if i in host},
-                      lambda k: order[k] in self._writes)
+        push, groups, buffers, host, pipeline, aliases = self._device_buffers(args)
+        return submit(self.device, pipeline, buffers, push, groups, self.name, args, host,
+                      self._writes.__contains__, [g for g in aliases if not g.on_device],
+                      self._binding_params)
 
     def profile(self, *args, repeat: int = 50, warmup: int = 1, **kwargs) -> Profile:
         """Run `repeat` times; device seconds per run from timestamp queries (wall time where

@@ -9,7 +9,8 @@ from reflecting it (vkir.spirv.reflect). A call checks every argument before any
 or recorded, with the same rules as `Kernel`: arrays are numpy arrays or DeviceArrays of the
 binding's element dtype, C-contiguous, on the kernel's device, of a size that is a whole number of
 elements and within the device's storage (or uniform) buffer range; numpy arrays are copied in,
-and copied back unless the binding is read-only (NonWritable) or a uniform buffer.
+and copied back unless the binding is read-only (NonWritable) or a uniform buffer. Arrays that
+share memory with a written binding are bound as one buffer, each at its offset (vkir.aliasing).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import numpy as np
 
 from ..errors import ArgumentError, SpirvValidationError, UnsupportedError
 from ..features import CAPABILITY_FEATURES
-from .dispatch import ScratchBuffers, check_profile_counts, run, submit
+from .dispatch import ScratchBuffers, check_profile_counts, copy_back, run, stage, submit
 
 # SPIR-V capabilities a Vulkan compute device always has, and those tied to a device feature
 # (named as in DeviceInfo.features) or a subgroup operation (DeviceInfo.subgroup_operations)
@@ -108,6 +109,7 @@ class ShaderKernel:
                                    "BuiltIn decoration; a compute shader's only inputs are "
                                    "built-ins (nothing would feed it)")
         self.specialization, entries = self._specialize(specialization or {})
+        self._entries = entries
         self.local_size = info.specialize(self.specialization)
         if self.specialization:   # sizes of shared arrays may follow specialization constants
             self._shared_bytes = reflect(self.spirv, entry, self.specialization).shared_memory_bytes
@@ -124,6 +126,7 @@ class ShaderKernel:
         self._release = weakref.finalize(self, runtime.release_pipeline, dev, self.pipeline)
         self._release.atexit = False
         self._asm = None
+        self._aliased = None    # the pipeline with every buffer Aliased (made on first use)
         self._scratch = ScratchBuffers(self.device)   # device copies of numpy arguments
         self._lock = threading.Lock()
 
@@ -327,23 +330,45 @@ class ShaderKernel:
                 raise UnsupportedError(f"{what} has {nbytes} bytes, more than {limit_name} = {limit} "
                                        f"of {self.device.info.name!r}")
 
+    def _aliases(self, buffers) -> tuple:
+        """(groups of arguments that share memory with a written binding, bound as one buffer
+        (vkir.aliasing), the pipeline to run: the one whose buffers are declared Aliased where
+        there is a group), or ArgumentError naming two bindings."""
+        from ..aliasing import Arg, plan
+
+        args = [Arg(i, f"binding {b.binding} ({b.name})", a, self._writes[i])
+                for i, (b, a) in enumerate(zip(self.bindings, buffers))]
+        groups = plan(args, self.name)
+        if not groups:
+            return groups, self.pipeline
+        if self._aliased is None:
+            from .. import runtime
+            from .aliased_spirv import aliased
+
+            pipeline = runtime.get_pipeline(
+                self.device, aliased(self.spirv, self.env), self.entry,
+                tuple(b.binding for b in self.bindings), self.info.push_constant_size,
+                tuple(b.kind for b in self.bindings), self._entries)
+            release = weakref.finalize(self, runtime.release_pipeline, self.device, pipeline)
+            release.atexit = False
+            self._aliased = pipeline
+        return groups, self._aliased
+
     def _prepare(self, buffers, grid, push):
-        """Every check, then (runtime buffers, push bytes, groups, numpy copies to write back)."""
+        """Every check, then (runtime buffers, push bytes, groups, numpy copies to write back,
+        pipeline)."""
         from .arrays import DeviceArray
 
         self._check_buffers(buffers)
         groups = self._groups(grid)
         data = self._push(push)
-        out, copies = [], []
-        for i, a in enumerate(buffers):
-            if isinstance(a, DeviceArray):
-                out.append(a.buffer)
-                continue
-            buf = self._scratch.copy_in(i, a)
-            out.append(buf)
-            if self._writes[i]:
-                copies.append((a, buf))
-        return out, data, groups, copies
+        aliases, pipeline = self._aliases(buffers)
+        host = {i: a for i, a in enumerate(buffers) if not isinstance(a, DeviceArray)}
+        staged, copies = stage(host, self._writes.__getitem__,
+                               [g for g in aliases if not g.on_device], self._scratch.copy_in,
+                               self._scratch.view)
+        out = [a.buffer if isinstance(a, DeviceArray) else staged[i] for i, a in enumerate(buffers)]
+        return out, data, groups, (copies, host), pipeline
 
     def dispatch_spec(self, *buffers, grid=None, push=None):
         """The vkir.runtime.Dispatch of `self(*buffers, grid=..., push=...)`, checked as a call
@@ -359,7 +384,8 @@ class ShaderKernel:
                                     "(vkir.array), since a sequence makes no hidden copies")
         access = tuple(_access(self.binding_views[b.binding])
                        for b in self.bindings)
-        return Dispatch(self.pipeline, tuple(a.buffer for a in buffers), access,
+        _, pipeline = self._aliases(buffers)
+        return Dispatch(pipeline, tuple(a.buffer for a in buffers), access,
                         self._push(push), self._groups(grid), self.name, (self, buffers))
 
     def __call__(self, *buffers, grid=None, push=None) -> None:
@@ -375,11 +401,9 @@ class ShaderKernel:
             seq.add(self.dispatch_spec(*buffers, grid=grid, push=push))
             return
         with self._lock:
-            bufs, data, groups, copies = self._prepare(buffers, grid, push)
-            run(self.device, self.pipeline, bufs, data, groups, self.name, buffers,
-                active_profiler())
-            for a, buf in copies:
-                buf.read(a)
+            bufs, data, groups, copies, pipeline = self._prepare(buffers, grid, push)
+            run(self.device, pipeline, bufs, data, groups, self.name, buffers, active_profiler())
+            copy_back(*copies)
 
     def launch(self, *buffers, grid=None, push=None):
         """Submit `self(*buffers, grid=..., push=...)` without waiting: a handle with
@@ -397,10 +421,11 @@ class ShaderKernel:
             return LaunchHandle(None, (), self.name)
         self._check_buffers(buffers)
         groups, data = self._groups(grid), self._push(push)
-        device_arrays = [a.buffer if isinstance(a, DeviceArray) else None for a in buffers]
-        return submit(self.device, self.pipeline, device_arrays, data, groups, self.name, buffers,
+        aliases, pipeline = self._aliases(buffers)
+        device_arrays = {i: a.buffer for i, a in enumerate(buffers) if isinstance(a, DeviceArray)}
+        return submit(self.device, pipeline, device_arrays, data, groups, self.name, buffers,
                       {i: a for i, a in enumerate(buffers) if not isinstance(a, DeviceArray)},
-                      lambda i: self._writes[i])
+                      self._writes.__getitem__, [g for g in aliases if not g.on_device])
 
     def profile(self, *buffers, grid=None, push=None, repeat: int = 50, warmup: int = 1):
         """Device seconds per run over `repeat` runs (a vkir Profile: median, min, max)."""
@@ -409,10 +434,9 @@ class ShaderKernel:
 
         check_profile_counts(self.name, repeat, warmup)
         with self._lock:
-            bufs, data, groups, copies = self._prepare(buffers, grid, push)
-            t = profile(self.device, self.pipeline, bufs, data, groups, repeat=repeat, warmup=warmup)
-            for a, buf in copies:
-                buf.read(a)
+            bufs, data, groups, copies, pipeline = self._prepare(buffers, grid, push)
+            t = profile(self.device, pipeline, bufs, data, groups, repeat=repeat, warmup=warmup)
+            copy_back(*copies)
         return Profile(t.median, t.min, t.max, t.n, t.source, t.samples)
 
 

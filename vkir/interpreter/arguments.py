@@ -1,6 +1,8 @@
 """The memory of an interpreted call's arguments: vkir.binding checks and binds them (with the
 interpreter's convention, `exact=False`); this module lays the arrays out as the buffers' strides
-and offsets say, copying where needed and writing copies back after the run.
+and offsets say, copying where needed and writing copies back after the run. Arguments that
+share memory with a written one see one memory, as on the device (vkir.aliasing: one
+buffer, each at its offset, or the same ArgumentError).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..binding import Signature
+from ..aliasing import Arg, gather, plan, scatter
 from ..errors import ArgumentError
 from ..ir.function import PrimFunc
 from .memory import Storage, compact_strides, extent_elements, make_bound
@@ -39,19 +42,48 @@ def bind_arguments(func: PrimFunc, args: tuple, evaluate, kwargs: dict | None = 
         npdt = v.dtype.numpy_dtype()
         out.values[v] = npdt.type(value) if v.dtype.lanes == 1 else np.array(value, npdt)
     env = dict(zip(sig.env_vars, bound.values))
+    shared = _shared_storages(func, sig, bound.args, out)
     for p, a, shape in zip(sig.params, bound.args, bound.shapes):
         if not p.is_buffer:
             continue
         buffer = func.buffer_map.get(p.var)
         if buffer is None:
-            out.values[p.var] = _raw_storage(a, out)
+            out.values[p.var] = shared[p.index] if p.index in shared else _raw_storage(a, out)
             continue
         strides = [_size(s, env, evaluate, buffer.name) for s in buffer.strides]
         offset = _size(buffer.elem_offset, env, evaluate, buffer.name)
-        storage = _storage(buffer, a, list(shape), strides, offset, out)
+        storage = (shared[p.index] if p.index in shared
+                   else _storage(buffer, a, list(shape), strides, offset, out))
         out.values[p.var] = storage
         out.buffers[buffer] = make_bound(buffer, storage, list(shape), strides, offset)
     return out
+
+
+def _shared_storages(func: PrimFunc, sig: Signature, args: tuple, out: Bindings) -> dict:
+    """{param index: Storage} for the arguments that share memory with a written one: each
+    group's bytes (the caller's memory where one array spans them, else a copy written back
+    after the run) with every member at its offset, as the device binds them."""
+    groups = plan([Arg(p.index, p.name, a, p.written) for p, a in zip(sig.params, args)
+                   if p.is_buffer], sig.where)
+    shared = {}
+    for group in groups:
+        for m in group.members:
+            buffer = func.buffer_map.get(sig.params[m.position].var)
+            if buffer is not None and (buffer.strides or not _is_zero(buffer.elem_offset)):
+                raise ArgumentError(f"{sig.where}: argument {buffer.name!r} shares memory with "
+                                    "a written argument, but its buffer declares strides or an "
+                                    "elem_offset, so it is laid out in a copy; pass separate "
+                                    "arrays")
+        data, copied = gather(group, args)
+        for m in group.members:
+            shared[m.position] = Storage(data[m.offset:m.offset + m.nbytes], 1, m.nbytes, False)
+        if copied:
+            out.writebacks.append(lambda group=group, data=data: scatter(group, args, data))
+    return shared
+
+
+def _is_zero(expr) -> bool:
+    return getattr(expr, "value", None) == 0
 
 
 def _size(expr, env, evaluate, name) -> int:
