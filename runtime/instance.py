@@ -26,10 +26,12 @@ from vkir.errors import DeviceError
 
 from ._vk import call, cstr, ffi, vk
 from .layer_settings import LAYER_DIRS, SETTINGS, settings_environment
+from .lifetime import Lifetime
 
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
 ICD_DIRS = ("/usr/share/vulkan/icd.d", "/usr/local/share/vulkan/icd.d", "/etc/vulkan/icd.d")
 API_VERSION = vk.VK_MAKE_VERSION(1, 3, 0)
+SHUTDOWN_WAIT = 5.0   # seconds shutdown waits for devices being opened on the instance
 
 _SEVERITY = {
     vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT: "warning",
@@ -43,10 +45,16 @@ def validation_requested() -> bool:
 
 
 class Instance:
-    """A VkInstance plus its physical devices and (with validation) a message collector."""
+    """A VkInstance plus its physical devices and (with validation) a message collector.
+
+    `lifetime` guards what uses the VkInstance itself (opening a device, querying physical
+    devices); the devices opened on it register their `close` with `on_close`, and `shutdown()`
+    closes them before the VkInstance is destroyed."""
 
     def __init__(self, validation: bool):
         self.validation = validation
+        self.lifetime = Lifetime(self._refuse)
+        self._closers: list = []   # close() of every device opened on this instance
         self.messages: list[str] = []
         self._lock = threading.Lock()
         self._messenger = None
@@ -179,6 +187,34 @@ class Instance:
         vk.vkDestroyInstance(self.handle, None)
         self.handle = None
 
+    # -- lifetime ---------------------------------------------------------------------------
+    def _refuse(self) -> None:
+        raise DeviceError("the Vulkan instance was shut down (vkir.runtime.shutdown()) while a "
+                          "device was being opened on it; open the device again")
+
+    def on_close(self, fn) -> None:
+        """Register `fn` (a device's close) to run, LIFO, before the VkInstance is destroyed."""
+        with self._lock:
+            self._closers.append(fn)
+
+    def shutdown(self) -> list[str]:
+        """Refuse new devices, wait for the ones being opened, close every device (each waits
+        for the operations in flight on it), then destroy the VkInstance unless a device had to
+        be abandoned with work still running. The validation messages not yet taken."""
+        drained = self.lifetime.close(SHUTDOWN_WAIT)
+        while True:
+            with self._lock:
+                if not self._closers:
+                    break
+                fn = self._closers.pop()
+            fn()
+        if self.handle is None:
+            return []
+        left = self.take_messages()
+        if drained and not self.abandoned:  # a device closed with work running keeps the driver busy
+            self._destroy()
+        return left
+
     # -- messages ---------------------------------------------------------------------------
     def take_messages(self) -> list[str]:
         """The validation messages collected since the last call (and forget them)."""
@@ -220,7 +256,6 @@ def get_instance() -> Instance:
     return inst
 
 
-_closers: list = []
 _fork_hooks: list = []
 
 
@@ -235,7 +270,6 @@ def _forget_after_fork() -> None:
     global _state_lock
     _state_lock = threading.Lock()
     _state.clear()
-    _closers.clear()
     for fn in _fork_hooks:
         fn()
 
@@ -244,21 +278,21 @@ os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def on_shutdown(fn) -> None:
-    """Register `fn` to run (before the instance is destroyed) at shutdown; LIFO order."""
-    _closers.append(fn)
+    """Register `fn` to run at the next shutdown, before the current instance is destroyed (LIFO
+    order; devices register their close themselves)."""
+    get_instance().on_close(fn)
 
 
 def shutdown() -> list[str]:
-    """Destroy every device (through the registered closers) and then the instance. Returns the
-    validation messages not yet taken (printed to stderr as well: nobody else will see them)."""
-    inst = _state.pop("instance", None)
-    while _closers:
-        _closers.pop()()
-    if inst is None or inst.handle is None:
+    """Close every device of the process-wide instance and destroy it (Instance.shutdown): calls
+    in flight on other threads finish first, later ones raise DeviceError, and the next use opens
+    a new instance. Returns the validation messages not yet taken (printed to stderr as well:
+    nobody else will see them)."""
+    with _state_lock:
+        inst = _state.pop("instance", None)
+    if inst is None:
         return []
-    left = inst.take_messages()
-    if not inst.abandoned:  # a device closed with work still running keeps the driver busy
-        inst._destroy()
+    left = inst.shutdown()
     for m in left:
         print(f"vkir: validation message at shutdown: {m}", file=sys.stderr)
     return left

@@ -74,7 +74,7 @@ class Launch:
         gives up after `timeout` seconds (see submission.py); `keep` is what must stay alive
         should it give up while the dispatch still runs (the arguments)."""
         device = self.device
-        with device._lock:
+        with device.lifetime, device._lock:
             if self.cmd is None:
                 device.check_open()
                 if if_recorded:
@@ -95,7 +95,7 @@ class Launch:
         """Submit without waiting: the in-flight Submission (keeping `keep` alive)."""
         from .submission import submit_async
 
-        with self.device._lock:
+        with self.device.lifetime, self.device._lock:
             if self.cmd is None:
                 self.device.check_open()
                 raise DeviceError("this launch was destroyed; look it up again with get_launch")
@@ -104,9 +104,13 @@ class Launch:
     def elapsed(self) -> float:
         """Device seconds between the two timestamps of the last run (timed launches only)."""
         out = ffi.new("uint64_t[2]")
-        check(lib.vkGetQueryPoolResults(self.device.handle, self.query_pool, 0, 2, 16, out, 8,
-                                        vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT),
-              "vkGetQueryPoolResults")
+        with self.device.lifetime, self.device._lock:
+            if self.query_pool is None:
+                self.device.check_open()
+                raise DeviceError("this launch was destroyed; its timestamps are gone")
+            check(lib.vkGetQueryPoolResults(self.device.handle, self.query_pool, 0, 2, 16, out, 8,
+                                            vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT),
+                  "vkGetQueryPoolResults")
         bits = self.device.timestamp_bits
         mask = (1 << bits) - 1 if bits < 64 else 0xFFFFFFFFFFFFFFFF
         ticks = ((out[1] & mask) - (out[0] & mask)) & mask
@@ -149,7 +153,7 @@ def get_launch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1), t
     """The cached Launch for these exact arguments, recorded on first use."""
     key = (pipeline, tuple(b.serial for b in buffers), push, groups, timed)
     launches = device.launches
-    with device._lock:
+    with device.lifetime, device._lock:
         device.check_open()
         launch = launches.get(key)
         if launch is not None:

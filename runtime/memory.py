@@ -88,7 +88,7 @@ class Buffer:
         self.device = device
         self.nbytes = int(nbytes)
         self.alloc_bytes = max(MIN_BYTES, (self.nbytes + 15) // 16 * 16)
-        with device._lock:  # no close() in between
+        with device.lifetime, device._lock:  # no close() in between
             device.check_open()
             device.collect()
             self._create(device, staging)

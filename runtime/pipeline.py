@@ -168,7 +168,7 @@ def get_pipeline(device, spirv: bytes, entry_point: str = "main", bindings: tupl
     key = (hashlib.sha256(spirv).digest(), entry_point, tuple(bindings), push_constant_size)
     if descriptor_types is not None or specialization or subgroup is not None:
         key += (tuple(descriptor_types or ()), tuple(specialization), subgroup)
-    with device._lock:
+    with device.lifetime, device._lock:
         device.check_open()
         device.collect()
         pipeline = device.pipelines.get(key)

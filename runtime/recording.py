@@ -99,7 +99,7 @@ class Recording:
         self._res = res = _Resources()
         barriers = needs_barrier(self.dispatches)
         self.barriers = sum(barriers)
-        with device._lock:
+        with device.lifetime, device._lock:
             device.check_open()
             device.collect()
             for d in self.dispatches:
@@ -173,7 +173,7 @@ class Recording:
         submission of this recording that is still running)."""
         from .submission import submit_async
 
-        with self.device._lock:
+        with self.device.lifetime, self.device._lock:
             self.device.check_open()
             for d in self.dispatches:
                 if d.pipeline.handle is None:
@@ -186,22 +186,30 @@ class Recording:
         if self.query_pool is None or not n:
             return [0.0] * n
         out = ffi.new("uint64_t[]", 2 * n)
-        check(lib.vkGetQueryPoolResults(self.device.handle, self.query_pool, 0, 2 * n, 16 * n, out, 8,
-                                        vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT),
-              "vkGetQueryPoolResults")
+        with self.device.lifetime, self.device._lock:
+            self.device.check_open()
+            check(lib.vkGetQueryPoolResults(self.device.handle, self.query_pool, 0, 2 * n, 16 * n,
+                                            out, 8,
+                                            vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT),
+                  "vkGetQueryPoolResults")
         bits = self.device.timestamp_bits
         mask = (1 << bits) - 1 if bits < 64 else 0xFFFFFFFFFFFFFFFF
         period = self.device.info.limits.timestamp_period_ns * 1e-9
         return [(((out[2 * i + 1] & mask) - (out[2 * i] & mask)) & mask) * period for i in range(n)]
 
     def destroy(self) -> None:
-        """Free the command buffer, descriptor sets and query pool (waits if still running)."""
+        """Free the command buffer, descriptor sets and query pool (waits if still running).
+        Once the device is closing, close() frees them instead."""
         device = self.device
-        if device._inflight and not device.closed:
-            device.wait_for(owner=self)
-        with device._lock:
-            if device.recordings.pop(id(self._res), None) is not None:
-                self._res.free(device)
+        if device.lifetime.try_enter():
+            try:
+                if device._inflight:
+                    device.wait_for(owner=self)
+                with device._lock:
+                    if not device.closed and device.recordings.pop(id(self._res), None) is not None:
+                        self._res.free(device)
+            finally:
+                device.lifetime.__exit__()
         self.cmd = self.query_pool = None
 
 

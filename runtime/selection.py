@@ -16,7 +16,7 @@ from vkir.errors import DeviceError
 
 from .device import Device
 from .info import KIND_RANK, DeviceInfo, query_info
-from .instance import get_instance, on_fork_in_child, on_shutdown
+from .instance import get_instance, on_fork_in_child
 
 # selectors that name one driver: matched against the device name and driver text, never "any CPU"
 DRIVER_SELECTORS = {"lavapipe": "llvmpipe", "llvmpipe": "llvmpipe", "swiftshader": "swiftshader"}
@@ -53,7 +53,8 @@ def devices() -> list[DeviceInfo]:
     inst = get_instance()
     infos = inst.__dict__.get("_infos")
     if infos is None:
-        infos = [query_info(i, p) for i, p in enumerate(inst.physical_devices)]
+        with inst.lifetime:   # not destroyed by a shutdown meanwhile
+            infos = [query_info(i, p) for i, p in enumerate(inst.physical_devices)]
         inst._infos = infos
     return list(infos)
 
@@ -105,8 +106,7 @@ def open_device(selector=None) -> Device:
             dev = _opened.get(info.index)
             if dev is None or dev.closed:
                 inst = get_instance()
-                dev = Device(inst, info, inst.physical_devices[info.index])
-                on_shutdown(dev.close)
+                dev = Device(inst, info, inst.physical_devices[info.index])  # closed at shutdown
                 if _forked_with_driver:
                     dev.probe(FORK_PROBE_SECONDS, "in this process forked from one that used it")
                 _opened[info.index] = dev

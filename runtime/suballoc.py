@@ -39,7 +39,7 @@ def allocate(device, nbytes: int):
         mapped = bool(device.host_visible_buffers)
         arena = device.arenas.get(mapped)
         if arena is None:
-            with device._lock:
+            with device.lifetime, device._lock:
                 device.check_open()
                 arena = device.arenas.get(mapped)
                 if arena is None:
@@ -162,7 +162,7 @@ class SubBuffer(Buffer):
         self._ptr = None
         self.device = device
         self.nbytes = int(nbytes)
-        with device._lock:  # no close() in between
+        with device.lifetime, device._lock:  # no close() in between
             device.check_open()
             device.collect()
             self.block, self.offset, self.alloc_bytes = arena.take(self.nbytes)

@@ -110,19 +110,22 @@ class Submission:
         if timeout is not None:
             resolve_timeout(timeout)  # refused even when there is nothing left to wait for
         device = self.device
-        with device._lock:
-            if self.finished:
-                return
-            if device.closed:
-                raise DeviceError(f"{self.what}: its device {device.info.name!r} was closed")
-            self.waiters += 1
-        try:
-            wait_fence(device, self.fence_ptr, timeout, self.what)
-        finally:
+        if self.finished:
+            return
+        with device.lifetime:   # the fence and the device outlive the wait
             with device._lock:
-                self.waiters -= 1
-                self._recycle_fence()
-        self._retire()
+                if self.finished:
+                    return
+                if device.closed:
+                    raise DeviceError(f"{self.what}: its device {device.info.name!r} was closed")
+                self.waiters += 1
+            try:
+                wait_fence(device, self.fence_ptr, timeout, self.what)
+            finally:
+                with device._lock:
+                    self.waiters -= 1
+                    self._recycle_fence()
+            self._retire()
 
     def _recycle_fence(self) -> None:
         """Reset the fence and give it back to the device's pool, once the work retired and no
@@ -176,16 +179,17 @@ def submit_async(device, submit_info, owner, serials, keep, what: str) -> Submis
     """Submit the prepared VkSubmitInfo* with a fence of its own and return the Submission
     (registered with the device) without waiting. An earlier submission of the same `owner`
     still in flight is waited for first (a command buffer is never pending twice)."""
-    if device._inflight:
-        device.wait_for(owner=owner)
-    with device._lock:
-        if device.closed:
-            raise DeviceError(f"{what}: device {device.info.name!r} is closed")
-        fence_ptr = new_fence(device)
-        r = lib.vkQueueSubmit(device.queue, 1, submit_info, fence_ptr[0])
-        if r:
-            device._free_fences.append(fence_ptr)
-            check(r, "vkQueueSubmit")
-        sub = Submission(device, fence_ptr, owner, serials, keep, what)
-        device._inflight.append(sub)
+    with device.lifetime:
+        if device._inflight:
+            device.wait_for(owner=owner)
+        with device._lock:
+            if device.closed:
+                raise DeviceError(f"{what}: device {device.info.name!r} is closed")
+            fence_ptr = new_fence(device)
+            r = lib.vkQueueSubmit(device.queue, 1, submit_info, fence_ptr[0])
+            if r:
+                device._free_fences.append(fence_ptr)
+                check(r, "vkQueueSubmit")
+            sub = Submission(device, fence_ptr, owner, serials, keep, what)
+            device._inflight.append(sub)
     return sub
