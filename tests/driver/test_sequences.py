@@ -1,10 +1,12 @@
 """Whole programs on the device: sequences, asynchronous launches, timeouts and Ctrl-C, profiles,
 and the interpreter on device arrays (lavapipe in CI, validation layer on)."""
 
+import gc
 import os
 import signal
 import threading
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -129,6 +131,35 @@ def test_sequence_not_submitted_when_block_raises(device):
             k(X, Y, 2.0)
             raise RuntimeError("stop")
     assert seq.done() and not Y.numpy().any()
+
+
+def test_a_sequence_whose_block_raised_is_never_replayed(device):
+    """A block that raised half way leaves nothing to replay: run(), profile() and a new block
+    raise ArgumentError naming the error, and what was recorded (arrays included) is released."""
+    k = vkir.build(scale, device=device)
+    X, Y = vkir.array(np.ones(8, np.float32), device=device), vkir.zeros(8, device=device)
+    Z = vkir.zeros(8, device=device)
+    dropped = weakref.ref(Z)
+    with pytest.raises(ArgumentError):
+        with vkir.sequence(device=device) as seq:
+            k(X, Y, 2.0)
+            k(Y, Z, 3.0)
+            k(X, Z)           # a bad call: the scalar is missing
+    del Z
+    gc.collect()
+    assert dropped() is None and len(seq) == 0 and seq.done()
+    with pytest.raises(RuntimeError):
+        with vkir.sequence(device=device) as stopped:
+            k(X, Y, 2.0)
+            raise RuntimeError("stop")
+    for failed, why in ((seq, r"ArgumentError: kernel scale"), (stopped, r"RuntimeError: stop")):
+        for use in (failed.run, failed.profile, failed.__enter__):
+            with pytest.raises(ArgumentError, match=rf"recording failed \({why}"):
+                use()
+        with pytest.raises(ArgumentError, match="recording failed"), vkir.profile(show=False):
+            failed.run()
+    stopped.wait()
+    assert not Y.numpy().any()
 
 
 def test_sequence_records_explicit_dispatches(device):

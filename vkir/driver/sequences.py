@@ -42,7 +42,9 @@ class Sequence:
     """Kernel dispatches recorded into one command buffer, submitted as a whole.
 
     Inside `with seq:` calls of kernels on this sequence's device are recorded; leaving the block
-    submits (unless it raised). `run()` submits again (the recorded command buffer is replayed;
+    submits. A block that raised leaves the sequence failed: what it had recorded is dropped
+    (with the arrays and kernels it held) and `run()`/`profile()` raise ArgumentError naming the
+    error, since replaying part of a program is never what was meant. `run()` submits again (the recorded command buffer is replayed;
     a run still in flight is waited for first), `wait(timeout)` and `done()` follow the last run,
     `profile()` runs once with timestamps and returns a per-kernel table. Dispatches are ordered
     by barriers only where one reads or writes what an earlier one wrote, or writes what an
@@ -57,11 +59,13 @@ class Sequence:
         self._token = None
         self._open = False
         self._verified = True
+        self._failed = None   # "ExcType: message" of the error that ended the recording block
 
     # -- recording ---------------------------------------------------------------------------
     def __enter__(self) -> "Sequence":
         if self._open:
             raise ArgumentError("this sequence is already recording")
+        self._check_recorded()
         if self._dispatches:
             raise ArgumentError("this sequence was recorded already: replay it with seq.run(), or "
                                 "record a new one with vkir.sequence()")
@@ -75,6 +79,17 @@ class Sequence:
         self._open = False
         if exc_type is None:
             self.run()
+            return
+        # half a program must never run: forget what was recorded (and what it kept alive)
+        self._failed = f"{exc_type.__name__}: {exc}" if str(exc) else exc_type.__name__
+        self._dispatches = []
+
+    def _check_recorded(self) -> None:
+        """ArgumentError when the recording block raised (nothing usable was recorded)."""
+        if self._failed is not None:
+            raise ArgumentError(f"this sequence's recording failed ({self._failed}); its "
+                                "dispatches were dropped and it cannot be replayed: record a new "
+                                "one with vkir.sequence()")
 
     def record(self, kernel, *args, **kwargs) -> None:
         """Record `kernel(*args, **kwargs)` (a Kernel, or anything with `dispatch_spec`)."""
@@ -117,6 +132,7 @@ class Sequence:
 
         if self._open:
             raise ArgumentError("a sequence runs when its `with` block ends, not inside it")
+        self._check_recorded()
         profiler = active_profiler()
         if profiler is not None:
             profiler.add_sequence(self)
@@ -170,6 +186,7 @@ class Sequence:
     def _profile_into(self, report, timeout=None) -> None:
         if self._open:
             raise ArgumentError("a sequence runs when its `with` block ends, not inside it")
+        self._check_recorded()
         rec = self._recorded(True)
         if not rec.timed:
             raise DeviceError(f"{self.device.info.name!r} has no timestamp queries on its "
