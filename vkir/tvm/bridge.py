@@ -29,12 +29,24 @@ _INSTALLED: dict = {}        # "set_device" -> TVM's own __tvm_set_device, once 
 
 def install(device=None) -> None:
     """Make `tvm.compile(..., target=vkir.tvm.target())` build its device kernels with vkir
-    (on `device`, the default one when None). Idempotent."""
+    (on `device`: an opened vkir device, or a selector resolved at each build, so that the
+    default one (None) is the one open then). Each call registers the builder again, the last
+    call's device wins: after `vkir.runtime.shutdown()`, `install()` builds on the new device;
+    a closed device is a DeviceError here, never a silent no-op."""
     tvm = require_tvm()
     import tvm_ffi
 
+    from .. import runtime
+
+    if isinstance(device, runtime.Device):
+        device.check_open()
+
+    def build_vulkan(mod, target):
+        return _build(tvm, tvm_ffi, mod, device)
+
     with _LOCK:
-        if _INSTALLED:
+        tvm_ffi.register_global_func("target.build.vulkan", build_vulkan, override=True)
+        if "set_device" in _INSTALLED:
             return
         original = tvm.get_global_func("__tvm_set_device")
 
@@ -42,10 +54,6 @@ def install(device=None) -> None:
             if int(device_type) != KDL_VULKAN:
                 original(device_type, device_id)
 
-        def build_vulkan(mod, target):
-            return _build(tvm, tvm_ffi, mod, device)
-
-        tvm_ffi.register_global_func("target.build.vulkan", build_vulkan, override=True)
         tvm_ffi.register_global_func("__tvm_set_device", set_device, override=True)
         _INSTALLED["set_device"] = original
 
