@@ -84,27 +84,46 @@ def _same_view(a, b) -> bool:
             and a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype)
 
 
+def _may_overlap(a, b) -> bool:
+    """Whether arrays `a` and `b` may share memory: their byte bounds intersect (numpy's
+    `may_share_memory`, in C), or they are device arrays over one runtime buffer."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) \
+            and np.may_share_memory(a, b)
+    return a.buffer is b.buffer and a.size > 0 and b.size > 0
+
+
 def plan(args, where: str) -> tuple:
-    """The Groups of `args` (Args): each set of arguments whose memory overlaps, directly or
-    through another, and of which one is written, in the order of their first position.
-    ArgumentError, naming two parameters, where a group cannot be one buffer."""
-    spans = []
-    for arg in args:
-        space, lo, hi, compact = _extent(arg.array)
-        if hi > lo:                          # an empty array shares nothing
-            spans.append((space, lo, hi, compact, arg))
-    spans.sort(key=lambda s: (s[0], s[1]))
-    components, end = [], None
-    for span in spans:
-        if components and span[0] == components[-1][0][0] and span[1] < end:
-            components[-1].append(span)
-            end = max(end, span[2])
-        else:
-            components.append([span])
-            end = span[2]
-    groups = [_group(c, where) for c in components
-              if len(c) > 1 and any(s[4].written for s in c)]
-    return tuple(sorted(groups, key=lambda g: min(m.position for m in g.members)))
+    """The Groups of `args` (Args): each set of arguments linked by overlaps that involve a
+    written one, in the order of their first position. ArgumentError, naming two parameters,
+    where a group cannot be one buffer."""
+    args = list(args)
+    root = list(range(len(args)))
+
+    def find(i: int) -> int:
+        while root[i] != i:
+            i = root[i]
+        return i
+
+    linked = False
+    for i, a in enumerate(args):
+        for j in range(i + 1, len(args)):
+            b = args[j]
+            if (a.written or b.written) and _may_overlap(a.array, b.array):
+                root[find(j)] = find(i)
+                linked = True
+    if not linked:          # the common case: no byte ranges computed at all
+        return ()
+    components = {}
+    for i, arg in enumerate(args):
+        components.setdefault(find(i), []).append(arg)
+    groups = []
+    for members in components.values():
+        if len(members) > 1:
+            spans = sorted(((*_extent(arg.array), arg) for arg in members),
+                           key=lambda s: (s[1], s[2], s[4].position))
+            groups.append(_group(spans, where))
+    return tuple(groups)
 
 
 def _group(spans: list, where: str) -> Group:
