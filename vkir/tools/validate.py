@@ -1,18 +1,20 @@
 """`vkir validate` and `vkir dis`: check shader files the way a CI job needs.
 
     vkir validate FILE|FOLDER... [--target-env vulkan1.0|vulkan1.1|vulkan1.2|vulkan1.3]
-                                [--format text|json|junit|sarif] [-o REPORT]
+                                [--format text|json|junit|sarif|github] [-o REPORT]
                                 [-I DIR]... [-D NAME[=VALUE]]... [--variants FILE.json]
                                 [--glob PATTERN]... [--exclude PATTERN]... [-S STAGE]
-                                [-j N] [--cache DIR]
-    vkir dis FILE.spv [-o OUT]
+                                [-j N] [--cache DIR] [--max-file-size SIZE]
+    vkir dis FILE.spv [-o OUT] [--max-file-size SIZE]
 
 Each file is checked by its kind: a SPIR-V binary (.spv, or any file starting with the SPIR-V
 magic number) is validated with SPIRV-Tools; SPIR-V assembly (.spvasm) is assembled first; GLSL
 sources (.comp, .glsl, .vert, .frag, ...) are compiled by glslang first, whose messages are the
 report when that fails. A folder stands for the shader files under it. The exit status is 0 when
-every file is valid, 1 when any is not, 2 on a usage error (no such file, a file of unknown kind).
-With `-o` the report (in `--format`) goes to REPORT and the text report to stdout as well.
+every file is valid, 1 when any is not, 2 on a usage error (no such file, a file of unknown kind,
+a FIFO or device, a file over the size limit: see validate_input). With `-o` the report (in
+`--format`) goes to REPORT and the text report to stdout as well. File names and messages are
+printed escaped (validate_input.printable): a hostile name cannot forge a line of a CI log.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import ArgumentError, SpirvValidationError
+from .validate_input import (DEFAULT_MAX_BYTES, annotation_data, annotation_property,
+                             check_input, parse_size, printable, read_head, read_input,
+                             shown)
 
 TARGET_ENVS = ("vulkan1.0", "vulkan1.1", "vulkan1.2", "vulkan1.3")
 SPIRV_SUFFIXES = (".spv",)
@@ -73,10 +78,9 @@ def file_kind(path: Path) -> str | None:
     if suffix in GLSL_SUFFIXES:
         return "glsl"
     try:
-        with path.open("rb") as f:
-            head = f.read(4)
-    except OSError:
-        return None
+        head = read_head(path, 4)
+    except ArgumentError:
+        return None   # unreadable, or not a regular file: no kind
     return "spirv" if head in (SPIRV_MAGIC, SPIRV_MAGIC[::-1]) else None
 
 
@@ -91,33 +95,39 @@ def matches(path: Path, patterns, root: Path | None = None) -> bool:
     return any(fnmatch.fnmatch(n, pat) for pat in patterns for n in names)
 
 
-def expand(paths, globs=(), excludes=()) -> list[Path]:
+def expand(paths, globs=(), excludes=(), max_bytes: int = DEFAULT_MAX_BYTES) -> list[Path]:
     """The files named by `paths` (folders: the shader files under them, sorted: those matching
     one of `globs`, by default every shader suffix), less those matching one of `excludes`
     (e.g. "*.h.glsl" for headers that are included, not compiled); ArgumentError for a missing
-    path, a file of unknown kind or a folder holding no shader."""
+    path, a file of unknown kind, one that is not a regular file or holds over `max_bytes`, or
+    a folder holding no shader."""
     out = []
     for p in map(Path, paths):
         if p.is_dir():
-            found = sorted(f for f in p.rglob("*") if f.is_file()
+            # not only regular files: a FIFO or device named like a shader is refused below,
+            # not skipped unchecked
+            found = sorted(f for f in p.rglob("*") if not f.is_dir()
                            and (matches(f, globs, p) if globs else
                                 f.suffix.lower() in SPIRV_SUFFIXES + ASM_SUFFIXES + GLSL_SUFFIXES)
                            and not matches(f, excludes, p))
             if not found:
-                raise ArgumentError(f"{p}: folder holds no .spv, .spvasm or GLSL shader file"
+                raise ArgumentError(f"{shown(p)}: folder holds no .spv, .spvasm or GLSL shader file"
                                     + (" matching the patterns" if globs or excludes else ""))
             out.extend(found)
         elif excludes and matches(p, excludes):
             continue
         elif not p.exists():
-            raise ArgumentError(f"{p}: no such file or folder")
+            raise ArgumentError(f"{shown(p)}: no such file or folder")
         elif not p.is_file():   # a FIFO or a device would block or never end
-            raise ArgumentError(f"{p}: not a regular file or folder")
+            check_input(p, max_bytes)   # raises, naming the kind
+            raise ArgumentError(f"{shown(p)}: not a regular file or folder")
         elif file_kind(p) is None:
-            raise ArgumentError(f"{p}: unknown kind of file (expected .spv, .spvasm or a GLSL "
-                                f"suffix: {', '.join(GLSL_SUFFIXES)})")
+            raise ArgumentError(f"{shown(p)}: unknown kind of file (expected .spv, .spvasm or a "
+                                f"GLSL suffix: {', '.join(GLSL_SUFFIXES)})")
         else:
             out.append(p)
+    for f in out:
+        check_input(f, max_bytes)   # refused before anything is checked; reads check again
     return out
 
 
@@ -127,10 +137,13 @@ INCLUDE_PREAMBLE = "#extension GL_GOOGLE_include_directive : enable"
 
 
 def compile_glsl_file(path: Path, env: str, includes=(), defines=None,
-                      stage: str | None = None) -> tuple[bytes | None, str]:
-    """(SPIR-V bytes, "") when glslang compiles `path` for `env`, else (None, its messages).
-    `includes`: folders searched by `#include`; `defines`: {NAME: value or None} (-D);
-    `stage`: the shader stage of a file whose suffix does not say it (.glsl: "comp")."""
+                      stage: str | None = None,
+                      max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[bytes | None, str]:
+    """(SPIR-V bytes, "") when glslang compiles `path` for `env`, else (None, its messages,
+    where the file's name is written as `shown` prints it). `includes`: folders searched by
+    `#include`; `defines`: {NAME: value or None} (-D); `stage`: the shader stage of a file whose
+    suffix does not say it (.glsl: "comp"); ArgumentError when `path` is not a regular file of
+    at most `max_bytes`."""
     from ..runtime.glsl import GlslError, run_glslang
 
     with tempfile.TemporaryDirectory(prefix="vkir-validate-") as tmp:
@@ -142,21 +155,23 @@ def compile_glsl_file(path: Path, env: str, includes=(), defines=None,
             cmd += ["-S", stage]
         elif path.suffix.lower() == ".glsl":
             cmd += ["-S", "comp"]
-        try:
-            if b"#include" in path.read_bytes():
-                cmd += ["-P" + INCLUDE_PREAMBLE]
-        except OSError:
-            pass
+        if b"#include" in read_input(path, max_bytes):
+            cmd += ["-P" + INCLUDE_PREAMBLE]
         try:
             proc = run_glslang(cmd + [str(path)], f"on {path}")
         except GlslError as exc:
             return None, str(exc)
         if proc.returncode != 0 or not out.is_file():
-            lines = [s for s in (proc.stdout + proc.stderr).splitlines()
-                     if s.strip() and s.strip() != str(path)]
+            name = shown(path)   # glslang echoes the name raw: it may hold a newline
+            lines = [s for s in (proc.stdout + proc.stderr).replace(str(path), name).splitlines()
+                     if s.strip() and s.strip() != name]
             # the errors first: a report's one-line message is the first line, not a warning
             lines.sort(key=lambda s: not s.lstrip().startswith("ERROR"))
             return None, "\n".join(lines) or f"glslang exited with status {proc.returncode}"
+        size = out.stat().st_size
+        if size > max_bytes:   # a macro bomb's module: validating it would cost many times that
+            return None, (f"glslang's SPIR-V of it is {size} bytes, over the limit of {max_bytes} "
+                          "bytes per input (raise it with --max-file-size)")
         return out.read_bytes(), ""
 
 
@@ -186,53 +201,56 @@ def check_words(data: bytes, env: str) -> list[Problem]:
 
 
 def check_file(path: Path, env: str, includes=(), defines=None, stage=None,
-               label: str = "") -> FileResult:
+               label: str = "", max_bytes: int = DEFAULT_MAX_BYTES) -> FileResult:
     """Validate one file for `env`, compiling or assembling it first as its kind needs (GLSL
     with `includes`, `defines` and `stage`, see compile_glsl_file); the result names the file
-    plus `label` (a variant's defines) and its `seconds` is how long that took."""
+    plus `label` (a variant's defines) and its `seconds` is how long that took. ArgumentError
+    when the file is not a regular file of at most `max_bytes`."""
     started = time.perf_counter()
-    result = _check_file(path, env, includes, defines, stage)
+    result = _check_file(path, env, includes, defines, stage, max_bytes)
     if label:
         result.file = f"{result.file} [{label}]"
     result.seconds = time.perf_counter() - started
     return result
 
 
-def _check_file(path: Path, env: str, includes=(), defines=None, stage=None) -> FileResult:
+def _check_file(path: Path, env: str, includes, defines, stage, max_bytes: int) -> FileResult:
     kind = file_kind(path)
     result = FileResult(str(path), kind)
     if kind == "glsl":
-        data, messages = compile_glsl_file(path, env, includes, defines, stage)
+        data, messages = compile_glsl_file(path, env, includes, defines, stage, max_bytes)
         if data is None:
             result.problems.append(Problem("glslang", messages))
             return result
     elif kind == "spvasm":
         try:
-            data = assemble_text(path.read_text(errors="replace"), env)
+            data = assemble_text(read_input(path, max_bytes).decode(errors="replace"), env)
         except SpirvValidationError as err:
             result.problems.append(Problem("assemble", str(err)))
             return result
     else:
-        data = path.read_bytes()
+        data = read_input(path, max_bytes)
     result.problems.extend(check_words(data, env))
     return result
 
 
 # -- reports -------------------------------------------------------------------------------------
 def text_report(results, env: str) -> str:
-    """The results as text, one line per file and its problems."""
+    """The results as text, one line per file and its problems (names and messages escaped by
+    `shown` and `printable`: each line is one line and no CI runner reads it as a command)."""
     lines = []
     for r in results:
+        name = shown(r.file)
         if r.valid:
-            lines.append(f"{r.file}: ok")
+            lines.append(f"{name}: ok")
             continue
         for p in r.problems:
             first, *rest = p.message.splitlines() or [""]
-            lines.append(f"{r.file}: error ({p.stage}): {first}")
-            lines.extend("    " + s for s in rest)
+            lines.append(f"{name}: error ({p.stage}): {printable(first)}")
+            lines.extend("    " + printable(s) for s in rest)
             if p.instruction:
-                lines.append(f"    instruction: {p.instruction}")
-            lines.extend("    " + s for s in p.context)
+                lines.append(f"    instruction: {printable(p.instruction)}")
+            lines.extend("    " + printable(s) for s in p.context)
     bad = sum(not r.valid for r in results)
     lines.append(f"{len(results)} file(s) checked for {env}: "
                  f"{'all valid' if not bad else f'{bad} invalid'}")
@@ -310,7 +328,26 @@ def _xml_text(text: str) -> str:
                         else f"\\u{ord(m.group()):04x}", text)
 
 
-REPORTS = {"text": text_report, "json": json_report, "junit": junit_report, "sarif": sarif_report}
+def github_report(results, env: str) -> str:
+    """GitHub Actions annotations: one `::error` workflow command per problem (file and, where
+    glslang gives one, line; the message percent-encoded as the format asks, so that it is one
+    line), then the text report's summary line."""
+    out = []
+    for r in results:
+        path = r.file.split(" [", 1)[0]
+        for p in r.problems:
+            lines = p.message.splitlines() or [""]
+            first = next((m for m in map(_LINE.match, lines) if m), None)
+            props = f"file={annotation_property(path)}"
+            if first:
+                props += f",line={int(first['line'])}"
+            props += f",title={annotation_property(f'vkir validate ({p.stage}): {r.file}')}"
+            out.append(f"::error {props}::{annotation_data(p.message)}")
+    return "\n".join(out + [text_report(results, env).rstrip("\n").rsplit("\n", 1)[-1]]) + "\n"
+
+
+REPORTS = {"text": text_report, "json": json_report, "junit": junit_report, "sarif": sarif_report,
+           "github": github_report}
 
 
 # -- commands ------------------------------------------------------------------------------------
@@ -318,15 +355,16 @@ def cmd_validate(args) -> int:
     """`vkir validate`: validate the files; exit status 0 when all are valid, 1 when any is not."""
     from .validate_jobs import Options, run_jobs
 
-    files = expand(args.files, args.glob or (), args.exclude or ())
     options = Options.from_args(args)
+    files = expand(args.files, args.glob or (), args.exclude or (), options.max_bytes)
     results = run_jobs(files, args.target_env, options)
     report = REPORTS[args.format](results, args.target_env)
     if args.output:
         try:
             Path(args.output).write_text(report)
         except OSError as exc:
-            raise ArgumentError(f"cannot write the report to {args.output}: {exc.strerror}") from None
+            raise ArgumentError(f"cannot write the report to {shown(args.output)}: "
+                                f"{exc.strerror}") from None
         if args.format != "text":
             report = text_report(results, args.target_env)
     sys.stdout.write(report)
@@ -338,22 +376,27 @@ def cmd_dis(args) -> int:
     from ..spirv import disassemble
 
     path = Path(args.file)
-    if not path.is_file():
-        raise ArgumentError(f"{path}: no such file")
+    if not path.exists():
+        raise ArgumentError(f"{shown(path)}: no such file")
+    limit = parse_size(args.max_file_size) if args.max_file_size else DEFAULT_MAX_BYTES
+    check_input(path, limit)
     kind = file_kind(path)
     if kind == "glsl":
-        data, messages = compile_glsl_file(path, "vulkan1.2")
+        data, messages = compile_glsl_file(path, "vulkan1.2", max_bytes=limit)
         if data is None:
-            print(f"{path}: error (glslang): {messages}", file=sys.stderr)
+            print("\n".join(printable(s) for s in
+                            f"{shown(path)}: error (glslang): {messages}".splitlines()),
+                  file=sys.stderr)
             return 1
     elif kind == "spirv":
-        data = path.read_bytes()
+        data = read_input(path, limit)
     else:
-        raise ArgumentError(f"{path}: vkir dis takes a SPIR-V binary (.spv) or a GLSL source")
+        raise ArgumentError(f"{shown(path)}: vkir dis takes a SPIR-V binary (.spv) or a GLSL "
+                            "source")
     try:
         text = disassemble(data)
     except (SpirvValidationError, ValueError) as err:
-        print(f"{path}: error: {err}", file=sys.stderr)
+        print(f"{shown(path)}: error: {printable(str(err))}", file=sys.stderr)
         return 1
     if args.output:
         Path(args.output).write_text(text)
@@ -389,9 +432,14 @@ def add_commands(sub) -> None:
     p.add_argument("--cache", metavar="DIR",
                    help="reuse results of unchanged files (content, includes, defines, tool "
                         "versions)")
+    p.add_argument("--max-file-size", metavar="SIZE",
+                   help=f"largest input file read, e.g. 64M (default {DEFAULT_MAX_BYTES >> 20}M); "
+                        "larger ones, FIFOs and devices are refused (exit status 2)")
     p.set_defaults(fn=cmd_validate)
 
     p = sub.add_parser("dis", help="print the disassembly of a SPIR-V binary")
     p.add_argument("file", metavar="FILE.spv")
     p.add_argument("-o", "--output", metavar="OUT")
+    p.add_argument("--max-file-size", metavar="SIZE",
+                   help=f"largest input read (default {DEFAULT_MAX_BYTES >> 20}M)")
     p.set_defaults(fn=cmd_dis)

@@ -7,7 +7,8 @@ or name matches a glob is checked once per define set (its report line names the
 sources once. The cache keeps one small JSON file per result, named by the SHA-256 of the
 source's bytes, the bytes of every file in its folder and in the include folders (an include may
 have changed), the options, the target environment and the SPIRV-Tools and glslang versions; an
-entry that cannot be read is recomputed.
+entry that cannot be read is recomputed. One run lists the cache folder once and hashes each
+file once (RunCache): its cost grows with the files, not with files times folder size.
 """
 
 from __future__ import annotations
@@ -16,14 +17,17 @@ import functools
 import hashlib
 import json
 import os
+import stat
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import ArgumentError
 from .validate import FileResult, Problem, matches, check_file
+from .validate_input import DEFAULT_MAX_BYTES, parse_size, read_input, shown
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,7 @@ class Options:
     stage: str | None = None
     jobs: int = 1
     cache: Path | None = None
+    max_bytes: int = DEFAULT_MAX_BYTES   # per input file (validate_input)
 
     @staticmethod
     def from_args(args) -> "Options":
@@ -50,9 +55,12 @@ class Options:
         if jobs is None or jobs < 0:
             raise ArgumentError(f"-j must be 0 (one per CPU) or more, got {jobs}")
         cache = getattr(args, "cache", None)
-        return Options(includes, defines, _read_variants(manifest) if manifest else (),
+        size = getattr(args, "max_file_size", None)
+        max_bytes = parse_size(size) if size else DEFAULT_MAX_BYTES
+        return Options(includes, defines,
+                       _read_variants(manifest, max_bytes) if manifest else (),
                        getattr(args, "stage", None), jobs or (os.cpu_count() or 1),
-                       Path(cache) if cache else None)
+                       Path(cache) if cache else None, max_bytes)
 
 
 def _define(text: str) -> tuple:
@@ -62,23 +70,23 @@ def _define(text: str) -> tuple:
     return name, (value if sep else None)
 
 
-def _read_variants(manifest: str) -> tuple:
-    """The manifest's ((glob, (define set, ...)), ...); ArgumentError naming what is wrong."""
+def _read_variants(manifest: str, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple:
+    """The manifest's ((glob, (define set, ...)), ...); ArgumentError naming what is wrong
+    (a manifest that is not a regular file of at most `max_bytes` is refused unread)."""
+    data = read_input(manifest, max_bytes, "--variants ")
     try:
-        doc = json.loads(Path(manifest).read_text())
-    except OSError as exc:
-        raise ArgumentError(f"--variants {manifest}: {exc.strerror}") from None
+        doc = json.loads(data.decode("utf-8"))
     except ValueError as exc:
-        raise ArgumentError(f"--variants {manifest}: not JSON ({exc})") from None
+        raise ArgumentError(f"--variants {shown(manifest)}: not JSON ({exc})") from None
     if not isinstance(doc, dict):
-        raise ArgumentError(f"--variants {manifest}: expected an object of glob -> list of "
-                            "define sets")
+        raise ArgumentError(f"--variants {shown(manifest)}: expected an object of glob -> list "
+                            "of define sets")
     out = []
     for glob, sets in doc.items():
         if not isinstance(sets, list) or not all(
                 isinstance(d, dict) and all(isinstance(k, str) for k in d) for d in sets):
-            raise ArgumentError(f"--variants {manifest}: {glob!r} must map to a list of objects "
-                                "of NAME -> value")
+            raise ArgumentError(f"--variants {shown(manifest)}: {glob!r} must map to a list of "
+                                "objects of NAME -> value")
         out.append((glob, tuple(tuple((k, None if v is None else str(v)) for k, v in d.items())
                                 for d in sets)))
     return tuple(out)
@@ -100,17 +108,19 @@ def _jobs(files, options: Options) -> list:
 def run_jobs(files, env: str, options: Options) -> list[FileResult]:
     """The results of checking `files` for `env` with `options`, in order."""
     jobs = _jobs(files, options)
+    cache = RunCache(options) if options.cache is not None else None
 
     def one(job):
         path, defines, label = job
-        key = _cache_key(path, defines, env, options) if options.cache else None
+        key = cache.key(path, defines, env) if cache is not None else None
         if key is not None:
-            hit = _cache_read(options.cache, key)
+            hit = cache.read(key)
             if hit is not None:
                 return hit
-        result = check_file(path, env, options.includes, defines, options.stage, label)
+        result = check_file(path, env, options.includes, defines, options.stage, label,
+                            options.max_bytes)
         if key is not None:
-            _cache_write(options.cache, key, result)
+            cache.write(key, result)
         return result
 
     if options.jobs <= 1 or len(jobs) <= 1:
@@ -132,49 +142,91 @@ def _tool_versions() -> str:
     return f"{version()} | {' '.join(glslang)}"
 
 
-def _folder_digest(folder: Path, recursive: bool, h, skip: Path | None) -> None:
-    files = folder.rglob("*") if recursive else folder.glob("*")
-    for f in sorted(p for p in files if p.is_file()):
-        if skip is not None and skip in f.parents:
-            continue   # the cache's own entries
+class RunCache:
+    """The result cache for one run: the cache folder listed once (an index of its entries, so
+    a miss touches no file and a hit reads one), and each source, neighbour and include file
+    hashed once however many sources share its folder. Entries are read bounded like inputs."""
+
+    def __init__(self, options: Options):
+        self.folder = Path(options.cache)
+        self.options = options
+        self._skip = self.folder.resolve()
         try:
-            h.update(f.as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+            self._entries = {e.name[:-5] for e in os.scandir(self.folder)
+                             if e.name.endswith(".json") and not e.name.startswith(".")}
         except OSError:
-            h.update(f.as_posix().encode() + b"\0unreadable\0")
+            self._entries = set()   # no cache yet (or unreadable: every entry is a miss)
+        self._files: dict = {}      # resolved path -> digest of its bytes (or of its stat)
+        self._folders: dict = {}    # (resolved folder, recursive) -> digest of its files
 
+    def key(self, path: Path, defines: dict, env: str) -> str | None:
+        """The entry name of `path` checked with `defines` for `env`; None when the source
+        cannot be read (its check then reports that)."""
+        h = hashlib.sha256(f"vkir validate cache {CACHE_FORMAT}\n{_tool_versions()}\n{env}\n"
+                           f"{self.options.stage}\n{sorted(defines.items(), key=str)}\n".encode())
+        h.update(path.as_posix().encode() + b"\0")
+        source = self._file_digest(path.resolve())
+        if source is None:
+            return None
+        h.update(source)
+        h.update(self._folder_digest(path.parent.resolve(), False))   # includes beside it
+        for folder in self.options.includes:
+            h.update(self._folder_digest(Path(folder).resolve(), True))
+        return h.hexdigest()
 
-def _cache_key(path: Path, defines: dict, env: str, options: Options) -> str | None:
-    h = hashlib.sha256(f"vkir validate cache {CACHE_FORMAT}\n{_tool_versions()}\n{env}\n"
-                       f"{options.stage}\n{sorted(defines.items(), key=str)}\n".encode())
-    h.update(path.as_posix().encode() + b"\0")
-    try:
-        h.update(path.read_bytes())
-    except OSError:
-        return None
-    skip = options.cache.resolve() if options.cache is not None else None
-    _folder_digest(path.parent.resolve(), False, h, skip)   # the includes beside the source
-    for folder in options.includes:
-        _folder_digest(Path(folder).resolve(), True, h, skip)
-    return h.hexdigest()
+    def _file_digest(self, path: Path) -> bytes | None:
+        """SHA-256 of a regular file's bytes when it is within the size limit, else of its
+        kind, size and change time (an oversized or special file beside a source is not read);
+        None when it cannot be read at all."""
+        if path not in self._files:
+            try:
+                st = os.stat(path)
+            except OSError:
+                self._files[path] = None
+                return None
+            if stat.S_ISREG(st.st_mode) and st.st_size <= self.options.max_bytes:
+                try:
+                    data = b"bytes\0" + read_input(path, self.options.max_bytes)
+                except ArgumentError:
+                    data = None
+            else:
+                data = f"stat\0{st.st_mode} {st.st_size} {st.st_mtime_ns}".encode()
+            self._files[path] = None if data is None else hashlib.sha256(data).digest()
+        return self._files[path]
 
+    def _folder_digest(self, folder: Path, recursive: bool) -> bytes:
+        if (folder, recursive) not in self._folders:
+            h = hashlib.sha256()
+            files = folder.rglob("*") if recursive else folder.glob("*")
+            for f in sorted(p for p in files if not p.is_dir()):
+                if f == self._skip or self._skip in f.parents:
+                    continue   # the cache's own entries
+                h.update(f.as_posix().encode() + b"\0"
+                         + (self._file_digest(f) or b"unreadable") + b"\0")
+            self._folders[folder, recursive] = h.digest()
+        return self._folders[folder, recursive]
 
-def _cache_read(folder: Path, key: str) -> FileResult | None:
-    try:
-        doc = json.loads((folder / f"{key}.json").read_bytes().decode("utf-8"))
-        result = FileResult(doc["file"], doc["kind"],
-                            [Problem(**p) for p in doc["problems"]], 0.0)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None   # a missing or odd entry is a miss
-    return result
+    def read(self, key: str) -> FileResult | None:
+        """The cached result of `key`, or None (not in the index, unreadable or damaged)."""
+        if key not in self._entries:
+            return None
+        try:
+            doc = json.loads(read_input(self.folder / f"{key}.json", self.options.max_bytes))
+            return FileResult(doc["file"], doc["kind"],
+                              [Problem(**p) for p in doc["problems"]], 0.0)
+        except (ArgumentError, ValueError, KeyError, TypeError):
+            return None   # an odd entry (or a FIFO planted in its place) is a miss
 
-
-def _cache_write(folder: Path, key: str, result: FileResult) -> None:
-    doc = {"file": result.file, "kind": result.kind,
-           "problems": [asdict(p) for p in result.problems]}
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".{key}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(doc))
-        os.replace(tmp, folder / f"{key}.json")
-    except OSError:
-        pass   # an unwritable cache only costs time
+    def write(self, key: str, result: FileResult) -> None:
+        """Keep `result` under `key` (atomically; an unwritable cache only costs time)."""
+        doc = {"file": result.file, "kind": result.kind,
+               "problems": [asdict(p) for p in result.problems]}
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=self.folder)
+            with os.fdopen(fd, "w") as f:   # a fresh file: nothing planted is written through
+                f.write(json.dumps(doc))
+            os.replace(tmp, self.folder / f"{key}.json")
+        except OSError:
+            return
+        self._entries.add(key)
