@@ -9,6 +9,7 @@ from importlib import import_module
 from .errors import (
     ArgumentError,
     DeviceError,
+    LoopLimitError,
     OutOfBoundsError,
     ScheduleError,
     ScriptError,

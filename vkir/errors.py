@@ -1,8 +1,8 @@
 """The errors vkir raises for its users; every one derives from `VkirError`."""
 
 __all__ = ["VkirError", "ScriptError", "TypeCheckError", "WellFormedError", "TransformError",
-           "ScheduleError", "SpirvValidationError", "UnsupportedError", "DeviceError",
-           "ArgumentError"]
+           "ScheduleError", "SpirvValidationError", "UnsupportedError", "LoopLimitError",
+           "DeviceError", "ArgumentError"]
 
 
 class VkirError(Exception):
@@ -35,6 +35,22 @@ class SpirvValidationError(VkirError):
 
 class UnsupportedError(VkirError):
     """The target device lacks a capability or limit that the kernel needs."""
+
+
+class LoopLimitError(UnsupportedError):
+    """A loop was cut short by a driver that stops loops early (llvmpipe's limit of 65535 loop
+    iterations per invocation), found by the device-side check vkir adds on such drivers where a
+    loop's trip count depends on buffer data. The call's results are incomplete. Besides the
+    message it carries `loop` (the loop variable's name, or "while" for a while loop) and
+    `location` (the "file:line:col" of the loop in the kernel's source, or None)."""
+
+    def __init__(self, message: str, loop: str | None = None, location: str | None = None):
+        super().__init__(message)
+        self.loop = loop
+        self.location = location
+
+    def __reduce__(self):
+        return (type(self), (self.args[0], self.loop, self.location))
 
 
 class DeviceError(VkirError):

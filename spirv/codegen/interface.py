@@ -13,6 +13,7 @@ from vkir.ir import (Buffer, BufferLoad, BufferStore, Call, DataType, DeclBuffer
 from vkir.ir.substitute import substitute
 
 from ..module import PushConstant
+from . import loop_cut
 
 FLOAT32 = DataType("float", 32)
 UINT32 = DataType("uint", 32)
@@ -163,6 +164,10 @@ def analyze(func: PrimFunc, max_push_constant_bytes: int, cas_float_add: bool = 
         if buf is not None:
             iface.register(buf, params[buf.data])
     _Scan(iface, params, func.name, cas_float_add).visit(func.body)
+    record = loop_cut.record_buffer(func)
+    if record is not None:   # loop-cut checks write it from codegen, unseen by the scan
+        b = iface.binding_of(record)
+        b.readable = b.writable = True
 
     offset = 0
     for var in (*scalars, *func.size_vars):

@@ -2,7 +2,8 @@
 
 Loops: header block (OpLoopMerge) -> condition block -> body -> continue block -> header, with the
 induction variable in a Function variable (no OpPhi). An unrolled loop with a constant trip count
-(at most MAX_UNROLL) is emitted as copies of its body. Ifs: OpSelectionMerge. Async statements that
+(at most MAX_UNROLL) is emitted as copies of its body; a loop annotated for loop-cut checks reports,
+after it exits, whether the driver cut it (vkir.spirv.codegen.loop_cut). Ifs: OpSelectionMerge. Async statements that
 reach codegen run synchronously; a remaining wait becomes a workgroup barrier.
 """
 
@@ -15,6 +16,8 @@ from vkir.ir import (Add, AllocBuffer, AsyncCommitQueue, AsyncScope, AsyncWaitQu
                      IntImm, LetStmt, LT, SeqStmt, Stmt, SubgroupBarrier, Var, While)
 from vkir.ir.substitute import substitute
 from vkir.ir.walk import walk
+
+from . import loop_cut
 
 
 # the most copies of a loop body that an unrolled loop with a constant trip count becomes
@@ -116,6 +119,21 @@ class StmtMixin:
         self.do("OpStore", ptr, step)
         self.do("OpBranch", header)
         self.start_block(merge)
+        site = s.annotations.get(loop_cut.SITE)
+        if site is not None:
+            self._cut_check(s.loop_var, ptr, end, site)
+
+    def _cut_check(self, var: Var, ptr: int, end: int, site: int) -> None:
+        """After a loop checked for cuts (vkir.spirv.codegen.loop_cut): `if i < end`, the driver
+        left it early, so claim the kernel's loop record for `site`."""
+        record = loop_cut.record_buffer(self.func)
+        assert record is not None, "a loop-cut site in a kernel without its record"
+        dt = var.dtype
+        i = self.op("OpLoad", self.ty(dt), ptr)
+        less = "OpSLessThan" if dt.is_int else "OpULessThan"
+        cut = Var(f"{var.name}_cut", DataType("bool", 1))
+        with self.bound(cut, self.op(less, self.ty(DataType("bool", 1)), i, end)):
+            self.stmt(IfThenElse(cut, loop_cut.claim(record, site)))
 
     def s_while(self, s: While) -> None:
         """A while loop: header (OpLoopMerge) -> condition block -> body -> continue -> header."""

@@ -29,6 +29,7 @@ from ..ir.buffer import decl_buffer
 from ..ir.expr import const
 from ..ir.functor import Mutator, children
 from ..ir.stmt import AllocBuffer
+from .record_check import CheckedKernel
 
 RECORD_NAME = "vkir_bounds_record"
 MAX_DIMS = 8
@@ -275,117 +276,20 @@ def raise_if_recorded(record: np.ndarray, sites: tuple, kernel: str) -> None:
     raise OutOfBoundsError(message, site.buffer, shown, invocation, site.location)
 
 
-class BoundsCheckedKernel:
-    """A Kernel built from the instrumented function: called like the user's function (the
-    record buffer is added to every call), it raises OutOfBoundsError after a dispatch in which
-    some access was out of bounds. Everything else (`spirv`, `asm`, `ir`, ...) is the inner
-    Kernel's."""
+class BoundsCheckedKernel(CheckedKernel):
+    """A Kernel built from the instrumented function: called like the user's function (the record
+    buffer is added to every call), it raises OutOfBoundsError after a dispatch in which some
+    access was out of bounds (calls, launches and sequences alike: vkir.driver.record_check).
+    Everything else (`spirv`, `asm`, `ir`, ...) is the inner Kernel's."""
 
-    def __init__(self, func: PrimFunc, build_inner):
-        self.func = func
-        checked, self.sites = instrument(func)
-        self.kernel = build_inner(checked)
+    record_name = RECORD_NAME
+    record_words = RECORD_WORDS
+    label = "bounds-checked"
 
-    def __getattr__(self, name):
-        return getattr(self.kernel, name)
+    def instrument(self, func: PrimFunc) -> tuple:
+        """`instrument(func)`: the function with its checks, and their sites."""
+        return instrument(func)
 
-    def __repr__(self) -> str:
-        return f"<vkir Kernel {self.func.name} (bounds-checked) on {self.kernel.device.info.name}>"
-
-    def __call__(self, *args, **kwargs) -> None:
-        from .sequences import current
-
-        self._own_arguments(kwargs)
-        seq = current()
-        if seq is not None:  # recorded with its check, which the sequence's wait runs
-            seq.add(self.dispatch_spec(*args, **kwargs))
-            return
-        record = np.zeros(RECORD_WORDS, np.int32)
-        self.kernel(*args, **kwargs, **{RECORD_NAME: record})
+    def verify(self, record: np.ndarray) -> None:
+        """OutOfBoundsError for the first violation the record holds."""
         raise_if_recorded(record, self.sites, self.func.name)
-
-    def profile(self, *args, **kwargs):
-        """Device time per run of the checked kernel (see Kernel.profile)."""
-        return self.kernel.profile(*args, np.zeros(RECORD_WORDS, np.int32), **kwargs)
-
-    def _own_arguments(self, kwargs) -> None:
-        if RECORD_NAME in kwargs:
-            from ..errors import ArgumentError
-
-            raise ArgumentError(f"kernel {self.func.name}: {RECORD_NAME!r} is vkir's own argument")
-
-    def launch(self, *args, **kwargs) -> "CheckedLaunch":
-        """Submit the checked kernel without waiting (see Kernel.launch); the handle's wait (or a
-        done() that returns True) raises OutOfBoundsError for a violation."""
-        self._own_arguments(kwargs)
-        check = RecordCheck(self)
-        handle = self.kernel.launch(*args, **kwargs, **{RECORD_NAME: check.record})
-        return CheckedLaunch(handle, check)
-
-    def dispatch_spec(self, *args, **kwargs):
-        """The vkir.runtime.Dispatch of a checked call, for sequences: the sequence's wait (or
-        done) raises OutOfBoundsError for a violation in its last run."""
-        from dataclasses import replace
-
-        self._own_arguments(kwargs)
-        check = RecordCheck(self)
-        spec = self.kernel.dispatch_spec(*args, **kwargs, **{RECORD_NAME: check.record})
-        return replace(spec, checks=spec.checks + (check,))
-
-
-class RecordCheck:
-    """The violation record of one bounds-checked dispatch, on the device: zeroed before each run,
-    read and turned into OutOfBoundsError after it."""
-
-    def __init__(self, kernel: BoundsCheckedKernel):
-        from .arrays import array
-
-        self.record = array(np.zeros(RECORD_WORDS, np.int32), device=kernel.kernel.device)
-        self.sites = kernel.sites
-        self.name = kernel.func.name
-
-    def reset(self) -> None:
-        """Zero the record (before a run is submitted; the previous run has finished)."""
-        self.record.buffer.write(np.zeros(RECORD_WORDS, np.int32))
-
-    def verify(self) -> None:
-        """Raise OutOfBoundsError for the first violation the last run recorded."""
-        raise_if_recorded(self.record.numpy(), self.sites, self.name)
-
-
-class CheckedLaunch:
-    """A launch of a bounds-checked kernel: the LaunchHandle's wait/done, then the check."""
-
-    def __init__(self, handle, check: RecordCheck):
-        self._handle = handle
-        self._check = check
-        self.name = handle.name
-
-    def wait(self, timeout=None) -> None:
-        """Block until the launch finished, then raise OutOfBoundsError for a violation."""
-        self._handle.wait(timeout)
-        self._verify()
-
-    def done(self) -> bool:
-        """True once finished (never blocks); raises OutOfBoundsError for a violation."""
-        if not self._handle.done():
-            return False
-        self._verify()
-        return True
-
-    def _verify(self) -> None:
-        check, self._check = self._check, None
-        if check is not None:
-            check.verify()
-
-    def __repr__(self) -> str:
-        return f"<vkir bounds-checked {self._handle!r}>"
-
-
-def _register():
-    from .kernel import Kernel
-
-    Kernel.register(BoundsCheckedKernel)   # a vkir.Kernel, with the inner one's attributes
-
-
-_register()

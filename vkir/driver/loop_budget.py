@@ -10,8 +10,10 @@ call time, computes from the push-constant values an upper bound of the iteratio
 split into unrolled chunks (`choose_split`), and where no variant fits it raises UnsupportedError
 before the dispatch. A while loop that counts (a serial loop that may break becomes one) is
 bounded like a serial loop. A loop whose trip count comes from buffer data, or any other while
-loop, cannot be bounded before the dispatch: such loops are split by the largest factor (best
-effort).
+loop, cannot be bounded before the dispatch: the innermost such loops are split by the largest
+factor (best effort), and the kernel reports after the dispatch when the driver cut a loop
+anyway (vkir.driver.loop_cut). A split that covers a constant loop whole unrolls it: no back
+edges are left of it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ..arith.bound import value_range
 from ..errors import UnsupportedError
 from ..ir import expr as E
 from ..ir import stmt as S
+from ..ir.dtype import DataType, type_range
 from ..ir.functor import Mutator
 from ..ir.op import is_atomic, is_subgroup
 from ..ir.walk import walk
@@ -36,13 +39,16 @@ MAX_FACTOR = 64       # the most copies of a body SplitLongLoops makes (codegen 
 class Loop:
     """One loop of a kernel for one call: its variable, an upper bound of its iterations each
     time it starts (`trips`; None when it depends on buffer data), how many times it starts per
-    invocation (`starts`; None when unknown), and whether SplitLongLoops can split it."""
+    invocation (`starts`; None when unknown), and whether SplitLongLoops can split it.
+    `constant`: its min and extent are constants, so a split by at least `trips` copies unrolls
+    it whole (no loop left)."""
 
     var: E.Var | S.While   # a while loop, which has no variable, is named by its node
     trips: int | None
     starts: int | None
     splittable: bool
     outer: frozenset = frozenset()   # the variables of the loops around it
+    constant: bool = False
 
     @property
     def iterations(self) -> int | None:
@@ -51,15 +57,33 @@ class Loop:
             return None
         return self.trips * self.starts
 
+    def split_iterations(self, copies: int) -> int:
+        """Back edges per invocation once split into chunks of `copies` iterations: none for a
+        constant loop the chunk covers (it is unrolled whole), else one per chunk."""
+        if self.constant and self.trips <= copies:
+            return 0
+        return self.starts * -(-self.trips // copies)
+
 
 def loops_for_call(func, env: dict) -> list[Loop]:
     """Every loop of the lowered `func` (thread bindings excluded) with its bounds for a call
     whose size and scalar variables have the values in `env` (Var -> number)."""
     ranges = {v: (int(x), int(x)) for v, x in env.items()
-              if isinstance(v, E.Var) and (v.dtype.is_int or v.dtype.is_uint)}
+              if isinstance(v.dtype, DataType) and (v.dtype.is_int or v.dtype.is_uint)}
     out: list[Loop] = []
     _walk(func.body, ranges, 1, out, frozenset())
     return out
+
+
+def unbounded_loops(func) -> list[Loop]:
+    """The loops of `func` whose trip count no call's sizes and scalars bound (a count read from
+    buffer data, a while loop that counts nothing): the budget cannot see them before a dispatch,
+    so a driver with a loop limit may cut them (vkir.driver.loop_cut checks those kernels)."""
+    ranges = {v: type_range(v.dtype) for v in (*func.params, *func.size_vars)
+              if isinstance(v.dtype, DataType) and (v.dtype.is_int or v.dtype.is_uint)}
+    out: list[Loop] = []
+    _walk(func.body, ranges, 1, out, frozenset())
+    return [lp for lp in out if lp.trips is None]
 
 
 # subgroup queries an extent may name, with bounds that hold on every device
@@ -114,7 +138,8 @@ def _walk(s, ranges: dict, starts: int | None, out: list, outer: frozenset) -> N
                   starts is not None and extent is not None else starts, out, outer)
             return
         trips = None if extent is None else max(extent, 0)
-        out.append(Loop(s.loop_var, trips, starts, splittable(s), outer))
+        constant = isinstance(s.min, E.IntImm) and isinstance(s.extent, E.IntImm)
+        out.append(Loop(s.loop_var, trips, starts, splittable(s), outer, constant))
         _walk(s.body, inner, None if starts is None or trips is None else starts * trips, out,
               outer | {s.loop_var})
         return
@@ -250,13 +275,36 @@ class Split:
 def choose_split(loops: list[Loop], kernel: str, device: str, budget: int = LOOP_BUDGET) -> Split:
     """The smallest split that keeps a call within `budget` loop iterations per invocation,
     splitting the loops that run most first and never two nested ones (their copies would
-    multiply). Loops of unknown trip count are split by MAX_FACTOR (they cannot be checked).
-    UnsupportedError where no split fits: the driver would cut the loops short."""
-    unknown = frozenset(lp.var for lp in loops if lp.iterations is None and lp.splittable)
+    multiply). Loops of unknown trip count are split by MAX_FACTOR (they cannot be checked
+    before the dispatch; vkir.driver.loop_cut reports a cut after it), the innermost of them
+    only. UnsupportedError where no split fits: the driver would cut the loops short."""
+    unknown = [lp for lp in loops if lp.iterations is None and lp.splittable]
     known = [lp for lp in loops if lp.iterations is not None]
     total = sum(lp.iterations for lp in known)
     if total <= budget:
-        return Split(MAX_FACTOR, unknown, total) if unknown else Split(1, frozenset(), total)
+        factor, chosen, cost = 1, set(), total
+    else:
+        factor, chosen, cost = _fit(known, total, budget, kernel, device)
+    if unknown:
+        return Split(MAX_FACTOR, frozenset(chosen) | _innermost(unknown, chosen, known), cost)
+    return Split(factor, frozenset(chosen), cost)
+
+
+def _innermost(unknown: list, chosen: set, known: list) -> frozenset:
+    """The loops of unknown trip count to split beside the `chosen` ones: those that neither
+    enclose nor sit inside a chosen loop, nor enclose another such loop (the copies of nested
+    splits multiply: a nest of two would become 64 * 64 copies of its body, for no fewer back
+    edges than splitting the inner one)."""
+    split = [lp for lp in known if lp.var in chosen]
+    free = [u for u in unknown
+            if not any(c.var in u.outer or u.var in c.outer for c in split)]
+    enclosing = {v for u in free for v in u.outer}
+    return frozenset(u.var for u in free if u.var not in enclosing)
+
+
+def _fit(known: list, total: int, budget: int, kernel: str, device: str):
+    """(factor, chosen loops, iterations left) of the smallest split of the `known` loops that
+    fits `budget`; UnsupportedError where none does."""
     candidates = sorted((lp for lp in known if lp.splittable and lp.trips > 1),
                         key=lambda lp: -lp.iterations)
     factor, cost = 2, total
@@ -268,12 +316,10 @@ def choose_split(loops: list[Loop], kernel: str, device: str, budget: int = LOOP
             if chosen & lp.outer or any(lp.var in c.outer for c in candidates if c.var in chosen):
                 continue   # never split two nested loops: the copies would multiply
             copies = min(factor, WHILE_MAX_FACTOR) if isinstance(lp.var, S.While) else factor
-            cost -= lp.iterations - lp.starts * -(-lp.trips // copies)
+            cost -= lp.iterations - lp.split_iterations(copies)
             chosen.add(lp.var)
         if cost <= budget:
-            if unknown:
-                return Split(MAX_FACTOR, frozenset(chosen) | unknown, cost)
-            return Split(factor, frozenset(chosen), cost)
+            return factor, chosen, cost
         factor *= 2
     raise UnsupportedError(
         f"kernel {kernel}: for these arguments its loops run up to {total} iterations per "

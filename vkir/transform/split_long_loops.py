@@ -16,7 +16,8 @@ which codegen emits as `factor` copies of the body per back edge. `factor` is th
 of two that brings the (largest possible) trip count under `threshold` back edges, at most
 `max_factor` (codegen unrolls up to 64 copies); a loop whose extent is unbounded gets
 `max_factor`. The budget is then 65535 * factor body executions per invocation; beyond that the
-driver still stops. Symbolic extents are exact: the guard runs the last, partial chunk.
+driver still stops. Symbolic extents are exact: the guard runs the last, partial chunk. A loop of
+constant bounds and at most `factor` iterations just becomes unrolled (codegen copies it whole).
 Loops whose bodies allocate or declare buffers are left alone (codegen does not copy those).
 
 A while loop (whose trip count nothing bounds) runs `factor` iterations per back edge, at most
@@ -120,6 +121,9 @@ class _Splitter(Mutator):
             factor = _factor(hi if bounded else None, self.threshold, self.max_factor)
         if factor == 1:
             return s
+        if isinstance(s.min, E.IntImm) and isinstance(s.extent, E.IntImm) and \
+                s.extent.value <= factor:   # the chunk covers it: copies, no loop
+            return replace(s, kind="unrolled")
         k = E.IntImm(dt, factor)
         outer = E.Var(s.loop_var.name + "_o", dt)
         inner = E.Var(s.loop_var.name + "_i", dt)
@@ -136,4 +140,6 @@ class _Splitter(Mutator):
             trips = E.Select(E.GT(s.extent, zero),
                              E.Add(E.FloorDiv(E.Sub(s.extent, one), k), one), zero)
         unrolled = S.For(inner, E.IntImm(dt, 0), k, "unrolled", body)
-        return S.For(outer, E.IntImm(dt, 0), trips, "serial", unrolled, span=s.span)
+        # the chunk loop keeps the loop's annotations (a loop-cut check among them)
+        return S.For(outer, E.IntImm(dt, 0), trips, "serial", unrolled,
+                     annotations=s.annotations, span=s.span)

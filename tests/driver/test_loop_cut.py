@@ -1,0 +1,217 @@
+"""A loop whose count is read from a buffer runs whole, or the call raises LoopLimitError naming
+the loop the driver cut: never a silent short result. llvmpipe (quirk loop_trip_limit_65535)
+stops every loop of an invocation after 65535 back edges in all; vkir splits such loops as far as
+it goes and, past that, the loop's check reports the cut. Drivers without the limit run whole."""
+
+import numpy as np
+import pytest
+
+import vkir
+from vkir.driver.loop_cut import LoopCheckedKernel, instrument, needs_checks
+from vkir.errors import LoopLimitError, UnsupportedError
+from vkir.ir import For
+from vkir.ir.walk import walk
+from vkir.quirks import LAVAPIPE, LOOP_TRIP_LIMIT
+from vkir.spirv.codegen.loop_cut import RECORD, SITE
+
+WHILE = vkir.from_script('''
+@T.prim_func
+def while_data(a: T.Buffer((1,), "int32"), n: T.Buffer((1,), "int32")):
+    k = 0
+    while k < n[0]:
+        k += 1
+    a[0] = k
+''')
+
+SERIAL = vkir.from_script('''
+@T.prim_func
+def serial_data(a: T.Buffer((1,), "int32"), n: T.Buffer((1,), "int32")):
+    s = 0
+    for j in T.serial(n[0]):
+        s += 1
+    a[0] = s
+''')
+
+NEST = vkir.from_script('''
+@T.prim_func
+def nest_data(a: T.Buffer((1,), "int32"), n: T.Buffer((2,), "int32")):
+    s = 0
+    for i in T.serial(n[0]):
+        for j in T.serial(n[1]):
+            s += 1
+    a[0] = s
+''')
+
+# a while loop drains the budget exactly, and a loop of known length after it is the one cut
+DRAIN = vkir.from_script('''
+@T.prim_func
+def drain(a: T.Buffer((2,), "int32"), n: T.Buffer((1,), "int32"), m: T.int32):
+    k = 0
+    while k < n[0]:
+        k += 1
+    s = 0
+    for j in T.serial(m):
+        s += 1
+    a[0] = k
+    a[1] = s
+''')
+
+ATOMIC_WHILE = vkir.from_script('''
+@T.prim_func
+def atomic_while(a: T.Buffer((1,), "int32"), n: T.Buffer((1,), "int32")):
+    while T.atomic_add(a[0], 1) < n[0] - 1:
+        pass
+''')
+
+
+def limited(device) -> bool:
+    return LOOP_TRIP_LIMIT in device.info.quirks
+
+
+def call(k, count, n, size=1):
+    a = np.zeros(size, np.int32)
+    k(a, np.array(n, np.int32), *count)
+    return a
+
+
+# -- without a device ----------------------------------------------------------------------------
+def test_only_kernels_with_loops_of_data_dependent_length_are_checked():
+    assert needs_checks(WHILE, LAVAPIPE) and needs_checks(SERIAL, LAVAPIPE)
+    assert needs_checks(NEST, LAVAPIPE) and needs_checks(DRAIN, LAVAPIPE)
+    assert not needs_checks(SERIAL, frozenset())   # a driver without the limit: nothing
+    bounded = vkir.from_script('''
+@T.prim_func
+def bounded(a: T.Buffer((1,), "int32"), m: T.int32):
+    for i in T.serial(m):
+        for j in T.serial(4):
+            a[0] = a[0] + 1
+''')
+    assert not needs_checks(bounded, LAVAPIPE)
+
+
+def test_every_loop_of_a_checked_kernel_gets_a_site():
+    checked, sites = instrument(DRAIN)
+    assert checked.params[-1].name == RECORD and len(checked.params) == len(DRAIN.params) + 1
+    assert [s.loop for s in sites] == ["while", "j"]
+    assert sites[1].source_line.strip() == "for j in T.serial(m):"
+    assert sites[1].location.endswith(":8:5")
+    loops = [n for n in walk(checked.body) if isinstance(n, For)]
+    assert [dict(f.annotations) for f in loops] == [{SITE: 1}]
+
+
+def test_an_impure_while_condition_is_evaluated_once_per_iteration():
+    checked, _ = instrument(ATOMIC_WHILE)
+    text = str(checked)
+    assert text.count("T.atomic_add") == 2   # before the loop and at the end of each iteration
+    assert "vkir_loop_go" in text
+
+
+# -- on the device -------------------------------------------------------------------------------
+@pytest.mark.device
+def test_a_long_while_loop_runs_whole_or_reports_the_cut(device):
+    k = vkir.build(WHILE, device=device)
+    assert isinstance(k, LoopCheckedKernel) == limited(device)
+    assert call(k, (), [100])[0] == 100
+    if limited(device):
+        with pytest.raises(LoopLimitError, match=r"while loop at <script>:5:5 was cut short") as e:
+            call(k, (), [1_500_000])
+        assert e.value.loop == "while" and e.value.location == "<script>:5:5"
+        assert "while k < n[0]:" in str(e.value) and "scalar arguments" in str(e.value)
+        assert isinstance(e.value, UnsupportedError)
+    else:
+        assert call(k, (), [1_500_000])[0] == 1_500_000
+
+
+@pytest.mark.device
+def test_a_serial_loop_of_a_count_read_from_a_buffer(device):
+    k = vkir.build(SERIAL, device=device)
+    assert call(k, (), [70_000])[0] == 70_000   # split by 64 on llvmpipe
+    if limited(device):
+        with pytest.raises(LoopLimitError, match=r"the loop over j at <script>:5:5") as e:
+            call(k, (), [5_000_000])
+        assert e.value.loop == "j"
+    else:
+        assert call(k, (), [5_000_000])[0] == 5_000_000
+
+
+@pytest.mark.device
+def test_a_nest_of_loops_read_from_a_buffer(device):
+    k = vkir.build(NEST, device=device)
+    assert call(k, (), [300, 300])[0] == 90_000
+    if limited(device):
+        assert len(k.kernel._variants) == 1 and k.kernel._variants   # the inner loop split only
+        with pytest.raises(LoopLimitError, match=r"the loop over j at <script>:6:9"):
+            call(k, (), [3000, 3000])
+    else:
+        assert call(k, (), [3000, 3000])[0] == 9_000_000
+
+
+@pytest.mark.device
+def test_the_first_cut_is_reported_even_in_a_loop_of_known_length(device):
+    k = vkir.build(DRAIN, device=device)
+    np.testing.assert_array_equal(call(k, (10,), [1000], 2), [1000, 10])
+    drained = 65_530 * 16   # 65530 back edges of the while loop split by 16
+    if limited(device):
+        with pytest.raises(LoopLimitError, match=r"the loop over j at <script>:8:5"):
+            call(k, (10,), [drained], 2)
+    else:
+        np.testing.assert_array_equal(call(k, (10,), [drained], 2), [drained, 10])
+
+
+@pytest.mark.device
+def test_a_while_loop_with_an_atomic_condition(device):
+    k = vkir.build(ATOMIC_WHILE, device=device)
+    assert call(k, (), [50])[0] == 50
+    if limited(device):
+        with pytest.raises(LoopLimitError, match="while loop"):
+            call(k, (), [1_500_000])
+    else:
+        assert call(k, (), [1_500_000])[0] == 1_500_000
+
+
+@pytest.mark.device
+def test_launches_and_sequences_report_the_cut(device):
+    k = vkir.build(WHILE, device=device)
+    a = vkir.array(np.zeros(1, np.int32), device=device)
+    short = vkir.array(np.array([7], np.int32), device=device)
+    long = vkir.array(np.array([1_500_000], np.int32), device=device)
+    k.launch(a, short).wait(timeout=60)
+    assert a.numpy()[0] == 7
+    with vkir.sequence(device=device) as good:
+        k(a, short)
+    good.wait(timeout=60)
+    with vkir.sequence(device=device) as bad:
+        k(a, short)
+        k(a, long)
+    handle = k.launch(a, long)
+    if limited(device):
+        with pytest.raises(LoopLimitError):
+            bad.wait(timeout=60)
+        with pytest.raises(LoopLimitError):
+            handle.wait(timeout=60)
+        good.run().wait(timeout=60)   # a replay starts from a clean record
+    else:
+        bad.wait(timeout=60)
+        handle.wait(timeout=60)
+        assert a.numpy()[0] == 1_500_000
+
+
+@pytest.mark.device
+def test_bounds_checks_and_loop_checks_together(device):
+    k = vkir.build(SERIAL, device=device, check_bounds=True)
+    assert call(k, (), [1000])[0] == 1000
+    if limited(device):
+        with pytest.raises(LoopLimitError, match="loop over j"):
+            call(k, (), [5_000_000])
+
+
+@pytest.mark.device
+def test_a_kernel_with_bounded_loops_has_no_record(device):
+    k = vkir.build(vkir.from_script('''
+@T.prim_func
+def count(a: T.Buffer((1,), "int32"), n: T.int32):
+    for j in T.serial(n):
+        a[0] = a[0] + 1
+'''), device=device)
+    assert not isinstance(k, LoopCheckedKernel)
+    assert len(k.module.bindings) == 1 and "atomic" not in k.asm.lower()
