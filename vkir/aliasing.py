@@ -11,8 +11,10 @@ view has no place at an offset of one buffer) unless every member is the same vi
 the call is an ArgumentError naming both parameters, raised before anything is copied.
 Device kernels, shaders, launches and the interpreter all bind arguments through this module.
 
-Overlap is decided by byte ranges (numpy's `may_share_memory` bounds, never the exponential
-`shares_memory`): arrays whose [start, end) address ranges intersect share memory. Device arrays
+Overlap is decided by byte ranges, only for pairs with a written side: numpy's
+`may_share_memory` (bounds, in C; never the exponential `shares_memory`) says whether the
+[start, end) address ranges intersect, and only then are the ranges computed for the offsets.
+Strided views are the same view when base pointer, shape, strides and dtype agree. Device arrays
 share memory when they are views of one runtime buffer (always from its offset 0).
 """
 
