@@ -164,3 +164,91 @@ def test_a_long_serial_loop_that_breaks_runs_whole(device):
         assert out[0] == (-1 if t > n else int(t) + 1)
     limited = "loop_trip_limit_65535" in device.info.quirks
     assert len(k._variants) == (2 if limited else 0)   # none for the call of 10
+
+
+SMALL_INNER = vkir.from_script('''
+@T.prim_func
+def small_inner(a: T.Buffer((1,), "int32"), m: T.int32):
+    s = 0
+    for i in T.serial(m):
+        for j in T.serial(3):
+            s += 1
+    a[0] = s
+''')
+
+TRIANGLE = vkir.from_script('''
+@T.prim_func
+def triangle(a: T.Buffer((1,), "int32"), n: T.int32):
+    s = 0
+    for i in T.serial(n):
+        for j in T.serial(i):
+            s += 1
+    a[0] = s
+''')
+
+
+def test_a_short_constant_loop_started_many_times_is_unrolled_whole():
+    """3 iterations started 40000 times: a split by 4 leaves no loop of it (40000 back edges
+    in all), where one back edge per start (120000 with the outer loop's) was refused."""
+    m = SMALL_INNER.params[1]
+    outer, inner = loops_for_call(vkir.lower(SMALL_INNER), {m: 40_000})
+    assert inner.constant and inner.iterations == 120_000
+    split = choose_split([outer, inner], "k", "dev")
+    assert (split.factor, split.loops, split.iterations) == (4, {inner.var}, 40_000)
+
+
+def test_a_triangular_nest_is_counted_per_start():
+    """The inner loop of `for i in range(n): for j in range(i)` runs n(n-1)/2 times, not
+    n(n-1): for n = 2500 split by 64 it takes 52540 back edges, which fit."""
+    n = TRIANGLE.params[1]
+    outer, inner = loops_for_call(vkir.lower(TRIANGLE), {n: 2500})
+    assert outer.values == (0, 2499) and inner.trips == 2499
+    assert inner.iterations == 2500 * 2499 // 2
+    split = choose_split([outer, inner], "k", "dev")
+    assert (split.factor, split.loops, split.iterations) == (64, {inner.var}, 52_540)
+    # a loop between them that runs the same values on every start keeps the count exact; one
+    # whose extent also follows i does not (each i starts j a different number of times)
+    i, k, j = loops_for_call(vkir.lower(THREE), {THREE.params[1]: 100})
+    assert k.values == (0, 1) and j.iterations == 2 * (100 * 99 // 2)
+    i, k, j = loops_for_call(vkir.lower(SKEWED), {SKEWED.params[1]: 100})
+    assert k.values is None and j.per_start == () and j.iterations == (100 * 99 // 2) * 99
+
+
+THREE = vkir.from_script('''
+@T.prim_func
+def three(a: T.Buffer((1,), "int32"), n: T.int32):
+    for i in T.serial(n):
+        for k in T.serial(2):
+            for j in T.serial(i):
+                a[0] = a[0] + 1
+''')
+
+SKEWED = vkir.from_script('''
+@T.prim_func
+def skewed(a: T.Buffer((1,), "int32"), n: T.int32):
+    for i in T.serial(n):
+        for k in T.serial(i):
+            for j in T.serial(i):
+                a[0] = a[0] + 1
+''')
+
+
+def test_nested_loops_of_unknown_length_split_the_inner_one_only():
+    i = Loop(Var("i", "int32"), None, 1, True)
+    j = Loop(Var("j", "int32"), None, None, True, frozenset({i.var}))
+    assert choose_split([i, j], "k", "dev").loops == {j.var}
+    # a known loop chosen for the budget is not split again around an unknown one
+    k = Loop(Var("k", "int32"), 100_000, 1, True)
+    q = Loop(Var("q", "int32"), None, None, True, frozenset({k.var}))
+    assert choose_split([k, q], "k", "dev").loops == {k.var}
+
+
+@pytest.mark.device
+def test_bounded_nests_the_estimate_refused_now_run_whole(device):
+    k = vkir.build(SMALL_INNER, device=device)
+    a = np.zeros(1, np.int32)
+    k(a, 40_000)
+    assert a[0] == 120_000
+    k = vkir.build(TRIANGLE, device=device)
+    k(a, 2500)
+    assert a[0] == 2500 * 2499 // 2

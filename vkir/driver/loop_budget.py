@@ -41,7 +41,10 @@ class Loop:
     time it starts (`trips`; None when it depends on buffer data), how many times it starts per
     invocation (`starts`; None when unknown), and whether SplitLongLoops can split it.
     `constant`: its min and extent are constants, so a split by at least `trips` copies unrolls
-    it whole (no loop left)."""
+    it whole (no loop left). `values`: (first, last) of its variable, the same on every start,
+    where the call fixes both (else None). `per_start`: where its extent names one enclosing
+    loop's variable (a triangular nest), its exact trips for each value of that variable in turn
+    (empty otherwise: `trips` bounds every start)."""
 
     var: E.Var | S.While   # a while loop, which has no variable, is named by its node
     trips: int | None
@@ -49,12 +52,17 @@ class Loop:
     splittable: bool
     outer: frozenset = frozenset()   # the variables of the loops around it
     constant: bool = False
+    values: tuple | None = None
+    per_start: tuple = ()
 
     @property
     def iterations(self) -> int | None:
-        """Iterations per invocation (trips times starts), None when unknown."""
+        """Iterations per invocation (trips times starts, or the sum of `per_start` over its
+        rounds), None when unknown."""
         if self.trips is None or self.starts is None:
             return None
+        if self.per_start:
+            return self.starts // len(self.per_start) * sum(self.per_start)
         return self.trips * self.starts
 
     def split_iterations(self, copies: int) -> int:
@@ -62,6 +70,9 @@ class Loop:
         constant loop the chunk covers (it is unrolled whole), else one per chunk."""
         if self.constant and self.trips <= copies:
             return 0
+        if self.per_start:
+            return self.starts // len(self.per_start) * sum(-(-t // copies)
+                                                            for t in self.per_start)
         return self.starts * -(-self.trips // copies)
 
 
@@ -139,9 +150,13 @@ def _walk(s, ranges: dict, starts: int | None, out: list, outer: frozenset) -> N
             return
         trips = None if extent is None else max(extent, 0)
         constant = isinstance(s.min, E.IntImm) and isinstance(s.extent, E.IntImm)
-        out.append(Loop(s.loop_var, trips, starts, splittable(s), outer, constant))
-        _walk(s.body, inner, None if starts is None or trips is None else starts * trips, out,
-              outer | {s.loop_var})
+        values = None
+        if trips and lo is not None and lo == min_hi and _fixed(s.extent, ranges):
+            values = (int(lo), int(lo) + trips - 1)
+        per_start = _per_start(s, ranges, out, outer) if trips is not None else ()
+        loop = Loop(s.loop_var, trips, starts, splittable(s), outer, constant, values, per_start)
+        out.append(loop)
+        _walk(s.body, inner, loop.iterations, out, outer | {s.loop_var})
         return
     if isinstance(s, S.SeqStmt):   # a while loop may count with what the statements before set
         for i, child in enumerate(s.seq):
@@ -164,6 +179,42 @@ def _walk(s, ranges: dict, starts: int | None, out: list, outer: frozenset) -> N
         return
     for child in _children(s):
         _walk(child, ranges, starts, out, outer)
+
+
+_MAX_ENUMERATED = 1 << 14   # the most values of an enclosing variable `_per_start` goes through
+
+
+def _fixed(e, ranges) -> bool:
+    """Whether `e` has one value for the call (no buffer data, no loop variable of a range)."""
+    if _data_dependent(e):
+        return False
+    lo, hi = value_range(e, ranges)
+    return lo is not None and lo == hi
+
+
+def _per_start(s: S.For, ranges: dict, out: list, outer: frozenset) -> tuple:
+    """The trips of loop `s` for each value of the one enclosing loop variable its extent names
+    (`Loop.per_start`), where that loop and every loop between it and `s` run the same values
+    on every start (so each value starts `s` equally often); () otherwise."""
+    names = {n for n in walk(s.extent) if isinstance(n, E.Var)} & outer
+    if len(names) != 1 or _data_dependent(s.extent):
+        return ()
+    (v,) = names
+    around = [lp for lp in out if lp.var in outer]
+    home = next((lp for lp in around if lp.var is v), None)
+    if home is None or home.values is None or any(
+            lp.values is None for lp in around if v in lp.outer):
+        return ()
+    first, last = home.values
+    if last - first + 1 > _MAX_ENUMERATED:
+        return ()
+    trips = []
+    for x in range(first, last + 1):
+        hi = _upper(s.extent, {**ranges, v: (x, x)})
+        if hi is None:
+            return ()
+        trips.append(max(int(hi), 0))
+    return tuple(trips)
 
 
 def _walk_while(s: S.While, ranges: dict, starts, out: list, outer: frozenset, before) -> None:

@@ -28,7 +28,8 @@ WHILE_MAX_FACTOR, each guarded by the condition:
             if c: body
 
 (once c fails, no later copy runs, so nothing changes it back; codegen emits the unrolled loop as
-copies of its body, while the IR keeps a single one, so each variable is still bound once).
+copies of its body, while the IR keeps a single one, so each variable is still bound once). A
+condition with an atomic or subgroup operation is left alone: the copies would run it again.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.dtype import DataType
 from ..ir.functor import Mutator
+from ..ir.op import is_atomic, is_subgroup
 from ..ir.walk import walk
 from .base import Pass
 
@@ -79,9 +81,15 @@ def _factor(trips: int | None, threshold: int, max_factor: int) -> int:
 
 def splittable(s: S.For | S.While) -> bool:
     """Whether SplitLongLoops can split loop `s` (codegen emits it as a loop, and its body
-    allocates or declares no buffer, which codegen could not copy)."""
-    return (isinstance(s, S.While) or s.kind in _SPLIT_KINDS) and not any(
-        isinstance(n, (S.AllocBuffer, S.DeclBuffer)) for n in walk(s.body))
+    allocates or declares no buffer, which codegen could not copy; a while loop's condition has
+    no atomic or subgroup operation, which each copy would run once more)."""
+    if isinstance(s, S.While):
+        if any(isinstance(n, E.Call) and (is_atomic(n.op) or is_subgroup(n.op))
+               for n in walk(s.condition)):
+            return False
+    elif s.kind not in _SPLIT_KINDS:
+        return False
+    return not any(isinstance(n, (S.AllocBuffer, S.DeclBuffer)) for n in walk(s.body))
 
 
 class _Splitter(Mutator):
