@@ -210,14 +210,19 @@ def test_strided_views_cannot_share_a_buffer():
 
 
 def test_aliased_calls_run_code_that_declares_its_buffers_aliased(device):
-    """SPIR-V lets a driver take undecorated buffers as restrict: a call binding one memory to a
-    written buffer and another runs a variant whose buffers are all decorated Aliased."""
+    """SPIR-V lets a driver take undecorated buffers as restrict, and a NonWritable one as memory
+    nothing writes: a call binding one memory to a written buffer and another runs a variant
+    whose buffers are all decorated Aliased, none NonWritable."""
     from vkir.driver.aliased_spirv import aliased
     from vkir.spirv import disassemble
 
     k = vkir.build(ones_then_prefix, device=device)
     asm = disassemble(aliased(k.spirv, k.target.env))
     assert asm.count("Aliased") == 2 and "Aliased" not in k.asm
+    # the read-only name no longer says that nothing writes its memory
+    step = vkir.build(step_in_place, device=device)
+    assert "NonWritable" in step.asm
+    assert "NonWritable" not in disassemble(aliased(step.spirv, step.target.env))
     k(np.zeros(64, np.float32), np.zeros(64, np.float32))
     assert not k._aliased               # separate arrays: the plain pipeline
     x = np.zeros(64, np.float32)
