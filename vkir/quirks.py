@@ -9,7 +9,8 @@ reads `Target.quirks`), so that a kernel computes the interpreter's result every
   (a hand-written GLSL shader does the same); the budget is shared by every loop of an
   invocation. A Kernel compiles its loops plainly and picks, per call, a variant with the loops
   that need it split into unrolled chunks (vkir.driver.loop_budget), or raises UnsupportedError where
-  none fits.
+  none fits; a kernel with loops the call cannot bound (a count read from a buffer) checks them on
+  the device and raises LoopLimitError for a cut (vkir.driver.loop_cut).
 
 - "uint_to_float_rtz": SwiftShader converts uint32 values of 2^31 and above to float32 rounding
   toward zero (and offers no RoundingModeRTE to ask otherwise); codegen converts such values in

@@ -12,8 +12,9 @@ one that runs out of the shared budget):
 - a `For` loop is annotated for codegen (vkir.spirv.codegen.loop_cut), which compares the loop
   variable with its end in the loop's merge block: a serial loop leaves only at its end;
 - a `while` loop is followed by `if condition: claim`, its condition evaluated once more (a loop
-  leaves only when it is false). A condition with an atomic or subgroup operation is not
-  evaluated again: it is kept in a local flag, updated at the end of each iteration instead.
+  leaves only when it is false). A condition that could change meanwhile or has effects (it
+  reads shared or global memory, or has an atomic or subgroup operation) is not evaluated
+  again: it is kept in a local flag, set at the end of each iteration instead.
 
 `claim` stores the loop's site number + 1 into the record unless one is there already: once the
 budget is gone every later loop leaves too, so the first report names the loop that was cut.
@@ -69,8 +70,11 @@ def _while_name(s: While) -> str:
     return "while"
 
 
-def _pure(e) -> bool:
-    return not any(isinstance(n, Call) and (is_atomic(n.op) or is_subgroup(n.op)) for n in walk(e))
+def _private(e) -> bool:
+    """Whether `e` gives the same value when evaluated again with nothing stored in between: no
+    atomic or subgroup operation, and no load of memory other invocations may write."""
+    return not any((isinstance(n, Call) and (is_atomic(n.op) or is_subgroup(n.op))) or
+                   (isinstance(n, BufferLoad) and n.buffer.scope != "local") for n in walk(e))
 
 
 class _Instrumenter(Mutator):
@@ -111,7 +115,7 @@ class _Instrumenter(Mutator):
         site = self.site(_while_name(s), s)
         s = self.generic_visit(s)
         report = claim(self.record, site)
-        if _pure(s.condition):
+        if _private(s.condition):
             return [s, IfThenElse(s.condition, report)]
         go = decl_buffer((1,), "int32", "vkir_loop_go", scope="local")
         zero = const(0, INT32)
