@@ -13,7 +13,9 @@ Lifetimes: a buffer's memory is freed as soon as its Python object is collected;
 destroyed (with the launches recorded for it) once every holder released it; `close()` destroys
 everything, is idempotent, and afterwards every use raises DeviceError ("device closed") instead of
 reaching freed handles. Thread safety: one re-entrant lock guards the queue, the command and
-descriptor pools, the staging buffer and the caches.
+descriptor pools, the staging buffer and the caches; a lifetime guard (lifetime.py) counts the
+operations in flight, so that a close() from another thread waits for them before it destroys
+anything (fence waits run outside the lock).
 """
 
 from __future__ import annotations
