@@ -3,8 +3,14 @@ device is kDLVulkan and its `data` an opaque handle, not an address. `array_of_h
 handle back to its array, so that a consumer (TVM's host code, through vkir.tvm) that passes the
 handle on reaches vkir memory again.
 
-A capsule owns a DLManagedTensor and a reference to the array until the consumer calls its
-deleter; a capsule never consumed frees both when it is collected.
+A capsule's destructor may run while its consumer has an exception pending (numpy's
+`from_dlpack` refuses a kDLVulkan tensor, sets BufferError, then drops the capsule), and no Python
+code can run then: a ctypes or cffi callback turns that into a SystemError and loses the release.
+So the capsule, its DLManagedTensor and their destructors are numpy's (C code that keeps the
+pending exception): numpy exports a placeholder view spanning one byte of a `_Keep` that holds
+the device array, and the tensor is then pointed at the array's handle and device. The consumer's
+deleter, or the capsule's destructor when it was never consumed, frees the tensor and drops the
+view, hence the `_Keep` and the array: once, in C.
 """
 
 from __future__ import annotations
@@ -18,7 +24,6 @@ import numpy as np
 from ..errors import ArgumentError
 
 KDL_VULKAN = 7
-_CODES = {"i": 0, "u": 1, "f": 2, "b": 6}   # DLDataTypeCode: int, uint, float, bool
 
 
 class _Device(ctypes.Structure):
@@ -36,34 +41,35 @@ class _Tensor(ctypes.Structure):
 
 
 class _Managed(ctypes.Structure):
-    pass
+    _fields_ = [("dl_tensor", _Tensor), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p)]
 
-
-_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Managed))
-_Managed._fields_ = [("dl_tensor", _Tensor), ("manager_ctx", ctypes.c_void_p),
-                     ("deleter", _DELETER)]
 
 _CAPSULE_NAME = b"dltensor"
-_new_capsule = ctypes.pythonapi.PyCapsule_New
-_new_capsule.restype = ctypes.py_object
-_new_capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-_capsule_name = ctypes.pythonapi.PyCapsule_GetName
-_capsule_name.restype = ctypes.c_char_p
-_capsule_name.argtypes = [ctypes.c_void_p]
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_pointer.restype = ctypes.c_void_p
-_capsule_pointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+class _Keep(bytearray):
+    """The byte a capsule's placeholder numpy view spans; it holds the exported array until
+    numpy's deleter drops the view."""
+
+    __slots__ = ("array", "__weakref__")
+    __hash__ = object.__hash__   # one per capsule: identity, not the byte's value
+    __eq__ = object.__eq__
 
 
 class _Exports:
     """The process's exported arrays: one opaque handle per array (the address of a one-byte
-    token the array keeps alive), and the DLManagedTensors not yet deleted by their consumer."""
+    token the array keeps alive), and the `_Keep`s of the capsules not yet released (weakly:
+    `live` shrinks when a consumer's deleter or an unconsumed capsule's destructor runs)."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.tokens = weakref.WeakKeyDictionary()    # array -> its token
         self.arrays = weakref.WeakValueDictionary()  # handle -> array
-        self.live = {}                               # managed tensor address -> what it holds
+        self.live = weakref.WeakSet()                # _Keep of each capsule not yet released
 
     def handle(self, array) -> int:
         with self.lock:
@@ -74,40 +80,32 @@ class _Exports:
             self.arrays[handle] = array
             return handle
 
-    def release(self, address: int) -> None:
-        with self.lock:
-            self.live.pop(address, None)
-
 
 _EXPORTS = _Exports()
-
-
-@_DELETER
-def _delete(managed):
-    _EXPORTS.release(ctypes.addressof(managed.contents))
-
-
-@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-def _capsule_gone(capsule):
-    """A capsule collected unconsumed (still named "dltensor") releases its tensor."""
-    if _capsule_name(capsule) == _CAPSULE_NAME:
-        _EXPORTS.release(_capsule_pointer(capsule, _CAPSULE_NAME))
 
 
 def to_capsule(array) -> object:
     """A "dltensor" PyCapsule of device array `array` (kDLVulkan, opaque handle, compact)."""
     dt = np.dtype(array.dtype)
-    if dt.kind not in _CODES:
+    if dt.kind not in "iufb":
         raise ArgumentError(f"DLPack has no type for {dt}")
-    shape = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)
-    managed = _Managed()
-    managed.dl_tensor = _Tensor(_EXPORTS.handle(array), _Device(*device_of(array)), array.ndim,
-                                _DataType(_CODES[dt.kind], dt.itemsize * 8, 1), shape, None, 0)
-    managed.deleter = _delete
-    address = ctypes.addressof(managed)
+    keep = _Keep(dt.itemsize)
+    keep.array = array
+    view = np.ndarray(array.shape, dt, buffer=keep, strides=(0,) * array.ndim)
+    try:
+        capsule = view.__dlpack__()
+    except (BufferError, TypeError) as exc:   # a numpy too old for this dtype
+        raise ArgumentError(f"DLPack export of {dt} needs a newer numpy: {exc}") from None
+    managed = _Managed.from_address(_capsule_pointer(capsule, _CAPSULE_NAME))
+    tensor = managed.dl_tensor
+    assert tensor.ndim == array.ndim and managed.manager_ctx == id(view)
+    tensor.data = _EXPORTS.handle(array)
+    tensor.device = _Device(*device_of(array))
+    tensor.strides = None        # compact, row-major
+    tensor.byte_offset = 0
     with _EXPORTS.lock:
-        _EXPORTS.live[address] = (managed, shape, array)
-    return _new_capsule(address, _CAPSULE_NAME, ctypes.cast(_capsule_gone, ctypes.c_void_p))
+        _EXPORTS.live.add(keep)
+    return capsule
 
 
 def device_of(array) -> tuple[int, int]:
