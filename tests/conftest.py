@@ -26,6 +26,53 @@ def device(vkir_device):
     return vkir_device
 
 
+# the fixtures through which a test gets the Vulkan device (item.fixturenames is transitive, so
+# vkir_check, device and _vulkan_device all bring _vkir_session_device)
+DEVICE_FIXTURE = "_vkir_session_device"
+
+
+@pytest.hookimpl(tryfirst=True)   # before `-m` selects by marker
+def pytest_collection_modifyitems(config, items):
+    """The `device` marker and the device fixtures agree: a test that takes a device fixture is
+    a device test (marked here), and one that is not marked may not open a device (guarded by
+    `_no_device_without_the_marker`), so `-m device` selects exactly the tests that use one."""
+    for item in items:
+        if DEVICE_FIXTURE in getattr(item, "fixturenames", ()) and \
+                item.get_closest_marker("device") is None:
+            item.add_marker(pytest.mark.device)
+
+
+@pytest.fixture(autouse=True)
+def _no_device_without_the_marker(request, monkeypatch):
+    """A test without the `device` marker fails if it opens or lists a Vulkan device: the
+    SwiftShader pass of `make test` runs only device tests, so such a test would silently run on
+    one driver only."""
+    if request.node.get_closest_marker("device") is not None:
+        yield
+        return
+    import sys
+
+    runtime = sys.modules.get("vkir.runtime")
+    if runtime is None:
+        from vkir.errors import DeviceError
+
+        try:
+            import vkir.runtime as runtime
+        except DeviceError:   # no Vulkan loader: no device can be opened anyway
+            yield
+            return
+    name = request.node.nodeid
+
+    def refuse(*args, **kwargs):
+        pytest.fail(f"{name} uses a Vulkan device but is not a device test: take the `device` "
+                    "fixture or mark it `@pytest.mark.device`", pytrace=False)
+
+    for module in (runtime, runtime.selection):
+        monkeypatch.setattr(module, "open_device", refuse)
+    monkeypatch.setattr(runtime, "devices", refuse)
+    yield
+
+
 def skipped_in_ci(session) -> list[str]:
     """Under CI (`VKIR_CI=1`, set by .ci/run) nothing may skip: the node ids of the tests that
     did, so that a device test skipped on lavapipe fails the run (xfails are not skips)."""

@@ -124,6 +124,7 @@ def test_interpreter_evaluate_names_a_bad_key_in_script():
     _assert_script_only(message, "environment key n + 1 is not a value variable")
 
 
+@pytest.mark.device
 def test_the_first_mistakes_say_how_to_fix_them_without_internal_frames():
     import traceback
 

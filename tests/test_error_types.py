@@ -29,6 +29,7 @@ OpFunctionEnd
     return bytes(words)
 
 
+@pytest.mark.device
 def test_a_non_utf8_name_is_shown_escaped():
     data = module_with_name(b"\xff\xfe\xfd\xfc")
     assert "\\xff\\xfe\\xfd\\xfc" in disassemble(data)
@@ -45,6 +46,7 @@ def f(a: T.Buffer((4,), "float32"), s: T.float32):
 """
 
 
+@pytest.mark.device
 def test_a_literal_too_large_for_its_type_is_a_signed_infinity_everywhere():
     f = vkir.from_script(MULTIPLY)
     x = np.array([1, -1, 0.5, 2], np.float32)
@@ -56,6 +58,7 @@ def test_a_literal_too_large_for_its_type_is_a_signed_infinity_everywhere():
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.device
 def test_a_huge_python_int_for_a_float_scalar_is_an_argument_error():
     f = vkir.from_script(MULTIPLY)
     with pytest.raises(ArgumentError, match="out of range for float32"):

@@ -42,11 +42,9 @@ def _value(e, env):
 
 
 @pytest.mark.parametrize("right", [False, True])
-def test_2000_term_sum_is_fast_and_exact(right):
+def test_2000_term_sum_is_exact(right):
     e = _chain(2000, right, seed=1 + right)
-    start = time.perf_counter()
     out = simplify_expr(e)  # no outer recursion guard: simplify_expr brings its own
-    assert time.perf_counter() - start < 1.0
     assert out.dtype == e.dtype
     assert sum(1 for _ in _atoms(out)) <= len(ys)  # equal vars combined
     rnd = random.Random(7)
@@ -97,3 +95,12 @@ def test_long_chain_cancels_to_a_constant():
     for v in xs * 50:
         e = Sub(e, v)
     assert simplify_expr(e) == const(1000)
+
+
+@pytest.mark.timing
+@pytest.mark.parametrize("right", [False, True])
+def test_2000_term_sum_simplifies_within_a_second(right):
+    e = _chain(2000, right, seed=1 + right)
+    start = time.perf_counter()
+    simplify_expr(e)
+    assert time.perf_counter() - start < 1.0

@@ -59,6 +59,7 @@ def test_repr_is_useful(device):
     assert "..." in big and len(big) < 400
 
 
+@pytest.mark.device
 def test_a_zero_dimensional_value_stays_zero_dimensional():
     import numpy as np
 

@@ -19,6 +19,7 @@ def arrays():
     return vkir.array(np.arange(64, dtype=np.float32)), vkir.array(np.zeros(64, np.float32))
 
 
+@pytest.mark.device
 def test_launch_checks_when_waited_for():
     k = vkir.build(shifted, check_bounds=True)
     a, b = arrays()
@@ -30,6 +31,7 @@ def test_launch_checks_when_waited_for():
     handle.wait()   # reported once
 
 
+@pytest.mark.device
 def test_dispatch_spec_and_sequences_check_each_run():
     k = vkir.build(shifted, check_bounds=True)
     a, b = arrays()

@@ -64,6 +64,7 @@ def test_target_names_its_behaviour():
     assert Target.vulkan("vulkan1.3", quirks={"flushes_denormals"}).denormals == "flush"
 
 
+@pytest.mark.device
 def test_check_compares_like_with_like_on_every_driver():
     """On SwiftShader (which flushes) the device gives NaN for 0 // 1e-45, as the interpreter does
     when told the device flushes; on lavapipe both give 0."""

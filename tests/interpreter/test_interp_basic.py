@@ -231,6 +231,7 @@ def test_evaluate_closed_expressions():
     assert isinstance(evaluate(n * 2, {n: 3}), int)
 
 
+@pytest.mark.timing
 def test_matmul_is_fast():
     import time
 

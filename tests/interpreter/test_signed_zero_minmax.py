@@ -70,6 +70,7 @@ def test_numpy_agrees_for_float32_and_float64():
         expect(np.maximum(a, b), np.array(HI, dtype))
 
 
+@pytest.mark.device
 def test_the_device_gives_the_same():
     a, b, lo, hi = arrays("float32", 64)
     vkir.build(kernel(64, "float32"))(a, b, lo, hi)

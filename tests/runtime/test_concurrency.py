@@ -4,6 +4,7 @@ it (that hung `launch().wait()` beside a thread allocating arrays, or gave false
 import threading
 
 import numpy as np
+import pytest
 
 import vkir
 from vkir import T
@@ -34,6 +35,7 @@ def slow_add_one(a: T.Buffer((256,), "float32")):
             a[i] = a[i] + T.float32(0.00048828125)
 
 
+@pytest.mark.device
 def test_waiting_beside_a_polling_thread_never_hangs():
     """The work finishes while one thread is blocked on its fence and another polls it: the
     poller retires it, and the fence must not be reset under the waiter."""
@@ -60,6 +62,7 @@ def test_waiting_beside_a_polling_thread_never_hangs():
     np.testing.assert_array_equal(a.numpy(), np.full(256, 60, np.float32))
 
 
+@pytest.mark.device
 def test_waiting_beside_an_allocating_thread_never_hangs():
     k = vkir.build(add_one)
     a = vkir.array(np.zeros(256, np.float32))
@@ -88,6 +91,7 @@ def test_waiting_beside_an_allocating_thread_never_hangs():
     np.testing.assert_array_equal(a.numpy(), np.full(256, 300, np.float32))
 
 
+@pytest.mark.device
 def test_many_threads_wait_for_one_launch():
     k = vkir.build(add_one)
     a = vkir.array(np.zeros(256, np.float32))

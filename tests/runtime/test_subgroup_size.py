@@ -57,6 +57,7 @@ def plain(a: T.Buffer((64,), "float32"), b: T.Buffer((64,), "float32")):
         b[i] = a[i] * T.float32(2)
 
 
+@pytest.mark.device
 def test_kernel_with_subgroup_operations_runs_with_the_pinned_size():
     dev = vkir.device()
     k = vkir.build(subgroup_sums)
@@ -76,6 +77,7 @@ def test_kernel_with_subgroup_operations_runs_with_the_pinned_size():
     np.testing.assert_array_equal(got, np.repeat(a.reshape(-1, size).sum(axis=1), size))
 
 
+@pytest.mark.device
 def test_kernel_without_subgroups_reports_the_device_default_and_pins_nothing():
     dev = vkir.device()
     k = vkir.build(plain)
@@ -84,6 +86,7 @@ def test_kernel_without_subgroups_reports_the_device_default_and_pins_nothing():
     assert not any(isinstance(part, SubgroupRequirement) for part in k.pipeline.key)
 
 
+@pytest.mark.device
 def test_a_schedule_built_for_another_subgroup_size_is_refused_not_wrong():
     """A softmax scheduled for twice the device's subgroup size used to sum every row to 2.0."""
     dev = vkir.device()

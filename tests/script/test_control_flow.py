@@ -63,6 +63,7 @@ def test_while_with_break_matches_python(device):
         np.testing.assert_array_equal(cx_out[1], want)
 
 
+@pytest.mark.device
 def test_a_plain_while_is_one_node_and_prints_back():
     f = vkir.from_script('''
 @T.prim_func
@@ -136,6 +137,7 @@ def odd_sum(a: T.Buffer((16,), "int32"), out: T.Buffer((1,), "int32")):
         assert out[0] == want
 
 
+@pytest.mark.device
 def test_nested_loops_leave_their_own_loop():
     """A break leaves the innermost loop only; a continue after an inner loop continues the
     outer one."""

@@ -276,6 +276,7 @@ def test_mangled_scripts_raise_only_script_errors(name, data):
         assert re.match(r"<script>(:\d+:\d+)?: ", str(err))
 
 
+@pytest.mark.device
 def test_shape_expressions_are_sizes_checked_at_call_time():
     import numpy as np
 

@@ -416,6 +416,7 @@ def test_pointer_and_handle_params_in_decorated_functions():
     assert not f.buffer_map
 
 
+@pytest.mark.device
 def test_a_name_assigned_again_is_a_variable():
     """`acc = T.float32(0)` then `acc = acc + ...` (or `acc += ...`) in a loop: a variable, kept
     in a one-element local buffer; the same program written with that buffer is the same IR."""
@@ -485,6 +486,7 @@ def lanes(a: T.Buffer((4,), "float32x4"), b: T.Buffer((4,), "float32x4"),
 '''
 
 
+@pytest.mark.device
 def test_lanes_slices_and_vector_constructors():
     import numpy as np
 

@@ -3,6 +3,8 @@ the whole text per span made a 539 KiB script run out of memory)."""
 
 import time
 
+import pytest
+
 import vkir
 from vkir.script.diagnostics import Source
 
@@ -41,6 +43,7 @@ def test_lines_are_split_once():
     assert src.line(2) == "b" and src.line(9) == ""
 
 
+@pytest.mark.timing
 def test_sixteen_times_the_source_takes_about_sixteen_times_as_long():
     small, large = parse_seconds(200), parse_seconds(3200)
     assert large < 64 * small, (small, large)   # linear: ~16x; quadratic was ~256x

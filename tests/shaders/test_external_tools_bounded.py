@@ -17,6 +17,7 @@ def macro_bomb(levels=30):
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.device
 def test_a_macro_bomb_stops_at_the_bounds(monkeypatch):
     monkeypatch.setattr(glsl, "GLSLANG_SECONDS", 10)
     monkeypatch.setattr(glsl, "GLSLANG_MEMORY_BYTES", 512 << 20)
@@ -26,6 +27,7 @@ def test_a_macro_bomb_stops_at_the_bounds(monkeypatch):
     assert time.monotonic() - start < 30
 
 
+@pytest.mark.device
 def test_non_utf8_glsl_is_a_glsl_error_not_a_decode_error(tmp_path):
     path = tmp_path / "bad.comp"
     path.write_bytes(b"#version 450\nlayout(local_size_x = 1) in;\nvoid main() { \xff\xfe }\n")

@@ -31,6 +31,7 @@ void main() { result[gl_GlobalInvocationID.x] = texture(tex, vec2(0.5)); }
     (STORAGE_IMAGE, 0, "inputImage", "storage image"),
     (SAMPLER, 0, "tex", "combined image sampler"),
 ])
+@pytest.mark.device
 def test_images_and_samplers_are_refused_by_name(source, binding, name, kind):
     with pytest.raises(UnsupportedError, match=rf"binding {binding} \(set 0, '{name}'\) is a {kind}"):
         vkir.compile_glsl(source)
@@ -50,6 +51,7 @@ void main() {
 """
 
 
+@pytest.mark.device
 def test_two_views_of_one_binding_are_one_buffer():
     from vkir.testing import missing_features
 
@@ -80,6 +82,7 @@ void main() { data[gl_GlobalInvocationID.x] *= 3u; }
 """
 
 
+@pytest.mark.device
 def test_the_vulkan_memory_model_runs_where_the_device_has_it():
     if "vulkan_memory_model" not in vkir.device().info.features:
         with pytest.raises(UnsupportedError, match="vulkan_memory_model"):
@@ -100,6 +103,7 @@ void main() { result[0] = pc.m[2][3] + pc.after; }
 """
 
 
+@pytest.mark.device
 def test_a_row_major_matrix_in_push_constants_has_its_real_size():
     k = vkir.compile_glsl(ROW_MAJOR)
     m, after = k.push_constants
@@ -122,6 +126,7 @@ void main() {
 """
 
 
+@pytest.mark.device
 def test_arrays_sized_by_specialization_expressions_and_aliased_names():
     k = vkir.compile_glsl(SPEC_EXPRESSIONS)
     assert k.info.shared_memory_bytes == 16 * 4          # BS * 2 floats at the defaults
@@ -147,6 +152,7 @@ void main() { used[0] = 7.0; }
 """
 
 
+@pytest.mark.device
 @pytest.mark.parametrize("env", ["vulkan1.1", "vulkan1.2", "vulkan1.3"])
 def test_the_buffers_a_call_takes_do_not_depend_on_the_spirv_version(env):
     from vkir.runtime.glsl import compile_glsl as glslang

@@ -20,6 +20,7 @@ void main() {{ result[0] = {total}; }}
 """
 
 
+@pytest.mark.device
 def test_more_uniform_buffers_than_the_device_allows_are_refused():
     limit = vkir.device().info.limits.max_per_stage_uniform_buffers
     vkir.compile_glsl(uniform_shader(limit))    # at the limit: fine
@@ -41,6 +42,7 @@ void main() {
 """
 
 
+@pytest.mark.device
 def test_shared_memory_sized_by_a_specialization_constant_is_checked_as_specialized():
     limit = vkir.device().info.limits.max_shared_memory_bytes
     vkir.compile_glsl(SHARED, specialization={0: 128})
@@ -84,6 +86,7 @@ OpFunctionEnd
 """, env="vulkan1.1")
 
 
+@pytest.mark.device
 @pytest.mark.parametrize("binding", [65535, 0xFFFFFFFF, 1024])
 def test_huge_binding_numbers_are_refused(binding):
     with pytest.raises(UnsupportedError, match=f"binding number {binding}; vkir accepts binding "
@@ -91,6 +94,7 @@ def test_huge_binding_numbers_are_refused(binding):
         vkir.load_spirv(module(binding))
 
 
+@pytest.mark.device
 def test_a_valid_binding_number_runs():
     import numpy as np
 
@@ -100,6 +104,7 @@ def test_a_valid_binding_number_runs():
     assert out[0] == 0
 
 
+@pytest.mark.device
 def test_an_input_without_builtin_is_refused():
     with pytest.raises(UnsupportedError, match="input variable 'gid' has no BuiltIn decoration"):
         vkir.load_spirv(module(0, plain_input=True))

@@ -91,7 +91,8 @@ def test_only_targets_with_the_quirk_split_loops():
 def test_quirk_table_detects_llvmpipe_by_name():
     assert quirks_of("llvmpipe (LLVM 15.0.6, 256 bits)", "llvmpipe Mesa 22.3.6") == \
         {LOOP_TRIP_LIMIT, "num_subgroups_partial"}
-    assert quirks_of("NVIDIA H100", "NVIDIA 550.54") == frozenset()
+    assert LOOP_TRIP_LIMIT not in quirks_of("NVIDIA H100", "NVIDIA 550.54")
+    assert quirks_of("NVIDIA H200", "NVIDIA 580.159.04") == {"flushes_denormals"}
 
 
 @pytest.mark.device

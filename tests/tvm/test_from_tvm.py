@@ -179,6 +179,7 @@ def tvm_extern(A: TT.Buffer((64,), "float32")):
             A[vi] = TT.call_extern("float32", "my_device_function", A[vi])
 
 
+@pytest.mark.device
 def test_a_construct_without_vkir_meaning_is_named():
     with pytest.raises(UnsupportedError, match="extern function 'my_device_function'") as info:
         vkir.from_tvm(tvm_extern)

@@ -5,6 +5,7 @@ wrapped: the module the pass receives is "before", the one the result is compare
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import inspect
 import itertools
@@ -24,8 +25,9 @@ class Pair:
     expected: object
 
 
+@functools.cache
 def load(name: str):
-    """The upstream module `upstream/<name>.py`."""
+    """The upstream module `upstream/<name>.py` (loaded once per process)."""
     spec = importlib.util.spec_from_file_location(f"tvm_upstream_{name}", UPSTREAM / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module   # TVMScript reads the source of its functions through it
@@ -52,10 +54,12 @@ def _calls(fn):
         yield f"{fn.__name__}[{k}]", kwargs
 
 
-def capture(module, pass_owner, pass_name: str, monkeypatch, skip=()) -> tuple[list, dict]:
-    """(pairs, failures): every pair the upstream tests of `module` compare after running
-    `pass_owner.<pass_name>`, and for the tests that gave none, why (their exception). Tests
-    named in `skip` do not run (they compare no pair, and some crash this TVM build)."""
+def capture(module, pass_owner, pass_name: str, monkeypatch, skip=(),
+            only: str | None = None) -> tuple[list, dict]:
+    """(pairs, failures): every pair the upstream tests of `module` (or its test function
+    `only`) compare after running `pass_owner.<pass_name>`, and for the tests that gave none, why
+    (their exception). Tests named in `skip` do not run (they compare no pair, and some crash
+    this TVM build)."""
     import tvm
 
     real_pass = getattr(pass_owner, pass_name)
@@ -80,7 +84,8 @@ def capture(module, pass_owner, pass_name: str, monkeypatch, skip=()) -> tuple[l
     pairs, failures = [], {}
     try:
         for name, fn in inspect.getmembers(module, inspect.isfunction):
-            if not name.startswith("test_") or fn.__module__ != module.__name__ or name in skip:
+            if not name.startswith("test_") or fn.__module__ != module.__name__ or name in skip \
+                    or (only is not None and name != only):
                 continue
             for test_id, kwargs in _calls(fn):
                 state["before"], state["pairs"] = None, []
