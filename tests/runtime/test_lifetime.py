@@ -44,3 +44,24 @@ def test_close_from_inside_an_operation_does_not_wait_for_itself():
     with guard:
         assert guard.close(5) is True
     assert guard.active == 0
+
+
+def test_a_closed_kernel_called_with_a_new_array_says_device_closed(device):
+    """After a shutdown new arrays land on the new device; calling a kernel of the closed one
+    with them names the closed device, not a device mismatch."""
+    import numpy as np
+
+    import vkir
+    from vkir import T, runtime
+
+    @T.prim_func
+    def inc(a: T.Buffer((64,), "float32")):
+        for i in T.thread_binding(64, "threadIdx.x"):
+            a[i] = a[i] + T.float32(1)
+
+    inst = runtime.get_instance()
+    old = runtime.Device(inst, device.info, inst.physical_devices[device.info.index])
+    k = vkir.build(inc, device=old)
+    old.close()
+    with pytest.raises(DeviceError, match="device closed"):
+        k(vkir.zeros(64, device=device))

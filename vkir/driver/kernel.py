@@ -456,8 +456,10 @@ class Kernel(metaclass=abc.ABCMeta):
 
     def _on_device(self, p, a):
         """The device buffer of DeviceArray argument `a` for parameter `p`; ArgumentError where
-        it lives on another device than the kernel."""
+        it lives on another device than the kernel (DeviceError when the kernel's was closed:
+        an array made after a shutdown is on the new device, and the kernel is what is stale)."""
         if a.device is not self.device:
+            self.device.check_open()
             raise ArgumentError(f"kernel {self.name}: argument {p.name!r} lives on "
                                 f"{a.device.info.name!r}, the kernel on "
                                 f"{self.device.info.name!r}")
