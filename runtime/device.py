@@ -276,7 +276,10 @@ class Device:
     def release_pipeline(self, pipeline) -> None:
         """Give back one hold on `pipeline` (from get_pipeline), destroying it with its launches
         when it was the last. Safe from a finalizer: when this thread is already inside a device
-        operation (the finalizer interrupted it), the work waits for the next collect()."""
+        operation (the finalizer interrupted it), the work waits for the next collect(). Once
+        the device is closed there is nothing left to destroy (close() did it)."""
+        if self.closed:
+            return
         self._released.append(pipeline)
         if not self._lock._is_owned():
             self.collect()
