@@ -43,8 +43,8 @@ from ..ir.walk import walk
 from . import numeric as N
 from ..errors import describe_invocation
 from .errors import InterpreterError, OutOfBoundsError
-from .memory import (AsyncGroup, Storage, extent_elements, load, local_positions, make_bound,
-                     positions, store)
+from .memory import (AllocationSite, AsyncGroup, Storage, extent_elements, load, local_positions,
+                     make_bound, positions, store)
 from .races import Site
 from .atomics import compile_atomic
 from .merge import merged_block_loop
@@ -840,6 +840,7 @@ class Compiler:
         self.bound.discard(buffer)
         per_invocation = buffer.scope == "local"
         itemsize = buffer.dtype.bytes
+        site = AllocationSite(buffer, s.span)   # a too large one is an error naming both
 
         def alloc(fr):
             probe = binder(fr, Storage.allocate(0))
@@ -849,7 +850,7 @@ class Compiler:
             if per_workgroup:
                 rows = int(fr.wgrow.max()) + 1 if len(fr.wgrow) else 1
             storage = Storage.allocate(count * itemsize, rows, per_invocation, buffer.scope,
-                                       per_workgroup)
+                                       per_workgroup, site)
             probe.storage = storage
             fr.slots[dslot] = storage
             fr.slots[bslot] = probe

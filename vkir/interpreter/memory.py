@@ -8,16 +8,84 @@ over the same bytes. A "local" storage holds one row of bytes per invocation of 
 workgroups run one after another, except where workgroups run together (merge.py): there a
 "shared" storage has one row per workgroup of the frame (`per_workgroup`, indexed by each
 invocation's workgroup row `wgrow`).
+
+An allocation larger than the machine can hold (its physical memory, or the process's address
+space limit when lower) is refused before numpy is asked for it, and one numpy cannot make is
+reported the same way: an UnsupportedError naming the buffer, its size in bytes and its source
+line, never a bare MemoryError.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import UnsupportedError
 from ..ir.buffer import Buffer
 from .errors import InterpreterError, OutOfBoundsError
+
+
+def host_memory_bytes() -> int | None:
+    """The most bytes one allocation of this process can get: the machine's physical memory, or
+    the address-space limit (RLIMIT_AS) when lower; None when neither is known."""
+    limits = []
+    try:
+        limits.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        pass   # not a POSIX system that says
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            limits.append(soft)
+    except ImportError:
+        pass
+    return min(limits) if limits else None
+
+
+@dataclass(frozen=True, slots=True)
+class AllocationSite:
+    """What an allocation is for, for its error message: the buffer and the statement's span."""
+
+    buffer: Buffer
+    span: object = None
+
+    def describe(self, nbytes: int, rows: int, row_bytes: int) -> str:
+        """"buffer NAME (scope, shape dtype): N bytes[ (R rows of B)]" for a message."""
+        b = self.buffer
+        shape = ", ".join(str(x) for x in b.shape)
+        text = f"buffer {b.name} ({b.scope}, ({shape}) {b.dtype}): {nbytes} bytes"
+        if rows != 1:
+            text += f" ({rows} rows of {row_bytes}, one per " + \
+                    ("invocation)" if b.scope == "local" else "workgroup)")
+        return text
+
+    def where(self) -> str:
+        """" at FILE:LINE:COL" and the source line, or "" without a span."""
+        if self.span is None:
+            return ""
+        out = f" at {self.span}"
+        line = getattr(self.span, "source_line", "")
+        return out + (f"\n    {line.strip()}" if line else "")
+
+
+def zeroed(nbytes: int, rows: int, row_bytes: int, site: "AllocationSite | None") -> np.ndarray:
+    """`nbytes` zero bytes; UnsupportedError (naming `site`'s buffer, the size and the source
+    line) when that is more than the machine can hold, checked before allocating, or when numpy
+    cannot allocate it."""
+    limit = host_memory_bytes()
+    what = site.describe(nbytes, rows, row_bytes) if site is not None else f"{nbytes} bytes"
+    where = site.where() if site is not None else ""
+    if limit is not None and nbytes > limit:
+        raise UnsupportedError(f"the interpreter cannot allocate {what}: more than this "
+                               f"machine's memory ({limit} bytes){where}")
+    try:
+        return np.zeros(nbytes, np.uint8)
+    except (MemoryError, ValueError, OverflowError) as exc:   # over numpy's largest size
+        raise UnsupportedError(f"the interpreter cannot allocate {what}: {exc}{where}") from None
 
 
 class Storage:
@@ -26,10 +94,11 @@ class Storage:
     the access records of the race checker (vkir.interpreter.races), made on first access."""
 
     __slots__ = ("data", "rows", "row_bytes", "per_invocation", "per_workgroup", "_views",
-                 "scope", "shadow")
+                 "scope", "shadow", "site")
 
     def __init__(self, data: np.ndarray, rows: int, row_bytes: int, per_invocation: bool,
-                 scope: str = "global", per_workgroup: bool = False):
+                 scope: str = "global", per_workgroup: bool = False,
+                 site: AllocationSite | None = None):
         assert data.dtype == np.uint8 and data.ndim == 1
         self.data = data
         self.rows = rows
@@ -39,13 +108,16 @@ class Storage:
         self._views = {}
         self.scope = scope
         self.shadow = None
+        self.site = site   # the buffer allocated here and where (for messages), if known
 
     @staticmethod
     def allocate(nbytes: int, rows: int = 1, per_invocation: bool = False,
-                 scope: str = "global", per_workgroup: bool = False) -> "Storage":
-        """A zeroed storage of `rows` rows of `nbytes` bytes."""
-        return Storage(np.zeros(rows * nbytes, np.uint8), rows, nbytes, per_invocation, scope,
-                       per_workgroup)
+                 scope: str = "global", per_workgroup: bool = False,
+                 site: AllocationSite | None = None) -> "Storage":
+        """A zeroed storage of `rows` rows of `nbytes` bytes; UnsupportedError naming `site`
+        when the machine cannot hold it (see `zeroed`)."""
+        return Storage(zeroed(rows * nbytes, rows, nbytes, site), rows, nbytes, per_invocation,
+                       scope, per_workgroup, site)
 
     def view(self, npdt: np.dtype) -> np.ndarray:
         """The bytes as a flat array of `npdt` (a trailing partial element is dropped)."""
@@ -67,7 +139,7 @@ class Storage:
         old = (self.data, self.rows)
         n = int(child_rows.max()) + 1
         table = self.data.reshape(self.rows, self.row_bytes)
-        new = np.zeros((n, self.row_bytes), np.uint8)
+        new = zeroed(n * self.row_bytes, n, self.row_bytes, self.site).reshape(n, self.row_bytes)
         new[child_rows] = table[np.minimum(parent_rows, self.rows - 1)]
         self.replace(new.reshape(-1), n)
         return old
