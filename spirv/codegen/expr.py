@@ -11,10 +11,11 @@ shift or a mask. Integer +, -, * carry NoSignedWrap/NoUnsignedWrap where the ran
 from __future__ import annotations
 
 import math
+from contextlib import ExitStack
 
 from vkir.arith.linear import wrap
 
-from .float_division import floor_div, floor_mod, fmod
+from .float_division import RemainderLoop, floor_div, floor_mod, fmod
 from vkir.errors import TypeCheckError, UnsupportedError
 from vkir.ir import (Add, And, Broadcast, BufferLoad, Call, Cast, DataType, Div, EQ, FloatImm,
                      FloorDiv, FloorMod, GE, GT, IntImm, LE, LT, Let, Max, Min, Mod, Mul, NE,
@@ -204,16 +205,59 @@ class ExprMixin:
 
     def _float_floor(self, e, build, args=None) -> int:
         """Float `//`, `%` or fmod as the interpreter defines it (float_division.py), its exact
-        sequence decorated NoContraction whatever the kernel's `precise`."""
+        sequence decorated NoContraction whatever the kernel's `precise`: the bindings, the
+        remainder loop, then the result."""
         x, y = args or (e.a, e.b)
         a, b = Var("a", e.dtype), Var("b", e.dtype)
         a_id, b_id = self.expr(x), self.expr(y)
         precise, self.precise = self.precise, True
         try:
-            with self.bound(a, a_id), self.bound(b, b_id):
-                return self.expr(build(a, b))
+            with ExitStack() as scope:
+                scope.enter_context(self.bound(a, a_id))
+                scope.enter_context(self.bound(b, b_id))
+                plan = build(a, b)
+                for var, value in plan.binds:
+                    scope.enter_context(self.bound(var, self.expr(value)))
+                    scope.enter_context(self.ranges.bound_to(var, value))
+                loop = plan.loop
+                scope.enter_context(self.bound(loop.result, self._remainder_loop(loop)))
+                return self.expr(plan.value)
         finally:
             self.precise = precise
+
+    def _remainder_loop(self, loop: RemainderLoop) -> int:
+        """The result of a RemainderLoop, as one structured loop whose r and d are OpPhis:
+        header (phis, OpLoopMerge) -> check (any lane of d nonzero?) -> body -> continue ->
+        header; the result is r in the header, which dominates the merge block."""
+        dt = loop.r.dtype
+        t = self.ty(dt)
+        bt = self.types.bool_of(dt.lanes)
+        r0, d0, divisor = self.expr(loop.r), self.expr(loop.d), self.expr(loop.divisor)
+        step = self.const(dt, loop.step)
+        entry = self.label
+        header, check, body, cont, merge = (self.b.new_id() for _ in range(5))
+        r, d, r_next, d_next = (self.b.new_id() for _ in range(4))
+        self.do("OpBranch", header)
+        self.start_block(header)
+        self.b.encode(self.code, "OpPhi", t, r, r0, entry, r_next, cont)
+        self.b.encode(self.code, "OpPhi", t, d, d0, entry, d_next, cont)
+        self.do("OpLoopMerge", merge, cont, self.b.enum("LoopControl", "None"))
+        self.do("OpBranch", check)
+        self.start_block(check)
+        more = self.op("OpINotEqual", bt, d, self.const(dt, 0))
+        if dt.lanes > 1:
+            more = self.op("OpAny", self.types.bool_of(1), more)
+        self.do("OpBranchConditional", more, body, merge)
+        self.start_block(body)
+        s = self.glsl("UMin", t, d, step)
+        self.b.encode(self.code, "OpUMod", t, r_next,
+                      self.op("OpShiftLeftLogical", t, r, s), divisor)
+        self.b.encode(self.code, "OpISub", t, d_next, d, s)
+        self.do("OpBranch", cont)
+        self.start_block(cont)
+        self.do("OpBranch", header)
+        self.start_block(merge)
+        return r
 
     def _unsigned_ok(self, e) -> bool:
         """Dividend >= 0 and divisor >= 1 in every lane: floor, truncating and unsigned

@@ -52,6 +52,7 @@ continues after any `cse_vN` already in the function, so running the pass twice 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from ..ir import Let, LetStmt, PrimExpr, PrimFunc, SeqStmt, Stmt, Var, walk
@@ -90,7 +91,7 @@ def eliminate(body: Stmt, identify_equiv_terms: bool, last_number: int = 0,
     counter = last_number
     while True:
         scan = Scan(KeyTable(identify_equiv_terms))
-        scan.block(body, (), (), BLOCK)
+        scan.block(body, scan.open(), (), BLOCK)
         groups = scan.batch() if batched else scan.batch()[:1]
         if not groups:
             return body
@@ -98,7 +99,7 @@ def eliminate(body: Stmt, identify_equiv_terms: bool, last_number: int = 0,
         for group in groups:
             counter += 1
             bindings.append((group, Var(f"cse_v{counter}", group.dtype)))
-        body = _Rewrite(bindings).block(body, ())
+        body = _Rewrite(bindings, scan.ends).block(body, 0)
 
 
 def _last_cse_number(func: PrimFunc) -> int:
@@ -116,11 +117,16 @@ def _last_cse_number(func: PrimFunc) -> int:
 class _Rewrite:
     """Replaces the uses of each group by its variable and inserts the bindings.
 
+    It walks the tree in the scan's order, so the sites it computes are the scan's: the first
+    child of `site` is site + 1 and each next sibling starts where the previous one's subtree
+    ends. A subtree without a use or an insertion point is left as it is, unvisited.
+
     Several bindings in one block are nested by (first statement using it, binding order), the
     earlier outside, which is what inserting them one at a time gives.
     """
 
-    def __init__(self, bindings: list):
+    def __init__(self, bindings: list, ends: list):
+        self.ends = ends
         self.replace: dict = {}  # use site -> variable
         self.insert: dict = {}  # scope site -> [(item index, order, var, value)]
         for order, (group, var) in enumerate(bindings):
@@ -128,15 +134,21 @@ class _Rewrite:
                 self.replace[use.site] = var
             scope, item = _placement(group)
             self.insert.setdefault(scope, []).append((item, order, var, group.uses[0].expr))
-        self.touched = set()  # sites on the way to a use or an insertion
-        for site in (*self.replace, *self.insert):
-            self.touched.update(site[:n] for n in range(len(site) + 1))
+        self.targets = sorted({*self.replace, *self.insert})
 
-    def block(self, stmt: Stmt, site: tuple) -> Stmt:
-        if site not in self.touched:
+    def _touched(self, site: int) -> bool:
+        """Whether the subtree of `site` holds a use or an insertion point."""
+        k = bisect_left(self.targets, site)
+        return k < len(self.targets) and self.targets[k] < self.ends[site]
+
+    def block(self, stmt: Stmt, site: int) -> Stmt:
+        if not self._touched(site):
             return stmt
         items = flatten(stmt)
-        new_items = [self.stmt(item, site + (k,)) for k, item in enumerate(items)]
+        new_items, child = [], site + 1
+        for item in items:
+            new_items.append(self.stmt(item, child))
+            child = self.ends[child]
         insertions = self.insert.get(site)
         if insertions is None and all(a is b for a, b in zip(new_items, items)):
             return stmt
@@ -144,33 +156,34 @@ class _Rewrite:
             new_items = new_items[:k] + [LetStmt(var, value, _seq(new_items[k:]))]
         return _seq(new_items)
 
-    def stmt(self, stmt: Stmt, site: tuple) -> Stmt:
-        if site not in self.touched:
+    def stmt(self, stmt: Stmt, site: int) -> Stmt:
+        if not self._touched(site):
             return stmt
         parts = stmt_parts(stmt)
-        new = []
-        for i, (_, _, kind, child, _) in enumerate(parts):
+        new, child_site = [], site + 1
+        for _, _, kind, child, _ in parts:
             if kind in (BLOCK, COND_BLOCK):
-                new.append(self.block(child, site + (i,)))
+                new.append(self.block(child, child_site))
             else:
-                new.append(self.expr(child, site + (i,)))
+                new.append(self.expr(child, child_site))
+            child_site = self.ends[child_site]
         return rebuild(stmt, parts, new)
 
-    def expr(self, expr: PrimExpr, site: tuple) -> PrimExpr:
+    def expr(self, expr: PrimExpr, site: int) -> PrimExpr:
         var = self.replace.get(site)
         if var is not None:
             return var
-        if site not in self.touched:
+        if not self._touched(site):
             return expr
         parts = expr_parts(expr)
-        new = []
-        for i, (_, _, kind, child, _) in enumerate(parts):
-            child_site = site + (i,)
+        new, child_site = [], site + 1
+        for _, _, kind, child, _ in parts:
             value = self.expr(child, child_site)
             if kind in (ARM, LET_BODY):
                 for _, _, var, bound in sorted(self.insert.get(child_site, ()), reverse=True):
                     value = Let(var, bound, value)
             new.append(value)
+            child_site = self.ends[child_site]
         return rebuild(expr, parts, new)
 
 

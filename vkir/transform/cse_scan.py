@@ -1,13 +1,21 @@
 """The scan of CSE: every occurrence of every eligible computation, grouped, and the choice of
-the computations to bind in one round (see common_subexpr_elim.py for the rules)."""
+the computations to bind in one round (see common_subexpr_elim.py for the rules).
+
+Every node the scan visits (statement, block, expression) gets a *site*: its pre-order number.
+The nodes of a subtree are numbered consecutively, so the subtree of `site` is the interval
+[site, ends[site]), and nesting is two comparisons. (Sites used to be paths of child indices:
+testing nesting and collecting every prefix of a path made a deep expression, such as a long
+sum, cost the cube of its depth.)
+"""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from ..ir import (
-    Broadcast, BufferLoad, Call, Div, FloatImm, FloorDiv, FloorMod, IntImm, Let, Mod, PrimExpr,
-    Ramp, Stmt, Var, is_pure,
+    Add, And, Broadcast, BufferLoad, Call, Div, FloatImm, FloorDiv, FloorMod, IntImm, Let, Max,
+    Min, Mod, Mul, Or, PrimExpr, Ramp, Stmt, Sub, Var, is_pure,
 )
 from ..ir.dtype import DataType
 from ..ir.stmt import flatten
@@ -19,13 +27,18 @@ from .cse_traversal import (
 
 @dataclass(frozen=True)
 class Use:
-    """One occurrence of a candidate computation: where it is, its scope chain, its size and pre-
-    order position."""
-    site: tuple  # child-index path from the function body
+    """One occurrence of a candidate computation: where it is (its site, which is also its
+    pre-order position, and the end of its subtree), its scope chain and its size."""
+    site: int  # pre-order number of the node
+    end: int  # one past the last site of its subtree
     chain: tuple  # ((scope site, item index), ...) from the outermost scope inward
     expr: PrimExpr
     size: int
-    order: int  # pre-order position, for ties
+    dtype: DataType
+
+    def contains(self, site: int) -> bool:
+        """Whether the node at `site` lies in this use's subtree (itself included)."""
+        return self.site <= site < self.end
 
 
 @dataclass
@@ -37,7 +50,7 @@ class Group:
     @property
     def dtype(self) -> DataType:
         """The type of the computation (that of its first use)."""
-        return self.uses[0].expr.dtype
+        return self.uses[0].dtype
 
     def outermost_uses(self) -> list:
         """Uses not nested inside another use of the same group (possible only with
@@ -45,8 +58,7 @@ class Group:
         in an earlier one is nested in the last kept one."""
         kept = [self.uses[0]]
         for use in self.uses[1:]:
-            last = kept[-1].site
-            if use.site[:len(last)] != last:
+            if not kept[-1].contains(use.site):
                 kept.append(use)
         return kept
 
@@ -55,9 +67,10 @@ class Scan:
     """Records the uses of every eligible computation of a statement tree.
 
     For every expression it computes, bottom-up, a tuple (syntactic id, equivalence id, size,
-    clean, traps, variables): `clean` means no load, impure call or Let inside, `traps` that it
-    may divide an integer by zero outside a guarding if_then_else arm, `variables` the ids of its
-    variables (only with equivalence). A variable's id includes the site of the scope
+    clean, traps, variables, dtype): `clean` means no load, impure call or Let inside, `traps`
+    that it may divide an integer by zero outside a guarding if_then_else arm, `variables` the
+    ids of its variables (only with equivalence), `dtype` its type (taken from the first operand
+    where that is the rule: asking a node of a deep sum walks down the sum). A variable's id includes the site of the scope
     that binds it, so occurrences under different bindings of one Var object never meet.
     """
 
@@ -65,8 +78,18 @@ class Scan:
         self.keys = keys
         self.groups: dict = {}
         self.binders: dict = {}  # Var -> site of the scope binding it (absent: free in the body)
-        self.region: tuple = ()  # site of the innermost conditional region
-        self.order = 0
+        self.region: int = -1  # site of the innermost conditional region (-1: none)
+        self.ends: list = []  # site -> one past the last site of its subtree
+        self.visited = 0  # nodes visited (the scan's cost, which tests bound)
+
+    def open(self) -> int:
+        """A new site, numbered in visiting order (its end is set when its visit is done)."""
+        self.ends.append(None)
+        return len(self.ends) - 1
+
+    def _close(self, site: int) -> None:
+        self.ends[site] = len(self.ends)
+        self.visited += 1
 
     def batch(self) -> list:
         """The computations to bind this round, in binding order.
@@ -91,15 +114,18 @@ class Scan:
                 candidates.append(Group(uses))
         if not candidates:
             return []
-        candidates.sort(key=lambda g: (-g.uses[0].size, g.uses[0].order))
-        within: set = set()  # every prefix of a batch use site
-        sites: set = set()  # batch use sites
+        candidates.sort(key=lambda g: (-g.uses[0].size, g.uses[0].site))
+        # the subtrees of the batch's uses, sorted: they are disjoint (a group's outermost uses
+        # are, and a group whose uses meet the batch's stops it), so their ends are sorted too
+        starts: list = []
+        ends: list = []
 
         def interacts(group):
+            # a use meets the batch when its subtree and a batch use's overlap (one contains
+            # the other): only the batch use starting last before the use's end can
             for use in group.uses:
-                if use.site in within:
-                    return True
-                if any(use.site[:n] in sites for n in range(len(use.site))):
+                k = bisect_left(starts, use.end) - 1
+                if k >= 0 and ends[k] > use.site:
                     return True
             return False
 
@@ -111,51 +137,56 @@ class Scan:
                 break
             batch.append(group)
             for use in group.uses:
-                sites.add(use.site)
-                within.update(use.site[:n] for n in range(len(use.site) + 1))
+                k = bisect_left(starts, use.site)
+                starts.insert(k, use.site)
+                ends.insert(k, use.end)
         largest_affected = max((max(u.size for u in g.uses)
                                 for g in candidates[stop:] if interacts(g)), default=0)
         return batch[:1] + [g for g in batch[1:] if g.uses[0].size > largest_affected]
 
     # -- statements -------------------------------------------------------------------------
 
-    def block(self, stmt: Stmt, site: tuple, chain: tuple, kind: str, bound: Var | None = None):
-        """Scan a statement that opens a scope (a block, loop body, branch or binding body)."""
+    def block(self, stmt: Stmt, site: int, chain: tuple, kind: str, bound: Var | None = None):
+        """Scan a statement that opens a scope (a block, loop body, branch or binding body);
+        its items are its children."""
         saved_region, saved_binder = self.region, self.binders.get(bound, _MISSING)
         if kind == COND_BLOCK:
             self.region = site
         if bound is not None:
             self.binders[bound] = site
         for k, item in enumerate(flatten(stmt)):
-            self.stmt(item, site + (k,), chain + ((site, k),))
+            self.stmt(item, self.open(), chain + ((site, k),))
         self.region = saved_region
         _restore(self.binders, bound, saved_binder)
+        self._close(site)
 
-    def stmt(self, stmt: Stmt, site: tuple, chain: tuple):
+    def stmt(self, stmt: Stmt, site: int, chain: tuple):
         """Scan the children of a statement."""
-        for i, (_, _, kind, child, bound) in enumerate(stmt_parts(stmt)):
+        for _, _, kind, child, bound in stmt_parts(stmt):
             if kind in (BLOCK, COND_BLOCK):
-                self.block(child, site + (i,), chain, kind, bound)
+                self.block(child, self.open(), chain, kind, bound)
             else:
-                self.expr(child, site + (i,), chain)
+                self.expr(child, self.open(), chain)
+        self._close(site)
 
     # -- expressions ------------------------------------------------------------------------
 
-    def expr(self, expr: PrimExpr, site: tuple, chain: tuple) -> tuple:
+    def expr(self, expr: PrimExpr, site: int, chain: tuple) -> tuple:
         """Scan an expression, recording it as a candidate; returns its key, size and properties.
         """
-        self.order += 1
-        order = self.order
         if isinstance(expr, Var):
+            self._close(site)
             vid = self.keys.syntactic(expr, (self.binders.get(expr),))
-            return (vid, vid, 1, True, False, frozenset((vid,)))
+            return (vid, vid, 1, True, False, frozenset((vid,)), expr.dtype)
         if isinstance(expr, (IntImm, FloatImm)):
+            self._close(site)
             sid = self.keys.syntactic(expr, ())
-            return (sid, self.keys.equivalent(expr, (), sid), 1, True, False, _NO_VARS)
-        sids, eids = [], []
+            return (sid, self.keys.equivalent(expr, (), sid), 1, True, False, _NO_VARS,
+                    expr.dtype)
+        sids, eids, dtypes = [], [], []
         size, clean, traps, variables = 1, _own_clean(expr), _traps(expr), _NO_VARS
-        for i, (_, _, kind, child, bound) in enumerate(expr_parts(expr)):
-            child_site = site + (i,)
+        for _, _, kind, child, bound in expr_parts(expr):
+            child_site = self.open()
             if kind == PLAIN:
                 info = self.expr(child, child_site, chain)
             else:
@@ -170,15 +201,18 @@ class Scan:
                 _restore(self.binders, bound, saved_binder)
             sids.append(info[0])
             eids.append(info[1])
+            dtypes.append(info[6])
             size += info[2]
             clean = clean and info[3]
             # an if_then_else guards its arms: it may trap only through its condition
             traps = traps or (info[4] and kind != ARM)
             if self.keys.equivalence and info[5]:
                 variables = variables | info[5]
+        self._close(site)
         sid = self.keys.syntactic(expr, tuple(sids))
         eid = self.keys.equivalent(expr, tuple(eids), sid)
-        if clean and _eligible(expr):
+        dtype = dtypes[0] if type(expr) in _DTYPE_OF_A else expr.dtype
+        if clean and _eligible(expr, dtype):
             # equivalence may cancel variables (x - x is 0): terms that are equal but use
             # different variables (or bindings of them) would have no common scope
             key = (eid, variables) if self.keys.equivalence else eid
@@ -187,11 +221,13 @@ class Scan:
             group = self.groups.get(key)
             if group is None:
                 group = self.groups[key] = Group([])
-            group.uses.append(Use(site, chain, expr, size, order))
-        return (sid, eid, size, clean, traps, variables)
+            group.uses.append(Use(site, self.ends[site], chain, expr, size, dtype))
+        return (sid, eid, size, clean, traps, variables, dtype)
 
 
 _NO_VARS = frozenset()
+# the operators whose type is their first operand's (as BinaryOp.dtype computes it)
+_DTYPE_OF_A = frozenset({Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Min, Max, And, Or})
 
 
 def _own_clean(expr: PrimExpr) -> bool:
@@ -213,11 +249,11 @@ def _restore(binders: dict, var, saved):
         binders[var] = saved
 
 
-def _eligible(expr: PrimExpr) -> bool:
-    """A candidate by its own kind and type (purity of its contents is checked separately)."""
+def _eligible(expr: PrimExpr, dtype) -> bool:
+    """A candidate by its own kind and its type `dtype` (purity of its contents is checked
+    separately)."""
     if isinstance(expr, (Var, IntImm, FloatImm, Ramp, Broadcast, Let)):
         return False
-    dtype = expr.dtype
     return isinstance(dtype, DataType) and dtype.code not in ("bool", "handle")
 
 
