@@ -34,11 +34,13 @@ test: setup
 bench: setup
 	$(VENV)/bin/vkir bench
 
-# the fuzzing campaign (vkir/fuzz): FUZZ_COUNT programs of campaign FUZZ_SEED on the best device
+# the fuzzing campaign (vkir/tools/fuzz): FUZZ_COUNT programs of campaign FUZZ_SEED on the best
+# device; a program taking more than FUZZ_TIMEOUT seconds is killed and reported as a timeout
 FUZZ_COUNT ?= 500
 FUZZ_SEED ?= 0
+FUZZ_TIMEOUT ?= 60
 fuzz: setup
-	VKIR_VALIDATION=1 $(PY) -m vkir.tools.fuzz --count $(FUZZ_COUNT) --seed $(FUZZ_SEED) --out fuzz-findings
+	VKIR_VALIDATION=1 $(PY) -m vkir.tools.fuzz --count $(FUZZ_COUNT) --seed $(FUZZ_SEED) --timeout $(FUZZ_TIMEOUT) --out fuzz-findings
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

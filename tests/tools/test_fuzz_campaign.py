@@ -9,7 +9,7 @@ import random
 import pytest
 
 import vkir
-from vkir import fuzz
+from vkir.tools import fuzz
 from vkir.tools.fuzz.generate import generate
 
 pytestmark = pytest.mark.device

@@ -1,9 +1,12 @@
 """`python -m vkir.tools.fuzz --count N --seed S`: run the campaign, print a table of outcomes per
-feature and the findings; exit status 1 when there is any finding."""
+feature and the findings; exit status 1 when there is any finding. Each program runs in a worker
+process and may take at most --timeout seconds (interpretation, build and run): one that takes
+longer is killed and recorded as a "timeout" finding, and the campaign goes on."""
 
 from __future__ import annotations
 
 import argparse
+import math
 import pathlib
 import sys
 
@@ -20,9 +23,14 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=pathlib.Path, default=None,
                         help="directory for the sources of the findings")
     parser.add_argument("--show", action="store_true", help="print each finding's source")
+    parser.add_argument("--timeout", type=float, default=60.0,
+                        help="seconds a program may take before it is killed and recorded as a "
+                             "timeout (default 60; 0: no limit, programs run in this process)")
     args = parser.parse_args(argv)
     if args.count < 0:
         parser.error("--count must be >= 0")
+    if not 0 <= args.timeout < math.inf:
+        parser.error("--timeout must be a number of seconds >= 0")
 
     from . import run
 
@@ -32,7 +40,8 @@ def main(argv=None) -> int:
 
         device = vkir.device()
     report = run(args.count, args.seed, device, args.mutants, args.only,
-                 log=lambda line: print(line, file=sys.stderr))
+                 log=lambda line: print(line, file=sys.stderr),
+                 timeout=args.timeout or None)
     where = device.info.name if device is not None else "offline (lavapipe target)"
     print(f"seed {args.seed}: {len(report.outcomes)} programs in {report.seconds:.1f} s on "
           f"{where}\n")

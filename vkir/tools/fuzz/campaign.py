@@ -9,9 +9,10 @@ exception that is not a VkirError), "rejected" (a generated, valid kernel refuse
 "call-refused" (the same, at the kernel call),
 "validation" (SPIRV-Tools or the Vulkan validation layer complained), "mismatch" (device and
 interpreter results differ), and "mutant-mismatch" (a mismatch of a mutant, which may read
-memory it never wrote: undefined on a device, not a finding). Everything is derived from
-(seed, index): a finding is reproduced by
-`python -m vkir.tools.fuzz --seed S --only INDEX`.
+memory it never wrote: undefined on a device, not a finding), and "timeout" (with a time limit:
+the program's interpretation, build and run took longer; it ran in a worker process, which was
+killed, and the campaign went on). Everything is derived from (seed, index): a finding is
+reproduced by `python -m vkir.tools.fuzz --seed S --only INDEX`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from ...errors import SpirvValidationError, UnsupportedError, VkirError
 from .generate import DTYPES, NEEDS, generate
 from .mutate import mutate
 
-FINDINGS = ("crash", "rejected", "build-refused", "call-refused", "validation", "mismatch")
+FINDINGS = ("crash", "rejected", "build-refused", "call-refused", "validation", "mismatch",
+            "timeout")
 MAX_WORK = 200_000  # loop iterations x invocations a program may take to be interpreted
 SIZE = 64           # the value of symbolic sizes
 
@@ -91,37 +93,65 @@ def program(seed: int, index: int, dtypes=DTYPES, mutants: float = 0.3, atomics:
 
 
 def run(count: int, seed: int = 0, device=None, mutants: float = 0.3, only=None,
-        log=None) -> Report:
+        log=None, timeout: float | None = None, make_program=None) -> Report:
     """Run programs `range(count)` (or just `only`) of the campaign `seed` on `device` (a
-    vkir device, or None: build and validate SPIR-V for lavapipe offline, no execution)."""
-    from ... import runtime
+    vkir device, or None: build and validate SPIR-V for lavapipe offline, no execution).
 
+    With a `timeout` (seconds), each program runs in a worker process (worker.py) on the device
+    with the same index, and one that takes longer is a "timeout" finding; without one, programs
+    run in this process, without a limit. `make_program(seed, index)` -> (source, features,
+    is_mutant) replaces the generator (tests give it programs of their own).
+    """
     report = Report(seed)
     t0 = time.perf_counter()
     features = device.info.features if device is not None else None
     dtypes = _supported_dtypes(features)
     subgroups = features is None or "subgroup_arithmetic" in features
-    for index in ([only] if only is not None else range(count)):
-        source, feats, mutant = program(seed, index, dtypes, mutants, subgroups=subgroups)
-        try:
-            kind, detail = _run_one(source, device, mutant)
-        except Exception as exc:  # noqa: BLE001 - classifying every failure is the point
-            kind = "crash"
-            detail = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
-        if kind == "mismatch" and mutant:
-            # a mutant may read memory nothing wrote (a deleted initialization): undefined on
-            # devices, zeros in the interpreter, so its mismatches are listed, not findings
-            kind = "mutant-mismatch"
-        if device is not None and kind != "crash":
-            messages = runtime.validation_messages()
-            if messages:
-                kind, detail = "validation", "; ".join(messages[:3])
-        outcome = Outcome(index, kind, detail, source, feats, mutant)
-        report.outcomes.append(outcome)
-        if log is not None and kind in FINDINGS:
-            log(f"[{seed}:{index}] {kind}: {detail.splitlines()[0] if detail else ''}")
+    if make_program is None:
+        def make_program(seed, index):
+            return program(seed, index, dtypes, mutants, subgroups=subgroups)
+    worker = None
+    if timeout is not None:
+        from .worker import Worker
+
+        worker = Worker(device.info.index if device is not None else None, timeout)
+    try:
+        for index in ([only] if only is not None else range(count)):
+            source, feats, mutant = make_program(seed, index)
+            if worker is not None:
+                kind, detail = worker.classify(source, mutant)
+            else:
+                kind, detail = classify(source, mutant, device)
+            outcome = Outcome(index, kind, detail, source, feats, mutant)
+            report.outcomes.append(outcome)
+            if log is not None and kind in FINDINGS:
+                log(f"[{seed}:{index}] {kind}: {detail.splitlines()[0] if detail else ''}")
+    finally:
+        if worker is not None:
+            worker.close()
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def classify(source: str, mutant: bool, device) -> tuple[str, str]:
+    """The outcome (kind, detail) of one program on `device` (None: offline), in this process:
+    every exception is classified, and the device's validation messages are collected."""
+    from ... import runtime
+
+    try:
+        kind, detail = _run_one(source, device, mutant)
+    except Exception as exc:  # noqa: BLE001 - classifying every failure is the point
+        kind = "crash"
+        detail = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
+    if kind == "mismatch" and mutant:
+        # a mutant may read memory nothing wrote (a deleted initialization): undefined on
+        # devices, zeros in the interpreter, so its mismatches are listed, not findings
+        kind = "mutant-mismatch"
+    if device is not None and kind != "crash":
+        messages = runtime.validation_messages()
+        if messages:
+            kind, detail = "validation", "; ".join(messages[:3])
+    return kind, detail
 
 
 def _run_one(source: str, device, mutant: bool) -> tuple[str, str]:
