@@ -18,7 +18,7 @@ import pytest
 import vkir
 from vkir import T
 from vkir.errors import ArgumentError, DeviceError, UnsupportedError
-from vkir.script.parser import from_script
+from vkir.script import from_script
 
 
 def _many_buffers_source(count: int) -> str:

@@ -46,7 +46,7 @@ most expressions carry a `span` for later diagnostics.
 """
 
 from .namespace import T
-from .parser import from_script, prim_func
+from .entry import from_script, prim_func
 from ..ir.printer import script
 
 __all__ = ["T", "from_script", "prim_func", "script"]

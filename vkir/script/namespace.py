@@ -15,7 +15,7 @@ from ..ir.dtype import PointerType
 from ..ir.op import OPS
 from . import builtins as B
 from .exprs import STMT_NAMES, is_dtype_name
-from .parser import prim_func
+from .entry import prim_func
 
 
 @dataclass(frozen=True)
