@@ -10,9 +10,10 @@
 4. casts keep the lane count (and reinterpret the bit width); on Vulkan no global buffer is bool.
 5. nothing else implicit: constants fit their type, pointers are never values, loop and thread
    kinds, sizes and async counts are integers; a constant shift amount lies in [0, bits).
-6. a constant index into a dimension of constant extent lies inside it, and a constant thread
-   extent is not negative (so that what fails whatever the inputs is refused before it runs, in
-   the interpreter and on devices alike).
+6. a constant index into a dimension of constant extent lies inside it, a constant thread
+   extent is not negative, and a serial loop of constant min and extent stays within its
+   variable's type (so that what fails whatever the inputs is refused before it runs, in the
+   interpreter and on devices alike).
 
 `verify_types(func, target=None)` raises `TypeCheckError` naming the rule, the node (compactly), the
 two types involved, and the source span when the node or its enclosing statement has one. It never
@@ -42,7 +43,7 @@ RULES = {
     3: "identical operand types",
     4: "cast lanes and bool storage",
     5: "nothing implicit",
-    6: "constant indices and launch extents in bounds",
+    6: "constant indices, launch extents and loop ranges in bounds",
 }
 
 BOOL = DataType("bool", 1)
@@ -433,6 +434,12 @@ class _Checker:
         if s.kind == "thread_binding" and isinstance(s.extent, E.IntImm) and s.extent.value < 0:
             self.fail(6, s, f"constant extent {s.extent.value} of {s.thread} is negative (a "
                       f"launch dimension cannot be)")
+        if s.kind != "thread_binding" and isinstance(s.min, E.IntImm) and \
+                isinstance(s.extent, E.IntImm) and s.extent.value > 0 and \
+                s.min.value + s.extent.value - 1 > type_range(tv)[1]:
+            self.fail(6, s, f"loop {s.loop_var.name} would run from {s.min.value} to "
+                      f"{s.min.value + s.extent.value - 1}, past the {tv} maximum "
+                      f"{type_range(tv)[1]} (a loop never wraps around)")
         self.stmt(s.body)
 
     def s_IfThenElse(self, s):

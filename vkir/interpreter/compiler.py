@@ -35,6 +35,8 @@ from collections import defaultdict
 
 import numpy as np
 
+from ..analysis.loop_ranges import range_error
+from ..errors import ArgumentError
 from ..ir import expr as E
 from ..ir.buffer import Buffer
 from ..ir.dtype import DataType
@@ -164,6 +166,38 @@ def _scalar_access(fidx):
         p = bb.offset_int + a * st[0] + b * st[1]
         return [i, j], (p if 0 <= p < bb.storage.data.size // bb.npdt.itemsize else None)
     return access2
+
+
+def _truth(load):
+    """`load` with the bool bytes it reads taken as numpy takes them, nonzero = True (an array
+    element keeps its byte, 2 say, where a scalar is made True), as every device reads them."""
+    def bool_load(fr):
+        value = load(fr)
+        if value.__class__ is np.ndarray:
+            return value.view(np.uint8) != 0
+        return value
+    return bool_load
+
+
+def _check_range(loop, npdt):
+    """`check(lo, ext)`: ArgumentError where a start of serial `loop` with these bounds (one
+    value, or one per invocation) runs past its variable's type (loop_ranges.py)."""
+    high = int(np.iinfo(npdt).max)
+
+    def check(lo, ext):
+        if _uniform(lo) and _uniform(ext):
+            if int(ext) > 0 and int(lo) + int(ext) - 1 > high:
+                raise ArgumentError(range_error(loop, int(lo), int(ext)))
+            return
+        k = max(np.size(lo), np.size(ext))
+        lo, ext = np.broadcast_to(lo, (k,)), np.broadcast_to(ext, (k,))
+        # high - lo, exact in uint64 for every lo of the type
+        room = np.uint64(high) - lo.astype(np.int64).astype(np.uint64)
+        bad = (ext > 0) & (ext.astype(np.uint64) - np.uint64(1) > room)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ArgumentError(range_error(loop, int(lo[i]), int(ext[i])))
+    return check
 
 
 def _locate(err: OutOfBoundsError, fr, threads, span) -> OutOfBoundsError:
@@ -434,6 +468,8 @@ class Compiler:
                 if races is not None:
                     races.read(bb, p, fr, site, total)
                 return value
+        if e.buffer.dtype.is_bool:
+            return _truth(buffer_load)
         return buffer_load
 
     # -- buffers -----------------------------------------------------------------------------
@@ -707,7 +743,8 @@ class Compiler:
                     return merged_block_loop(fmin, fext, slot, body, npdt, s.thread[-1],
                                              self.merge, inner_blocks, sequential, Frame)
                 return sequential
-        return self._serial_loop(fmin, fext, slot, body, npdt, self.native_loop(s, first_site))
+        return self._serial_loop(fmin, fext, slot, body, npdt, self.native_loop(s, first_site),
+                                 _check_range(s, npdt))
 
     def native_loop(self, loop, first_site: int):
         """The NativeLoop of a serial or while loop whose accesses are the sites from
@@ -738,11 +775,14 @@ class Compiler:
         return block_loop
 
     @staticmethod
-    def _serial_loop(fmin, fext, slot, body, npdt, native=None):
+    def _serial_loop(fmin, fext, slot, body, npdt, native=None, check=None):
         """A serial loop; `native` (a NativeLoop, or None) takes over the iterations left once
-        the loop runs long (native_loops.py)."""
+        the loop runs long (native_loops.py); `check(lo, ext)` refuses a range its variable's
+        type cannot hold (_check_range)."""
         def serial(fr):
             lo, ext = fmin(fr), fext(fr)
+            if check is not None:
+                check(lo, ext)
             if _uniform(lo) and _uniform(ext):
                 slots = fr.slots
                 make = npdt.type
@@ -774,8 +814,10 @@ class Compiler:
             weight = native.weight(fr) if look else 0
             for it in range(count):
                 if look and it % CHUNK == 0 and native.wants((count - it) * weight):
+                    # the values from iteration `it` on and the counts left (their bits:
+                    # uint64 ones past 2**63 included)
                     if native.run(fr, lo.astype(np.int64) + it,
-                                  np.maximum(ext.astype(np.int64) - it, 0)):
+                                  np.where(ext > it, ext - npdt.type(it), 0)):
                         return
                     look = False
                 active = it < ext

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..analysis.loop_ranges import check_known_loops
 from ..analysis.verify_types import verify_types
 from ..errors import ArgumentError, TypeCheckError, WellFormedError
 from ..ir.base import show
@@ -134,6 +135,9 @@ def _run(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool, subgroup_
          denormals: str, merge, native: str) -> None:
     compiler, body = _compile(func, denormals, merge, native)
     bindings = bind_arguments(func, args, evaluate, kwargs)
+    # loops whose bounds the sizes and scalars fix are checked before anything runs, as a
+    # Kernel checks them before its dispatch (loop_ranges.py); the others when they start
+    check_known_loops(func, bindings.values, evaluate, f"kernel {func.name}")
     races = _race_checker(compiler, bindings.values) if check_races else None
     state = RunState(compiler.value_ndims, races, subgroup_size)
     slots = [None] * len(compiler.value_ndims)

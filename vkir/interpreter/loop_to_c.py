@@ -5,27 +5,37 @@ Only loops of the integer, bool and float types (scalars and vectors: a vector b
 value per lane; float16 is C's _Float16, computed in float and rounded after each operation as
 numpy does) are translated; the arithmetic rules are those of numeric.py (integer
 wrap-around, C-style `Div`/`Mod` and floor `FloorDiv`/`FloorMod` with 0 for a zero divisor, NaN
-propagating min/max, saturating float-to-int casts, shift amounts modulo the width). Whether the
-invocations of a frame may run it one after another, each to the end of its loop, is decided
-when it runs (native_loops.py). Anything else (barriers, atomics, subgroup operations, bit casts,
-transcendental functions whose last bit differs between libm and numpy) raises
-`NotTranslatable`, and the loop stays in Python.
+propagating min/max, saturating float-to-int casts, shift amounts modulo the width, a bool byte
+read from memory true when nonzero). Whether the invocations of a frame may run it one after
+another, each to the end of its loop, is decided when it runs (native_loops.py). Anything else
+(barriers, atomics, subgroup operations, bit casts, transcendental functions whose last bit
+differs between libm and numpy) raises `NotTranslatable`, and the loop stays in Python.
 
-An out-of-bounds access in C sets a failure flag instead of touching memory; every loop checks it
-on each iteration, and the caller then has Python run the loop again (native_loops.py says how),
-which reports the error exactly.
+An out-of-bounds access, or an inner loop whose range does not fit its variable's type, sets a
+failure flag instead of touching memory; every loop checks it on each iteration, and the caller
+then has Python run the loop again (native_loops.py says how), which reports the error exactly.
 The C function therefore only needs to evaluate at least every access the interpreter evaluates
-(both sides of a `Select` and of `And`/`Or`, one side of `if_then_else`).
+(both sides of a `Select` and of `And`/`Or`, one side of `if_then_else`, every lane of a shuffled
+vector).
+
+Every iteration of every loop level counts against one budget of work; when it is spent the
+function saves its state (the loop counters, the statement-level variables and local arrays in
+scope) and returns, and the next call resumes at that very iteration, so a nest of any depth
+hands control back to Python at a bounded cost. Each expression is translated once: a value used
+more than once (a let, a broadcast, a shuffled lane) is bound to a C variable, so the C source
+grows linearly with the loop's IR.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..ir import expr as E
 from ..ir import stmt as S
+from ..ir.functor import children
 from ..ir.dtype import DataType
 
 
@@ -37,12 +47,15 @@ _C_TYPES = {("int", 8): "int8_t", ("int", 16): "int16_t", ("int", 32): "int32_t"
             ("int", 64): "int64_t", ("uint", 8): "uint8_t", ("uint", 16): "uint16_t",
             ("uint", 32): "uint32_t", ("uint", 64): "uint64_t", ("float", 16): "_Float16",
             ("float", 32): "float", ("float", 64): "double", ("bool", 1): "uint8_t"}
+_SIZES = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "_Float16": 2, "int32_t": 4,
+          "uint32_t": 4, "float": 4, "int64_t": 8, "uint64_t": 8, "double": 8}
 
 _ARITH = {"Add": "+", "Sub": "-", "Mul": "*"}
 _COMPARE = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
 _FLOAT_MATH = {"fabs": "fabs", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
                "round": "rint", "sqrt": "sqrt", "fmod": "fmod"}
 _BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def lane_type(dt: DataType) -> str:
@@ -65,42 +78,46 @@ def scalar_type(dt: DataType) -> str:
 @dataclass(frozen=True)
 class TranslatedLoop:
     """The C source of one loop and what its caller passes in: `free_vars` (values defined
-    outside the loop, one array of K entries each), `buffers` (their data and sizes) and
-    `stored` (the buffers the loop writes)."""
+    outside the loop, one array of K entries each), `buffers` (their data and sizes),
+    `stored` (the buffers the loop writes) and `state_bytes` (the size of the state a pause
+    saves)."""
 
     source: str
     free_vars: tuple
     buffers: tuple
     stored: tuple
     accesses: tuple = ()  # ("read" | "write", node) of each logged access, by log site number
+    state_bytes: int = 0
 
 
-# Layout of the pointer array P: tid, wgrow, lo, ext, the access log, then one per buffer, then
-# one per free var. Layout of the int64 array M: per buffer, its dims' extents and strides,
-# offset, element limit, row length (elements), row source (0: one row, 1: the invocation's, 2:
-# its workgroup's) and whether its accesses are logged (memory the race checker tracks). The
-# log holds (access site, invocation, position in the storage) triples; R[2] counts them, R[3] is
-# its capacity: a loop pauses (returns 2) at an iteration once it is half full, and fails (1)
-# if a single iteration fills it.
-FIXED_POINTERS = 5
+# Layout of the pointer array P: tid, wgrow, lo, ext (a For loop's first value, as the 64 bits
+# of its variable's value, and its iteration count, unsigned, per invocation), the access log,
+# the pause state, then one per buffer, then one per free var. Layout of the int64 array M: per
+# buffer, its dims' extents and strides, offset, element limit, row length (elements), row
+# source (0: one row, 1: the invocation's, 2: its workgroup's) and whether its accesses are
+# logged (memory the race checker tracks). The log holds (access site, invocation, position in
+# the storage) triples; R[2] counts them, R[3] is its capacity: a loop pauses at an iteration
+# once it is half full, and fails (1) if the code between two iterations fills it.
+FIXED_POINTERS = 6
 
 
 def translate(loop) -> TranslatedLoop:
     """The C function `int vkir_loop(int64_t K, void **P, const int64_t *M, int64_t *R)`
     running `loop` (a serial For or a While) for invocations R[0] to K - 1, one after another.
-    It returns 0 when done, 1 when an access was out of bounds (nothing it wrote must be kept
-    then), 2 when it ran R[1] iterations or half filled its access log: then R[0] is the
-    invocation to go on with and, for a For loop, its lo/ext entries (P[2], P[3]) say which
-    iterations are left, so that the caller calls again (between calls Python can react to
-    Ctrl-C and hand the logged accesses to the race checker), and 3 when one iteration ran more
-    than R[4] iterations of inner loops (it cannot pause inside an iteration: the caller runs
-    the loop in Python, where Ctrl-C works, instead)."""
+    It returns 0 when done, 1 when an access was out of bounds or an inner loop's range does not
+    fit its variable (nothing it wrote must be kept then), and 2 when it did R[1] units of work
+    (iterations of all its loop levels, each weighing its body's nodes) or half filled its
+    access log: then it saved where it stopped
+    in the state P[5] (`state_bytes`) and R[0] and R[4], and the caller calls again, with the
+    same arguments, to go on from that iteration (between calls Python can react to Ctrl-C and
+    hand the logged accesses to the race checker). R[4] is 0 on the first call."""
     return _Translator().translate(loop)
 
 
 class _Translator:
     """Statements become C statements; an expression of L lanes becomes L C expressions, one
-    per lane (lanes are independent in every vkir operation but shuffles, which pick them)."""
+    per lane (lanes are independent in every vkir operation but shuffles, which pick them),
+    after the C statements it appended to `pre` (the values it binds once)."""
 
     def __init__(self):
         self.names = {}          # Var -> C names (one per lane), for vars bound inside the loop
@@ -110,11 +127,46 @@ class _Translator:
         self.inner = {}          # Buffer allocated inside the loop -> (C array, layout)
         self.helpers = {}        # helper name -> C definition
         self.accesses = []       # ("read" | "write", node) of each access to outer buffers
+        self.kept = []           # (C type, name, array length or None): state a pause saves
+        self.pre = []            # C statements the expression being translated needs first
+        self.labels = 0          # pause points (loop iterations) so far, numbered from 1
         self.counter = 0
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
         return f"{stem}{self.counter}"
+
+    def keep(self, ctype: str, name: str, count: int | None = None) -> str:
+        """A variable declared at function scope, saved by a pause and restored on resuming."""
+        self.kept.append((ctype, name, count))
+        return name
+
+    def temp(self, ctype: str, value: str) -> str:
+        """`value` bound to a C constant in `pre` (a plain name is returned as it is)."""
+        if _NAME.fullmatch(value):
+            return value
+        name = self.fresh("t")
+        self.pre.append(f"const {ctype} {name} = {value};")
+        return name
+
+    def apart(self, e) -> tuple:
+        """(C statements, lanes) of `e` translated on its own: for an operand evaluated only
+        sometimes, whose statements must stay with it."""
+        outer, self.pre = self.pre, []
+        try:
+            lanes = self.expr(e)
+            return self.pre, lanes
+        finally:
+            self.pre = outer
+
+    def statement(self, translate_exprs) -> tuple:
+        """(C statements, result) of `translate_exprs()` with a fresh `pre`."""
+        outer, self.pre = self.pre, []
+        try:
+            result = translate_exprs()
+            return self.pre, result
+        finally:
+            self.pre = outer
 
     # -- entry -----------------------------------------------------------------------------------
 
@@ -122,30 +174,18 @@ class _Translator:
         if isinstance(loop, S.For):
             if loop.kind == "thread_binding":
                 raise NotTranslatable("thread loop")
-            ctype = scalar_type(loop.loop_var.dtype)
+            scalar_type(loop.loop_var.dtype)
             if loop.loop_var.dtype.code not in ("int", "uint"):
                 raise NotTranslatable("loop variable type")
-            (var,) = self.bind(loop.loop_var)
-            body = self.stmt(loop.body, "    ")
-            head = ("  const int64_t end = lo[k] + ext[k];\n"
-                    "  for (int64_t it = lo[k]; it < end; ++it) {\n"
-                    "    if (fail) return 1;\n"
-                    "    if (++steps > budget || R[2] > R[3] / 2) { lo[k] = it; "
-                    "ext[k] = end - it; R[0] = k; return 2; }\n"
-                    "    inner = 0;\n"
-                    f"    {ctype} {var} = ({ctype})it;\n")
-            main = head + body + "  }\n"
+            init = ("base{n} = (uint64_t)lo[k]; count{n} = (uint64_t)ext[k];", "")
+            main = self.counted(loop, init, "  ")
         elif isinstance(loop, S.While):
-            main = ("  for (;;) {\n    if (fail) return 1;\n"
-                    "    if (++steps > budget || R[2] > R[3] / 2) { R[0] = k; return 2; }\n"
-                    "    inner = 0;\n"
-                    f"    if (!({self.condition(loop.condition)})) break;\n"
-                    + self.stmt(loop.body, "    ") + "  }\n")
+            main = self.s_While(loop, "  ")
         else:
             raise NotTranslatable(type(loop).__name__)
         buffers = tuple(self.buffers)
         free = tuple(self.free)
-        lines = ["#include <stdint.h>", "#include <math.h>", "",
+        lines = ["#include <stdint.h>", "#include <string.h>", "#include <math.h>", "",
                  "#define IN(i, n) ((i) >= 0 && (i) < (n))", "",
                  "static inline int record(int64_t *log, int64_t *R, int64_t site, int64_t k, "
                  "int64_t p) {",
@@ -155,13 +195,27 @@ class _Translator:
         lines += list(self.helpers.values())
         lines.append("int vkir_loop(int64_t K, void **P, const int64_t *M, int64_t *R) {")
         lines.append("  int fail = 0;")
-        lines.append("  int64_t steps = 0, inner = 0;")
-        lines.append("  const int64_t budget = R[1], inner_budget = R[4];")
+        lines.append("  int64_t steps = 0, k = R[0], at = R[4];")
+        lines.append("  int resuming = at != 0;")
+        lines.append("  const int64_t budget = R[1];")
         lines.append("  const int64_t *tid = (const int64_t *)P[0], *wgrow = (const int64_t *)"
                      "P[1];")
-        lines.append("  int64_t *lo = (int64_t *)P[2], *ext = (int64_t *)P[3], "
-                     "*log = (int64_t *)P[4];")
+        lines.append("  const int64_t *lo = (const int64_t *)P[2], *ext = (const int64_t *)P[3];")
+        lines.append("  int64_t *log = (int64_t *)P[4];")
+        lines.append("  unsigned char *state = (unsigned char *)P[5];")
         lines.append("  (void)lo; (void)ext; (void)log;")
+        save, restore, offset = [], [], 0
+        for ctype, name, count in self.kept:
+            size = _SIZES[ctype] * (count or 1)
+            lines.append(f"  {ctype} {name}" + (f"[{count}];" if count else " = 0;"))
+            ref = name if count else "&" + name
+            save.append(f"memcpy(state + {offset}, {ref}, {size});")
+            restore.append(f"memcpy({ref}, state + {offset}, {size});")
+            offset += size
+        lines.append("  (void)state;")
+        if restore:
+            lines.append("  if (resuming) { " + " ".join(restore) + " }")
+        lines.append("  R[4] = 0;")
         m = 0
         for n, buffer in enumerate(buffers):
             ctype = lane_type(buffer.dtype)
@@ -180,7 +234,7 @@ class _Translator:
             ctype = lane_type(var.dtype)
             lines.append(f"  const {ctype} *fv{n} = (const {ctype} *)"
                          f"P[{FIXED_POINTERS + len(buffers) + n}];")
-        lines.append("  for (int64_t k = R[0]; k < K; ++k) {")
+        lines.append("  for (; k < K; ++k) {")
         for n, buffer in enumerate(buffers):
             ctype = lane_type(buffer.dtype)
             lines.append(f"  const int64_t row{n} = rowsrc{n} == 1 ? tid[k] * rowlen{n} : "
@@ -188,24 +242,33 @@ class _Translator:
             lines.append(f"  {ctype} *b{n} = data{n} + row{n}; (void)row{n};")
         for n, var in enumerate(free):
             lanes = var.dtype.lanes
+            ctype = lane_type(var.dtype)
             for j, name in enumerate(self.free[var]):
-                lines.append(f"  const {lane_type(var.dtype)} {name} = fv{n}[k * {lanes} + {j}];")
+                value = f"fv{n}[k * {lanes} + {j}]"
+                if var.dtype.is_bool:   # a bool byte is true when nonzero, as in numpy
+                    value = f"(uint8_t)({value} != 0)"
+                lines.append(f"  const {ctype} {name} = {value};")
         lines.append(main.rstrip("\n"))
         lines.append("  if (fail) return 1;")
         lines.append("  }")
         lines.append("  return 0;")
+        lines.append(" pause:")
+        lines.append("  R[0] = k; R[4] = at;" + "".join(" " + x for x in save) + " return 2;")
         lines.append("}")
         return TranslatedLoop("\n".join(lines) + "\n", free, buffers, tuple(self.stored),
-                              tuple(self.accesses))
+                              tuple(self.accesses), offset)
 
     # -- names -----------------------------------------------------------------------------------
 
-    def bind(self, var: E.Var) -> list:
-        lane_type(var.dtype)
+    def bind(self, var: E.Var, kept: bool = False) -> list:
+        ctype = lane_type(var.dtype)
         stem = self.fresh("v")
         names = [stem] if var.dtype.lanes == 1 else \
             [f"{stem}_{j}" for j in range(var.dtype.lanes)]
         self.names[var] = names
+        if kept:
+            for name in names:
+                self.keep(ctype, name)
         return names
 
     def var(self, var: E.Var) -> list:
@@ -236,6 +299,9 @@ class _Translator:
             self.names[var] = outer
 
     # -- statements ------------------------------------------------------------------------------
+    # A statement that contains pause points (`labels` before and after it differ) may be
+    # entered while resuming: it then skips what it did before the pause (its conditions, its
+    # initialisations) and goes straight to the part that holds the pause point R[4].
 
     def stmt(self, s, ind: str) -> str:
         method = getattr(self, "s_" + type(s).__name__, None)
@@ -243,11 +309,43 @@ class _Translator:
             raise NotTranslatable(type(s).__name__)
         return method(s, ind)
 
+    def with_pre(self, pre: list, ind: str) -> str:
+        return "".join(f"{ind}{x}\n" for x in pre)
+
     def s_SeqStmt(self, s, ind):
-        return "".join(self.stmt(x, ind) for x in s.seq)
+        parts = []
+        for x in s.seq:
+            first = self.labels
+            code = self.stmt(x, ind + "  ")
+            parts.append((code, first, self.labels))
+        labelled = [p for p in parts if p[1] != p[2]]
+        out, waiting = [], []
+        for code, first, last in parts:
+            if first == last:
+                # before a part holding a pause point, skipped while resuming
+                if any(f >= first for _, f, _ in labelled):
+                    waiting.append(code)
+                else:
+                    out.append(self._unwrap(code, ind))
+                continue
+            if waiting:
+                out.append(f"{ind}if (!resuming) {{\n" + "".join(waiting) + f"{ind}}}\n")
+                waiting = []
+            if len(labelled) > 1:
+                out.append(f"{ind}if (!resuming || (at >= {first + 1} && at <= {last})) {{\n"
+                           + code + f"{ind}}}\n")
+            else:
+                out.append(self._unwrap(code, ind))
+        return "".join(out)
+
+    @staticmethod
+    def _unwrap(code: str, ind: str) -> str:
+        """`code` (indented by two more than `ind`) in a block of its own."""
+        return f"{ind}{{\n{code}{ind}}}\n"
 
     def s_Evaluate(self, s, ind):
-        return "".join(f"{ind}(void)({x});\n" for x in self.expr(s.value))
+        pre, values = self.statement(lambda: self.expr(s.value))
+        return self.with_pre(pre, ind) + "".join(f"{ind}(void)({x});\n" for x in values)
 
     def condition(self, e) -> str:
         """A scalar condition (the interpreter refuses a vector one)."""
@@ -255,21 +353,66 @@ class _Translator:
         return self.expr(e)[0]
 
     def s_IfThenElse(self, s, ind):
-        out = f"{ind}if ({self.condition(s.condition)}) {{\n" + \
-            self.stmt(s.then_case, ind + "  ")
-        if s.else_case is not None:
-            out += f"{ind}}} else {{\n" + self.stmt(s.else_case, ind + "  ")
+        pre, cond = self.statement(lambda: self.condition(s.condition))
+        first = self.labels
+        then = self.stmt(s.then_case, ind + "  ")
+        middle = self.labels
+        other = self.stmt(s.else_case, ind + "  ") if s.else_case is not None else None
+        if self.labels == first:
+            out = self.with_pre(pre, ind) + f"{ind}if ({cond}) {{\n" + then
+        else:   # resuming: the branch that holds the pause point, the condition not evaluated
+            test = " ".join(pre + [f"{cond};"]) if pre else cond
+            if pre:
+                test = f"({{ {test} }})"
+            out = (f"{ind}if (resuming ? (at > {first} && at <= {middle}) : ({test})) {{\n"
+                   + then)
+        if other is not None:
+            out += f"{ind}}} else {{\n" + other
         return out + f"{ind}}}\n"
 
     def s_LetStmt(self, s, ind):
-        values = self.expr(s.value)
-        ctype = lane_type(s.var.dtype)
+        pre, values = self.statement(lambda: self.expr(s.value))
         outer = self.names.get(s.var)
-        names = self.bind(s.var)
-        body = self.stmt(s.body, ind + "  ")
+        names = self.bind(s.var, kept=True)
+        first = self.labels
+        body = self.stmt(s.body, ind)
         self._unbind(s.var, outer)
-        decls = "".join(f"{ind}  const {ctype} {n} = {v};\n" for n, v in zip(names, values))
-        return f"{ind}{{\n{decls}{body}{ind}}}\n"
+        lines = pre + [f"{n} = {v};" for n, v in zip(names, values)]
+        if self.labels == first:
+            return self.with_pre(lines, ind) + body
+        # resuming inside the body: the value was saved with the pause
+        return f"{ind}if (!resuming) {{\n" + self.with_pre(lines, ind + "  ") + f"{ind}}}\n" + body
+
+    def pause_point(self, body, ind: str) -> str:
+        """The check at the start of every iteration of a loop of `body`: stop on a failure;
+        while resuming, go on from here if this is where the pause was; else count the
+        iteration's work (its body's nodes outside inner loops) and pause once the budget is
+        spent or the log half full."""
+        self.labels += 1
+        label = self.labels
+        return (f"{ind}if (fail) return 1;\n"
+                f"{ind}if (resuming) {{ if (at == {label}) resuming = 0; }}\n"
+                f"{ind}else if ((steps += {_work(body)}) > budget || R[2] > R[3] / 2) "
+                f"{{ at = {label}; goto pause; }}\n")
+
+    def counted(self, s, init: tuple, ind: str) -> str:
+        """A For loop: `init` is (C statements setting base<n> and count<n>, their `pre`);
+        it runs its variable through base, base + 1, ... for count iterations (64-bit
+        unsigned: every range that fits the variable's type)."""
+        ctype = scalar_type(s.loop_var.dtype)
+        n = self.fresh("")
+        base, count, it = self.keep("uint64_t", f"base{n}"), self.keep("uint64_t", f"count{n}"), \
+            self.keep("uint64_t", f"it{n}")
+        outer = self.names.get(s.loop_var)
+        (name,) = self.bind(s.loop_var, kept=True)
+        check = self.pause_point(s.body, ind + "  ")
+        body = self.stmt(s.body, ind + "  ")
+        self._unbind(s.loop_var, outer)
+        setup, pre = init
+        setup = setup.replace("{n}", n)
+        return (f"{ind}if (!resuming) {{\n{pre}{ind}  {setup} {it} = 0;\n{ind}}}\n"
+                f"{ind}for (; {it} < {count}; ++{it}) {{\n{check}"
+                f"{ind}  {name} = ({ctype})({base} + {it});\n{body}{ind}}}\n")
 
     def s_For(self, s, ind):
         if s.kind == "thread_binding":
@@ -277,37 +420,39 @@ class _Translator:
         if s.loop_var.dtype.code not in ("int", "uint"):
             raise NotTranslatable("loop variable type")
         ctype = scalar_type(s.loop_var.dtype)
-        (lo,), (ext,) = self.expr(s.min), self.expr(s.extent)
-        base, count, it = self.fresh("lo"), self.fresh("n"), self.fresh("i")
-        outer = self.names.get(s.loop_var)
-        (name,) = self.bind(s.loop_var)
-        body = self.stmt(s.body, ind + "    ")
-        self._unbind(s.loop_var, outer)
-        return (f"{ind}{{\n{ind}  const int64_t {base} = (int64_t)({lo}), {count} = "
-                f"(int64_t)({ext});\n"
-                f"{ind}  for (int64_t {it} = {base}; {it} < {base} + {count}; ++{it}) {{\n"
-                f"{ind}    if (fail) return 1;\n"
-                f"{ind}    if (++inner > inner_budget) return 3;\n"
-                f"{ind}    const {ctype} {name} = ({ctype}){it};\n{body}{ind}  }}\n{ind}}}\n")
+        pre, (lo, ext) = self.statement(
+            lambda: (self.temp(ctype, self.expr(s.min)[0]), self.temp(ctype, self.expr(s.extent)[0])))
+        top = _int_literal(int(np.iinfo(s.loop_var.dtype.numpy_dtype()).max),
+                           DataType("uint", 64))
+        count = f"(uint64_t){ext}" if s.loop_var.dtype.code == "uint" else \
+            f"({ext} > 0 ? (uint64_t){ext} : 0)"
+        # a range past the type's maximum: Python reports it (native_loops.py)
+        setup = (f"base{{n}} = (uint64_t){lo}; count{{n}} = {count}; "
+                 f"if (count{{n}} && count{{n}} - 1 > {top} - base{{n}}) {{ fail = 1; return 1; }}")
+        return self.counted(s, (setup, self.with_pre(pre, ind + "  ")), ind)
 
     def s_While(self, s, ind):
-        return (f"{ind}for (;;) {{\n{ind}  if (fail) return 1;\n"
-                f"{ind}  if (++inner > inner_budget) return 3;\n"
-                f"{ind}  if (!({self.condition(s.condition)})) break;\n"
+        check = self.pause_point(s.body, ind + "  ")
+        pre, cond = self.statement(lambda: self.condition(s.condition))
+        test = self.with_pre(pre, ind + "    ") + f"{ind}    if (!({cond})) break;\n"
+        return (f"{ind}for (;;) {{\n{check}{ind}  if (!resuming) {{\n{test}{ind}  }}\n"
                 + self.stmt(s.body, ind + "  ") + f"{ind}}}\n")
 
     def s_BufferStore(self, s, ind):
         array, layout = self.layout(s.buffer, stored=True)
         ctype = lane_type(s.buffer.dtype)
-        values = self.expr(s.value)
-        decls, positions, check = self.positions(layout, s.indices, s.buffer.dtype.lanes)
-        if len(values) != len(positions):
-            raise NotTranslatable("store lanes")
-        # every lane's value and position first: a lane's value may read what another writes
-        temps = [self.fresh("s") for _ in values]
-        out = [f"{ind}{{\n"]
-        out += [f"{ind}  const {ctype} {t} = {v};\n" for t, v in zip(temps, values)]
-        out.append(f"{ind}  {decls}\n")
+
+        def parts():
+            values = self.expr(s.value)
+            # every lane's value and position first: a lane's value may read what another writes
+            temps = [self.fresh("s") for _ in values]
+            self.pre.extend(f"const {ctype} {t} = {v};" for t, v in zip(temps, values))
+            positions, check = self.positions(layout, s.indices, s.buffer.dtype.lanes)
+            if len(values) != len(positions):
+                raise NotTranslatable("store lanes")
+            return temps, positions, check
+
+        pre, (temps, positions, check) = self.statement(parts)
         log = ""
         if s.buffer not in self.inner:   # a write the race checker tracks goes to the log
             n = self.buffers[s.buffer]
@@ -315,10 +460,10 @@ class _Translator:
             self.accesses.append(("write", s))
             log = " ".join(f"if (trk{n} && record(log, R, {site}, k, row{n} + {p})) fail = 1;"
                            for p in positions) + " "
-        out.append(f"{ind}  if ({check}) {{ {log}"
-                   + " ".join(f"{array}[{p}] = {t};" for p, t in zip(positions, temps))
-                   + f" }} else fail = 1;\n{ind}}}\n")
-        return "".join(out)
+        return (f"{ind}{{\n" + self.with_pre(pre, ind + "  ")
+                + f"{ind}  if ({check}) {{ {log}"
+                + " ".join(f"{array}[{p}] = {t};" for p, t in zip(positions, temps))
+                + f" }} else fail = 1;\n{ind}}}\n")
 
     def s_AllocBuffer(self, s, ind):
         """A local allocation of constant size: a zeroed C array for the body (the interpreter
@@ -334,12 +479,16 @@ class _Translator:
         if count > 4096:
             raise NotTranslatable("large allocation")
         strides = [int(np.prod(shape[d + 1:])) for d in range(len(shape))]
-        name = self.fresh("a")
+        name = self.keep(ctype, self.fresh("a"), count)
         self.inner[buffer] = (name, ([str(x) for x in shape], [str(x) for x in strides], "0",
                                      str(count)))
-        body = self.stmt(s.body, ind + "  ")
+        first = self.labels
+        body = self.stmt(s.body, ind)
         del self.inner[buffer]
-        return f"{ind}{{\n{ind}  {ctype} {name}[{count}] = {{0}};\n{body}{ind}}}\n"
+        zero = f"memset({name}, 0, sizeof {name});"
+        if self.labels != first:
+            zero = f"if (!resuming) {zero}"
+        return f"{ind}{zero}\n{body}"
 
     def layout(self, buffer, stored: bool = False) -> tuple:
         """(C array, (extents, strides, offset, limit)) of an access to `buffer`; the limit
@@ -353,15 +502,14 @@ class _Translator:
                          f"off{n}", f"lim{n}")
 
     def positions(self, layout, indices, element_lanes: int) -> tuple:
-        """(C declarations of the index lanes and the lane positions, one C position per lane
-        of the access (index lanes x element lanes, as the interpreter orders them), the C
-        condition that every index and position is in bounds). Names are fresh: an index may
-        load too."""
+        """(one C position per lane of the access (index lanes x element lanes, as the
+        interpreter orders them), the name of a C flag: every index and position is in bounds),
+        their declarations appended to `pre`. Names are fresh: an index may load too."""
         extents, strides, offset, limit = layout
         if len(indices) != len(extents):
             raise NotTranslatable("index count")
         index_lanes = indices[-1].dtype.lanes if indices else 1
-        decls, checks, dims = [], [], []
+        checks, dims = [], []
         for d, i in enumerate(indices):
             if not (isinstance(i.dtype, DataType) and i.dtype.code in ("int", "uint")):
                 raise NotTranslatable("index type")
@@ -370,7 +518,7 @@ class _Translator:
             names = []
             for value in self.expr(i):
                 name = self.fresh("x")
-                decls.append(f"const int64_t {name} = (int64_t)({value});")
+                self.pre.append(f"const int64_t {name} = (int64_t)({value});")
                 checks.append(f"IN({name}, {extents[d]})")
                 names.append(name)
             dims.append(names)
@@ -381,10 +529,12 @@ class _Translator:
             element = " + ".join(terms)
             for m in range(element_lanes):
                 name = self.fresh("p")
-                decls.append(f"const int64_t {name} = ({element}) * {element_lanes} + {m};")
+                self.pre.append(f"const int64_t {name} = ({element}) * {element_lanes} + {m};")
                 checks.append(f"IN({name}, {limit})")
                 positions.append(name)
-        return " ".join(decls), positions, " && ".join(checks) or "1"
+        ok = self.fresh("ok")
+        self.pre.append(f"const int {ok} = {' && '.join(checks) or '1'};")
+        return positions, ok
 
     # -- expressions -----------------------------------------------------------------------------
 
@@ -418,8 +568,8 @@ class _Translator:
         name = self.helper(f"select_{_tag(ctype)}",
                            f"static inline {ctype} select_{_tag(ctype)}(uint8_t c, {ctype} t, "
                            f"{ctype} f) {{ return c ? t : f; }}")
-        if len(conds) == 1:
-            conds = conds * len(t)
+        if len(conds) == 1 and len(t) > 1:
+            conds = [self.temp("uint8_t", conds[0])] * len(t)
         return [f"{name}({c}, {x}, {y})" for c, x, y in zip(conds, t, f)]
 
     def e_Cast(self, e):
@@ -435,15 +585,17 @@ class _Translator:
         utype = ctype if dt.code == "uint" else "u" + ctype
         wide = "uint32_t" if dt.bits < 32 else utype
         (base,), (stride,) = self.expr(e.base), self.expr(e.stride)
+        base, stride = self.temp(ctype, base), self.temp(ctype, stride)
         return [f"(({ctype})(({wide})({base}) + ({wide})({stride}) * ({wide}){j}))"
                 for j in range(e.lanes)]
 
     def e_Broadcast(self, e):
-        values = self.expr(e.value)
-        return values * e.lanes
+        (value,) = self.expr(e.value)
+        return [self.temp(lane_type(e.value.dtype), value)] * e.lanes
 
     def e_Shuffle(self, e):
-        lanes = [x for v in e.vectors for x in self.expr(v)]
+        # every lane is evaluated (the interpreter computes whole vectors), each once
+        lanes = [self.temp(lane_type(v.dtype), x) for v in e.vectors for x in self.expr(v)]
         return [lanes[i] for i in e.indices]
 
     def e_Let(self, e):
@@ -451,24 +603,27 @@ class _Translator:
         ctype = lane_type(e.var.dtype)
         outer = self.names.get(e.var)
         names = self.bind(e.var)
+        self.pre.extend(f"const {ctype} {n} = {v};" for n, v in zip(names, values))
         body = self.expr(e.body)
         self._unbind(e.var, outer)
-        decls = " ".join(f"const {ctype} {n} = {v};" for n, v in zip(names, values))
-        return [f"({{ {decls} {b}; }})" for b in body]
+        return body
 
     def e_BufferLoad(self, e):
         array, layout = self.layout(e.buffer)
         ctype = lane_type(e.buffer.dtype)
-        decls, positions, check = self.positions(layout, e.indices, e.buffer.dtype.lanes)
+        positions, ok = self.positions(layout, e.indices, e.buffer.dtype.lanes)
+
+        def read(p):   # a bool byte is true when nonzero, as numpy and the devices take it
+            return f"((uint8_t)({array}[{p}] != 0))" if e.buffer.dtype.is_bool \
+                else f"{array}[{p}]"
         if e.buffer in self.inner:
-            return [f"({{ {decls} ({check}) ? {array}[{p}] : (fail = 1, ({ctype})0); }})"
-                    for p in positions]
+            return [f"({ok} ? {read(p)} : (fail = 1, ({ctype})0))" for p in positions]
         n = self.buffers[e.buffer]
         site = len(self.accesses)
         self.accesses.append(("read", e))
         # a read of memory the race checker tracks goes to the log (a full log fails the loop)
-        return [f"({{ {decls} ({check}) ? ((trk{n} && record(log, R, {site}, k, row{n} + {p}) "
-                f"? (fail = 1) : 0), {array}[{p}]) : (fail = 1, ({ctype})0); }})"
+        return [f"({ok} ? ((trk{n} && record(log, R, {site}, k, row{n} + {p}) "
+                f"? (fail = 1) : 0), {read(p)}) : (fail = 1, ({ctype})0))"
                 for p in positions]
 
     def e_Call(self, e):
@@ -478,10 +633,22 @@ class _Translator:
         lanes = e.dtype.lanes
         if op == "if_then_else" and len(args) == 3:
             conds = self.expr(args[0])
-            t, f = self.expr(args[1]), self.expr(args[2])
-            if len(conds) == 1:   # one side per invocation
-                return [f"(({conds[0]}) ? ({x}) : ({y}))" for x, y in zip(t, f)]
-            return self.select(ctype, conds, t, f)   # lane-wise: both sides, as the interpreter
+            (tpre, t), (fpre, f) = self.apart(args[1]), self.apart(args[2])
+            if len(conds) != 1:   # lane-wise: both sides, as the interpreter
+                self.pre.extend(tpre + fpre)
+                return self.select(ctype, conds, t, f)
+            # one side per invocation, with the statements it needs
+            cond = conds[0] if len(t) == 1 and not (tpre or fpre) else \
+                self.temp("uint8_t", conds[0])
+            if not (tpre or fpre):
+                return [f"(({cond}) ? ({x}) : ({y}))" for x, y in zip(t, f)]
+            names = [self.fresh("r") for _ in t]
+            self.pre.append(f"{ctype} {', '.join(names)};")
+            self.pre.append(
+                f"if ({cond}) {{ " + " ".join(tpre + [f"{r} = {x};" for r, x in zip(names, t)])
+                + " } else { " + " ".join(fpre + [f"{r} = {y};" for r, y in zip(names, f)])
+                + " }")
+            return names
         if any(a.dtype.lanes != lanes for a in args):
             raise NotTranslatable(f"call {op} lanes")
         columns = list(zip(*(self.expr(a) for a in args)))
@@ -606,6 +773,19 @@ _ARITHMETIC_HELPERS = {
     ("Min", "float"): "return (a < b || a != a) ? a : b;",
     ("Max", "float"): "return (a > b || a != a) ? a : b;",
 }
+
+
+def _work(body) -> int:
+    """The nodes of `body` outside the loops in it (at least 1): what one iteration costs
+    besides its inner loops, which count their own iterations."""
+    count, stack = 0, [body]
+    while stack:
+        node = stack.pop()
+        count += 1
+        if node is not body and isinstance(node, (S.For, S.While)):
+            continue
+        stack.extend(children(node))
+    return max(count, 1)
 
 
 def _tag(ctype: str) -> str:

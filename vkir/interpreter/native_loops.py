@@ -22,9 +22,10 @@ memory, or the race checker had seen its accesses (a race among them included), 
 interpretation starts again in Python instead (NativeRestart), which reports the error as a run
 without C does.
 
-C pauses every STEPS iterations of the loop it runs, so that Ctrl-C is heard between calls; an
-iteration that runs more than INNER_STEPS iterations of inner loops (C cannot pause inside one)
-sends the loop back to Python for good, where Ctrl-C works.
+C pauses after STEPS units of work (an iteration of any loop level of the nest it runs weighs
+the IR nodes of its body outside inner loops), and the next call resumes at the very iteration
+where it stopped (loop_to_c.py), so that Ctrl-C is heard between calls, within milliseconds,
+however the iterations are spread over the levels.
 
 $VKIR_NATIVE_LOOPS: "0" keeps every loop in Python, "1" hands every translatable loop to C from its
 first iteration (the tests use it to compare both), unset: the rule above, where a C compiler is
@@ -47,8 +48,8 @@ from .native_library import load_library
 
 TIER_UP = 4096          # work units (see weight) of one loop in Python before the rest goes to C
 CHUNK = 256             # Python iterations between two looks at that count
-STEPS = 1 << 22         # iterations of one call into C (then Python can react to Ctrl-C)
-INNER_STEPS = 1 << 31   # inner-loop iterations within one iteration before Python takes over
+STEPS = 1 << 24         # work of one call into C: iterations of all levels, each weighing
+                        # its body's IR nodes (then Python hears Ctrl-C)
 LOG_ENTRIES = 1 << 18   # tracked accesses logged by one call into C before it pauses
 LOGGED_INVOCATIONS = 256   # the most invocations run in C when their accesses are logged
 _FLAGS = ("-O2", "-std=gnu11", "-shared", "-fPIC", "-fwrapv", "-fno-strict-aliasing",
@@ -86,6 +87,15 @@ def mode() -> str:
     if setting is True:
         return "always"
     return "auto" if c_compiler() is not None else "never"
+
+
+def _words(values, k: int) -> np.ndarray:
+    """K int64 entries holding the low 64 bits of each of `values` (one integer, or one per
+    invocation, of any integer type: a uint64 loop value past 2**63 keeps its bits)."""
+    if isinstance(values, np.ndarray):
+        return np.array(np.broadcast_to(values.astype(np.int64), (k,)))
+    value = int(values) & 0xFFFF_FFFF_FFFF_FFFF
+    return np.full(k, value - (1 << 64) if value >> 63 else value, np.int64)
 
 
 class NativeRestart(Exception):
@@ -172,22 +182,22 @@ class NativeLoop:
                 np.ascontiguousarray(fr.tid, np.int64),
                 np.zeros(k, np.int64) if fr.wgrow is None else
                 np.ascontiguousarray(fr.wgrow, np.int64),
-                np.array(np.broadcast_to(np.asarray(0 if lo is None else lo, np.int64), (k,))),
-                np.array(np.broadcast_to(np.asarray(0 if ext is None else ext, np.int64), (k,))),
-                np.empty(3 * LOG_ENTRIES if logged else 3, np.int64)]
+                _words(0 if lo is None else lo, k), _words(0 if ext is None else ext, k),
+                np.empty(3 * LOG_ENTRIES if logged else 3, np.int64),
+                np.zeros(max(self.translated.state_bytes, 1), np.uint8)]
         assert len(rows) == FIXED_POINTERS
-        # lo and ext are copies: C writes where it stopped into them; the arrays live until
-        # the end of this call
+        # C saves where it paused in the state (rows[5]); the arrays live until the end of this
+        # call
         pointers = [a.ctypes.data for a in rows] + buffer_pointers + [a.ctypes.data
                                                                       for a in values]
-        log = rows[-1]
+        log = rows[4]
         slots = fr.slots
         stored = {id(st): st for st in (slots[self.slot_index[b]].storage
                                          for b in self.translated.stored)
                   if st.per_invocation}
         saved = [(st, st.data.copy()) for st in stored.values()]
         meta = np.array(meta or [0], np.int64)
-        resume = np.array([0, STEPS, 0, LOG_ENTRIES if logged else 0, INNER_STEPS], np.int64)
+        resume = np.array([0, STEPS, 0, LOG_ENTRIES if logged else 0, 0], np.int64)
         args = (k, (ctypes.c_void_p * len(pointers))(*pointers), meta.ctypes.data,
                 resume.ctypes.data)
         handed = False
@@ -202,8 +212,6 @@ class NativeLoop:
                 resume[2] = 0
             if status != 2:
                 break
-        if status == 3:   # an iteration too long to pause in: this loop stays in Python
-            self.translated = False
         if status:
             if outside or handed:
                 # memory beyond the invocations' own, or the race checker, has changed: only a
