@@ -7,6 +7,7 @@ The measures are sizes and counts (instructions, Python calls), never wall time.
 from __future__ import annotations
 
 import sys
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -171,3 +172,30 @@ def test_cse_of_a_1600_term_sum_binds_the_repeated_product():
     assert isinstance(out.value, ir.Mul)
     uses = sum(1 for n in ir.walk(out.body) if n is out.var)
     assert uses == 801  # the first term and every odd one
+
+
+def _distinct_sum(n: int) -> ir.Stmt:
+    """A[0] = x*y + A[1] + x*y + A[3] + ... (n terms, the loads all different)."""
+    x, y = ir.Var("x", "int32"), ir.Var("y", "int32")
+    buf = ir.decl_buffer((4096,), "int32", "A")
+    e = ir.Mul(x, y)
+    for k in range(1, n):
+        e = ir.Add(e, ir.Mul(x, y) if k % 2 else ir.BufferLoad(buf, (ir.IntImm("int32", k),)))
+    return ir.BufferStore(buf, e, (ir.IntImm("int32", 0),))
+
+
+def _peak_bytes(fn, *args) -> int:
+    """The most memory `fn(*args)` held at once (Python allocations)."""
+    tracemalloc.start()
+    try:
+        fn(*args)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_cse_with_equivalent_terms_holds_memory_linear_in_a_sum():
+    # every prefix of a sum of n different terms normalized was a polynomial of up to n terms
+    small = _peak_bytes(eliminate, _distinct_sum(400), True)
+    large = _peak_bytes(eliminate, _distinct_sum(800), True)
+    assert large <= 2.5 * small

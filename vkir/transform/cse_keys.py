@@ -10,6 +10,7 @@
       2**bits (two's-complement wraparound), so they are put in a polynomial normal form: a sum
       of monomials (multisets of atoms) with coefficients reduced modulo 2**bits. This identifies
       terms up to commutativity, associativity and distributivity (`x*(y+z)` == `x*y + x*z`);
+      a sum or product of more than MAX_POLY_TERMS terms is an atom (of its operands' ids);
     * other commutative operators (integer min/max/bitwise and/or/xor, == and !=, logical
       and/or) sort their operands;
     * on floats only commutativity is used (`a+b` == `b+a`, `a*b` == `b*a`): float addition is
@@ -29,7 +30,8 @@ from ..ir import (
     Var,
 )
 
-# a product with more terms than this stays an atom (avoids exponential expansion)
+# a sum or product with more terms than this stays an atom: expanding products is exponential,
+# and every prefix of a long sum normalized would make the sum's keys quadratic in its length
 MAX_POLY_TERMS = 64
 
 _INT_COMMUTATIVE = (Min, Max)
@@ -125,10 +127,10 @@ class KeyTable:
 
     def _ring(self, expr, dtype, child_eids: tuple) -> int:
         pa, pb = self._poly_of(child_eids[0]), self._poly_of(child_eids[1])
-        if isinstance(expr, Add):
-            return self._from_poly(dtype, _add(pa, pb, 1))
-        if isinstance(expr, Sub):
-            return self._from_poly(dtype, _add(pa, pb, -1))
+        if isinstance(expr, (Add, Sub)):
+            if len(pa) + len(pb) > MAX_POLY_TERMS:
+                return self._intern(("equiv", type(expr), (dtype,), child_eids))
+            return self._from_poly(dtype, _add(pa, pb, 1 if isinstance(expr, Add) else -1))
         if len(pa) * len(pb) > MAX_POLY_TERMS:
             return self._intern(("equiv", Mul, (dtype,), tuple(sorted(child_eids))))
         product: dict = {}

@@ -70,8 +70,9 @@ class Scan:
     clean, traps, variables, dtype): `clean` means no load, impure call or Let inside, `traps`
     that it may divide an integer by zero outside a guarding if_then_else arm, `variables` the
     ids of its variables (only with equivalence), `dtype` its type (taken from the first operand
-    where that is the rule: asking a node of a deep sum walks down the sum). A variable's id includes the site of the scope
-    that binds it, so occurrences under different bindings of one Var object never meet.
+    where that is the rule: asking a node of a deep sum walks down the sum). A variable's id
+    includes the site of the scope that binds it, so occurrences under different bindings of one
+    Var object never meet.
     """
 
     def __init__(self, keys: KeyTable):
