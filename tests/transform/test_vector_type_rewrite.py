@@ -11,7 +11,7 @@ from vkir.testing import random_arguments, same_results
 from vkir import T, ir
 from vkir.analysis import verify_types
 from vkir.transform import VectorTypeRewrite
-from vkir.arith.modular_set import ModularSet
+from vkir.arith import ModularSet
 from vkir.transform.vector_type_rewrite import rewritten_buffers, split_index
 
 

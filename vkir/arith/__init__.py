@@ -13,14 +13,14 @@ vkir integers wrap at their width (the interpreter and the GPU compute modulo 2*
 result here is about the values programs actually compute, overflow included: bounds widen to
 the whole type where an operation may wrap, modular sets keep only the factors of a coefficient
 that divide 2**bits after +, -, *, and the simplifier divides or compares an expression as a
-mathematical integer only where bounds prove that none of its terms wraps (see simplify_expr.py).
+mathematical integer only where bounds prove that none of its terms wraps (see simplifier.py).
 """
 
 from .bound import const_int_bound, dtype_bound, type_range, value_range
 from .linear import Linear, ScalarLinear, linear_of
-from .modular_set import ModularSet, modular_set
+from .modular import ModularSet, modular_set
 from .ranges import RangeScope, condition_ranges, counted_loop_range
-from .simplify_expr import Simplifier, simplify_expr
+from .simplifier import Simplifier, simplify_expr
 
 __all__ = ["ModularSet", "modular_set", "const_int_bound", "dtype_bound", "simplify_expr",
            "Simplifier", "type_range", "value_range", "Linear", "ScalarLinear", "linear_of",

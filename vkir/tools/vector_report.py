@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..arith.modular_set import modular_set
+from ..arith import modular_set
 from ..ir import BufferLoad, BufferStore, PrimFunc, Ramp, Visitor
 from ..ir.printer import script
 from ..transform.pointer_cast_vectorize import VULKAN_LANES

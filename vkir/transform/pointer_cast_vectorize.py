@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..arith.modular_set import modular_set
+from ..arith import modular_set
 from ..errors import ArgumentError, UnsupportedError
 from ..ir import (
     Buffer, BufferLoad, BufferStore, DeclBuffer, FloorDiv, IntImm, PrimFunc,

@@ -49,7 +49,7 @@ from typing import Mapping
 
 from ..arith import simplify_expr
 from ..arith.bound import type_range, value_range
-from ..arith.modular_set import ModularSet, modular_set
+from ..arith import ModularSet, modular_set
 from ..ir import (
     Add, Buffer, BufferLoad, BufferStore, FloorDiv, IntImm, Mul, Mutator, PointerType, PrimFunc,
     Ramp, Shuffle, Var, Visitor,

@@ -24,6 +24,8 @@ linear form up as a `Sum` (linear_sum.py) and only the chain's root builds an ex
 
 Float arithmetic is only folded when both operands are constants (in the operands' precision)
 and rewritten only by exact identities (x*1, x-0, x/1); it is never reassociated.
+
+The division and modulo rules live in division.py, constant folding in folding.py.
 """
 
 from __future__ import annotations
@@ -31,115 +33,20 @@ from __future__ import annotations
 import math
 from typing import Mapping
 
-import numpy as np
-
 from ..ir import expr as E
 from ..ir.dtype import DataType
-from ..ir.op import is_pure
 from ..ir.structural import recursion_headroom
-from ..ir.walk import walk
-from .bound import fits, mul_interval, truncdiv, type_range, value_range
-from .linear import Linear, linear_of, rebuild, reduced, wrap
+from .bound import fits, mul_interval, type_range, value_range
+from .division import DivisionRules
+from .folding import (COMPARE, bool_const, decide, disjoint, expr_of, float_const, fold_cast,
+                      fold_float, form_of, has_side_effects, impure, int_const, is_int, make_bool,
+                      same_or, scalar_of)
+from .linear import Linear, linear_of, rebuild, reduced
 from .linear_sum import Sum, add_into, add_onto, sum_of
-from .modular_set import ModularSet, modular_set
+from .modular import ModularSet, modular_set
 
 
-def _is_int(dt) -> bool:
-    return isinstance(dt, DataType) and dt.is_integer
-
-
-def _int_const(e) -> int | None:
-    """The value of an int constant or of a broadcast int constant."""
-    if isinstance(e, E.IntImm) and not e.dtype.is_bool:
-        return e.value
-    if isinstance(e, E.Broadcast) and isinstance(e.value, E.IntImm) and not e.value.dtype.is_bool:
-        return e.value.value
-    return None
-
-
-def _bool_const(e) -> bool | None:
-    if isinstance(e, E.IntImm) and e.dtype.is_bool:
-        return bool(e.value)
-    if isinstance(e, E.Broadcast):
-        return _bool_const(e.value)
-    return None
-
-
-def _float_const(e) -> float | None:
-    if isinstance(e, E.FloatImm):
-        return e.value
-    return None
-
-
-def _scalar_of(e):
-    """The broadcast value of a Broadcast, else the expression itself."""
-    return e.value if isinstance(e, E.Broadcast) else e
-
-
-def _int_imm(value: int, dt: DataType):
-    """An integer constant of `dt` (a Broadcast for vectors)."""
-    return E.const(value, dt)
-
-
-def _make_bool(value: bool, lanes: int):
-    return E.const(bool(value), DataType("bool", 1, lanes))
-
-
-def _has_side_effects(e) -> bool:
-    return any(isinstance(n, E.Call) and not is_pure(n.op) for n in walk(e))
-
-
-def _impure(x) -> bool:
-    """Side effects of an operand; a Sum (a linear form) has none."""
-    return not isinstance(x, Sum) and _has_side_effects(x)
-
-
-def _form(x) -> Linear:
-    """The linear form of an operand: what `linear_of` gives for its expression."""
-    return x.form() if isinstance(x, Sum) else linear_of(x)
-
-
-def _same_or(e, out):
-    """`e` itself where `out` equals it, so unchanged IR stays shared, else `out`."""
-    return e if out is not e and type(out) is type(e) and out == e else out
-
-
-def _expr(x, e):
-    """The expression of an operand (a Sum is rebuilt here), `e` itself where it is equal."""
-    return _same_or(e, x.expr()) if isinstance(x, Sum) else x
-
-
-def _np_float(dt: DataType):
-    return {16: np.float16, 32: np.float32, 64: np.float64}[dt.bits]
-
-
-def _fold_float(op, x: float, y: float, dt: DataType) -> float | None:
-    """x op y computed in dt's precision, or None where folding is not exactly portable."""
-    t = _np_float(dt)
-    with np.errstate(all="ignore"):
-        a, b = t(x), t(y)
-        if op is E.Add:
-            r = a + b
-        elif op is E.Sub:
-            r = a - b
-        elif op is E.Mul:
-            r = a * b
-        elif op is E.Div:
-            if b == 0:
-                return None
-            r = a / b
-        else:
-            return None
-    return float(r)
-
-
-_CMP = {
-    E.EQ: lambda x, y: x == y, E.NE: lambda x, y: x != y, E.LT: lambda x, y: x < y,
-    E.LE: lambda x, y: x <= y, E.GT: lambda x, y: x > y, E.GE: lambda x, y: x >= y,
-}
-
-
-class Simplifier:
+class Simplifier(DivisionRules):
     """Bottom-up rewriting with known inclusive ranges and modular sets of free Vars."""
 
     def __init__(self, var_ranges: Mapping = {}, var_sets: Mapping = {}):
@@ -206,14 +113,14 @@ class Simplifier:
         method = getattr(self, "visit_" + type(e).__name__, None)
         if method is None:
             return e
-        return _same_or(e, method(e))
+        return same_or(e, method(e))
 
     # --- leaves -------------------------------------------------------------------------------
 
     def visit_Var(self, e):
         """A var whose range is a single value becomes that constant."""
         r = self.ranges.get(e)
-        if r is not None and _is_int(e.dtype) and e.dtype.lanes == 1 and r[0] is not None \
+        if r is not None and is_int(e.dtype) and e.dtype.lanes == 1 and r[0] is not None \
                 and r[0] == r[1]:
             return E.IntImm(e.dtype, r[0])
         return e
@@ -226,9 +133,9 @@ class Simplifier:
         is the rebuilt linear form, so a chain of n terms is rebuilt once, at its root, not at
         each of its n levels. `dt` is e's dtype (a BinaryOp finds its dtype by walking down its
         `a` operands: asked at every level of a chain, that alone would be quadratic)."""
-        if a.dtype != b.dtype or _impure(a) or _impure(b):
+        if a.dtype != b.dtype or impure(a) or impure(b):
             # ill-typed input is the checker's to report; impure kept
-            return type(e)(_expr(a, e.a), _expr(b, e.b))
+            return type(e)(expr_of(a, e.a), expr_of(b, e.b))
         if isinstance(e, (E.Add, E.Sub)):
             k = 1 if isinstance(e, E.Add) else -1
             fast = add_into(a, b, k)  # a long chain absorbs a short operand in place
@@ -236,8 +143,8 @@ class Simplifier:
                 fast = add_onto(a, b, k)  # a long chain on the right
             if fast is not None:
                 return fast
-            return sum_of(_form(a).add(_form(b), k), dt)
-        la, lb = _form(a), _form(b)
+            return sum_of(form_of(a).add(form_of(b), k), dt)
+        la, lb = form_of(a), form_of(b)
         # Mul
         if lb.is_const and not lb.base:
             return sum_of(la.scale(lb.c), dt)
@@ -255,7 +162,7 @@ class Simplifier:
                     base = self.visit(E.Mul(rebuild(ramp.base_part(), elem), s))
                     stride = self.visit(E.Mul(rebuild(ramp.stride_part(), elem), s))
                     return self.visit(E.Ramp(base, stride, lanes))
-        return E.Mul(_expr(a, e.a), _expr(b, e.b))
+        return E.Mul(expr_of(a, e.a), expr_of(b, e.b))
 
     def visit_Add(self, e):
         """Integer +, -, * through the linear form (folded, terms combined); floats folded when
@@ -271,12 +178,12 @@ class Simplifier:
         dtype where the caller knows it."""
         if type(e) in (E.Add, E.Sub, E.Mul):
             out = self._arith(e, dt)
-            return out if isinstance(out, Sum) else _same_or(e, out)
+            return out if isinstance(out, Sum) else same_or(e, out)
         return self.visit(e)
 
     def _arith(self, e, dt=None):
         dt = e.dtype if dt is None else dt
-        if _is_int(dt):
+        if is_int(dt):
             # e's dtype is its operand a's (see BinaryOp.dtype)
             return self._int_arith(e, dt, self._operand(e.a, dt), self._operand(e.b))
         a, b = self.visit(e.a), self.visit(e.b)
@@ -295,159 +202,19 @@ class Simplifier:
         return None
 
     def _float_arith(self, op, a, b):
-        x, y = _float_const(a), _float_const(b)
+        x, y = float_const(a), float_const(b)
         if x is not None and y is not None:
-            r = _fold_float(op, x, y, a.dtype)
+            r = fold_float(op, x, y, a.dtype)
             if r is not None:
                 return E.FloatImm(a.dtype, r)
         # exact identities only (also for -0.0, infinities and NaN): x*1, 1*x, x/1, x-(+0.0)
-        ka, kb = _float_const(_scalar_of(a)), _float_const(_scalar_of(b))
+        ka, kb = float_const(scalar_of(a)), float_const(scalar_of(b))
         if (op is E.Mul or op is E.Div) and kb == 1.0:
             return a
         if op is E.Mul and ka == 1.0:
             return b
         if op is E.Sub and kb == 0.0 and math.copysign(1.0, kb) > 0:
             return a
-        return op(a, b)
-
-    # --- division -----------------------------------------------------------------------------
-
-    def _split(self, lin: Linear, c: int):
-        """lin = c * q + r where q takes every term whose coefficient is a multiple of c."""
-        q, r = Linear(lin.lanes), Linear(lin.lanes)
-        for field in ("base", "stride", "vec"):
-            dq, dr = {}, {}
-            for atom, k in getattr(lin, field).items():
-                if k % c == 0:
-                    dq[atom] = k // c
-                else:
-                    dr[atom] = k
-            setattr(q, field, dq)
-            setattr(r, field, dr)
-        q.c, r.c = lin.c // c, lin.c % c
-        if lin.sc % c == 0:
-            q.sc = lin.sc // c
-        else:
-            r.sc = lin.sc
-        return q, r
-
-    def _divmod_const(self, e, a, c: int, want_div: bool):
-        """a // c or a % c (floor, on the value a computes) for a constant c > 0, or None when
-        nothing simplifies exactly.
-
-        With A the exact form of a (its value as a mathematical integer) split as c*Q + R, the
-        quotient is Q + R // c and the remainder R % c, provided the rebuilt R computes R (its
-        interval fits the type). A remainder by a c dividing 2**bits needs no exact form: any
-        wrap of a or of R changes them by multiples of c."""
-        dt = e.dtype
-        elem = dt.element_of()
-        lanes = dt.lanes
-        if _has_side_effects(a):
-            return None
-        if not want_div:
-            m = self.modset(a).residue(c)
-            if m is not None:
-                return _int_imm(m, dt)
-        residues_survive = (1 << elem.bits) % c == 0
-        la = reduced(linear_of(a), elem)
-        form = self.exact_form(la, dt)
-        if form is None:
-            if want_div or not residues_survive:
-                return None
-            form = la  # a ≡ la (mod 2**bits), hence (mod c)
-        q, r = self._split(form, c)
-        r_range = self.math_range(r)
-        r_exact = fits(r_range, elem)
-        lo, hi = r_range
-        if r_exact and lo // c == hi // c:
-            # R lies in one period [k*c, k*c + c): the quotient is Q + k, the remainder R - k*c
-            k = lo // c
-            if want_div:
-                return rebuild(q.add(Linear(lanes, c=k)), dt)
-            return rebuild(r.add(Linear(lanes, c=-k * c)), dt)
-        if lanes > 1 and not r.vec and not r.stride:
-            # lanes are c*Q + RB + sc*lane with RB ≡ m (mod c): when every m + sc*lane stays in
-            # [0, c), the remainder is Ramp(m, sc) and the quotient Q + (RB - m) // c
-            rb = r.base_part()
-            if residues_survive or self.computes_exactly(rb, elem):
-                m = self.modset(rebuild(rb, elem)).residue(c)
-                if m is not None:
-                    ends = (m, m + r.sc * (lanes - 1))
-                    if min(ends) >= 0 and max(ends) < c:
-                        if not want_div:
-                            if r.sc:
-                                return E.Ramp(E.IntImm(elem, m), E.IntImm(elem, wrap(r.sc, elem)),
-                                              lanes)
-                            return E.Broadcast(E.IntImm(elem, m), lanes)
-                        rbm = rb.add(Linear(1, c=-m))
-                        if self.computes_exactly(rbm, elem):
-                            head = self.visit(E.FloorDiv(rebuild(rbm, elem), E.IntImm(elem, c)))
-                            return self.visit(E.Add(rebuild(q, dt), E.Broadcast(head, lanes)))
-        if not (r_exact or residues_survive and not want_div):
-            return None  # the rebuilt R might wrap: R // c and R % c would change
-        r_expr = rebuild(r, dt)
-        if lanes == 1 and not want_div:
-            m = self.modset(r_expr).residue(c)
-            if m is not None:
-                return E.IntImm(dt, m)
-        if q.is_const and q.c == 0:
-            return None  # nothing split off
-        if want_div:
-            if r.is_const and r.c == 0:
-                return rebuild(q, dt)
-            return self.visit(E.Add(rebuild(q, dt), E.FloorDiv(r_expr, _int_imm(c, dt))))
-        if r.is_const and r.c == 0:
-            return rebuild(r, dt)
-        return E.FloorMod(r_expr, _int_imm(c, dt))
-
-    def visit_FloorDiv(self, e):
-        """Floor division, folded or divided through the linear form where bounds allow."""
-        return self._division(e, floor=True, want_div=True)
-
-    def visit_FloorMod(self, e):
-        """Floor modulo, folded or reduced through the linear form where bounds allow."""
-        return self._division(e, floor=True, want_div=False)
-
-    def visit_Div(self, e):
-        """Truncating division, simplified like a floor division where the operands are provably
-        non-negative."""
-        return self._division(e, floor=False, want_div=True)
-
-    def visit_Mod(self, e):
-        """Truncating modulo, simplified like a floor modulo where the operands are provably non-
-        negative."""
-        return self._division(e, floor=False, want_div=False)
-
-    def _division(self, e, floor: bool, want_div: bool):
-        a, b = self.visit(e.a), self.visit(e.b)
-        op = type(e)
-        if a.dtype != b.dtype:
-            return op(a, b)  # ill-typed: left for the checker to report
-        if not _is_int(e.dtype):
-            common = self._broadcast_both(e, a, b)
-            if common is not None:
-                return common
-            if e.dtype.is_float and op is E.Div:
-                return self._float_arith(E.Div, a, b)
-            return op(a, b)
-        x, c = _int_const(a), _int_const(b)
-        if c is not None and c != 0 and x is not None:
-            if floor:
-                v = x // c if want_div else x % c
-            else:
-                v = truncdiv(x, c) if want_div else x - c * truncdiv(x, c)
-            return E.const(wrap(v, e.dtype), e.dtype)
-        if c == 1:
-            return a if want_div else E.const(0, e.dtype)
-        if c is not None and c > 0:
-            if floor or self.bound(a)[0] >= 0:
-                # on a nonnegative dividend truncating and floor division agree
-                out = self._divmod_const(e, a, c, want_div)
-                if out is not None:
-                    return out
-        common = self._broadcast_both(e, a, b)
-        if common is not None:
-            return common
         return op(a, b)
 
     # --- min / max ----------------------------------------------------------------------------
@@ -464,16 +231,16 @@ class Simplifier:
         a, b = self.visit(e.a), self.visit(e.b)
         if a.dtype != b.dtype:
             return type(e)(a, b)  # ill-typed: left for the checker to report
-        if a == b and not _has_side_effects(a):
+        if a == b and not has_side_effects(a):
             return a
-        if _is_int(e.dtype) and not _has_side_effects(a) and not _has_side_effects(b):
+        if is_int(e.dtype) and not has_side_effects(a) and not has_side_effects(b):
             le = self._int_order(E.LE, a, b)
             if le is True:
                 return a if is_min else b
             if le is False or self._int_order(E.GE, a, b) is True:
                 return b if is_min else a
         if e.dtype.is_float:
-            x, y = _float_const(a), _float_const(b)
+            x, y = float_const(a), float_const(b)
             if x is not None and y is not None and not (math.isnan(x) or math.isnan(y)):
                 return E.FloatImm(e.dtype, min(x, y) if is_min else max(x, y))
         common = self._broadcast_both(e, a, b)
@@ -487,18 +254,18 @@ class Simplifier:
         a, b = self.visit(e.a), self.visit(e.b)
         op = type(e)
         lanes = e.dtype.lanes
-        if _is_int(a.dtype) and a.dtype == b.dtype and not _has_side_effects(a) \
-                and not _has_side_effects(b):
+        if is_int(a.dtype) and a.dtype == b.dtype and not has_side_effects(a) \
+                and not has_side_effects(b):
             decided = self._int_order(op, a, b)
             if decided is not None:
-                return _make_bool(decided, lanes)
-        x, y = _int_const(a), _int_const(b)
+                return make_bool(decided, lanes)
+        x, y = int_const(a), int_const(b)
         if x is None and a.dtype.is_float:
-            x, y = _float_const(a), _float_const(b)
+            x, y = float_const(a), float_const(b)
         elif x is None and a.dtype.is_bool:
-            x, y = _bool_const(a), _bool_const(b)
+            x, y = bool_const(a), bool_const(b)
         if x is not None and y is not None:
-            return _make_bool(_CMP[op](x, y), lanes)
+            return make_bool(COMPARE[op](x, y), lanes)
         common = self._broadcast_both(e, a, b)
         if common is not None:
             return common
@@ -515,7 +282,7 @@ class Simplifier:
         dt = a.dtype
         elem = dt.element_of()
         (alo, ahi), (blo, bhi) = self.bound(a), self.bound(b)
-        decided = _decide(op, alo - bhi, ahi - blo)
+        decided = decide(op, alo - bhi, ahi - blo)
         if decided is not None:
             return decided
         la, lb = reduced(linear_of(a), elem), reduced(linear_of(b), elem)
@@ -523,22 +290,22 @@ class Simplifier:
             d = reduced(la.add(lb, -1), elem)
             if d.is_const:
                 return (d.c == 0) == (op is E.EQ)
-            if _disjoint(self.modset(a), self.modset(b)):
+            if disjoint(self.modset(a), self.modset(b)):
                 return op is E.NE
         ea, eb = self.exact_form(la, dt), self.exact_form(lb, dt)
         if ea is None or eb is None:
             return None
-        return _decide(op, *self.math_range(ea.add(eb, -1)))
+        return decide(op, *self.math_range(ea.add(eb, -1)))
 
     def _logic(self, e, absorbing: bool):
         """And (absorbing constant False) or Or (True): that constant on either side decides
         the result (when the other side has no side effects), the other constant leaves the
         other operand."""
         a, b = self.visit(e.a), self.visit(e.b)
-        x, y = _bool_const(a), _bool_const(b)
+        x, y = bool_const(a), bool_const(b)
         if x is absorbing or y is absorbing:
-            if not _has_side_effects(a) and not _has_side_effects(b):
-                return _make_bool(absorbing, e.dtype.lanes)
+            if not has_side_effects(a) and not has_side_effects(b):
+                return make_bool(absorbing, e.dtype.lanes)
         if x is (not absorbing):
             return b
         if y is (not absorbing):
@@ -556,9 +323,9 @@ class Simplifier:
     def visit_Not(self, e):
         """`not a`: folded, a double negation removed, a comparison inverted."""
         a = self.visit(e.a)
-        x = _bool_const(a)
+        x = bool_const(a)
         if x is not None:
-            return _make_bool(not x, e.dtype.lanes)
+            return make_bool(not x, e.dtype.lanes)
         if isinstance(a, E.Not):
             return a.a
         if isinstance(a, E.Broadcast):
@@ -571,10 +338,10 @@ class Simplifier:
         """A select with a constant condition becomes the chosen side."""
         cond = self.visit(e.condition)
         t, f = self.visit(e.true_value), self.visit(e.false_value)
-        c = _bool_const(cond)
+        c = bool_const(cond)
         if c is not None and (cond.dtype.lanes == 1 or isinstance(cond, E.Broadcast)):
             return t if c else f
-        if t == f and not _has_side_effects(cond):
+        if t == f and not has_side_effects(cond):
             return t
         return E.Select(cond, t, f)
 
@@ -586,7 +353,7 @@ class Simplifier:
             return v
         if isinstance(v, E.Broadcast) and v.value.dtype.lanes == 1:
             return E.Broadcast(self.visit(E.Cast(dt.element_of(), v.value)), v.lanes)
-        folded = _fold_cast(v, dt)
+        folded = fold_cast(v, dt)
         return folded if folded is not None else E.Cast(dt, v)
 
     def visit_Ramp(self, e):
@@ -594,7 +361,7 @@ class Simplifier:
         base, stride = self.visit(e.base), self.visit(e.stride)
         if e.lanes == 1:
             return base
-        if base.dtype.lanes == 1 and _int_const(stride) == 0:
+        if base.dtype.lanes == 1 and int_const(stride) == 0:
             return E.Broadcast(base, e.lanes)
         return E.Ramp(base, stride, e.lanes)
 
@@ -614,9 +381,9 @@ class Simplifier:
     def with_binding(self, var, value, fn):
         """Run fn() with `var`'s range and modular set known from `value`."""
         saved = (self.ranges.get(var), self.sets.get(var))
-        if _is_int(var.dtype) or (isinstance(var.dtype, DataType) and var.dtype.is_bool):
+        if is_int(var.dtype) or (isinstance(var.dtype, DataType) and var.dtype.is_bool):
             self.ranges[var] = self.bound(value)
-            if _is_int(var.dtype):
+            if is_int(var.dtype):
                 self.sets[var] = self.modset(value)
         try:
             return fn()
@@ -631,7 +398,7 @@ class Simplifier:
         """A call with simplified arguments (pure math on constants is not folded)."""
         args = tuple(self.visit(a) for a in e.args)
         if e.op == "if_then_else":
-            c = _bool_const(args[0])
+            c = bool_const(args[0])
             if c is not None and args[0].dtype.lanes == 1:
                 return args[1] if c else args[2]
         if e.op in ("shift_left", "shift_right") and isinstance(args[1], E.IntImm):
@@ -655,57 +422,6 @@ class Simplifier:
         if all(x is y for x, y in zip(indices, e.indices)):
             return e
         return E.BufferLoad(e.buffer, indices)
-
-
-def _disjoint(x: ModularSet, y: ModularSet) -> bool:
-    """True when no integer is in both sets."""
-    g = math.gcd(x.coeff, y.coeff)
-    return (x.base - y.base) % g != 0 if g else x.base != y.base
-
-
-def _decide(op, lo, hi) -> bool | None:
-    """The truth of `d op 0` for every d in [lo, hi] (finite), or None."""
-    if op is E.LT:
-        return True if hi < 0 else False if lo >= 0 else None
-    if op is E.LE:
-        return True if hi <= 0 else False if lo > 0 else None
-    if op is E.GT:
-        return True if lo > 0 else False if hi <= 0 else None
-    if op is E.GE:
-        return True if lo >= 0 else False if hi < 0 else None
-    if op is E.EQ:
-        return True if lo == hi == 0 else False if lo > 0 or hi < 0 else None
-    if op is E.NE:
-        r = _decide(E.EQ, lo, hi)
-        return None if r is None else not r
-    return None
-
-
-def _fold_cast(v, dt: DataType):
-    """Cast of a scalar constant, folded exactly; None where it is not a constant or not exact."""
-    if dt.lanes != 1:
-        return None
-    if isinstance(v, E.IntImm):
-        x = v.value
-        if dt.is_bool:
-            return E.IntImm(dt, 1 if x != 0 else 0)
-        if dt.is_integer:
-            return E.IntImm(dt, wrap(x, dt))
-        if dt.is_float:
-            return E.FloatImm(dt, float(_np_float(dt)(x)))
-    if isinstance(v, E.FloatImm):
-        x = v.value
-        if dt.is_float:
-            with np.errstate(all="ignore"):
-                return E.FloatImm(dt, float(_np_float(dt)(x)))
-        if dt.is_bool:
-            return E.IntImm(dt, 1 if x != 0 else 0)
-        if dt.is_integer and math.isfinite(x):
-            t = math.trunc(x)
-            lo, hi = type_range(dt)
-            if lo <= t <= hi:
-                return E.IntImm(dt, t)
-    return None
 
 
 def simplify_expr(expr, var_ranges: Mapping = {}, var_sets: Mapping = {}):
