@@ -8,7 +8,7 @@ them. Barriers order only the invocations of one workgroup; nothing orders diffe
 "global" storage once per dispatch, "local" storage once per invocation (never checked).
 
 Invocations are identified as on the GPU, by the values of their thread indices: `key` packs the
-threadIdx.x/y/z offsets (`_BITS` bits each), so two sibling threadIdx loops run by the same
+threadIdx.x/y/z offsets (`BITS` bits each), so two sibling threadIdx loops run by the same
 invocations, and a workgroup is the packed blockIdx values. Code outside a threadIdx (blockIdx)
 loop of the kernel runs on the GPU in every invocation (workgroup) redundantly: its rows are
 *multi* keys (`MULTI` set, plus one bit per unbound axis), standing for several invocations.
@@ -37,122 +37,22 @@ InjectSoftwarePipeline checks clean where LowerAsync can synchronise it, and Low
 where writes are synchronous and barriers explicit, is checked by the plain rule: a barrier it
 failed to place is reported there. (A read between a commit and the wait retiring it sees the old
 value here, by the model; a real asynchronous copy could land earlier. vkir has no such backend.)
+
+The keys and record arrays are in race_records.py, the messages in race_messages.py.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .errors import DataRaceError
+from .race_messages import RaceMessages, Site
+from .race_records import (ALL, ANY_UNBOUND, ATOMIC_FIELDS, BITS, COLLECTIVE, MASK, MULTI, NONE, Shadow,
+                           UNBOUND, at, note_workgroups, shift)
 
-NONE = -1          # no access recorded
-ALL = -2           # workgroup of code outside the blockIdx loops: every workgroup runs it
-COLLECTIVE = -3    # writer of a retired async write: ordered with its whole workgroup
-_BITS = 19
-_MASK = (1 << _BITS) - 1
-MULTI = 1 << 62    # key bit: the row stands for several invocations
-_UNBOUND = {axis: 1 << (3 * _BITS + i) for i, axis in enumerate("xyz")}
-_ANY_UNBOUND = sum(_UNBOUND.values())
-AXES = ("z", "y", "x")  # message order: outer to inner
+__all__ = ["RaceChecker", "Site"]
 
 
-# records of atomic accesses, made on the first atomic of a storage (like the reads': the first
-# atomic of the current epoch and one by another invocation; across workgroups, the first
-# workgroup and one other)
-ATOMIC_FIELDS = ("a_tok", "a_key", "a_site", "a_key2", "a_site2",
-                 "ax_wg", "ax_key", "ax_site", "ax_wg2", "ax_key2", "ax_site2")
-
-
-def shift(axis: str) -> int:
-    """The bit offset of a thread axis ('x', 'y', 'z') in an invocation key."""
-    return "xyz".index(axis) * _BITS
-
-
-class Site:
-    """A load or store of the program, for messages."""
-
-    __slots__ = ("kind", "node", "span")
-
-    def __init__(self, kind: str, node, span):
-        self.kind = kind
-        self.node = node
-        self.span = span if getattr(node, "span", None) is None else node.span
-
-    def describe(self) -> str:
-        """Where the access is, for a message: the source position, else the node in script form.
-        """
-        if self.span is not None:
-            return f"at {self.span}"
-        from ..ir.print_expr import ExprPrinter
-
-        printer = ExprPrinter()
-        node = self.node
-        if self.kind in ("read", "atomic"):
-            return f"in `{printer.expr(node)}`"
-        if self.kind == "write":
-            return f"in `{node.buffer.name}[{printer.indices(node.indices)}] = ...`"
-        return f"in {type(node).__name__}"
-
-
-# a Shadow's record arrays (made on first use): writes, reads, and for storages several
-# workgroups touch, the reads of other workgroups
-_RECORDS = ("w_tok", "w_site", "w_key", "w_wg", "r_tok", "r_site", "r_key", "r_key2", "r_site2",
-            "scratch")
-_CROSS = ("x_wg", "x_key", "x_site", "x_wg2", "x_key2", "x_site2")
-
-
-class Shadow:
-    """Access records of one checked storage, one entry per element of `unit` bytes. Each record
-    array is made (filled with NONE) on first use: a buffer only written never pays for the
-    reader records, which for a large output are most of the cost of checking it."""
-
-    __slots__ = ("unit", "scope", "cross", "size", *_RECORDS, *_CROSS, *ATOMIC_FIELDS)
-
-    def __init__(self, n: int, unit: int, scope: str, cross: bool):
-        self.unit = unit
-        self.scope = scope
-        self.cross = cross  # global storage of a kernel with several workgroups
-        self.size = n
-        for name in ATOMIC_FIELDS + (() if cross else _CROSS):
-            setattr(self, name, None)
-
-    def __getattr__(self, name: str):
-        # only called for a record array not made yet
-        if name not in _RECORDS and name not in _CROSS:
-            raise AttributeError(name)
-        array = np.full(self.size, NONE, np.int64)
-        setattr(self, name, array)
-        return array
-
-    def made(self, name: str) -> bool:
-        """Whether record array `name` exists (an array never made holds no access)."""
-        try:
-            return object.__getattribute__(self, name) is not None
-        except AttributeError:
-            return False
-
-    def _made(self) -> list:
-        """(name, array) of every record array made so far."""
-        out = []
-        for name in self.__slots__[4:]:
-            try:
-                array = object.__getattribute__(self, name)
-            except AttributeError:
-                continue
-            if array is not None:
-                out.append((name, array))
-        return out
-
-    def regrain(self, unit: int):
-        """Finer entries (an alias with smaller elements appeared): repeat each entry."""
-        k = self.unit // unit
-        for name, array in self._made():
-            setattr(self, name, np.repeat(array, k))
-        self.size *= k
-        self.unit = unit
-
-
-class RaceChecker:
+class RaceChecker(RaceMessages):
     """Race detection state of one interpretation (see the module docstring)."""
 
     def __init__(self, sites: list, names: dict, thread_extents: dict, block_extents: dict,
@@ -229,9 +129,9 @@ class RaceChecker:
         for a, value in self.blocks.items():
             if a != axis:
                 base |= int(value) << shift(a)
-        offset = (keys >> free_shift) & _MASK
+        offset = (keys >> free_shift) & MASK
         wg = base | ((first + offset) << shift(axis))
-        several = (keys & _UNBOUND["xyz"[free_shift // _BITS]]) != 0
+        several = (keys & UNBOUND["xyz"[free_shift // BITS]]) != 0
         return np.where(several, ALL, wg)
 
     def leave_block(self, saved):
@@ -249,16 +149,16 @@ class RaceChecker:
         key = 0
         for axis, multi in self.thread_multi.items():
             if multi:
-                key |= MULTI | _UNBOUND[axis]
+                key |= MULTI | UNBOUND[axis]
         return key
 
     def child_keys(self, parent, within: np.ndarray, axis: str):
         """Keys of the invocations a threadIdx loop forks: the parent key of each child (an int
         or an array), with `within`, the offset along `axis`, filled in."""
-        keys = (np.asarray(parent, np.int64) & ~np.int64(_UNBOUND[axis])) \
+        keys = (np.asarray(parent, np.int64) & ~np.int64(UNBOUND[axis])) \
             | (within.astype(np.int64) << shift(axis))
         keys = np.broadcast_to(keys, within.shape).copy()
-        if keys.size and not int(keys[0]) & _ANY_UNBOUND:
+        if keys.size and not int(keys[0]) & ANY_UNBOUND:
             keys &= ~np.int64(MULTI)
         return keys
 
@@ -298,9 +198,9 @@ class RaceChecker:
         diff = int(np.bitwise_or.reduce(fr.key ^ first))
         key = first | MULTI
         for axis in "xyz":
-            field = _MASK << shift(axis)
+            field = MASK << shift(axis)
             if diff & field:
-                key = (key & ~field) | _UNBOUND[axis]
+                key = (key & ~field) | UNBOUND[axis]
         return p.reshape(-1), np.full(p.size, key, np.int64), True
 
     @staticmethod
@@ -344,14 +244,14 @@ class RaceChecker:
             if bad.any():
                 j = int(np.argmax(bad))
                 self._report(bb, sh, p[j], ratio, self._last_write(sh, p[j]),
-                             ("read", int(keys[j]), _at(wg, j), site))
+                             ("read", int(keys[j]), at(wg, j), site))
         if sh.cross:
             ww = sh.w_wg[p]
             bad = (ww != NONE) & ((ww != wg) | (wg == ALL))
             if bad.any():
                 j = int(np.argmax(bad))
                 self._report(bb, sh, p[j], ratio, self._last_write(sh, p[j]),
-                             ("read", int(keys[j]), _at(wg, j), site))
+                             ("read", int(keys[j]), at(wg, j), site))
         # record the readers of this epoch: the first, and one that differs from it
         fresh = sh.r_tok[p] != t
         if fresh.all():
@@ -373,7 +273,7 @@ class RaceChecker:
             sh.r_key2[q] = keys[other]
             sh.r_site2[q] = site
         if sh.cross:
-            _note_workgroups(sh, "x_", p, wg, keys, site)
+            note_workgroups(sh, "x_", p, wg, keys, site)
 
     @staticmethod
     def _last_write(sh, q):
@@ -416,7 +316,7 @@ class RaceChecker:
         if bad.any():
             j = int(np.argmax(bad))
             self._report(bb, sh, p[j], ratio, self._last_write(sh, p[j]),
-                         ("atomic", int(keys[j]), _at(wg, j), site))
+                         ("atomic", int(keys[j]), at(wg, j), site))
         # plain reads
         me = ("atomic", wg, site)
         self._check_in_group(bb, sh, ratio, p, keys, multi, "r_", "read", me)
@@ -436,7 +336,7 @@ class RaceChecker:
             sh.a_key2[q] = keys[other]
             sh.a_site2[q] = site
         if sh.cross:
-            _note_workgroups(sh, "ax_", p, wg, keys, site)
+            note_workgroups(sh, "ax_", p, wg, keys, site)
 
     def _check_atomics(self, bb, sh, ratio, p, keys, multi, access):
         """A plain access (kind, workgroup, site) against the atomics recorded on `p`."""
@@ -457,7 +357,7 @@ class RaceChecker:
         if bad.any():
             j = int(np.argmax(bad))
             q = p[j]
-            wg_j = _at(wg, j)
+            wg_j = at(wg, j)
             if k1[j] != keys[j] or multi:
                 other = (recorded, int(k1[j]), wg_j, int(getattr(sh, prefix + "site")[q]))
             else:
@@ -466,7 +366,7 @@ class RaceChecker:
 
     def _check_across(self, bb, sh, ratio, p, keys, prefix, recorded, access):
         """An access (kind, workgroup, site) against the `recorded` accesses other workgroups
-        made on `p` (fields `prefix`wg/wg2/key/key2/site/site2, see _note_workgroups)."""
+        made on `p` (fields `prefix`wg/wg2/key/key2/site/site2, see note_workgroups)."""
         if not sh.made(prefix + "wg"):
             return   # nothing recorded yet
         kind, wg, site = access
@@ -475,7 +375,7 @@ class RaceChecker:
         if bad.any():
             j = int(np.argmax(bad))
             q = p[j]
-            wg_j = _at(wg, j)
+            wg_j = at(wg, j)
             if w1[j] != wg_j or wg_j == ALL:
                 other = (recorded, int(getattr(sh, prefix + "key")[q]), int(w1[j]),
                          int(getattr(sh, prefix + "site")[q]))
@@ -489,7 +389,7 @@ class RaceChecker:
         multi = keys >= MULTI
         if multi.any() or (sh.cross and np.any(wg == ALL)):  # every invocation (workgroup)
             j = int(np.argmax(multi | (wg == ALL))) if sh.cross else int(np.argmax(multi))
-            me = ("write", int(keys[j]), _at(wg, j), site)
+            me = ("write", int(keys[j]), at(wg, j), site)
             self._report(bb, sh, p[j], ratio, me, me, several=True)
         if len(p) > 1:  # one statement, several invocations writing one element
             sh.scratch[p] = keys
@@ -498,15 +398,15 @@ class RaceChecker:
             if dup.any():
                 j = int(np.argmax(dup))
                 first, second = sorted((int(back[j]), int(keys[j])))
-                self._report(bb, sh, p[j], ratio, ("write", first, _at(wg, j), site),
-                             ("write", second, _at(wg, j), site))
+                self._report(bb, sh, p[j], ratio, ("write", first, at(wg, j), site),
+                             ("write", second, at(wg, j), site))
         if not ordered_in_group:
             wk = sh.w_key[p]
             bad = (sh.w_tok[p] == t) & (wk != keys) & (wk != COLLECTIVE)
             if bad.any():
                 j = int(np.argmax(bad))
                 self._report(bb, sh, p[j], ratio, self._last_write(sh, p[j]),
-                             ("write", int(keys[j]), _at(wg, j), site))
+                             ("write", int(keys[j]), at(wg, j), site))
             self._check_in_group(bb, sh, ratio, p, keys, False, "r_", "read",
                                  ("write", wg, site))
         if sh.cross:
@@ -515,7 +415,7 @@ class RaceChecker:
             if bad.any():
                 j = int(np.argmax(bad))
                 self._report(bb, sh, p[j], ratio, self._last_write(sh, p[j]),
-                             ("write", int(keys[j]), _at(wg, j), site))
+                             ("write", int(keys[j]), at(wg, j), site))
             self._check_across(bb, sh, ratio, p, keys, "x_", "read", ("write", wg, site))
 
     @staticmethod
@@ -552,123 +452,3 @@ class RaceChecker:
             self._check_write(bb, sh, ratio, p, keys, wg, write_site, ordered_in_group=True)
             self._record_write(sh, p, np.full(p.size, COLLECTIVE, np.int64), wg,
                                self.tokens.get(wg, self.token), write_site)
-
-    # -- messages --------------------------------------------------------------------------------
-
-    def _who(self, key: int, wg: int) -> str:
-        if key == COLLECTIVE:
-            who = "an async copy (retired)"
-        else:
-            parts = []
-            for axis in AXES:
-                name = self.names.get(f"threadIdx.{axis}")
-                if name is None:
-                    continue
-                if key & _UNBOUND[axis]:
-                    parts.append(f"{name}=*")
-                else:
-                    parts.append(f"{name}={(key >> shift(axis)) & _MASK}")
-            if parts:
-                noun = "threads" if key & MULTI else "thread"
-                who = f"{noun} ({', '.join(parts)})"
-            else:
-                who = "several threads" if key & MULTI else "the invocation"
-        if self.multi_wg:
-            if wg == ALL:
-                who = "every workgroup" if who == "the invocation" else \
-                    who + " of every workgroup"
-            else:
-                parts = [f"{self.names.get(f'blockIdx.{a}', 'blockIdx.' + a)}="
-                         f"{(wg >> shift(a)) & _MASK}" for a in AXES if a in self.block_multi]
-                who += f" of workgroup ({', '.join(parts)})"
-        return who
-
-    def _where(self, site: int) -> str:
-        if 0 <= site < len(self.sites):
-            return self.sites[site].describe()
-        return "at the end of the kernel"
-
-    def _report(self, bb, sh, unit_pos, ratio, first, second, several=False):
-        element = _element(bb, int(unit_pos) // ratio)
-        scope = sh.scope
-        kind1, key1, wg1, site1 = first
-        kind2, key2, wg2, site2 = second
-        verb = {"read": "read", "write": "written", "atomic": "updated atomically"}
-        if several:
-            name = next((self.names[t] for t in ("threadIdx.x", "threadIdx.y", "threadIdx.z")
-                         if t in self.names), None)
-            hint = f" (let one of them do it, e.g. under `if {name} == 0:`)" if name else ""
-            msg = (f"data race on {scope} buffer {element}: written by several invocations "
-                   f"({self._who(key2, wg2)}) {self._where(site2)}: each stores to the same "
-                   f"element{hint}")
-        else:
-            if wg1 != wg2 and NONE not in (wg1, wg2) or ALL in (wg1, wg2):
-                why = ("in different workgroups (nothing orders the workgroups of a "
-                       "dispatch)")
-            else:
-                why = "with no T.barrier() between"
-            msg = (f"data race on {scope} buffer {element}: {verb[kind1]} by "
-                   f"{self._who(key1, wg1)} {self._where(site1)} and {verb[kind2]} by "
-                   f"{self._who(key2, wg2)} {self._where(site2)} {why}")
-        hint = self._atomic_hint(site1) if kind1 == kind2 == "write" and site1 == site2 else ""
-        raise DataRaceError(msg + hint)
-
-    def _atomic_hint(self, site: int) -> str:
-        """A hint when invocations race storing to one element from its own value (`h[i] += 1`
-        at the same statement): an atomic does that."""
-        from ..ir.expr import BufferLoad
-        from ..ir.stmt import BufferStore
-        from ..ir.walk import walk
-
-        node = self.sites[site].node if 0 <= site < len(self.sites) else None
-        if isinstance(node, BufferStore) and any(
-                isinstance(n, BufferLoad) and n.buffer.data is node.buffer.data
-                for n in walk(node.value)):
-            return (f" (a read-modify-write of {node.buffer.name}: to update an element from "
-                    f"several invocations use an atomic, e.g. "
-                    f"T.atomic_add({node.buffer.name}[...], v))")
-        return ""
-
-
-
-def _note_workgroups(sh, prefix: str, p, wg, keys, site: int) -> None:
-    """Remember, for each element in `p`, the first two workgroups that accessed it this way
-    (`prefix` "x_" for reads, "ax_" for atomics): each one's invocation key and source site,
-    what a later conflicting access from a third workgroup is reported against."""
-    first, second = getattr(sh, prefix + "wg"), getattr(sh, prefix + "wg2")
-    many = isinstance(wg, np.ndarray)
-    empty = first[p] == NONE
-    if empty.any():
-        q = p[empty]
-        first[q] = wg[empty] if many else wg
-        getattr(sh, prefix + "key")[q] = keys[empty]
-        getattr(sh, prefix + "site")[q] = site
-    other = (first[p] != wg) & (second[p] == NONE)
-    if other.any():
-        q = p[other]
-        second[q] = wg[other] if many else wg
-        getattr(sh, prefix + "key2")[q] = keys[other]
-        getattr(sh, prefix + "site2")[q] = site
-
-def _at(wg, j: int) -> int:
-    """The workgroup of access `j`: `wg` itself, or its j-th entry (one per access)."""
-    return int(wg[j]) if isinstance(wg, np.ndarray) else wg
-
-
-def _element(bb, flat: int) -> str:
-    """`name[i, j]` for flat position `flat` of `bb`'s view (lanes named when vector)."""
-    lanes = bb.lanes
-    elem, lane = divmod(flat, lanes)
-    rel = elem - bb.offset_int
-    idx = []
-    for st in bb.strides_int:
-        if st <= 0:
-            idx = None
-            break
-        i, rel = divmod(rel, st)
-        idx.append(i)
-    if idx is None or rel != 0 or not all(0 <= i < s for i, s in zip(idx, bb.shape)):
-        text = f"{bb.name}[element {elem}]"
-    else:
-        text = f"{bb.name}[{', '.join(map(str, idx))}]"
-    return text + (f" (lane {lane})" if lanes > 1 else "")
