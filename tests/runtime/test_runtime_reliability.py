@@ -458,7 +458,7 @@ def test_unknown_device_selectors_list_the_devices(device, monkeypatch):
 
 
 def test_cli_compile_with_an_unknown_device_fails(device, tmp_path, capsys, monkeypatch):
-    from vkir import cli
+    from vkir.tools import cli
 
     src = tmp_path / "k.py"
     src.write_text("from vkir import T\n" + ADD_CONSTANT.format(c=1))

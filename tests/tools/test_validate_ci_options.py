@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from vkir import validate_jobs
+from vkir.tools import validate_jobs
 from vkir.tools.validate_jobs import Options, run_jobs
 
 HEADER = "float twice(float x) { return 2.0 * x; }\n"

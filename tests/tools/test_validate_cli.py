@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vkir import cli
+from vkir.tools import cli
 from vkir.runtime.glsl import compile_glsl
 
 SHADERS = Path(__file__).resolve().parents[1] / "shaders"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import vkir
-from vkir import dlpack
+from vkir.driver import dlpack
 
 pytest.importorskip("tvm.runtime")   # not the namespace package tests/tvm makes without TVM
 import tvm  # noqa: E402
