@@ -135,9 +135,13 @@ def test_a_loop_past_int32_max_is_an_argument_error(monkeypatch, runs, mode):
     monkeypatch.setenv("VKIR_NATIVE_LOOPS", mode)
     out = np.zeros(1, np.int32)
     with pytest.raises(ArgumentError, match=r"loop i \(int32\) would run from 2147483640 to "
-                       r"2147483659.*past the int32 maximum 2147483647 at <script>:4:5\n.*"
-                       r"for i in T.serial\(n, n \+ 20\)"):
+                       r"2147483659: its end, min \+ extent = 2147483660, passes the int32 "
+                       r"maximum 2147483647 at <script>:4:5\n.*for i in T.serial\(n, n \+ 20\)"):
         interpret(PAST_INT32, out, 2147483640)
+    # the end is a value of the type too (devices compare with it): the last value cannot be
+    # the maximum
+    with pytest.raises(ArgumentError, match=r"min \+ extent = 2147483648"):
+        interpret(PAST_INT32, out, 2147483628)
     assert out[0] == 0
     interpret(PAST_INT32, out, 2147483627)   # the last range that fits
     assert out[0] == 20
@@ -149,7 +153,7 @@ def test_a_loop_past_int32_max_from_data_is_an_argument_error(monkeypatch, runs,
     and in C (an inner loop in C fails, and Python reports it)."""
     monkeypatch.setenv("VKIR_NATIVE_LOOPS", mode)
     with pytest.raises(ArgumentError, match=r"loop i \(int32\) would run from 2147483640 to "
-                       r"2147483659.*at <script>:5:9"):
+                       r"2147483659: its end.*at <script>:5:9"):
         interpret(FROM_DATA, np.array([0, 2147483640], np.int32), np.zeros(2, np.int32))
     out = np.zeros(2, np.int32)
     interpret(FROM_DATA, np.array([-5, 2147483627], np.int32), out)
@@ -178,7 +182,8 @@ def constant(out: T.Buffer((1,), "int32")):
     bad = dataclasses.replace(func, body=dataclasses.replace(
         loop, min=E.IntImm("int32", 2147483640), extent=E.IntImm("int32", 20)))
     with pytest.raises(TypeCheckError, match=r"rule 6.*loop i would run from 2147483640 to "
-                       r"2147483659, past the int32 maximum"):
+                       r"2147483659: its end, min \+ extent = 2147483660, passes the int32 "
+                       r"maximum"):
         interpret(bad, np.zeros(1, np.int32))
     out = np.zeros(1, np.int32)
     interpret(func, out)   # ends at the maximum: fits
@@ -203,20 +208,17 @@ def test_uint64_loop_values_past_2_63_run_in_c_as_in_python(monkeypatch, runs):
     python, native = _both(monkeypatch, UINT64, np.zeros(4, np.uint64), lo)
     assert runs and all(runs)
     values = [lo + j for j in range(5)]
-    x = 0
-    for v in values:
-        x ^= v
     expected = [2 * sum(v >> 60 for v in values), 0, 3, lo + 2]
     assert python[0].tolist() == expected and native[0].tolist() == expected
-    # the top of the type: the last value is 2**64 - 1, one more is an error
-    top = 2 ** 64 - 5
+    # the top of the type: the end (min + extent) is 2**64 - 1, one more is an error
+    top = 2 ** 64 - 6
     python, native = _both(monkeypatch, UINT64, np.zeros(4, np.uint64), top)
     assert python[0].tolist() == native[0].tolist()
     assert native[0][3] == top + 2
     monkeypatch.setenv("VKIR_NATIVE_LOOPS", "1")
     with pytest.raises(ArgumentError, match=r"loop i \(uint64\) would run from "
-                       rf"{2 ** 64 - 4} to {2 ** 64}"):
-        interpret(UINT64, np.zeros(4, np.uint64), 2 ** 64 - 4)
+                       rf"{2 ** 64 - 5} to {2 ** 64 - 1}: its end, min \+ extent = {2 ** 64}"):
+        interpret(UINT64, np.zeros(4, np.uint64), 2 ** 64 - 5)
 
 
 def test_int64_loops_at_both_ends_of_the_type_run_in_c_as_in_python(monkeypatch, runs):
@@ -228,7 +230,7 @@ def ends(out: T.Buffer((2,), "int64"), lo: T.int64, n: T.int64):
             out[0] = out[0] + (i & T.int64(7))
             out[1] = i
 ''')
-    for lo in (-2 ** 63, 2 ** 63 - 9):
+    for lo in (-2 ** 63, 2 ** 63 - 10):
         python, native = _both(monkeypatch, func, np.zeros(2, np.int64), lo, 9)
         assert python[0].tolist() == native[0].tolist()
         assert native[0][1] == lo + 8

@@ -2,8 +2,10 @@
 interpreter and the device Kernel.
 
 A serial loop runs its variable through min, min + 1, ..., min + extent - 1 in the variable's
-type. Where that range passes the type's maximum the loop cannot run as written (the variable
-would wrap around, which no device does alike), so the loop is an error, never a wrap or a cut:
+type, and stops where it reaches its end, min + extent, a value of that type too (as devices
+compare it). Where the end passes the type's maximum the loop cannot run as written (the
+variable or its end would wrap around, which no device does alike), so the loop is an error,
+never a wrap or a cut:
 the checker refuses constant ranges (rule 6), and for a call, a loop whose bounds follow from the
 sizes, scalars and constants alone is checked before anything runs (`check_known_loops`, by the
 interpreter and by the Kernel alike, whether or not control reaches the loop); the interpreter
@@ -20,18 +22,17 @@ from ..ir.walk import walk
 
 
 def range_error(loop: S.For, lo: int, extent: int, where: str = "") -> str | None:
-    """The message saying that `loop` started with `lo` and `extent` runs past its variable's
-    type, or None where the range fits (or is empty)."""
+    """The message saying that `loop` started with `lo` and `extent` ends past its variable's
+    type (lo + extent > its maximum), or None where it fits (or runs no iteration)."""
     if extent <= 0:
         return None
     var = loop.loop_var
     low, high = type_range(var.dtype)
-    last = lo + extent - 1
-    if last <= high:
+    if lo + extent <= high:
         return None
     message = (f"{where + ': ' if where else ''}loop {var.name} ({var.dtype}) would run from "
-               f"{lo} to {last} (min {lo}, extent {extent}), past the {var.dtype} maximum "
-               f"{high}")
+               f"{lo} to {lo + extent - 1}: its end, min + extent = {lo + extent}, passes the "
+               f"{var.dtype} maximum {high}")
     span = loop.span
     if span is not None:
         message += f" at {span}"

@@ -12,8 +12,8 @@
    kinds, sizes and async counts are integers; a constant shift amount lies in [0, bits).
 6. a constant index into a dimension of constant extent lies inside it, a constant thread
    extent is not negative, and a serial loop of constant min and extent stays within its
-   variable's type (so that what fails whatever the inputs is refused before it runs, in the
-   interpreter and on devices alike).
+   variable's type, its end min + extent included (so that what fails whatever the inputs is
+   refused before it runs, in the interpreter and on devices alike).
 
 `verify_types(func, target=None)` raises `TypeCheckError` naming the rule, the node (compactly), the
 two types involved, and the source span when the node or its enclosing statement has one. It never
@@ -436,9 +436,10 @@ class _Checker:
                       f"launch dimension cannot be)")
         if s.kind != "thread_binding" and isinstance(s.min, E.IntImm) and \
                 isinstance(s.extent, E.IntImm) and s.extent.value > 0 and \
-                s.min.value + s.extent.value - 1 > type_range(tv)[1]:
+                s.min.value + s.extent.value > type_range(tv)[1]:
             self.fail(6, s, f"loop {s.loop_var.name} would run from {s.min.value} to "
-                      f"{s.min.value + s.extent.value - 1}, past the {tv} maximum "
+                      f"{s.min.value + s.extent.value - 1}: its end, min + extent = "
+                      f"{s.min.value + s.extent.value}, passes the {tv} maximum "
                       f"{type_range(tv)[1]} (a loop never wraps around)")
         self.stmt(s.body)
 

@@ -37,6 +37,7 @@ from ..lowering import LOOP_TRIP_LIMIT
 from ..timing import Timing
 from ..aliasing import Arg, plan
 from .arrays import DeviceArray, host_copies, target_for
+from .loop_ranges import check_call as check_loop_ranges
 from .dispatch import ScratchBuffers, check_profile_counts, copy_back, run, stage, submit
 from .profiling import ACTIVE_PROFILER
 from .sequences import ACTIVE_SEQUENCE, LaunchHandle
@@ -389,6 +390,7 @@ class Kernel(metaclass=abc.ABCMeta):
             return got
         env = dict(zip(self._env_vars, values))
         self._check_index_range(env)
+        check_loop_ranges(self.func, env, self.name)   # a loop never wraps (loop_ranges.py)
         for lowered, original in self._aliases.items():
             if original in env:
                 env[lowered] = env[original]

@@ -181,19 +181,20 @@ def _truth(load):
 
 def _check_range(loop, npdt):
     """`check(lo, ext)`: ArgumentError where a start of serial `loop` with these bounds (one
-    value, or one per invocation) runs past its variable's type (loop_ranges.py)."""
+    value, or one per invocation) ends past its variable's type: lo + ext > its maximum
+    (vkir.analysis.loop_ranges)."""
     high = int(np.iinfo(npdt).max)
 
     def check(lo, ext):
         if _uniform(lo) and _uniform(ext):
-            if int(ext) > 0 and int(lo) + int(ext) - 1 > high:
+            if int(ext) > 0 and int(lo) + int(ext) > high:
                 raise ArgumentError(range_error(loop, int(lo), int(ext)))
             return
         k = max(np.size(lo), np.size(ext))
         lo, ext = np.broadcast_to(lo, (k,)), np.broadcast_to(ext, (k,))
         # high - lo, exact in uint64 for every lo of the type
         room = np.uint64(high) - lo.astype(np.int64).astype(np.uint64)
-        bad = (ext > 0) & (ext.astype(np.uint64) - np.uint64(1) > room)
+        bad = (ext > 0) & (ext.astype(np.uint64) > room)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise ArgumentError(range_error(loop, int(lo[i]), int(ext[i])))

@@ -398,7 +398,7 @@ class _Translator:
     def counted(self, s, init: tuple, ind: str) -> str:
         """A For loop: `init` is (C statements setting base<n> and count<n>, their `pre`);
         it runs its variable through base, base + 1, ... for count iterations (64-bit
-        unsigned: every range that fits the variable's type)."""
+        unsigned: every range whose end fits the variable's type)."""
         ctype = scalar_type(s.loop_var.dtype)
         n = self.fresh("")
         base, count, it = self.keep("uint64_t", f"base{n}"), self.keep("uint64_t", f"count{n}"), \
@@ -426,9 +426,9 @@ class _Translator:
                            DataType("uint", 64))
         count = f"(uint64_t){ext}" if s.loop_var.dtype.code == "uint" else \
             f"({ext} > 0 ? (uint64_t){ext} : 0)"
-        # a range past the type's maximum: Python reports it (native_loops.py)
+        # an end (base + count) past the type's maximum: Python reports it (native_loops.py)
         setup = (f"base{{n}} = (uint64_t){lo}; count{{n}} = {count}; "
-                 f"if (count{{n}} && count{{n}} - 1 > {top} - base{{n}}) {{ fail = 1; return 1; }}")
+                 f"if (count{{n}} && count{{n}} > {top} - base{{n}}) {{ fail = 1; return 1; }}")
         return self.counted(s, (setup, self.with_pre(pre, ind + "  ")), ind)
 
     def s_While(self, s, ind):
