@@ -139,7 +139,7 @@ def add(a: T.Buffer((N,), "float32"), b: T.Buffer((N,), "float32"), c: T.Buffer(
 
 
 def _tuned_add():
-    from vkir.autotune import autotune
+    from vkir.autotuning import autotune
 
     return autotune(configs={"cpu": [dict(w=8, vpt=4, layout="range", groups=64, v=8),
                                      dict(w=8, vpt=2, layout="range", groups=128, v=8),

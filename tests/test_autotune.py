@@ -10,7 +10,7 @@ import pytest
 
 import vkir
 from vkir import T
-from vkir.autotune import Tuned, device_key
+from vkir.autotuning import Tuned, device_key
 
 pytestmark = pytest.mark.device
 
@@ -147,10 +147,10 @@ def test_templates_taking_subgroup_size_get_the_devices(device, cache):
 
 def test_op_kernels_per_device_are_bounded(device, cache, monkeypatch):
     """An op called on many shapes keeps at most KERNELS_PER_DEVICE kernels (and pipelines)."""
-    from vkir import autotune
+    from vkir import autotuning
 
     monkeypatch.setenv("VKIR_AUTOTUNE", "0")
-    monkeypatch.setattr(autotune, "KERNELS_PER_DEVICE", 3)
+    monkeypatch.setattr(autotuning, "KERNELS_PER_DEVICE", 3)
     tuned = Tuned(scale_template, [dict(w=64)], key=("n",))
     pipelines = len(device.pipelines)
     for n in range(1, 9):

@@ -11,7 +11,7 @@ import vkir
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC = ["vkir", "vkir.api", "vkir.binding", "vkir.errors", "vkir.lowering", "vkir.timing",
-          "vkir.autotune", "vkir.ir", "vkir.arith", "vkir.script", "vkir.analysis",
+          "vkir.autotuning", "vkir.ir", "vkir.arith", "vkir.script", "vkir.analysis",
           "vkir.transform", "vkir.schedule", "vkir.interpreter", "vkir.spirv",
           "vkir.spirv.codegen", "vkir.runtime"]
 

@@ -48,7 +48,7 @@ _LAZY = {
     "compile_glsl": "vkir.driver.shader:compile_glsl",
     "ShaderKernel": "vkir.driver.shader:ShaderKernel",
     "Target": "vkir.target:Target",
-    "autotune": "vkir.autotune:autotune",
+    "autotune": "vkir.autotuning:autotune",
     "from_tvm": "vkir.tvm:from_tvm",
 }
 _SUBMODULES = {"analysis", "transform", "schedule", "spirv", "runtime", "script", "interpreter", "api",

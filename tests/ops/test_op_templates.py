@@ -6,7 +6,7 @@ import pytest
 
 import vkir
 from vkir.testing import expect_features
-from vkir.autotune import device_class
+from vkir.autotuning import device_class
 from vkir.ops import conv2d, layer_norm, matmul, softmax, sum as ops_sum, transpose
 from vkir.ops.reduce import cols_kernel, rows_kernel
 

@@ -13,7 +13,7 @@ loads.
 
 from __future__ import annotations
 
-from ..autotune import autotune
+from ..autotuning import autotune
 from ..errors import ArgumentError
 from ..script import from_script
 from ._common import Call, distribute_tile, view

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autotune import autotune
+from ..autotuning import autotune
 from ..errors import ArgumentError
 from ..script import from_script
 from ._common import Call, view

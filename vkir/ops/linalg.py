@@ -14,7 +14,7 @@ then moves the reduction loop outside the tile loops.
 
 from __future__ import annotations
 
-from ..autotune import autotune
+from ..autotuning import autotune
 from ..errors import ArgumentError
 from ..script import from_script
 from ..transform import Simplify

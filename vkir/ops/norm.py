@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autotune import autotune
+from ..autotuning import autotune
 from ..errors import ArgumentError
 from ..script import from_script
 from ._common import Call, axis_index, view

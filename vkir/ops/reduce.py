@@ -16,7 +16,7 @@ import builtins
 
 import numpy as np
 
-from ..autotune import autotune
+from ..autotuning import autotune
 from ..errors import ArgumentError
 from ..script import from_script
 from ._common import Call, axis_index, view

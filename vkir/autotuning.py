@@ -33,7 +33,6 @@ import logging
 import sys
 import threading
 import time
-import types
 import weakref
 from collections import OrderedDict
 from pathlib import Path
@@ -388,14 +387,3 @@ def autotune(configs, key=()):
         return Tuned(fn, configs, key)
 
     return wrap
-
-
-class _CallableModule(types.ModuleType):
-    """`vkir.autotune` names both this module and its decorator: importing the module binds it
-    as the package attribute, so the module itself decorates (`@vkir.autotune(configs, key)`)."""
-
-    def __call__(self, configs, key=()):
-        return autotune(configs, key)
-
-
-sys.modules[__name__].__class__ = _CallableModule
