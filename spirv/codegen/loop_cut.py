@@ -3,10 +3,16 @@ it after it exits.
 
 The driver's loop-cut instrumentation (vkir.driver.loop_cut) gives a kernel an int32 parameter
 buffer named RECORD and marks each `For` loop it wants checked with the annotation SITE (the
-loop's site number). Codegen emits, in the loop's merge block, `if i < end: claim(site)`: a
-serial loop leaves only when its variable reaches its end, so a variable short of it means the
-driver cut the loop. `claim` writes site + 1 into the record's first word unless a report is
-there already (the first cut wins). The check costs one compare after the loop, nothing inside it.
+loop's site number). Codegen keeps `done`, one past the last iteration that ran (the end before
+the first), stored at the end of each iteration's body, and emits after the loop
+`if done < end: claim(site)`: a serial loop leaves only at its end, so iterations short of it
+mean the driver cut the loop. `claim` writes site + 1 into the record's first word unless a
+report is there already (the first cut wins). The check costs a store per iteration (a register
+once the driver promotes the variable) and one compare after the loop.
+
+Not the loop variable itself: llvmpipe cuts a loop at its back edge, and its compiler may reuse
+the loop header's last `i < end` for an equal test after the loop, which is stale after a cut
+at the very last iteration (a false report of a loop that ran whole).
 """
 
 from __future__ import annotations

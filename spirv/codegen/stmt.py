@@ -96,6 +96,10 @@ class StmtMixin:
             end = self.int_op("OpIAdd", Add(s.min, s.extent), t, lo, self.expr(s.extent))
         ptr = self.function_variable(self.b.type_pointer("Function", t))
         self.do("OpStore", ptr, lo)
+        site = s.annotations.get(loop_cut.SITE)
+        if site is not None:   # `done`: one past the last iteration that ran (end before any)
+            done = self.function_variable(self.b.type_pointer("Function", t))
+            self.do("OpStore", done, end)
         header, check, body, cont, merge = (self.b.new_id() for _ in range(5))
         self.do("OpBranch", header)
         self.start_block(header)
@@ -111,6 +115,9 @@ class StmtMixin:
         self.start_block(body)
         with self.bound(s.loop_var, i), self.ranges.loop(s.loop_var, s.min, s.extent):
             self.stmt(s.body)
+            if site is not None:
+                self.do("OpStore", done, self.int_op("OpIAdd", Add(s.loop_var, IntImm(dt, 1)), t,
+                                                     i, self.const(dt, 1)))
             self.do("OpBranch", cont)
             self.start_block(cont)
             # the body ran, so i < min + extent: i + 1 wraps only where min + extent does
@@ -119,20 +126,20 @@ class StmtMixin:
         self.do("OpStore", ptr, step)
         self.do("OpBranch", header)
         self.start_block(merge)
-        site = s.annotations.get(loop_cut.SITE)
         if site is not None:
-            self._cut_check(s.loop_var, ptr, end, site)
+            self._cut_check(s.loop_var, done, end, site)
 
-    def _cut_check(self, var: Var, ptr: int, end: int, site: int) -> None:
-        """After a loop checked for cuts (vkir.spirv.codegen.loop_cut): `if i < end`, the driver
-        left it early, so claim the kernel's loop record for `site`."""
+    def _cut_check(self, var: Var, done: int, end: int, site: int) -> None:
+        """After a loop checked for cuts (vkir.spirv.codegen.loop_cut): `if done < end` (the
+        iterations that ran stop short of the end: the driver left the loop early), claim the
+        kernel's loop record for `site`."""
         record = loop_cut.record_buffer(self.func)
         assert record is not None, "a loop-cut site in a kernel without its record"
         dt = var.dtype
-        i = self.op("OpLoad", self.ty(dt), ptr)
+        ran = self.op("OpLoad", self.ty(dt), done)
         less = "OpSLessThan" if dt.is_int else "OpULessThan"
         cut = Var(f"{var.name}_cut", DataType("bool", 1))
-        with self.bound(cut, self.op(less, self.ty(DataType("bool", 1)), i, end)):
+        with self.bound(cut, self.op(less, self.ty(DataType("bool", 1)), ran, end)):
             self.stmt(IfThenElse(cut, loop_cut.claim(record, site)))
 
     def s_while(self, s: While) -> None:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import vkir
+from vkir.driver.loop_budget import loops_for_call
 from vkir.driver.loop_cut import LoopCheckedKernel, instrument, needs_checks
 from vkir.errors import LoopLimitError, UnsupportedError
 from vkir.ir import For
@@ -106,12 +107,33 @@ def test_an_impure_while_condition_is_evaluated_once_per_iteration():
     assert "vkir_loop_go" in text
 
 
+def test_a_counting_while_loop_keeps_its_bound_when_checked():
+    """A serial loop that may break is a while loop over a counter; its check's flag, set after
+    the count, leaves the loop budget's bound of it alone."""
+    f = vkir.from_script('''
+@T.prim_func
+def first(a: T.Buffer((8,), "int32"), n: T.Buffer((1,), "int32"), m: T.int32):
+    for j in T.serial(n[0]):
+        a[0] = a[0] + 1
+    for i in T.serial(m):
+        if a[i % 8] > 3:
+            break
+''')
+    checked, sites = instrument(f)
+    assert [s.loop for s in sites] == ["j", "i"]
+    m = checked.params[2]
+    loops = loops_for_call(vkir.lower(checked), {m: 1000})
+    assert [lp.trips for lp in loops] == [None, 1000]
+
+
 # -- on the device -------------------------------------------------------------------------------
 @pytest.mark.device
 def test_a_long_while_loop_runs_whole_or_reports_the_cut(device):
     k = vkir.build(WHILE, device=device)
     assert isinstance(k, LoopCheckedKernel) == limited(device)
     assert call(k, (), [100])[0] == 100
+    # the most a while loop split by 16 runs: the driver's last back edge ends it, no report
+    assert call(k, (), [65_535 * 16])[0] == 65_535 * 16
     if limited(device):
         with pytest.raises(LoopLimitError, match=r"while loop at <script>:5:5 was cut short") as e:
             call(k, (), [1_500_000])
@@ -127,6 +149,7 @@ def test_a_long_while_loop_runs_whole_or_reports_the_cut(device):
 def test_a_serial_loop_of_a_count_read_from_a_buffer(device):
     k = vkir.build(SERIAL, device=device)
     assert call(k, (), [70_000])[0] == 70_000   # split by 64 on llvmpipe
+    assert call(k, (), [65_535 * 64])[0] == 65_535 * 64   # the most that split runs
     if limited(device):
         with pytest.raises(LoopLimitError, match=r"the loop over j at <script>:5:5") as e:
             call(k, (), [5_000_000])

@@ -265,6 +265,9 @@ def _counted_trips(s: S.While, ranges: dict, before) -> int | None:
         return None
     data = counter.data
     body = s.body
+    if isinstance(body, S.SeqStmt) and body.seq and not any(
+            _stores_to(t, data) or _touches(t, data) for t in body.seq[1:]):
+        body = body.seq[0]   # statements after the count that leave it alone (loop-cut flags)
     if not (isinstance(body, S.LetStmt) and _counter_load(body.value) is counter
             and isinstance(body.body, S.SeqStmt)):
         return None

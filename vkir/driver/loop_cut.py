@@ -11,10 +11,10 @@ one that runs out of the shared budget):
 
 - a `For` loop is annotated for codegen (vkir.spirv.codegen.loop_cut), which compares the loop
   variable with its end in the loop's merge block: a serial loop leaves only at its end;
-- a `while` loop is followed by `if condition: claim`, its condition evaluated once more (a loop
-  leaves only when it is false). A condition that could change meanwhile or has effects (it
-  reads shared or global memory, or has an atomic or subgroup operation) is not evaluated
-  again: it is kept in a local flag, set at the end of each iteration instead.
+- a `while` loop sets a local flag at the end of each iteration to its condition (a loop leaves
+  only when it is false), and is followed by `if flag: claim`. A condition that could change
+  between two evaluations or has effects (it reads shared or global memory, or has an atomic or
+  subgroup operation) is evaluated once per iteration, into a flag the loop tests instead.
 
 `claim` stores the loop's site number + 1 into the record unless one is there already: once the
 budget is gone every later loop leaves too, so the first report names the loop that was cut.
@@ -78,17 +78,25 @@ def _private(e) -> bool:
 
 
 class _Instrumenter(Mutator):
-    """Annotates loops and adds the while checks; `sites` collects one LoopSite per loop."""
+    """Annotates loops and adds the while checks; `sites` collects one LoopSite per loop and
+    `flags` the local buffers the while checks use (allocated around the whole body, so that no
+    loop around a while loop gains an allocation, which would keep it from being split)."""
 
     def __init__(self, record):
         self.record = record
         self.sites: list[LoopSite] = []
+        self.flags: list = []
 
     def site(self, name: str, node) -> int:
         span = node.span
         self.sites.append(LoopSite(name, str(span) if span is not None else None,
                                    getattr(span, "source_line", "") if span is not None else ""))
         return len(self.sites) - 1
+
+    def flag(self, name: str):
+        buf = decl_buffer((1,), "int32", f"vkir_loop_{name}{len(self.flags)}", scope="local")
+        self.flags.append(buf)
+        return buf
 
     def visit_For(self, s: For):
         if s.kind not in _LOOP_KINDS:
@@ -112,17 +120,26 @@ class _Instrumenter(Mutator):
         return SeqStmt(tuple(self._checked_while(s)))
 
     def _checked_while(self, s: While) -> list:
+        """`more = 0; while c: body; more = c` then `if more: claim`: `more` says whether the
+        last iteration that ran left the condition true. (Not `if c:` after the loop: llvmpipe's
+        compiler may reuse the header's last evaluation of c, stale after a cut at the very last
+        iteration.) A condition that must not be evaluated twice per iteration is kept in a
+        flag `go` that the loop tests instead."""
         site = self.site(_while_name(s), s)
         s = self.generic_visit(s)
-        report = claim(self.record, site)
-        if _private(s.condition):
-            return [s, IfThenElse(s.condition, report)]
-        go = decl_buffer((1,), "int32", "vkir_loop_go", scope="local")
-        zero = const(0, INT32)
-        keep = BufferStore(go, Select(s.condition, const(1, INT32), zero), (zero,))
-        going = NE(BufferLoad(go, (zero,)), zero)
-        loop = While(going, SeqStmt((s.body, keep)), span=s.span)
-        return [AllocBuffer(go, SeqStmt((keep, loop, IfThenElse(going, report))))]
+        zero, one = const(0, INT32), const(1, INT32)
+        more = self.flag("more")
+        before, condition = [BufferStore(more, zero, (zero,))], s.condition
+        if not _private(condition):
+            go = self.flag("go")
+            before.append(BufferStore(go, Select(condition, one, zero), (zero,)))
+            body = SeqStmt((s.body, BufferStore(go, Select(condition, one, zero), (zero,)),
+                            BufferStore(more, BufferLoad(go, (zero,)), (zero,))))
+            condition = NE(BufferLoad(go, (zero,)), zero)
+        else:
+            body = SeqStmt((s.body, BufferStore(more, Select(condition, one, zero), (zero,))))
+        report = IfThenElse(NE(BufferLoad(more, (zero,)), zero), claim(self.record, site))
+        return [*before, While(condition, body, span=s.span), report]
 
 
 def instrument(func: PrimFunc) -> tuple:
@@ -131,6 +148,8 @@ def instrument(func: PrimFunc) -> tuple:
     record = decl_buffer((1,), "int32", RECORD)
     inst = _Instrumenter(record)
     body = inst.visit(func.body)
+    for buf in reversed(inst.flags):
+        body = AllocBuffer(buf, body)
     params = (*func.params, record.data)
     buffer_map = {**dict(func.buffer_map), record.data: record}
     return PrimFunc(params, body, buffer_map, func.attrs), tuple(inst.sites)
