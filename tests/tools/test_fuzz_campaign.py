@@ -10,7 +10,7 @@ import pytest
 
 import vkir
 from vkir.tools import fuzz
-from vkir.tools.fuzz.generate import generate
+from vkir.tools.fuzz import generate
 
 pytestmark = pytest.mark.device
 

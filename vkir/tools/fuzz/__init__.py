@@ -3,7 +3,7 @@ dtypes, loops, shared memory, vectors, atomics and subgroups, and mutated source
 interpreter and on a device; crashes, validation failures and mismatches are reported."""
 
 from .campaign import FINDINGS, Outcome, Report, program, run
-from .generate import Program, generate
-from .mutate import mutate
+from .programs import Program, generate
+from .mutation import mutate
 
 __all__ = ["run", "program", "generate", "mutate", "Program", "Report", "Outcome", "FINDINGS"]

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import SpirvValidationError, UnsupportedError, VkirError
-from .generate import DTYPES, NEEDS, generate
-from .mutate import mutate
+from .programs import DTYPES, NEEDS, generate
+from .mutation import mutate
 
 FINDINGS = ("crash", "rejected", "build-refused", "call-refused", "validation", "mismatch",
             "timeout")
