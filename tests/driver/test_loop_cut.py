@@ -239,3 +239,35 @@ def count(a: T.Buffer((1,), "int32"), n: T.int32):
 '''), device=device)
     assert not isinstance(k, LoopCheckedKernel)
     assert len(k.module.bindings) == 1 and "atomic" not in k.asm.lower()
+
+
+PER_INVOCATION = vkir.from_script('''
+@T.prim_func
+def per_invocation(a: T.Buffer((64,), "int32"), n: T.Buffer((64,), "int32")):
+    for bx in T.thread_binding(2, "blockIdx.x"):
+        for tx in T.thread_binding(32, "threadIdx.x"):
+            i = bx * 32 + tx
+            k = 0
+            while k < n[i]:
+                k += 1
+            s = 0
+            for j in T.serial(n[63 - i]):
+                s += 1
+            a[i] = k + s
+''')
+
+
+@pytest.mark.device
+def test_loops_of_many_invocations(device):
+    k = vkir.build(PER_INVOCATION, device=device)
+    n = np.arange(64, dtype=np.int32) * 1000
+    a = np.zeros(64, np.int32)
+    k(a, n)
+    np.testing.assert_array_equal(a, n + n[::-1])
+    n[37] = 2_000_000
+    if limited(device):
+        with pytest.raises(LoopLimitError, match="while loop"):
+            k(a, n)
+    else:
+        k(a, n)
+        np.testing.assert_array_equal(a, n + n[::-1])
