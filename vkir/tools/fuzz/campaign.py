@@ -126,9 +126,12 @@ def run(count: int, seed: int = 0, device=None, mutants: float = 0.3, only=None,
             report.outcomes.append(outcome)
             if log is not None and kind in FINDINGS:
                 log(f"[{seed}:{index}] {kind}: {detail.splitlines()[0] if detail else ''}")
-    finally:
+    except BaseException:  # (Ctrl-C included) the program in flight is abandoned
         if worker is not None:
-            worker.close()
+            worker.close(kill=True)
+        raise
+    if worker is not None:
+        worker.close()
     report.seconds = time.perf_counter() - t0
     return report
 

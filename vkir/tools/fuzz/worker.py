@@ -13,6 +13,7 @@ starts for the next program; a worker that dies by itself (a driver crash) makes
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from multiprocessing.connection import Connection
@@ -135,10 +136,15 @@ def _serve(jobs: Connection, answers: Connection, device_index: int | None) -> N
             return
         if job is None:
             return
-        answers.send(classify(*job, device))
+        try:
+            answers.send(classify(*job, device))
+        except BrokenPipeError:  # the campaign went away while it ran
+            return
 
 
 if __name__ == "__main__":
+    # Ctrl-C reaches the whole process group: the campaign decides, and kills its worker
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _job_fd, _answer_fd, _index = sys.argv[1:]
     _serve(Connection(int(_job_fd), writable=False), Connection(int(_answer_fd), readable=False),
            int(_index) if _index else None)
