@@ -2,9 +2,10 @@
 
 Loops: header block (OpLoopMerge) -> condition block -> body -> continue block -> header, with the
 induction variable in a Function variable (no OpPhi). An unrolled loop with a constant trip count
-(at most MAX_UNROLL) is emitted as copies of its body; a loop annotated for loop-cut checks reports,
-after it exits, whether the driver cut it (vkir.spirv.codegen.loop_cut). Ifs: OpSelectionMerge. Async statements that
-reach codegen run synchronously; a remaining wait becomes a workgroup barrier.
+(at most MAX_UNROLL) is emitted as copies of its body; a loop annotated for loop-cut checks
+reports, after it exits, whether the driver cut it (vkir.spirv.codegen.loop_cut). Ifs:
+OpSelectionMerge. Async statements that reach codegen run synchronously; a remaining wait becomes
+a workgroup barrier.
 """
 
 from __future__ import annotations

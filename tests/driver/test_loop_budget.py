@@ -208,10 +208,13 @@ def test_a_triangular_nest_is_counted_per_start():
     assert (split.factor, split.loops, split.iterations) == (64, {inner.var}, 52_540)
     # a loop between them that runs the same values on every start keeps the count exact; one
     # whose extent also follows i does not (each i starts j a different number of times)
-    i, k, j = loops_for_call(vkir.lower(THREE), {THREE.params[1]: 100})
-    assert k.values == (0, 1) and j.iterations == 2 * (100 * 99 // 2)
-    i, k, j = loops_for_call(vkir.lower(SKEWED), {SKEWED.params[1]: 100})
-    assert k.values is None and j.per_start == () and j.iterations == (100 * 99 // 2) * 99
+    i, k, j = loops_for_call(vkir.lower(THREE), {THREE.params[1]: 300})
+    assert k.values == (0, 1) and j.iterations == 2 * (300 * 299 // 2)
+    i, k, j = loops_for_call(vkir.lower(SKEWED), {SKEWED.params[1]: 300})
+    assert k.values is None and j.per_start == () and j.iterations == (300 * 299 // 2) * 299
+    # a nest whose plain bound fits is not counted start by start (no cost per call)
+    outer, inner = loops_for_call(vkir.lower(TRIANGLE), {n: 200})
+    assert inner.per_start == () and inner.iterations == 200 * 199
 
 
 THREE = vkir.from_script('''

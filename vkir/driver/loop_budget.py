@@ -153,7 +153,9 @@ def _walk(s, ranges: dict, starts: int | None, out: list, outer: frozenset) -> N
         values = None
         if trips and lo is not None and lo == min_hi and _fixed(s.extent, ranges):
             values = (int(lo), int(lo) + trips - 1)
-        per_start = _per_start(s, ranges, out, outer) if trips is not None else ()
+        # counted start by start only where the largest count every start would not fit
+        per_start = _per_start(s, ranges, out, outer) if trips is not None and \
+            starts is not None and trips * starts > LOOP_BUDGET else ()
         loop = Loop(s.loop_var, trips, starts, splittable(s), outer, constant, values, per_start)
         out.append(loop)
         _walk(s.body, inner, loop.iterations, out, outer | {s.loop_var})

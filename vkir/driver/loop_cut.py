@@ -28,8 +28,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import LoopLimitError
-from ..ir import (AllocBuffer, BufferLoad, BufferStore, Call, DataType, For, IfThenElse, LetStmt, NE,
-                  PrimFunc, Select, SeqStmt, While)
+from ..ir import (AllocBuffer, BufferLoad, BufferStore, Call, DataType, For, IfThenElse, LetStmt,
+                  NE, PrimFunc, Select, SeqStmt, While)
 from ..ir.buffer import decl_buffer
 from ..ir.expr import const
 from ..ir.functor import Mutator
