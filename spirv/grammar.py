@@ -106,6 +106,11 @@ class _EnumTables(dict):
         return table
 
 
+def core_grammar_file() -> Path:
+    """The Khronos SPIR-V core grammar (JSON) the tables are read from."""
+    return cmeel_prefix() / _GRAMMAR_DIR / "spirv.core.grammar.json"
+
+
 @cache
 def grammar() -> Grammar:
     """The parsed grammar (cached per process)."""

@@ -245,7 +245,9 @@ def _names(kind: str) -> dict:
     return out
 
 
-def _words(data) -> tuple:
+def module_words(data) -> tuple:
+    """The 32-bit words of a module (bytes of either byte order, or a sequence of words);
+    SpirvValidationError when it is not one."""
     if isinstance(data, (list, tuple)):
         return tuple(int(w) for w in data)
     data = bytes(data)
@@ -465,7 +467,7 @@ def reflect(data, entry: str = "main", specialization=None) -> ShaderInfo:
     """The ShaderInfo of entry point `entry` (bytes, or a sequence of words); sizes that depend
     on specialization constants use `specialization` ({SpecId: value}) where it names them, else
     the defaults."""
-    m = _Module(_words(data), specialization)
+    m = _Module(module_words(data), specialization)
     points = tuple(EntryPoint(name, model) for model, _, name, _ in m.entry_points)
     chosen = [e for e in m.entry_points if e[2] == entry]
     if not chosen:

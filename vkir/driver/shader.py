@@ -507,9 +507,11 @@ def _read_source(value, what: str):
     raise ArgumentError(f"{what} takes a path, bytes or source text, got {type(value).__name__}")
 
 
-def load_spirv(path_or_bytes, entry: str = "main", specialization=None, device=None) -> ShaderKernel:
+def load_spirv(path_or_bytes, entry: str = "main", specialization=None, device=None,
+               check_bounds: bool = False) -> ShaderKernel:
     """A ShaderKernel from a SPIR-V binary (a .spv path or bytes) or SPIR-V assembly (a .spvasm
-    path), validated for the device; `specialization` is {constant id or name: value}."""
+    path), validated for the device; `specialization` is {constant id or name: value};
+    `check_bounds`: run it bounds-checked (vkir.driver.shader_bounds)."""
     from ..tools.validate import assemble_text
 
     src, path = _read_source(path_or_bytes, "vkir.load_spirv")
@@ -522,12 +524,27 @@ def load_spirv(path_or_bytes, entry: str = "main", specialization=None, device=N
         data = assemble_text(src)   # SPIR-V assembly text in memory
     else:
         data = src
-    return ShaderKernel(data, device, entry, specialization, name=name)
+    kind = _checked_kind(check_bounds)
+    return kind(data, device, entry, specialization, name=name)
 
 
-def compile_glsl(source_or_path, defines=None, specialization=None, device=None) -> ShaderKernel:
+def _checked_kind(check_bounds):
+    """ShaderKernel, or the bounds-checked wrapper for `check_bounds=True`."""
+    if not isinstance(check_bounds, bool):
+        raise ArgumentError(f"check_bounds must be True or False, got {check_bounds!r}")
+    if not check_bounds:
+        return ShaderKernel
+    from .shader_bounds import BoundsCheckedShader
+
+    return BoundsCheckedShader
+
+
+def compile_glsl(source_or_path, defines=None, specialization=None, device=None,
+                 check_bounds: bool = False) -> ShaderKernel:
     """A ShaderKernel from GLSL compute source (a path or the text) compiled by glslang for
-    the device's Vulkan version; `defines` are -D macros, `specialization` {id or name: value}."""
+    the device's Vulkan version; `defines` are -D macros, `specialization` {id or name: value};
+    `check_bounds`: run it bounds-checked (vkir.driver.shader_bounds: an out-of-bounds index
+    is dropped or reads 0 and raises OutOfBoundsError, instead of being undefined)."""
     from . import arrays
     from ..runtime.glsl import compile_glsl as glslang
 
@@ -540,6 +557,7 @@ def compile_glsl(source_or_path, defines=None, specialization=None, device=None)
     # at most Vulkan 1.2 (SPIR-V 1.5): for 1.3 glslang sets a specialized local size with
     # LocalSizeId, which needs the maintenance4 feature; 1.5 modules run on 1.3 devices
     env = min(arrays.target_for(dev.info).env, "vulkan1.2")
+    kind = _checked_kind(check_bounds)
     words = glslang(src, defines=defines, target_env=env)
-    return ShaderKernel(words, dev, "main", specialization,
-                        name=path.name if path is not None else "glsl")
+    return kind(words, dev, "main", specialization,
+                name=path.name if path is not None else "glsl")
