@@ -192,9 +192,10 @@ def test_a_short_constant_loop_started_many_times_is_unrolled_whole():
     in all), where one back edge per start (120000 with the outer loop's) was refused."""
     m = SMALL_INNER.params[1]
     outer, inner = loops_for_call(vkir.lower(SMALL_INNER), {m: 40_000})
-    assert inner.constant and inner.iterations == 120_000
+    assert inner.iterations == 120_000
     split = choose_split([outer, inner], "k", "dev")
     assert (split.factor, split.loops, split.iterations) == (4, {inner.var}, 40_000)
+    assert split.whole == {inner.var}
 
 
 def test_a_triangular_nest_is_counted_per_start():
@@ -246,8 +247,35 @@ def test_nested_loops_of_unknown_length_split_the_inner_one_only():
     assert choose_split([k, q], "k", "dev").loops == {k.var}
 
 
+VAR_INNER = vkir.from_script('''
+@T.prim_func
+def var_inner(a: T.Buffer((1,), "int32"), m: T.int32, q: T.int32):
+    s = 0
+    for i in T.serial(m):
+        for j in T.serial(q):
+            s += 1
+    a[0] = s
+''')
+
+
+def test_a_short_loop_of_a_scalar_count_is_unrolled_whole_for_the_calls_it_fits():
+    """The same for a count from a scalar: the variant unrolls it into `factor` guarded copies,
+    so it serves only calls whose count the chunk covers (`whole` is part of the variant)."""
+    m, q = VAR_INNER.params[1:]
+    lowered = vkir.lower(VAR_INNER)
+    split = choose_split(loops_for_call(lowered, {m: 40_000, q: 3}), "k", "dev")
+    assert split.factor == 4 and split.whole == split.loops and split.iterations == 40_000
+    split = choose_split(loops_for_call(lowered, {m: 600, q: 200}), "k", "dev")
+    assert split.whole == frozenset() and split.loops
+
+
 @pytest.mark.device
 def test_bounded_nests_the_estimate_refused_now_run_whole(device):
+    k = vkir.build(VAR_INNER, device=device)
+    for m, q in ((40_000, 3), (40_000, 5), (40_000, 7), (600, 200), (40_000, 3), (1000, 60)):
+        a = np.zeros(1, np.int32)
+        k(a, m, q)
+        assert a[0] == m * q
     k = vkir.build(SMALL_INNER, device=device)
     a = np.zeros(1, np.int32)
     k(a, 40_000)

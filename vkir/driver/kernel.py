@@ -334,7 +334,7 @@ class Kernel(metaclass=abc.ABCMeta):
         split = choose_split(loops_for_call(self.ir, env), self.name, repr(self.device.info.name))
         if split.factor == 1 or not split.loops:
             return self.pipeline
-        key = (split.factor, split.loops)
+        key = (split.factor, split.loops, split.whole)
         pipeline = self._variants.get(key)
         if pipeline is None:
             pipeline = self._variants[key] = self._compile_variant(split)
@@ -347,7 +347,8 @@ class Kernel(metaclass=abc.ABCMeta):
         from ..transform import SplitLongLoops
 
         t0 = time.perf_counter()
-        module = codegen(SplitLongLoops(factor=split.factor, only=split.loops)(self.ir),
+        module = codegen(SplitLongLoops(factor=split.factor, only=split.loops,
+                                        whole=split.whole)(self.ir),
                          self._compile_target)
         layout = [(pc.var.name, pc.offset, pc.dtype) for pc in module.push_constants]
         assert layout == [(pc.var.name, pc.offset, pc.dtype) for pc in self.module.push_constants]

@@ -12,8 +12,8 @@ before the dispatch. A while loop that counts (a serial loop that may break beco
 bounded like a serial loop. A loop whose trip count comes from buffer data, or any other while
 loop, cannot be bounded before the dispatch: the innermost such loops are split by the largest
 factor (best effort), and the kernel reports after the dispatch when the driver cut a loop
-anyway (vkir.driver.loop_cut). A split that covers a constant loop whole unrolls it: no back
-edges are left of it.
+anyway (vkir.driver.loop_cut). A split whose chunk covers a serial loop of the call (at most
+`factor` iterations) unrolls it whole: no back edges are left of it.
 """
 
 from __future__ import annotations
@@ -40,8 +40,7 @@ class Loop:
     """One loop of a kernel for one call: its variable, an upper bound of its iterations each
     time it starts (`trips`; None when it depends on buffer data), how many times it starts per
     invocation (`starts`; None when unknown), and whether SplitLongLoops can split it.
-    `constant`: its min and extent are constants, so a split by at least `trips` copies unrolls
-    it whole (no loop left). `values`: (first, last) of its variable, the same on every start,
+    `values`: (first, last) of its variable, the same on every start,
     where the call fixes both (else None). `per_start`: where its extent names one enclosing
     loop's variable (a triangular nest), its exact trips for each value of that variable in turn
     (empty otherwise: `trips` bounds every start)."""
@@ -51,7 +50,6 @@ class Loop:
     starts: int | None
     splittable: bool
     outer: frozenset = frozenset()   # the variables of the loops around it
-    constant: bool = False
     values: tuple | None = None
     per_start: tuple = ()
 
@@ -65,10 +63,14 @@ class Loop:
             return self.starts // len(self.per_start) * sum(self.per_start)
         return self.trips * self.starts
 
+    def whole_at(self, copies: int) -> bool:
+        """Whether a split by `copies` unrolls this serial loop whole (no loop left of it)."""
+        return isinstance(self.var, E.Var) and self.trips is not None and self.trips <= copies
+
     def split_iterations(self, copies: int) -> int:
         """Back edges per invocation once split into chunks of `copies` iterations: none for a
-        constant loop the chunk covers (it is unrolled whole), else one per chunk."""
-        if self.constant and self.trips <= copies:
+        serial loop one chunk covers (it is unrolled whole), else one per chunk."""
+        if self.whole_at(copies):
             return 0
         if self.per_start:
             return self.starts // len(self.per_start) * sum(-(-t // copies)
@@ -149,14 +151,13 @@ def _walk(s, ranges: dict, starts: int | None, out: list, outer: frozenset) -> N
                   starts is not None and extent is not None else starts, out, outer)
             return
         trips = None if extent is None else max(extent, 0)
-        constant = isinstance(s.min, E.IntImm) and isinstance(s.extent, E.IntImm)
         values = None
         if trips and lo is not None and lo == min_hi and _fixed(s.extent, ranges):
             values = (int(lo), int(lo) + trips - 1)
         # counted start by start only where the largest count every start would not fit
         per_start = _per_start(s, ranges, out, outer) if trips is not None and \
             starts is not None and trips * starts > LOOP_BUDGET else ()
-        loop = Loop(s.loop_var, trips, starts, splittable(s), outer, constant, values, per_start)
+        loop = Loop(s.loop_var, trips, starts, splittable(s), outer, values, per_start)
         out.append(loop)
         _walk(s.body, inner, loop.iterations, out, outer | {s.loop_var})
         return
@@ -320,12 +321,14 @@ def _children(s) -> list:
 
 @dataclass(frozen=True)
 class Split:
-    """What a call needs: `factor` 1 (no split), or the loops `loops` split by `factor`;
-    `iterations` is the bound of loop iterations per invocation it leaves."""
+    """What a call needs: `factor` 1 (no split), or the loops `loops` split by `factor`, those of
+    `whole` (at most `factor` iterations for this call) unrolled whole; `iterations` is the
+    bound of loop iterations per invocation it leaves."""
 
     factor: int
     loops: frozenset
     iterations: int
+    whole: frozenset = frozenset()
 
 
 def choose_split(loops: list[Loop], kernel: str, device: str, budget: int = LOOP_BUDGET) -> Split:
@@ -342,8 +345,11 @@ def choose_split(loops: list[Loop], kernel: str, device: str, budget: int = LOOP
     else:
         factor, chosen, cost = _fit(known, total, budget, kernel, device)
     if unknown:
-        return Split(MAX_FACTOR, frozenset(chosen) | _innermost(unknown, chosen, known), cost)
-    return Split(factor, frozenset(chosen), cost)
+        chosen = frozenset(chosen) | _innermost(unknown, chosen, known)
+        factor = MAX_FACTOR
+    split = [lp for lp in loops if lp.var in chosen]
+    whole = frozenset(lp.var for lp in split if lp.whole_at(factor))
+    return Split(factor, frozenset(chosen), cost, whole)
 
 
 def _innermost(unknown: list, chosen: set, known: list) -> frozenset:

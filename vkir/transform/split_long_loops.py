@@ -17,7 +17,8 @@ of two that brings the (largest possible) trip count under `threshold` back edge
 `max_factor` (codegen unrolls up to 64 copies); a loop whose extent is unbounded gets
 `max_factor`. The budget is then 65535 * factor body executions per invocation; beyond that the
 driver still stops. Symbolic extents are exact: the guard runs the last, partial chunk. A loop of
-constant bounds and at most `factor` iterations just becomes unrolled (codegen copies it whole).
+constant bounds and at most `factor` iterations just becomes unrolled (codegen copies it whole),
+and so does, as one guarded chunk, a loop of `whole` (the caller knows it runs at most `factor`).
 Loops whose bodies allocate or declare buffers are left alone (codegen does not copy those).
 
 A while loop (whose trip count nothing bounds) runs `factor` iterations per back edge, at most
@@ -57,14 +58,17 @@ class SplitLongLoops(Pass):
     threshold: int = 16384
     max_factor: int = 64
     # a variant chosen at call time (vkir.driver.loop_budget): split exactly the loops whose loop
-    # variables are in `only`, each by `factor`, whatever their bounds
+    # variables are in `only`, each by `factor`, whatever their bounds; those also in `whole`
+    # run at most `factor` iterations for the calls that use the variant: no loop is left of them
     factor: int = 0
     only: frozenset = frozenset()
+    whole: frozenset = frozenset()
 
     def transform(self, func):
         """Split every loop whose trip count may exceed the threshold into a nest (see the module
         docstring), or with `factor`, exactly the loops of `only`."""
-        splitter = _Splitter(self.threshold, self.max_factor, self.factor, self.only)
+        splitter = _Splitter(self.threshold, self.max_factor, self.factor, self.only,
+                             self.whole)
         body = splitter.visit(func.body)
         return func if body is func.body else replace(func, body=body)
 
@@ -93,11 +97,13 @@ def splittable(s: S.For | S.While) -> bool:
 
 
 class _Splitter(Mutator):
-    def __init__(self, threshold: int, max_factor: int, factor: int = 0, only=frozenset()):
+    def __init__(self, threshold: int, max_factor: int, factor: int = 0, only=frozenset(),
+                 whole=frozenset()):
         self.threshold = threshold
         self.max_factor = max_factor
         self.factor = factor
         self.only = only
+        self.whole = whole
 
     def visit_While(self, s: S.While):
         chosen = s in self.only if self.factor else True
@@ -133,8 +139,13 @@ class _Splitter(Mutator):
                 s.extent.value <= factor:   # the chunk covers it: copies, no loop
             return replace(s, kind="unrolled")
         k = E.IntImm(dt, factor)
-        outer = E.Var(s.loop_var.name + "_o", dt)
         inner = E.Var(s.loop_var.name + "_i", dt)
+        if s.loop_var in self.whole:   # one guarded chunk: copies, no loop
+            start = inner if isinstance(s.min, E.IntImm) and s.min.value == 0 else \
+                E.Add(s.min, inner)
+            body = S.IfThenElse(E.LT(inner, s.extent), S.LetStmt(s.loop_var, start, s.body))
+            return S.For(inner, E.IntImm(dt, 0), k, "unrolled", body, span=s.span)
+        outer = E.Var(s.loop_var.name + "_o", dt)
         offset = E.Add(E.Mul(outer, k), inner)
         start = offset if isinstance(s.min, E.IntImm) and s.min.value == 0 else E.Add(s.min, offset)
         body = S.LetStmt(s.loop_var, start, s.body)
