@@ -283,7 +283,8 @@ _INTERRUPTED = textwrap.dedent('''
         for i in T.serial(T.int64(4)):
             for j in T.serial(n):
     """ + "".join(f"""
-                out[{m}] = (out[{m}] * T.int64(31) + j) % T.int64({1000003 + m})""" for m in range(16)))
+                out[{m}] = (out[{m}] * T.int64(31) + j) % T.int64({1000003 + m})"""
+        for m in range(16)))
     interpret(func, np.zeros(16, np.int64), 10)   # compiled before the long run
     original = native_loops.NativeLoop.run
     def run(self, *args):

@@ -99,6 +99,7 @@ class TranslatedLoop:
 # the storage) triples; R[2] counts them, R[3] is its capacity: a loop pauses at an iteration
 # once it is half full, and fails (1) if the code between two iterations fills it.
 FIXED_POINTERS = 6
+_LOG_CHECK = "@log-check@"   # in each pause check: the log's size, where the loop logs
 
 
 def translate(loop) -> TranslatedLoop:
@@ -187,17 +188,20 @@ class _Translator:
         free = tuple(self.free)
         lines = ["#include <stdint.h>", "#include <string.h>", "#include <math.h>", "",
                  "#define IN(i, n) ((i) >= 0 && (i) < (n))", "",
-                 "static inline int record(int64_t *log, int64_t *R, int64_t site, int64_t k, "
-                 "int64_t p) {",
-                 "  if (R[2] >= R[3]) return 1;",
-                 "  log[3 * R[2]] = site; log[3 * R[2] + 1] = k; log[3 * R[2] + 2] = p;",
-                 "  R[2] += 1; return 0;", "}", ""]
+                 "static inline int record(int64_t *log, int64_t *n, int64_t cap, int64_t site, "
+                 "int64_t k, int64_t p) {",
+                 "  if (*n >= cap) return 1;",
+                 "  log[3 * *n] = site; log[3 * *n + 1] = k; log[3 * *n + 2] = p;",
+                 "  *n += 1; return 0;", "}", ""]
         lines += list(self.helpers.values())
         lines.append("int vkir_loop(int64_t K, void **P, const int64_t *M, int64_t *R) {")
         lines.append("  int fail = 0;")
-        lines.append("  int64_t steps = 0, k = R[0], at = R[4];")
+        lines.append("  int64_t k = R[0], at = R[4];")
         lines.append("  int resuming = at != 0;")
-        lines.append("  const int64_t budget = R[1];")
+        lines.append("  int64_t steps = resuming ? INT64_MAX / 4 : 0;")
+        lines.append("  const int64_t budget = R[1], cap = R[3], half = R[3] / 2;")
+        lines.append("  int64_t nlog = R[2];   /* entries in the log (R[2] when returning) */")
+        lines.append("  (void)cap; (void)half;")
         lines.append("  const int64_t *tid = (const int64_t *)P[0], *wgrow = (const int64_t *)"
                      "P[1];")
         lines.append("  const int64_t *lo = (const int64_t *)P[2], *ext = (const int64_t *)P[3];")
@@ -205,12 +209,20 @@ class _Translator:
         lines.append("  unsigned char *state = (unsigned char *)P[5];")
         lines.append("  (void)lo; (void)ext; (void)log;")
         save, restore, offset = [], [], 0
-        for ctype, name, count in self.kept:
+        # scalars widest first, then arrays: every one aligned in the (16-aligned) state; a
+        # scalar is copied by assignment, so that its address is never taken (it stays in a
+        # register in the loops)
+        for ctype, name, count in sorted(self.kept, key=lambda x: (x[2] is not None,
+                                                                    -_SIZES[x[0]])):
             size = _SIZES[ctype] * (count or 1)
-            lines.append(f"  {ctype} {name}" + (f"[{count}];" if count else " = 0;"))
-            ref = name if count else "&" + name
-            save.append(f"memcpy(state + {offset}, {ref}, {size});")
-            restore.append(f"memcpy({ref}, state + {offset}, {size});")
+            if count:
+                lines.append(f"  {ctype} {name}[{count}];")
+                save.append(f"memcpy(state + {offset}, {name}, {size});")
+                restore.append(f"memcpy({name}, state + {offset}, {size});")
+            else:
+                lines.append(f"  {ctype} {name} = 0;")
+                save.append(f"*({ctype} *)(state + {offset}) = {name};")
+                restore.append(f"{name} = *({ctype} *)(state + {offset});")
             offset += size
         lines.append("  (void)state;")
         if restore:
@@ -251,11 +263,15 @@ class _Translator:
         lines.append(main.rstrip("\n"))
         lines.append("  if (fail) return 1;")
         lines.append("  }")
+        lines.append("  R[2] = nlog;")
         lines.append("  return 0;")
         lines.append(" pause:")
-        lines.append("  R[0] = k; R[4] = at;" + "".join(" " + x for x in save) + " return 2;")
+        lines.append("  R[0] = k; R[2] = nlog; R[4] = at;" + "".join(" " + x for x in save)
+                     + " return 2;")
         lines.append("}")
-        return TranslatedLoop("\n".join(lines) + "\n", free, buffers, tuple(self.stored),
+        # a loop that logs nothing never looks at the log's size
+        source = "\n".join(lines).replace(_LOG_CHECK, " || nlog > half" if self.accesses else "")
+        return TranslatedLoop(source + "\n", free, buffers, tuple(self.stored),
                               tuple(self.accesses), offset)
 
     # -- names -----------------------------------------------------------------------------------
@@ -390,19 +406,24 @@ class _Translator:
         spent or the log half full."""
         self.labels += 1
         label = self.labels
-        return (f"{ind}if (fail) return 1;\n"
-                f"{ind}if (resuming) {{ if (at == {label}) resuming = 0; }}\n"
-                f"{ind}else if ((steps += {_work(body)}) > budget || R[2] > R[3] / 2) "
-                f"{{ at = {label}; goto pause; }}\n")
+        # while resuming, steps starts past the budget: one test per iteration either way
+        return (f"{ind}if (__builtin_expect(fail, 0)) return 1;\n"
+                f"{ind}if (__builtin_expect((steps += {_work(body)}) > budget{_LOG_CHECK}, 0)) "
+                f"{{\n{ind}  if (!resuming) {{ at = {label}; goto pause; }}\n"
+                f"{ind}  if (at == {label}) {{ resuming = 0; steps = 0; }}\n{ind}}}\n")
 
-    def counted(self, s, init: tuple, ind: str) -> str:
+    def counted(self, s, init: tuple, ind: str, constant: tuple | None = None) -> str:
         """A For loop: `init` is (C statements setting base<n> and count<n>, their `pre`);
         it runs its variable through base, base + 1, ... for count iterations (64-bit
-        unsigned: every range whose end fits the variable's type)."""
+        unsigned: every range whose end fits the variable's type). `constant`: (base, count)
+        as C literals instead, known to the C compiler."""
         ctype = scalar_type(s.loop_var.dtype)
         n = self.fresh("")
-        base, count, it = self.keep("uint64_t", f"base{n}"), self.keep("uint64_t", f"count{n}"), \
-            self.keep("uint64_t", f"it{n}")
+        it = self.keep("uint64_t", f"it{n}")
+        if constant is None:
+            base, count = self.keep("uint64_t", f"base{n}"), self.keep("uint64_t", f"count{n}")
+        else:
+            base, count = constant
         outer = self.names.get(s.loop_var)
         (name,) = self.bind(s.loop_var, kept=True)
         check = self.pause_point(s.body, ind + "  ")
@@ -420,10 +441,17 @@ class _Translator:
         if s.loop_var.dtype.code not in ("int", "uint"):
             raise NotTranslatable("loop variable type")
         ctype = scalar_type(s.loop_var.dtype)
-        pre, (lo, ext) = self.statement(
-            lambda: (self.temp(ctype, self.expr(s.min)[0]), self.temp(ctype, self.expr(s.extent)[0])))
-        top = _int_literal(int(np.iinfo(s.loop_var.dtype.numpy_dtype()).max),
-                           DataType("uint", 64))
+        high = int(np.iinfo(s.loop_var.dtype.numpy_dtype()).max)
+        if isinstance(s.min, E.IntImm) and isinstance(s.extent, E.IntImm):
+            lo, count = s.min.value, max(s.extent.value, 0)
+            if count and lo + count > high:
+                raise NotTranslatable("loop range")   # Python reports it
+            u64 = DataType("uint", 64)
+            return self.counted(s, ("", ""), ind, (f"(uint64_t){_int_literal(lo, s.min.dtype)}",
+                                                   _int_literal(count, u64)))
+        pre, (lo, ext) = self.statement(lambda: (self.temp(ctype, self.expr(s.min)[0]),
+                                                 self.temp(ctype, self.expr(s.extent)[0])))
+        top = _int_literal(high, DataType("uint", 64))
         count = f"(uint64_t){ext}" if s.loop_var.dtype.code == "uint" else \
             f"({ext} > 0 ? (uint64_t){ext} : 0)"
         # an end (base + count) past the type's maximum: Python reports it (native_loops.py)
@@ -458,7 +486,8 @@ class _Translator:
             n = self.buffers[s.buffer]
             site = len(self.accesses)
             self.accesses.append(("write", s))
-            log = " ".join(f"if (trk{n} && record(log, R, {site}, k, row{n} + {p})) fail = 1;"
+            log = " ".join(f"if (trk{n} && record(log, &nlog, cap, {site}, k, row{n} + {p})) "
+                           "fail = 1;"
                            for p in positions) + " "
         return (f"{ind}{{\n" + self.with_pre(pre, ind + "  ")
                 + f"{ind}  if ({check}) {{ {log}"
@@ -622,7 +651,7 @@ class _Translator:
         site = len(self.accesses)
         self.accesses.append(("read", e))
         # a read of memory the race checker tracks goes to the log (a full log fails the loop)
-        return [f"({ok} ? ((trk{n} && record(log, R, {site}, k, row{n} + {p}) "
+        return [f"({ok} ? ((trk{n} && record(log, &nlog, cap, {site}, k, row{n} + {p}) "
                 f"? (fail = 1) : 0), {read(p)}) : (fail = 1, ({ctype})0))"
                 for p in positions]
 

@@ -184,7 +184,7 @@ class NativeLoop:
                 np.ascontiguousarray(fr.wgrow, np.int64),
                 _words(0 if lo is None else lo, k), _words(0 if ext is None else ext, k),
                 np.empty(3 * LOG_ENTRIES if logged else 3, np.int64),
-                np.zeros(max(self.translated.state_bytes, 1), np.uint8)]
+                np.zeros(self.translated.state_bytes // 8 + 1, np.int64)]   # 8-aligned
         assert len(rows) == FIXED_POINTERS
         # C saves where it paused in the state (rows[5]); the arrays live until the end of this
         # call
