@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import vkir
-from vkir.testing import interpret_lowered
+from vkir.testing import interpret_lowered, random_arguments
 from vkir import ir
 from vkir.analysis import verify_types, verify_well_formed
 from vkir.tools.demo import VADD_SOURCE
@@ -223,27 +223,10 @@ SIZE = 77  # the value of every symbolic size
 
 
 def arguments(func, seed=0) -> list:
-    """Random inputs (outputs too: a kernel must overwrite what it writes) for `func`'s params."""
-    from vkir.interpreter import evaluate
-
-    rng = np.random.default_rng(seed)
-    env = {v: SIZE for v in func.size_vars}
-    out = []
-    for p in func.params:
-        buf = func.buffer_map.get(p)
-        if buf is None:
-            out.append(np.float32(1.5) if p.dtype.is_float else 3)
-            continue
-        shape = [int(evaluate(s, env)) for s in buf.shape]
-        shape[-1] *= buf.dtype.lanes
-        elem = buf.dtype.element_of()
-        if elem.is_float:
-            out.append(rng.standard_normal(shape).astype(elem.numpy_dtype()))
-        elif elem.is_bool:
-            out.append(rng.integers(0, 2, shape).astype(bool))
-        else:
-            out.append(rng.integers(-100, 100, shape).astype(elem.numpy_dtype()))
-    return out
+    """Random inputs (outputs too: a kernel must overwrite what it writes) for `func`'s params:
+    symbolic sizes SIZE, scalars 1.5 or 3, integers in [-100, 100)."""
+    return random_arguments(func, seed, sizes=SIZE, int_range=(-100, 100),
+                            scalars=lambda p: np.float32(1.5) if p.dtype.is_float else 3)
 
 
 def interpret(func, args) -> list:

@@ -11,6 +11,16 @@ instead of skipping:
 Math intrinsics are only as accurate as Vulkan requires (the precision table of the Vulkan
 specification, "Precision and Operation of SPIR-V Instructions"); `math_tolerance(op)` gives
 (rtol, atol) bounds that every conformant device meets for arguments of moderate size.
+
+Helpers for pass tests, shared by the whole suite (a test file never keeps its own copy):
+
+- `random_arguments(func, seed, ...)`: numpy arguments for a PrimFunc's parameters (symbolic sizes,
+  vector buffers, scalars and value ranges as options);
+- `same_results(before, after, arguments=None, ...)`: both functions compute the same in the
+  interpreter on fresh random arguments;
+- `check_pass(transform, before, expected)` and the test-class base `CompareBeforeAfter`: apply a
+  pass, run both checkers on its output and compare it with the expected script (a mismatch
+  shows where, and both scripts).
 """
 
 from __future__ import annotations
@@ -18,7 +28,8 @@ from __future__ import annotations
 import contextlib
 
 __all__ = ["device_features", "missing_features", "expect_features", "math_tolerance",
-           "interpret_lowered", "same_results", "random_arguments"]
+           "interpret_lowered", "same_results", "random_arguments", "check_pass",
+           "CompareBeforeAfter"]
 
 
 def device_features(device_or_target) -> frozenset:
@@ -97,15 +108,19 @@ def interpret_lowered(lowered, *args, **options) -> None:
         a[...] = raw[:a.size].view(a.dtype).reshape(a.shape)
 
 
-def same_results(before, after, arguments, seeds=range(3), rtol: float = 0.0, **options) -> None:
+def same_results(before, after, arguments=None, seeds=range(3), rtol: float = 0.0,
+                 **options) -> None:
     """Assert that PrimFuncs `before` and `after` (a function and its transformed form) compute
-    the same in vkir.interpret: for each seed, `arguments(seed)` gives fresh arguments, each
-    function runs on its own copy, and every array must come out equal (within `rtol` when it
-    is not 0). `options` go to vkir.interpret (e.g. subgroup_size)."""
+    the same in vkir.interpret: for each seed, `arguments(seed)` gives fresh arguments (by
+    default `random_arguments(before, seed)`), each function runs on its own copy, and every
+    array must come out equal (within `rtol` when it is not 0). `options` go to vkir.interpret
+    (e.g. subgroup_size)."""
     import numpy as np
 
     from .interpreter import interpret
 
+    if arguments is None:
+        arguments = lambda seed: random_arguments(before, seed)  # noqa: E731
     for seed in seeds:
         want = list(arguments(seed))
         got = [a.copy() if isinstance(a, np.ndarray) else a for a in want]
@@ -118,24 +133,131 @@ def same_results(before, after, arguments, seeds=range(3), rtol: float = 0.0, **
                 np.testing.assert_array_equal(g, w)
 
 
-def random_arguments(func, seed: int, scalar_high: int = 4, scalars=None) -> list:
-    """Random numpy arguments for a PrimFunc of constant shapes: floats from a standard normal,
-    integers from [-50, 50), a vector-typed buffer as the array of its lanes; scalar parameters
-    from `scalars` (by name) or small non-negative ints below `scalar_high`."""
+def random_arguments(func, seed, scalar_high: int = 4, scalars=None, *, sizes=None,
+                     int_range=(-50, 50), float_range=None, lanes: str = "flat") -> list:
+    """Random numpy arguments for the parameters of PrimFunc `func`, one per parameter in order.
+
+    `seed`: an int, or a numpy Generator to draw from (a test that draws more from it).
+    Buffers: floats from a standard normal (uniform in `float_range` = (lo, hi) when given),
+    integers uniform in the half-open `int_range` (None: the dtype's whole range), bools 0 or 1.
+    A vector-typed buffer is the array of its lanes: its last dimension times the lanes with
+    `lanes="flat"` (what vkir.interpret takes), an extra last axis with `lanes="axis"`.
+    Symbolic sizes take `sizes`: one int for all, or a mapping from size name (or Var) to int.
+    Scalar parameters take, in this order: `scalars` (a mapping by name, or a function of the
+    parameter Var), their value in `sizes` (a size variable, or a name `sizes` maps), else a
+    small non-negative int below `scalar_high` (floats: a standard normal, bools: True)."""
     import numpy as np
 
-    rng = np.random.default_rng(seed)
+    from .errors import ArgumentError
+    from .ir import IntImm
+    from .interpreter import evaluate
+
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    if lanes not in ("flat", "axis"):
+        raise ArgumentError(f"random_arguments: lanes must be 'flat' or 'axis', got {lanes!r}")
+    env = {}
+    for v in func.size_vars:
+        value = sizes if isinstance(sizes, int) else None
+        if isinstance(sizes, dict):
+            value = sizes.get(v, sizes.get(v.name))
+        if value is None:
+            raise ArgumentError(f"random_arguments: {func.name} has symbolic size {v.name!r}; "
+                                f"pass sizes= (an int, or a dict naming it)")
+        env[v] = int(value)
+    named = {v.name: n for v, n in env.items()}
+    if isinstance(sizes, dict):
+        named.update((k, v) for k, v in sizes.items() if isinstance(k, str))
     args = []
     for p in func.params:
         buf = func.buffer_map.get(p)
         if buf is None:
-            args.append(scalars[p.name] if scalars else int(rng.integers(0, scalar_high)))
+            args.append(_scalar_argument(p, rng, scalars, env, named, scalar_high))
             continue
-        shape = tuple(int(s.value) for s in buf.shape)
-        dt = buf.dtype.element_of().numpy_dtype()
+        shape = [d.value if isinstance(d, IntImm) else int(evaluate(d, env)) for d in buf.shape]
         if buf.dtype.lanes > 1:
-            shape = shape[:-1] + (shape[-1] * buf.dtype.lanes,)
-        args.append(rng.standard_normal(shape).astype(dt) if dt.kind == "f"
-                    else rng.integers(-50, 50, shape).astype(dt))
+            if lanes == "axis":
+                shape.append(buf.dtype.lanes)
+            else:
+                shape = shape[:-1] + [shape[-1] * buf.dtype.lanes] if shape else [buf.dtype.lanes]
+        elem = buf.dtype.element_of()
+        dt = elem.numpy_dtype()
+        if elem.is_bool:
+            values = rng.integers(0, 2, shape).astype(bool)
+        elif elem.is_float:
+            values = (rng.standard_normal(shape) if float_range is None
+                      else rng.uniform(*float_range, shape))
+        elif int_range is None:
+            info = np.iinfo(dt)
+            values = rng.integers(info.min, info.max, shape, endpoint=True, dtype=dt)
+        else:
+            values = rng.integers(*int_range, shape)
+        args.append(values.astype(dt))
     return args
 
+
+def _scalar_argument(p, rng, scalars, env: dict, named: dict, scalar_high: int):
+    """The value of scalar parameter `p` for random_arguments."""
+    if callable(scalars):
+        return scalars(p)
+    if scalars is not None and p.name in scalars:
+        return scalars[p.name]
+    if p in env:
+        return env[p]
+    if p.name in named:
+        return named[p.name]
+    if p.dtype.is_bool:
+        return True
+    if p.dtype.is_float:
+        return float(rng.standard_normal())
+    return int(rng.integers(0, scalar_high))
+
+
+def check_pass(transform, before, expected, checks: bool = True):
+    """Apply `transform` (a vkir.transform Pass, or any PrimFunc -> PrimFunc function) to
+    `before` and assert that the result is structurally equal to `expected`; a mismatch names
+    the transform, the first differing node and both scripts. With `checks`, the output must
+    also pass the explicit-cast checker and the well-formedness checker. Returns the output."""
+    from .analysis import verify_types, verify_well_formed
+    from .ir.structural import assert_structural_equal
+
+    after = transform(before)
+    if checks:
+        verify_types(after)
+        verify_well_formed(after)
+    try:
+        assert_structural_equal(after, expected)
+    except AssertionError as exc:
+        name = getattr(transform, "name", None) or type(transform).__name__
+        raise AssertionError(f"{name} on {before.name}: output (lhs) differs from expected "
+                             f"(rhs)\n{exc}") from None
+    return after
+
+
+class CompareBeforeAfter:
+    """A base for pytest test classes that state a pass test as data: a subclass named `Test...`
+    sets `transform` (a Pass), `before` and `expected` (PrimFuncs, e.g. `@T.prim_func` defs in
+    the class body) and inherits `test_compare`, which runs `check_pass`. `expected` may instead
+    be an exception class, which the transform must raise; `checks = False` skips the checkers,
+    and `same_results = True` also compares before and after in the interpreter on random
+    arguments (constant shapes)."""
+
+    transform = None
+    before = None
+    expected = None
+    checks = True
+    same_results = False
+
+    def test_compare(self):
+        import pytest
+
+        cls = type(self)
+        transform, before, expected = cls.transform, cls.before, cls.expected
+        assert transform is not None and before is not None and expected is not None, \
+            f"{cls.__name__} must set transform, before and expected"
+        if isinstance(expected, type) and issubclass(expected, BaseException):
+            with pytest.raises(expected):
+                transform(before)
+            return
+        after = check_pass(transform, before, expected, checks=cls.checks)
+        if cls.same_results:
+            same_results(before, after)

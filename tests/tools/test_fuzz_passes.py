@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import vkir
-from vkir.testing import interpret_lowered
+from vkir.testing import interpret_lowered, random_arguments
 from vkir import transform as TR
 from vkir.analysis import verify_types, verify_well_formed
 from vkir.errors import VkirError
@@ -529,22 +529,9 @@ def f():
 def _arguments(func, seed=0):
     """Random numpy arguments for `func`: symbolic sizes 8, small values (ints in -5..4), 1.5 or 3
     for float or int scalars."""
-    rng = np.random.default_rng(seed)
-    sizes, out = {}, []
-    for p in func.params:
-        buf = func.buffer_map.get(p)
-        if buf is None:
-            out.append(True if p.dtype.is_bool else 1.5 if p.dtype.is_float else 3)
-            continue
-        shape = [s.value if isinstance(s, vkir.ir.IntImm) else sizes.setdefault(s, 8)
-                 for s in buf.shape]
-        lanes = buf.dtype.lanes
-        if lanes > 1:
-            shape = shape[:-1] + [shape[-1] * lanes] if shape else [lanes]
-        npdt = buf.dtype.element_of().numpy_dtype()
-        values = rng.integers(0, 2, shape) if npdt == np.bool_ else rng.integers(-5, 5, shape)
-        out.append(values.astype(npdt))
-    return out
+    return random_arguments(func, seed, sizes=8, int_range=(-5, 5),
+                            scalars=lambda p: True if p.dtype.is_bool else
+                            1.5 if p.dtype.is_float else 3)
 
 
 def _run(func, args):

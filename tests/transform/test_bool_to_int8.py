@@ -9,6 +9,7 @@ import vkir
 from vkir.analysis import verify_types, verify_well_formed
 from vkir import T
 from vkir.ir import PointerType
+from vkir.testing import random_arguments
 from vkir.transform import BoolToInt8
 
 
@@ -21,15 +22,7 @@ def _check_types(f):
 def _run_both(before, after, seeds=range(3)):
     """The bool function on bool arrays and the int8 one on their int8 views agree."""
     for seed in seeds:
-        rng = np.random.default_rng(seed)
-        want = []
-        for p in before.params:
-            buf = before.buffer_map[p]
-            shape = tuple(s.value for s in buf.shape)
-            if buf.dtype.is_bool:
-                want.append(rng.integers(0, 2, shape).astype(np.bool_))
-            else:
-                want.append(rng.standard_normal(shape).astype(buf.dtype.numpy_dtype()))
+        want = random_arguments(before, seed)
         got = [a.copy() for a in want]
         vkir.interpret(before, *want)
         vkir.interpret(after, *[a.view(np.int8) if a.dtype == np.bool_ else a for a in got])

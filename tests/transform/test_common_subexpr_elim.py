@@ -9,6 +9,7 @@ import pytest
 import vkir
 from vkir import T, ir
 from vkir.analysis import verify_types, verify_well_formed
+from vkir.testing import random_arguments
 from vkir.transform import CommonSubexprElim
 
 
@@ -797,14 +798,16 @@ def _no_let(expr) -> bool:
     return not any(isinstance(n, ir.Let) for n in ir.walk(expr))
 
 
-def _run_random(func, seed):
+def _kernel_args(func, seed):
+    """Random out, fout, inp and the int scalars (in [-6, 7)) of a _RandomKernel's function."""
     rng = np.random.default_rng(seed)
-    out = rng.integers(-50, 50, N_OUT).astype("int32")
-    fout = rng.standard_normal(N_OUT).astype("float32")
-    inp = rng.integers(-50, 50, N_OUT).astype("int32")
-    scalars = [int(v) for v in rng.integers(-6, 7, 3)]
-    vkir.interpret(func, out, fout, inp, *scalars)
-    return out, fout
+    return random_arguments(func, rng, scalars=lambda p: int(rng.integers(-6, 7)))
+
+
+def _run_random(func, seed):
+    args = _kernel_args(func, seed)
+    vkir.interpret(func, *args)
+    return args[0], args[1]
 
 
 @pytest.mark.parametrize("equiv", [False, True])
@@ -930,11 +933,7 @@ def test_cse_kernels_run_on_the_device_like_the_originals_interpreted(device):
         func = _RandomKernel(seed).func()
         for equiv in (False, True):
             kernel = vkir.build(_cse(func, identify_equiv_terms=equiv), device=device)
-            rng = np.random.default_rng(seed)
-            out = rng.integers(-50, 50, N_OUT).astype("int32")
-            fout = rng.standard_normal(N_OUT).astype("float32")
-            inp = rng.integers(-50, 50, N_OUT).astype("int32")
-            scalars = [int(v) for v in rng.integers(-6, 7, 3)]
+            out, fout, inp, *scalars = _kernel_args(func, seed)
             want_out, want_fout = out.copy(), fout.copy()
             vkir.interpret(func, want_out, want_fout, inp, *scalars)
             kernel(out, fout, inp, *scalars)

@@ -13,6 +13,7 @@ from vkir.analysis import verify_types, verify_well_formed
 from vkir.ir import PointerType, walk
 from vkir.transform import BoolToInt8, EmulateInt8
 from vkir.transform.emulate_int8 import is_narrow
+from vkir.testing import random_arguments
 
 
 @T.prim_func
@@ -62,23 +63,8 @@ def _as_words(arr: np.ndarray) -> np.ndarray:
     return padded.view(np.uint32)
 
 
-def _random_args(func, rng):
-    args = []
-    for p in func.params:
-        buf = func.buffer_map[p]
-        shape = tuple(s.value for s in buf.shape)
-        if buf.dtype.lanes > 1:
-            shape = shape[:-1] + (shape[-1] * buf.dtype.lanes,)
-        dt = buf.dtype.element_of()
-        if dt.is_bool:
-            args.append(np.zeros(shape, np.bool_))
-        elif dt.is_float:
-            args.append(rng.uniform(-3, 3, shape).astype(np.float32))
-        else:
-            info = np.iinfo(dt.numpy_dtype())
-            args.append(rng.integers(info.min, info.max + 1, shape, endpoint=False).astype(dt.numpy_dtype())
-                        if dt.bits == 8 else np.zeros(shape, dt.numpy_dtype()))
-    return args
+# arguments: integers over their whole range (8-bit wrap-around is what is tested), floats in [-3, 3)
+_VALUES = dict(int_range=None, float_range=(-3, 3))
 
 
 def _emulated(func):
@@ -103,7 +89,7 @@ def test_emulated_function_computes_what_the_original_does(func):
     after = _emulated(func)
     for seed in range(3):
         rng = np.random.default_rng(seed)
-        want = _random_args(func, rng)
+        want = random_arguments(func, rng, **_VALUES)
         got = [a.copy() for a in want]
         vkir.interpret(func, *want)
         words_args = [_as_words(a.view(np.int8) if a.dtype == np.bool_ else a)
@@ -148,7 +134,7 @@ def test_reinterpret_of_8bit_values_is_refused_by_name():
 def test_8bit_kernels_run_on_the_device_like_the_interpreter(device, func):
     """On lavapipe natively, on SwiftShader through the emulation: the same bytes either way."""
     rng = np.random.default_rng(7)
-    want = _random_args(func, rng)
+    want = random_arguments(func, rng, **_VALUES)
     got = [a.copy() for a in want]
     vkir.interpret(func, *want)
     vkir.build(func, device=device)(*got)

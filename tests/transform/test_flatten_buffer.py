@@ -4,12 +4,11 @@ become flat allocations, strides and elem_offset are honored, vector indices sta
 position and vector element types are kept. Each output passes the explicit-cast checker and
 computes what its input computes (interpreter, random inputs)."""
 
-import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import vkir
-from vkir.testing import same_results
+from vkir.testing import random_arguments, same_results
 from vkir import T
 from vkir.ir import walk
 from vkir.analysis import verify_types, verify_well_formed
@@ -17,23 +16,8 @@ from vkir.errors import TransformError
 from vkir.transform import FlattenBuffer
 
 
-def _random_args(func, sizes, seed):
-    rng = np.random.default_rng(seed)
-    args = []
-    for p in func.params:
-        buf = func.buffer_map.get(p)
-        if buf is None:
-            args.append(sizes[p.name])
-            continue
-        shape = tuple(s.value if hasattr(s, "value") else sizes[s.name] for s in buf.shape)
-        if buf.dtype.lanes > 1:
-            shape = shape[:-1] + (shape[-1] * buf.dtype.lanes,)
-        args.append(rng.standard_normal(shape).astype(buf.dtype.element_of().numpy_dtype()))
-    return args
-
-
 def _same_results(before, after, sizes=None, seeds=range(3)):
-    same_results(before, after, lambda seed: _random_args(before, sizes or {}, seed), seeds)
+    same_results(before, after, lambda seed: random_arguments(before, seed, sizes=sizes), seeds)
 
 
 def _check(before, expected, sizes=None, run=True):

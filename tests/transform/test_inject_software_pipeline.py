@@ -10,19 +10,8 @@ from hypothesis import given, settings, strategies as st
 import vkir
 from vkir import T, ir
 from vkir.analysis import verify_types, verify_well_formed
+from vkir.testing import random_arguments, same_results
 from vkir.transform import InjectSoftwarePipeline
-
-
-def _random_args(func, seed, sizes=None):
-    rng = np.random.default_rng(seed)
-    sizes = sizes or {}
-    args = []
-    for p in func.params:
-        buf = func.buffer_map[p]
-        shape = tuple(sizes[s.name] if isinstance(s, ir.Var) else int(s.value)
-                      for s in buf.shape)
-        args.append(rng.standard_normal(shape).astype(buf.dtype.numpy_dtype()))
-    return args
 
 
 def _run(func, args):
@@ -32,10 +21,7 @@ def _run(func, args):
 
 
 def _same_results(before, after, seeds=range(2), sizes=None):
-    for seed in seeds:
-        args = _random_args(before, seed, sizes)
-        for w, g in zip(_run(before, args), _run(after, args)):
-            np.testing.assert_array_equal(g, w)
+    same_results(before, after, lambda seed: random_arguments(before, seed, sizes=sizes), seeds)
 
 
 def _check(before, expected):
@@ -114,7 +100,7 @@ class _SetWaitCounts(ir.Mutator):
 
 def test_wrong_in_flight_count_reads_stale_data():
     after = InjectSoftwarePipeline()(two_stage_async)
-    args = _random_args(two_stage_async, 0)
+    args = random_arguments(two_stage_async, 0)
     want = _run(two_stage_async, args)
     np.testing.assert_array_equal(_run(after, args)[1], want[1])
     wrong = after.with_body(_SetWaitCounts(2).visit(after.body))  # one group too many in flight
@@ -274,7 +260,7 @@ def test_interleaved_grouped_prologue_would_be_wrong():
                   *after.body.body.body.seq[1:])
     wrong = after.with_body(ir.AllocBuffer(after.body.buffer,
                                            ir.AllocBuffer(after.body.body.buffer, body)))
-    args = _random_args(interleaved, 0)
+    args = random_arguments(interleaved, 0)
     assert not np.array_equal(_run(wrong, args)[2], _run(interleaved, args)[2])
 
 

@@ -9,15 +9,10 @@ import pytest
 import vkir
 from vkir import T, ir
 from vkir.analysis import verify_types, verify_well_formed
+from vkir.testing import random_arguments
 from vkir.transform import InjectSoftwarePipeline, LowerAsync
 
 from pipeline_reference import synchronous
-
-
-def _args(func, seed):
-    rng = np.random.default_rng(seed)
-    return [rng.standard_normal(tuple(int(s.value) for s in func.buffer_map[p].shape))
-            .astype("float32") for p in func.params]
 
 
 def _run(func, args):
@@ -34,7 +29,7 @@ def _lower(func):
     assert not any(isinstance(n, (ir.AsyncScope, ir.AsyncCommitQueue, ir.AsyncWaitQueue))
                    for n in ir.walk(lowered))
     for seed in range(2):
-        args = _args(func, seed)
+        args = random_arguments(func, seed)
         # the annotated loop itself races across invocations (it has no barrier): the
         # reference is its synchronous meaning (see tests/pipeline_reference.py)
         want = _run(synchronous(func), args)
@@ -156,7 +151,7 @@ def matmul_lowered(A: T.Buffer((8, 16), "float32"), B: T.Buffer((16, 8), "float3
 def test_double_buffered_matmul_gets_one_barrier_per_iteration():
     lowered = _lower(matmul)
     vkir.assert_structural_equal(lowered, matmul_lowered)
-    a, b = _args(matmul, 0)[:2]
+    a, b = random_arguments(matmul, 0)[:2]
     c = np.zeros((8, 8), "float32")
     vkir.interpret(lowered, a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)

@@ -28,14 +28,9 @@ def _check_types(f):
     verify_well_formed(f)
 
 
-def _random_args(func, seed, scalars=None):
-    """Random numpy arguments for func's params (vector-typed buffers as arrays of their lanes;
-    scalars from `scalars` by name, else small non-negative ints)."""
-    return random_arguments(func, seed, scalars=scalars)
-
-
 def _same_results(before, after, scalars=None, seeds=range(3)):
-    same_results(before, after, lambda seed: _random_args(before, seed, scalars), seeds, rtol=1e-6)
+    same_results(before, after, lambda seed: random_arguments(before, seed, scalars=scalars), seeds,
+                 rtol=1e-6)
 
 
 def _check(before, expected, scalars=None, runs=range(3)):

@@ -100,26 +100,12 @@ def capture(module, pass_owner, pass_name: str, monkeypatch, skip=(),
 
 
 def arguments(func, seed: int, size: int = 16) -> list:
-    """Random arguments for a vkir PrimFunc, symbolic sizes set to `size` (vkir.testing's
-    random_arguments covers constant shapes only)."""
+    """Random arguments for a vkir PrimFunc: symbolic sizes and int scalars `size`, float
+    scalars from a standard normal, vector buffers with their lanes as an extra last axis."""
     import numpy as np
 
-    import vkir
-    from vkir.interpreter import evaluate
+    from vkir.testing import random_arguments
 
     rng = np.random.default_rng(seed)
-    sizes = {v: size for v in func.size_vars}
-    args = []
-    for p in func.params:
-        buf = func.buffer_map.get(p)
-        if buf is None:
-            args.append(sizes.get(p, size) if p.dtype.is_int else rng.standard_normal())
-            continue
-        shape = [d.value if isinstance(d, vkir.ir.IntImm) else int(evaluate(d, sizes))
-                 for d in buf.shape]
-        if buf.dtype.lanes > 1:
-            shape.append(buf.dtype.lanes)
-        dt = buf.dtype.element_of().numpy_dtype()
-        values = rng.integers(-50, 50, shape) if dt.kind in "iu" else rng.standard_normal(shape)
-        args.append(values.astype(dt))
-    return args
+    return random_arguments(func, rng, sizes=size, lanes="axis",
+                            scalars=lambda p: size if p.dtype.is_int else rng.standard_normal())
