@@ -14,6 +14,9 @@ checks every other loop when it starts (`range_error`).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+
 from ..errors import ArgumentError
 from ..ir import expr as E
 from ..ir import stmt as S
@@ -42,16 +45,21 @@ def range_error(loop: S.For, lo: int, extent: int, where: str = "") -> str | Non
     return message + "\n(a loop never wraps around: give its variable a wider type)"
 
 
-def known_loops(func) -> list:
-    """The serial loops of `func` whose min and extent depend on nothing but the parameters,
-    size variables and constants (through let bindings of such values), each as (loop, lets):
-    the (var, value) bindings its bounds may use, outermost first."""
+def known_loops(func, known=None) -> list:
+    """The serial loops of `func` whose min and extent depend on nothing but the variables
+    `known` (default: its parameters and size variables) and constants (through let bindings
+    of such values), not both constants (the checker's), each as (loop, lets): the
+    (var, value) bindings its bounds may use, outermost first."""
     out = []
-    _collect(func.body, set(func.params) | set(func.size_vars), (), out)
+    if known is None:
+        known = set(func.params) | set(func.size_vars)
+    _collect(func.body, known, (), out)
     return out
 
 
 def _host(e, known: set) -> bool:
+    if isinstance(e, E.IntImm):
+        return True
     for n in walk(e):
         if isinstance(n, (E.BufferLoad, E.Call, E.Shuffle, E.Ramp, E.Broadcast)):
             return False
@@ -60,32 +68,41 @@ def _host(e, known: set) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=None)
+def _inner(cls) -> tuple:
+    """The fields of statement class `cls` that hold statements."""
+    return tuple(f.name for f in dataclasses.fields(cls)
+                 if f.name in ("seq", "body", "then_case", "else_case"))
+
+
 def _collect(s, known: set, lets: tuple, out: list) -> None:
-    if isinstance(s, S.LetStmt):
-        if s.var.dtype.lanes == 1 and (s.var.dtype.is_int or s.var.dtype.is_uint) \
-                and _host(s.value, known):
-            _collect(s.body, known | {s.var}, lets + ((s.var, s.value),), out)
-        else:
-            _collect(s.body, known, lets, out)
-        return
-    if isinstance(s, S.For) and s.kind != "thread_binding" and \
-            _host(s.min, known) and _host(s.extent, known):
-        out.append((s, lets))
-    for name in getattr(s, "__dataclass_fields__", ()):
-        value = getattr(s, name)
-        if isinstance(value, S.Stmt):
-            _collect(value, known, lets, out)
-        elif isinstance(value, tuple):
-            for v in value:
-                if isinstance(v, S.Stmt):
-                    _collect(v, known, lets, out)
+    stack = [(s, known, lets)]
+    while stack:
+        s, known, lets = stack.pop()
+        fields = _inner(type(s))
+        if not fields:
+            continue   # a store, an evaluate, a barrier
+        if isinstance(s, S.LetStmt):
+            if s.var.dtype.lanes == 1 and (s.var.dtype.is_int or s.var.dtype.is_uint) \
+                    and _host(s.value, known):
+                known, lets = set(known) | {s.var}, lets + ((s.var, s.value),)
+        elif isinstance(s, S.For) and s.kind != "thread_binding" and \
+                not (isinstance(s.min, E.IntImm) and isinstance(s.extent, E.IntImm)) and \
+                _host(s.min, known) and _host(s.extent, known):
+            out.append((s, lets))
+        for name in fields:
+            inner = getattr(s, name)
+            if isinstance(inner, tuple):
+                stack.extend((x, known, lets) for x in reversed(inner))
+            elif inner is not None:
+                stack.append((inner, known, lets))
 
 
 def check_known_loops(func, env: dict, evaluate, where: str) -> None:
     """ArgumentError for the first loop of `known_loops(func)` whose range, for the sizes and
     scalars in `env` (Var -> number) evaluated with `evaluate(expr, env)` (the interpreter's
     semantics), does not fit its variable's type."""
-    for loop, lets in known_loops(func):
+    for loop, lets in known_loops(func, env.keys()):
         scope = dict(env)
         for var, value in lets:
             known = _value(value, scope, evaluate)
