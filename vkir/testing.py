@@ -144,8 +144,8 @@ def random_arguments(func, seed, scalar_high: int = 4, scalars=None, *, sizes=No
     `lanes="flat"` (what vkir.interpret takes), an extra last axis with `lanes="axis"`.
     Symbolic sizes take `sizes`: one int for all, or a mapping from size name (or Var) to int.
     Scalar parameters take, in this order: `scalars` (a mapping by name, or a function of the
-    parameter Var), their value in `sizes` (a size variable, or a name `sizes` maps), else a
-    small non-negative int below `scalar_high` (floats: a standard normal, bools: True)."""
+    parameter Var), the value `sizes` maps their name to, else a small non-negative int below
+    `scalar_high` (floats: a standard normal, bools: True)."""
     import numpy as np
 
     from .errors import ArgumentError
@@ -171,7 +171,7 @@ def random_arguments(func, seed, scalar_high: int = 4, scalars=None, *, sizes=No
     for p in func.params:
         buf = func.buffer_map.get(p)
         if buf is None:
-            args.append(_scalar_argument(p, rng, scalars, env, named, scalar_high))
+            args.append(_scalar_argument(p, rng, scalars, named, scalar_high))
             continue
         shape = [d.value if isinstance(d, IntImm) else int(evaluate(d, env)) for d in buf.shape]
         if buf.dtype.lanes > 1:
@@ -195,14 +195,12 @@ def random_arguments(func, seed, scalar_high: int = 4, scalars=None, *, sizes=No
     return args
 
 
-def _scalar_argument(p, rng, scalars, env: dict, named: dict, scalar_high: int):
-    """The value of scalar parameter `p` for random_arguments."""
+def _scalar_argument(p, rng, scalars, named: dict, scalar_high: int):
+    """The value of scalar parameter `p` for random_arguments (`named`: sizes by name)."""
     if callable(scalars):
         return scalars(p)
     if scalars is not None and p.name in scalars:
         return scalars[p.name]
-    if p in env:
-        return env[p]
     if p.name in named:
         return named[p.name]
     if p.dtype.is_bool:
@@ -239,13 +237,26 @@ class CompareBeforeAfter:
     the class body) and inherits `test_compare`, which runs `check_pass`. `expected` may instead
     be an exception class, which the transform must raise; `checks = False` skips the checkers,
     and `same_results = True` also compares before and after in the interpreter on random
-    arguments (constant shapes)."""
+    arguments (`arguments`: options for random_arguments, e.g. {"sizes": 16}).
+
+        class TestFoldsConstants(CompareBeforeAfter):
+            transform = vkir.transform.Simplify()
+
+            @T.prim_func
+            def before(A: T.Buffer((1,), "int32")):
+                A[0] = 2 + 3
+
+            @T.prim_func
+            def expected(A: T.Buffer((1,), "int32")):
+                A[0] = 5
+    """
 
     transform = None
     before = None
     expected = None
     checks = True
     same_results = False
+    arguments = None
 
     def test_compare(self):
         import pytest
@@ -260,4 +271,5 @@ class CompareBeforeAfter:
             return
         after = check_pass(transform, before, expected, checks=cls.checks)
         if cls.same_results:
-            same_results(before, after)
+            options = cls.arguments or {}
+            same_results(before, after, lambda seed: random_arguments(before, seed, **options))

@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 import vkir
-from vkir.testing import same_results
+from vkir.testing import CompareBeforeAfter, same_results
 from vkir import T, ir
 from vkir.analysis import verify_types
 from vkir.transform import VectorTypeRewrite
@@ -25,6 +25,14 @@ def _check(before, expected):
     vkir.assert_structural_equal(after, expected)
     _same_results(before, after)
     return after
+
+
+class _RewriteCase(CompareBeforeAfter):
+    """VectorTypeRewrite turns `before` into `expected`, which passes the checkers and computes
+    the same."""
+
+    transform = VectorTypeRewrite()
+    same_results = True
 
 
 def _param_dtype(func, name):
@@ -156,8 +164,8 @@ def lane_reads_vector(A: T.Buffer((4,), "float32x4"), B: T.Buffer((4,), "float32
             + T.shuffle([A[i]], [1]) + T.shuffle([A[0]], [0]), 4)
 
 
-def test_aligned_scalar_reads_become_lane_extracts():
-    _check(lane_reads, lane_reads_vector)
+class TestAlignedScalarReadsBecomeLaneExtracts(_RewriteCase):
+    before, expected = lane_reads, lane_reads_vector
 
 
 @T.prim_func
@@ -174,8 +182,8 @@ def lanes_of_one_element_vector(A: T.Buffer((4,), "float32x4"), B: T.Buffer((4,)
             T.shuffle([T.shuffle([A[i]], [1, 3])], [1]), 4)
 
 
-def test_reads_within_one_element_become_shuffles():
-    _check(lanes_of_one_element, lanes_of_one_element_vector)
+class TestReadsWithinOneElementBecomeShuffles(_RewriteCase):
+    before, expected = lanes_of_one_element, lanes_of_one_element_vector
 
 
 @T.prim_func
