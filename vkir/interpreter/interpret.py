@@ -112,7 +112,8 @@ def _interpret_with(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool
         try:
             _run(func, args, kwargs, check_races, subgroup_size, denormals, plan, native)
             return
-        except (InterpreterError, OutOfBoundsError):
+        except (InterpreterError, OutOfBoundsError, ArgumentError):
+            # (a loop range error names the range of the invocation that met it first)
             _restore(kept)
     _run(func, args, kwargs, check_races, subgroup_size, denormals, None, native)
 
