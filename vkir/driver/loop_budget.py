@@ -37,7 +37,8 @@ MAX_FACTOR = 64       # the most copies of a body SplitLongLoops makes (codegen 
 
 @dataclass(frozen=True)
 class Loop:
-    """One loop of a kernel for one call: its variable, an upper bound of its iterations each
+    """One loop of a kernel for one call (also one codegen makes for an expression, a float
+    floor division): its variable, an upper bound of its iterations each
     time it starts (`trips`; None when it depends on buffer data), how many times it starts per
     invocation (`starts`; None when unknown), and whether SplitLongLoops can split it.
     `values`: (first, last) of its variable, the same on every start,
@@ -45,7 +46,7 @@ class Loop:
     loop's variable (a triangular nest), its exact trips for each value of that variable in turn
     (empty otherwise: `trips` bounds every start)."""
 
-    var: E.Var | S.While   # a while loop, which has no variable, is named by its node
+    var: E.Var | S.While | E.PrimExpr   # a while loop by its node, as a loop codegen makes
     trips: int | None
     starts: int | None
     splittable: bool
@@ -137,6 +138,8 @@ def _replace_calls(e, mapping: dict):
 
 
 def _walk(s, ranges: dict, starts: int | None, out: list, outer: frozenset) -> None:
+    if not isinstance(s, S.While):   # (a while loop's condition runs once per iteration)
+        _hidden_loops(_own_exprs(s), starts, out, outer)
     if isinstance(s, S.For):
         lo = value_range(s.min, ranges)[0] if not _data_dependent(s.min) else None
         extent = _upper(s.extent, ranges)
@@ -184,6 +187,35 @@ def _walk(s, ranges: dict, starts: int | None, out: list, outer: frozenset) -> N
         _walk(child, ranges, starts, out, outer)
 
 
+# float `//`, `%` and fmod are one loop each in codegen (vkir.spirv.codegen.float_division): while
+# the exponent difference d is nonzero, reduce min(d, step) bits; d <= 254 for float32 (float16 is
+# computed in float32), 2046 for float64; step = 8 and 11
+_REMAINDER_TRIPS = {16: -(-254 // 8), 32: -(-254 // 8), 64: -(-2046 // 11)}
+
+
+def _own_exprs(s) -> list:
+    """The expressions statement `s` evaluates itself (not those of statements inside it)."""
+    out = []
+    for name in getattr(s, "__dataclass_fields__", ()):
+        value = getattr(s, name)
+        if isinstance(value, E.PrimExpr):
+            out.append(value)
+        elif isinstance(value, tuple):
+            out.extend(v for v in value if isinstance(v, E.PrimExpr))
+    return out
+
+
+def _hidden_loops(exprs, starts, out: list, outer: frozenset) -> None:
+    """A Loop for each loop codegen emits inside `exprs` (float floor division and remainders),
+    each evaluated `starts` times per invocation: they spend the same budget. Not splittable."""
+    for e in exprs:
+        for n in walk(e):
+            float_mod = isinstance(n, (E.FloorDiv, E.FloorMod, E.Mod)) or (
+                isinstance(n, E.Call) and n.op == "fmod")
+            if float_mod and n.dtype.is_float:
+                out.append(Loop(n, _REMAINDER_TRIPS[n.dtype.bits], starts, False, outer))
+
+
 _MAX_ENUMERATED = 1 << 14   # the most values of an enclosing variable `_per_start` goes through
 
 
@@ -225,6 +257,8 @@ def _walk_while(s: S.While, ranges: dict, starts, out: list, outer: frozenset, b
     far as it goes)."""
     trips = _counted_trips(s, ranges, before)
     out.append(Loop(s, trips, starts, splittable(s), outer))
+    tests = None if starts is None or trips is None else starts * (trips + 1)
+    _hidden_loops((s.condition,), tests, out, outer)
     _walk(s.body, ranges, None if starts is None or trips is None else starts * trips, out,
           outer | {s})
 
@@ -388,4 +422,14 @@ def _fit(known: list, total: int, budget: int, kernel: str, device: str):
         f"invocation, and {device} stops every loop of an invocation after {budget} (quirk "
         f"loop_trip_limit_65535); even with the most copies of their bodies per back edge "
         f"({MAX_FACTOR} for counted loops, {WHILE_MAX_FACTOR} for while loops) they would need "
-        f"{cost}. Split the work over more invocations (a larger grid) or run it in several calls")
+        f"{cost}{_HIDDEN_NOTE if any(_hidden(lp) for lp in known) else ''}. Split the work over "
+        "more invocations (a larger grid) or run it in several calls")
+
+
+_HIDDEN_NOTE = (" (each float //, % or fmod is a loop on the device too, of up to 32 iterations "
+                "for float32 and 186 for float64)")
+
+
+def _hidden(lp: Loop) -> bool:
+    """Whether `lp` is a loop codegen makes for an expression (no loop of the kernel's own)."""
+    return not isinstance(lp.var, (E.Var, S.While))
