@@ -82,11 +82,11 @@ def test_barriers_only_at_waits_would_race(device, monkeypatch):
             return ir.seq(ir.Barrier(), self.visit(node.body))
 
     def racy_lower(func, target=None, pointer_casts=False):
-        passes = lowering.default_passes(target)
-        func = passes[0](func)  # InjectSoftwarePipeline
-        func = func.with_body(_WaitBarriersOnly().visit(func.body))  # instead of LowerAsync
-        for p in passes[2:]:
-            func = p(func)
+        for p in lowering.pipeline(target).passes:
+            if p.name == "LowerAsync":   # barriers only at the waits instead
+                func = func.with_body(_WaitBarriersOnly().visit(func.body))
+            else:
+                func = p(func)
         return func
 
     pipelined, _ = matmul_kernels(64, 16)

@@ -76,11 +76,10 @@ def test_target_from_device(device):
 def test_pipeline_is_data_and_depends_on_the_target():
     p = pipeline(Target())
     assert isinstance(p, transform.Pipeline) and isinstance(p.passes, tuple)
-    assert p.names == ("InjectSoftwarePipeline", "LowerAsync", "FlattenBuffer", "VectorizeLoop",
-                       "Simplify", "VectorTypeRewrite", "SymbolicVectorCast", "BoolToInt8",
-                       "EmulateInt8", "CommonSubexprElim")
+    # which passes run in which order, per target: tests/test_default_pipeline_order.py
+    assert p.names == tuple(q.name for q in p.passes)
     # 8-bit values are emulated only where the target lacks 8-bit integers or storage
-    assert "EmulateInt8" not in pipeline(Target.lavapipe()).names
+    assert "EmulateInt8" in p.names and "EmulateInt8" not in pipeline(Target.lavapipe()).names
     assert all(q.name == type(q).__name__ for q in p.passes)
     casts = pipeline(Target(), pointer_casts=True)
     assert casts.names.index("PointerCastVectorize") == casts.names.index("VectorTypeRewrite") - 1

@@ -423,11 +423,12 @@ def test_pipelined_matmul_with_barriers_only_at_the_waits_raises():
             return ir.seq(ir.Barrier(), self.visit(node.body))
 
     pipelined, _ = matmul_kernels(64, 16)
-    passes = lowering.default_passes(None)
-    func = passes[0](pipelined)  # InjectSoftwarePipeline
-    func = func.with_body(_WaitBarriersOnly().visit(func.body))  # instead of LowerAsync
-    for p in passes[2:]:
-        func = p(func)
+    func = pipelined
+    for p in lowering.pipeline(None).passes:
+        if p.name == "LowerAsync":   # barriers only at the waits instead
+            func = func.with_body(_WaitBarriersOnly().visit(func.body))
+        else:
+            func = p(func)
     with pytest.raises(DataRaceError, match=r"shared buffer [AB]_sh\S*: read by thread .* and "
                                             r"written by thread .* with no T.barrier\(\)"):
         interpret(func, *_matmul_args())
