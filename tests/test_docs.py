@@ -10,6 +10,7 @@ import pytest
 
 import vkir
 from vkir.analysis import verify_types
+from vkir.testing import random_arguments
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -22,20 +23,8 @@ def _examples():
 
 def _arguments(func, rng):
     """Random arguments: sizes 8, values small enough for every example to stay in range."""
-    args = []
-    for p in func.params:
-        buf = func.buffer_map.get(p)
-        if buf is None:
-            args.append(np.float32(1.5) if p.dtype.is_float else 3)
-            continue
-        sizes = {v: 8 for v in func.size_vars}   # a shape expression ("rows + 1") follows them
-        shape = [d.value if isinstance(d, vkir.ir.IntImm) else int(vkir.interpreter.evaluate(d, sizes))
-                 for d in buf.shape]
-        shape[-1] *= buf.dtype.lanes
-        dt = buf.dtype.element_of().numpy_dtype()
-        values = rng.integers(0, 8, shape) if dt.kind in "iu" else rng.uniform(-2, 2, shape)
-        args.append(values.astype(dt))
-    return args
+    return random_arguments(func, rng, sizes=8, int_range=(0, 8), float_range=(-2, 2),
+                            scalars=lambda p: np.float32(1.5) if p.dtype.is_float else 3)
 
 
 def test_there_are_examples_of_every_section():

@@ -259,6 +259,7 @@ class CompareBeforeAfter:
     arguments = None
 
     def test_compare(self):
+        """Apply `transform` to `before` and compare with `expected` (see the class)."""
         import pytest
 
         cls = type(self)

@@ -19,6 +19,7 @@ from .modular import ModularSet
 
 
 def is_int(dt) -> bool:
+    """Whether `dt` is an integer type (scalar or vector)."""
     return isinstance(dt, DataType) and dt.is_integer
 
 
@@ -32,6 +33,7 @@ def int_const(e) -> int | None:
 
 
 def bool_const(e) -> bool | None:
+    """The value of a bool constant or of a broadcast bool constant."""
     if isinstance(e, E.IntImm) and e.dtype.is_bool:
         return bool(e.value)
     if isinstance(e, E.Broadcast):
@@ -40,6 +42,7 @@ def bool_const(e) -> bool | None:
 
 
 def float_const(e) -> float | None:
+    """The value of a float constant."""
     if isinstance(e, E.FloatImm):
         return e.value
     return None
@@ -56,10 +59,12 @@ def int_imm(value: int, dt: DataType):
 
 
 def make_bool(value: bool, lanes: int):
+    """A bool constant of `lanes` lanes (a Broadcast for vectors)."""
     return E.const(bool(value), DataType("bool", 1, lanes))
 
 
 def has_side_effects(e) -> bool:
+    """Whether `e` calls an impure op (an atomic, a barrier, ...)."""
     return any(isinstance(n, E.Call) and not is_pure(n.op) for n in walk(e))
 
 
@@ -84,6 +89,7 @@ def expr_of(x, e):
 
 
 def np_float(dt: DataType):
+    """The numpy type of float dtype `dt`."""
     return {16: np.float16, 32: np.float32, 64: np.float64}[dt.bits]
 
 

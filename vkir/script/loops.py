@@ -263,6 +263,7 @@ def _exits(stmts: list) -> tuple[bool, bool]:
 
 
 def leaves_iteration(stmts: list) -> bool:
+    """Whether `stmts` may `break` or `continue` the loop around them."""
     return any(_exits(stmts))
 
 
