@@ -28,8 +28,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import LoopLimitError
-from ..ir import (AllocBuffer, BufferLoad, BufferStore, Call, DataType, For, IfThenElse, LetStmt,
-                  NE, PrimFunc, Select, SeqStmt, While)
+from ..ir import (Add, AllocBuffer, BufferLoad, BufferStore, Call, DataType, Evaluate, FloorDiv,
+                  FloorMod, For, IfThenElse, LetStmt, Mod, NE, PrimFunc, Select, SeqStmt, Var,
+                  While)
 from ..ir.buffer import decl_buffer
 from ..ir.expr import const
 from ..ir.functor import Mutator
@@ -41,6 +42,7 @@ from .loop_budget import LOOP_BUDGET, unbounded_loops
 from .record_check import CheckedKernel
 
 INT32 = DataType("int", 32)
+PROBE = "budget"   # LoopSite.loop of the probe that finds a budget run out anywhere
 _LOOP_KINDS = ("serial", "unrolled", "vectorized")   # For kinds codegen may emit as loops
 
 
@@ -93,6 +95,10 @@ class _Instrumenter(Mutator):
                                    getattr(span, "source_line", "") if span is not None else ""))
         return len(self.sites) - 1
 
+    def probe_site(self) -> int:
+        self.sites.append(LoopSite(PROBE, None, ""))
+        return len(self.sites) - 1
+
     def flag(self, name: str):
         buf = decl_buffer((1,), "int32", f"vkir_loop_{name}{len(self.flags)}", scope="local")
         self.flags.append(buf)
@@ -142,12 +148,32 @@ class _Instrumenter(Mutator):
         return [*before, While(condition, body, span=s.span), report]
 
 
+def _has_hidden_loops(func: PrimFunc) -> bool:
+    """Whether codegen makes loops of `func`'s expressions (float //, % and fmod)."""
+    return any(isinstance(n, (FloorDiv, FloorMod, Mod)) and n.dtype.is_float or
+               isinstance(n, Call) and n.op == "fmod" for n in walk(func.body))
+
+
+def _probe(record, site: int):
+    """A loop of two iterations at the end of the kernel, checked like the others: where the
+    budget ran out anywhere (in a loop codegen makes for a float //, say, which has no check of
+    its own), the driver cuts this one too. Its count is read from the record, so that no
+    compiler unrolls it, and its body allocates, so that no split makes it one chunk."""
+    spare = decl_buffer((1,), "int32", "vkir_loop_probe_body", scope="local")
+    p = Var("vkir_probe", INT32)
+    extent = Add(BufferLoad(record, (const(0, INT32),)), const(2, INT32))
+    return For(p, const(0, INT32), extent, "serial", AllocBuffer(spare, Evaluate(const(0, INT32))),
+               annotations={SITE: site})
+
+
 def instrument(func: PrimFunc) -> tuple:
     """`(checked function, sites)`: `func` with one more buffer parameter, the int32 record named
     RECORD, and a cut check after every loop (see the module docstring)."""
     record = decl_buffer((1,), "int32", RECORD)
     inst = _Instrumenter(record)
     body = inst.visit(func.body)
+    if _has_hidden_loops(func):
+        body = SeqStmt((body, _probe(record, inst.probe_site())))
     for buf in reversed(inst.flags):
         body = AllocBuffer(buf, body)
     params = (*func.params, record.data)
@@ -160,6 +186,16 @@ def raise_if_cut(record: np.ndarray, sites: tuple, kernel: str, device: str) -> 
     if record[0] == 0:
         return
     site = sites[int(record[0]) - 1]
+    if site.loop == PROBE:
+        raise LoopLimitError(
+            f"kernel {kernel}: a loop was cut short on {device}: the driver stops every loop of "
+            f"an invocation after {LOOP_BUDGET} iterations in all (quirk {LOOP_TRIP_LIMIT}), and "
+            "this call's ran out, in a loop vkir makes for a float //, % or fmod or in one that "
+            "ended on the budget's last iteration (a loop of the kernel's own cut short would "
+            "have been named). The results of this call may be incomplete. Pass loop counts as "
+            "scalar arguments (each call is then split to fit, or refused before it runs), split "
+            "the work over more invocations (a larger grid), or run it in several calls.",
+            None, None)
     what = "a while loop" if site.loop == "while" else f"the loop over {site.loop}"
     message = f"kernel {kernel}: {what}"
     if site.location is not None:
