@@ -15,7 +15,7 @@ from contextlib import ExitStack
 
 from vkir.arith.linear import wrap
 
-from .float_division import RemainderLoop, floor_div, floor_mod, fmod
+from .float_division import REMAINDER_UNROLL, RemainderLoop, floor_div, floor_mod, fmod
 from vkir.errors import TypeCheckError, UnsupportedError
 from vkir.ir import (Add, And, Broadcast, BufferLoad, Call, Cast, DataType, Div, EQ, FloatImm,
                      FloorDiv, FloorMod, GE, GT, IntImm, LE, LT, Let, Max, Min, Mod, Mul, NE,
@@ -228,7 +228,10 @@ class ExprMixin:
     def _remainder_loop(self, loop: RemainderLoop) -> int:
         """The result of a RemainderLoop, as one structured loop whose r and d are OpPhis:
         header (phis, OpLoopMerge) -> check (any lane of d nonzero?) -> body -> continue ->
-        header; the result is r in the header, which dominates the merge block."""
+        header; the result is r in the header, which dominates the merge block. The body reduces
+        REMAINDER_UNROLL steps per back edge (a step with d = 0 shifts by 0 and keeps r < divisor,
+        so the extra steps need no guard): drivers that count back edges against a loop limit
+        (llvmpipe) spend that many times fewer of them."""
         dt = loop.r.dtype
         t = self.ty(dt)
         bt = self.types.bool_of(dt.lanes)
@@ -249,10 +252,15 @@ class ExprMixin:
             more = self.op("OpAny", self.types.bool_of(1), more)
         self.do("OpBranchConditional", more, body, merge)
         self.start_block(body)
-        s = self.glsl("UMin", t, d, step)
+        r_k, d_k = r, d
+        for _ in range(REMAINDER_UNROLL - 1):
+            s = self.glsl("UMin", t, d_k, step)
+            r_k = self.op("OpUMod", t, self.op("OpShiftLeftLogical", t, r_k, s), divisor)
+            d_k = self.op("OpISub", t, d_k, s)
+        s = self.glsl("UMin", t, d_k, step)
         self.b.encode(self.code, "OpUMod", t, r_next,
-                      self.op("OpShiftLeftLogical", t, r, s), divisor)
-        self.b.encode(self.code, "OpISub", t, d_next, d, s)
+                      self.op("OpShiftLeftLogical", t, r_k, s), divisor)
+        self.b.encode(self.code, "OpISub", t, d_next, d_k, s)
         self.do("OpBranch", cont)
         self.start_block(cont)
         self.do("OpBranch", header)

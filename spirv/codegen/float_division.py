@@ -31,6 +31,10 @@ from dataclasses import dataclass
 from vkir.ir import (Add, And, Call, Cast, DataType, Div, EQ, FloorMod, GE, GT, LT, Let, NE, Or,
                      PrimExpr, Select, Sub, Var, const)
 
+# reduction steps per iteration of the emitted loop (its back edges count against llvmpipe's
+# loop limit: float32 needs at most 4 iterations, float64 24)
+REMAINDER_UNROLL = 8
+
 # per float width: (stored mantissa bits, exponent bias)
 _FORMAT = {32: (23, 127), 64: (52, 1023)}
 

@@ -28,6 +28,7 @@ from ..ir.dtype import DataType, type_range
 from ..ir.functor import Mutator
 from ..ir.op import is_atomic, is_subgroup
 from ..ir.walk import walk
+from ..spirv.codegen.float_division import REMAINDER_UNROLL
 from ..spirv.codegen.stmt import MAX_UNROLL
 from ..transform.split_long_loops import WHILE_MAX_FACTOR, splittable
 
@@ -188,9 +189,11 @@ def _walk(s, ranges: dict, starts: int | None, out: list, outer: frozenset) -> N
 
 
 # float `//`, `%` and fmod are one loop each in codegen (vkir.spirv.codegen.float_division): while
-# the exponent difference d is nonzero, reduce min(d, step) bits; d <= 254 for float32 (float16 is
-# computed in float32), 2046 for float64; step = 8 and 11
-_REMAINDER_TRIPS = {16: -(-254 // 8), 32: -(-254 // 8), 64: -(-2046 // 11)}
+# the exponent difference d is nonzero, reduce min(d, step) bits REMAINDER_UNROLL times; d <= 254
+# for float32 (float16 is computed in float32), 2046 for float64; step = 8 and 11
+_REMAINDER_TRIPS = {bits: -(-steps // REMAINDER_UNROLL)
+                    for bits, steps in {16: -(-254 // 8), 32: -(-254 // 8),
+                                        64: -(-2046 // 11)}.items()}
 
 
 def _own_exprs(s) -> list:
