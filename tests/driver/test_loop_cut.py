@@ -273,9 +273,9 @@ def test_loops_of_many_invocations(device):
         np.testing.assert_array_equal(a, n + n[::-1])
 
 
-# a while loop leaves 1 back edge of the budget; the float // after it needs 2 (its
-# exponent difference is about 120, 8 steps an iteration): codegen's loop for it is cut, which the end-of-kernel
-# probe sees
+# a while loop leaves 1 back edge of the budget; the float // after it needs 2 (its exponent
+# difference is about 120, 8 steps an iteration): codegen's loop for it is cut, which the
+# end-of-kernel probe sees
 HIDDEN = vkir.from_script('''
 @T.prim_func
 def hidden(a: T.Buffer((2,), "float32"), out: T.Buffer((2,), "float32"),
