@@ -47,3 +47,13 @@ def test_cycles_are_found_in_a_module_graph():
     assert tool.cycles(edges) == [["a", "b", "c"]]
     assert tool.cycles(tool.module_graph()) == []      # the tree imports without cycles
     assert tool.private_imports() == []                # and no module takes another's _names
+
+
+def test_kernel_reaches_devices_only_through_the_seam():
+    """vkir.driver.kernel and vkir.driver.dispatch import no vkir.runtime (not even lazily):
+    Kernel is backend-neutral; the Vulkan backend is the one adapter, and the rule sees it."""
+    tool = _tool()
+    assert tool.FORBIDDEN["vkir.driver.kernel"] == {"vkir.runtime"}
+    assert tool.module_violations() == []
+    found = tool.module_violations({"vkir.backends.vulkan": {"vkir.runtime"}})
+    assert "vkir.backends.vulkan -> vkir.runtime (lazy)" in found

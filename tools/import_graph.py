@@ -18,6 +18,11 @@ aliasing (which arguments share memory), interpreter; spirv (the IR -> SPIR-V ba
 (Vulkan, knows no IR); and the facade (api, lowering, cli, demo, ops, ...) that joins them. A package imports only packages below it
 (ALLOWED); anything not listed there is facade and may import anything, but nothing below the
 facade may import it.
+
+Inside the facade, the device seam (vkir.backends.protocol) is a rule on modules (FORBIDDEN):
+`Kernel` (vkir.driver.kernel) and the dispatch helpers every kernel shares
+(vkir.driver.dispatch) reach a device only through a backend's Runtime, so they import no
+vkir.runtime, not even lazily; only the Vulkan backend (vkir.backends.vulkan) adapts it.
 """
 
 from __future__ import annotations
@@ -57,6 +62,13 @@ ALLOWED = {
     "vkir.timing": set(),
     "vkir.runtime": {"vkir.errors", "vkir.timing", "vkir.config", "vkir.quirks",
                      "vkir.features", "vkir.store"},
+}
+
+# module -> the packages it must not import at all (lazy imports included)
+FORBIDDEN = {
+    "vkir.driver.kernel": {"vkir.runtime"},
+    "vkir.driver.dispatch": {"vkir.runtime"},
+    "vkir.backends.protocol": {"vkir.runtime", "vkir.driver"},
 }
 
 
@@ -213,6 +225,23 @@ def private_imports() -> list:
     return out
 
 
+def module_violations(rules: dict = FORBIDDEN) -> list:
+    """'module -> package' for every import (lazy or not) of a package that `rules` forbids the
+    module."""
+    out = []
+    for prefix, root in SOURCES.items():
+        for path in sorted(root.rglob("*.py")):
+            module = module_name(prefix, root, path)
+            banned = rules.get(module)
+            if not banned:
+                continue
+            for target, lazy in imports(path, module):
+                dst = package_of(target)
+                if dst in banned:
+                    out.append(f"{module} -> {target}{' (lazy)' if lazy else ''}")
+    return sorted(set(out))
+
+
 def violations(edges: dict) -> list:
     """'src -> dst' for every arrow ALLOWED forbids (facade packages are never imported from
     below)."""
@@ -237,7 +266,7 @@ def main(argv=None) -> int:
             targets = edges[src]
             shown = ", ".join(f"{d}{' (lazy)' if targets[d] else ''}" for d in sorted(targets))
             print(f"{src:18} -> {shown or '-'}")
-    bad = violations(edges) + [f"import cycle: {' -> '.join(c)}" for c in cycles(module_graph())] \
+    bad = violations(edges) + module_violations() + [f"import cycle: {' -> '.join(c)}" for c in cycles(module_graph())] \
         + [f"private import in {line}" for line in private_imports()]
     if bad:
         print(f"\n{len(bad)} forbidden import(s):")

@@ -1,11 +1,174 @@
 """Vulkan as a backend: `vkir.build(f)` (or `device=` a Vulkan device selector, or "vulkan")
 lowers for the device's Target, generates and validates SPIR-V and creates the pipeline; the
-result is a vkir Kernel (vkir.driver.kernel), bounds-checked where asked."""
+result is a vkir Kernel (vkir.driver.kernel), bounds-checked where asked.
+
+`VulkanRuntime` is the device seam (protocol.py) as a thin adapter over vkir.runtime: the
+only backend module that imports it. Memory is vkir.runtime's suballocated buffers, a Program
+is a cached runtime Pipeline, a Launch a cached recorded command buffer."""
 
 from __future__ import annotations
 
 from ..ir import PrimFunc
 from .base import Backend
+from .protocol import Allocator, Program, ProgramSpec, Runtime
+
+
+class VulkanAllocator(Allocator):
+    """vkir.runtime buffers of one device (small ones share memory blocks)."""
+
+    def __init__(self, device):
+        self.device = device
+
+    def allocate(self, nbytes: int):
+        """A suballocated runtime buffer (vkir.runtime.suballoc)."""
+        from ..runtime.suballoc import allocate
+
+        return allocate(self.device, nbytes)
+
+    def free(self, buffer) -> None:
+        """Nothing to do now: a runtime buffer's memory goes back when it is collected."""
+
+    def copy_in(self, buffer, array) -> None:
+        """Write `array` into `buffer` (waiting for work that reads it)."""
+        buffer.write(array)
+
+    def copy_out(self, buffer, out) -> None:
+        """Read `buffer` into `out` (waiting for work that writes it)."""
+        buffer.read(out)
+
+    def view(self, buffer, offset: int, nbytes: int):
+        """A BufferView (vkir.driver.buffer_view): a descriptor range of `buffer`."""
+        from ..driver.buffer_view import BufferView
+
+        return BufferView(buffer, offset, nbytes)
+
+
+class VulkanProgram(Program):
+    """A runtime Pipeline held by one holder (released once by `release`)."""
+
+    def __init__(self, device, pipeline):
+        self.device = device
+        self.handle = pipeline
+
+    @property
+    def create_seconds(self) -> float:
+        """vkCreateShaderModule + vkCreateComputePipelines of the pipeline."""
+        return self.handle.create_seconds
+
+    @property
+    def first_run_seconds(self) -> float | None:
+        """Wall seconds of the pipeline's first waited dispatch (a lazy driver's compile)."""
+        return self.handle.first_run_seconds
+
+    def launch(self, buffers, push: bytes, groups: tuple, timed: bool = False):
+        """The cached runtime Launch (vkir.runtime.get_launch), recorded on first use: its
+        run, submit (an in-flight runtime Submission) and elapsed are the protocol's."""
+        from ..runtime import get_launch
+
+        return get_launch(self.device, self.handle, buffers, push, groups, timed=timed)
+
+    def profile(self, buffers, push: bytes, groups: tuple, repeat: int, warmup: int):
+        """vkir.runtime.profile: timestamp queries, or wall time where the queue has none."""
+        from ..runtime import profile
+
+        return profile(self.device, self.handle, buffers, push, groups, repeat=repeat,
+                       warmup=warmup)
+
+    def dispatch(self, buffers, access: tuple, push: bytes, groups: tuple, name: str, keep):
+        """A vkir.runtime.Dispatch for sequences."""
+        from ..runtime import Dispatch
+
+        return Dispatch(self.handle, tuple(buffers), access, push, groups, name, keep)
+
+    def release(self) -> None:
+        """vkir.runtime.release_pipeline (the last holder destroys it and its launches)."""
+        from ..runtime import release_pipeline
+
+        release_pipeline(self.device, self.handle)
+
+
+class VulkanRuntime(Runtime):
+    """An opened vkir.runtime Device behind the device seam."""
+
+    kind = "vulkan"
+
+    def __init__(self, device):
+        self.device = device
+        self.allocator = VulkanAllocator(device)
+
+    # the device's DeviceInfo is read at each use (a test may replace it)
+    @property
+    def info(self):
+        """The device's vkir.runtime DeviceInfo."""
+        return self.device.info
+
+    @property
+    def name(self) -> str:
+        """The device's name."""
+        return self.device.info.name
+
+    @property
+    def subgroup_size(self) -> int:
+        """The device's default subgroup size."""
+        return self.device.info.subgroup_size
+
+    @property
+    def quirks(self) -> frozenset:
+        """The driver quirks of the device (vkir.quirks)."""
+        return frozenset(getattr(self.device.info, "quirks", frozenset()))
+
+    @property
+    def timestamps(self) -> bool:
+        """Whether the compute queue has timestamp queries."""
+        return self.device.timestamp_bits > 0
+
+    @property
+    def limits(self):
+        """The runtime Limits of the device."""
+        return self.info.limits
+
+    def target(self, precise: bool = False):
+        """`Target.from_device` of the device (`precise`: no contraction or reassociation)."""
+        from ..driver.arrays import target_for
+
+        return target_for(self.info, precise)
+
+    def check_limits(self, bindings: int, push_bytes: int, local_size: tuple, shared_bytes: int,
+                     what: str) -> None:
+        """vkir.runtime.limits' descriptor, push-constant and workgroup checks."""
+        from ..runtime import limits
+
+        limits.check_bindings(self.info, bindings, what)
+        limits.check_push_constants(self.info, push_bytes, what)
+        limits.check_workgroup(self.info, local_size, shared_bytes, what)
+
+    def subgroup_requirement(self, size: int, workgroup_x: int, what: str):
+        """vkir.runtime.subgroup_requirement: the pipeline's required subgroup size."""
+        from ..runtime import subgroup_requirement
+
+        return subgroup_requirement(self.info, size, workgroup_x, what)
+
+    def program(self, spec: ProgramSpec) -> VulkanProgram:
+        """The device's cached pipeline for `spec` (vkir.runtime.get_pipeline), held once more."""
+        from ..runtime import get_pipeline
+
+        pipeline = get_pipeline(self.device, spec.spirv, spec.entry_point, tuple(spec.bindings),
+                                spec.push_constant_size, subgroup=spec.subgroup)
+        return VulkanProgram(self.device, pipeline)
+
+    def program_of(self, pipeline) -> VulkanProgram:
+        """A runtime Pipeline someone else holds as a Program (not to be released through it)."""
+        return VulkanProgram(self.device, pipeline)
+
+    def check_open(self) -> None:
+        """DeviceError when the device was closed."""
+        self.device.check_open()
+
+
+def runtime_of(device) -> Runtime:
+    """`device` as a seam Runtime: itself when it is one, else the VulkanRuntime of an opened
+    vkir.runtime Device."""
+    return device if isinstance(device, Runtime) else VulkanRuntime(device)
 
 
 class VulkanBackend(Backend):
@@ -19,22 +182,26 @@ class VulkanBackend(Backend):
 
         return target_for(resolve_device(None).info, precise)
 
+    def runtime(self, device=None) -> VulkanRuntime:
+        """The seam Runtime of `device` (a selector as for vkir.device, an opened Device, or
+        None for the default one)."""
+        from ..driver.arrays import resolve_device
+
+        return VulkanRuntime(resolve_device(device))
+
     def kernel(self, func: PrimFunc, device=None, *, pointer_casts: bool = False,
                precise: bool = False, check_bounds: bool = False):
         """The device Kernel of `func` on `device` (a selector as for vkir.device, an opened
         Device, or None for the default one); with `check_bounds`, a BoundsCheckedKernel; on a
         driver that cuts long loops, with loop-cut checks where the host cannot bound a loop
         (vkir.driver.loop_cut)."""
-        from ..driver.arrays import resolve_device
         from ..driver.kernel import Kernel
-
         from ..driver.loop_cut import with_loop_checks
 
-        dev = resolve_device(device)
+        rt = self.runtime(device)
 
         def build(f):   # with loop-cut checks where the driver could cut a loop silently
-            return with_loop_checks(f, dev.info.quirks,
-                                    lambda g: Kernel(g, dev, pointer_casts, precise))
+            return with_loop_checks(f, rt.quirks, lambda g: Kernel(g, rt, pointer_casts, precise))
 
         if check_bounds:
             from ..driver.bounds_check import BoundsCheckedKernel

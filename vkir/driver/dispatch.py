@@ -3,7 +3,12 @@ of numpy arguments between calls (bounded), run a dispatch now, time it inside `
 submit one without waiting, validate `profile()`'s counts, and put numpy arguments on the device
 with aliased ones in one buffer (`stage`, see vkir.aliasing). `Kernel` (vkir.build),
 `ShaderKernel` (existing shaders) and the backends' kernels call these, so the behaviour a call
-has does not depend on where the kernel came from."""
+has does not depend on where the kernel came from.
+
+Everything here goes through the device seam (vkir.backends.protocol): a `Runtime`'s allocator
+and a `Program`'s launches. A bare vkir.runtime Device and Pipeline (what ShaderKernel holds) are
+taken as the Vulkan backend's (`as_runtime`, `as_program`).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,22 @@ from ..aliasing import gather, scatter
 SCRATCH_BUFFERS = 32  # per kernel: device copies of numpy arguments kept for the next call
 
 
+def as_runtime(device):
+    """`device` as a seam Runtime (vkir.backends.protocol): itself when it is one, else the
+    Vulkan backend's runtime of an opened vkir.runtime Device."""
+    from ..backends.vulkan import runtime_of
+
+    return runtime_of(device)
+
+
+def as_program(rt, pipeline):
+    """`pipeline` as a seam Program of `rt`: itself when it is one, else a runtime Pipeline
+    someone else holds."""
+    from ..backends.protocol import Program
+
+    return pipeline if isinstance(pipeline, Program) else rt.program_of(pipeline)
+
+
 class ScratchBuffers:
     """Device copies of a kernel's numpy arguments, by (argument index, size), reused by the
     next call with the same sizes; at most SCRATCH_BUFFERS, all given back when the cap is
@@ -22,33 +43,34 @@ class ScratchBuffers:
 
     def __init__(self, device):
         self.device = device
+        self.allocator = as_runtime(device).allocator
         self.buffers = {}
-        self.views = {}     # (buffer serial, offset, nbytes) -> BufferView
+        self.views = {}     # (id of the buffer, offset, nbytes) -> (view, buffer)
 
     def copy_in(self, index: int, array: np.ndarray):
         """A device buffer holding `array`, the argument at `index`."""
-        from ..runtime.suballoc import allocate
-
         key = (index, array.nbytes)
         buf = self.buffers.get(key)
         if buf is None:
             if len(self.buffers) >= SCRATCH_BUFFERS:
                 self.buffers.clear()
                 self.views.clear()
-            buf = self.buffers[key] = allocate(self.device, array.nbytes)
-        buf.write(array)
+            buf = self.buffers[key] = self.allocator.allocate(array.nbytes)
+        self.allocator.copy_in(buf, array)
         return buf
 
-    def view(self, buffer, offset: int, nbytes: int):
-        """A BufferView of `nbytes` at `offset` in scratch buffer `buffer`, kept with it (so a
-        call again with the same aliases finds its recorded launch)."""
-        from .buffer_view import BufferView
+    def copy_out(self, buffer, out: np.ndarray) -> None:
+        """Read scratch buffer `buffer` into `out`."""
+        self.allocator.copy_out(buffer, out)
 
-        key = (buffer.serial, offset, nbytes)
+    def view(self, buffer, offset: int, nbytes: int):
+        """A view of `nbytes` at `offset` in scratch buffer `buffer`, kept with it (so a call
+        again with the same aliases finds its recorded launch)."""
+        key = (id(buffer), offset, nbytes)
         got = self.views.get(key)
-        if got is None:
-            got = self.views[key] = BufferView(buffer, offset, nbytes)
-        return got
+        if got is None or got[1] is not buffer:
+            got = self.views[key] = (self.allocator.view(buffer, offset, nbytes), buffer)
+        return got[0]
 
     def __len__(self) -> int:
         return len(self.buffers)
@@ -79,22 +101,26 @@ def stage(host: dict, written, groups, copy_in, view) -> tuple:
     return buffers, copies
 
 
-def copy_back(copies: list, host: dict) -> None:
-    """After the dispatch: read each written buffer back into its host array (a group's copy of
-    its bytes then goes to its written members)."""
+def copy_back(copies: list, host: dict, copy_out=None) -> None:
+    """After the dispatch: read each written buffer back into its host array with
+    `copy_out(buffer, out)` (an allocator's; None: the buffer's own `read`), then a group's copy
+    of its bytes goes to its written members."""
     for buf, out, group in copies:
-        buf.read(out)
+        if copy_out is None:
+            buf.read(out)
+        else:
+            copy_out(buf, out)
         if group is not None:
             scatter(group, host, out)
 
 
 def run(device, pipeline, buffers, push, groups, name: str, keep, profiler=None) -> None:
     """Dispatch and wait; inside `vkir.profile()` (`profiler`), timed and recorded under `name`
-    where the queue has timestamps."""
-    from ..runtime import get_launch
-
-    timed = profiler is not None and device.timestamp_bits > 0
-    launch = get_launch(device, pipeline, buffers, push, groups, timed=timed)
+    where the device has timestamps. `device` is a seam Runtime (or a Vulkan Device),
+    `pipeline` its Program (or a runtime Pipeline)."""
+    rt = as_runtime(device)
+    timed = profiler is not None and rt.timestamps
+    launch = as_program(rt, pipeline).launch(buffers, push, groups, timed=timed)
     if timed:
         profiler.add_launch(name, launch, keep)
     else:
@@ -107,23 +133,24 @@ def submit(device, pipeline, buffers: dict, push, groups, name: str, keep, numpy
     ({position: numpy array}) give every buffer argument; each numpy one is copied into a fresh
     device buffer of this launch alone (one per group of `aliases`, see `stage`), and the written
     ones (`written(position)`) are copied back when the handle's wait sees the end. `order` gives
-    the argument position of each binding (None: one binding per position, in order)."""
-    from ..runtime import get_launch
-    from ..runtime.suballoc import allocate
-    from .buffer_view import BufferView
+    the argument position of each binding (None: one binding per position, in order). `device`
+    and `pipeline` as for `run`."""
     from .sequences import LaunchHandle
 
+    rt = as_runtime(device)
+    allocator = rt.allocator
+
     def copy_in(position, data):
-        buf = allocate(device, data.nbytes)
-        buf.write(data)
+        buf = allocator.allocate(data.nbytes)
+        allocator.copy_in(buf, data)
         return buf
 
-    staged, copies = stage(numpy_args, written, aliases, copy_in, BufferView)
+    staged, copies = stage(numpy_args, written, aliases, copy_in, allocator.view)
     buffers = {**buffers, **staged}
     order = range(len(buffers)) if order is None else order
-    launch = get_launch(device, pipeline, [buffers[i] for i in order], push, groups)
+    launch = as_program(rt, pipeline).launch([buffers[i] for i in order], push, groups)
     submission = launch.submit(keep=(keep, tuple(staged.values())), what=f"launch of {name}")
-    return LaunchHandle(submission, [(_Readback(buf, group, numpy_args), out)
+    return LaunchHandle(submission, [(_Readback(buf, group, numpy_args, allocator.copy_out), out)
                                      for buf, out, group in copies], name)
 
 
@@ -138,10 +165,10 @@ class _Readback:
     """A copy-back of a launch as LaunchHandle makes it at the end (`read(out)`): the device
     buffer into `out`, then, for a group of aliases copied in, to its written members."""
 
-    __slots__ = ("buf", "group", "host")
+    __slots__ = ("buf", "group", "host", "copy_out")
 
-    def __init__(self, buf, group, host: dict):
-        self.buf, self.group, self.host = buf, group, host
+    def __init__(self, buf, group, host: dict, copy_out):
+        self.buf, self.group, self.host, self.copy_out = buf, group, host, copy_out
 
     def read(self, out) -> None:
-        copy_back([(self.buf, out, self.group)], self.host)
+        copy_back([(self.buf, out, self.group)], self.host, self.copy_out)

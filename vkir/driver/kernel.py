@@ -1,9 +1,12 @@
 """Kernels: `lower`, `build` and `Kernel`, and `interpret` on device arrays.
 
 `build` joins the two halves that know nothing of each other: the SPIR-V backend (vkir.spirv: a
-lowered PrimFunc -> SpirvModule) and the runtime (vkir.runtime: SPIR-V bytes + buffers +
-push-constant bytes + group counts -> a dispatch). Both are imported lazily so that `import vkir`
-needs no Vulkan loader.
+lowered PrimFunc -> SpirvModule) and a device backend behind the device seam
+(vkir.backends.protocol: SPIR-V bytes + buffers + push-constant bytes + group counts -> a
+dispatch). A Kernel is backend-neutral: it binds the signature, computes push bytes and the grid,
+plans aliasing and writes results back, and leaves memory, programs and launches to the
+backend's `Runtime` (Vulkan's, vkir.backends.vulkan, is the only one that imports
+vkir.runtime). Both halves are imported lazily so that `import vkir` needs no Vulkan loader.
 
 A Kernel call checks every argument (count, dtype, shape, contiguity, device) and binds the
 symbolic sizes from the shapes BEFORE anything is copied or recorded, so a bad call raises
@@ -38,7 +41,8 @@ from ..timing import Timing
 from ..aliasing import Arg, plan
 from .arrays import DeviceArray, host_copies, target_for
 from .loop_ranges import check_call as check_loop_ranges
-from .dispatch import ScratchBuffers, check_profile_counts, copy_back, run, stage, submit
+from .dispatch import (ScratchBuffers, as_runtime, check_profile_counts, copy_back, run, stage,
+                       submit)
 from .profiling import ACTIVE_PROFILER
 from .sequences import ACTIVE_SEQUENCE, LaunchHandle
 
@@ -149,12 +153,10 @@ def _values_key(values: tuple) -> tuple:
     return tuple(struct.pack("<d", v) if type(v) is float else v for v in values)
 
 
-def _release_pipelines(device, pipelines: list) -> None:
-    """Give back every pipeline a dropped Kernel held (its plain one and its loop variants)."""
-    from ..runtime import release_pipeline
-
-    for pipeline in pipelines:
-        release_pipeline(device, pipeline)
+def _release_programs(programs: list) -> None:
+    """Give back every program a dropped Kernel held (its plain one and its loop variants)."""
+    for program in programs:
+        program.release()
 
 
 Profile = Timing  # the one timing record (vkir.timing), under the name Kernel.profile used
@@ -167,20 +169,23 @@ class Kernel(metaclass=abc.ABCMeta):
     creation for a kernel with subgroup operations, else the device's default size). Call it with
     device arrays, numpy arrays and Python scalars.
 
-    This is the Vulkan backend's kernel; the kernels of other backends and bounds-checked kernels
-    are registered as Kernels too (`isinstance(k, vkir.Kernel)` holds for every `vkir.build`
-    result), each with the same calls, launches, profiles and errors."""
+    It runs on any device backend behind the seam: `dev` is a backend's Runtime
+    (vkir.backends.protocol) or an opened Vulkan device; `device` is the backend's device object
+    and `pipeline` its compiled program (a vkir.runtime Pipeline on Vulkan). Host backends'
+    kernels and bounds-checked kernels are registered as Kernels too (`isinstance(k,
+    vkir.Kernel)` holds for every `vkir.build` result), each with the same calls, launches,
+    profiles and errors."""
 
     def __init__(self, func: PrimFunc, dev, pointer_casts: bool = False, precise: bool = False):
-        from .. import runtime
         from ..cache.compile import compile_vulkan
         from .shape_eval import evaluate
 
         t0 = time.perf_counter()
         check_layouts(func)
         self.func = func
-        self.device = dev
-        self.target = target_for(dev.info, precise)
+        rt = self._rt = as_runtime(dev)
+        self.device = rt.device
+        self.target = rt.target(precise)
         built_for = func.attrs.get("subgroup_size")  # a schedule made for one subgroup size
         if built_for is not None and built_for != self.target.subgroup_size:
             self.target = dataclasses.replace(self.target, subgroup_size=int(built_for))
@@ -205,22 +210,20 @@ class Kernel(metaclass=abc.ABCMeta):
         # a kernel with subgroup operations was built for the target's subgroup size: the
         # pipeline requires it (or the build fails where the device cannot guarantee it)
         subgroup = None
-        self.subgroup_size = dev.info.subgroup_size
+        self.subgroup_size = rt.subgroup_size
         if self.module.uses_subgroups and self.target.subgroup_size:
             self.subgroup_size = self.target.subgroup_size
-            subgroup = runtime.subgroup_requirement(dev.info, self.subgroup_size,
-                                                    self.module.local_size[0], f"kernel {func.name}")
-        self.pipeline = runtime.get_pipeline(
-            dev, self.module.words, self.module.entry_point,
-            tuple(b.binding for b in self.module.bindings), self.module.push_constant_size,
-            subgroup=subgroup)
-        # a dropped Kernel gives its pipeline back (the last holder destroys it and its launches)
+            subgroup = rt.subgroup_requirement(self.subgroup_size, self.module.local_size[0],
+                                               f"kernel {func.name}")
         self._subgroup = subgroup
-        self._variants = {}             # (factor, loops) -> runtime Pipeline of a split variant
-        self._held = [self.pipeline]    # every pipeline this kernel holds (released together)
-        self._words = {self.pipeline: self.module.words}   # SPIR-V of each held pipeline
-        self._aliased = {}              # pipeline -> its variant with every buffer Aliased
-        self._release = weakref.finalize(self, _release_pipelines, dev, self._held)
+        self.program = rt.program(self._spec(self.module.words))
+        # a dropped Kernel gives its programs back (the last holder destroys a pipeline and its
+        # launches)
+        self._variants = {}             # (factor, loops) -> Program of a split variant
+        self._held = [self.program]     # every program this kernel holds (released together)
+        self._words = {self.program: self.module.words}   # SPIR-V of each held program
+        self._aliased = {}              # program handle -> its variant with every buffer Aliased
+        self._release = weakref.finalize(self, _release_programs, self._held)
         self._release.atexit = False
         self._lock = threading.Lock()  # guards the scratch buffers of calls with numpy arguments
         self.compile_seconds = time.perf_counter() - t0
@@ -238,11 +241,26 @@ class Kernel(metaclass=abc.ABCMeta):
         self._aliases = self._compiled.aliases
         self._binding_params = tuple(b.param_index for b in self.module.bindings)
         self._derived = {}     # _values_key(env values) -> (push bytes, groups)
-        self._scratch = ScratchBuffers(dev)   # device copies of numpy arguments
+        self._scratch = ScratchBuffers(rt)    # device copies of numpy arguments
         self._asm = None
         self._memo = None      # (argument keys, Launch) of the last all-device-array call
 
+    def _spec(self, words: bytes):
+        """The ProgramSpec of SPIR-V `words` with this kernel's bindings, push-constant block,
+        workgroup size and subgroup requirement (every variant has the same)."""
+        from ..backends.protocol import ProgramSpec
+
+        module = self.module
+        return ProgramSpec(words, module.entry_point, tuple(b.binding for b in module.bindings),
+                           module.push_constant_size, tuple(module.local_size), self._subgroup)
+
     # -- properties --------------------------------------------------------------------------
+    @property
+    def pipeline(self):
+        """The backend's compiled program for the plain kernel (a vkir.runtime Pipeline on
+        Vulkan, cached per device and SPIR-V)."""
+        return self.program.handle
+
     @property
     def ir(self) -> PrimFunc:
         """The lowered PrimFunc (lowered again on first access for a kernel from the cache)."""
@@ -280,7 +298,7 @@ class Kernel(metaclass=abc.ABCMeta):
     def first_run_seconds(self) -> float | None:
         """Wall seconds of the first synchronous dispatch of this kernel's pipeline (a lazy
         driver's compile plus the run itself); None before the first call."""
-        return self.pipeline.first_run_seconds
+        return self.program.first_run_seconds
 
     def report(self) -> str:
         """Which vector accesses of the lowered kernel are done lane by lane, and why (see
@@ -295,19 +313,16 @@ class Kernel(metaclass=abc.ABCMeta):
                    f"call {first * 1e3:.1f} ms (a lazy driver compiles then)"))
 
     def __repr__(self) -> str:
-        return f"<vkir Kernel {self.name} on {self.device.info.name}>"
+        return f"<vkir Kernel {self.name} on {self._rt.name}>"
 
     def _check_limits(self) -> None:
         """Every per-pipeline device limit, before the driver sees the module: storage buffers
         per stage and set, push-constant bytes, workgroup size per axis, invocations and shared
         memory (codegen checks the last three against the target too; the target carries no
         per-axis sizes and no descriptor limits)."""
-        from ..runtime import limits
-
-        info, module, what = self.device.info, self.module, f"kernel {self.func.name}"
-        limits.check_bindings(info, len(module.bindings), what)
-        limits.check_push_constants(info, module.push_constant_size, what)
-        limits.check_workgroup(info, module.local_size, module.shared_memory_bytes, what)
+        module = self.module
+        self._rt.check_limits(len(module.bindings), module.push_constant_size, module.local_size,
+                              module.shared_memory_bytes, f"kernel {self.func.name}")
 
     def _check_index_range(self, env) -> None:
         """Each buffer argument's element count fits the integer type of its shape (the kernel
@@ -323,26 +338,25 @@ class Kernel(metaclass=abc.ABCMeta):
                 raise ArgumentError(f"kernel {self.name}: argument {p.name!r} has {count} elements, "
                                     f"more than its {p.dims[0][0].dtype} indices reach ({hi})")
 
-    def _pipeline_for(self, env) -> object:
-        """The pipeline a call with these size/scalar values runs: the plain one, or on a driver
+    def _program_for(self, env) -> object:
+        """The program a call with these size/scalar values runs: the plain one, or on a driver
         that cuts long loops the variant whose split loops fit its budget (UnsupportedError
         where none does: a loop is never cut short)."""
         if not self._loop_limited:
-            return self.pipeline
+            return self.program
         from .loop_budget import choose_split, loops_for_call
 
-        split = choose_split(loops_for_call(self.ir, env), self.name, repr(self.device.info.name))
+        split = choose_split(loops_for_call(self.ir, env), self.name, repr(self._rt.name))
         if split.factor == 1 or not split.loops:
-            return self.pipeline
+            return self.program
         key = (split.factor, split.loops, split.whole)
-        pipeline = self._variants.get(key)
-        if pipeline is None:
-            pipeline = self._variants[key] = self._compile_variant(split)
-        return pipeline
+        program = self._variants.get(key)
+        if program is None:
+            program = self._variants[key] = self._compile_variant(split)
+        return program
 
     def _compile_variant(self, split):
-        """The pipeline of the lowered function with `split`'s loops split (SplitLongLoops)."""
-        from .. import runtime
+        """The program of the lowered function with `split`'s loops split (SplitLongLoops)."""
         from ..spirv import codegen
         from ..transform import SplitLongLoops
 
@@ -353,37 +367,31 @@ class Kernel(metaclass=abc.ABCMeta):
         layout = [(pc.var.name, pc.offset, pc.dtype) for pc in module.push_constants]
         assert layout == [(pc.var.name, pc.offset, pc.dtype) for pc in self.module.push_constants]
         assert [b.binding for b in module.bindings] == [b.binding for b in self.module.bindings]
-        pipeline = runtime.get_pipeline(
-            self.device, module.words, module.entry_point, tuple(b.binding for b in module.bindings),
-            module.push_constant_size, subgroup=self._subgroup)
-        self._held.append(pipeline)
-        self._words[pipeline] = module.words
+        program = self._rt.program(self._spec(module.words))
+        self._held.append(program)
+        self._words[program] = module.words
         self.compile_seconds += time.perf_counter() - t0
-        return pipeline
+        return program
 
-    def _for_aliases(self, pipeline, aliases):
-        """`pipeline`, or where a written argument shares memory with another (`aliases`, see
+    def _for_aliases(self, program, aliases):
+        """`program`, or where a written argument shares memory with another (`aliases`, see
         vkir.aliasing) its variant whose buffers are declared Aliased (vkir.driver.aliased_spirv;
         made on first use)."""
         if not aliases:
-            return pipeline
-        variant = self._aliased.get(pipeline)
+            return program
+        variant = self._aliased.get(program.handle)
         if variant is None:
-            from .. import runtime
             from .aliased_spirv import aliased
 
-            words = aliased(self._words[pipeline], self.target.env)
-            variant = runtime.get_pipeline(
-                self.device, words, self.module.entry_point,
-                tuple(b.binding for b in self.module.bindings), self.module.push_constant_size,
-                subgroup=self._subgroup)
+            words = aliased(self._words[program], self.target.env)
+            variant = self._rt.program(self._spec(words))
             self._held.append(variant)
             self._words[variant] = words
-            self._aliased[pipeline] = variant
+            self._aliased[program.handle] = variant
         return variant
 
     def _derive(self, values):
-        """(push-constant bytes, group counts, pipeline) for these size/scalar values
+        """(push-constant bytes, group counts, program) for these size/scalar values
         (memoized)."""
         key = _values_key(values)
         got = self._derived.get(key)
@@ -408,7 +416,7 @@ class Kernel(metaclass=abc.ABCMeta):
             raw = _pack(pc.dtype, value)
             push[pc.offset:pc.offset + len(raw)] = raw
         groups = []
-        caps = self.device.info.limits.max_workgroup_count
+        caps = self._rt.limits.max_workgroup_count
         for axis, expr in enumerate(self.module.grid):
             n = int(self._evaluate(expr, env)) if not isinstance(expr, IntImm) else expr.value
             if n < 0:
@@ -423,8 +431,8 @@ class Kernel(metaclass=abc.ABCMeta):
             if n > caps[axis]:
                 raise UnsupportedError(f"kernel {self.name}: {n} workgroups on blockIdx.{'xyz'[axis]} "
                                        f"exceed maxComputeWorkGroupCount = {caps[axis]} on "
-                                       f"{self.device.info.name!r}")
-        got = (bytes(push), tuple(groups), self._pipeline_for(env))
+                                       f"{self._rt.name!r}")
+        got = (bytes(push), tuple(groups), self._program_for(env))
         if len(self._derived) > 1024:
             self._derived.clear()
         self._derived[key] = got
@@ -434,7 +442,7 @@ class Kernel(metaclass=abc.ABCMeta):
         """All checks, then the runtime buffers (numpy arguments copied in) and launch data."""
         bound = self._signature.bind(args, kwargs)
         args = bound.args
-        push, groups, pipeline = self._derive(bound.values)
+        push, groups, program = self._derive(bound.values)
         buffers, host = {}, {}
         for p in self._signature.buffer_params:
             a = args[p.index]
@@ -443,13 +451,13 @@ class Kernel(metaclass=abc.ABCMeta):
             else:
                 host[p.index] = a
         aliases = self._alias_groups(args)
-        pipeline = self._for_aliases(pipeline, aliases)
+        program = self._for_aliases(program, aliases)
         # every check passed: only now is anything copied (aliased arrays into one buffer)
         staged, copies = stage(host, self._writes.__contains__,
                                [g for g in aliases if not g.on_device],
                                self._scratch.copy_in, self._scratch.view)
         buffers.update(staged)
-        return [buffers[i] for i in self._binding_params], push, groups, (copies, host), pipeline
+        return [buffers[i] for i in self._binding_params], push, groups, (copies, host), program
 
     def _alias_groups(self, args) -> tuple:
         """The groups of buffer arguments over one memory with a writer (vkir.aliasing);
@@ -462,14 +470,14 @@ class Kernel(metaclass=abc.ABCMeta):
         it lives on another device than the kernel (DeviceError when the kernel's was closed:
         an array made after a shutdown is on the new device, and the kernel is what is stale)."""
         if a.device is not self.device:
-            self.device.check_open()
+            self._rt.check_open()
             raise ArgumentError(f"kernel {self.name}: argument {p.name!r} lives on "
                                 f"{a.device.info.name!r}, the kernel on "
-                                f"{self.device.info.name!r}")
+                                f"{self._rt.name!r}")
         return a.buffer
 
     def _copy_back(self, copies):
-        copy_back(*copies)
+        copy_back(*copies, self._scratch.copy_out)
 
     def _memo_hit(self, args):
         """The launch of the previous call when `args` are the same device arrays and equal
@@ -488,8 +496,6 @@ class Kernel(metaclass=abc.ABCMeta):
     def __call__(self, *args, **kwargs) -> None:
         """Dispatch on `args` (by position and/or by parameter name) and wait; numpy arrays are
         copied in and the written ones back."""
-        from ..runtime import get_launch
-
         if kwargs:
             args = self._signature.arguments(args, kwargs)
         if ACTIVE_SEQUENCE.get() is not None or ACTIVE_PROFILER.get() is not None:
@@ -500,12 +506,12 @@ class Kernel(metaclass=abc.ABCMeta):
             return
         if any(isinstance(a, np.ndarray) for a in args):
             with self._lock:  # the scratch buffers are this kernel's: one call at a time
-                buffers, push, groups, copies, pipeline = self._prepare(args)
-                get_launch(self.device, pipeline, buffers, push, groups).run(keep=args)
+                buffers, push, groups, copies, program = self._prepare(args)
+                program.launch(buffers, push, groups).run(keep=args)
                 self._copy_back(copies)
             return
-        buffers, push, groups, _, pipeline = self._prepare(args)
-        launch = get_launch(self.device, pipeline, buffers, push, groups)
+        buffers, push, groups, _, program = self._prepare(args)
+        launch = program.launch(buffers, push, groups)
         launch.run(keep=args)
         self._memo = (tuple(weakref.ref(a) if isinstance(a, DeviceArray) else _scalar_key(a)
                             for a in args), launch)
@@ -513,9 +519,9 @@ class Kernel(metaclass=abc.ABCMeta):
     # -- sequences, launches, profiles -------------------------------------------------------
     def _device_buffers(self, args):
         """Check `args`; (push bytes, groups, {param index: runtime Buffer}, numpy arguments
-        by param index, pipeline, alias groups) with every DeviceArray on this kernel's device."""
+        by param index, program, alias groups) with every DeviceArray on this kernel's device."""
         bound = self._signature.bind(args)
-        push, groups, pipeline = self._derive(bound.values)
+        push, groups, program = self._derive(bound.values)
         buffers, host = {}, {}
         for p in self._signature.buffer_params:
             a = bound.args[p.index]
@@ -524,15 +530,13 @@ class Kernel(metaclass=abc.ABCMeta):
             else:
                 host[p.index] = a
         aliases = self._alias_groups(bound.args)
-        return push, groups, buffers, host, self._for_aliases(pipeline, aliases), aliases
+        return push, groups, buffers, host, self._for_aliases(program, aliases), aliases
 
     def dispatch_spec(self, *args, **kwargs):
-        """The vkir.runtime.Dispatch of `self(*args, **kwargs)` (checked as a call is): what a
-        sequence records. Every buffer argument must be a DeviceArray."""
-        from ..runtime import Dispatch
-
+        """The recordable dispatch of `self(*args, **kwargs)` (checked as a call is; a
+        vkir.runtime.Dispatch on Vulkan): what a sequence records. Every buffer argument must be a DeviceArray."""
         args = self._signature.arguments(args, kwargs)
-        push, groups, buffers, host, pipeline, _ = self._device_buffers(args)
+        push, groups, buffers, host, program, _ = self._device_buffers(args)
         if host:
             p = self._params[min(host)]
             raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is a numpy array; "
@@ -540,8 +544,8 @@ class Kernel(metaclass=abc.ABCMeta):
                                 "since a sequence makes no hidden copies")
         access = tuple(("r" if b.readable or not b.writable else "") + ("w" if b.writable else "")
                        for b in self.module.bindings)
-        return Dispatch(pipeline, tuple(buffers[i] for i in self._binding_params), access,
-                        push, groups, self.name, (self, tuple(args)))
+        return program.dispatch(tuple(buffers[i] for i in self._binding_params), access, push,
+                                groups, self.name, (self, tuple(args)))
 
     def _call_recorded(self, args) -> None:
         """A call inside `vkir.sequence()` (recorded) or `vkir.profile()` (timed)."""
@@ -550,8 +554,8 @@ class Kernel(metaclass=abc.ABCMeta):
             seq.add(self.dispatch_spec(*args))
             return
         with self._lock:  # the scratch buffers of numpy arguments
-            buffers, push, groups, copies, pipeline = self._prepare(args)
-            run(self.device, pipeline, buffers, push, groups, self.name, args,
+            buffers, push, groups, copies, program = self._prepare(args)
+            run(self._rt, program, buffers, push, groups, self.name, args,
                 ACTIVE_PROFILER.get())
             self._copy_back(copies)
 
@@ -568,20 +572,17 @@ class Kernel(metaclass=abc.ABCMeta):
         if ACTIVE_PROFILER.get() is not None:
             self._call_recorded(args)
             return LaunchHandle(None, (), self.name)
-        push, groups, buffers, host, pipeline, aliases = self._device_buffers(args)
-        return submit(self.device, pipeline, buffers, push, groups, self.name, args, host,
+        push, groups, buffers, host, program, aliases = self._device_buffers(args)
+        return submit(self._rt, program, buffers, push, groups, self.name, args, host,
                       self._writes.__contains__, [g for g in aliases if not g.on_device],
                       self._binding_params)
 
     def profile(self, *args, repeat: int = 50, warmup: int = 1, **kwargs) -> Profile:
         """Run `repeat` times; device seconds per run from timestamp queries (wall time where
         the queue has none). Numpy arguments are copied in once and written ones back at the end."""
-        from ..runtime import profile
-
         check_profile_counts(f"kernel {self.name}", repeat, warmup)
         with self._lock:
-            buffers, push, groups, copies, pipeline = self._prepare(args, kwargs)
-            t = profile(self.device, pipeline, buffers, push, groups, repeat=repeat,
-                        warmup=warmup)
+            buffers, push, groups, copies, program = self._prepare(args, kwargs)
+            t = program.profile(buffers, push, groups, repeat, warmup)
             self._copy_back(copies)
         return t
