@@ -1,12 +1,13 @@
 """The interpreter as a backend: `vkir.build(f, device="interp")` lowers `f` for
 `Target.interp()` and runs the lowered function in vkir.interpret (the reference semantics,
-with its out-of-bounds and data-race checks)."""
+with its out-of-bounds and data-race checks). It checks and compiles once, at build
+(vkir.interpreter.Prepared): a call only binds the arguments and runs."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from ..interpreter import interpret
+from ..interpreter import Prepared
 from ..ir import PrimFunc
 from ..lowering import lower
 from ..target import Target
@@ -14,17 +15,21 @@ from .base import Backend, Executable
 
 
 class InterpExecutable(Executable):
-    """A function lowered for the interpreter, run by vkir.interpret with the target's subgroup
-    size (the interpreter's default, 32, where the target names none)."""
+    """A function lowered for the interpreter, checked and compiled once
+    (vkir.interpreter.Prepared), run as vkir.interpret runs it with the target's subgroup size
+    (the interpreter's default, 32, where the target names none)."""
 
     def __init__(self, ir: PrimFunc, subgroup_size: int | None = None, denormals: str = "preserve"):
         super().__init__(ir)
         self.subgroup_size = subgroup_size or ir.attrs.get("subgroup_size", 32)
         self.denormals = denormals
+        self.prepared = Prepared(ir, self.subgroup_size, denormals)
+        self.prepared.warm()
 
     def run(self, args: tuple) -> None:
-        """Run the lowered function in vkir.interpret on `args`."""
-        interpret(self.ir, *args, subgroup_size=self.subgroup_size, denormals=self.denormals)
+        """Run the lowered function on `args` (compiled at build; another way of running it,
+        one workgroup at a time after an error, on its first use)."""
+        self.prepared(*args)
 
 
 class InterpBackend(Backend):

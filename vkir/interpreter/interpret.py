@@ -57,28 +57,67 @@ def interpret(func: PrimFunc, *args, check_races: bool = True, subgroup_size: in
     denormal operands and results to zero, as devices without denormal preservation may
     (`Target.denormals`; the default "preserve" is IEEE 754).
     """
-    if subgroup_size is None and isinstance(func, PrimFunc):
-        subgroup_size = func.attrs.get("subgroup_size", 32)
-    if isinstance(subgroup_size, bool) or not isinstance(subgroup_size, int) or \
-            subgroup_size < 1 or subgroup_size > 128 or subgroup_size & (subgroup_size - 1):
-        raise ArgumentError(f"subgroup_size must be a power of two from 1 to 128, got "
-                            f"{subgroup_size!r}")
-    if denormals not in DENORMALS:
-        raise ArgumentError(f"denormals must be one of {DENORMALS}, got {denormals!r}")
-    try:
-        with recursion_headroom():  # compiling and running deep expressions recurse per level
-            _interpret(func, args, kwargs, check_races, subgroup_size, denormals)
-    except (TypeCheckError, WellFormedError) as exc:
-        raise exc.with_traceback(None) from None   # the message points at the source
+    Prepared(func, subgroup_size, denormals)(*args, check_races=check_races, **kwargs)
 
 
-def _interpret(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool,
-               subgroup_size: int, denormals: str) -> None:
-    if not isinstance(func, PrimFunc):
-        raise ArgumentError(f"interpret expects a PrimFunc, got {type(func).__name__}")
-    verify_types(func)  # the programs vkir.build refuses as ill-typed do not run here either
-    native = native_loops.mode() if _has_serial_loops(func) else "never"
-    plan = merge_plan(func)
+class Prepared:
+    """`func` checked once (the options, its types, the plan to run workgroups together) with
+    its closures compiled on first use for each way of running it (workgroups together or one
+    at a time, long loops in C or not) and kept: a call runs `func` as `interpret` does, without
+    checking or compiling again. The interpreter backend (vkir.backends.interp) holds one per
+    kernel; `interpret` makes one per call."""
+
+    def __init__(self, func: PrimFunc, subgroup_size: int | None = None,
+                 denormals: str = "preserve"):
+        if subgroup_size is None and isinstance(func, PrimFunc):
+            subgroup_size = func.attrs.get("subgroup_size", 32)
+        if isinstance(subgroup_size, bool) or not isinstance(subgroup_size, int) or \
+                subgroup_size < 1 or subgroup_size > 128 or subgroup_size & (subgroup_size - 1):
+            raise ArgumentError(f"subgroup_size must be a power of two from 1 to 128, got "
+                                f"{subgroup_size!r}")
+        if denormals not in DENORMALS:
+            raise ArgumentError(f"denormals must be one of {DENORMALS}, got {denormals!r}")
+        if not isinstance(func, PrimFunc):
+            raise ArgumentError(f"interpret expects a PrimFunc, got {type(func).__name__}")
+        try:
+            with recursion_headroom():
+                verify_types(func)  # what vkir.build refuses as ill-typed does not run here either
+                self.plan = merge_plan(func)
+        except (TypeCheckError, WellFormedError) as exc:
+            raise exc.with_traceback(None) from None   # the message points at the source
+        self.func = func
+        self.subgroup_size = subgroup_size
+        self.denormals = denormals
+        self.serial_loops = _has_serial_loops(func)
+        self._compiled = {}   # (workgroups together, native mode) -> (Compiler, body closure)
+
+    def compiled(self, merge, native: str):
+        """The compiled closures of the function for `merge` (self.plan or None) and `native`."""
+        key = (merge is not None, native)
+        got = self._compiled.get(key)
+        if got is None:
+            got = self._compiled[key] = _compile(self.func, self.denormals, merge, native)
+        return got
+
+    def warm(self) -> None:
+        """Compile now the way a call runs first (workgroups together where planned, long loops
+        in C where native_loops.mode() allows them)."""
+        self.compiled(self.plan, native_loops.mode() if self.serial_loops else "never")
+
+    def __call__(self, *args, check_races: bool = True, **kwargs) -> None:
+        """Run the function on `args` (numpy arrays modified in place, scalars), as `interpret`."""
+        try:
+            with recursion_headroom():  # compiling and running deep expressions recurse per level
+                _interpret(self, args, kwargs, check_races)
+        except (TypeCheckError, WellFormedError) as exc:
+            raise exc.with_traceback(None) from None   # the message points at the source
+
+
+def _interpret(prepared: Prepared, args: tuple, kwargs: dict, check_races: bool) -> None:
+    subgroup_size, denormals = prepared.subgroup_size, prepared.denormals
+    native = native_loops.mode() if prepared.serial_loops else "never"
+    plan = prepared.plan
+    func = prepared.func
     # the arrays the kernel writes, kept to run again from the start where a run stops early:
     # with workgroups together, an error is reported as one workgroup at a time reports it; a
     # loop in C that fails after writing beyond its invocations' memory, or after the race
@@ -87,12 +126,12 @@ def _interpret(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool,
         if plan is not None or native != "never" else []
     if native != "never":
         try:
-            _interpret_with(func, args, kwargs, check_races, subgroup_size, denormals, plan,
+            _interpret_with(prepared, args, kwargs, check_races, subgroup_size, denormals, plan,
                             native, kept)
             return
         except native_loops.NativeRestart:
             _restore(kept)
-    _interpret_with(func, args, kwargs, check_races, subgroup_size, denormals, plan, "never",
+    _interpret_with(prepared, args, kwargs, check_races, subgroup_size, denormals, plan, "never",
                     kept)
 
 
@@ -106,16 +145,16 @@ def _restore(kept: list) -> None:
         np.copyto(a, copy)
 
 
-def _interpret_with(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool,
+def _interpret_with(prepared: Prepared, args: tuple, kwargs: dict, check_races: bool,
                     subgroup_size: int, denormals: str, plan, native: str, kept: list) -> None:
     if plan is not None:
         try:
-            _run(func, args, kwargs, check_races, subgroup_size, denormals, plan, native)
+            _run(prepared, args, kwargs, check_races, subgroup_size, denormals, plan, native)
             return
         except (InterpreterError, OutOfBoundsError, ArgumentError):
             # (a loop range error names the range of the invocation that met it first)
             _restore(kept)
-    _run(func, args, kwargs, check_races, subgroup_size, denormals, None, native)
+    _run(prepared, args, kwargs, check_races, subgroup_size, denormals, None, native)
 
 
 def _written_arrays(func: PrimFunc, args: tuple, kwargs: dict) -> list:
@@ -132,9 +171,13 @@ def _written_arrays(func: PrimFunc, args: tuple, kwargs: dict) -> list:
             and func.buffer_map[p].data in written]
 
 
-def _run(func: PrimFunc, args: tuple, kwargs: dict, check_races: bool, subgroup_size: int,
+def _run(prepared: Prepared, args: tuple, kwargs: dict, check_races: bool, subgroup_size: int,
          denormals: str, merge, native: str) -> None:
-    compiler, body = _compile(func, denormals, merge, native)
+    """One run of `prepared` (its denormal mode is `denormals`) with its closures for `merge`
+    and `native`."""
+    assert denormals == prepared.denormals
+    func = prepared.func
+    compiler, body = prepared.compiled(merge, native)
     bindings = bind_arguments(func, args, evaluate, kwargs)
     # loops whose bounds the sizes and scalars fix are checked before anything runs, as a
     # Kernel checks them before its dispatch (loop_ranges.py); the others when they start
