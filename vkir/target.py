@@ -15,7 +15,9 @@ from .errors import ArgumentError
 from .features import NAMES
 from .quirks import LAVAPIPE
 
-KINDS = ("vulkan", "interp")
+KINDS = ("vulkan", "interp", "wgpu")   # a backend of vkir.backends.BACKENDS each
+# the kinds whose kernels are SPIR-V for a Vulkan environment (WebGPU: through its translator)
+SPIRV_KINDS = ("vulkan", "wgpu")
 
 FEATURES = NAMES   # every device feature vkir knows (vkir.features)
 
@@ -66,7 +68,7 @@ class Target:
     """What a kernel is compiled for. `Target()` is the Vulkan 1.1 baseline with no optional
     feature and Vulkan's minimum limits.
 
-    `kind` is the backend ("vulkan" or "interp"). `features` names the optional device features
+    `kind` is the backend ("vulkan", "interp" or "wgpu": WebGPU, which takes Vulkan SPIR-V). `features` names the optional device features
     a kernel may use (see FEATURES); codegen raises UnsupportedError naming a missing one.
     `subgroup_size` is the device's (None when unknown offline). `quirks` names driver bugs that
     passes work around (e.g. "loop_trip_limit_65535"). For Vulkan, `env` is the SPIRV-Tools
@@ -96,7 +98,7 @@ class Target:
         unknown = self.features - FEATURES
         if unknown:
             raise ArgumentError(f"unknown target features {sorted(unknown)}; known: {sorted(FEATURES)}")
-        if self.kind != "vulkan":
+        if self.kind not in SPIRV_KINDS:
             return
         limit = SPIRV_VERSIONS.get(self.env)
         if limit is None:
@@ -199,8 +201,9 @@ class Target:
     # -- queries -------------------------------------------------------------------------------
     @property
     def is_vulkan(self) -> bool:
-        """True for Vulkan targets (SPIR-V codegen, bool buffers stored as int8)."""
-        return self.kind == "vulkan"
+        """True for targets that get Vulkan SPIR-V (codegen, bool buffers stored as int8): Vulkan
+        and WebGPU."""
+        return self.kind in SPIRV_KINDS
 
     @property
     def denormals(self) -> str:

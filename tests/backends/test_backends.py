@@ -121,7 +121,7 @@ def test_vulkan_is_a_backend_like_the_interpreter(device):
     "interp" host ones; every result, bounds-checked ones included, is a vkir.Kernel."""
     from vkir.backends import VulkanBackend
 
-    assert set(BACKENDS) == {"interp", "vulkan"}
+    assert set(BACKENDS) == {"interp", "vulkan", "wgpu"}
     assert VulkanBackend.name == "vulkan" and issubclass(VulkanBackend, Backend)
     kinds = {"default": vkir.build(VADD), "vulkan": vkir.build(VADD, device="vulkan"),
              "interp": vkir.build(VADD, device="interp"),

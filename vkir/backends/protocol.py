@@ -25,8 +25,9 @@ __all__ = ["ProgramSpec", "Allocator", "Waitable", "Launch", "Program", "Runtime
 class ProgramSpec:
     """What a Program is made from: the SPIR-V module (`spirv`, validated bytes), its
     `entry_point`, the binding number of each storage buffer in launch order (`bindings`), the
-    push-constant block's size in bytes, the module's workgroup size (`local_size`) and a
-    pinned subgroup size as `Runtime.subgroup_requirement` returned it (None: the device's)."""
+    push-constant block's size in bytes, the module's workgroup size (`local_size`), a
+    pinned subgroup size as `Runtime.subgroup_requirement` returned it (None: the device's)
+    and what to call it in messages (`name`)."""
 
     spirv: bytes
     entry_point: str
@@ -34,6 +35,7 @@ class ProgramSpec:
     push_constant_size: int
     local_size: tuple = (1, 1, 1)
     subgroup: object = None
+    name: str = "a kernel"
 
 
 class Allocator(abc.ABC):
@@ -134,9 +136,11 @@ class Runtime(abc.ABC):
     name in messages, `allocator` its memory, `timestamps` whether launches can be timed on it,
     `limits` an object with vkir.target.Limits' fields (at least `max_workgroup_count` and
     `min_storage_buffer_offset_alignment`), `subgroup_size` the device's default subgroup size,
-    `quirks` the driver quirks (vkir.quirks) it has."""
+    `quirks` the driver quirks (vkir.quirks) it has, `aliasing` whether one memory may be bound
+    to several buffers of a dispatch that writes one of them (SPIR-V's Aliased decoration)."""
 
     kind: str = "?"
+    aliasing: bool = True
     device: object = None
     name: str = "?"
     allocator: Allocator = None

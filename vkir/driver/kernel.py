@@ -252,7 +252,8 @@ class Kernel(metaclass=abc.ABCMeta):
 
         module = self.module
         return ProgramSpec(words, module.entry_point, tuple(b.binding for b in module.bindings),
-                           module.push_constant_size, tuple(module.local_size), self._subgroup)
+                           module.push_constant_size, tuple(module.local_size), self._subgroup,
+                           f"kernel {self.func.name}")
 
     # -- properties --------------------------------------------------------------------------
     @property
@@ -379,6 +380,11 @@ class Kernel(metaclass=abc.ABCMeta):
         made on first use)."""
         if not aliases:
             return program
+        if not self._rt.aliasing:
+            names = [self._params[m.position].name for m in aliases[0].members]
+            raise UnsupportedError(f"kernel {self.name}: arguments {', '.join(map(repr, names))} "
+                                   f"share memory and one is written; {self._rt.name!r} cannot "
+                                   "bind one memory to several buffers of a dispatch (pass copies)")
         variant = self._aliased.get(program.handle)
         if variant is None:
             from .aliased_spirv import aliased
