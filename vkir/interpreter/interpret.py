@@ -122,7 +122,8 @@ def _interpret(prepared: Prepared, args: tuple, kwargs: dict, check_races: bool)
     # with workgroups together, an error is reported as one workgroup at a time reports it; a
     # loop in C that fails after writing beyond its invocations' memory, or after the race
     # checker saw its accesses, asks for a run in Python (NativeRestart)
-    kept = [(a, a.copy()) for a in _written_arrays(func, args, kwargs)] \
+    # (a read-only array is refused by the argument check before anything runs)
+    kept = [(a, a.copy()) for a in _written_arrays(func, args, kwargs) if a.flags.writeable] \
         if plan is not None or native != "never" else []
     if native != "never":
         try:
