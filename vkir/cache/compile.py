@@ -10,8 +10,11 @@ expressions written in terms of the user's own symbolic sizes and scalar paramet
 SHA-256 digest over the whole entry, and the entry's seal (vkir.store.mac: an HMAC of its name
 and digest under a per-user key kept apart from the cache, so an entry planted or copied from
 another key does not verify). A load verifies everything it reads: the format version, the key,
-the digest, the seal, and the words again with SPIRV-Tools. The lowered
-IR is not stored: `Compiled.ir` lowers again on first access.
+the digest, the seal, and the words again with SPIRV-Tools. The entry also holds the lowered
+function (vkir.cache.ir_codec), decoded on first access of `Compiled.ir`: a hit never lowers, not
+for `Kernel.ir`, nor for the loop facts and split variants a call on a driver with a loop limit
+needs (vkir.driver.loop_budget). Only a function the encoding cannot express is left out of its
+entry, and lowered again on first access.
 
 Entries live in `$VKIR_CACHE_DIR/kernels` (default: the platform's user cache directory;
 "" or "0" turns the cache off), read and written through vkir.store: a folder another user could
@@ -32,13 +35,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import store as disk
+from . import ir_codec
 from .root import cache_root
 from ..abi import Binding, PushConstant, SpirvModule
 from ..ir import (
     Add, Buffer, Cast, DataType, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimFunc, Sub, Var,
 )
 
-FORMAT = 4   # version of the entry layout: an entry of another format is a miss
+FORMAT = 5   # version of the entry layout: an entry of another format is a miss
 
 _OPS = {"add": Add, "sub": Sub, "mul": Mul, "floordiv": FloorDiv, "floormod": FloorMod,
         "min": Min, "max": Max}
@@ -85,7 +89,8 @@ def cache_key(func: PrimFunc, target, options: dict) -> str:
 class Compiled:
     """A kernel compiled for Vulkan: its SpirvModule, the map from the lowered function's Vars to
     the user's (`aliases`, empty when loaded from the cache: the module names the user's Vars),
-    whether it came from the disk cache, and the lowered IR (computed on first access then)."""
+    whether it came from the disk cache, and the lowered IR (on a hit, decoded from the entry on
+    first access; `lower` gives it)."""
 
     module: SpirvModule
     aliases: dict
@@ -104,7 +109,8 @@ class Compiled:
 def compile_vulkan(func: PrimFunc, target, *, pointer_casts: bool = False,
                    lower=None) -> Compiled:
     """`func` lowered and compiled to validated SPIR-V for `target`, through the disk cache.
-    `lower()` gives the lowered function (default: vkir.lowering.lower with these options)."""
+    `lower()` gives the lowered function (default: vkir.lowering.lower with these options); it
+    runs on a miss only, or on a hit whose entry could not hold the lowered function."""
     options = {"pointer_casts": bool(pointer_casts)}
 
     if lower is None:
@@ -116,9 +122,10 @@ def compile_vulkan(func: PrimFunc, target, *, pointer_casts: bool = False,
     directory = cache_dir()
     key = cache_key(func, target, options) if directory is not None else None
     if key is not None:
-        module = load(directory / f"{key}.json", key, func, target.env)
-        if module is not None:
-            return Compiled(module, {}, True, lower)
+        got = load(directory / f"{key}.json", key, func, target.env)
+        if got is not None:
+            module, stored_ir = got
+            return Compiled(module, {}, True, _stored(stored_ir, func, lower))
     from ..spirv import codegen
 
     ir = lower()
@@ -126,8 +133,16 @@ def compile_vulkan(func: PrimFunc, target, *, pointer_casts: bool = False,
     module = codegen(ir, target)
     aliases = _aliases(func, ir)
     if key is not None:
-        store(directory / f"{key}.json", key, func, module, aliases)
+        store(directory / f"{key}.json", key, func, module, aliases, ir)
     return Compiled(module, aliases, False, lower, ir)
+
+
+def _stored(data, func: PrimFunc, lower):
+    """() -> the lowered function: decoded from an entry's `data`, or `lower()` where the entry
+    holds none (an entry that verified holds what ir_codec wrote: decoding cannot fail on it)."""
+    if data is None:
+        return lower
+    return lambda: ir_codec.decode(data, func)
 
 
 def _aliases(func: PrimFunc, lowered: PrimFunc) -> dict:
@@ -195,7 +210,7 @@ def _load_expr(d, names: dict):
     return _OPS[tag](_load_expr(d[1], names), _load_expr(d[2], names))
 
 
-def _record(key: str, func: PrimFunc, module: SpirvModule, aliases: dict) -> dict:
+def _record(key: str, func: PrimFunc, module: SpirvModule, aliases: dict, ir=None) -> dict:
     names = _names(func)
     bindings = []
     for b in module.bindings:
@@ -216,10 +231,23 @@ def _record(key: str, func: PrimFunc, module: SpirvModule, aliases: dict) -> dic
         "shared_memory_bytes": module.shared_memory_bytes,
         "required_features": sorted(module.required_features),
         "folds_grid": bool(module.folds_grid),
+        "ir": _stored_ir(ir, func, aliases),
     }
     rec["digest"] = _digest(rec)
     rec["mac"] = disk.mac(_entry_name(key), rec["digest"].encode())
     return rec
+
+
+def _stored_ir(ir, func: PrimFunc, aliases: dict):
+    """The entry's encoding of the lowered function `ir`, or None (not stored) where there is
+    none or it holds what the encoding cannot express."""
+    if ir is None:
+        return None
+    try:
+        return ir_codec.encode(ir, func, aliases)
+    except ir_codec.NotStorable as exc:
+        _log().debug("compile cache: %s stored without its lowered IR: %s", func.name, exc)
+        return None
 
 
 def _entry_name(key: str) -> str:
@@ -234,7 +262,7 @@ def _digest(rec: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _module(rec: dict, key: str, func: PrimFunc, env: str) -> SpirvModule:
+def _module(rec: dict, key: str, func: PrimFunc, env: str) -> tuple:
     if not isinstance(rec, dict) or rec.get("format") != FORMAT or rec.get("key") != key:
         raise ValueError("entry of another format or key")
     if rec.get("digest") != _digest(rec):
@@ -267,16 +295,21 @@ def _module(rec: dict, key: str, func: PrimFunc, env: str) -> SpirvModule:
     grid = tuple(_load_expr(g, names) for g in rec["grid"])
     if len(local) != 3 or len(grid) != 3:
         raise ValueError("workgroup size and grid need three axes")
-    return SpirvModule(words=words, entry_point=str(rec["entry_point"]), local_size=local,
-                       grid=grid, bindings=tuple(bindings), push_constants=tuple(pcs),
-                       push_constant_size=int(rec["push_constant_size"]),
-                       shared_memory_bytes=int(rec["shared_memory_bytes"]),
-                       required_features=frozenset(rec["required_features"]),
-                       folds_grid=bool(rec["folds_grid"]))
+    stored_ir = rec["ir"]
+    if stored_ir is not None and not isinstance(stored_ir, dict):
+        raise ValueError("the lowered IR is not an encoded function")
+    module = SpirvModule(words=words, entry_point=str(rec["entry_point"]), local_size=local,
+                         grid=grid, bindings=tuple(bindings), push_constants=tuple(pcs),
+                         push_constant_size=int(rec["push_constant_size"]),
+                         shared_memory_bytes=int(rec["shared_memory_bytes"]),
+                         required_features=frozenset(rec["required_features"]),
+                         folds_grid=bool(rec["folds_grid"]))
+    return module, stored_ir
 
 
-def load(path: Path, key: str, func: PrimFunc, env: str = "vulkan1.1") -> SpirvModule | None:
-    """The module stored at `path` for `func`, or None when there is none or it is unusable
+def load(path: Path, key: str, func: PrimFunc, env: str = "vulkan1.1") -> tuple | None:
+    """(the module stored at `path` for `func`, the encoded lowered function or None), or None
+    when there is none or it is unusable
     (unreadable, not UTF-8 or JSON, truncated, another format, a digest mismatch, SPIR-V that
     fails validation for `env`): the caller rebuilds it. Everything read is verified."""
     from ..errors import SpirvValidationError
@@ -292,12 +325,13 @@ def load(path: Path, key: str, func: PrimFunc, env: str = "vulkan1.1") -> SpirvM
         return None
 
 
-def store(path: Path, key: str, func: PrimFunc, module: SpirvModule, aliases: dict) -> bool:
-    """Write the entry atomically (vkir.store.write); False when the module cannot be
-    expressed in the entry format or the directory is unsafe or cannot be written (the build
-    goes on)."""
+def store(path: Path, key: str, func: PrimFunc, module: SpirvModule, aliases: dict,
+          ir: PrimFunc | None = None) -> bool:
+    """Write the entry atomically (vkir.store.write), with the lowered function `ir` where
+    given; False when the module cannot be expressed in the entry format or the directory is
+    unsafe or cannot be written (the build goes on)."""
     try:
-        text = json.dumps(_record(key, func, module, aliases), separators=(",", ":"))
+        text = json.dumps(_record(key, func, module, aliases, ir), separators=(",", ":"))
     except _NotStorable as exc:
         _log().debug("compile cache: not caching %s: %s", func.name, exc)
         return False
