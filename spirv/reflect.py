@@ -13,6 +13,7 @@ what reflection cannot describe raises UnsupportedError.
 
 from __future__ import annotations
 
+import copy
 import struct
 from dataclasses import dataclass, field
 from functools import cache
@@ -200,11 +201,23 @@ class ShaderInfo:
     shared_memory_bytes: int = 0       # Workgroup variables (array lengths as specialized)
     plain_inputs: tuple = ()           # Input variables without a BuiltIn (nothing feeds them)
     other_descriptors: tuple = ()      # (set, binding, name, kind) of images, samplers, ...
+    # the parsed module and the pointer types of the Workgroup variables the entry point uses:
+    # what a specialization recomputes without parsing the words again
+    _parsed: object = field(default=None, compare=False, repr=False)
+    _workgroup_types: tuple = field(default=(), compare=False, repr=False)
 
     def specialize(self, values: dict) -> tuple:
         """The local size with {SpecId: value} applied (others keep their defaults)."""
         return tuple(int(values.get(i, n)) if i is not None else n
                      for n, i in zip(self.local_size, self.local_size_ids))
+
+    def specialized_shared_memory_bytes(self, values: dict) -> int:
+        """Bytes of shared memory with {SpecId: value} applied (array lengths may follow
+        specialization constants), from the module as parsed once by `reflect`."""
+        if not values or self._parsed is None:
+            return self.shared_memory_bytes
+        m = self._parsed.specialized(values)
+        return sum(m.type(t).element.size for t in self._workgroup_types)
 
 
 def _laid_out_matrix(t: SpirvType, deco: dict) -> SpirvType:
@@ -337,6 +350,14 @@ class _Module:
             elif code == op["OpExtension"]:
                 self.extensions.append(_string(ops, 0)[0])
         self._types: dict = {}
+
+    def specialized(self, values: dict) -> "_Module":
+        """The same parsed module with specialization {SpecId: value} (types are laid out
+        again: an array's length may be a specialization constant)."""
+        other = copy.copy(self)
+        other.specialization = dict(values)
+        other._types = {}
+        return other
 
     # -- types ---------------------------------------------------------------------------------
     def type(self, tid: int) -> SpirvType:
@@ -483,6 +504,7 @@ def reflect(data, entry: str = "main", specialization=None) -> ShaderInfo:
     io = {vid for vid, _, storage in m.variables if storage in ("Input", "Output")}
     used = in_code | (set(interface) & io)
     bindings, push, push_block, shared, plain_inputs, others = [], [], "", 0, [], []
+    workgroup = []
     for vid, ptype_id, storage in m.variables:
         if vid not in used:
             continue
@@ -495,6 +517,7 @@ def reflect(data, entry: str = "main", specialization=None) -> ShaderInfo:
                 others.append(_other_descriptor(m, vid, ptype_id))
         elif storage == "Workgroup":
             shared += ptype.element.size
+            workgroup.append(ptype_id)
         elif storage == "Input" and "BuiltIn" not in m.decorations.get(vid, {}) and \
                 not _block_of_builtins(m, ptype.element):
             plain_inputs.append(m.names.get(vid, "") or f"%{vid}")
@@ -517,7 +540,8 @@ def reflect(data, entry: str = "main", specialization=None) -> ShaderInfo:
     size = max((p.offset + p.size for p in push), default=0)
     return ShaderInfo(EntryPoint(name, model), points, local, ids, tuple(bindings), tuple(push),
                       size, tuple(specs[i] for i in sorted(specs)), tuple(m.capabilities), tuple(m.extensions), m.version,
-                      push_block, size_id, shared, tuple(plain_inputs), tuple(sorted(others)))
+                      push_block, size_id, shared, tuple(plain_inputs), tuple(sorted(others)),
+                      m, tuple(workgroup))
 
 
 _IMAGE_KINDS = {0: "image", 1: "sampled image", 2: "storage image"}

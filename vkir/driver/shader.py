@@ -111,10 +111,8 @@ class ShaderKernel:
         self.specialization, entries = self._specialize(specialization or {})
         self._entries = entries
         self.local_size = info.specialize(self.specialization)
-        if self.specialization:   # sizes of shared arrays may follow specialization constants
-            self._shared_bytes = reflect(self.spirv, entry, self.specialization).shared_memory_bytes
-        else:
-            self._shared_bytes = info.shared_memory_bytes
+        # sizes of shared arrays may follow specialization constants (the module is parsed once)
+        self._shared_bytes = info.specialized_shared_memory_bytes(self.specialization)
         self._check_limits()
         self._dtypes = tuple(self._view_dtypes(self.binding_views[b.binding]) for b in self.bindings)
         self._writes = tuple(any(not v.readonly and v.kind == "storage"
