@@ -1,4 +1,5 @@
-"""Intrinsic calls (vkir.ir.op) to GLSL.std.450 and core instructions (mixed into the emitter).
+"""Intrinsic calls to GLSL.std.450 and core instructions (mixed into the emitter): the table's
+rows (vkir.ir.intrinsics) name their instruction, or a lowering of their own here.
 
 `tanh` is guarded for large arguments (see `_tanh`). `erf` has no GLSL.std.450 instruction: it is emitted as the Abramowitz-Stegun 7.1.26 rational
 approximation (absolute error below 1.5e-7). `sigmoid` is 1 / (1 + exp(-x)). Both are built as
@@ -8,83 +9,81 @@ vkir expressions over a bound temporary and emitted like any other expression.
 from __future__ import annotations
 
 from vkir.errors import UnsupportedError
+from vkir.ir.intrinsics import INTRINSICS, OWN, Glsl
 from vkir.ir.op import is_atomic, is_subgroup
 from vkir.ir import Add, Call, DataType, Div, LT, Let, Mul, Select, Sub, Var, const
 
+from .bit_count import BitCountMixin
 from .float_division import fmod
 
-_GLSL_FLOAT = {
-    "exp": "Exp", "exp2": "Exp2", "log": "Log", "log2": "Log2", "sqrt": "Sqrt",
-    "rsqrt": "InverseSqrt", "tanh": "Tanh", "sin": "Sin", "cos": "Cos", "tan": "Tan",
-    "asin": "Asin", "acos": "Acos", "atan": "Atan", "sinh": "Sinh", "cosh": "Cosh",
-    "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh", "floor": "Floor", "ceil": "Ceil",
-    "round": "RoundEven", "trunc": "Trunc", "pow": "Pow", "atan2": "Atan2", "fma": "Fma",
+OWN_LOWERINGS = {
+    "tanh": "_tanh", "fabs": "_fabs", "fmod": "_fmod", "sigmoid": "_sigmoid", "erf": "_erf",
+    "shift_left": "_shift", "shift_right": "_shift", "popcount": "bit_count",
+    "clz": "bit_count", "ctz": "bit_count", "reinterpret": "reinterpret",
+    "if_then_else": "if_then_else",
 }
-# GLSL.std.450 instructions that accept 64-bit floats (the others are 16/32-bit only)
-_FLOAT64_OK = {"Sqrt", "InverseSqrt", "Floor", "Ceil", "RoundEven", "Trunc", "Fma", "FAbs"}
-_BITWISE = {"bitwise_and": "OpBitwiseAnd", "bitwise_or": "OpBitwiseOr",
-            "bitwise_xor": "OpBitwiseXor"}
+"""The emitter method lowering each intrinsic whose table row says `spirv=OWN`."""
 
 # Abramowitz & Stegun 7.1.26
 _ERF_P = 0.3275911
 _ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 
 
-class IntrinsicMixin:
+class IntrinsicMixin(BitCountMixin):
     """`call(e)` for Call nodes."""
 
     def call(self, e: Call) -> int:
-        """The result id of an intrinsic: math, bitwise, if_then_else, reinterpret, atomics,
-        subgroups."""
-        op, dt = e.op, e.dtype
-        if op == "if_then_else":
-            return self.if_then_else(e)
+        """The result id of an intrinsic: a row of the intrinsic table (a GLSL.std.450 or core
+        instruction, or a lowering of its own in OWN_LOWERINGS), an atomic or a subgroup op."""
+        op = e.op
         if is_atomic(op):
             return self.atomic(e)
         if is_subgroup(op):
             return self.subgroup(e)
-        if op == "tanh":
-            return self._tanh(e)
-        if op in _GLSL_FLOAT:
-            name = _GLSL_FLOAT[op]
-            self._check_float(e, name)
-            return self.glsl(name, self.ty(dt), *[self.expr(a) for a in e.args])
-        if op == "fabs":
-            arg = e.args[0]
-            if arg.dtype.is_uint:
-                return self.expr(arg)
-            name = "FAbs" if arg.dtype.is_float else "SAbs"
-            if name == "FAbs":
-                self._check_float(e, name)
-            return self.glsl(name, self.ty(dt), self.expr(arg))
-        if op in ("isnan", "isinf"):
-            self._check_float(e, "IsNan", e.args[0].dtype)
-            return self.op("OpIsNan" if op == "isnan" else "OpIsInf", self.ty(dt),
-                           self.expr(e.args[0]))
-        if op == "fmod":
-            self._check_float(e, "FRem")
-            return self._float_floor(e, fmod, e.args)  # exact, unlike drivers' OpFRem
-        if op in ("shift_left", "shift_right"):
+        row = INTRINSICS.get(op)
+        if row is None:
+            raise UnsupportedError(f"kernel {self.func.name!r}: no SPIR-V lowering for "
+                                   f"intrinsic {op!r} in `{e}`")
+        spec = row.spirv
+        if spec == OWN:
+            return getattr(self, OWN_LOWERINGS[op])(e)
+        args = [self.expr(a) for a in e.args]
+        if isinstance(spec, Glsl):
+            self._check_float(e, spec.name, float64=spec.float64)
+            return self.glsl(spec.name, self.ty(e.dtype), *args)
+        if row.type_rule == "float_predicate":
+            self._check_float(e, spec.name, e.args[0].dtype, float64=True)
+        else:
             self._check_int(e)
-            name = "OpShiftLeftLogical" if op == "shift_left" else \
-                "OpShiftRightArithmetic" if dt.is_int else "OpShiftRightLogical"
-            return self.op(name, self.ty(dt), self.expr(e.args[0]), self._shift_amount(e.args[1]))
-        if op in _BITWISE:
-            self._check_int(e)
-            return self.op(_BITWISE[op], self.ty(dt), *[self.expr(a) for a in e.args])
-        if op == "bitwise_not":
-            self._check_int(e)
-            return self.op("OpNot", self.ty(dt), self.expr(e.args[0]))
-        if op == "reinterpret":
-            return self.reinterpret(e)
-        if op == "sigmoid":
-            self._check_float(e, "Exp")
-            return self._via_ir(e, _sigmoid)
-        if op == "erf":
-            self._check_float(e, "Exp")
-            return self._via_ir(e, _erf)
-        raise UnsupportedError(f"kernel {self.func.name!r}: no SPIR-V lowering for intrinsic "
-                               f"{op!r} in `{e}`")
+        return self.op(spec.name, self.ty(e.dtype), *args)
+
+    def _fabs(self, e: Call) -> int:
+        arg = e.args[0]
+        if arg.dtype.is_uint:
+            return self.expr(arg)
+        name = "FAbs" if arg.dtype.is_float else "SAbs"
+        if name == "FAbs":
+            self._check_float(e, name, float64=True)
+        return self.glsl(name, self.ty(e.dtype), self.expr(arg))
+
+    def _fmod(self, e: Call) -> int:
+        self._check_float(e, "FRem", float64=True)
+        return self._float_floor(e, fmod, e.args)  # exact, unlike drivers' OpFRem
+
+    def _shift(self, e: Call) -> int:
+        self._check_int(e)
+        dt = e.dtype
+        name = "OpShiftLeftLogical" if e.op == "shift_left" else \
+            "OpShiftRightArithmetic" if dt.is_int else "OpShiftRightLogical"
+        return self.op(name, self.ty(dt), self.expr(e.args[0]), self._shift_amount(e.args[1]))
+
+    def _sigmoid(self, e: Call) -> int:
+        self._check_float(e, "Exp")
+        return self._via_ir(e, _sigmoid)
+
+    def _erf(self, e: Call) -> int:
+        self._check_float(e, "Exp")
+        return self._via_ir(e, _erf)
 
     def _shift_amount(self, amount) -> int:
         """The shift amount modulo the bit width (vkir's definition; SPIR-V leaves amounts of
@@ -97,12 +96,14 @@ class IntrinsicMixin:
             return v
         return self.op("OpBitwiseAnd", self.ty(dt), v, self.const(dt, dt.bits - 1))
 
-    def _check_float(self, e: Call, name: str, dt: DataType | None = None) -> None:
+    def _check_float(self, e: Call, name: str, dt: DataType | None = None,
+                     float64: bool = False) -> None:
+        """A float operand (64-bit only where the instruction `name` takes it: `float64`)."""
         dt = dt or e.dtype
         if not dt.is_float:
             raise UnsupportedError(f"kernel {self.func.name!r}: {e.op} needs a float operand, "
                                    f"got {dt} in `{e}`")
-        if dt.bits == 64 and name not in _FLOAT64_OK and name not in ("IsNan", "FRem"):
+        if dt.bits == 64 and not float64:
             raise UnsupportedError(
                 f"kernel {self.func.name!r}: {e.op} on float64 has no Vulkan instruction "
                 f"(GLSL.std.450 {name} takes 16/32-bit floats); cast to float32 explicitly")

@@ -32,6 +32,7 @@ from ..ir.base import PrimExpr, Stmt, show
 from ..ir.buffer import Buffer
 from ..ir.dtype import DataType, PointerType, SCOPES, type_range
 from ..ir.function import PrimFunc
+from ..ir.intrinsics import INTRINSICS
 from ..ir.op import OPS
 from ..ir.printer import compact
 from ..ir.structural import recursion_headroom
@@ -345,14 +346,15 @@ class _Checker:
             return check_atomic(self, e, types)
         if info.kind == "subgroup":
             return check_subgroup(self, e, types)
-        if info.kind == "special" and e.op == "reinterpret":
+        rule = INTRINSICS[e.op].type_rule  # the rules of vkir.ir.intrinsics.TYPE_RULES
+        if rule == "reinterpret":
             (ta,) = types
             if ta.is_handle or t.is_handle or ta.is_bool or t.is_bool:
                 self.fail(4, e, "reinterpret needs numeric types", ta, t)
             if ta.bits * ta.lanes != t.bits * t.lanes:
                 self.fail(4, e, "reinterpret must keep the bit width", ta, t)
             return t
-        if e.op == "if_then_else":
+        if rule == "if_then_else":
             tc, tt, tf = types
             if tt != tf:
                 self.fail(3, e, "if_then_else branches have different types", tt, tf)
@@ -365,19 +367,19 @@ class _Checker:
         for tb in types[1:]:
             if tb != ta:
                 self.fail(3, e, f"arguments of {e.op} have different types", ta, tb)
-        if info.kind == "math_float" and not ta.is_float:
+        if rule == "float" and not ta.is_float:
             self.fail(3, e, f"{e.op} needs float arguments", ta, DataType("float", 32, ta.lanes))
-        if info.kind == "math_abs" and not (ta.is_float or ta.is_integer):
+        if rule == "numeric" and not (ta.is_float or ta.is_integer):
             self.fail(3, e, f"{e.op} needs a numeric argument", ta, DataType("float", 32, ta.lanes))
-        if info.kind == "bitwise" and not ta.is_integer:
+        if rule in ("integer", "shift") and not ta.is_integer:
             self.fail(3, e, f"{e.op} needs integer arguments", ta, DataType("int", 32, ta.lanes))
-        if e.op in ("shift_left", "shift_right"):
+        if rule == "shift":
             for k in _constant_lanes(e.args[1]):
                 if not 0 <= k < ta.bits:
                     self.fail(5, e, f"constant shift amount {k} is outside [0, {ta.bits}) for "
                               f"{ta.element_of()} (amounts computed at run time are taken modulo "
                               f"{ta.bits})")
-        if info.kind == "math_pred":
+        if rule == "float_predicate":
             if not ta.is_float:
                 self.fail(3, e, f"{e.op} needs a float argument", ta,
                           DataType("float", 32, ta.lanes))

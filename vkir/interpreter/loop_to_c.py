@@ -37,6 +37,7 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import children
 from ..ir.dtype import DataType
+from ..ir.intrinsics import INTRINSICS, CExpr
 
 
 class NotTranslatable(Exception):
@@ -52,10 +53,26 @@ _SIZES = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "_Float16": 2,
 
 _ARITH = {"Add": "+", "Sub": "-", "Mul": "*"}
 _COMPARE = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
-_FLOAT_MATH = {"fabs": "fabs", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
-               "round": "rint", "sqrt": "sqrt", "fmod": "fmod"}
-_BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
+OWN_CALLS = frozenset({"if_then_else"})
+"""The intrinsic table's rows whose C translation (`c=OWN`) is code of this module's own."""
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_OPERAND = re.compile(r"\{(\d)\}")
+
+
+def _c_operands_fit(row, e) -> bool:
+    """Whether the call's operand types are those its C template (`row.c`) is written for."""
+    if row.c.operands == "float":
+        same = row.type_rule == "float_predicate" or all(a.dtype == e.dtype for a in e.args)
+        return same and all(a.dtype.is_float for a in e.args)
+    return e.dtype.code in ("int", "uint") and all(a.dtype == e.dtype for a in e.args)
+
+
+def _c_template(template: str, ctype: str, bits: int) -> str:
+    """A CExpr template of the intrinsic table with the result's C type filled in."""
+    unsigned = ctype if ctype.startswith("u") or not ctype.endswith("_t") else "u" + ctype
+    wide, suffix = ("double", "") if ctype == "double" else ("float", "f")
+    return (template.replace("$T", ctype).replace("$U", unsigned).replace("$B", str(bits))
+            .replace("$W", wide).replace("$f", suffix))
 
 
 def lane_type(dt: DataType) -> str:
@@ -660,7 +677,7 @@ class _Translator:
         args = e.args
         ctype = lane_type(e.dtype)
         lanes = e.dtype.lanes
-        if op == "if_then_else" and len(args) == 3:
+        if op in OWN_CALLS and len(args) == 3:   # if_then_else
             conds = self.expr(args[0])
             (tpre, t), (fpre, f) = self.apart(args[1]), self.apart(args[2])
             if len(conds) != 1:   # lane-wise: both sides, as the interpreter
@@ -680,32 +697,19 @@ class _Translator:
             return names
         if any(a.dtype.lanes != lanes for a in args):
             raise NotTranslatable(f"call {op} lanes")
+        row = INTRINSICS.get(op)
+        spec = row.c if row is not None else None
+        if not isinstance(spec, CExpr) or len(args) != row.arity or not _c_operands_fit(row, e):
+            raise NotTranslatable(f"call {op}")
         columns = list(zip(*(self.expr(a) for a in args)))
-        if op in _FLOAT_MATH and all(a.dtype == e.dtype for a in args) and e.dtype.is_float \
-                and len(args) == (2 if op == "fmod" else 1):
-            # float16 computes in float and rounds once, as numpy does (exact for these)
-            fn = _FLOAT_MATH[op] + ("" if ctype == "double" else "f")
-            arg = "" if ctype == "double" else "(float)"
-            return [f"(({ctype}){fn}({', '.join(arg + x for x in c)}))" for c in columns]
-        if op in ("isnan", "isinf") and len(args) == 1 and args[0].dtype.is_float:
-            return [f"((uint8_t)({op}((double)({a})) != 0))" for (a,) in columns]
-        if op == "fma" and len(args) == 3 and e.dtype.is_float and \
-                all(a.dtype == e.dtype for a in args):
-            return [f"(({ctype})((double)({a}) * (double)({b}) + (double)({c})))"
-                    for a, b, c in columns]
-        if e.dtype.code in ("int", "uint") and all(a.dtype == e.dtype for a in args):
-            if op in _BITWISE and len(args) == 2:
-                return [f"(({ctype})(({a}) {_BITWISE[op]} ({b})))" for a, b in columns]
-            if op == "bitwise_not" and len(args) == 1:
-                return [f"(({ctype})~({a}))" for (a,) in columns]
-            if op in ("shift_left", "shift_right") and len(args) == 2:
-                mask = e.dtype.bits - 1
-                if op == "shift_left":   # in the unsigned type: no signed overflow
-                    utype = "u" + ctype if not ctype.startswith("u") else ctype
-                    return [f"(({ctype})(({utype})({a}) << (({b}) & {mask})))"
-                            for a, b in columns]
-                return [f"(({ctype})(({a}) >> (({b}) & {mask})))" for a, b in columns]
-        raise NotTranslatable(f"call {op}")
+        text = _c_template(spec.template, ctype, e.dtype.bits)
+        shared = [k for k in range(len(args)) if text.count(f"{{{k}}}") > 1]
+        out = []
+        for column in columns:   # an operand used twice is evaluated once
+            xs = [self.temp(lane_type(args[k].dtype), x) if k in shared else x
+                  for k, x in enumerate(column)]
+            out.append(_OPERAND.sub(lambda m: xs[int(m.group(1))], text))
+        return out
 
     # -- arithmetic ------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ import operator
 import numpy as np
 
 from ..ir.dtype import DataType
+from ..ir.intrinsics import INTRINSICS, OWN as TABLE_OWN
 from .errors import InterpreterError
 
 
@@ -207,17 +208,54 @@ def _shift_right(a, b):
     return np.right_shift(a, _shift_amount(a, b))
 
 
-MATH = {
-    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
-    "rsqrt": _rsqrt, "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "tan": np.tan,
-    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
-    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "floor": np.floor,
-    "ceil": np.ceil, "round": np.rint, "trunc": np.trunc, "erf": _erf, "sigmoid": _sigmoid,
-    "fabs": np.abs, "isnan": np.isnan, "isinf": np.isinf, "pow": np.power, "atan2": np.arctan2,
-    "fmod": np.fmod, "fma": _fma,
-    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
-    "bitwise_not": np.invert, "shift_left": _shift_left, "shift_right": _shift_right,
-}
+def _unsigned(x):
+    """`x` as an array of the unsigned integer type of its width (the same bits)."""
+    a = np.asarray(x)
+    return a.view(np.dtype(f"u{a.dtype.itemsize}"))
+
+
+_BYTE_BITS = np.array([bin(i).count("1") for i in range(256)], np.uint8)
+
+
+def _popcount(x):
+    """The number of 1 bits of each integer in its own width (int8 -1 has 8)."""
+    u = _unsigned(x)
+    count = np.zeros(u.shape, np.uint8)
+    for k in range(u.dtype.itemsize):
+        count = count + _BYTE_BITS[(u >> (8 * k)) & 0xFF]
+    return as_value(count)
+
+
+def _clz(x):
+    """The number of leading 0 bits in the width (the width for 0): the bits below the highest 1
+    bit are filled with ones, and the zeros left are counted."""
+    u = _unsigned(x)
+    bits = u.dtype.itemsize * 8
+    s = 1
+    while s < bits:
+        u = u | (u >> s)
+        s *= 2
+    return as_value(np.asarray(bits - _popcount(u).astype(np.int64)))
+
+
+def _ctz(x):
+    """The number of trailing 0 bits (the width for 0): the ones of `~u & (u - 1)`."""
+    u = _unsigned(x)
+    return _popcount(~u & (u - u.dtype.type(1)))
+
+
+OWN = {"rsqrt": _rsqrt, "erf": _erf, "sigmoid": _sigmoid, "fma": _fma,
+       "shift_left": _shift_left, "shift_right": _shift_right, "popcount": _popcount,
+       "clz": _clz, "ctz": _ctz}
+"""The interpreter's own functions for the intrinsic table's rows whose `interp` is OWN (but the
+ones vkir.interpreter.compiler evaluates itself: COMPILED)."""
+
+COMPILED = ("reinterpret", "if_then_else")
+"""OWN rows the compiler evaluates itself (a bit cast; only the taken side)."""
+
+MATH = {name: OWN.get(name) if row.interp == TABLE_OWN else getattr(np, row.interp)
+        for name, row in INTRINSICS.items() if name not in COMPILED}
+"""The numpy function of each pure intrinsic of the table (None where OWN lacks it)."""
 
 
 def intrinsic(op: str):

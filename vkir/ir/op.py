@@ -1,4 +1,6 @@
-"""The intrinsics a `Call` may name, with arity and purity. The single table everyone consults.
+"""The intrinsics a `Call` may name, with arity and purity: the pure ones of the intrinsic table
+(vkir.ir.intrinsics, where each is declared with every layer's handling), atomics and subgroup
+operations.
 
 Atomics and subgroup operations are Calls too, and impure (CSE never commons them, Simplify
 never drops them, VectorizeLoop keeps their loop serial). An atomic's first argument is the
@@ -14,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .dtype import DataType
+from .intrinsics import INTRINSICS
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,24 +29,15 @@ class OpInfo:
     kind: str  # "math_float" | "math_abs" | "math_pred" | "bitwise" | "special" | "atomic" | "subgroup"
 
 
+_KINDS = {"float": "math_float", "numeric": "math_abs", "float_predicate": "math_pred",
+          "integer": "bitwise", "shift": "bitwise", "reinterpret": "special",
+          "if_then_else": "special"}
+"""OpInfo.kind of each type rule of the intrinsic table."""
+
+
 def _ops():
-    ops = {}
-    for name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sin", "cos", "tan",
-                 "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "floor",
-                 "ceil", "round", "trunc", "erf", "sigmoid"):
-        ops[name] = OpInfo(name, 1, True, "math_float")
-    ops["fabs"] = OpInfo("fabs", 1, True, "math_abs")  # float or int absolute value
-    ops["isnan"] = OpInfo("isnan", 1, True, "math_pred")
-    ops["isinf"] = OpInfo("isinf", 1, True, "math_pred")
-    for name in ("pow", "atan2", "fmod"):
-        ops[name] = OpInfo(name, 2, True, "math_float")
-    ops["fma"] = OpInfo("fma", 3, True, "math_float")
-    for name in ("bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right"):
-        ops[name] = OpInfo(name, 2, True, "bitwise")
-    ops["bitwise_not"] = OpInfo("bitwise_not", 1, True, "bitwise")
-    ops["reinterpret"] = OpInfo("reinterpret", 1, True, "special")
-    # if_then_else evaluates only the taken side (unlike Select)
-    ops["if_then_else"] = OpInfo("if_then_else", 3, True, "special")
+    ops = {name: OpInfo(name, row.arity, True, _KINDS[row.type_rule])
+           for name, row in INTRINSICS.items()}
     # Atomics: the first argument is the BufferLoad of the element they update (it marks the
     # address; the element is not read as a plain load), the result is the element's old value.
     for name in ATOMIC_BINARY:
@@ -124,8 +118,9 @@ def result_dtype(op: str, args) -> DataType:
     this dtype, and the printer writes `T.call` with an explicit dtype wherever it differs."""
     if op in _SUBGROUP_RESULT:
         return _SUBGROUP_RESULT[op]
-    if op in ("isnan", "isinf"):
+    rule = INTRINSICS[op].type_rule if op in INTRINSICS else None
+    if rule == "float_predicate":
         return DataType("bool", 1, args[0].dtype.lanes)
-    if op == "if_then_else":
+    if rule == "if_then_else":
         return args[1].dtype
     return args[0].dtype

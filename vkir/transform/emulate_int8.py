@@ -10,7 +10,9 @@ interpreter's meaning, where int8 arithmetic wraps at 8 bits):
   After each operation that can leave the 8-bit range (+ - * / % //, shift left, a cast to int8)
   the result is wrapped back: sign-extended from bit 7 for int8, masked with 0xff for uint8. Shift
   amounts are taken modulo 8, and float -> int8 conversions saturate at the int8 bounds, as the
-  interpreter defines them.
+  interpreter defines them. Each intrinsic follows its row's emulation rule in the intrinsic table
+  (vkir.ir.intrinsics): a bit count (popcount, clz, ctz) counts the byte's own 8 bits, never the
+  sign extension's.
 - Storage buffers (parameters) keep their bytes: the host still passes its int8/uint8/bool array.
   The kernel reads them as 32-bit words through a uint32 view of the same binding and extracts
   bytes with shifts and masks. A store that fills whole words (an int8x4 element) is a plain word
@@ -39,6 +41,7 @@ from ..ir import stmt as S
 from ..ir.buffer import Buffer
 from ..ir.dtype import DataType, PointerType
 from ..ir.functor import Mutator
+from ..ir.intrinsics import INTRINSICS
 from ..ir.op import is_atomic
 from .base import Pass
 
@@ -47,9 +50,6 @@ INT32 = DataType("int", 32)
 
 # operations whose exact result may leave the 8-bit range (wrapped afterwards)
 _WRAPPED = (E.Add, E.Sub, E.Mul, E.Div, E.Mod, E.FloorDiv, E.FloorMod)
-# intrinsics whose 8-bit result is always in range (no wrap needed)
-_IN_RANGE_CALLS = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-                             "shift_right", "if_then_else"})
 
 
 def is_narrow(dt) -> bool:
@@ -79,6 +79,35 @@ def wrap(value: E.PrimExpr, narrow: DataType) -> E.PrimExpr:
     if narrow.code == "uint":
         return _call(dt, "bitwise_and", value, _const(0xFF, dt))
     return _call(dt, "shift_right", _call(dt, "shift_left", value, _const(24, dt)), _const(24, dt))
+
+
+def _low_byte(value: E.PrimExpr, narrow: DataType) -> E.PrimExpr:
+    """The held 32-bit `value` of an 8-bit type reduced to its 8 bits, zero-extended (a uint8
+    value already is)."""
+    if narrow.code == "uint":
+        return value
+    return _call(value.dtype, "bitwise_and", value, _const(0xFF, value.dtype))
+
+
+def _byte_at_top(value: E.PrimExpr, narrow: DataType) -> E.PrimExpr:
+    """The byte in bits 24-31 over a stop bit at bit 23: its leading zeros are the byte's (8 for
+    a zero byte)."""
+    dt = value.dtype
+    top = _call(dt, "shift_left", value, _const(24, dt))
+    return _call(dt, "bitwise_or", top, _const(1 << 23, dt))
+
+
+def _byte_over_stop(value: E.PrimExpr, narrow: DataType) -> E.PrimExpr:
+    """The byte zero-extended under a stop bit at bit 8: its trailing zeros are the byte's (8
+    for a zero byte)."""
+    dt = value.dtype
+    return _call(dt, "bitwise_or", _low_byte(value, narrow), _const(1 << 8, dt))
+
+
+_COUNT_OPERAND = {"count_bits": _low_byte, "count_leading": _byte_at_top,
+                  "count_trailing": _byte_over_stop}
+"""The operand a bit count takes in 32 bits, by the emulation rule of vkir.ir.intrinsics: the
+count of the 32-bit value is then the count of the byte (0 to 8, in range)."""
 
 
 def lane(value: E.PrimExpr, k: int) -> E.PrimExpr:
@@ -229,22 +258,28 @@ class _Rewriter(Mutator):
         return wrap(moved, op.dtype)
 
     def visit_Call(self, op):
-        if op.op == "reinterpret" and (is_narrow(op.dtype) or is_narrow(op.args[0].dtype)):
-            raise UnsupportedError(
-                f"kernel {self.func_name!r}: T.reinterpret between {op.args[0].dtype} and "
-                f"{op.dtype} needs 8-bit integer support, which the device lacks")
         if is_atomic(op.op) and is_narrow(op.dtype):
             raise UnsupportedError(f"kernel {self.func_name!r}: {op.op} on an {op.dtype} element")
-        if op.op in ("shift_left", "shift_right") and is_narrow(op.dtype):
-            a, b = (self.visit(x) for x in op.args)
-            amount = _call(b.dtype, "bitwise_and", b, _const(7, b.dtype))
-            shifted = _call(a.dtype, op.op, a, amount)
-            return wrap(shifted, op.dtype) if op.op == "shift_left" else shifted
+        row = INTRINSICS.get(op.op)
+        rule = row.emulation if row is not None else "wrap"
+        narrow = is_narrow(op.dtype)
+        if rule == "refused" and (narrow or any(is_narrow(a.dtype) for a in op.args)):
+            raise UnsupportedError(
+                f"kernel {self.func_name!r}: T.{op.op} between {op.args[0].dtype} and "
+                f"{op.dtype} needs 8-bit integer support, which the device lacks")
         args = tuple(self.visit(a) for a in op.args)
-        if not is_narrow(op.dtype) and all(a is b for a, b in zip(args, op.args)):
-            return op
-        new = E.Call(widened(op.dtype), op.op, args)
-        if is_narrow(op.dtype) and op.op not in _IN_RANGE_CALLS and op.args:
+        if not narrow:
+            if all(a is b for a, b in zip(args, op.args)):
+                return op
+            return E.Call(op.dtype, op.op, args)
+        wide = widened(op.dtype)
+        if rule in ("shift_wrap", "shift_in_range"):
+            a, b = args
+            args = (a, _call(b.dtype, "bitwise_and", b, _const(7, b.dtype)))
+        elif rule in _COUNT_OPERAND:
+            args = (_COUNT_OPERAND[rule](args[0], op.dtype),)
+        new = E.Call(wide, op.op, args)
+        if rule not in ("in_range", "shift_in_range", *_COUNT_OPERAND) and op.args:
             return wrap(new, op.dtype)  # e.g. fabs(-128) is 128 in 32 bits, -128 in 8
         return new
 

@@ -19,6 +19,7 @@ from ..ir import stmt as S
 from ..ir.buffer import Buffer
 from ..ir.dtype import DataType, PointerType
 from ..ir.function import PrimFunc
+from ..ir.intrinsics import INTRINSICS
 
 # TVM's ForKind values
 _FOR_KINDS = {0: "serial", 2: "vectorized", 3: "unrolled", 4: "thread_binding"}
@@ -28,20 +29,9 @@ _BINARY = {"Add": E.Add, "Sub": E.Sub, "Mul": E.Mul, "Div": E.Div, "Mod": E.Mod,
            "And": E.And, "Or": E.Or}
 _BITWISE = {"BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor",
             "LShift": "shift_left", "RShift": "shift_right"}
-# TVM intrinsics (without the "tirx." prefix) with the same meaning in vkir
-_SAME_CALLS = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sin", "cos", "tan", "asin",
-               "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "floor", "ceil", "round",
-               "trunc", "erf", "sigmoid", "fabs", "isnan", "isinf", "pow", "atan2", "fmod", "fma",
-               "if_then_else", "reinterpret", "bitwise_and", "bitwise_or", "bitwise_xor",
-               "bitwise_not", "shift_left", "shift_right"}
-_RENAMED_CALLS = {"nearbyint": "round", "abs": "fabs", "power": "pow"}
-# C math library names (float and double spellings) that lowering leaves as externs
-_LIBM = {name: name for name in ("exp", "exp2", "log", "log2", "sqrt", "tanh", "sin", "cos", "tan",
-                                 "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
-                                 "floor", "ceil", "round", "trunc", "erf", "fabs", "pow", "atan2",
-                                 "fmod", "fma")}
-_LIBM.update({name + "f": name for name in list(_LIBM)})
-_LIBM.update({"__expf": "exp", "nearbyintf": "round", "nearbyint": "round", "rsqrtf": "rsqrt"})
+# TVM intrinsics (without the "tirx." prefix) and C extern functions, by the intrinsic table
+_CALLS = {tvm: name for name, row in INTRINSICS.items() for tvm in row.tvm.ops}
+_LIBM = {extern: name for name, row in INTRINSICS.items() for extern in row.tvm.externs}
 # attributes that carry no meaning for vkir's lowering: their body stands alone
 _IGNORED_ATTRS = {"storage_alignment", "pragma_unroll_explicit", "pragma_auto_unroll_max_step",
                   "compute_scope", "device_scope", "pragma_import_llvm", "realize_scope",
@@ -382,9 +372,8 @@ class _Importer:
         if name == "if_then_else":
             c, a, b = e.args
             return E.Call(dtype, "if_then_else", (self.condition(c), self.expr(a), self.expr(b)))
-        name = _RENAMED_CALLS.get(name, name)
-        if name in _SAME_CALLS:
-            return E.Call(dtype, name, tuple(self.expr(a) for a in e.args))
+        if name in _CALLS:
+            return E.Call(dtype, _CALLS[name], tuple(self.expr(a) for a in e.args))
         raise self.fail(f"call to {op}")
 
 
