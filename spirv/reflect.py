@@ -115,8 +115,9 @@ class SpirvMember:
 
 # -- reflected interface -------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Binding:
-    """A descriptor binding: `kind` "storage" or "uniform"; `name` the variable's name or else
+class DescriptorBinding:
+    """A descriptor binding a shader declares (reflected; vkir.abi.Binding is the binding of a
+    kernel vkir compiled): `kind` "storage" or "uniform"; `name` the variable's name or else
     its block's; `type` the block struct; `element` the element type of the block's trailing
     runtime array (None without one) with `array_stride` and `offset` of that array; `readonly`
     (NonWritable) / `writeonly` (NonReadable); `count` descriptors (an array of blocks)."""
@@ -584,7 +585,7 @@ def _block_of_builtins(m: _Module, t) -> bool:
         "BuiltIn" in m.member_decorations.get((tid, i), {}) for i in range(count))
 
 
-def _binding(m: _Module, vid: int, ptype_id: int, storage: str) -> Binding | None:
+def _binding(m: _Module, vid: int, ptype_id: int, storage: str) -> DescriptorBinding | None:
     deco = m.decorations.get(vid, {})
     struct_id = m.insts[ptype_id][1][1]
     block, count = m.type(struct_id), 1
@@ -608,7 +609,7 @@ def _binding(m: _Module, vid: int, ptype_id: int, storage: str) -> Binding | Non
         last = members[-1]
         element, stride, offset = last.type.element, last.type.stride, last.offset
     name = m.names.get(vid, "") or block.name
-    return Binding(deco.get("DescriptorSet", (0,))[0], deco.get("Binding", (0,))[0], kind, name,
+    return DescriptorBinding(deco.get("DescriptorSet", (0,))[0], deco.get("Binding", (0,))[0], kind, name,
                    block, readonly, writeonly, element, stride,
                    offset, count)
 

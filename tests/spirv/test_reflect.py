@@ -9,7 +9,7 @@ import pytest
 from vkir.errors import ArgumentError, SpirvValidationError
 from vkir.runtime.glsl import compile_glsl
 from vkir.spirv import assemble, validate
-from vkir.spirv.reflect import Binding, PushConstant, SpecConstant, SpirvType, reflect
+from vkir.spirv.reflect import DescriptorBinding, PushConstant, SpecConstant, SpirvType, reflect
 
 SHADERS = Path(__file__).resolve().parents[1] / "shaders"
 F32, I32, U32 = SpirvType("float", 32), SpirvType("int", 32, True), SpirvType("int", 32, False)
@@ -52,7 +52,7 @@ def test_counts_shader_fixed_local_size_and_header_before_the_runtime_array():
     info = reflect(_compiled("counts.comp", "vulkan1.1"))
     assert info.local_size == (64, 1, 1) and info.local_size_ids == (None, None, None)
     counter = info.bindings[2]
-    assert counter == Binding(0, 2, "storage", "Counter", counter.type, False, False, U32, 4, 4)
+    assert counter == DescriptorBinding(0, 2, "storage", "Counter", counter.type, False, False, U32, 4, 4)
     assert counter.fixed_size == 4
     assert [(m.name, m.dtype, m.offset) for m in info.push_constants] == [
         ("n", "uint32", 0), ("k", "int32", 4), ("target", "int32", 8)]

@@ -58,7 +58,7 @@ def _dtype(t):
 
 
 class ShaderKernel:
-    """A compute shader ready to run on one device. `bindings` (reflected Bindings, in the
+    """A compute shader ready to run on one device. `bindings` (reflected DescriptorBindings, in the
     order calls pass buffers), `push_constants` (PushConstant members), `local_size` (with the
     specialization applied), `spec_constants`, `specialization` ({SpecId: value} as given),
     `spirv` (bytes), `asm` (disassembly), `info` (the whole reflected ShaderInfo)."""
