@@ -3,7 +3,9 @@
 A driver handed a pipeline or a dispatch beyond its limits may do anything (lavapipe silently
 aliases a 33rd storage buffer onto the first one and crashes on a 34th), so every limit a compute
 kernel can hit is checked here, by the pipeline, the launch and the allocation code, and each
-violation names the Vulkan limit, its value and the offending value.
+violation names the Vulkan limit, its value and the offending value. Kernels and shaders call
+these functions too (no limit check is written anywhere else): a ShaderKernel once when it is
+loaded (`check_shader`) and once per call (`check_groups`, `check_binding_range`).
 """
 
 from __future__ import annotations
@@ -65,9 +67,48 @@ def check_workgroup(info, local_size, shared_bytes: int = 0, what: str = "a kern
         raise UnsupportedError(f"{what}: {total} invocations per workgroup exceed "
                                f"maxComputeWorkGroupInvocations = {lim.max_workgroup_invocations} "
                                f"of {info.name!r}")
-    if shared_bytes > lim.max_shared_memory_bytes:
+    _check_shared_memory(info, shared_bytes, what)
+
+
+def _check_shared_memory(info, shared_bytes: int, what: str) -> None:
+    cap = info.limits.max_shared_memory_bytes
+    if shared_bytes > cap:
         raise UnsupportedError(f"{what}: {shared_bytes} bytes of shared memory exceed "
-                               f"maxComputeSharedMemorySize = {lim.max_shared_memory_bytes} of "
+                               f"maxComputeSharedMemorySize = {cap} of {info.name!r}")
+
+
+def check_shader(info, local_size, shared_bytes: int, push_bytes: int, what: str) -> None:
+    """What a shader's pipeline asks of the device, checked once when it is loaded: each axis
+    of its local size (named local_size_x, ... as in its source) at least 1 and within
+    maxComputeWorkGroupSize, its invocations, `shared_bytes` of shared memory and `push_bytes`
+    of push constants."""
+    lim = info.limits
+    for axis, (n, cap) in enumerate(zip(local_size, lim.max_workgroup_size)):
+        if n < 1:
+            raise UnsupportedError(f"{what}: local_size_{AXES[axis]} = {n}; it must be >= 1")
+        if n > cap:
+            raise UnsupportedError(f"{what}: local_size_{AXES[axis]} = {n} exceeds "
+                                   f"maxComputeWorkGroupSize[{axis}] = {cap} of {info.name!r}")
+    total = math.prod(local_size)
+    if total > lim.max_workgroup_invocations:
+        raise UnsupportedError(f"{what}: local size {tuple(local_size)} is {total} invocations, "
+                               f"more than maxComputeWorkGroupInvocations = "
+                               f"{lim.max_workgroup_invocations} of {info.name!r}")
+    _check_shared_memory(info, shared_bytes, what)
+    if push_bytes > lim.max_push_constant_bytes:
+        raise UnsupportedError(f"{what}: push constants of {push_bytes} bytes exceed "
+                               f"maxPushConstantsSize = {lim.max_push_constant_bytes} of "
+                               f"{info.name!r}")
+
+
+def check_binding_range(info, nbytes: int, kind: str, what: str) -> None:
+    """An array of `nbytes` bound to a "storage" or "uniform" buffer binding (maxStorageBufferRange
+    or maxUniformBufferRange), as a shader's call names it."""
+    lim = info.limits
+    cap, name = ((lim.max_uniform_buffer_range, "maxUniformBufferRange") if kind == "uniform"
+                 else (lim.max_storage_buffer_range, "maxStorageBufferRange"))
+    if nbytes > cap:
+        raise UnsupportedError(f"{what} has {nbytes} bytes, more than {name} = {cap} of "
                                f"{info.name!r}")
 
 

@@ -194,26 +194,12 @@ class ShaderKernel:
         return out, entries
 
     def _check_limits(self) -> None:
-        from ..runtime.limits import check_workgroup
+        """The device limits (vkir.runtime.limits, once), then what vkir binds: set 0, one
+        descriptor per binding."""
+        from ..runtime import limits
 
-        info = self.device.info
-        lim = info.limits
-        for axis, (n, cap) in enumerate(zip(self.local_size, lim.max_workgroup_size)):
-            if n < 1:
-                raise UnsupportedError(f"{self.name}: local_size_{_AXES[axis]} = {n}; it must be >= 1")
-            if n > cap:
-                raise UnsupportedError(f"{self.name}: local_size_{_AXES[axis]} = {n} exceeds "
-                                       f"maxComputeWorkGroupSize[{axis}] = {cap} of {info.name!r}")
-        total = int(np.prod(self.local_size))
-        if total > lim.max_workgroup_invocations:
-            raise UnsupportedError(f"{self.name}: local size {self.local_size} is {total} invocations, "
-                                   f"more than maxComputeWorkGroupInvocations = "
-                                   f"{lim.max_workgroup_invocations} of {info.name!r}")
-        check_workgroup(info, self.local_size, self._shared_bytes, self.name)
-        if self.info.push_constant_size > lim.max_push_constant_bytes:
-            raise UnsupportedError(f"{self.name}: push constants of {self.info.push_constant_size} bytes "
-                                   f"exceed maxPushConstantsSize = {lim.max_push_constant_bytes} "
-                                   f"of {info.name!r}")
+        limits.check_shader(self.device.info, self.local_size, self._shared_bytes,
+                            self.info.push_constant_size, self.name)
         for b in self.bindings:
             if b.set != 0:
                 raise UnsupportedError(f"{self.name}: binding {b.name!r} is in descriptor set {b.set}; "
@@ -252,14 +238,9 @@ class ShaderKernel:
                 isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in dims):
             raise ArgumentError(f"{self.name}: grid must be an int or up to 3 ints, got {grid!r}")
         dims = tuple(int(n) for n in dims) + (1,) * (3 - len(dims))
-        lim = self.device.info.limits
-        for axis, (n, cap) in enumerate(zip(dims, lim.max_workgroup_count)):
-            if n < 0:
-                raise ArgumentError(f"{self.name}: negative workgroup count {n} on axis {_AXES[axis]}")
-            if n > cap:
-                raise UnsupportedError(f"{self.name}: {n} workgroups on axis {_AXES[axis]} exceed "
-                                       f"maxComputeWorkGroupCount[{axis}] = {cap} of "
-                                       f"{self.device.info.name!r}")
+        from ..runtime import limits
+
+        limits.check_groups(self.device.info, dims, self.name)
         return dims
 
     def _push(self, push) -> bytes:
@@ -285,13 +266,13 @@ class ShaderKernel:
         return bytes(out)
 
     def _check_buffers(self, buffers) -> None:
+        from ..runtime import limits
         from .arrays import DeviceArray
 
         if len(buffers) != len(self.bindings):
             names = ", ".join(f"{b.binding}: {b.name}" for b in self.bindings)
             raise ArgumentError(f"{self.name} takes {len(self.bindings)} buffers (bindings {names}), "
                                 f"got {len(buffers)}")
-        lim = self.device.info.limits
         for b, a, want, written in zip(self.bindings, buffers, self._dtypes, self._writes):
             what = f"{self.name}: binding {b.binding} ({b.name!r})"
             if isinstance(a, DeviceArray):
@@ -321,12 +302,7 @@ class ShaderKernel:
                 raise ArgumentError(f"{what} has {nbytes} bytes, not a whole number of "
                                     f"{b.element.dtype} elements ({b.array_stride} bytes each"
                                     f"{f' after {b.offset} bytes' if b.offset else ''})")
-            limit, limit_name = ((lim.max_uniform_buffer_range, "maxUniformBufferRange")
-                                 if b.kind == "uniform" else
-                                 (lim.max_storage_buffer_range, "maxStorageBufferRange"))
-            if nbytes > limit:
-                raise UnsupportedError(f"{what} has {nbytes} bytes, more than {limit_name} = {limit} "
-                                       f"of {self.device.info.name!r}")
+            limits.check_binding_range(self.device.info, nbytes, b.kind, what)
 
     def _aliases(self, buffers) -> tuple:
         """(groups of arguments that share memory with a written binding, bound as one buffer
