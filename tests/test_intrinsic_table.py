@@ -143,15 +143,15 @@ def test_the_interpreter_has_a_function_for_every_row():
 
 
 def test_every_row_is_translated_to_c_or_refused_by_name():
-    from vkir.interpreter import loop_to_c
+    from vkir.interpreter import c_exprs
 
     for name, row in INTRINSICS.items():
         if row.c == OWN:
-            assert name in loop_to_c.OWN_CALLS, name
+            assert name in c_exprs.OWN_CALLS, name
         else:
             assert isinstance(row.c, (CExpr, NotTranslated)), name
             assert not isinstance(row.c, CExpr) or row.c.operands in ("float", "integer")
-    assert set(loop_to_c.OWN_CALLS) == {n for n, r in INTRINSICS.items() if r.c == OWN}
+    assert set(c_exprs.OWN_CALLS) == {n for n, r in INTRINSICS.items() if r.c == OWN}
 
 
 def test_codegen_lowers_every_row():
