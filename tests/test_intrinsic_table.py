@@ -186,6 +186,14 @@ def test_each_row_compiles_to_valid_spirv_with_and_without_8bit_support(name):
                 codegen(lower(_kernel([row], dt), target), target)
 
 
+def test_cse_takes_commutativity_from_the_table():
+    from vkir.transform.cse_keys import _COMMUTATIVE_CALLS
+
+    assert _COMMUTATIVE_CALLS == {n for n, r in INTRINSICS.items() if r.commutative}
+    assert {"bitwise_and", "bitwise_or", "bitwise_xor"} <= _COMMUTATIVE_CALLS
+    assert not {"pow", "shift_left", "atan2", "fmod"} & _COMMUTATIVE_CALLS
+
+
 def test_the_tvm_importer_reads_each_rows_names():
     from vkir.tvm import importer
 

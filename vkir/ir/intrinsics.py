@@ -101,7 +101,8 @@ def _libm(name: str, *extra: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True)
 class Intrinsic:
-    """One row of the table: every field is required, so a row states each layer's handling."""
+    """One row of the table: every field but `commutative` is required, so a row states each
+    layer's handling."""
 
     name: str
     arity: int
@@ -112,6 +113,7 @@ class Intrinsic:
     emulation: str      # a key of EMULATION_RULES
     tvm: Tvm
     doc: str
+    commutative: bool = False   # its operands may be swapped (CSE keys sort them)
 
     def __post_init__(self):
         assert self.type_rule in TYPE_RULES, self
@@ -140,7 +142,7 @@ def _bitwise(name, op, spirv, emulation, tvm=None):
                      c=CExpr(f"(($T)(({{0}}) {op} ({{1}})))" if op != "~" else "(($T)~({0}))",
                              "integer"),
                      spirv=CoreOp(spirv), emulation=emulation, tvm=tvm or Tvm((name,)),
-                     doc=f"bitwise {name.removeprefix('bitwise_')}")
+                     doc=f"bitwise {name.removeprefix('bitwise_')}", commutative=op != "~")
 
 
 def _rows():

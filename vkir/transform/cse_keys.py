@@ -29,6 +29,7 @@ from ..ir import (
     Add, And, BufferLoad, Call, EQ, FloatImm, IntImm, Let, Max, Min, Mul, NE, Or, PrimExpr, Sub,
     Var,
 )
+from ..ir.intrinsics import INTRINSICS
 
 # a sum or product with more terms than this stays an atom: expanding products is exponential,
 # and every prefix of a long sum normalized would make the sum's keys quadratic in its length
@@ -36,7 +37,7 @@ MAX_POLY_TERMS = 64
 
 _INT_COMMUTATIVE = (Min, Max)
 _FLOAT_COMMUTATIVE = (Add, Mul, EQ, NE)
-_COMMUTATIVE_CALLS = ("bitwise_and", "bitwise_or", "bitwise_xor")
+_COMMUTATIVE_CALLS = frozenset(name for name, row in INTRINSICS.items() if row.commutative)
 
 
 def attributes(expr) -> tuple:
