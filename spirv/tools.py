@@ -15,7 +15,7 @@ from functools import cache
 import cffi
 
 from ..errors import ArgumentError, SpirvValidationError
-from .grammar import cmeel_prefix
+from .grammar import spirv_tools_library
 
 _CDEF = """
 typedef int spv_result_t;
@@ -66,7 +66,7 @@ class _Lib:
     def __init__(self):
         self.ffi = cffi.FFI()
         self.ffi.cdef(_CDEF)
-        path = cmeel_prefix() / "lib" / "libSPIRV-Tools-shared.so"
+        path = spirv_tools_library()
         self.lib = self.ffi.dlopen(str(path))
         self.contexts = {}
         self.options = self.lib.spvValidatorOptionsCreate()

@@ -80,7 +80,8 @@ def test_key_covers_options_and_target(device, cache):
 
 def _resealed(text, change):
     """The entry with its words changed by `change` and every checksum recomputed: only the
-    validation of the words can tell."""
+    seal (an HMAC under the user's key, which an attacker with the cache folder lacks) can
+    tell."""
     import base64
     import hashlib
     import json

@@ -105,6 +105,8 @@ class Program(abc.ABC):
 
     @property
     def first_run_seconds(self) -> float | None:
+        """The wall time of the first waited dispatch (where the driver may compile lazily),
+        or None before it or where the backend does not measure it."""
         return None
 
     @abc.abstractmethod

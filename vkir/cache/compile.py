@@ -10,7 +10,10 @@ expressions written in terms of the user's own symbolic sizes and scalar paramet
 SHA-256 digest over the whole entry, and the entry's seal (vkir.store.mac: an HMAC of its name
 and digest under a per-user key kept apart from the cache, so an entry planted or copied from
 another key does not verify). A load verifies everything it reads: the format version, the key,
-the digest, the seal, and the words again with SPIRV-Tools. The entry also holds the lowered
+the digest (which covers the words' SHA-256) and the seal. The words were validated by SPIRV-Tools
+before the entry was sealed, and the key covers the validator's version with the compiler's, so
+a verified entry holds exactly words that passed validation: a hit does not load SPIRV-Tools
+again (that alone cost a second process some 80 ms, most of a hit). The entry also holds the lowered
 function (vkir.cache.ir_codec), decoded on first access of `Compiled.ir`: a hit never lowers, not
 for `Kernel.ir`, nor for the loop facts and split variants a call on a driver with a loop limit
 needs (vkir.driver.loop_budget). Only a function the encoding cannot express is left out of its
@@ -57,14 +60,27 @@ def cache_dir() -> Path | None:
 
 
 @functools.cache
+@functools.cache
+def _validator_version() -> str:
+    """The SPIRV-Tools library that validates modules, by path, size and modification time
+    (entries validated by another library are other entries)."""
+    from ..spirv.grammar import spirv_tools_library
+
+    library = spirv_tools_library()
+    st = library.stat()
+    return f"{library}:{st.st_size}:{st.st_mtime_ns}"
+
+
 def compiler_fingerprint() -> str:
-    """A hash of vkir's version and of every source file of the installed compiler (path, size,
-    modification time): it changes whenever the code that produced an entry may have."""
+    """A hash of vkir's version, the validator's and every source file of the installed compiler
+    (path, size, modification time): it changes whenever the code that produced or validated an
+    entry may have."""
     import importlib.util
 
     from .. import __version__
 
-    h = hashlib.sha256(f"vkir {__version__} format {FORMAT}".encode())
+    h = hashlib.sha256(f"vkir {__version__} format {FORMAT} spirv-tools "
+                       f"{_validator_version()}".encode())
     folders = [root for package in ("vkir", "vkir.spirv")
                for root in importlib.util.find_spec(package).submodule_search_locations or ()]
     while folders:
@@ -122,7 +138,7 @@ def compile_vulkan(func: PrimFunc, target, *, pointer_casts: bool = False,
     directory = cache_dir()
     key = cache_key(func, target, options) if directory is not None else None
     if key is not None:
-        got = load(directory / f"{key}.json", key, func, target.env)
+        got = load(directory / f"{key}.json", key, func)
         if got is not None:
             module, stored_ir = got
             return Compiled(module, {}, True, _stored(stored_ir, func, lower))
@@ -262,7 +278,7 @@ def _digest(rec: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _module(rec: dict, key: str, func: PrimFunc, env: str) -> tuple:
+def _module(rec: dict, key: str, func: PrimFunc) -> tuple:
     if not isinstance(rec, dict) or rec.get("format") != FORMAT or rec.get("key") != key:
         raise ValueError("entry of another format or key")
     if rec.get("digest") != _digest(rec):
@@ -273,9 +289,6 @@ def _module(rec: dict, key: str, func: PrimFunc, env: str) -> tuple:
     words = binascii.a2b_base64(rec["words"])
     if hashlib.sha256(words).hexdigest() != rec["sha256"] or len(words) % 4:
         raise ValueError("SPIR-V words do not match their checksum")
-    from ..spirv import validate   # the words are validated again before any driver sees them
-
-    validate(words, env)
     names = _names(func)
     bindings = []
     for b in rec["bindings"]:
@@ -307,20 +320,17 @@ def _module(rec: dict, key: str, func: PrimFunc, env: str) -> tuple:
     return module, stored_ir
 
 
-def load(path: Path, key: str, func: PrimFunc, env: str = "vulkan1.1") -> tuple | None:
+def load(path: Path, key: str, func: PrimFunc) -> tuple | None:
     """(the module stored at `path` for `func`, the encoded lowered function or None), or None
-    when there is none or it is unusable
-    (unreadable, not UTF-8 or JSON, truncated, another format, a digest mismatch, SPIR-V that
-    fails validation for `env`): the caller rebuilds it. Everything read is verified."""
-    from ..errors import SpirvValidationError
-
+    when there is none or it is unusable (unreadable, not UTF-8 or JSON, truncated, another
+    format or key, a digest or seal that does not verify): the caller rebuilds it. Everything
+    read is verified."""
     raw = disk.read(path)
     if raw is None:
         return None
     try:
-        return _module(json.loads(raw.decode("utf-8")), key, func, env)
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError, binascii.Error,
-            SpirvValidationError) as exc:
+        return _module(json.loads(raw.decode("utf-8")), key, func)
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, binascii.Error) as exc:
         _log().debug("compile cache: ignoring unusable entry %s: %s", path, exc)
         return None
 
