@@ -10,7 +10,7 @@ from vkir.errors import UnsupportedError
 from vkir.ir.op import is_atomic
 from vkir.ir import (Buffer, BufferLoad, BufferStore, Call, DataType, DeclBuffer, For, IntImm,
                      LetStmt, PrimExpr, PrimFunc, Var, Visitor)
-from vkir.ir.substitute import substitute
+from vkir.ir.substitution import substitute
 
 from ..module import PushConstant
 from . import loop_cut

@@ -15,7 +15,7 @@ from vkir.errors import TypeCheckError, UnsupportedError
 from vkir.ir import (Add, AllocBuffer, AsyncCommitQueue, AsyncScope, AsyncWaitQueue, Barrier,
                      BufferStore, DataType, DeclBuffer, Evaluate, FloatImm, For, IfThenElse,
                      IntImm, LetStmt, LT, SeqStmt, Stmt, SubgroupBarrier, Var, While)
-from vkir.ir.substitute import substitute
+from vkir.ir.substitution import substitute
 from vkir.ir.walk import walk
 
 from . import loop_cut

@@ -11,7 +11,7 @@ import vkir
 from vkir.interpreter import DataRaceError, OutOfBoundsError
 from vkir.interpreter.merge import merge_plan
 
-interp_module = sys.modules["vkir.interpreter.interpret"]
+interp_module = sys.modules["vkir.interpreter.execution"]
 
 VADD = vkir.from_script('''
 @T.prim_func

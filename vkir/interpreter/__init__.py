@@ -3,6 +3,6 @@ against), raising DataRaceError where invocations race (races.py), and evaluates
 expressions (`evaluate`) for dispatch grids and push constants."""
 
 from .errors import DataRaceError, InterpreterError, OutOfBoundsError
-from .interpret import Prepared, evaluate, interpret
+from .execution import Prepared, evaluate, interpret
 
 __all__ = ["interpret", "Prepared", "evaluate", "InterpreterError", "OutOfBoundsError", "DataRaceError"]

@@ -16,7 +16,7 @@ from .stmt import (
     BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt, SeqStmt, SubgroupBarrier, While,
     seq,
 )
-from .substitute import substitute
+from .substitution import substitute
 from .walk import walk
 
 
