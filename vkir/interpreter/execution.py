@@ -16,7 +16,8 @@ from ..ir.stmt import BufferStore, For, While
 from ..ir.structural import recursion_headroom
 from ..ir.walk import walk
 from .arguments import bind_arguments
-from .compiler import Compiler, Frame, RunState
+from .compiler import Compiler
+from .frames import Frame, RunState
 from .errors import InterpreterError, OutOfBoundsError
 from .merge import merge_plan
 from . import native_loops
