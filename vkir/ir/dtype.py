@@ -141,11 +141,6 @@ class DataType:
         return np.dtype(f"{prefix}{self.bits}")
 
 
-def dtype(value: "str | DataType") -> DataType:
-    """Coerce a dtype string or DataType to a DataType."""
-    return DataType.parse(value)
-
-
 def type_range(dt) -> tuple | None:
     """The finite (min, max) of an integer or bool type; None for other types."""
     if not isinstance(dt, DataType) or not (dt.is_integer or dt.is_bool):
