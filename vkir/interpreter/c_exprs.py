@@ -75,6 +75,7 @@ class CExprMixin:
     translator's state (`pre`, `temp`, `var`, `layout`, `positions`, `accesses`)."""
 
     def expr(self, e) -> list:
+        """The C expressions of `e`, one per lane (statements it needs go to `pre` first)."""
         method = getattr(self, "e_" + type(e).__name__, None)
         if method is None:
             if isinstance(e, E.BinaryOp):
@@ -83,18 +84,23 @@ class CExprMixin:
         return method(e)
 
     def e_Var(self, e):
+        """A variable's lanes: its C name, or the value bound outside the loop."""
         return self.var(e)
 
     def e_IntImm(self, e):
+        """An integer literal of the constant's type."""
         return [literal(e.value, e.dtype)]
 
     def e_FloatImm(self, e):
+        """A float literal, exact (hexadecimal) in the constant's type."""
         return [literal(e.value, e.dtype)]
 
     def e_Not(self, e):
+        """Logical not of each bool lane (0 or 1)."""
         return [f"((uint8_t)!({a}))" for a in self.expr(e.a)]
 
     def e_Select(self, e):
+        """Per lane the true or the false value, both evaluated as the interpreter does."""
         return self.select(lane_type(e.dtype), self.expr(e.condition),
                            self.expr(e.true_value), self.expr(e.false_value))
 
@@ -109,11 +115,13 @@ class CExprMixin:
         return [f"{name}({c}, {x}, {y})" for c, x, y in zip(conds, t, f)]
 
     def e_Cast(self, e):
+        """A value conversion per lane, with the interpreter's saturating float-to-int rule."""
         if e.value.dtype.lanes != e.dtype.lanes:
             raise NotTranslatable("cast changing lanes")
         return [self.cast(v, e.value.dtype, e.dtype) for v in self.expr(e.value)]
 
     def e_Ramp(self, e):
+        """base + k * stride for each lane k, in the type's wrapping arithmetic."""
         dt = e.base.dtype
         if dt.code not in ("int", "uint") or dt.lanes != 1:
             raise NotTranslatable("ramp type")
@@ -126,15 +134,18 @@ class CExprMixin:
                 for j in range(e.lanes)]
 
     def e_Broadcast(self, e):
+        """One value, bound once, repeated in every lane."""
         (value,) = self.expr(e.value)
         return [self.temp(lane_type(e.value.dtype), value)] * e.lanes
 
     def e_Shuffle(self, e):
+        """The picked lanes of the concatenated vectors (every lane evaluated)."""
         # every lane is evaluated (the interpreter computes whole vectors), each once
         lanes = [self.temp(lane_type(v.dtype), x) for v in e.vectors for x in self.expr(v)]
         return [lanes[i] for i in e.indices]
 
     def e_Let(self, e):
+        """The body with the value bound once to a C variable per lane."""
         values = self.expr(e.value)
         ctype = lane_type(e.var.dtype)
         outer = self.names.get(e.var)
@@ -145,6 +156,7 @@ class CExprMixin:
         return body
 
     def e_BufferLoad(self, e):
+        """A bounds-checked read per lane (bools read as truth: nonzero is true)."""
         array, layout = self.layout(e.buffer)
         ctype = lane_type(e.buffer.dtype)
         positions, ok = self.positions(layout, e.indices, e.buffer.dtype.lanes)
@@ -163,6 +175,7 @@ class CExprMixin:
                 for p in positions]
 
     def e_Call(self, e):
+        """An intrinsic from its C template in the intrinsic table, or NotTranslatable."""
         op = e.op
         args = e.args
         ctype = lane_type(e.dtype)
@@ -204,6 +217,8 @@ class CExprMixin:
     # -- arithmetic ------------------------------------------------------------------------------
 
     def binary(self, e) -> list:
+        """A binary operator per lane with numeric.py's rules: wrapping integers, helpers for
+        division and remainder, comparisons and logic on 0/1 bytes."""
         op = type(e).__name__
         dt = e.a.dtype
         if e.b.dtype != dt:
@@ -241,6 +256,7 @@ class CExprMixin:
         return [f"{name}({a}, {b})" for a, b in pairs]
 
     def cast(self, value: str, src: DataType, dst: DataType) -> str:
+        """`value` of type `src` converted to `dst` as the interpreter converts it."""
         ctype, stype = lane_type(dst), lane_type(src)
         if src == dst:
             return value
@@ -259,6 +275,7 @@ class CExprMixin:
         return f"(({ctype})({value}))"
 
     def helper(self, name: str, definition: str) -> str:
+        """`name`, with its C `definition` added once to the helpers the source starts with."""
         self.helpers.setdefault(name, definition)
         return name
 
