@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis.loop_ranges import check_known_loops
-from ..analysis.verify_types import verify_types
+from ..analysis.type_checker import verify_types
 from ..errors import ArgumentError, TypeCheckError, WellFormedError
 from ..ir.base import show
 from ..ir.dtype import DataType

@@ -29,7 +29,7 @@ TYPE_RULES = {
     "reinterpret": "the same total bit width, numeric types",
     "if_then_else": "a bool condition (scalar or of the branches' lanes), branches of one type",
 }
-"""The checker's rules for intrinsic calls (vkir.analysis.verify_types implements each)."""
+"""The checker's rules for intrinsic calls (vkir.analysis.type_checker implements each)."""
 
 EMULATION_RULES = {
     "float_only": "never has an 8-bit operand or result (float or bool types only)",
