@@ -149,8 +149,11 @@ def descriptor_set(device, pipeline, buffers):
     return pool, dset
 
 
-def get_launch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1), timed: bool = False) -> Launch:
-    """The cached Launch for these exact arguments, recorded on first use."""
+def get_launch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1), timed: bool = False,
+               checked: bool = False) -> Launch:
+    """The cached Launch for these exact arguments, recorded on first use. `checked=True`: the
+    caller checked the group counts and buffer ranges against the device limits already (vkir's
+    kernels do, once per call), so recording does not check them again."""
     key = (pipeline, tuple(b.serial for b in buffers), push, groups, timed)
     launches = device.launches
     with device.lifetime, device._lock:
@@ -163,7 +166,7 @@ def get_launch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1), t
         if pipeline.handle is None:
             raise DeviceError("this pipeline was destroyed (device closed or pipeline cache reset); "
                               "build the kernel again")
-        check_dispatch(device, pipeline, buffers, push, groups)
+        check_dispatch(device, pipeline, buffers, push, groups, limits=not checked)
         launch = Launch(device, pipeline, buffers, push, groups, timed)
         launches[key] = launch
         while len(launches) > LAUNCH_CACHE_SIZE:
@@ -171,9 +174,10 @@ def get_launch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1), t
     return launch
 
 
-def check_dispatch(device, pipeline, buffers, push, groups):
+def check_dispatch(device, pipeline, buffers, push, groups, limits: bool = True):
     """Refuse a dispatch the pipeline or the device cannot take (buffer count, push-constant
-    size, group counts) before anything is recorded."""
+    size, buffers' device; with `limits`, buffer ranges and group counts) before anything is
+    recorded."""
     if len(buffers) != len(pipeline.bindings):
         raise ArgumentError(f"pipeline has {len(pipeline.bindings)} bindings, got {len(buffers)} buffers")
     if len(push) > pipeline.push_constant_size:
@@ -181,8 +185,10 @@ def check_dispatch(device, pipeline, buffers, push, groups):
     for b in buffers:
         if b.device is not device:
             raise ArgumentError(f"{b!r} lives on another device than {device!r}")
-        check_storage_range(device.info, b.nbytes, f"binding {b!r}")
-    check_groups(device.info, groups)
+        if limits:
+            check_storage_range(device.info, b.nbytes, f"binding {b!r}")
+    if limits:
+        check_groups(device.info, groups)
 
 
 def dispatch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1)) -> None:
@@ -191,12 +197,13 @@ def dispatch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1)) -> 
 
 
 def profile(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1), repeat: int = 50,
-            warmup: int = 1) -> Timing:
-    """Time `repeat` runs (after `warmup` untimed ones) with timestamp queries, or wall time."""
+            warmup: int = 1, checked: bool = False) -> Timing:
+    """Time `repeat` runs (after `warmup` untimed ones) with timestamp queries, or wall time
+    (`checked` as for `get_launch`)."""
     if repeat < 1:
         raise ArgumentError(f"repeat must be >= 1, got {repeat}")
     timed = device.timestamp_bits > 0
-    launch = get_launch(device, pipeline, buffers, push, groups, timed=timed)
+    launch = get_launch(device, pipeline, buffers, push, groups, timed=timed, checked=checked)
     for _ in range(warmup):
         launch.run()
     samples = []

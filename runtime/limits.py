@@ -4,8 +4,12 @@ A driver handed a pipeline or a dispatch beyond its limits may do anything (lava
 aliases a 33rd storage buffer onto the first one and crashes on a 34th), so every limit a compute
 kernel can hit is checked here, by the pipeline, the launch and the allocation code, and each
 violation names the Vulkan limit, its value and the offending value. Kernels and shaders call
-these functions too (no limit check is written anywhere else): a ShaderKernel once when it is
-loaded (`check_shader`) and once per call (`check_groups`, `check_binding_range`).
+these functions through the Vulkan backend's Runtime (no limit check is written anywhere else):
+a Kernel once when it is built (`check_bindings`, `check_push_constants`, `check_workgroup`) and
+once per call (`check_grid`), a ShaderKernel once when it is loaded (`check_shader`,
+`check_bindings`) and once per call (`check_groups`, `check_binding_range`). Pipelines and
+launches they create are not checked again (vkir.runtime's `checked=True`); those that
+vkir.runtime's users create directly are.
 """
 
 from __future__ import annotations
@@ -122,6 +126,15 @@ def check_groups(info, groups, what: str = "a dispatch") -> None:
         if n > cap:
             raise UnsupportedError(f"{what}: {n} workgroups on axis {AXES[axis]} exceed "
                                    f"maxComputeWorkGroupCount[{axis}] = {cap} of {info.name!r}")
+
+
+def check_grid(info, groups, what: str) -> None:
+    """A kernel's grid: workgroup counts (x, y, z) on blockIdx.x, .y, .z (non-negative, as the
+    kernel computed them) within maxComputeWorkGroupCount."""
+    for axis, (n, cap) in enumerate(zip(groups, info.limits.max_workgroup_count)):
+        if n > cap:
+            raise UnsupportedError(f"{what}: {n} workgroups on blockIdx.{AXES[axis]} exceed "
+                                   f"maxComputeWorkGroupCount = {cap} on {info.name!r}")
 
 
 def check_allocation(info, nbytes: int, what: str = "a buffer") -> None:

@@ -8,7 +8,9 @@ device and description (the SPIR-V by its SHA-256), and every creation goes thro
 VkPipelineCache. Cache entries are counted: each `get_pipeline` is paired with one
 `release_pipeline` (a Kernel does it when collected), and the last release destroys the pipeline
 and the launches recorded for it, so building many kernels does not grow the device's caches.
-Every limit is checked (runtime.limits) before the driver sees the module.
+Every limit is checked (runtime.limits) before the driver sees the module: here, unless the
+caller says with `checked=True` that it checked them itself (vkir's kernels do, once per build,
+through the Vulkan backend's Runtime).
 """
 
 from __future__ import annotations
@@ -58,17 +60,19 @@ def subgroup_requirement(info, size: int, workgroup_x: int, where: str) -> "Subg
 
 class Pipeline:
     """A ready compute pipeline. `bindings` are buffer binding numbers, in the order launches
-    pass their buffers; `descriptor_types` the VkDescriptorType of each (storage by default)."""
+    pass their buffers; `descriptor_types` the VkDescriptorType of each (storage by default).
+    `checked`: the caller checked the binding and push-constant limits already."""
 
     def __init__(self, device, spirv: bytes, entry_point: str, bindings: tuple, push_constant_size: int,
                  descriptor_types: tuple | None = None, specialization: tuple = (),
-                 subgroup: SubgroupRequirement | None = None):
+                 subgroup: SubgroupRequirement | None = None, checked: bool = False):
         if len(spirv) % 4 or len(spirv) == 0:
             raise UnsupportedError(f"SPIR-V size {len(spirv)} is not a positive multiple of 4")
-        uniform = sum(t == "uniform" for t in descriptor_types or ())
-        check_bindings(device.info, len(bindings), f"pipeline {entry_point!r}", uniform,
-                       tuple(bindings))
-        check_push_constants(device.info, push_constant_size, f"pipeline {entry_point!r}")
+        if not checked:
+            uniform = sum(t == "uniform" for t in descriptor_types or ())
+            check_bindings(device.info, len(bindings), f"pipeline {entry_point!r}", uniform,
+                           tuple(bindings))
+            check_push_constants(device.info, push_constant_size, f"pipeline {entry_point!r}")
         device.check_open()
         self.device = device
         self.key = None   # its key in device.pipelines (set by get_pipeline)
@@ -161,10 +165,12 @@ def _specialization_info(entries: tuple):
 
 def get_pipeline(device, spirv: bytes, entry_point: str = "main", bindings: tuple = (),
                  push_constant_size: int = 0, descriptor_types: tuple | None = None,
-                 specialization: tuple = (), subgroup: SubgroupRequirement | None = None) -> Pipeline:
+                 specialization: tuple = (), subgroup: SubgroupRequirement | None = None,
+                 checked: bool = False) -> Pipeline:
     """The cached pipeline for this device and description, created on first use. The caller holds
     it until `release_pipeline(device, pipeline)`; one never released stays cached until the device
-    closes."""
+    closes. `checked=True`: the caller checked the device limits of the description already
+    (vkir's kernels, through their Runtime), so its creation does not check them again."""
     key = (hashlib.sha256(spirv).digest(), entry_point, tuple(bindings), push_constant_size)
     if descriptor_types is not None or specialization or subgroup is not None:
         key += (tuple(descriptor_types or ()), tuple(specialization), subgroup)
@@ -174,7 +180,7 @@ def get_pipeline(device, spirv: bytes, entry_point: str = "main", bindings: tupl
         pipeline = device.pipelines.get(key)
         if pipeline is None:
             pipeline = Pipeline(device, spirv, entry_point, bindings, push_constant_size,
-                                descriptor_types, specialization, subgroup)
+                                descriptor_types, specialization, subgroup, checked)
             pipeline.key = key
             device.pipelines[key] = pipeline
         pipeline.refs += 1

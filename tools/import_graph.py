@@ -20,8 +20,8 @@ aliasing (which arguments share memory), interpreter; spirv (the IR -> SPIR-V ba
 facade may import it.
 
 Inside the facade, the device seam (vkir.backends.protocol) is a rule on modules (FORBIDDEN):
-`Kernel` (vkir.driver.kernel) and the dispatch helpers every kernel shares
-(vkir.driver.dispatch) reach a device only through a backend's Runtime, so they import no
+`Kernel` (vkir.driver.kernel), `ShaderKernel` (vkir.driver.shader) and the dispatch helpers
+every kernel shares (vkir.driver.dispatch) reach a device only through a backend's Runtime, so they import no
 vkir.runtime, not even lazily; only the Vulkan backend (vkir.backends.vulkan) adapts it.
 """
 
@@ -68,6 +68,7 @@ ALLOWED = {
 FORBIDDEN = {
     "vkir.driver.kernel": {"vkir.runtime"},
     "vkir.driver.dispatch": {"vkir.runtime"},
+    "vkir.driver.shader": {"vkir.runtime"},
     "vkir.backends.protocol": {"vkir.runtime", "vkir.driver"},
 }
 

@@ -26,8 +26,10 @@ class ProgramSpec:
     """What a Program is made from: the SPIR-V module (`spirv`, validated bytes), its
     `entry_point`, the binding number of each storage buffer in launch order (`bindings`), the
     push-constant block's size in bytes, the module's workgroup size (`local_size`), a
-    pinned subgroup size as `Runtime.subgroup_requirement` returned it (None: the device's)
-    and what to call it in messages (`name`)."""
+    pinned subgroup size as `Runtime.subgroup_requirement` returned it (None: the device's),
+    what to call it in messages (`name`), and for existing shaders the kind of each binding
+    (`descriptor_types`: "storage" or "uniform"; None: all storage) and the specialization
+    constants' values (`specialization`: (SpecId, bytes) pairs)."""
 
     spirv: bytes
     entry_point: str
@@ -36,6 +38,8 @@ class ProgramSpec:
     local_size: tuple = (1, 1, 1)
     subgroup: object = None
     name: str = "a kernel"
+    descriptor_types: tuple | None = None
+    specialization: tuple = ()
 
 
 class Allocator(abc.ABC):
@@ -139,7 +143,14 @@ class Runtime(abc.ABC):
     `limits` an object with vkir.target.Limits' fields (at least `max_workgroup_count` and
     `min_storage_buffer_offset_alignment`), `subgroup_size` the device's default subgroup size,
     `quirks` the driver quirks (vkir.quirks) it has, `aliasing` whether one memory may be bound
-    to several buffers of a dispatch that writes one of them (SPIR-V's Aliased decoration)."""
+    to several buffers of a dispatch that writes one of them (SPIR-V's Aliased decoration),
+    `features` and `subgroup_operations` the optional device features and subgroup operation
+    kinds it offers (named as vkir.features and DeviceInfo name them).
+
+    Device limits are checked through the runtime, once when a kernel is built
+    (`check_limits`; an existing shader: `check_shader`, `check_bindings`) and once per call
+    (`check_grid`; an existing shader: `check_groups`, `check_binding_range`); `program` and
+    `Program.launch` trust their callers to have done so."""
 
     kind: str = "?"
     aliasing: bool = True
@@ -149,6 +160,8 @@ class Runtime(abc.ABC):
     timestamps: bool = False
     subgroup_size: int | None = None
     quirks: frozenset = frozenset()
+    features: frozenset = frozenset()
+    subgroup_operations: frozenset = frozenset()
 
     @property
     @abc.abstractmethod
@@ -167,13 +180,46 @@ class Runtime(abc.ABC):
         exceeds on this device."""
 
     @abc.abstractmethod
+    def check_grid(self, groups: tuple, what: str) -> None:
+        """UnsupportedError naming the limit the workgroup counts (x, y, z) of a kernel's
+        grid (blockIdx) exceed on this device."""
+
+    def check_shader(self, local_size: tuple, shared_bytes: int, push_bytes: int,
+                     what: str) -> None:
+        """UnsupportedError naming the limit an existing shader's local size, shared memory or
+        push constants exceed (or, by default, that this backend runs no existing shaders)."""
+        self._no_shaders(what)
+
+    def check_bindings(self, count: int, what: str, uniform: int = 0, numbers: tuple = ()) -> None:
+        """UnsupportedError naming the limit an existing shader's `count` buffer bindings
+        (`uniform` of them uniform buffers) with binding `numbers` exceed."""
+        self._no_shaders(what)
+
+    def check_groups(self, groups: tuple, what: str) -> None:
+        """ArgumentError or UnsupportedError for an existing shader's workgroup counts
+        (x, y, z) this device cannot dispatch."""
+        self._no_shaders(what)
+
+    def check_binding_range(self, nbytes: int, kind: str, what: str) -> None:
+        """UnsupportedError where `nbytes` exceed the range of a "storage" or "uniform" buffer
+        binding on this device."""
+        self._no_shaders(what)
+
+    def _no_shaders(self, what: str):
+        from ..errors import UnsupportedError
+
+        raise UnsupportedError(f"{what}: existing shaders (vkir.load_spirv, vkir.compile_glsl) "
+                               f"run on Vulkan devices; {self.name!r} is a {self.kind} device")
+
+    @abc.abstractmethod
     def subgroup_requirement(self, size: int, workgroup_x: int, what: str):
         """What a ProgramSpec carries to run with `size` invocations per subgroup (None: nothing
         to ask), or UnsupportedError where the device cannot."""
 
     @abc.abstractmethod
     def program(self, spec: ProgramSpec) -> Program:
-        """The Program of `spec` (backends may share one between equal specs)."""
+        """The Program of `spec` (backends may share one between equal specs), whose limits
+        the caller checked."""
 
     def check_open(self) -> None:
         """DeviceError when the device was closed."""

@@ -62,17 +62,20 @@ class VulkanProgram(Program):
 
     def launch(self, buffers, push: bytes, groups: tuple, timed: bool = False):
         """The cached runtime Launch (vkir.runtime.get_launch), recorded on first use: its
-        run, submit (an in-flight runtime Submission) and elapsed are the protocol's."""
+        run, submit (an in-flight runtime Submission) and elapsed are the protocol's. The
+        caller checked the group counts and buffer ranges (Runtime.check_grid, check_groups,
+        check_binding_range; arrays at allocation), so recording does not check them again."""
         from ..runtime import get_launch
 
-        return get_launch(self.device, self.handle, buffers, push, groups, timed=timed)
+        return get_launch(self.device, self.handle, buffers, push, groups, timed=timed,
+                          checked=True)
 
     def profile(self, buffers, push: bytes, groups: tuple, repeat: int, warmup: int):
         """vkir.runtime.profile: timestamp queries, or wall time where the queue has none."""
         from ..runtime import profile
 
         return profile(self.device, self.handle, buffers, push, groups, repeat=repeat,
-                       warmup=warmup)
+                       warmup=warmup, checked=True)
 
     def dispatch(self, buffers, access: tuple, push: bytes, groups: tuple, name: str, keep):
         """A vkir.runtime.Dispatch for sequences."""
@@ -118,6 +121,16 @@ class VulkanRuntime(Runtime):
         return frozenset(getattr(self.device.info, "quirks", frozenset()))
 
     @property
+    def features(self) -> frozenset:
+        """The optional device features the device offers (DeviceInfo.features)."""
+        return frozenset(self.device.info.features)
+
+    @property
+    def subgroup_operations(self) -> frozenset:
+        """The subgroup operation kinds the device offers (DeviceInfo.subgroup_operations)."""
+        return frozenset(self.device.info.subgroup_operations)
+
+    @property
     def timestamps(self) -> bool:
         """Whether the compute queue has timestamp queries."""
         return self.device.timestamp_bits > 0
@@ -142,6 +155,41 @@ class VulkanRuntime(Runtime):
         limits.check_push_constants(self.info, push_bytes, what)
         limits.check_workgroup(self.info, local_size, shared_bytes, what)
 
+    def check_grid(self, groups: tuple, what: str) -> None:
+        """vkir.runtime.limits.check_grid: maxComputeWorkGroupCount per blockIdx axis."""
+        from ..runtime import limits
+
+        limits.check_grid(self.info, groups, what)
+
+    def check_shader(self, local_size: tuple, shared_bytes: int, push_bytes: int,
+                     what: str) -> None:
+        """vkir.runtime.limits.check_shader: local size, invocations, shared memory, push
+        constants."""
+        from ..runtime import limits
+
+        limits.check_shader(self.info, local_size, shared_bytes, push_bytes, what)
+
+    def check_bindings(self, count: int, what: str, uniform: int = 0, numbers: tuple = ()) -> None:
+        """vkir.runtime.limits.check_bindings: storage and uniform buffers per stage and set,
+        resources per stage, binding numbers."""
+        from ..runtime import limits
+
+        limits.check_bindings(self.info, count, what, uniform, numbers)
+
+    def check_groups(self, groups: tuple, what: str) -> None:
+        """vkir.runtime.limits.check_groups: three non-negative counts within
+        maxComputeWorkGroupCount."""
+        from ..runtime import limits
+
+        limits.check_groups(self.info, groups, what)
+
+    def check_binding_range(self, nbytes: int, kind: str, what: str) -> None:
+        """vkir.runtime.limits.check_binding_range: maxStorageBufferRange or
+        maxUniformBufferRange."""
+        from ..runtime import limits
+
+        limits.check_binding_range(self.info, nbytes, kind, what)
+
     def subgroup_requirement(self, size: int, workgroup_x: int, what: str):
         """vkir.runtime.subgroup_requirement: the pipeline's required subgroup size."""
         from ..runtime import subgroup_requirement
@@ -149,11 +197,14 @@ class VulkanRuntime(Runtime):
         return subgroup_requirement(self.info, size, workgroup_x, what)
 
     def program(self, spec: ProgramSpec) -> VulkanProgram:
-        """The device's cached pipeline for `spec` (vkir.runtime.get_pipeline), held once more."""
+        """The device's cached pipeline for `spec` (vkir.runtime.get_pipeline), held once more;
+        its limits were checked by the caller (`check_limits` or `check_shader` and
+        `check_bindings`), so the pipeline's creation does not check them again."""
         from ..runtime import get_pipeline
 
         pipeline = get_pipeline(self.device, spec.spirv, spec.entry_point, tuple(spec.bindings),
-                                spec.push_constant_size, subgroup=spec.subgroup)
+                                spec.push_constant_size, spec.descriptor_types,
+                                tuple(spec.specialization), spec.subgroup, checked=True)
         return VulkanProgram(self.device, pipeline)
 
     def program_of(self, pipeline) -> VulkanProgram:

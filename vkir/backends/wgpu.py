@@ -345,6 +345,14 @@ class WgpuRuntime(Runtime):
                                    f"WebGPU's maxComputeWorkgroupStorageSize = "
                                    f"{lim.max_shared_memory_bytes}")
 
+    def check_grid(self, groups: tuple, what: str) -> None:
+        """The adapter's workgroups per dimension (maxComputeWorkgroupsPerDimension)."""
+        for axis, (n, cap) in enumerate(zip(groups, self._limits.max_workgroup_count)):
+            if n > cap:
+                raise UnsupportedError(f"{what}: {n} workgroups on blockIdx.{'xyz'[axis]} exceed "
+                                       f"maxComputeWorkGroupCount = {cap} on {self.name!r} "
+                                       "(WebGPU's maxComputeWorkgroupsPerDimension)")
+
     def subgroup_requirement(self, size: int, workgroup_x: int, what: str):
         """Refused: WebGPU cannot pin a subgroup size (UnsupportedError naming subgroup
         operations)."""

@@ -433,11 +433,7 @@ class Kernel(metaclass=abc.ABCMeta):
             # blockIdx.x = WorkgroupId.x + WorkgroupId.y * width; workgroups past n do nothing
             width = caps[0]
             groups = [width, -(-groups[0] // width), 1]
-        for axis, n in enumerate(groups):
-            if n > caps[axis]:
-                raise UnsupportedError(f"kernel {self.name}: {n} workgroups on blockIdx.{'xyz'[axis]} "
-                                       f"exceed maxComputeWorkGroupCount = {caps[axis]} on "
-                                       f"{self._rt.name!r}")
+        self._rt.check_grid(tuple(groups), f"kernel {self.name}")   # the call's one limit check
         got = (bytes(push), tuple(groups), self._program_for(env))
         if len(self._derived) > 1024:
             self._derived.clear()

@@ -1,4 +1,5 @@
-"""Existing shaders: run a SPIR-V or GLSL compute shader from Python as a `ShaderKernel`.
+"""Existing shaders: run a SPIR-V or GLSL compute shader from Python as a `ShaderKernel`
+(vkir.load_spirv and vkir.compile_glsl, in vkir.driver.shader_sources, make one).
 
     sk = vkir.compile_glsl("saxpy.comp", specialization={"local_size_x": 64})
     sk(x, y, grid=(n // 64 + 1,), push={"n": n, "alpha": 2.0})
@@ -11,15 +12,17 @@ binding's element dtype, C-contiguous, on the kernel's device, of a size that is
 elements and within the device's storage (or uniform) buffer range; numpy arrays are copied in,
 and copied back unless the binding is read-only (NonWritable) or a uniform buffer. Arrays that
 share memory with a written binding are bound as one buffer, each at its offset (vkir.aliasing).
+
+A ShaderKernel reaches its device only through the device seam (vkir.backends.protocol): the
+Vulkan backend's Runtime gives it the device's queries and limit checks, a Program for its
+pipeline and the launches; it imports no vkir.runtime.
 """
 
 from __future__ import annotations
 
-import os
 import struct
 import threading
 import weakref
-from pathlib import Path
 
 import numpy as np
 
@@ -50,6 +53,16 @@ _SUBGROUP_CAPABILITIES = {
 _AXES = "xyz"
 
 
+def runtime_for(device):
+    """The seam Runtime a shader runs on: `device` itself when it is one, else the Vulkan
+    backend's runtime of `device` (a selector as for vkir.device, an opened Device, or None for
+    the default one)."""
+    from ..backends.protocol import Runtime
+    from ..backends.vulkan import VulkanBackend
+
+    return device if isinstance(device, Runtime) else VulkanBackend().runtime(device)
+
+
 def _dtype(t):
     """The vkir DataType of a reflected scalar type."""
     from ..ir import DataType
@@ -61,24 +74,24 @@ class ShaderKernel:
     """A compute shader ready to run on one device. `bindings` (reflected DescriptorBindings, in the
     order calls pass buffers), `push_constants` (PushConstant members), `local_size` (with the
     specialization applied), `spec_constants`, `specialization` ({SpecId: value} as given),
-    `spirv` (bytes), `asm` (disassembly), `info` (the whole reflected ShaderInfo)."""
+    `spirv` (bytes), `asm` (disassembly), `info` (the whole reflected ShaderInfo), `device`
+    (the backend's device object), `runtime` (the seam Runtime), `program` (the seam Program)
+    and `pipeline` (its runtime Pipeline on Vulkan)."""
 
     def __init__(self, spirv: bytes, device=None, entry: str = "main", specialization=None,
                  name: str | None = None):
-        from .. import runtime
-        from . import arrays
         from ..spirv import validate
         from ..spirv.reflect import reflect
 
-        dev = arrays.resolve_device(device)
-        self.device = dev
+        rt = self._rt = runtime_for(device)
+        self.device = rt.device
         self.spirv = bytes(spirv)
         self.name = name or entry
         self.entry = entry
         if len(self.spirv) % 4 or len(self.spirv) < 20:
             raise SpirvValidationError(f"{self.name}: not a SPIR-V module ({len(self.spirv)} bytes; "
                                        "a module is a whole number of 32-bit words, 5 of them header)")
-        self.env = arrays.target_for(dev.info).env
+        self.env = rt.target().env
         validate(self.spirv, self.env)
         self.info = info = reflect(self.spirv, entry)
         if info.entry.execution_model != "GLCompute":
@@ -117,18 +130,35 @@ class ShaderKernel:
         self._dtypes = tuple(self._view_dtypes(self.binding_views[b.binding]) for b in self.bindings)
         self._writes = tuple(any(not v.readonly and v.kind == "storage"
                                  for v in self.binding_views[b.binding]) for b in self.bindings)
-        self.pipeline = runtime.get_pipeline(
-            dev, self.spirv, entry, tuple(b.binding for b in self.bindings),
-            info.push_constant_size, tuple(b.kind for b in self.bindings), entries)
-        # a dropped ShaderKernel gives its pipeline back (the last holder destroys it)
-        self._release = weakref.finalize(self, runtime.release_pipeline, dev, self.pipeline)
+        self.program = rt.program(self._spec(self.spirv))
+        # a dropped ShaderKernel gives its programs back (the last holder destroys a pipeline)
+        self._release = weakref.finalize(self, self.program.release)
         self._release.atexit = False
         self._asm = None
-        self._aliased = None    # the pipeline with every buffer Aliased (made on first use)
-        self._scratch = ScratchBuffers(self.device)   # device copies of numpy arguments
+        self._aliased = None    # the program with every buffer Aliased (made on first use)
+        self._scratch = ScratchBuffers(rt)   # device copies of numpy arguments
         self._lock = threading.Lock()
 
+    def _spec(self, words: bytes):
+        """The ProgramSpec of SPIR-V `words` with this shader's entry point, bindings (and their
+        kinds), push-constant block, local size and specialization."""
+        from ..backends.protocol import ProgramSpec
+
+        return ProgramSpec(words, self.entry, tuple(b.binding for b in self.bindings),
+                           self.info.push_constant_size, tuple(self.local_size), None, self.name,
+                           tuple(b.kind for b in self.bindings), self._entries)
+
     # -- properties ----------------------------------------------------------------------------
+    @property
+    def runtime(self):
+        """The seam Runtime (vkir.backends.protocol) the shader runs on."""
+        return self._rt
+
+    @property
+    def pipeline(self):
+        """The backend's compiled program of the shader (a vkir.runtime Pipeline on Vulkan)."""
+        return self.program.handle
+
     @property
     def asm(self) -> str:
         """The SPIR-V disassembly (made on first use)."""
@@ -140,30 +170,32 @@ class ShaderKernel:
 
     def __repr__(self) -> str:
         return (f"<vkir ShaderKernel {self.name} local_size={self.local_size} "
-                f"bindings={len(self.bindings)} on {self.device.info.name}>")
+                f"bindings={len(self.bindings)} on {self._rt.name}>")
 
     # -- checks at load time -------------------------------------------------------------------
     def _check_capabilities(self) -> None:
-        info = self.device.info
+        """UnsupportedError for a declared capability the device's features lack."""
+        rt = self._rt
+        features = rt.features
         for cap in self.info.capabilities:
             if cap in _BASE_CAPABILITIES:
                 continue
             if cap in _FEATURE_CAPABILITIES:
-                if _FEATURE_CAPABILITIES[cap] in info.features:
+                if _FEATURE_CAPABILITIES[cap] in features:
                     continue
                 why = f"the device lacks the {_FEATURE_CAPABILITIES[cap]!r} feature"
             elif cap in _ANY_FEATURE_CAPABILITIES:
-                if info.features & set(_ANY_FEATURE_CAPABILITIES[cap]):
+                if features & set(_ANY_FEATURE_CAPABILITIES[cap]):
                     continue
                 why = f"the device has none of the features {list(_ANY_FEATURE_CAPABILITIES[cap])}"
             elif cap in _SUBGROUP_CAPABILITIES:
-                if _SUBGROUP_CAPABILITIES[cap] in info.subgroup_operations:
+                if _SUBGROUP_CAPABILITIES[cap] in rt.subgroup_operations:
                     continue
                 why = f"the device lacks {_SUBGROUP_CAPABILITIES[cap]!r} subgroup operations"
             else:
                 why = "vkir does not enable it on any device"
             raise UnsupportedError(f"{self.name}: the shader declares OpCapability {cap}, but {why} "
-                                   f"({info.name!r})")
+                                   f"({rt.name!r})")
 
     def _specialize(self, values: dict):
         """({SpecId: checked value}, ((SpecId, bytes), ...)) for the user's {id or name: value}."""
@@ -194,12 +226,12 @@ class ShaderKernel:
         return out, entries
 
     def _check_limits(self) -> None:
-        """The device limits (vkir.runtime.limits, once), then what vkir binds: set 0, one
-        descriptor per binding."""
-        from ..runtime import limits
-
-        limits.check_shader(self.device.info, self.local_size, self._shared_bytes,
-                            self.info.push_constant_size, self.name)
+        """The device limits of the pipeline (through the Runtime, once: local size, shared
+        memory, push constants), what vkir binds (set 0, one descriptor per binding), then the
+        buffer bindings' limits (named for the pipeline, as its creation named them)."""
+        rt = self._rt
+        rt.check_shader(self.local_size, self._shared_bytes, self.info.push_constant_size,
+                        self.name)
         for b in self.bindings:
             if b.set != 0:
                 raise UnsupportedError(f"{self.name}: binding {b.name!r} is in descriptor set {b.set}; "
@@ -207,6 +239,9 @@ class ShaderKernel:
             if b.count != 1:
                 raise UnsupportedError(f"{self.name}: binding {b.name!r} is an array of {b.count} "
                                        "descriptors; vkir binds one buffer per binding")
+        rt.check_bindings(len(self.bindings), f"pipeline {self.entry!r}",
+                          sum(b.kind == "uniform" for b in self.bindings),
+                          tuple(b.binding for b in self.bindings))
 
     @classmethod
     def _view_dtypes(cls, views) -> tuple | None:
@@ -238,9 +273,7 @@ class ShaderKernel:
                 isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in dims):
             raise ArgumentError(f"{self.name}: grid must be an int or up to 3 ints, got {grid!r}")
         dims = tuple(int(n) for n in dims) + (1,) * (3 - len(dims))
-        from ..runtime import limits
-
-        limits.check_groups(self.device.info, dims, self.name)
+        self._rt.check_groups(dims, self.name)
         return dims
 
     def _push(self, push) -> bytes:
@@ -266,7 +299,6 @@ class ShaderKernel:
         return bytes(out)
 
     def _check_buffers(self, buffers) -> None:
-        from ..runtime import limits
         from .arrays import DeviceArray
 
         if len(buffers) != len(self.bindings):
@@ -278,7 +310,7 @@ class ShaderKernel:
             if isinstance(a, DeviceArray):
                 if a.device is not self.device:
                     raise ArgumentError(f"{what} lives on {a.device.info.name!r}, the kernel on "
-                                        f"{self.device.info.name!r}")
+                                        f"{self._rt.name!r}")
             elif isinstance(a, np.ndarray):
                 if not a.flags.c_contiguous:
                     raise ArgumentError(f"{what} is not C-contiguous (use np.ascontiguousarray)")
@@ -302,35 +334,32 @@ class ShaderKernel:
                 raise ArgumentError(f"{what} has {nbytes} bytes, not a whole number of "
                                     f"{b.element.dtype} elements ({b.array_stride} bytes each"
                                     f"{f' after {b.offset} bytes' if b.offset else ''})")
-            limits.check_binding_range(self.device.info, nbytes, b.kind, what)
+            self._rt.check_binding_range(nbytes, b.kind, what)
 
     def _aliases(self, buffers) -> tuple:
         """(groups of arguments that share memory with a written binding, bound as one buffer
         (vkir.aliasing), the pipeline to run: the one whose buffers are declared Aliased where
-        there is a group), or ArgumentError naming two bindings."""
+        there is a group), or ArgumentError naming two bindings. The program to run is the
+        plain one, or where there is a group the one whose buffers are declared Aliased."""
         from ..aliasing import Arg, plan
 
         args = [Arg(i, f"binding {b.binding} ({b.name})", a, self._writes[i])
                 for i, (b, a) in enumerate(zip(self.bindings, buffers))]
         groups = plan(args, self.name)
         if not groups:
-            return groups, self.pipeline
+            return groups, self.program
         if self._aliased is None:
-            from .. import runtime
             from .aliased_spirv import aliased
 
-            pipeline = runtime.get_pipeline(
-                self.device, aliased(self.spirv, self.env), self.entry,
-                tuple(b.binding for b in self.bindings), self.info.push_constant_size,
-                tuple(b.kind for b in self.bindings), self._entries)
-            release = weakref.finalize(self, runtime.release_pipeline, self.device, pipeline)
+            program = self._rt.program(self._spec(aliased(self.spirv, self.env)))
+            release = weakref.finalize(self, program.release)
             release.atexit = False
-            self._aliased = pipeline
+            self._aliased = program
         return groups, self._aliased
 
     def _prepare(self, buffers, grid, push):
-        """Every check, then (runtime buffers, push bytes, groups, numpy copies to write back,
-        pipeline)."""
+        """Every check, then (device buffers, push bytes, groups, numpy copies to write back,
+        program)."""
         from .arrays import DeviceArray
 
         self._check_buffers(buffers)
@@ -345,10 +374,10 @@ class ShaderKernel:
         return out, data, groups, (copies, host), pipeline
 
     def dispatch_spec(self, *buffers, grid=None, push=None):
-        """The vkir.runtime.Dispatch of `self(*buffers, grid=..., push=...)`, checked as a call
-        is: what `vkir.sequence` records. Every buffer must be a DeviceArray."""
+        """The recordable dispatch of `self(*buffers, grid=..., push=...)` (a vkir.runtime
+        Dispatch on Vulkan), checked as a call is: what `vkir.sequence` records. Every buffer
+        must be a DeviceArray."""
         from .arrays import DeviceArray
-        from ..runtime import Dispatch
 
         self._check_buffers(buffers)
         for b, a in zip(self.bindings, buffers):
@@ -358,9 +387,9 @@ class ShaderKernel:
                                     "(vkir.array), since a sequence makes no hidden copies")
         access = tuple(_access(self.binding_views[b.binding])
                        for b in self.bindings)
-        _, pipeline = self._aliases(buffers)
-        return Dispatch(pipeline, tuple(a.buffer for a in buffers), access,
-                        self._push(push), self._groups(grid), self.name, (self, buffers))
+        _, program = self._aliases(buffers)
+        return program.dispatch(tuple(a.buffer for a in buffers), access, self._push(push),
+                                self._groups(grid), self.name, (self, buffers))
 
     def __call__(self, *buffers, grid=None, push=None) -> None:
         """Dispatch `grid` workgroups on `buffers` (one per binding, in binding order) with the
@@ -375,9 +404,9 @@ class ShaderKernel:
             seq.add(self.dispatch_spec(*buffers, grid=grid, push=push))
             return
         with self._lock:
-            bufs, data, groups, copies, pipeline = self._prepare(buffers, grid, push)
-            run(self.device, pipeline, bufs, data, groups, self.name, buffers, active_profiler())
-            copy_back(*copies)
+            bufs, data, groups, copies, program = self._prepare(buffers, grid, push)
+            run(self._rt, program, bufs, data, groups, self.name, buffers, active_profiler())
+            copy_back(*copies, self._scratch.copy_out)
 
     def launch(self, *buffers, grid=None, push=None):
         """Submit `self(*buffers, grid=..., push=...)` without waiting: a handle with
@@ -395,23 +424,20 @@ class ShaderKernel:
             return LaunchHandle(None, (), self.name)
         self._check_buffers(buffers)
         groups, data = self._groups(grid), self._push(push)
-        aliases, pipeline = self._aliases(buffers)
+        aliases, program = self._aliases(buffers)
         device_arrays = {i: a.buffer for i, a in enumerate(buffers) if isinstance(a, DeviceArray)}
-        return submit(self.device, pipeline, device_arrays, data, groups, self.name, buffers,
+        return submit(self._rt, program, device_arrays, data, groups, self.name, buffers,
                       {i: a for i, a in enumerate(buffers) if not isinstance(a, DeviceArray)},
                       self._writes.__getitem__, [g for g in aliases if not g.on_device])
 
     def profile(self, *buffers, grid=None, push=None, repeat: int = 50, warmup: int = 1):
         """Device seconds per run over `repeat` runs (a vkir Profile: median, min, max)."""
-        from .kernel import Profile
-        from ..runtime import profile
-
         check_profile_counts(self.name, repeat, warmup)
         with self._lock:
-            bufs, data, groups, copies, pipeline = self._prepare(buffers, grid, push)
-            t = profile(self.device, pipeline, bufs, data, groups, repeat=repeat, warmup=warmup)
-            copy_back(*copies)
-        return Profile(t.median, t.min, t.max, t.n, t.source, t.samples)
+            bufs, data, groups, copies, program = self._prepare(buffers, grid, push)
+            t = program.profile(bufs, data, groups, repeat, warmup)
+            copy_back(*copies, self._scratch.copy_out)
+        return t
 
 
 # -- packing values ------------------------------------------------------------------------------
@@ -459,79 +485,3 @@ def _pack_into(out: bytearray, offset: int, t, value, what: str) -> None:
     step = t.stride or t.element.size
     for i, item in enumerate(items):
         _pack_into(out, offset + i * step, t.element, item, f"{what}[{i}]")
-
-
-# -- entry points --------------------------------------------------------------------------------
-def _read_source(value, what: str):
-    """(text or bytes, file name or None) of a path or in-memory `value`."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value), None
-    # one line without GLSL punctuation is a path (a mistyped one is "no such file", not a
-    # compile error); source text and assembly have several lines
-    if isinstance(value, os.PathLike) or (isinstance(value, str) and "\n" not in value
-                                          and not any(c in value for c in "{};")):
-        path = Path(value)
-        if path.exists() and not path.is_file():   # a FIFO or a device would block
-            raise ArgumentError(f"{what}: {path} is not a regular file")
-        if not path.is_file():
-            raise ArgumentError(f"{what}: no such file: {path}")
-        return path, path
-    if isinstance(value, str):
-        return value, None
-    raise ArgumentError(f"{what} takes a path, bytes or source text, got {type(value).__name__}")
-
-
-def load_spirv(path_or_bytes, entry: str = "main", specialization=None, device=None,
-               check_bounds: bool = False) -> ShaderKernel:
-    """A ShaderKernel from a SPIR-V binary (a .spv path or bytes) or SPIR-V assembly (a .spvasm
-    path), validated for the device; `specialization` is {constant id or name: value};
-    `check_bounds`: run it bounds-checked (vkir.driver.shader_bounds)."""
-    from ..tools.validate import assemble_text
-
-    src, path = _read_source(path_or_bytes, "vkir.load_spirv")
-    name = path.name if path is not None else entry
-    if isinstance(src, Path):
-        data = src.read_bytes()
-        if src.suffix == ".spvasm":
-            data = assemble_text(data.decode(errors="replace"))
-    elif isinstance(src, str):
-        data = assemble_text(src)   # SPIR-V assembly text in memory
-    else:
-        data = src
-    kind = _checked_kind(check_bounds)
-    return kind(data, device, entry, specialization, name=name)
-
-
-def _checked_kind(check_bounds):
-    """ShaderKernel, or the bounds-checked wrapper for `check_bounds=True`."""
-    if not isinstance(check_bounds, bool):
-        raise ArgumentError(f"check_bounds must be True or False, got {check_bounds!r}")
-    if not check_bounds:
-        return ShaderKernel
-    from .shader_bounds import BoundsCheckedShader
-
-    return BoundsCheckedShader
-
-
-def compile_glsl(source_or_path, defines=None, specialization=None, device=None,
-                 check_bounds: bool = False) -> ShaderKernel:
-    """A ShaderKernel from GLSL compute source (a path or the text) compiled by glslang for
-    the device's Vulkan version; `defines` are -D macros, `specialization` {id or name: value};
-    `check_bounds`: run it bounds-checked (vkir.driver.shader_bounds: an out-of-bounds index
-    is dropped or reads 0 and raises OutOfBoundsError, instead of being undefined)."""
-    from . import arrays
-    from ..runtime.glsl import compile_glsl as glslang
-
-    src, path = _read_source(source_or_path, "vkir.compile_glsl")
-    if isinstance(src, bytes):
-        src = src.decode(errors="replace")
-    if defines is not None and not isinstance(defines, dict):
-        raise ArgumentError(f"vkir.compile_glsl: defines must be a dict, got {type(defines).__name__}")
-    dev = arrays.resolve_device(device)
-    # at most Vulkan 1.2 (SPIR-V 1.5): for 1.3 glslang sets a specialized local size with
-    # LocalSizeId, which needs the maintenance4 feature; 1.5 modules run on 1.3 devices
-    env = min(arrays.target_for(dev.info).env, "vulkan1.2")
-    kind = _checked_kind(check_bounds)
-    words = glslang(src, defines=defines, target_env=env)
-    return kind(words, dev, "main", specialization,
-                name=path.name if path is not None else "glsl")

@@ -34,26 +34,25 @@ class BoundsCheckedShader:
 
     def __init__(self, spirv: bytes, device=None, entry: str = "main", specialization=None,
                  name: str | None = None):
-        from . import arrays
         from ..spirv import validate
         from ..spirv.bounds import instrument
         from ..spirv.reflect import reflect
-        from .shader import ShaderKernel
+        from .shader import ShaderKernel, runtime_for
 
-        dev = arrays.resolve_device(device)
+        rt = runtime_for(device)
         spirv = bytes(spirv)
         if len(spirv) % 4 or len(spirv) < 20:   # as ShaderKernel says it
             raise SpirvValidationError(f"{name or entry}: not a SPIR-V module ({len(spirv)} "
                                        "bytes; a module is a whole number of 32-bit words, 5 of "
                                        "them header)")
-        validate(spirv, arrays.target_for(dev.info).env)   # the user's module, as given
+        validate(spirv, rt.target().env)   # the user's module, as given
         info = reflect(spirv, entry)
         used = [b.binding for b in info.bindings] + [d[1] for d in info.other_descriptors]
         done = instrument(spirv, max(used, default=-1) + 1)
         self.sites = done.sites
         self.record_words = done.record_size
         self._runtime_arrays = done.runtime_arrays
-        self.kernel = ShaderKernel(done.words, dev, entry, specialization, name)
+        self.kernel = ShaderKernel(done.words, rt, entry, specialization, name)
         self.name = self.kernel.name
         record = done.record_binding
         self.bindings = tuple(b for b in self.kernel.bindings if b.binding != record)
@@ -68,7 +67,7 @@ class BoundsCheckedShader:
     def __repr__(self) -> str:
         return (f"<vkir ShaderKernel {self.name} (bounds-checked) local_size="
                 f"{self.kernel.local_size} bindings={len(self.bindings)} on "
-                f"{self.kernel.device.info.name}>")
+                f"{self.kernel.runtime.name}>")
 
     # -- the record ----------------------------------------------------------------------------
     def _empty(self) -> np.ndarray:
