@@ -68,6 +68,14 @@ def test_read_past_the_end_names_buffer_index_invocation_and_line():
     np.testing.assert_array_equal(b[:63], (np.arange(64, dtype="float32")[1:]) * 2)
 
 
+def test_profile_reports_an_out_of_bounds_access_as_a_call_does():
+    """Kernel.profile of a bounds-checked kernel raises for a violation in its runs (it
+    returned timings and said nothing)."""
+    k = vkir.build(shifted_read, check_bounds=True)
+    with pytest.raises(vkir.OutOfBoundsError, match="buffer a: index 64"):
+        k.profile(np.arange(64, dtype="float32"), np.zeros(64, "float32"), repeat=1, warmup=0)
+
+
 def test_out_of_bounds_store_is_skipped_and_reported():
     k = vkir.build(shifted_write, check_bounds=True)
     a = np.arange(64, dtype="int32").reshape(8, 8)

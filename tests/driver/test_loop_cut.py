@@ -221,6 +221,24 @@ def test_launches_and_sequences_report_the_cut(device):
 
 
 @pytest.mark.device
+def test_profile_reports_the_cut_as_a_call_does(device):
+    """Kernel.profile runs the checked kernel too: a cut in its runs raises, numpy or device
+    arrays (it returned the cut count with no error)."""
+    k = vkir.build(WHILE, device=device)
+    a = np.zeros(1, np.int32)
+    k.profile(a, np.array([7], np.int32), repeat=2)   # no cut: no error
+    assert a[0] == 7
+    long = np.array([1_500_000], np.int32)
+    for args in ((np.zeros(1, np.int32), long),
+                 (vkir.zeros(1, "int32", device=device), vkir.array(long, device=device))):
+        if limited(device):
+            with pytest.raises(LoopLimitError, match="while loop"):
+                k.profile(*args, repeat=1, warmup=0)
+        else:
+            k.profile(*args, repeat=1, warmup=0)
+
+
+@pytest.mark.device
 def test_bounds_checks_and_loop_checks_together(device):
     k = vkir.build(SERIAL, device=device, check_bounds=True)
     assert call(k, (), [1000])[0] == 1000

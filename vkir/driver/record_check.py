@@ -87,9 +87,15 @@ class CheckedKernel:
         return record
 
     def profile(self, *args, **kwargs):
-        """Device time per run of the checked kernel (see Kernel.profile)."""
+        """Device time per run of the checked kernel (see Kernel.profile); raises, as a call
+        does, when any of the runs filled the record (each run's outputs are the same, and a
+        report is not reset between them)."""
         self._own_arguments(kwargs)
-        return self.kernel.profile(*args, **kwargs, **{self.record_name: self._empty()})
+        record = self._empty()
+        result = self.kernel.profile(*args, **kwargs, **{self.record_name: record})
+        if record.any():
+            self.verify(record)
+        return result
 
     def launch(self, *args, **kwargs) -> "CheckedLaunch":
         """Submit the checked kernel without waiting (see Kernel.launch); the handle's wait (or a
