@@ -337,3 +337,15 @@ def test_sequence_records_shader_kernels_with_vkir_kernels(device):
     with pytest.raises(ArgumentError, match="DeviceArrays"):
         with vkir.sequence(device=device):
             sk(a, B, grid=(16,), push={"n": 1000})
+
+
+def test_a_dispatch_from_before_a_shutdown_is_refused_as_closed(device):
+    """A dispatch recorded for a device that a shutdown closed, added to a sequence of the device
+    opened after it (same name), is a DeviceError, not an ArgumentError naming two devices."""
+    k = vkir.build(scale, device=device)
+    x = vkir.zeros(64, "float32", device=device)
+    spec = k.dispatch_spec(x, vkir.zeros(64, "float32", device=device), 2.0)
+    vkir.runtime.shutdown()
+    with pytest.raises(DeviceError, match="device closed"):
+        with vkir.sequence() as seq:
+            seq.add(spec)

@@ -110,6 +110,8 @@ class Sequence:
             raise ArgumentError(f"a sequence records vkir.runtime.Dispatch objects, got "
                                 f"{type(dispatch).__name__}")
         if dispatch.pipeline.device is not self.device:
+            if dispatch.pipeline.device.closed or self.device.closed:   # a shutdown between
+                raise DeviceError(f"{dispatch.name}: device closed")    # the two (same name)
             raise ArgumentError(f"{dispatch.name} runs on {dispatch.pipeline.device.info.name!r}, "
                                 f"this sequence on {self.device.info.name!r}")
         self._dispatches.append(dispatch)
