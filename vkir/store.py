@@ -7,7 +7,10 @@ reads and writes through this module:
   itself owned by this user and writable by nobody else, each folder above it owned by this user
   or root and, where others may write to it, sticky (as /tmp is). New folders are made mode 0700.
   An unsafe folder is not used at all (one warning on the "vkir.store" logger); the cache is then
-  off for this process.
+  off for this process. The cache root may be a symbolic link the user chose (it is resolved once);
+  below it nothing is followed: every folder is checked with lstat (a symbolic link in a folder's
+  place is unsafe, so a restored cache cannot point a cache at someone else's files), and only
+  regular files are listed, read (O_NOFOLLOW) or removed (and only those with a single link).
 - Entries. What vkir writes is sealed with an HMAC-SHA256 of the entry's name and content, under a
   per-user key kept apart from the caches (`key_file()`, in the user's private state folder, mode
   0600): an entry planted, swapped for another entry or corrupted (a CI cache restored from an
@@ -24,6 +27,7 @@ reads and writes through this module:
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import functools
 import hashlib
 import hmac
@@ -67,7 +71,64 @@ CACHES = (
 def unsafe_reason(folder: Path) -> str | None:
     """Why the existing folder `folder` must not hold a cache (None when it may): it is not a
     folder, not owned by this user, writable by others, or a folder above it lets someone else
-    replace it. Where the platform has no user ids (Windows), only that it is a folder."""
+    replace it. Where the platform has no user ids (Windows), only that it is a folder. Below
+    the cache root, every folder from the root down is checked with lstat (`_below_reason`)."""
+    below = _below_root(folder)
+    if below is None:
+        return _folder_reason(folder)
+    root, parts = below
+    reason = _folder_reason(root)
+    if reason is not None:
+        return reason if not parts else f"the cache root {root}: {reason}"
+    path = Path(os.path.realpath(root))
+    for i, part in enumerate(parts):
+        path = path / part
+        reason = _below_reason(path)
+        if reason is not None:
+            return f"it {reason}" if i == len(parts) - 1 else f"{path} {reason}"
+    return None
+
+
+def _below_root(folder) -> tuple | None:
+    """(the cache root, the names leading from it to `folder`) when `folder` lies strictly
+    below the cache root (as written, or below the root's resolved path); else None."""
+    root = config.cache_root()
+    if root is None:
+        return None
+    here = Path(os.path.abspath(folder))
+    for base in (os.path.abspath(root), os.path.realpath(root)):
+        try:
+            parts = here.relative_to(base).parts
+        except ValueError:
+            continue
+        return (root, parts) if parts else None
+    return None
+
+
+def _below_reason(path: Path) -> str | None:
+    """Why `path`, a folder below the (resolved, checked) cache root, may not be used, as the end
+    of a sentence ("... is a symbolic link"): it is looked at with lstat, never followed."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return f"cannot be inspected ({exc.strerror})"
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link (nothing below the cache root is followed)"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a folder"
+    uid = _uid()
+    if uid is None:
+        return None
+    if st.st_uid != uid:
+        return f"is owned by user {st.st_uid}, not by this user ({uid})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"may be written by others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def _folder_reason(folder: Path) -> str | None:
+    """`unsafe_reason` of a folder that is not below the cache root (the root itself, the
+    key's folder, a folder the user named): resolved, then checked with the folders above."""
     uid = _uid()
     real = Path(os.path.realpath(folder))
     try:
@@ -106,8 +167,17 @@ def _above_reason(real: Path) -> str | None:
 def safe_folder(folder: Path, create: bool) -> Path | None:
     """`folder`, made (mode 0700) when missing and `create`, when it is safe to keep vkir's files
     in; None when it is missing, cannot be made, or is unsafe (logged once as a warning)."""
+    below = _below_root(folder)
     try:
-        if create and not os.path.isdir(folder):
+        if below is not None:
+            root, parts = below
+            if safe_folder(root, create) is None:
+                return None
+            if create:
+                _make_below(Path(os.path.realpath(root)), parts)
+            elif not os.path.lexists(folder):
+                return None
+        elif create and not os.path.isdir(folder):
             existing = Path(folder)
             while not os.path.isdir(existing) and existing != existing.parent:
                 existing = existing.parent
@@ -131,6 +201,21 @@ def safe_folder(folder: Path, create: bool) -> Path | None:
 def _uid() -> int | None:
     """This process's effective user id (None where the platform has none)."""
     return os.geteuid() if hasattr(os, "geteuid") else None
+
+
+def _make_below(real_root: Path, parts: tuple) -> None:
+    """Make the missing folders `parts` below the resolved root, mode 0700, one level at a time:
+    a level that is not a real folder (a symbolic link, say) stops it (`unsafe_reason` then
+    says why), so nothing is ever made through a link."""
+    path = real_root
+    for part in parts:
+        path = path / part
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            return
 
 
 def _make_private(folder: Path) -> None:
@@ -281,10 +366,11 @@ def read(path: Path) -> bytes | None:
             data = f.read(limit + 1)
         if len(data) > limit:
             return None
-        try:
-            os.utime(fd)
-        except OSError:
-            pass
+        if st.st_nlink == 1:   # a file linked elsewhere too is not vkir's to touch
+            try:
+                os.utime(fd)
+            except OSError:
+                pass
         return data
     except OSError as exc:
         log.debug("cannot read %s: %s", path, exc)
@@ -312,9 +398,9 @@ def write(path: Path, data: bytes) -> bool:
     except OSError as exc:
         log.debug("cannot write %s: %s", path, exc)
         return False
-    root = config.cache_root()
-    if root is not None:
-        _after_write(root, len(data))
+    below = _below_root(path.parent)
+    if below is not None:   # a folder outside the cache root (vkir validate's) has no cap here
+        _after_write(below[0], len(data))
     return True
 
 
@@ -331,20 +417,58 @@ class Entry:
 
 def entries(root: Path, temporaries: bool = False) -> list[Entry]:
     """Every file vkir made under `root` (entries of CACHES; with `temporaries`, also the
-    temporary files of writes that never finished). Other files are never listed."""
+    temporary files of writes that never finished). Other files are never listed, nor is
+    anything in a folder that is not safe (a symbolic link in a cache folder's place, say:
+    logged once), nor a file that is not regular or has other links (lstat: nothing followed).
+    Nothing is listed when the root itself is unsafe."""
+    if safe_folder(root, create=False) is None:
+        return []
+    real = Path(os.path.realpath(root))   # the root is resolved once; nothing below it is
     out = []
     for cache in CACHES:
-        folder = root / cache.folder if cache.folder else root
+        if cache.folder and safe_folder(root / cache.folder, create=False) is None:
+            continue
+        folder = real / cache.folder if cache.folder else real
         patterns = cache.patterns + ((f"{TMP_PREFIX}*.tmp",) if temporaries else ())
-        for pattern in patterns:
-            for path in folder.glob(pattern):
-                try:
-                    st = path.lstat()
-                except OSError:
-                    continue
-                if stat.S_ISREG(st.st_mode):
-                    out.append(Entry(cache.name, path, st.st_size, st.st_mtime))
+        try:
+            listing = list(os.scandir(folder))
+        except OSError:
+            continue
+        for item in listing:
+            if not any(_matches(item.name, pattern) for pattern in patterns):
+                continue
+            try:
+                st = os.lstat(item.path)
+            except OSError:
+                continue
+            if _own_file(st):
+                out.append(Entry(cache.name, Path(item.path), st.st_size, st.st_mtime))
     return out
+
+
+def _matches(name: str, pattern: str) -> bool:
+    """Whether the file `name` matches `pattern` as glob would (a leading dot is matched only
+    by a pattern that starts with one)."""
+    return fnmatch.fnmatchcase(name, pattern) and (pattern.startswith(".")
+                                                   or not name.startswith("."))
+
+
+def _own_file(st: os.stat_result) -> bool:
+    """Whether an lstat result is a file vkir may count and remove: a regular file with no other
+    link (a hard link to a file elsewhere is not vkir's, whatever its name)."""
+    return stat.S_ISREG(st.st_mode) and st.st_nlink == 1
+
+
+def _remove(entry: Entry) -> bool:
+    """Unlink `entry`'s file, looked at again with lstat first: False (nothing removed) when it is
+    gone or no longer a regular file with a single link."""
+    try:
+        if not _own_file(os.lstat(entry.path)):
+            return False
+        entry.path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def usage(root: Path) -> dict:
@@ -366,35 +490,30 @@ def evict(root: Path, cap: int) -> list[Entry]:
         if total <= cap:
             break
         try:
-            e.path.unlink()
-        except FileNotFoundError:
-            pass
+            gone = _remove(e)
         except OSError as exc:
             log.debug("cannot evict %s: %s", e.path, exc)
             continue
         total -= e.size
-        removed.append(e)
+        if gone:
+            removed.append(e)
     return removed
 
 
 def clean(root: Path) -> list[Entry]:
     """Remove every file vkir made under `root` (entries and left-over temporary files) and the
-    cache folders left empty; other files stay. The removed files."""
+    cache folders left empty; other files, and anything in an unsafe folder, stay. The removed
+    files."""
     if safe_folder(root, create=False) is None:
         return []
-    removed = []
-    for e in entries(root, temporaries=True):
-        try:
-            e.path.unlink()
-            removed.append(e)
-        except FileNotFoundError:
-            pass
+    removed = [e for e in entries(root, temporaries=True) if _remove(e)]
+    real = Path(os.path.realpath(root))
     for cache in CACHES:
-        if cache.folder:
+        if cache.folder and safe_folder(root / cache.folder, create=False) is not None:
             try:
-                (root / cache.folder).rmdir()
+                (real / cache.folder).rmdir()
             except OSError:
-                pass   # missing, or holds files vkir did not make
+                pass   # holds files vkir did not make
     return removed
 
 
