@@ -1,0 +1,91 @@
+"""Lowering and building kernels: `lower` (the default pass pipeline), `build` (a Kernel on the
+backend its `device` selects) and `check_layouts` (what a kernel's parameter buffers must be), and
+`interpret` on device arrays.
+"""
+
+from __future__ import annotations
+
+from ..errors import ArgumentError, TypeCheckError, UnsupportedError, WellFormedError
+from ..ir import IntImm, PrimFunc
+from .arrays import host_copies
+
+__all__ = ["interpret", "lower", "build", "check_layouts"]
+
+
+def interpret(func: PrimFunc, *args, **kwargs) -> None:
+    """vkir.interpreter.interpret (same arguments and options), also on vkir DeviceArrays: each
+    is copied to the host, and back when the kernel changed it, so one call site runs on the
+    device and in the interpreter (device arrays over one buffer share one host copy)."""
+    from ..interpreter import interpret as _interpret
+
+    keys = tuple(kwargs)
+    host, write_back = host_copies(list(args) + [kwargs[k] for k in keys])
+    _interpret(func, *host[:len(args)], **dict(zip(keys, host[len(args):])))
+    write_back()
+
+
+def lower(func: PrimFunc, target=None, *, instruments=(), verify_each: bool = False,
+          pointer_casts: bool = False) -> PrimFunc:
+    """The default pass pipeline for `target` (a vkir.Target, a target name or a device; None is
+    the Vulkan 1.1 baseline), see vkir.lowering: `instruments` are called around every pass,
+    `verify_each` runs the explicit-cast checker after every pass, `pointer_casts` adds
+    PointerCastVectorize."""
+    from ..lowering import lower as _lower
+
+    return _lower(func, target, instruments=instruments, verify_each=verify_each,
+                  pointer_casts=pointer_casts)
+
+
+def _build(func: PrimFunc, device, pointer_casts: bool, precise: bool, check_bounds: bool):
+    """The Kernel `build` returns (see there): the backend a name in BACKENDS selects ("interp",
+    "vulkan"), else Vulkan on the device `device` selects."""
+    from ..backends import BACKENDS
+
+    if isinstance(device, str) and device in BACKENDS:
+        backend, device = BACKENDS[device](), None
+    else:
+        backend = BACKENDS["vulkan"]()
+    return backend.kernel(func, device, pointer_casts=pointer_casts, precise=precise,
+                          check_bounds=check_bounds)
+
+
+def build(func: PrimFunc, *, device=None, pointer_casts: bool = False,
+          precise: bool = False, explain: bool = False, check_bounds: bool = False) -> "Kernel":
+    """Lower, generate SPIR-V for `device` (validated by codegen) and create the (cached)
+    pipeline; `device="interp"` gives a Kernel run by the interpreter instead (same calls, same
+    errors; see vkir.backends). `pointer_casts=True` vectorizes aligned accesses through explicit pointer casts
+    (one VkBuffer bound to aliased descriptors) where the VectorTypeRewriter must scalarize.
+    `precise=True` forbids the driver to fuse or reassociate float arithmetic (NoContraction),
+    so float results equal vkir.interpret's bit for bit, at some cost in speed. `explain=True`
+    prints `Kernel.report()` to stderr: which vector accesses stayed scalar, and why.
+    `check_bounds=True` adds device-side bounds checks (vkir.driver.bounds_check): an out-of-bounds
+    access is skipped and the call raises vkir.OutOfBoundsError naming the buffer, the index,
+    the invocation and the source line (the interpreter always checks)."""
+    if not isinstance(func, PrimFunc):
+        raise ArgumentError(f"vkir.build expects a PrimFunc (a @T.prim_func), got {type(func).__name__}")
+    try:
+        kernel = _build(func, device, pointer_casts, precise, check_bounds)
+    except (TypeCheckError, WellFormedError) as exc:
+        # the message names the node, the rule and the source line: vkir's own frames only
+        # hide it from a user reading the traceback
+        raise exc.with_traceback(None) from None
+    if explain:
+        import sys
+
+        print(kernel.report(), file=sys.stderr)
+    return kernel
+
+
+def check_layouts(func: PrimFunc) -> None:
+    """Kernel arguments are compact row-major arrays of the buffer's shape, bound as they are: a
+    parameter buffer with explicit strides or an elem_offset would index past the array's end."""
+    for p in func.params:
+        buf = func.buffer_map.get(p)
+        if buf is None:
+            continue
+        offset = buf.elem_offset
+        if buf.strides or not (isinstance(offset, IntImm) and offset.value == 0):
+            raise UnsupportedError(
+                f"kernel {func.name}: parameter buffer {buf.name!r} has explicit strides or an "
+                "elem_offset; vkir.build binds compact row-major arrays, so declare the buffer "
+                "with its full extent and index it (or alias it with T.decl_buffer) in the body")

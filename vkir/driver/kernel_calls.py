@@ -1,0 +1,181 @@
+"""Calling a Kernel: check and bind the arguments, stage numpy ones on the device, run (or record
+inside `vkir.sequence()`, or time inside `vkir.profile()`), launch without waiting, profile, and
+write results back; a repeated call on the same device arrays reuses its launch.
+"""
+
+from __future__ import annotations
+
+import struct
+import weakref
+
+import numpy as np
+
+from ..aliasing import Arg, plan
+from ..errors import ArgumentError
+from ..timing import Timing
+from .arrays import DeviceArray
+from .dispatch import check_profile_counts, copy_back, run, stage, submit
+from .profiling import ACTIVE_PROFILER
+from .sequences import ACTIVE_SEQUENCE, LaunchHandle
+
+
+def _scalar_key(value):
+    """A cache key for a scalar argument that tells apart what == confuses: a float by its bit
+    pattern (0.0 and -0.0 differ, a nan equals itself), everything else by type and value."""
+    if isinstance(value, (float, np.floating)):
+        return (float, struct.pack("<d", float(value)))
+    return (type(value), value)
+
+
+class KernelCalls:
+    """Kernel's calls, launches and profiles (a part of Kernel: it reads the kernel's
+    signature, programs, scratch buffers and lock)."""
+
+    def _prepare(self, args, kwargs=None):
+        """All checks, then the runtime buffers (numpy arguments copied in) and launch data."""
+        bound = self._signature.bind(args, kwargs)
+        args = bound.args
+        push, groups, program = self._derive(bound.values)
+        buffers, host = {}, {}
+        for p in self._signature.buffer_params:
+            a = args[p.index]
+            if isinstance(a, DeviceArray):
+                buffers[p.index] = self._on_device(p, a)
+            else:
+                host[p.index] = a
+        aliases = self._alias_groups(args)
+        program = self._for_aliases(program, aliases)
+        # every check passed: only now is anything copied (aliased arrays into one buffer)
+        staged, copies = stage(host, self._writes.__contains__,
+                               [g for g in aliases if not g.on_device],
+                               self._scratch.copy_in, self._scratch.view)
+        buffers.update(staged)
+        return [buffers[i] for i in self._binding_params], push, groups, (copies, host), program
+
+    def _alias_groups(self, args) -> tuple:
+        """The groups of buffer arguments over one memory with a writer (vkir.aliasing);
+        ArgumentError where one cannot be bound as one buffer."""
+        return plan([Arg(p.index, p.name, args[p.index], p.index in self._alias_writes)
+                     for p in self._signature.buffer_params], f"kernel {self.name}")
+
+    def _on_device(self, p, a):
+        """The device buffer of DeviceArray argument `a` for parameter `p`; ArgumentError where
+        it lives on another device than the kernel (DeviceError when the kernel's was closed:
+        an array made after a shutdown is on the new device, and the kernel is what is stale)."""
+        if a.device is not self.device:
+            self._rt.check_open()
+            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} lives on "
+                                f"{a.device.info.name!r}, the kernel on "
+                                f"{self._rt.name!r}")
+        return a.buffer
+
+    def _copy_back(self, copies):
+        copy_back(*copies, self._scratch.copy_out)
+
+    def _memo_hit(self, args):
+        """The launch of the previous call when `args` are the same device arrays and equal
+        scalars (the per-call fast path: no re-checking, no lookups)."""
+        memo = self._memo
+        if memo is None or len(args) != len(memo[0]):
+            return None
+        for a, key in zip(args, memo[0]):
+            if type(key) is weakref.ref:
+                if key() is not a:
+                    return None
+            elif _scalar_key(a) != key:
+                return None
+        return memo[1]
+
+    def __call__(self, *args, **kwargs) -> None:
+        """Dispatch on `args` (by position and/or by parameter name) and wait; numpy arrays are
+        copied in and the written ones back."""
+        if kwargs:
+            args = self._signature.arguments(args, kwargs)
+        if ACTIVE_SEQUENCE.get() is not None or ACTIVE_PROFILER.get() is not None:
+            self._call_recorded(args)
+            return
+        launch = self._memo_hit(args)
+        if launch is not None and launch.run(True, args):  # an evicted launch is destroyed
+            return
+        if any(isinstance(a, np.ndarray) for a in args):
+            with self._lock:  # the scratch buffers are this kernel's: one call at a time
+                buffers, push, groups, copies, program = self._prepare(args)
+                program.launch(buffers, push, groups).run(keep=args)
+                self._copy_back(copies)
+            return
+        buffers, push, groups, _, program = self._prepare(args)
+        launch = program.launch(buffers, push, groups)
+        launch.run(keep=args)
+        self._memo = (tuple(weakref.ref(a) if isinstance(a, DeviceArray) else _scalar_key(a)
+                            for a in args), launch)
+
+    # -- sequences, launches, profiles -------------------------------------------------------
+    def _device_buffers(self, args):
+        """Check `args`; (push bytes, groups, {param index: runtime Buffer}, numpy arguments
+        by param index, program, alias groups) with every DeviceArray on this kernel's device."""
+        bound = self._signature.bind(args)
+        push, groups, program = self._derive(bound.values)
+        buffers, host = {}, {}
+        for p in self._signature.buffer_params:
+            a = bound.args[p.index]
+            if isinstance(a, DeviceArray):
+                buffers[p.index] = self._on_device(p, a)
+            else:
+                host[p.index] = a
+        aliases = self._alias_groups(bound.args)
+        return push, groups, buffers, host, self._for_aliases(program, aliases), aliases
+
+    def dispatch_spec(self, *args, **kwargs):
+        """The recordable dispatch of `self(*args, **kwargs)` (checked as a call is; a
+        vkir.runtime.Dispatch on Vulkan): what a sequence records. Every buffer argument must be a DeviceArray."""
+        args = self._signature.arguments(args, kwargs)
+        push, groups, buffers, host, program, _ = self._device_buffers(args)
+        if host:
+            p = self._params[min(host)]
+            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is a numpy array; "
+                                "inside a sequence buffers must be DeviceArrays (vkir.array), "
+                                "since a sequence makes no hidden copies")
+        access = tuple(("r" if b.readable or not b.writable else "") + ("w" if b.writable else "")
+                       for b in self.module.bindings)
+        return program.dispatch(tuple(buffers[i] for i in self._binding_params), access, push,
+                                groups, self.name, (self, tuple(args)))
+
+    def _call_recorded(self, args) -> None:
+        """A call inside `vkir.sequence()` (recorded) or `vkir.profile()` (timed)."""
+        seq = ACTIVE_SEQUENCE.get()
+        if seq is not None:
+            seq.add(self.dispatch_spec(*args))
+            return
+        with self._lock:  # the scratch buffers of numpy arguments
+            buffers, push, groups, copies, program = self._prepare(args)
+            run(self._rt, program, buffers, push, groups, self.name, args,
+                ACTIVE_PROFILER.get())
+            self._copy_back(copies)
+
+    def launch(self, *args, **kwargs) -> LaunchHandle:
+        """Submit `self(*args, **kwargs)` without waiting: a handle with `wait(timeout=None)` and
+        `done()`. Numpy arguments are copied in now (each launch has its own device copies) and
+        the ones the kernel writes are copied back when the wait observes the end. Any number
+        of launches may be in flight; each starts after the work submitted before it, as on
+        one queue."""
+        args = self._signature.arguments(args, kwargs)
+        if ACTIVE_SEQUENCE.get() is not None:
+            raise ArgumentError(f"kernel {self.name}: launch() inside a sequence; call the kernel "
+                                "instead (the sequence submits when its block ends)")
+        if ACTIVE_PROFILER.get() is not None:
+            self._call_recorded(args)
+            return LaunchHandle(None, (), self.name)
+        push, groups, buffers, host, program, aliases = self._device_buffers(args)
+        return submit(self._rt, program, buffers, push, groups, self.name, args, host,
+                      self._writes.__contains__, [g for g in aliases if not g.on_device],
+                      self._binding_params)
+
+    def profile(self, *args, repeat: int = 50, warmup: int = 1, **kwargs) -> Timing:
+        """Run `repeat` times; device seconds per run from timestamp queries (wall time where
+        the queue has none). Numpy arguments are copied in once and written ones back at the end."""
+        check_profile_counts(f"kernel {self.name}", repeat, warmup)
+        with self._lock:
+            buffers, push, groups, copies, program = self._prepare(args, kwargs)
+            t = program.profile(buffers, push, groups, repeat, warmup)
+            self._copy_back(copies)
+        return t
