@@ -348,9 +348,10 @@ def unseal(name: str, data: bytes | None) -> bytes | None:
 
 
 # -- entries -------------------------------------------------------------------------------------
-def read(path: Path) -> bytes | None:
+def read(path: Path, limit: int | None = None) -> bytes | None:
     """The bytes of the entry at `path`, or None when it is missing, unreadable, larger than the
-    cap, or its folder is unsafe. A read marks the entry used (least-recently-used eviction)."""
+    cap (or than `limit`), or its folder is unsafe. A read marks the entry used
+    (least-recently-used eviction)."""
     if safe_folder(path.parent, create=False) is None:
         return None
     try:
@@ -359,7 +360,7 @@ def read(path: Path) -> bytes | None:
         return None
     try:
         st = os.fstat(fd)
-        limit = config.cache_max_bytes()
+        limit = min(config.cache_max_bytes(), limit or config.cache_max_bytes())
         if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
             return None
         with os.fdopen(os.dup(fd), "rb") as f:

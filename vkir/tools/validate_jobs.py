@@ -6,8 +6,11 @@ A variants manifest is JSON: `{"glob": [{"NAME": "VALUE", ...}, ...], ...}`. A s
 or name matches a glob is checked once per define set (its report line names the set); other
 sources once. The cache keeps one small JSON file per result, named by the SHA-256 of the
 source's bytes, the bytes of every file in its folder and in the include folders (an include may
-have changed), the options, the target environment and the SPIRV-Tools and glslang versions; an
-entry that cannot be read is recomputed. One run lists the cache folder once and hashes each
+have changed), the options, the target environment and the SPIRV-Tools and glslang versions. An
+entry is sealed with vkir.store's MAC (the per-user key the compile cache uses) and written
+through vkir.store (private folder, atomic write): an entry that cannot be read or does not
+verify (planted, edited, or sealed under another key, as a cache restored on a fresh CI runner
+is) is a miss, and the source is checked again. One run lists the cache folder once and hashes each
 file once (RunCache): its cost grows with the files, not with files times folder size.
 """
 
@@ -18,16 +21,16 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .. import store
 from ..errors import ArgumentError
 from .validate import FileResult, Problem, matches, check_file
 from .validate_input import DEFAULT_MAX_BYTES, parse_size, read_input, shown
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 
 
 @dataclass(frozen=True)
@@ -207,26 +210,37 @@ class RunCache:
         return self._folders[folder, recursive]
 
     def read(self, key: str) -> FileResult | None:
-        """The cached result of `key`, or None (not in the index, unreadable or damaged)."""
+        """The cached result of `key`, or None (not in the index, unreadable, damaged, or not
+        sealed by this user's vkir for `key`)."""
         if key not in self._entries:
             return None
+        raw = store.read(self.folder / f"{key}.json", self.options.max_bytes)
         try:
-            doc = json.loads(read_input(self.folder / f"{key}.json", self.options.max_bytes))
-            return FileResult(doc["file"], doc["kind"],
-                              [Problem(**p) for p in doc["problems"]], 0.0)
-        except (ArgumentError, ValueError, KeyError, TypeError):
-            return None   # an odd entry (or a FIFO planted in its place) is a miss
+            doc = json.loads(raw.decode("utf-8")) if raw is not None else None
+            if not isinstance(doc, dict) or not store.verify(
+                    _entry_name(key), _canonical(doc.get("result")), doc.get("mac")):
+                return None   # planted, edited or sealed under another key: checked again
+            result = doc["result"]
+            return FileResult(result["file"], result["kind"],
+                              [Problem(**p) for p in result["problems"]], 0.0)
+        except (ValueError, KeyError, TypeError):
+            return None   # an odd entry is a miss
 
     def write(self, key: str, result: FileResult) -> None:
-        """Keep `result` under `key` (atomically; an unwritable cache only costs time)."""
-        doc = {"file": result.file, "kind": result.kind,
-               "problems": [asdict(p) for p in result.problems]}
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=self.folder)
-            with os.fdopen(fd, "w") as f:   # a fresh file: nothing planted is written through
-                f.write(json.dumps(doc))
-            os.replace(tmp, self.folder / f"{key}.json")
-        except OSError:
-            return
-        self._entries.add(key)
+        """Keep `result` under `key`, sealed, atomically (vkir.store.write; an unwritable or
+        unsafe cache folder only costs time)."""
+        body = {"file": result.file, "kind": result.kind,
+                "problems": [asdict(p) for p in result.problems]}
+        doc = {"result": body, "mac": store.mac(_entry_name(key), _canonical(body))}
+        if store.write(self.folder / f"{key}.json", json.dumps(doc).encode()):
+            self._entries.add(key)
+
+
+def _entry_name(key: str) -> str:
+    """The name a result entry is sealed under: its cache and key."""
+    return f"validate/{key}"
+
+
+def _canonical(body) -> bytes:
+    """The bytes a result entry's seal covers: its result, canonically written."""
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
