@@ -55,6 +55,10 @@ def test_a_linked_cache_folder_is_neither_cleaned_nor_counted(root, victim, caps
         assert data["caches"]["kernels"] == {"entries": 0, "bytes": 0}
         assert data["caches"]["native-loops"] == {"entries": 0, "bytes": 0}
         assert data["caches"]["autotune"]["entries"] == 1
+        assert "symbolic link" in data["unsafe_folders"]["kernels"]
+        assert "autotune" not in data["unsafe_folders"]
+        assert main(["cache", "info"]) == 0
+        assert "kernels: folder not used" in capsys.readouterr().out
         assert main(["cache", "clean"]) == 0
         assert "removed 1 files" in capsys.readouterr().out
     assert _victim_files(victim) == before

@@ -16,7 +16,8 @@ __all__ = ["add_command", "info", "cmd_info", "cmd_clean"]
 
 def info() -> dict:
     """The cache root (None: no disk cache), whether it may be used (`unsafe`: why not), the size
-    cap, the sealing key's file, and {cache: {"entries", "bytes"}}."""
+    cap, the sealing key's file, {cache: {"entries", "bytes"}} and `unsafe_folders`
+    ({cache: why its folder is not used})."""
     root = config.cache_root()
     out = {"root": None if root is None else str(root), "unsafe": None,
            "max_bytes": config.cache_max_bytes(), "key_file": str(store.key_file()), "caches": {}}
@@ -26,6 +27,20 @@ def info() -> dict:
     if out["unsafe"] is None:
         out["caches"] = {name: {"entries": n, "bytes": size}
                          for name, (n, size) in store.usage(root).items()}
+        out["unsafe_folders"] = _unsafe_folders(root)
+    return out
+
+
+def _unsafe_folders(root) -> dict:
+    """{cache: why its folder is not used} for each existing cache folder below `root` that
+    is unsafe (a symbolic link in its place, say): such a folder is neither counted nor cleaned."""
+    out = {}
+    for cache in store.CACHES:
+        folder = root / cache.folder
+        if cache.folder and (folder.is_symlink() or folder.exists()):
+            reason = store.unsafe_reason(folder)
+            if reason is not None:
+                out[cache.name] = reason
     return out
 
 
@@ -49,6 +64,8 @@ def cmd_info(args) -> int:
         print(f"  {name:<14}{row['entries']:>8} entries {row['bytes']:>14} bytes")
         total_n, total_b = total_n + row["entries"], total_b + row["bytes"]
     print(f"  {'total':<14}{total_n:>8} entries {total_b:>14} bytes")
+    for name, reason in data.get("unsafe_folders", {}).items():
+        print(f"  {name}: folder not used (not counted, not cleaned): {reason}")
     return 0
 
 
