@@ -75,7 +75,7 @@ def written_params(func: PrimFunc) -> frozenset:
     from .ir.expr import BufferLoad, Call
     from .ir.op import is_atomic
     from .ir.stmt import BufferStore
-    from .ir.walk import walk
+    from .ir.traversal import walk
 
     stored = set()
     for n in walk(func.body):

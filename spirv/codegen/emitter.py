@@ -16,7 +16,7 @@ from vkir.errors import TypeCheckError, UnsupportedError, WellFormedError
 from vkir.ir import Buffer, BufferLoad, Call, DataType, IntImm, PrimExpr, PrimFunc, Var, show
 
 from vkir.ir.op import is_atomic
-from vkir.ir.walk import walk
+from vkir.ir.traversal import walk
 
 from ..builder import ModuleBuilder
 from ..module import Binding

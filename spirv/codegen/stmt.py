@@ -16,7 +16,7 @@ from vkir.ir import (Add, AllocBuffer, AsyncCommitQueue, AsyncScope, AsyncWaitQu
                      BufferStore, DataType, DeclBuffer, Evaluate, FloatImm, For, IfThenElse,
                      IntImm, LetStmt, LT, SeqStmt, Stmt, SubgroupBarrier, Var, While)
 from vkir.ir.substitution import substitute
-from vkir.ir.walk import walk
+from vkir.ir.traversal import walk
 
 from . import loop_cut
 

@@ -11,7 +11,7 @@ from vkir.driver.loop_budget import loops_for_call
 from vkir.driver.loop_cut import LoopCheckedKernel, instrument, needs_checks
 from vkir.errors import LoopLimitError, UnsupportedError
 from vkir.ir import For
-from vkir.ir.walk import walk
+from vkir.ir.traversal import walk
 from vkir.quirks import LAVAPIPE, LOOP_TRIP_LIMIT
 from vkir.spirv.codegen.loop_cut import RECORD, SITE
 

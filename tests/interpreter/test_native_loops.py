@@ -11,7 +11,7 @@ import vkir
 from vkir.interpreter import DataRaceError, OutOfBoundsError, interpret, native_loops
 from vkir.interpreter.loop_to_c import NotTranslatable, translate
 from vkir.ir import stmt as S
-from vkir.ir.walk import walk
+from vkir.ir.traversal import walk
 
 pytestmark = pytest.mark.skipif(native_loops.c_compiler() is None, reason="needs a C compiler")
 

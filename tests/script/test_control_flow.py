@@ -8,7 +8,7 @@ import pytest
 import vkir
 from vkir.errors import ScriptError, WellFormedError
 from vkir.ir import stmt as S
-from vkir.ir.walk import walk
+from vkir.ir.traversal import walk
 from vkir.analysis import verify_well_formed
 from vkir.spirv import Target
 

@@ -459,7 +459,7 @@ def rowsum(a: T.Buffer((4, 8), "float32"), out: T.Buffer((4,), "float32")):
 def test_names_bound_once_per_scope_stay_bindings():
     import vkir
     from vkir.ir import stmt as S
-    from vkir.ir.walk import walk
+    from vkir.ir.traversal import walk
 
     f = vkir.from_script('''
 @T.prim_func

@@ -9,7 +9,7 @@ import pytest
 import vkir
 from vkir.interpreter.errors import DataRaceError
 from vkir.ir import stmt as S
-from vkir.ir.walk import walk
+from vkir.ir.traversal import walk
 
 SWAP = vkir.from_script('''
 @T.prim_func

@@ -295,7 +295,7 @@ def test_grid_is_closed_over_params_and_sizes():
     """A let hoisted above the thread loops (as CSE does) is substituted into the grid, and a
     constant thread extent expression is folded into the local size."""
     from vkir.ir import FloorDiv, IfThenElse, LT, LetStmt, Mul
-    from vkir.ir.walk import walk
+    from vkir.ir.traversal import walk
 
     n = Var("n")
     a = decl_buffer((n,), "int32", "A")

@@ -10,7 +10,7 @@ import pytest
 import vkir
 from vkir import T
 from vkir.ir import While, structural_equal
-from vkir.ir.walk import walk
+from vkir.ir.traversal import walk
 from vkir.lowering import pipeline
 from vkir.quirks import LOOP_TRIP_LIMIT, quirks_of
 from vkir.target import Target
@@ -127,7 +127,7 @@ def test_while_loop_runs_guarded_copies_of_one_body():
     for llvmpipe passes the checkers."""
     from vkir.analysis import verify_well_formed
     from vkir.ir import stmt as S
-    from vkir.ir.walk import walk
+    from vkir.ir.traversal import walk
     from vkir.transform.split_long_loops import WHILE_MAX_FACTOR
 
     split = SplitLongLoops()(third_hit)

@@ -21,7 +21,7 @@ from ..errors import ArgumentError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.dtype import type_range
-from ..ir.walk import walk
+from ..ir.traversal import walk
 
 
 def range_error(loop: S.For, lo: int, extent: int, where: str = "") -> str | None:

@@ -11,7 +11,7 @@ import numpy as np
 from ..ir import expr as E
 from ..ir.dtype import DataType
 from ..ir.op import is_pure
-from ..ir.walk import walk
+from ..ir.traversal import walk
 from .bound import type_range
 from .linear import Linear, linear_of, wrap
 from .linear_sum import Sum

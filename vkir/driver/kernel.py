@@ -38,7 +38,7 @@ import numpy as np
 
 from ..binding import Signature, written_params
 from ..ir import For, PrimFunc, While
-from ..ir.walk import walk
+from ..ir.traversal import walk
 from ..lowering import LOOP_TRIP_LIMIT
 from ..timing import Timing
 from .arrays import DeviceArray

@@ -27,7 +27,7 @@ from ..ir import stmt as S
 from ..ir.dtype import DataType, type_range
 from ..ir.functor import Mutator
 from ..ir.op import is_atomic, is_subgroup
-from ..ir.walk import walk
+from ..ir.traversal import walk
 from ..spirv.codegen.float_division import REMAINDER_UNROLL
 from ..spirv.codegen.stmt import MAX_UNROLL
 from ..transform.split_long_loops import WHILE_MAX_FACTOR, splittable

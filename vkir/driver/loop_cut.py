@@ -35,7 +35,7 @@ from ..ir.buffer import decl_buffer
 from ..ir.expr import const
 from ..ir.functor import Mutator
 from ..ir.op import is_atomic, is_subgroup
-from ..ir.walk import walk
+from ..ir.traversal import walk
 from ..quirks import LOOP_TRIP_LIMIT
 from ..spirv.codegen.loop_cut import RECORD, SITE, claim
 from .loop_budget import LOOP_BUDGET, unbounded_loops

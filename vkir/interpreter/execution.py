@@ -14,7 +14,7 @@ from ..ir.function import PrimFunc
 from ..ir.op import is_atomic
 from ..ir.stmt import BufferStore, For, While
 from ..ir.structural import recursion_headroom
-from ..ir.walk import walk
+from ..ir.traversal import walk
 from .arguments import bind_arguments
 from .compiler import Compiler
 from .frames import Frame, RunState

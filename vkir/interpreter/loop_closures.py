@@ -9,7 +9,7 @@ import numpy as np
 from ..analysis.loop_ranges import range_error
 from ..errors import ArgumentError
 from ..ir import expr as E
-from ..ir.walk import walk
+from ..ir.traversal import walk
 from . import numeric as N
 from .errors import InterpreterError
 from .frames import Frame, is_uniform, need_uniform

@@ -24,7 +24,7 @@ import numpy as np
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.op import is_subgroup
-from ..ir.walk import walk
+from ..ir.traversal import walk
 
 CHUNK_INVOCATIONS = 1 << 16   # invocations of the workgroups one merged step runs at most
 KEY_BITS = 19                 # bits of one axis in a race-checker key (races._BITS)

@@ -99,7 +99,7 @@ class RaceMessages:
         at the same statement): an atomic does that."""
         from ..ir.expr import BufferLoad
         from ..ir.stmt import BufferStore
-        from ..ir.walk import walk
+        from ..ir.traversal import walk
 
         node = self.sites[site].node if 0 <= site < len(self.sites) else None
         if isinstance(node, BufferStore) and any(

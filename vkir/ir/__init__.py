@@ -17,7 +17,7 @@ from .stmt import (
     seq,
 )
 from .substitution import substitute
-from .walk import walk
+from .traversal import walk
 
 
 __all__ = ["FrozenDict", "Node", "PrimExpr", "Span", "Stmt", "show", "Buffer", "decl_buffer",

@@ -50,7 +50,7 @@ class PrimFunc(Node):
     @property
     def size_vars(self) -> tuple:
         """Symbolic int sizes: Vars in buffer_map shapes/strides that are not params, in order."""
-        from .walk import walk
+        from .traversal import walk
 
         seen, out = set(self.params), []
         for p in self.params:

@@ -22,7 +22,7 @@ from .function import PrimFunc
 from .op import is_atomic
 from .print_expr import ADD, AND, ATOM, MUL, OR, ExprPrinter, quote
 from .structural import recursion_headroom, structural_equal
-from .walk import walk
+from .traversal import walk
 
 _INDENT = "    "
 _KEYWORDS = frozenset(keyword.kwlist)

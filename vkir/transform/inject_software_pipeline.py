@@ -34,7 +34,7 @@ from ..ir import (
     seq,
 )
 from ..ir import expr as E
-from ..ir.walk import walk
+from ..ir.traversal import walk
 from ..errors import TransformError
 from .base import Pass
 from .software_pipeline_linear import Lin, compare, const_diff

@@ -36,7 +36,7 @@ from ..ir import (
 )
 from ..arith.linear import ScalarLinear as Lin
 from ..errors import TransformError
-from ..ir.walk import walk
+from ..ir.traversal import walk
 from .base import Pass
 
 _ASYNC = (AsyncScope, AsyncCommitQueue, AsyncWaitQueue)

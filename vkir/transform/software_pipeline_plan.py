@@ -15,7 +15,7 @@ from ..errors import TransformError
 from ..ir import AllocBuffer, Buffer, BufferLoad, BufferStore, DeclBuffer, For, SeqStmt, Stmt, Var
 from ..ir.base import show
 from ..ir.dtype import PointerType
-from ..ir.walk import walk
+from ..ir.traversal import walk
 
 STAGE = "software_pipeline_stage"
 ORDER = "software_pipeline_order"

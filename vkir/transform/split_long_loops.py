@@ -43,7 +43,7 @@ from ..ir import stmt as S
 from ..ir.dtype import DataType
 from ..ir.functor import Mutator
 from ..ir.op import is_atomic, is_subgroup
-from ..ir.walk import walk
+from ..ir.traversal import walk
 from .base import Pass
 
 _SPLIT_KINDS = ("serial", "unrolled", "vectorized")  # what codegen emits as loops

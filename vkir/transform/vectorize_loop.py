@@ -28,7 +28,7 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import Mutator, children
 from ..ir.op import is_atomic, is_pure, is_subgroup
-from ..ir.walk import walk
+from ..ir.traversal import walk
 from ..ir.printer import script
 from .base import Pass
 
