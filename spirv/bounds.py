@@ -216,7 +216,7 @@ class _Chain:
 def instrument(data: bytes, record_binding: int) -> Instrumented:
     """The module `data` (valid SPIR-V) with bounds checks and a record buffer at
     `record_binding` in descriptor set 0 (see the module docstring)."""
-    from .reflect import module_words
+    from .parsed_module import module_words
 
     r = _Rewriter(module_words(data))
     op = r.op

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import vkir
-from vkir.spirv import reflect as reflection
+from vkir.spirv import reflection
 
 SOURCE = """#version 450
 layout(local_size_x_id = 0) in;
@@ -25,14 +25,14 @@ void main() {
 def parses(monkeypatch) -> list:
     """One entry per parse of a module by reflection from now on."""
     calls = []
-    parsed = reflection._Module
+    parsed = reflection.ParsedModule
 
     class Counting(parsed):
         def __init__(self, *args, **kwargs):
             calls.append(1)
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(reflection, "_Module", Counting)
+    monkeypatch.setattr(reflection, "ParsedModule", Counting)
     return calls
 
 

@@ -9,7 +9,7 @@ import pytest
 from vkir.errors import ArgumentError, SpirvValidationError
 from vkir.runtime.glsl import compile_glsl
 from vkir.spirv import assemble, validate
-from vkir.spirv.reflect import DescriptorBinding, PushConstant, SpecConstant, SpirvType, reflect
+from vkir.spirv.reflection import DescriptorBinding, PushConstant, SpecConstant, SpirvType, reflect
 
 SHADERS = Path(__file__).resolve().parents[1] / "shaders"
 F32, I32, U32 = SpirvType("float", 32), SpirvType("int", 32, True), SpirvType("int", 32, False)

@@ -6,7 +6,7 @@
 
 The module is validated with SPIRV-Tools for the device's Vulkan version before anything else
 looks at it; its bindings, push-constant members, local size and specialization constants come
-from reflecting it (vkir.spirv.reflect). A call checks every argument before anything is copied
+from reflecting it (vkir.spirv.reflection). A call checks every argument before anything is copied
 or recorded, with the same rules as `Kernel`: arrays are numpy arrays or DeviceArrays of the
 binding's element dtype, C-contiguous, on the kernel's device, of a size that is a whole number of
 elements and within the device's storage (or uniform) buffer range; numpy arrays are copied in,
@@ -81,7 +81,7 @@ class ShaderKernel:
     def __init__(self, spirv: bytes, device=None, entry: str = "main", specialization=None,
                  name: str | None = None):
         from ..spirv import validate
-        from ..spirv.reflect import reflect
+        from ..spirv.reflection import reflect
 
         rt = self._rt = runtime_for(device)
         self.device = rt.device

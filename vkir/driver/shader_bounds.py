@@ -36,7 +36,7 @@ class BoundsCheckedShader:
                  name: str | None = None):
         from ..spirv import validate
         from ..spirv.bounds import instrument
-        from ..spirv.reflect import reflect
+        from ..spirv.reflection import reflect
         from .shader import ShaderKernel, runtime_for
 
         rt = runtime_for(device)
