@@ -14,9 +14,14 @@ os.environ.setdefault("VKIR_VALIDATION", "1")
 os.environ.setdefault("VKIR_CACHE_DIR", "0")  # tests never write a pipeline cache into $HOME
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def _vulkan_device(_vkir_session_device):
-    """The opened runtime Device for session-scoped use (skips where no Vulkan device exists)."""
+    """The opened runtime Device for module-scoped fixtures (skips where no Vulkan device
+    exists); opened again when a test of an earlier module shut the runtime down."""
+    if _vkir_session_device.closed:
+        from vkir.pytest_plugin import open_test_device
+
+        return open_test_device()
     return _vkir_session_device
 
 
