@@ -40,7 +40,9 @@ class Dispatch:
     replayed: the arrays, and whatever holds the pipeline (the kernel: a dropped kernel
     releases its pipeline); `checks`: what must run around each run, e.g. the violation
     record of a bounds-checked kernel (`reset()` before a run is submitted, `verify()` once it
-    has finished, which may raise)."""
+    has finished, which may raise); `checked`: whoever made it checked its group counts and
+    buffer ranges against the device limits already (vkir's kernels do), so recording does not
+    check them again."""
 
     pipeline: object
     buffers: tuple
@@ -50,6 +52,7 @@ class Dispatch:
     name: str = "dispatch"
     keep: tuple = ()
     checks: tuple = ()   # objects with reset() (before each run) and verify() (after it ended)
+    checked: bool = False
 
     def __post_init__(self):
         if len(self.access) != len(self.buffers):
@@ -108,7 +111,8 @@ class Recording:
                 if d.pipeline.device is not device:
                     raise ArgumentError(f"dispatch {d.name} was built for another device than "
                                         f"{device!r}")
-                check_dispatch(device, d.pipeline, d.buffers, d.push, d.groups)
+                check_dispatch(device, d.pipeline, d.buffers, d.push, d.groups,
+                               limits=not d.checked)
             device.recordings[id(res)] = res
             fin = weakref.finalize(self, _defer_free, device, res)
             fin.atexit = False

@@ -58,6 +58,17 @@ def test_a_kernel_checks_limits_once_per_build_and_once_per_call(device, checks)
         np.testing.assert_array_equal(y.numpy(), x.numpy() * np.float32(3.25) + np.float32(0.625))
 
 
+def test_a_recorded_kernel_is_checked_once(device, checks):
+    k = vkir.build(shift_scale, device=device)
+    x = vkir.array(np.arange(24, dtype=np.float32), device=device)
+    y = vkir.zeros((24,), "float32", device=device)
+    checks.clear()
+    with vkir.sequence():
+        k(x, y)
+    assert checks == {"check_grid": 1}
+    np.testing.assert_array_equal(y.numpy(), x.numpy() * np.float32(3.25) + np.float32(0.625))
+
+
 SOURCE = """#version 450
 layout(local_size_x = 4) in;
 layout(std430, binding = 0) buffer A { float a[]; };

@@ -78,10 +78,12 @@ class VulkanProgram(Program):
                        warmup=warmup, checked=True)
 
     def dispatch(self, buffers, access: tuple, push: bytes, groups: tuple, name: str, keep):
-        """A vkir.runtime.Dispatch for sequences."""
+        """A vkir.runtime.Dispatch for sequences (its limits checked by the caller, as for
+        `launch`)."""
         from ..runtime import Dispatch
 
-        return Dispatch(self.handle, tuple(buffers), access, push, groups, name, keep)
+        return Dispatch(self.handle, tuple(buffers), access, push, groups, name, keep,
+                        checked=True)
 
     def release(self) -> None:
         """vkir.runtime.release_pipeline (the last holder destroys it and its launches)."""
