@@ -20,8 +20,9 @@ aliasing (which arguments share memory), interpreter; spirv (the IR -> SPIR-V ba
 facade may import it.
 
 Inside the facade, the device seam (vkir.backends.protocol) is a rule on modules (FORBIDDEN):
-`Kernel` (vkir.driver.kernel), `ShaderKernel` (vkir.driver.shader) and the dispatch helpers
-every kernel shares (vkir.driver.dispatch) reach a device only through a backend's Runtime, so they import no
+`Kernel` (vkir.driver.kernel and its parts kernel_calls, kernel_values, kernel_variants,
+building), `ShaderKernel` (vkir.driver.shader) and the dispatch helpers every kernel shares
+(vkir.driver.dispatch) reach a device only through a backend's Runtime, so they import no
 vkir.runtime, not even lazily; only the Vulkan backend (vkir.backends.vulkan) adapts it.
 """
 
@@ -67,6 +68,10 @@ ALLOWED = {
 # module -> the packages it must not import at all (lazy imports included)
 FORBIDDEN = {
     "vkir.driver.kernel": {"vkir.runtime"},
+    "vkir.driver.kernel_calls": {"vkir.runtime"},
+    "vkir.driver.kernel_values": {"vkir.runtime"},
+    "vkir.driver.kernel_variants": {"vkir.runtime"},
+    "vkir.driver.building": {"vkir.runtime"},
     "vkir.driver.dispatch": {"vkir.runtime"},
     "vkir.driver.shader": {"vkir.runtime"},
     "vkir.backends.protocol": {"vkir.runtime", "vkir.driver"},
