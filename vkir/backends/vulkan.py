@@ -209,10 +209,6 @@ class VulkanRuntime(Runtime):
                                 tuple(spec.specialization), spec.subgroup, checked=True)
         return VulkanProgram(self.device, pipeline)
 
-    def program_of(self, pipeline) -> VulkanProgram:
-        """A runtime Pipeline someone else holds as a Program (not to be released through it)."""
-        return VulkanProgram(self.device, pipeline)
-
     def check_open(self) -> None:
         """DeviceError when the device was closed."""
         self.device.check_open()

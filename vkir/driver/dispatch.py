@@ -6,8 +6,8 @@ with aliased ones in one buffer (`stage`, see vkir.aliasing). `Kernel` (vkir.bui
 has does not depend on where the kernel came from.
 
 Everything here goes through the device seam (vkir.backends.protocol): a `Runtime`'s allocator
-and a `Program`'s launches. A bare vkir.runtime Device and Pipeline (what ShaderKernel holds) are
-taken as the Vulkan backend's (`as_runtime`, `as_program`).
+and a `Program`'s launches. A bare vkir.runtime Device is taken as the Vulkan backend's
+(`as_runtime`).
 """
 
 from __future__ import annotations
@@ -26,14 +26,6 @@ def as_runtime(device):
     from ..backends.vulkan import runtime_of
 
     return runtime_of(device)
-
-
-def as_program(rt, pipeline):
-    """`pipeline` as a seam Program of `rt`: itself when it is one, else a runtime Pipeline
-    someone else holds."""
-    from ..backends.protocol import Program
-
-    return pipeline if isinstance(pipeline, Program) else rt.program_of(pipeline)
 
 
 class ScratchBuffers:
@@ -114,30 +106,27 @@ def copy_back(copies: list, host: dict, copy_out=None) -> None:
             scatter(group, host, out)
 
 
-def run(device, pipeline, buffers, push, groups, name: str, keep, profiler=None) -> None:
+def run(rt, program, buffers, push, groups, name: str, keep, profiler=None) -> None:
     """Dispatch and wait; inside `vkir.profile()` (`profiler`), timed and recorded under `name`
-    where the device has timestamps. `device` is a seam Runtime (or a Vulkan Device),
-    `pipeline` its Program (or a runtime Pipeline)."""
-    rt = as_runtime(device)
+    where the device has timestamps. `rt` is a seam Runtime, `program` its Program."""
     timed = profiler is not None and rt.timestamps
-    launch = as_program(rt, pipeline).launch(buffers, push, groups, timed=timed)
+    launch = program.launch(buffers, push, groups, timed=timed)
     if timed:
         profiler.add_launch(name, launch, keep)
     else:
         launch.run(keep=keep)
 
 
-def submit(device, pipeline, buffers: dict, push, groups, name: str, keep, numpy_args: dict,
+def submit(rt, program, buffers: dict, push, groups, name: str, keep, numpy_args: dict,
            written, aliases=(), order=None):
     """Submit without waiting: `buffers` ({argument position: device buffer}) and `numpy_args`
     ({position: numpy array}) give every buffer argument; each numpy one is copied into a fresh
     device buffer of this launch alone (one per group of `aliases`, see `stage`), and the written
     ones (`written(position)`) are copied back when the handle's wait sees the end. `order` gives
-    the argument position of each binding (None: one binding per position, in order). `device`
-    and `pipeline` as for `run`."""
+    the argument position of each binding (None: one binding per position, in order). `rt` and
+    `program` as for `run`."""
     from .sequences import LaunchHandle
 
-    rt = as_runtime(device)
     allocator = rt.allocator
 
     def copy_in(position, data):
@@ -148,7 +137,7 @@ def submit(device, pipeline, buffers: dict, push, groups, name: str, keep, numpy
     staged, copies = stage(numpy_args, written, aliases, copy_in, allocator.view)
     buffers = {**buffers, **staged}
     order = range(len(buffers)) if order is None else order
-    launch = as_program(rt, pipeline).launch([buffers[i] for i in order], push, groups)
+    launch = program.launch([buffers[i] for i in order], push, groups)
     submission = launch.submit(keep=(keep, tuple(staged.values())), what=f"launch of {name}")
     return LaunchHandle(submission, [(_Readback(buf, group, numpy_args, allocator.copy_out), out)
                                      for buf, out, group in copies], name)
