@@ -27,7 +27,7 @@ import struct
 from dataclasses import dataclass
 from functools import cache
 
-from .grammar import core_grammar_file, grammar
+from .khronos_grammar import core_grammar_file, grammar
 
 RECORD_WORDS = 4
 _GUARDED = {4: "Workgroup", 6: "Private", 7: "Function", 12: "StorageBuffer", 2: "Uniform"}

@@ -12,7 +12,7 @@ from array import array
 
 import numpy as np
 
-from .grammar import Grammar, grammar
+from .khronos_grammar import Grammar, grammar
 
 _GENERATOR = 0  # unregistered generator id
 

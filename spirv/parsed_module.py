@@ -3,7 +3,7 @@
 decorations, types, constants, entry points, execution modes, variables, the ids each function
 uses) and lays out its types, evaluating specialization constants (OpSpecConstantOp's integer and
 logical operations) with the defaults or the values given. Opcodes and enumerants come from the
-Khronos grammar (vkir.spirv.grammar).
+Khronos grammar (vkir.spirv.khronos_grammar).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import struct
 from functools import cache
 
 from ..errors import SpirvValidationError, UnsupportedError
-from .grammar import grammar
+from .khronos_grammar import grammar
 from .reflected_types import SpirvMember, SpirvType
 
 __all__ = ["ParsedModule", "module_words", "enumerant_names"]

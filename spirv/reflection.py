@@ -6,7 +6,7 @@ WorkgroupSize builtin, as glslang emits for `layout(local_size_x_id = 0) in;`), 
 bindings the entry point uses (set, binding, storage or uniform buffer, NonWritable/NonReadable,
 the element type and array stride of a trailing runtime array), the push-constant block members
 (names from OpMemberName, types, offsets) and the specialization constants (SpecId, name, type,
-default). Opcodes and enumerants come from the Khronos grammar (vkir.spirv.grammar), so nothing
+default). Opcodes and enumerants come from the Khronos grammar (vkir.spirv.khronos_grammar), so nothing
 here is a hand-copied table. The module is assumed valid (validate it with SPIRV-Tools first);
 what reflection cannot describe raises UnsupportedError. The reflected types live in
 reflected_types.py (re-exported here), the parsing of the module in parsed_module.py.
@@ -15,7 +15,7 @@ reflected_types.py (re-exported here), the parsing of the module in parsed_modul
 from __future__ import annotations
 
 from ..errors import ArgumentError, UnsupportedError
-from .grammar import grammar
+from .khronos_grammar import grammar
 from .parsed_module import ParsedModule, enumerant_names, module_words
 from .reflected_types import (DescriptorBinding, EntryPoint, PushConstant, ShaderInfo,
                               SpecConstant, SpirvMember, SpirvType)

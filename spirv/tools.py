@@ -15,7 +15,7 @@ from functools import cache
 import cffi
 
 from ..errors import ArgumentError, SpirvValidationError
-from .grammar import spirv_tools_library
+from .khronos_grammar import spirv_tools_library
 
 _CDEF = """
 typedef int spv_result_t;

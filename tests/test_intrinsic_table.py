@@ -157,7 +157,7 @@ def test_every_row_is_translated_to_c_or_refused_by_name():
 def test_codegen_lowers_every_row():
     from vkir.spirv.codegen.emitter import KernelEmitter
     from vkir.spirv.codegen.intrinsics import OWN_LOWERINGS
-    from vkir.spirv.grammar import grammar
+    from vkir.spirv.khronos_grammar import grammar
 
     core, glsl = grammar().opcodes, grammar().glsl
     for name, row in INTRINSICS.items():

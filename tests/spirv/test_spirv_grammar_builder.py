@@ -8,7 +8,7 @@ import struct
 
 from vkir.spirv import assemble, disassemble, validate
 from vkir.spirv.builder import ModuleBuilder
-from vkir.spirv.grammar import cmeel_prefix, grammar
+from vkir.spirv.khronos_grammar import cmeel_prefix, grammar
 
 
 def _spv_header_tables():

@@ -64,7 +64,7 @@ def cache_dir() -> Path | None:
 def _validator_version() -> str:
     """The SPIRV-Tools library that validates modules, by path, size and modification time
     (entries validated by another library are other entries)."""
-    from ..spirv.grammar import spirv_tools_library
+    from ..spirv.khronos_grammar import spirv_tools_library
 
     library = spirv_tools_library()
     st = library.stat()
