@@ -231,36 +231,48 @@ class ExprMixin:
         header; the result is r in the header, which dominates the merge block. The body reduces
         REMAINDER_UNROLL steps per back edge (a step with d = 0 shifts by 0 and keeps r < divisor,
         so the extra steps need no guard): drivers that count back edges against a loop limit
-        (llvmpipe) spend that many times fewer of them."""
+        (llvmpipe) spend that many times fewer of them. A counter also stops the loop after the
+        most iterations d allows, so that no miscompiled step can make it run on (an NVIDIA H200
+        lost the device in a float64 // of this loop without one, with min() as GLSL's UMin)."""
         dt = loop.r.dtype
         t = self.ty(dt)
         bt = self.types.bool_of(dt.lanes)
+        u32 = DataType("uint", 32, 1)
         r0, d0, divisor = self.expr(loop.r), self.expr(loop.d), self.expr(loop.divisor)
         step = self.const(dt, loop.step)
         entry = self.label
         header, check, body, cont, merge = (self.b.new_id() for _ in range(5))
-        r, d, r_next, d_next = (self.b.new_id() for _ in range(4))
+        r, d, n, r_next, d_next, n_next = (self.b.new_id() for _ in range(6))
         self.do("OpBranch", header)
         self.start_block(header)
         self.b.encode(self.code, "OpPhi", t, r, r0, entry, r_next, cont)
         self.b.encode(self.code, "OpPhi", t, d, d0, entry, d_next, cont)
+        self.b.encode(self.code, "OpPhi", self.ty(u32), n, self.const(u32, 0), entry, n_next, cont)
         self.do("OpLoopMerge", merge, cont, self.b.enum("LoopControl", "None"))
         self.do("OpBranch", check)
         self.start_block(check)
         more = self.op("OpINotEqual", bt, d, self.const(dt, 0))
         if dt.lanes > 1:
             more = self.op("OpAny", self.types.bool_of(1), more)
+        within = self.op("OpULessThan", self.types.bool_of(1), n,
+                         self.const(u32, loop.iterations(REMAINDER_UNROLL)))
+        more = self.op("OpLogicalAnd", self.types.bool_of(1), more, within)
         self.do("OpBranchConditional", more, body, merge)
         self.start_block(body)
+
+        def step_of(d_k):   # min(d_k, step), as a comparison (no extended instruction)
+            return self.op("OpSelect", t, self.op("OpULessThan", bt, d_k, step), d_k, step)
+
         r_k, d_k = r, d
         for _ in range(REMAINDER_UNROLL - 1):
-            s = self.glsl("UMin", t, d_k, step)
+            s = step_of(d_k)
             r_k = self.op("OpUMod", t, self.op("OpShiftLeftLogical", t, r_k, s), divisor)
             d_k = self.op("OpISub", t, d_k, s)
-        s = self.glsl("UMin", t, d_k, step)
+        s = step_of(d_k)
         self.b.encode(self.code, "OpUMod", t, r_next,
                       self.op("OpShiftLeftLogical", t, r_k, s), divisor)
         self.b.encode(self.code, "OpISub", t, d_next, d_k, s)
+        self.b.encode(self.code, "OpIAdd", self.ty(u32), n_next, n, self.const(u32, 1))
         self.do("OpBranch", cont)
         self.start_block(cont)
         self.do("OpBranch", header)

@@ -43,13 +43,20 @@ _FORMAT = {32: (23, 127), 64: (52, 1023)}
 class RemainderLoop:
     """`result` = r * 2**d mod `divisor`, computed from r = `r` (< divisor) and d = `d` (unsigned,
     scalar or vector) as: while any lane of d is nonzero, s = min(d, `step`), r = (r << s) mod
-    divisor, d = d - s. `step` is small enough that r << s never overflows."""
+    divisor, d = d - s. `step` is small enough that r << s never overflows; d never exceeds
+    `max_d`, which bounds the iterations (see `iterations`)."""
 
     result: Var
     r: PrimExpr
     d: PrimExpr
     divisor: PrimExpr
     step: int
+    max_d: int
+
+    def iterations(self, unroll: int) -> int:
+        """The most iterations the loop runs with `unroll` steps per iteration."""
+        steps = -(-self.max_d // self.step)
+        return -(-steps // unroll)
 
 
 @dataclass(frozen=True)
@@ -75,12 +82,13 @@ class _Lets:
         self.binds.append((var, value))
         return var
 
-    def remainder_loop(self, r: PrimExpr, d: PrimExpr, divisor: PrimExpr, step: int) -> Var:
+    def remainder_loop(self, r: PrimExpr, d: PrimExpr, divisor: PrimExpr, step: int,
+                       max_d: int) -> Var:
         """The var of a RemainderLoop's result; the bindings so far come before the loop."""
         assert self.loop is None, "one remainder loop per computation"
         result = Var("r", r.dtype)
         self.before, self.binds = tuple(self.binds), []
-        self.loop = RemainderLoop(result, r, d, divisor, step)
+        self.loop = RemainderLoop(result, r, d, divisor, step, max_d)
         return result
 
     def staged(self, value: PrimExpr) -> Staged:
@@ -152,7 +160,8 @@ def _fmod(lets: _Lets, a: Var, b: Var) -> Var:
     # needed where |a| >= |b| (then ex >= ey); elsewhere fmod is a and the loop need not run
     d = lets.let("d", Select(GE(ex, ey), Sub(ex, ey), _u(0, ut)))
     r0 = lets.let("r0", FloorMod(mx, divisor))
-    r = lets.remainder_loop(r0, d, divisor, step)  # r = mx * 2**d mod my
+    max_d = (1 << (w - m - 1)) - 2          # the largest exponent field less the smallest
+    r = lets.remainder_loop(r0, d, divisor, step, max_d)  # r = mx * 2**d mod my
     # the bits of r * 2**(ey - bias - m), normal or subnormal (r < my, so it is a float)
     top = Sub(_call(ut, "shift_right", _call(ut, "reinterpret", Cast(dt, r)), _u(m, ut)),
               _u(bias, ut))                                     # floor(log2(r))
