@@ -15,6 +15,7 @@ pytest.importorskip("wgpu")
 import vkir  # noqa: E402
 from vkir import T  # noqa: E402
 from vkir.testing import random_arguments  # noqa: E402
+from vkir.tools.demo import vadd  # noqa: E402  (the README's vector add)
 
 
 @pytest.fixture(scope="module")
@@ -25,16 +26,6 @@ def wgpu_runtime():
         return default_runtime()
     except vkir.UnsupportedError as exc:   # no WebGPU adapter on this machine
         pytest.skip(str(exc))
-
-
-@T.prim_func
-def vadd(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32"),
-         c: T.Buffer(("n",), "float32")):
-    for bx in T.thread_binding((n + 63) // 64, "blockIdx.x"):
-        for tx in T.thread_binding(64, "threadIdx.x"):
-            i = bx * 64 + tx
-            if i < n:
-                c[i] = a[i] + b[i]
 
 
 @T.prim_func
