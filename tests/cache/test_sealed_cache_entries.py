@@ -21,6 +21,13 @@ def scale(x: T.Buffer((64,), "float32"), y: T.Buffer((64,), "float32")):
 '''
 
 
+@pytest.fixture
+def root(tmp_path, monkeypatch):
+    monkeypatch.setenv("VKIR_CACHE_DIR", str(tmp_path / "root"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    return tmp_path / "root"
+
+
 def _scale(factor):
     return vkir.from_script(SOURCE.format(factor=factor))
 
