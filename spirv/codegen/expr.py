@@ -255,7 +255,7 @@ class ExprMixin:
         if dt.lanes > 1:
             more = self.op("OpAny", self.types.bool_of(1), more)
         within = self.op("OpULessThan", self.types.bool_of(1), n,
-                         self.const(u32, loop.iterations(REMAINDER_UNROLL)))
+                         self.const(u32, loop.iterations))
         more = self.op("OpLogicalAnd", self.types.bool_of(1), more, within)
         self.do("OpBranchConditional", more, body, merge)
         self.start_block(body)

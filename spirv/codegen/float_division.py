@@ -53,10 +53,30 @@ class RemainderLoop:
     step: int
     max_d: int
 
-    def iterations(self, unroll: int) -> int:
-        """The most iterations the loop runs with `unroll` steps per iteration."""
-        steps = -(-self.max_d // self.step)
-        return -(-steps // unroll)
+    @property
+    def iterations(self) -> int:
+        """The most iterations the emitted loop runs (REMAINDER_UNROLL steps each)."""
+        return _iterations(self.max_d, self.step)
+
+
+def _reduction(width: int) -> tuple[int, int]:
+    """(bits reduced per step, the largest exponent difference) of a `width`-bit float: r <
+    2**(m+1), so r << step fits the width; the difference is at most the largest exponent
+    field less the smallest."""
+    m, _ = _FORMAT[width]
+    return width - m - 1, (1 << (width - m - 1)) - 2
+
+
+def _iterations(max_d: int, step: int) -> int:
+    steps = -(-max_d // step)
+    return -(-steps // REMAINDER_UNROLL)
+
+
+def remainder_iterations(float_bits: int) -> int:
+    """The most iterations of the loop a float `//`, `%` or fmod of `float_bits` emits (float16
+    computes in float32): what it spends of a driver's loop budget."""
+    step, max_d = _reduction(64 if float_bits == 64 else 32)
+    return _iterations(max_d, step)
 
 
 @dataclass(frozen=True)
@@ -138,7 +158,7 @@ def _fmod(lets: _Lets, a: Var, b: Var) -> Var:
     w = dt.bits
     m, bias = _FORMAT[w]
     ut, it, bt = _bits(dt), DataType("int", w, dt.lanes), _bool(dt)
-    step = w - m - 1                       # r < 2**(m+1), so r << step fits the width
+    step, max_d = _reduction(w)
     frac_mask, implicit = (1 << m) - 1, 1 << m
     bx = lets.let("bx", _call(ut, "bitwise_and", _call(ut, "reinterpret", a),
                               _u((1 << (w - 1)) - 1, ut)))
@@ -160,7 +180,6 @@ def _fmod(lets: _Lets, a: Var, b: Var) -> Var:
     # needed where |a| >= |b| (then ex >= ey); elsewhere fmod is a and the loop need not run
     d = lets.let("d", Select(GE(ex, ey), Sub(ex, ey), _u(0, ut)))
     r0 = lets.let("r0", FloorMod(mx, divisor))
-    max_d = (1 << (w - m - 1)) - 2          # the largest exponent field less the smallest
     r = lets.remainder_loop(r0, d, divisor, step, max_d)  # r = mx * 2**d mod my
     # the bits of r * 2**(ey - bias - m), normal or subnormal (r < my, so it is a float)
     top = Sub(_call(ut, "shift_right", _call(ut, "reinterpret", Cast(dt, r)), _u(m, ut)),

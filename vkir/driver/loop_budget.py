@@ -28,7 +28,7 @@ from ..ir.dtype import DataType, type_range
 from ..ir.functor import Mutator
 from ..ir.op import is_atomic, is_subgroup
 from ..ir.traversal import walk
-from ..spirv.codegen.float_division import REMAINDER_UNROLL
+from ..spirv.codegen.float_division import remainder_iterations
 from ..spirv.codegen.stmt import MAX_UNROLL
 from ..transform.split_long_loops import WHILE_MAX_FACTOR, splittable
 
@@ -140,7 +140,7 @@ def _replace_calls(e, mapping: dict):
 
 def _walk(s, ranges: dict, starts: int | None, out: list, outer: frozenset) -> None:
     if not isinstance(s, S.While):   # (a while loop's condition runs once per iteration)
-        _hidden_loops(_own_exprs(s), starts, out, outer)
+        _hidden_loops(_fields(s, E.PrimExpr), starts, out, outer)
     if isinstance(s, S.For):
         lo = value_range(s.min, ranges)[0] if not _data_dependent(s.min) else None
         extent = _upper(s.extent, ranges)
@@ -184,27 +184,20 @@ def _walk(s, ranges: dict, starts: int | None, out: list, outer: frozenset) -> N
                 inner[s.var] = value_range(s.value, ranges)
         _walk(s.body, inner, starts, out, outer)
         return
-    for child in _children(s):
+    for child in _fields(s, S.Stmt):
         _walk(child, ranges, starts, out, outer)
 
 
-# float `//`, `%` and fmod are one loop each in codegen (vkir.spirv.codegen.float_division): while
-# the exponent difference d is nonzero, reduce min(d, step) bits REMAINDER_UNROLL times; d <= 254
-# for float32 (float16 is computed in float32), 2046 for float64; step = 8 and 11
-_REMAINDER_TRIPS = {bits: -(-steps // REMAINDER_UNROLL)
-                    for bits, steps in {16: -(-254 // 8), 32: -(-254 // 8),
-                                        64: -(-2046 // 11)}.items()}
-
-
-def _own_exprs(s) -> list:
-    """The expressions statement `s` evaluates itself (not those of statements inside it)."""
+def _fields(s, cls) -> list:
+    """The `cls` values of statement `s`'s own fields (a field or the items of a tuple field, in
+    order): its expressions with cls=PrimExpr, the statements directly inside it with Stmt."""
     out = []
     for name in getattr(s, "__dataclass_fields__", ()):
         value = getattr(s, name)
-        if isinstance(value, E.PrimExpr):
+        if isinstance(value, cls):
             out.append(value)
         elif isinstance(value, tuple):
-            out.extend(v for v in value if isinstance(v, E.PrimExpr))
+            out.extend(v for v in value if isinstance(v, cls))
     return out
 
 
@@ -216,7 +209,7 @@ def _hidden_loops(exprs, starts, out: list, outer: frozenset) -> None:
             float_mod = isinstance(n, (E.FloorDiv, E.FloorMod, E.Mod)) or (
                 isinstance(n, E.Call) and n.op == "fmod")
             if float_mod and n.dtype.is_float:
-                out.append(Loop(n, _REMAINDER_TRIPS[n.dtype.bits], starts, False, outer))
+                out.append(Loop(n, remainder_iterations(n.dtype.bits), starts, False, outer))
 
 
 _MAX_ENUMERATED = 1 << 14   # the most values of an enclosing variable `_per_start` goes through
@@ -342,18 +335,6 @@ def _copied(s: S.For, lo, extent, min_hi) -> bool:
     return (s.kind == "unrolled" and lo is not None and lo == min_hi and extent is not None
             and isinstance(s.extent, E.IntImm) and extent <= MAX_UNROLL
             and not any(isinstance(n, (S.AllocBuffer, S.DeclBuffer)) for n in walk(s.body)))
-
-
-def _children(s) -> list:
-    """The statements directly inside `s` (every Stmt-valued field, in order)."""
-    out = []
-    for name in getattr(s, "__dataclass_fields__", ()):
-        value = getattr(s, name)
-        if isinstance(value, S.Stmt):
-            out.append(value)
-        elif isinstance(value, tuple):
-            out.extend(v for v in value if isinstance(v, S.Stmt))
-    return out
 
 
 @dataclass(frozen=True)
