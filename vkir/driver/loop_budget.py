@@ -25,7 +25,7 @@ from ..errors import UnsupportedError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.dtype import DataType, type_range
-from ..ir.functor import Mutator
+from ..ir.functor import Mutator, children
 from ..ir.op import is_atomic, is_subgroup
 from ..ir.traversal import walk
 from ..spirv.codegen.float_division import remainder_iterations
@@ -189,16 +189,9 @@ def _walk(s, ranges: dict, starts: int | None, out: list, outer: frozenset) -> N
 
 
 def _fields(s, cls) -> list:
-    """The `cls` values of statement `s`'s own fields (a field or the items of a tuple field, in
-    order): its expressions with cls=PrimExpr, the statements directly inside it with Stmt."""
-    out = []
-    for name in getattr(s, "__dataclass_fields__", ()):
-        value = getattr(s, name)
-        if isinstance(value, cls):
-            out.append(value)
-        elif isinstance(value, tuple):
-            out.extend(v for v in value if isinstance(v, cls))
-    return out
+    """The direct children of statement `s` that are `cls`: its own expressions with
+    cls=PrimExpr, the statements directly inside it with Stmt."""
+    return [c for c in children(s) if isinstance(c, cls)]
 
 
 def _hidden_loops(exprs, starts, out: list, outer: frozenset) -> None:
