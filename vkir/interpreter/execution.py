@@ -9,12 +9,12 @@ from ..analysis.type_checker import verify_types
 from ..errors import ArgumentError, TypeCheckError, WellFormedError
 from ..ir.base import show
 from ..ir.dtype import DataType
-from ..ir.expr import BufferLoad, Call, IntImm, Var, convert
+from ..ir.expr import IntImm, Var, convert
 from ..ir.function import PrimFunc
-from ..ir.op import is_atomic
-from ..ir.stmt import BufferStore, For, While
+from ..ir.stmt import For, While
 from ..ir.structural import recursion_headroom
 from ..ir.traversal import walk
+from ..binding import written_params
 from .arguments import bind_arguments
 from .compiler import Compiler
 from .frames import Frame, RunState
@@ -161,16 +161,11 @@ def _interpret_with(prepared: Prepared, args: tuple, kwargs: dict, check_races: 
 
 def _written_arrays(func: PrimFunc, args: tuple, kwargs: dict) -> list:
     """The numpy arguments bound to buffers that some store or atomic of `func` writes."""
-    written = set()
-    for n in walk(func.body):
-        if isinstance(n, BufferStore):
-            written.add(n.buffer.data)
-        elif isinstance(n, Call) and is_atomic(n.op) and n.args and isinstance(n.args[0], BufferLoad):
-            written.add(n.args[0].buffer.data)
+    written = {func.params[i] for i in written_params(func)}
     by_name = {p.name: p for p in func.params}
     pairs = list(zip(func.params, args)) + [(by_name.get(k), a) for k, a in kwargs.items()]
     return [a for p, a in pairs if isinstance(a, np.ndarray) and p in func.buffer_map
-            and func.buffer_map[p].data in written]
+            and p in written]
 
 
 def _run(prepared: Prepared, args: tuple, kwargs: dict, check_races: bool, subgroup_size: int,
