@@ -288,25 +288,31 @@ def junit_report(results, env: str) -> str:
 _LINE = re.compile(r"^(?:ERROR|WARNING): (?P<file>.+?):(?P<line>\d+): (?P<text>.*)$")
 
 
+def _located_problems(results):
+    """(result, its file without a variant suffix, problem, the message's lines, glslang's first
+    `file:line: text` match or None) for every problem of `results`."""
+    for r in results:
+        path = r.file.split(" [", 1)[0]
+        for p in r.problems:
+            lines = p.message.splitlines() or [""]
+            first = next((m for m in map(_LINE.match, lines) if m), None)
+            yield r, path, p, lines, first
+
+
 def sarif_report(results, env: str) -> str:
     """SARIF 2.1.0 (what code-scanning services read): one result per problem, with the file
     and, where glslang gives one, the line."""
     from .. import __version__
 
     out = []
-    for r in results:
-        path = r.file.split(" [", 1)[0]
-        for p in r.problems:
-            lines = p.message.splitlines() or [""]
-            first = next((m for m in map(_LINE.match, lines) if m), None)
-            region = {"startLine": int(first["line"])} if first else None
-            location = {"artifactLocation": {"uri": Path(path).as_posix()}}
-            if region:
-                location["region"] = region
-            out.append({"ruleId": p.stage, "level": "error",
-                        "message": {"text": (first["text"] if first else lines[0])
-                                    + (f" ({r.file})" if r.file != path else "")},
-                        "locations": [{"physicalLocation": location}]})
+    for r, path, p, lines, first in _located_problems(results):
+        location = {"artifactLocation": {"uri": Path(path).as_posix()}}
+        if first:
+            location["region"] = {"startLine": int(first["line"])}
+        out.append({"ruleId": p.stage, "level": "error",
+                    "message": {"text": (first["text"] if first else lines[0])
+                                + (f" ({r.file})" if r.file != path else "")},
+                    "locations": [{"physicalLocation": location}]})
     doc = {"version": "2.1.0",
            "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
            "runs": [{"tool": {"driver": {"name": "vkir validate", "version": __version__,
@@ -333,16 +339,12 @@ def github_report(results, env: str) -> str:
     glslang gives one, line; the message percent-encoded as the format asks, so that it is one
     line), then the text report's summary line."""
     out = []
-    for r in results:
-        path = r.file.split(" [", 1)[0]
-        for p in r.problems:
-            lines = p.message.splitlines() or [""]
-            first = next((m for m in map(_LINE.match, lines) if m), None)
-            props = f"file={annotation_property(path)}"
-            if first:
-                props += f",line={int(first['line'])}"
-            props += f",title={annotation_property(f'vkir validate ({p.stage}): {r.file}')}"
-            out.append(f"::error {props}::{annotation_data(p.message)}")
+    for r, path, p, _lines, first in _located_problems(results):
+        props = f"file={annotation_property(path)}"
+        if first:
+            props += f",line={int(first['line'])}"
+        props += f",title={annotation_property(f'vkir validate ({p.stage}): {r.file}')}"
+        out.append(f"::error {props}::{annotation_data(p.message)}")
     return "\n".join(out + [text_report(results, env).rstrip("\n").rsplit("\n", 1)[-1]]) + "\n"
 
 
