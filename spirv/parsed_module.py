@@ -92,6 +92,7 @@ class ParsedModule:
         self.entry_points, self.modes, self.mode_ids = [], [], []
         self.variables = []                  # (id, pointer type id, storage class)
         self.capabilities, self.extensions = [], []
+        self.ext_inst_imports: list = []     # names of the extended instruction sets imported
         self.functions: dict = {}            # function id -> set of words used in its body
         decoration = enumerant_names("Decoration")
         storage = enumerant_names("StorageClass")
@@ -130,11 +131,20 @@ class ParsedModule:
                 self.all_names.setdefault(ops[0], []).append(name)
             elif code == op["OpMemberName"]:
                 self.member_names[(ops[0], ops[1])] = _string(ops, 2)[0]
-            elif code == op["OpDecorate"]:
+            elif code in (op["OpDecorate"], op["OpDecorateId"], op["OpDecorateString"]):
                 self.decorations.setdefault(ops[0], {})[decoration.get(ops[1], ops[1])] = ops[2:]
-            elif code == op["OpMemberDecorate"]:
+            elif code in (op["OpMemberDecorate"], op["OpMemberDecorateString"]):
                 self.member_decorations.setdefault((ops[0], ops[1]), {})[
                     decoration.get(ops[2], ops[2])] = ops[3:]
+            elif code == op["OpGroupDecorate"]:
+                # a decoration group's decorations all come before the group is applied
+                group = self.decorations.get(ops[0], {})
+                for target in ops[1:]:
+                    self.decorations.setdefault(target, {}).update(group)
+            elif code == op["OpGroupMemberDecorate"]:
+                group = self.decorations.get(ops[0], {})
+                for target, member in zip(ops[1::2], ops[2::2]):
+                    self.member_decorations.setdefault((target, member), {}).update(group)
             elif code == op["OpEntryPoint"]:
                 name, nxt = _string(ops, 2)
                 self.entry_points.append((enumerant_names("ExecutionModel").get(ops[0], str(ops[0])),
@@ -147,7 +157,10 @@ class ParsedModule:
                 self.capabilities.append(enumerant_names("Capability").get(ops[0], str(ops[0])))
             elif code == op["OpExtension"]:
                 self.extensions.append(_string(ops, 0)[0])
+            elif code == op["OpExtInstImport"]:
+                self.ext_inst_imports.append(_string(ops, 1)[0])
         self.types: dict = {}                # type id -> SpirvType, laid out on first use
+        self._laying_out: set = set()        # type ids being laid out (to stop at a cycle)
 
     def specialized(self, values: dict) -> "ParsedModule":
         """The same parsed module with specialization {SpecId: value} (types are laid out
@@ -155,6 +168,7 @@ class ParsedModule:
         other = copy.copy(self)
         other.specialization = dict(values)
         other.types = {}
+        other._laying_out = set()
         return other
 
     # -- types ---------------------------------------------------------------------------------
@@ -162,8 +176,26 @@ class ParsedModule:
         """The laid-out SpirvType of type id `tid` (made once per parsed module)."""
         got = self.types.get(tid)
         if got is None:
-            got = self.types[tid] = self._make_type(tid)
+            if tid in self._laying_out:
+                # a type that holds a pointer to itself (a buffer_reference linked list): the
+                # inner mention is a stub with the name and no members
+                return self._stub(tid)
+            self._laying_out.add(tid)
+            try:
+                got = self.types[tid] = self._make_type(tid)
+            finally:
+                self._laying_out.discard(tid)
         return got
+
+    def _stub(self, tid: int) -> SpirvType:
+        """The type `tid` without what it contains (where laying it out would recurse)."""
+        code, ops = self.insts[tid]
+        if grammar().opnames.get(code) == "OpTypePointer":
+            storage = enumerant_names("StorageClass").get(ops[0], str(ops[0]))
+            return SpirvType("pointer", bits=64 if storage == "PhysicalStorageBuffer" else 0,
+                             element=SpirvType("struct", name=self.names.get(ops[1], "")),
+                             storage_class=storage)
+        return SpirvType("struct", name=self.names.get(tid, ""))
 
     def _make_type(self, tid: int) -> SpirvType:
         g = grammar()
@@ -186,8 +218,10 @@ class ParsedModule:
         if name == "OpTypeRuntimeArray":
             return SpirvType("runtime_array", element=self.type(ops[0]), stride=stride)
         if name == "OpTypePointer":
-            return SpirvType("pointer", element=self.type(ops[1]),
-                             storage_class=enumerant_names("StorageClass").get(ops[0], str(ops[0])))
+            storage = enumerant_names("StorageClass").get(ops[0], str(ops[0]))
+            # a PhysicalStorageBuffer pointer is a 64-bit device address in a block
+            return SpirvType("pointer", bits=64 if storage == "PhysicalStorageBuffer" else 0,
+                             element=self.type(ops[1]), storage_class=storage)
         if name == "OpTypeStruct":
             members = []
             for i, mid in enumerate(ops):
@@ -221,6 +255,8 @@ class ParsedModule:
             return _decode(t, ops[1:])
         if name == "OpSpecConstantOp":
             return self._spec_op(cid, ops)
+        if name in ("OpConstantComposite", "OpSpecConstantComposite"):
+            return tuple(self.constant(c) for c in ops[1:])   # gl_WorkGroupSize, ...
         raise UnsupportedError(f"reflection cannot evaluate the constant %{cid} ({name}); "
                                "specialization constants computed by OpSpecConstantOp are not "
                                "supported where reflection needs their value")
@@ -230,6 +266,14 @@ class ParsedModule:
         as `shared float tmp[BS * 2]`), with the specialization applied."""
         t = self.type(ops[0])
         opname = grammar().opnames.get(ops[1], str(ops[1]))
+        if opname == "OpCompositeExtract":   # gl_WorkGroupSize.x: literal indexes, not ids
+            value = self.constant(ops[2])
+            for index in ops[3:]:
+                value = value[index]
+            return value
+        if opname == "OpVectorShuffle":
+            both = tuple(self.constant(ops[2])) + tuple(self.constant(ops[3]))
+            return tuple(both[i] for i in ops[4:])
         args = [self.constant(a) for a in ops[2:]]
         fn = _SPEC_OPS.get(opname)
         if fn is None or t.kind not in ("int", "bool"):

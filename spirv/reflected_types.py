@@ -51,6 +51,8 @@ class SpirvType:
             return f"{self.element.dtype}[]"
         if self.kind == "struct":
             return f"struct {self.name}".rstrip()
+        if self.kind == "pointer" and self.storage_class == "PhysicalStorageBuffer":
+            return f"{self.element.dtype}*"   # a buffer_reference: a device address
         return self.kind
 
     @property
@@ -68,8 +70,8 @@ class SpirvType:
     @property
     def size(self) -> int:
         """Bytes this type occupies in an explicitly laid out block (0 for a runtime array)."""
-        if self.kind in ("int", "float"):
-            return self.bits // 8
+        if self.kind in ("int", "float", "pointer"):
+            return self.bits // 8   # a pointer: 8 (a PhysicalStorageBuffer address), else 0
         if self.kind == "bool":
             return 4
         if self.kind == "vector":
