@@ -170,6 +170,11 @@ class FrozenDict(Mapping):
     def __setattr__(self, name, value):
         raise AttributeError("FrozenDict is immutable")
 
+    def __reduce__(self):
+        # pickled as its items (the cached hash is not state): IR travels to other processes,
+        # e.g. a fleet's device actors
+        return (FrozenDict, (self._items,))
+
     def __repr__(self) -> str:
         return f"FrozenDict({self._items!r})"
 
