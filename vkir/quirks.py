@@ -12,6 +12,11 @@ reads `Target.quirks`), so that a kernel computes the interpreter's result every
   none fits; a kernel with loops the call cannot bound (a count read from a buffer) checks them on
   the device and raises LoopLimitError for a cut (vkir.driver.loop_cut).
 
+- "int64_signed_compare": llvmpipe (Mesa 22.3, LLVM 15) evaluates a signed 64-bit `<` or `<=`
+  on a value sign-extended from the invocation id as false where it holds (`tx < 32` for an
+  int64 thread index; hand-written GLSL fails the same way), so guarded stores never ran. Codegen
+  compares such values on their 32-bit words (high words signed, then low words unsigned:
+  spirv/codegen/wide_compare.py), which is exact.
 - "uint_to_float_rtz": SwiftShader converts uint32 values of 2^31 and above to float32 rounding
   toward zero (and offers no RoundingModeRTE to ask otherwise); codegen converts such values in
   two exact halves and one correctly rounded add.
@@ -36,10 +41,11 @@ LOOP_TRIP_LIMIT = "loop_trip_limit_65535"
 FLUSHES_DENORMALS = "flushes_denormals"
 UINT_TO_FLOAT_RTZ = "uint_to_float_rtz"
 NUM_SUBGROUPS_PARTIAL = "num_subgroups_partial"
+INT64_SIGNED_COMPARE = "int64_signed_compare"
 
 # (substring of the device or driver name, lowercase) -> the quirks of that driver
 _TABLE = (
-    ("llvmpipe", frozenset({LOOP_TRIP_LIMIT, NUM_SUBGROUPS_PARTIAL})),
+    ("llvmpipe", frozenset({LOOP_TRIP_LIMIT, NUM_SUBGROUPS_PARTIAL, INT64_SIGNED_COMPARE})),
     ("swiftshader", frozenset({FLUSHES_DENORMALS, UINT_TO_FLOAT_RTZ})),
     ("nvidia", frozenset({FLUSHES_DENORMALS})),
 )

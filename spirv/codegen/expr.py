@@ -15,6 +15,7 @@ from contextlib import ExitStack
 
 from vkir.arith.linear import wrap
 
+from .wide_compare import is_split, split_compare
 from .float_division import REMAINDER_UNROLL, RemainderLoop, floor_div, floor_mod, fmod
 from vkir.errors import TypeCheckError, UnsupportedError
 from vkir.ir import (Add, And, Broadcast, BufferLoad, Call, Cast, DataType, Div, EQ, FloatImm,
@@ -336,8 +337,11 @@ class ExprMixin:
         return self.glsl(name, self.ty(e.dtype), a, b)
 
     def e_cmp(self, e) -> int:
-        """A comparison, signed, unsigned or ordered float by type."""
+        """A comparison, signed, unsigned or ordered float by type (signed 64-bit orderings on
+        32-bit words where the driver has the "int64_signed_compare" quirk)."""
         a, b = self.expr(e.a), self.expr(e.b)
+        if is_split(type(e), e.a.dtype, self.target.quirks):
+            return split_compare(self, type(e), a, b, e.a.dtype)
         name = _CMP[type(e)][_kind(e.a.dtype)]
         if name is None:  # ordering of bools: compare as integers
             it = self.ty(DataType("int", 32, e.a.dtype.lanes))
