@@ -21,15 +21,22 @@ Helpers for pass tests, shared by the whole suite (a test file never keeps its o
 - `check_pass(transform, before, expected)` and the test-class base `CompareBeforeAfter`: apply a
   pass, run both checkers on its output and compare it with the expected script (a mismatch
   shows where, and both scripts).
+
+Golden-image tests (vkir.golden_images): `assert_image_matches(actual, golden, max_diff=...,
+max_fraction=..., mean=...)` compares a rendered picture with a committed one per channel, with a
+budget of differing pixels, and writes actual, golden and diff images on failure; the pytest
+plugin's `vkir_golden` fixture keeps the goldens beside the tests.
 """
 
 from __future__ import annotations
 
 import contextlib
 
+from .golden_images import assert_image_matches
+
 __all__ = ["device_features", "missing_features", "expect_features", "math_tolerance",
            "interpret_lowered", "same_results", "random_arguments", "check_pass",
-           "CompareBeforeAfter"]
+           "CompareBeforeAfter", "assert_image_matches"]
 
 
 def device_features(device_or_target) -> frozenset:
