@@ -29,14 +29,14 @@ import numpy as np
 
 from .errors import ArgumentError
 
-__all__ = ["assert_image_matches", "compare_images", "ImageComparison", "load_image",
+__all__ = ["assert_image_matches", "compare_images", "as_image", "ImageComparison", "load_image",
            "save_image", "golden_suffix", "diff_picture"]
 
 _INTEGER_KINDS = "ui"
 
 
-def _as_array(image, what: str) -> np.ndarray:
-    """`image` as a numpy image of shape (h, w, c): an array, a device array or image with
+def as_image(image, what: str) -> np.ndarray:
+    """`image` as a numpy image of shape (h, w, c) (`what` names it in errors): an array, a device array or image with
     `.numpy()`, or a path to a .png/.npy file; (h, w) becomes (h, w, 1)."""
     if isinstance(image, (str, Path)):
         image = load_image(image)
@@ -156,7 +156,7 @@ def _difference(actual: np.ndarray, golden: np.ndarray) -> np.ndarray:
 def compare_images(actual, golden, *, max_diff=None) -> ImageComparison:
     """Compare two images of the same shape and dtype (see assert_image_matches for the
     arguments); the statistics, without judging them."""
-    a, g = _as_array(actual, "actual"), _as_array(golden, "golden")
+    a, g = as_image(actual, "actual"), as_image(golden, "golden")
     _check_alike(a, g)
     tol = _channel_tolerance(max_diff, a.shape[2], a.dtype)
     d = _difference(a, g)
@@ -253,7 +253,7 @@ def assert_image_matches(actual, golden, *, max_diff=None, max_fraction: float =
     ImageComparison when the images match."""
     if name is None:
         name = Path(golden).stem if isinstance(golden, (str, Path)) else "image"
-    a, g = _as_array(actual, "actual"), _as_array(golden, "golden")
+    a, g = as_image(actual, "actual"), as_image(golden, "golden")
     if not 0.0 <= float(max_fraction) <= 1.0:
         raise ArgumentError(f"max_fraction is a fraction of the pixels in [0, 1], got {max_fraction}")
     if mean is not None and not float(mean) >= 0:

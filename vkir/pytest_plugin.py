@@ -4,6 +4,7 @@ Options:
     --vkir-device=SEL     the device tests run on ("cpu"/"lavapipe", "gpu", an index, a name);
                           sets VKIR_DEVICE, so `vkir.device()` and `vkir.build` pick it too
     --vkir-validation     enable the Khronos validation layer (VKIR_VALIDATION=1)
+    --vkir-bless          vkir_golden writes (or updates) the golden images instead of failing
 
 With validation on (the option or VKIR_VALIDATION=1), any message the layer emits fails the test
 that was running when it came, in the phase it came in (setup, call or teardown), and the Vulkan
@@ -16,6 +17,11 @@ Fixtures:
                           offers them), runs it on the device and in the interpreter on copies of
                           `args`, and asserts that the arrays agree: exactly for integers and
                           bools, to rounding for floats; returns the device's arrays
+    vkir_golden           vkir_golden(image, **options) compares a picture with the golden
+                          `<test file's folder>/golden/<test name>.png` (.npy for float images)
+                          through vkir.testing.assert_image_matches (options: max_diff,
+                          max_fraction, mean; name= for a second picture in one test); on failure
+                          the actual, golden and diff images go to the test's tmp_path
 
 Marker:
     @pytest.mark.vkir_device   the test needs a Vulkan device (skipped with the reason without one)
@@ -24,7 +30,9 @@ Marker:
 from __future__ import annotations
 
 import os
+import re
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -43,6 +51,9 @@ def pytest_addoption(parser):
     group.addoption("--vkir-validation", action="store_true", default=False,
                     help="enable the Vulkan validation layer; any message fails the test that "
                          "caused it (sets VKIR_VALIDATION=1)")
+    group.addoption("--vkir-bless", action="store_true", default=False,
+                    help="vkir_golden writes the golden images from this run (new ones, and those "
+                         "that no longer match) instead of comparing")
 
 
 def pytest_configure(config):
@@ -140,3 +151,67 @@ def vkir_check(vkir_device):
         return check(func, *args, **options)
 
     return run
+
+
+# -- golden images -------------------------------------------------------------------------------
+_BLESSED = pytest.StashKey[list]()
+
+
+def golden_stem(node, name: str | None = None) -> str:
+    """The golden file's name without suffix for test `node`: its name within the file (the
+    class too, for a method; parametrized ids included) made filename-safe, then `.name`."""
+    test = node.nodeid.split("::", 1)[-1]
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", test).strip("_.")
+    if name is not None:
+        stem += "." + re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_.")
+    return stem
+
+
+@pytest.fixture
+def vkir_golden(request):
+    """vkir_golden(image, *, name=None, **options): compare `image` (a numpy array, DeviceArray
+    or DeviceImage) with the test's golden image (see the module docstring); with --vkir-bless,
+    write it instead. Returns the ImageComparison (None when a golden was written)."""
+    from vkir.golden_images import (as_image, assert_image_matches, golden_suffix,
+                                    save_image)
+
+    used = set()
+    bless = request.config.getoption("--vkir-bless", default=False)
+
+    def compare(image, *, name=None, **options):
+        a = as_image(image, "vkir_golden")
+        stem = golden_stem(request.node, name)
+        if stem in used:
+            pytest.fail(f"vkir_golden: {request.node.nodeid} compared a second image with golden "
+                        f"{stem!r}; give each picture its own name= ", pytrace=False)
+        used.add(stem)
+        path = Path(request.path).parent / "golden" / (stem + golden_suffix(a))
+        out_dir = request.getfixturevalue("tmp_path")
+        stored = a[:, :, 0] if a.shape[2] == 1 else a
+        if bless:
+            if path.is_file():
+                try:
+                    return assert_image_matches(a, path, out_dir=out_dir, name=stem, **options)
+                except AssertionError:
+                    pass     # differs: written again below
+            save_image(path, stored)
+            request.config.stash.setdefault(_BLESSED, []).append(str(path))
+            return None
+        if not path.is_file():
+            actual = save_image(out_dir / f"{stem}.actual{golden_suffix(a)}", stored)
+            pytest.fail(f"no golden image {path} (this run's image is {actual}): run "
+                        f"`pytest --vkir-bless {request.node.nodeid}` to write it, look at it, "
+                        f"and commit it", pytrace=False)
+        return assert_image_matches(a, path, out_dir=out_dir, name=stem, **options)
+
+    return compare
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Name the golden images that --vkir-bless wrote (to review and commit)."""
+    blessed = config.stash.get(_BLESSED, [])
+    if blessed:
+        terminalreporter.write_sep("-", f"vkir: {len(blessed)} golden image(s) written "
+                                        f"(--vkir-bless); review and commit them")
+        for path in blessed:
+            terminalreporter.write_line(path)
