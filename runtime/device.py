@@ -28,6 +28,7 @@ import weakref
 from collections import OrderedDict
 
 from vkir.errors import DeviceError, UnsupportedError
+from vkir.features import SHADER_EXTENSIONS
 
 from . import pipeline_cache
 from ._vk import call, check, cstr, ffi, lib, vk
@@ -45,17 +46,27 @@ EMPTY_COMPUTE_SHADER = struct.pack("<35I", *(
     0x00020013, 0x00000002, 0x00030021, 0x00000003, 0x00000002, 0x00050036, 0x00000002,
     0x00000001, 0x00000000, 0x00000003, 0x000200F8, 0x00000004, 0x000100FD, 0x00010038))
 SHUTDOWN_WAIT = 5.0   # seconds close() waits for work still in flight before giving it up
-# extensions that carry feature structs on Vulkan 1.1 devices (core from 1.2)
+# extensions that carry feature structs on devices older than the version that made them core
 FEATURE_EXTENSIONS = {
-    "VkPhysicalDeviceShaderFloat16Int8Features": "VK_KHR_shader_float16_int8",
-    "VkPhysicalDevice8BitStorageFeatures": "VK_KHR_8bit_storage",
-    "VkPhysicalDeviceShaderAtomicInt64Features": "VK_KHR_shader_atomic_int64",
-    "VkPhysicalDeviceVulkanMemoryModelFeatures": "VK_KHR_vulkan_memory_model",
+    "VkPhysicalDeviceShaderFloat16Int8Features": ("VK_KHR_shader_float16_int8", (1, 2)),
+    "VkPhysicalDevice8BitStorageFeatures": ("VK_KHR_8bit_storage", (1, 2)),
+    "VkPhysicalDeviceShaderAtomicInt64Features": ("VK_KHR_shader_atomic_int64", (1, 2)),
+    "VkPhysicalDeviceVulkanMemoryModelFeatures": ("VK_KHR_vulkan_memory_model", (1, 2)),
+    "VkPhysicalDeviceBufferDeviceAddressFeatures": ("VK_KHR_buffer_device_address", (1, 2)),
+    "VkPhysicalDeviceShaderIntegerDotProductFeatures":
+        ("VK_KHR_shader_integer_dot_product", (1, 3)),
+    "VkPhysicalDeviceMaintenance4Features": ("VK_KHR_maintenance4", (1, 3)),
 }
+
 LAUNCH_CACHE_SIZE = 256
 DESCRIPTOR_POOL_SETS = 256
 DESCRIPTOR_POOL_BUFFERS = 256 * 8
 DESCRIPTOR_POOL_UNIFORMS = 256  # uniform buffers (shaders loaded with vkir.load_spirv use them)
+# images, samplers and texel buffers (DESCRIPTOR_POOL_UNIFORMS of each per pool)
+IMAGE_DESCRIPTORS = (vk.VK_DESCRIPTOR_TYPE_STORAGE_IMAGE, vk.VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE,
+                     vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, vk.VK_DESCRIPTOR_TYPE_SAMPLER,
+                     vk.VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER,
+                     vk.VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER)
 
 
 def _cache_file(physical):
@@ -104,7 +115,9 @@ class Device:
         self._descriptor_pools: list = []
         self.pipelines: dict = {}                      # key -> Pipeline
         self.launches: OrderedDict = OrderedDict()     # key -> Launch (LRU)
-        self._live_buffers: dict = {}                  # serial -> (finalize, VkBuffer, VkDeviceMemory)
+        self._live_buffers: dict = {}                  # serial -> (finalize, destroy())
+        self.format_properties: dict = {}              # VkFormat -> features (runtime.images)
+        self.samplers: dict = {}                       # description -> VkSampler (runtime.samplers)
         self._dead_serials: set = set()                # freed buffers whose launches are still cached
         self._released: list = []                      # pipelines a holder released (see collect)
         self._serials = itertools.count(1)
@@ -138,8 +151,8 @@ class Device:
     def _create_device(self):
         available = {cstr(e.extensionName) for e in
                      vk.vkEnumerateDeviceExtensionProperties(self.physical, None)}
-        core12 = tuple(int(x) for x in self.info.api_version.split(".")[:2]) >= (1, 2)
-        extensions = []
+        version = tuple(int(x) for x in self.info.api_version.split(".")[:2])
+        extensions = [e for e in SHADER_EXTENSIONS if e in available]
         if "VK_KHR_portability_subset" in available:
             extensions.append("VK_KHR_portability_subset")
         # enable exactly the members kernels use that the device supports (DeviceInfo.features
@@ -151,8 +164,8 @@ class Device:
             setattr(enabled.features, member, int(name in supported))
         prev, keep = enabled, []
         for cname, stype, members in FEATURE_STRUCTS:
-            ext = FEATURE_EXTENSIONS.get(cname)
-            if ext is not None and not core12:
+            ext, core = FEATURE_EXTENSIONS.get(cname, (None, (1, 0)))
+            if ext is not None and version < core:
                 if ext not in available:
                     continue
                 extensions.append(ext)
@@ -180,6 +193,8 @@ class Device:
             core13 = tuple(int(x) for x in self.info.api_version.split(".")[:2]) >= (1, 3)
             if not core13:
                 extensions.append("VK_EXT_subgroup_size_control")
+        if "VK_EXT_external_memory_host" in available:   # host memory used in place (host_import.py)
+            extensions.append("VK_EXT_external_memory_host")
         if "VK_EXT_shader_atomic_float2" in extensions and \
                 "VK_EXT_shader_atomic_float" not in extensions:  # float2 requires it
             extensions.append("VK_EXT_shader_atomic_float")
@@ -190,6 +205,7 @@ class Device:
                                      pQueueCreateInfos=[queue_info],
                                      enabledExtensionCount=len(extensions),
                                      ppEnabledExtensionNames=extensions)
+        self.enabled_extensions = frozenset(extensions)
         return call("vkCreateDevice", vk.vkCreateDevice, self.physical, info, None)
 
     # -- pipeline cache (persisted across processes) -----------------------------------------
@@ -257,9 +273,20 @@ class Device:
 
     # -- buffers: freed when collected --------------------------------------------------------
     def _track(self, buf, handle, memory):
-        fin = weakref.finalize(buf, self._release, buf.serial)
+        dev = self.handle
+
+        def destroy():
+            lib.vkDestroyBuffer(dev, handle, ffi.NULL)
+            lib.vkFreeMemory(dev, memory, ffi.NULL)
+
+        self.track(buf, destroy)
+
+    def track(self, obj, destroy) -> None:
+        """Call `destroy()` (which frees `obj`'s Vulkan objects) once `obj` is collected or the
+        device closes, whichever comes first; `obj.serial` names it (its launches go with it)."""
+        fin = weakref.finalize(obj, self._release, obj.serial)
         fin.atexit = False
-        self._live_buffers[buf.serial] = (fin, handle, memory)
+        self._live_buffers[obj.serial] = (fin, destroy)
 
     def _release(self, serial):
         """Free a collected buffer's memory now (a weakref finalizer: it may run in any thread and
@@ -268,10 +295,8 @@ class Device:
             entry = self._live_buffers.pop(serial, None)
             if entry is None or self.closed:
                 return
-            _, handle, memory = entry
             self._dead_serials.add(serial)
-            lib.vkDestroyBuffer(self.handle, handle, ffi.NULL)
-            lib.vkFreeMemory(self.handle, memory, ffi.NULL)
+            entry[1]()
 
     def release_pipeline(self, pipeline) -> None:
         """Give back one hold on `pipeline` (from get_pipeline), destroying it with its launches
@@ -326,7 +351,9 @@ class Device:
         sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                          descriptorCount=DESCRIPTOR_POOL_BUFFERS),
                  vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
-                                         descriptorCount=DESCRIPTOR_POOL_UNIFORMS)]
+                                         descriptorCount=DESCRIPTOR_POOL_UNIFORMS)] + [
+                     vk.VkDescriptorPoolSize(type=t, descriptorCount=DESCRIPTOR_POOL_UNIFORMS)
+                     for t in IMAGE_DESCRIPTORS]
         pool = call("vkCreateDescriptorPool", vk.vkCreateDescriptorPool, self.handle,
                     vk.VkDescriptorPoolCreateInfo(
                         flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
@@ -468,6 +495,10 @@ class Device:
                     self.instance.abandoned = True
             if not drained:
                 return
+            if getattr(self, "host_views", None):   # numpy/torch views of mapped memory live:
+                self.closed = self.abandoned = True  # nothing is freed under them (host_import.py)
+                self.instance.abandoned = True
+                return
             lib.vkDeviceWaitIdle(self.handle)
             for sub in list(self._inflight):
                 sub._retire()
@@ -481,10 +512,12 @@ class Device:
             # free still-referenced buffers directly (their finalizers are detached: at
             # interpreter exit they would no longer run, and later they must not touch the device)
             while self._live_buffers:
-                _, (fin, handle, memory) = self._live_buffers.popitem()
+                _, (fin, destroy) = self._live_buffers.popitem()
                 fin.detach()
-                lib.vkDestroyBuffer(self.handle, handle, ffi.NULL)
-                lib.vkFreeMemory(self.handle, memory, ffi.NULL)
+                destroy()
+            for sampler in self.samplers.values():
+                lib.vkDestroySampler(self.handle, sampler.handle, ffi.NULL)
+            self.samplers.clear()
             self._dead_serials.clear()
             for arena in self.arenas.values():
                 arena.destroy()

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ._vk import cstr, ffi, lib, version_string, vk
 from vkir.features import CORE as CORE_STRUCT
+from vkir.features import EXTENSION_FEATURES
 from vkir.features import TABLE as FEATURE_TABLE
 from vkir.quirks import quirks_of
 
@@ -87,6 +88,7 @@ class DeviceInfo:
     # what a compute pipeline may require (subgroup size control): SUBGROUP_SIZE_CONTROL (a
     # required subgroup size) and COMPUTE_FULL_SUBGROUPS (full subgroups)
     subgroup_size_control: frozenset = frozenset()
+    extensions: frozenset = frozenset()     # the device extensions it offers (by name)
 
     def __post_init__(self):
         if self.float_controls is None:
@@ -149,6 +151,12 @@ _STYPES = {
         vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT,
     "VkPhysicalDeviceShaderAtomicFloat2FeaturesEXT":
         vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_2_FEATURES_EXT,
+    "VkPhysicalDeviceBufferDeviceAddressFeatures":
+        vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES,
+    "VkPhysicalDeviceShaderIntegerDotProductFeatures":
+        vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
+    "VkPhysicalDeviceMaintenance4Features":
+        vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES,
 }
 
 
@@ -199,9 +207,11 @@ def feature_chain(extensions: set):
 def query_features(phys, subgroup_operations=frozenset()) -> frozenset:
     """The feature names (vkir.spirv.Target's vocabulary) the device supports; the subgroup
     operation classes it supports in compute shaders are "subgroup_<class>"."""
-    head, structs, entries = feature_chain(device_extensions(phys))
+    available = device_extensions(phys)
+    head, structs, entries = feature_chain(available)
     lib.vkGetPhysicalDeviceFeatures2(phys, head)
     names = {name for member, name in CORE_FEATURES.items() if getattr(head.features, member)}
+    names.update(name for ext, name in EXTENSION_FEATURES.items() if ext in available)
     for s, (_, _, members) in zip(structs, entries):
         names.update(name for member, name in members.items() if getattr(s, member))
     names.update(f"subgroup_{op}" for op in subgroup_operations if op in SUBGROUP_FEATURES)
@@ -266,6 +276,7 @@ def query_info(index: int, phys) -> DeviceInfo:
         index=index, name=cstr(p.deviceName), kind=kind, driver=driver_text,
         api_version=version_string(p.apiVersion), limits=limits,
         features=query_features(phys, operations if in_compute else frozenset()) | preserve,
+        extensions=frozenset(device_extensions(phys)),
         subgroup_size=subgroup.subgroupSize,
         subgroup_operations=operations,
         unified_memory=kind != "discrete" and _device_local_is_host_visible(phys),

@@ -33,6 +33,9 @@ _VP = "VkPhysicalDeviceVariablePointersFeatures"
 _A64 = "VkPhysicalDeviceShaderAtomicInt64Features"
 _AF = "VkPhysicalDeviceShaderAtomicFloatFeaturesEXT"
 _AF2 = "VkPhysicalDeviceShaderAtomicFloat2FeaturesEXT"
+_BDA = "VkPhysicalDeviceBufferDeviceAddressFeatures"
+_DOT = "VkPhysicalDeviceShaderIntegerDotProductFeatures"
+_M4 = "VkPhysicalDeviceMaintenance4Features"
 
 TABLE = (
     Feature("float16", _F16I8, "shaderFloat16", "Float16"),
@@ -51,6 +54,19 @@ TABLE = (
             "VulkanMemoryModelDeviceScope"),
     Feature("variable_pointers", _VP, "variablePointersStorageBuffer",
             "VariablePointersStorageBuffer"),
+    Feature("variable_pointers_full", _VP, "variablePointers", "VariablePointers"),
+    # 8/16-bit members of uniform buffers (and storage buffers) read and written as such
+    Feature("uniform_buffer_8bit", _S8, "uniformAndStorageBuffer8BitAccess",
+            "UniformAndStorageBuffer8BitAccess"),
+    Feature("uniform_buffer_16bit", _S16, "uniformAndStorageBuffer16BitAccess",
+            "UniformAndStorageBuffer16BitAccess"),
+    # buffer_reference: 64-bit device addresses of buffers (PhysicalStorageBuffer pointers)
+    Feature("buffer_device_address", _BDA, "bufferDeviceAddress",
+            "PhysicalStorageBufferAddresses"),
+    # dot products of packed 8-bit and 16-bit integer vectors (the DotProduct* capabilities)
+    Feature("integer_dot_product", _DOT, "shaderIntegerDotProduct", "DotProduct"),
+    # the LocalSizeId execution mode (a local size given by specialization constant ids)
+    Feature("maintenance4", _M4, "maintenance4"),
     # atomics beyond int32/uint32, per storage class (storage buffer / shared memory)
     Feature("atomic_int64_buffer", _A64, "shaderBufferInt64Atomics"),
     Feature("atomic_int64_shared", _A64, "shaderSharedInt64Atomics"),
@@ -65,6 +81,12 @@ TABLE = (
     # subgroup operation classes (VkPhysicalDeviceSubgroupProperties.supportedOperations)
     *(Feature(f"subgroup_{c}") for c in ("basic", "vote", "arithmetic", "ballot", "shuffle",
                                            "shuffle_relative")),
+    # the older subgroup extensions (GL_ARB_shader_group_vote, GL_ARB_shader_ballot in GLSL):
+    # the device has the Vulkan extension, which vkir then enables
+    Feature("subgroup_vote_khr", capability="SubgroupVoteKHR",
+            extension="VK_EXT_shader_subgroup_vote"),
+    Feature("subgroup_ballot_khr", capability="SubgroupBallotKHR",
+            extension="VK_EXT_shader_subgroup_ballot"),
     # float controls (VkPhysicalDeviceFloatControlsProperties), per float width: the driver may
     # not assume away signed zeros, infinities and NaN, may not flush denormals, rounds to
     # nearest even, where a kernel declares it
@@ -76,3 +98,11 @@ NAMES = frozenset(f.name for f in TABLE)
 BY_NAME = {f.name: f for f in TABLE}
 # SPIR-V capability -> the one feature it needs
 CAPABILITY_FEATURES = {f.capability: f.name for f in TABLE if f.capability}
+# features a device has when it offers their Vulkan extension (no feature struct of their own)
+EXTENSION_FEATURES = {f.extension: f.name for f in TABLE if f.struct is None and f.extension}
+# device extensions without a feature struct that vkir enables wherever the device offers them:
+# existing shaders may use their SPIR-V extensions (vkir.driver.shader_needs checks which)
+SHADER_EXTENSIONS = ("VK_EXT_shader_subgroup_vote", "VK_EXT_shader_subgroup_ballot",
+                     "VK_KHR_shader_non_semantic_info", "VK_GOOGLE_decorate_string",
+                     "VK_GOOGLE_hlsl_functionality1", "VK_GOOGLE_user_type",
+                     "VK_KHR_shader_subgroup_uniform_control_flow")

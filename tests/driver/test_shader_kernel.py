@@ -191,12 +191,16 @@ def test_capabilities_the_device_lacks(vkir_device):
         assert vkir.load_spirv(UNSUPPORTED.format(cap="Int16"), device=vkir_device).local_size == (1, 1, 1)
 
 
-def test_local_size_id_is_refused_with_the_fix(vkir_device):
+def test_local_size_id_runs_with_maintenance4_else_is_refused_with_the_fix(vkir_device):
     from vkir.runtime.glsl import compile_glsl
 
     words = compile_glsl(SHADERS / "affine.comp", target_env="vulkan1.3")
-    with pytest.raises(UnsupportedError, match="LocalSizeId.*vulkan1.2"):
-        vkir.load_spirv(words, device=vkir_device)
+    if "maintenance4" not in vkir_device.info.features:
+        with pytest.raises(UnsupportedError, match="LocalSizeId.*vulkan1.2"):
+            vkir.load_spirv(words, device=vkir_device)
+        return
+    k = vkir.load_spirv(words, device=vkir_device, specialization={"local_size_x": 32})
+    assert k.info.uses_local_size_id and k.local_size == (32, 1, 1)
 
 
 def test_missing_file():

@@ -145,7 +145,8 @@ class Runtime(abc.ABC):
     `quirks` the driver quirks (vkir.quirks) it has, `aliasing` whether one memory may be bound
     to several buffers of a dispatch that writes one of them (SPIR-V's Aliased decoration),
     `features` and `subgroup_operations` the optional device features and subgroup operation
-    kinds it offers (named as vkir.features and DeviceInfo name them).
+    kinds it offers (named as vkir.features and DeviceInfo name them), `extensions` the Vulkan
+    device extensions it offers (what an existing shader's OpExtensions are checked against).
 
     Device limits are checked through the runtime, once when a kernel is built
     (`check_limits`; an existing shader: `check_shader`, `check_bindings`) and once per call
@@ -162,6 +163,7 @@ class Runtime(abc.ABC):
     quirks: frozenset = frozenset()
     features: frozenset = frozenset()
     subgroup_operations: frozenset = frozenset()
+    extensions: frozenset = frozenset()
 
     @property
     @abc.abstractmethod

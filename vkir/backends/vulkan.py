@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..ir import PrimFunc
 from .base import Backend
 from .protocol import Allocator, Program, ProgramSpec, Runtime
+from .vulkan_images import VulkanImages
 
 
 class VulkanAllocator(Allocator):
@@ -92,8 +93,8 @@ class VulkanProgram(Program):
         release_pipeline(self.device, self.handle)
 
 
-class VulkanRuntime(Runtime):
-    """An opened vkir.runtime Device behind the device seam."""
+class VulkanRuntime(VulkanImages, Runtime):
+    """An opened vkir.runtime Device behind the device seam (images too: vulkan_images.py)."""
 
     kind = "vulkan"
 
@@ -131,6 +132,11 @@ class VulkanRuntime(Runtime):
     def subgroup_operations(self) -> frozenset:
         """The subgroup operation kinds the device offers (DeviceInfo.subgroup_operations)."""
         return frozenset(self.device.info.subgroup_operations)
+
+    @property
+    def extensions(self) -> frozenset:
+        """The device extensions the device offers (DeviceInfo.extensions)."""
+        return frozenset(getattr(self.device.info, "extensions", frozenset()))
 
     @property
     def timestamps(self) -> bool:

@@ -27,29 +27,9 @@ import weakref
 import numpy as np
 
 from ..errors import ArgumentError, SpirvValidationError, UnsupportedError
-from ..features import CAPABILITY_FEATURES
 from .dispatch import ScratchBuffers, check_profile_counts, copy_back, run, stage, submit
+from .shader_needs import check_shader_needs
 
-# SPIR-V capabilities a Vulkan compute device always has, and those tied to a device feature
-# (named as in DeviceInfo.features) or a subgroup operation (DeviceInfo.subgroup_operations)
-_BASE_CAPABILITIES = frozenset({"Shader", "Matrix"})
-_FEATURE_CAPABILITIES = CAPABILITY_FEATURES   # one per feature (vkir.features)
-# capabilities that any one of several features allows (per storage class or float width; what
-# vkir's own kernels declare, so that load_spirv accepts their modules on the same device)
-_ANY_FEATURE_CAPABILITIES = {
-    "Int64Atomics": ("atomic_int64_buffer", "atomic_int64_shared"),
-    "AtomicFloat32AddEXT": ("atomic_float32_add_buffer", "atomic_float32_add_shared"),
-    "AtomicFloat32MinMaxEXT": ("atomic_float32_minmax_buffer", "atomic_float32_minmax_shared"),
-    "SignedZeroInfNanPreserve": tuple(f"float{w}_inf_nan_preserve" for w in (16, 32, 64)),
-    "DenormPreserve": tuple(f"float{w}_denorm_preserve" for w in (16, 32, 64)),
-    "RoundingModeRTE": tuple(f"float{w}_rounding_rte" for w in (16, 32, 64)),
-}
-_SUBGROUP_CAPABILITIES = {
-    "GroupNonUniform": "basic", "GroupNonUniformVote": "vote",
-    "GroupNonUniformArithmetic": "arithmetic", "GroupNonUniformBallot": "ballot",
-    "GroupNonUniformShuffle": "shuffle", "GroupNonUniformShuffleRelative": "shuffle_relative",
-    "GroupNonUniformClustered": "clustered", "GroupNonUniformQuad": "quad",
-}
 _AXES = "xyz"
 
 
@@ -111,12 +91,7 @@ class ShaderKernel:
         self.bindings = tuple(group[0] for group in views.values())
         self.push_constants = info.push_constants
         self.spec_constants = info.spec_constants
-        self._check_capabilities()
-        if info.uses_local_size_id:
-            raise UnsupportedError(f"{self.name}: the shader sets its local size with the LocalSizeId "
-                                   "execution mode, which needs the maintenance4 feature that vkir "
-                                   "does not enable; compile it for vulkan1.2 (glslang --target-env "
-                                   "vulkan1.2 uses the WorkgroupSize builtin instead)")
+        check_shader_needs(info, rt, self.name)
         if info.plain_inputs:
             raise UnsupportedError(f"{self.name}: input variable {info.plain_inputs[0]!r} has no "
                                    "BuiltIn decoration; a compute shader's only inputs are "
@@ -173,30 +148,6 @@ class ShaderKernel:
                 f"bindings={len(self.bindings)} on {self._rt.name}>")
 
     # -- checks at load time -------------------------------------------------------------------
-    def _check_capabilities(self) -> None:
-        """UnsupportedError for a declared capability the device's features lack."""
-        rt = self._rt
-        features = rt.features
-        for cap in self.info.capabilities:
-            if cap in _BASE_CAPABILITIES:
-                continue
-            if cap in _FEATURE_CAPABILITIES:
-                if _FEATURE_CAPABILITIES[cap] in features:
-                    continue
-                why = f"the device lacks the {_FEATURE_CAPABILITIES[cap]!r} feature"
-            elif cap in _ANY_FEATURE_CAPABILITIES:
-                if features & set(_ANY_FEATURE_CAPABILITIES[cap]):
-                    continue
-                why = f"the device has none of the features {list(_ANY_FEATURE_CAPABILITIES[cap])}"
-            elif cap in _SUBGROUP_CAPABILITIES:
-                if _SUBGROUP_CAPABILITIES[cap] in rt.subgroup_operations:
-                    continue
-                why = f"the device lacks {_SUBGROUP_CAPABILITIES[cap]!r} subgroup operations"
-            else:
-                why = "vkir does not enable it on any device"
-            raise UnsupportedError(f"{self.name}: the shader declares OpCapability {cap}, but {why} "
-                                   f"({rt.name!r})")
-
     def _specialize(self, values: dict):
         """({SpecId: checked value}, ((SpecId, bytes), ...)) for the user's {id or name: value}."""
         from ..binding import scalar_value
