@@ -36,6 +36,9 @@ from ..ir.intrinsics import INTRINSICS
 from ..ir.op import OPS
 from ..ir.printer import compact
 from ..ir.structural import recursion_headroom
+from ..ir.image import ImageLoad
+from ..ir.image_type import ImageType
+from . import image_types as images
 from .verify_types_sync import check_atomic, check_subgroup
 
 RULES = {
@@ -196,6 +199,11 @@ class _Checker:
 
     def var_type(self, v, allow_pointer=False):
         t = v.dtype
+        if isinstance(t, ImageType):
+            if not allow_pointer:
+                self.fail(5, v, f"{t.kind} {v.name} used as a value (index it, T.sample it or "
+                          f"T.image_size it)")
+            return t
         if isinstance(t, PointerType):
             if not allow_pointer:
                 self.fail(5, v, f"pointer {v.name} used as a value", t, t.element)
@@ -332,6 +340,18 @@ class _Checker:
     def e_BufferLoad(self, e):
         return self.access(e, e.buffer, e.indices)
 
+    def e_ImageLoad(self, e):
+        return images.check_load(self, e)
+
+    def e_ImageSample(self, e):
+        return images.check_sample(self, e)
+
+    def e_ImageSize(self, e):
+        return images.check_size(self, e)
+
+    def s_ImageStore(self, s):
+        images.check_store(self, s)
+
     def e_Call(self, e):  # noqa: C901 - one case per kind of intrinsic
         types = [self.expr(a) for a in e.args]
         t = e.dtype
@@ -342,6 +362,8 @@ class _Checker:
             return t
         if len(types) != info.arity:
             self.fail(3, e, f"{e.op} takes {info.arity} arguments, got {len(types)}")
+        if info.kind == "atomic" and isinstance(e.args[0], ImageLoad):
+            return images.check_atomic(self, e, types)
         if info.kind == "atomic":
             return check_atomic(self, e, types)
         if info.kind == "subgroup":

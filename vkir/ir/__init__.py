@@ -9,6 +9,8 @@ from .expr import (
     Shuffle, Sub, Var, const, convert,
 )
 from .function import PrimFunc
+from .image import IMAGE_NODES, ImageLoad, ImageSample, ImageSize, ImageStore
+from .image_type import ImageType, is_image
 from .functor import Mutator, Visitor, children
 from .op import OPS, SUBGROUP_OPS, OpInfo, is_atomic, is_pure, is_subgroup
 from .stmt import (
@@ -29,6 +31,7 @@ __all__ = ["FrozenDict", "Node", "PrimExpr", "Span", "Stmt", "show", "Buffer", "
            "FOR_KINDS", "THREAD_TAGS", "AllocBuffer", "AsyncCommitQueue", "AsyncScope",
            "AsyncWaitQueue", "Barrier", "BufferStore", "DeclBuffer", "Evaluate", "For",
            "IfThenElse", "LetStmt", "SeqStmt", "SubgroupBarrier", "While", "seq", "substitute", "walk", "structural_equal",
+           "IMAGE_NODES", "ImageLoad", "ImageSample", "ImageSize", "ImageStore", "ImageType", "is_image",
            "assert_structural_equal"]
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ArgumentError
 from .base import PrimExpr
 from .dtype import DataType, PointerType, bool_, int32
+from .image_type import ImageType
 
 if TYPE_CHECKING:
     from .buffer import Buffer
@@ -27,14 +28,15 @@ def _dt(value) -> DataType:
 class Var(PrimExpr):
     """A variable. Identity matters: two Vars with the same name are different variables.
 
-    `dtype` is a DataType, or a PointerType for a buffer's `data` var.
+    `dtype` is a DataType, a PointerType for a buffer's `data` var, or an ImageType for an image
+    parameter.
     """
 
     name: str
     dtype: Any = int32
 
     def __post_init__(self):
-        if not isinstance(self.dtype, (DataType, PointerType)):
+        if not isinstance(self.dtype, (DataType, PointerType, ImageType)):
             object.__setattr__(self, "dtype", _dt(self.dtype))
 
     def __hash__(self):

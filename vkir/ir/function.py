@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 
 from .base import FrozenDict, Node, Stmt
 from .expr import Var
+from .image_type import ImageType
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,15 +50,18 @@ class PrimFunc(Node):
 
     @property
     def size_vars(self) -> tuple:
-        """Symbolic int sizes: Vars in buffer_map shapes/strides that are not params, in order."""
+        """Symbolic int sizes: Vars in buffer_map shapes/strides and image parameters' shapes
+        that are not params, in order."""
         from .traversal import walk
 
         seen, out = set(self.params), []
         for p in self.params:
             buf = self.buffer_map.get(p)
             if buf is None:
-                continue
-            for e in (*buf.shape, *buf.strides, buf.elem_offset):
+                exprs = p.dtype.shape if isinstance(p.dtype, ImageType) else ()
+            else:
+                exprs = (*buf.shape, *buf.strides, buf.elem_offset)
+            for e in exprs:
                 for n in walk(e):
                     if isinstance(n, Var) and n not in seen:
                         seen.add(n)

@@ -118,6 +118,8 @@ def result_dtype(op: str, args) -> DataType:
     this dtype, and the printer writes `T.call` with an explicit dtype wherever it differs."""
     if op in _SUBGROUP_RESULT:
         return _SUBGROUP_RESULT[op]
+    if op in OPS and OPS[op].kind == "atomic" and args and type(args[0]).__name__ == "ImageLoad":
+        return args[0].dtype.element_of()   # an image atomic updates one channel of the texel
     rule = INTRINSICS[op].type_rule if op in INTRINSICS else None
     if rule == "float_predicate":
         return DataType("bool", 1, args[0].dtype.lanes)

@@ -190,6 +190,15 @@ class ExprPrinter:
         return f"{self.names.get(e.buffer) or self.fresh(e.buffer, e.buffer.name)}" \
                f"[{self.indices(e.indices)}]", ATOM
 
+    def _e_ImageLoad(self, e):
+        return f"{self.var_name(e.image)}[{self.indices(e.indices)}]", ATOM
+
+    def _e_ImageSample(self, e):
+        return f"T.sample({self.var_name(e.texture)}, {self.expr(e.coords)})", ATOM
+
+    def _e_ImageSize(self, e):
+        return f"T.image_size({self.var_name(e.image)})", ATOM
+
     def indices(self, indices) -> str:
         """The text of a buffer access's indices (`()` for none)."""
         if not indices:
@@ -227,7 +236,7 @@ class ExprPrinter:
 def _sync_like(e, k: int):
     """The dtype a literal argument `k` of atomic/subgroup call `e` takes in the script."""
     if OPS[e.op].kind == "atomic":
-        return e.args[0].dtype if k else None
+        return e.dtype if k else None
     if e.op in ("subgroup_all", "subgroup_any", "subgroup_ballot"):
         return DataType("bool", 1)
     return DataType("int", 32) if k == 1 else None

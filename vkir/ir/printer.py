@@ -19,6 +19,7 @@ from .buffer import Buffer
 from .dtype import DataType, PointerType
 from .expr import Add, And, Call, Div, FloatImm, FloorDiv, FloorMod, IntImm, Mul, Or, Sub, Var
 from .function import PrimFunc
+from .image_type import ImageType
 from .op import is_atomic
 from .print_expr import ADD, AND, ATOM, MUL, OR, ExprPrinter, quote
 from .structural import recursion_headroom, structural_equal
@@ -97,6 +98,8 @@ class Printer(ExprPrinter):
             buf = func.buffer_map.get(p)
             if buf is not None:
                 ann = self.buffer_type(buf)
+            elif isinstance(p.dtype, ImageType):
+                ann = self.image_type(p.dtype)
             elif isinstance(p.dtype, PointerType):
                 ann = f'T.Ptr("{p.dtype.element}", scope="{p.dtype.scope}")'
             else:
@@ -113,6 +116,12 @@ class Printer(ExprPrinter):
     def buffer_type(self, buf: Buffer) -> str:
         """The `T.Buffer(...)` annotation of a parameter buffer."""
         return f"T.Buffer({self.shape(buf.shape)}, \"{buf.dtype}\"{self.buffer_extras(buf)})"
+
+    def image_type(self, itype: ImageType) -> str:
+        """The `T.Image(...)` / `T.Texture(...)` annotation of an image parameter."""
+        kind = "Texture" if itype.sampled else "Image"
+        layers = f", layers={self.expr(itype.shape[0])}" if itype.layered else ""
+        return f'T.{kind}({self.shape(itype.spatial_shape)}, "{itype.format}"{layers})'
 
     def shape(self, shape) -> str:
         """A shape or strides tuple as text (`(n,)`, `(4, 8)`)."""
@@ -206,6 +215,10 @@ class Printer(ExprPrinter):
         access = s.buffer.dtype.with_lanes(s.buffer.dtype.lanes * lanes)
         target = self._e_BufferLoad(s)[0]
         return [f"{pad}{target} = {self.expr(s.value, access)}"]
+
+    def _s_ImageStore(self, s, depth, pad):
+        return [f"{pad}{self.var_name(s.image)}[{self.indices(s.indices)}] = "
+                f"{self.expr(s.value, s.image.dtype.texel)}"]
 
     def _s_For(self, s, depth, pad):
         chain = self._grid_chain(s)

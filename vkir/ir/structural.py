@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from .base import Node, show
 from .buffer import Buffer
 from .expr import Var
+from .image_type import ImageType
 from .stmt import SeqStmt, flatten
 
 
@@ -187,7 +188,13 @@ class _Comparer:
     def define_var(self, a, b, path, where):
         if not isinstance(a, Var) or not isinstance(b, Var):
             self.fail(path, where, f"{type(a).__name__} != {type(b).__name__}")
-        if a.dtype != b.dtype:
+        if isinstance(a.dtype, ImageType) and isinstance(b.dtype, ImageType):
+            # the shapes hold size vars, compared once those are mapped (_PrimFunc)
+            same = (a.dtype.format, a.dtype.layered, a.dtype.sampled, len(a.dtype.shape)) == \
+                (b.dtype.format, b.dtype.layered, b.dtype.sampled, len(b.dtype.shape))
+        else:
+            same = a.dtype == b.dtype
+        if not same:
             self.fail(path, where, f"variable '{a.name}' has type {a.dtype}, '{b.name}' has "
                                    f"{b.dtype}")
         self.vars[a] = b
@@ -261,6 +268,8 @@ class _Comparer:
         for x, y in zip(sa, sb):
             self.define_var(x, y, f"{path}.size_vars", where)
         for i, (x, y) in enumerate(zip(a.params, b.params)):
+            if isinstance(x.dtype, ImageType):
+                self.value(x.dtype.shape, y.dtype.shape, f"{path}.params[{i}].shape", where)
             bx, by = a.buffer_map.get(x), b.buffer_map.get(y)
             if (bx is None) != (by is None):
                 self.fail(f"{path}.params[{i}]", where, "a buffer parameter vs a scalar one")

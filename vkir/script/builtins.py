@@ -95,6 +95,9 @@ def to_expr(value, arg: int | None = None, allow_pointer: bool = False) -> E.Pri
     """An IR expression from an expression or a literal (literals get their default dtype). A
     buffer's data pointer is a value only where `allow_pointer` (T.evaluate, T.call)."""
     if isinstance(value, E.PrimExpr):
+        if getattr(value.dtype, "texel", None) is not None:
+            raise BuildError(f"{value.dtype.kind} '{value.name}' is not a value: index it, "
+                             f"sample it (T.sample) or measure it (T.image_size)", arg)
         if not allow_pointer and not isinstance(value.dtype, DataType):
             raise BuildError(f"a buffer's data pointer ({value.dtype}) cannot be used as a value "
                              f"here", arg)
@@ -305,16 +308,20 @@ def atomic(op: str, element, *values, span=None) -> E.PrimExpr:
     """`T.atomic_<op>(A[i], v)` / `T.atomic_compare_exchange(A[i], expected, desired)`: a Call
     whose first argument is the BufferLoad of the updated element; literal values take the
     element's dtype. The result is the element's old value."""
-    if not isinstance(element, E.BufferLoad):
-        raise BuildError(f"the first argument must be a buffer element such as A[i], got "
-                         f"{_describe(element)}", 0)
+    from ..ir.image import ImageLoad
+
+    if not isinstance(element, (E.BufferLoad, ImageLoad)):
+        raise BuildError(f"the first argument must be a buffer element such as A[i] (or a "
+                         f"texel of an r32ui/r32i image), got {_describe(element)}", 0)
     want = 2 if op == "atomic_compare_exchange" else 1
     if len(values) != want:
         raise BuildError(f"takes {want + 1} arguments, got {len(values) + 1}")
+    # an image atomic updates the texel's one channel: its type is the lane type
+    dtype = element.dtype.element_of() if isinstance(element, ImageLoad) else element.dtype
     typed = []
     for i, v in enumerate(values):
-        typed.append(literal_as(v, element.dtype, i + 1) if is_literal(v) else to_expr(v, i + 1))
-    return E.Call(element.dtype, op, (element, *typed), span=span)
+        typed.append(literal_as(v, dtype, i + 1) if is_literal(v) else to_expr(v, i + 1))
+    return E.Call(dtype, op, (element, *typed), span=span)
 
 
 def subgroup(op: str, *args, span=None) -> E.PrimExpr:

@@ -8,8 +8,11 @@ import inspect
 from ..ir import expr as E
 from ..ir.buffer import Buffer
 from ..ir.dtype import DataType
+from ..ir.image import ImageLoad
+from ..ir.image_type import is_image
 from ..ir.op import OPS
 from . import builtins as B
+from .images import IMAGE_BUILDERS
 from .diagnostics import Source, parse_python
 from .scope import Scope
 
@@ -25,7 +28,7 @@ STMT_NAMES = frozenset({
     "serial", "unroll", "vectorized", "grid", "thread_binding", "alloc_buffer", "decl_buffer",
     "async_scope", "async_commit_queue", "async_wait_queue", "barrier", "subgroup_barrier",
     "evaluate", "prim_func",
-    "Buffer", "func_attr", "Ptr",
+    "Buffer", "func_attr", "Ptr", "Image", "Texture",
 })
 
 
@@ -310,6 +313,11 @@ class ExprParser:
         buf = self.value(node.value)
         if isinstance(buf, E.PrimExpr) and isinstance(buf.dtype, DataType) and buf.dtype.lanes > 1:
             return self._lanes(node, buf)
+        if is_image(buf):
+            if buf.dtype.sampled:
+                raise self.error(node, f"texture '{buf.name}' is read only through "
+                                       f"{self.t_name}.sample({buf.name}, uv)")
+            return ImageLoad(buf, self.indices(node.slice), span=self.span(node))
         if not isinstance(buf, Buffer):
             raise self.error(node.value, "only buffers can be indexed (and vector values, by lane)")
         return E.BufferLoad(buf, self.indices(node.slice), span=self.span(node))
@@ -403,6 +411,8 @@ class ExprParser:
                 return B.typed_const(name, value, span=span)
         elif name in B.EXPR_BUILDERS:
             builder = B.EXPR_BUILDERS[name]
+        elif name in IMAGE_BUILDERS:
+            builder = IMAGE_BUILDERS[name]
         elif name in OPS:
             def builder(*args, span=None):
                 return B.intrinsic(name, *args, span=span)

@@ -16,6 +16,7 @@ from ..ir.op import OPS
 from . import builtins as B
 from .exprs import STMT_NAMES, is_dtype_name
 from .entry import prim_func
+from .images import IMAGE_BUILDERS
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,17 @@ class BufferType:
     strides: object = ()
     elem_offset: object = 0
     scope: str = "global"
+
+
+@dataclass(frozen=True)
+class ImageAnnotation:
+    """What `T.Image(...)` / `T.Texture(...)` evaluates to in an annotation (never used
+    otherwise)."""
+
+    shape: object
+    format: str
+    layers: object = None
+    sampled: bool = False
 
 
 class DType(str):
@@ -44,6 +56,18 @@ class _Namespace:
         return BufferType(shape, dtype, strides, elem_offset, scope)
 
     @staticmethod
+    def Image(shape, format, layers=None):  # noqa: N802,A002
+        """What `T.Image(shape, format, layers=None)` evaluates to in an annotation: a storage
+        image parameter (read `img[y, x]`, write `img[y, x] = v`)."""
+        return ImageAnnotation(shape, format, layers, False)
+
+    @staticmethod
+    def Texture(shape, format, layers=None):  # noqa: N802,A002
+        """What `T.Texture(shape, format, layers=None)` evaluates to in an annotation: a sampled
+        image parameter (read only through `T.sample`)."""
+        return ImageAnnotation(shape, format, layers, True)
+
+    @staticmethod
     def Ptr(dtype, scope="global"):  # noqa: N802
         return PointerType(dtype, scope)
 
@@ -54,6 +78,8 @@ class _Namespace:
             return DType(name)
         if name in B.EXPR_BUILDERS:
             return B.EXPR_BUILDERS[name]
+        if name in IMAGE_BUILDERS:
+            return IMAGE_BUILDERS[name]
         if name in OPS:
             return lambda *args: B.intrinsic(name, *args)
         if name in STMT_NAMES or name == "let":
@@ -63,7 +89,8 @@ class _Namespace:
         raise AttributeError(f"T has no attribute {name!r}")
 
     def __dir__(self):
-        return sorted({"prim_func", "Buffer", "Ptr", "let", *B.EXPR_BUILDERS, *OPS, *STMT_NAMES})
+        return sorted({"prim_func", "Buffer", "Ptr", "Image", "Texture", "let", *B.EXPR_BUILDERS,
+                       *IMAGE_BUILDERS, *OPS, *STMT_NAMES})
 
     def __repr__(self):
         return "<vkir script namespace T>"

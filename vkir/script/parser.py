@@ -16,8 +16,11 @@ from ..ir import stmt as S
 from ..ir.buffer import Buffer
 from ..ir.dtype import SCOPES, DataType, PointerType
 from ..ir.function import PrimFunc
+from ..ir.image import ImageStore
+from ..ir.image_type import is_image
 from ..ir.op import is_atomic
 from .exprs import MutableScalar, is_dtype_name
+from .images import IMAGE_ANNOTATIONS, image_param
 from .loops import LoopExit, LoopParser, leaves_iteration
 
 _AUG_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -78,7 +81,7 @@ class Parser(LoopParser):
                 raise self.error(a, f"parameter '{a.arg}' needs a type annotation "
                                     f"({self.t_name}.Buffer(...) or a dtype like "
                                     f"{self.t_name}.int32)")
-            if self.t_call(a.annotation) != "Buffer":
+            if self.t_call(a.annotation) not in ("Buffer", *IMAGE_ANNOTATIONS):
                 dtype = self._scalar_annotation(a)
                 params[a.arg] = E.Var(a.arg, dtype, span=self.span(a))
                 self.bind(a, a.arg, params[a.arg])
@@ -86,7 +89,10 @@ class Parser(LoopParser):
         self.size_vars = {}
         direct = set()   # sizes that are a whole dimension of some buffer: a call determines them
         for a in args.args:
-            if a.arg not in params:
+            if a.arg not in params and self.t_call(a.annotation) in IMAGE_ANNOTATIONS:
+                params[a.arg] = image_param(self, a)
+                direct.update(e for e in params[a.arg].dtype.shape if isinstance(e, E.Var))
+            elif a.arg not in params:
                 buf = self._param_buffer(a)
                 params[a.arg] = buf.data
                 buffer_map[buf.data] = buf
@@ -100,7 +106,7 @@ class Parser(LoopParser):
         self.size_vars = None
         for a in args.args:  # buffers become visible to the body
             if a.arg not in self.scope:
-                self.bind(a, a.arg, buffer_map[params[a.arg]])
+                self.bind(a, a.arg, buffer_map.get(params[a.arg], params[a.arg]))
         body = fn.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
@@ -317,6 +323,12 @@ class Parser(LoopParser):
 
     def _store(self, node, target: ast.Subscript, value_node) -> S.BufferStore:
         buf = self.value(target.value)
+        if is_image(buf):
+            if buf.dtype.sampled:
+                raise self.error(target.value, f"texture '{buf.name}' is read-only (sampled); "
+                                               f"write to a {self.t_name}.Image")
+            value = self.expr_as(value_node, buf.dtype.texel)
+            return ImageStore(buf, value, self.indices(target.slice), span=self.span(node))
         if not isinstance(buf, Buffer):
             raise self.error(target.value, "only buffers can be stored to")
         indices = self.indices(target.slice)

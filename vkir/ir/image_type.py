@@ -1,0 +1,95 @@
+"""The type of an image parameter: `ImageType`, carried as the dtype of the parameter's Var.
+
+An image is not a buffer: it has a format (how texels are stored and converted), a dimensionality
+and, for a layered image, a count of layers; a kernel reads and writes whole texels as the
+format's 4-lane type (vkir.images.formats) and never takes its address. The declared shape lives
+in the type, so a PrimFunc's parameters say all a call needs to check an argument.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ArgumentError
+from ..images.formats import ImageFormat, image_format
+from .dtype import DataType
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ImageType:
+    """`format` (a vkir.images format name), `shape` (PrimExprs, the layer count first when
+    `layered`; then depth, height, width as numpy orders them), `sampled` (a texture, read only
+    through T.sample) or a storage image.
+
+    Equality compares format, layering, kind and the shape's nodes (size Vars by identity, as
+    the IR compares Vars); structural equality maps size Vars (vkir.ir.structural)."""
+
+    format: str
+    shape: tuple
+    layered: bool = False
+    sampled: bool = False
+
+    def __post_init__(self):
+        from .expr import convert
+
+        image_format(self.format)
+        object.__setattr__(self, "shape", tuple(convert(s) for s in self.shape))
+        dims = len(self.shape) - self.layered
+        if not 1 <= dims <= 3:
+            raise ArgumentError(f"an image has 1, 2 or 3 dimensions, got shape of {dims}")
+
+    def __eq__(self, other):
+        if not isinstance(other, ImageType):
+            return NotImplemented
+        return (self.format, self.layered, self.sampled) == \
+            (other.format, other.layered, other.sampled) and len(self.shape) == len(other.shape) \
+            and all(a is b or a == b for a, b in zip(self.shape, other.shape))
+
+    def __hash__(self):
+        return hash((self.format, self.layered, self.sampled, len(self.shape)))
+
+    @property
+    def fmt(self) -> ImageFormat:
+        """The format's row in vkir.images.formats."""
+        return image_format(self.format)
+
+    @property
+    def dims(self) -> int:
+        """Spatial dimensions: 1, 2 or 3 (layers not counted)."""
+        return len(self.shape) - self.layered
+
+    @property
+    def texel(self) -> DataType:
+        """The 4-lane type a read (or a sample) yields and a write takes."""
+        return DataType.parse(self.fmt.texel_dtype)
+
+    @property
+    def kind(self) -> str:
+        """"texture" or "image" (for messages)."""
+        return "texture" if self.sampled else "image"
+
+    @property
+    def spatial_shape(self) -> tuple:
+        """The shape without the layer count."""
+        return self.shape[1:] if self.layered else self.shape
+
+    @property
+    def is_handle(self) -> bool:
+        """False: an image is not a scalar handle (code that asks dtypes this stays correct)."""
+        return False
+
+    @property
+    def lanes(self) -> int:
+        """1: the image itself is one opaque value."""
+        return 1
+
+    def __str__(self) -> str:
+        kind = "T.Texture" if self.sampled else "T.Image"
+        shape = ", ".join(str(s) for s in self.spatial_shape)
+        layers = f", layers={self.shape[0]}" if self.layered else ""
+        return f"{kind}(({shape}{',' if self.dims == 1 else ''}), \"{self.format}\"{layers})"
+
+
+def is_image(var) -> bool:
+    """True when `var` (anything) is a Var whose dtype is an ImageType."""
+    return isinstance(getattr(var, "dtype", None), ImageType)
