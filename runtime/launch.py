@@ -19,6 +19,7 @@ from vkir.timing import Timing
 
 from ._vk import check, ffi, lib, vk
 from .device import LAUNCH_CACHE_SIZE, submit_info
+from .images import GENERAL, READ_ONLY, read_only_barriers
 from .limits import check_groups, check_storage_range
 from .memory import memory_barrier
 
@@ -35,7 +36,7 @@ class Launch:
     def __init__(self, device, pipeline, buffers, push: bytes, groups: tuple, timed: bool):
         self.device = device
         self.pipeline = pipeline
-        self.serials = frozenset(b.serial for b in buffers)
+        self.serials = serials_of(buffers)
         dev = device.handle
         self.query_pool = None
         self.cmd = None
@@ -51,6 +52,8 @@ class Launch:
         if timed:
             lib.vkCmdResetQueryPool(cmd, self.query_pool, 0, 2)
             lib.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, self.query_pool, 0)
+        sampled = sampled_images(pipeline, buffers)
+        read_only_barriers(cmd, sampled, before=True)
         lib.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle)
         sets = ffi.new("VkDescriptorSet[]", [self.set])
         lib.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout, 0, 1, sets,
@@ -62,6 +65,7 @@ class Launch:
         lib.vkCmdDispatch(cmd, *groups)
         if timed:
             lib.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, self.query_pool, 1)
+        read_only_barriers(cmd, sampled, before=False)
         memory_barrier(cmd, SHADER, vk.VK_ACCESS_SHADER_WRITE_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT | TRANSFER,
                  vk.VK_ACCESS_HOST_READ_BIT | vk.VK_ACCESS_TRANSFER_READ_BIT)
         check(lib.vkEndCommandBuffer(cmd), "vkEndCommandBuffer")
@@ -133,20 +137,68 @@ class Launch:
             self.query_pool = None
 
 
-def descriptor_set(device, pipeline, buffers):
+def descriptor_set(device, pipeline, buffers, read_only: bool = True):
     """(pool, set): a new descriptor set of `pipeline`'s layout pointing at `buffers` (each at
-    its offset and range), in the order of pipeline.bindings (the caller holds the lock)."""
+    its offset and range; images, samplers and texel buffers by their views and handles), in the
+    order of pipeline.bindings (the caller holds the lock). Sampled images are bound in
+    SHADER_READ_ONLY_OPTIMAL where `read_only` (a launch moves them there, `sampled_images`),
+    else in GENERAL, their resting layout (an image also bound as storage stays in GENERAL)."""
     pool, dset = device.allocate_descriptor_set(pipeline.set_layout)
     if pipeline.bindings:
-        infos = [vk.VkDescriptorBufferInfo(buffer=b.handle, offset=b.offset, range=b.range)
-                 for b in buffers]
-        writes = [vk.VkWriteDescriptorSet(dstSet=dset, dstBinding=binding, dstArrayElement=0,
-                                          descriptorCount=1, descriptorType=kind,
-                                          pBufferInfo=[info])
-                  for binding, kind, info in zip(pipeline.bindings, pipeline.descriptor_types,
-                                                 infos)]
+        general = {id(r) for r, kind in zip(buffers, pipeline.descriptor_types)
+                   if kind == vk.VK_DESCRIPTOR_TYPE_STORAGE_IMAGE}
+        writes, keep = [], []
+        for binding, kind, r in zip(pipeline.bindings, pipeline.descriptor_types, buffers):
+            write = {"dstSet": dset, "dstBinding": binding, "dstArrayElement": 0,
+                     "descriptorCount": 1, "descriptorType": kind}
+            if kind in _BUFFER_KINDS:
+                write["pBufferInfo"] = [vk.VkDescriptorBufferInfo(buffer=r.handle, offset=r.offset,
+                                                                   range=r.range)]
+            elif kind in _TEXEL_KINDS:
+                views = ffi.new("VkBufferView[]", [r.view])
+                keep.append(views)
+                write["pTexelBufferView"] = views
+            else:
+                image = r.image if kind == _COMBINED else r
+                layout = GENERAL if kind == vk.VK_DESCRIPTOR_TYPE_STORAGE_IMAGE or \
+                    not read_only or id(image) in general else READ_ONLY
+                info = {"imageLayout": layout}
+                if kind != vk.VK_DESCRIPTOR_TYPE_SAMPLER:
+                    info["imageView"] = image.view
+                if kind in (_COMBINED, vk.VK_DESCRIPTOR_TYPE_SAMPLER):
+                    info["sampler"] = (r.sampler if kind == _COMBINED else r).handle
+                write["pImageInfo"] = [vk.VkDescriptorImageInfo(**info)]
+            writes.append(vk.VkWriteDescriptorSet(**write))
         vk.vkUpdateDescriptorSets(device.handle, len(writes), writes, 0, None)
     return pool, dset
+
+
+_BUFFER_KINDS = (vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER)
+_TEXEL_KINDS = (vk.VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, vk.VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER)
+_COMBINED = vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER
+
+
+def serials_of(resources) -> frozenset:
+    """Every buffer and image serial `resources` use (an ImageSampler has two)."""
+    out = set()
+    for r in resources:
+        s = r.serial
+        out.update(s if isinstance(s, tuple) else (s,))
+    return frozenset(out)
+
+
+def sampled_images(pipeline, resources) -> list:
+    """The distinct images a dispatch samples and does not also bind as storage images: the
+    ones moved to SHADER_READ_ONLY_OPTIMAL around it."""
+    storage, out = set(), {}
+    for kind, r in zip(pipeline.descriptor_types, resources):
+        if kind == vk.VK_DESCRIPTOR_TYPE_STORAGE_IMAGE:
+            storage.add(id(r))
+        elif kind == _COMBINED:
+            out[id(r.image)] = r.image
+        elif kind == vk.VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE:
+            out[id(r)] = r
+    return [img for key, img in out.items() if key not in storage]
 
 
 def get_launch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1), timed: bool = False,
@@ -182,10 +234,10 @@ def check_dispatch(device, pipeline, buffers, push, groups, limits: bool = True)
         raise ArgumentError(f"pipeline has {len(pipeline.bindings)} bindings, got {len(buffers)} buffers")
     if len(push) > pipeline.push_constant_size:
         raise ArgumentError(f"{len(push)} push-constant bytes for a block of {pipeline.push_constant_size}")
-    for b in buffers:
+    for b, kind in zip(buffers, pipeline.descriptor_types):
         if b.device is not device:
             raise ArgumentError(f"{b!r} lives on another device than {device!r}")
-        if limits:
+        if limits and kind in _BUFFER_KINDS:
             check_storage_range(device.info, b.nbytes, f"binding {b!r}")
     if limits:
         check_groups(device.info, groups)

@@ -34,14 +34,14 @@ MIN_BYTES = 16  # Vulkan forbids empty buffers; small sizes are rounded up to a 
 
 
 
-def create_bound_buffer(device, size: int, kind: str) -> tuple:
+def create_bound_buffer(device, size: int, kind: str, usage: int = USAGE) -> tuple:
     """A VkBuffer of `size` bytes bound to a VkDeviceMemory of its own: `(buffer, memory, the
     memory type's property flags)`. `kind` picks the memory type: "staging" (host-visible, cached
     and coherent preferred), "mapped" (host-visible, device-local preferred) or "device"
     (device-local). Nothing is left behind when the allocation fails."""
     dev = device.handle
     out = ffi.new("VkBuffer*")
-    info = vk.VkBufferCreateInfo(size=size, usage=USAGE, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
+    info = vk.VkBufferCreateInfo(size=size, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
     check(lib.vkCreateBuffer(dev, ffi.addressof(info), ffi.NULL, out), "vkCreateBuffer")
     handle = out[0]
     req = ffi.new("VkMemoryRequirements*")
@@ -77,6 +77,7 @@ class Buffer:
     __slots__ = ("device", "nbytes", "alloc_bytes", "handle", "memory", "serial", "host_visible",
                  "coherent", "_ptr", "offset", "__weakref__")
     range = WHOLE_SIZE  # descriptor range: the whole VkBuffer
+    usage = USAGE       # VkBufferUsageFlags (texel buffers add theirs: runtime.images)
 
     def __init__(self, device, nbytes: int, staging: bool = False):
         if nbytes < 0:
@@ -98,12 +99,17 @@ class Buffer:
         self.offset = 0
         mapped = staging or device.host_visible_buffers
         self.handle, self.memory, flags = create_bound_buffer(
-            device, self.alloc_bytes, "staging" if staging else "mapped" if mapped else "device")
-        device._track(self, self.handle, self.memory)
+            device, self.alloc_bytes, "staging" if staging else "mapped" if mapped else "device",
+            self.usage)
+        self._track(device)
         self.host_visible = mapped and bool(flags & HOST_VISIBLE)
         self.coherent = bool(flags & HOST_COHERENT)
         if self.host_visible:
             self._ptr = map_memory(device, self.memory)
+
+    def _track(self, device) -> None:
+        """Have the device free the VkBuffer and its memory when this object is collected."""
+        device._track(self, self.handle, self.memory)
 
     # -- host access ------------------------------------------------------------------------
     def host_view(self) -> np.ndarray:

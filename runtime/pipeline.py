@@ -1,7 +1,9 @@
 """Compute pipelines: shader module, descriptor set layout, pipeline layout, VkPipeline.
 
 A pipeline is described by the SPIR-V words, the entry point, the binding numbers of its buffers
-(descriptor set 0; storage buffers unless `descriptor_types` says "uniform" for some), the size of
+(descriptor set 0; storage buffers unless `descriptor_types` names another kind for some:
+"uniform", "storage_image", "sampled_image", "combined_image_sampler", "sampler",
+"uniform_texel_buffer", "storage_texel_buffer"), the size of
 its push-constant block, its specialization-constant values ((SpecId, bytes) pairs) and, for kernels
 built for one subgroup size, that required size (`SubgroupRequirement`). `get_pipeline` caches one per
 device and description (the SPIR-V by its SHA-256), and every creation goes through the device's
@@ -69,9 +71,10 @@ class Pipeline:
         if len(spirv) % 4 or len(spirv) == 0:
             raise UnsupportedError(f"SPIR-V size {len(spirv)} is not a positive multiple of 4")
         if not checked:
-            uniform = sum(t == "uniform" for t in descriptor_types or ())
-            check_bindings(device.info, len(bindings), f"pipeline {entry_point!r}", uniform,
-                           tuple(bindings))
+            kinds = descriptor_types or ("storage",) * len(bindings)
+            uniform = sum(t == "uniform" for t in kinds)
+            check_bindings(device.info, sum(t in ("storage", "uniform") for t in kinds),
+                           f"pipeline {entry_point!r}", uniform, tuple(bindings))
             check_push_constants(device.info, push_constant_size, f"pipeline {entry_point!r}")
         device.check_open()
         self.device = device
@@ -147,7 +150,14 @@ class Pipeline:
 
 
 _DESCRIPTOR_TYPES = {"storage": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                     "uniform": vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER}
+                     "uniform": vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
+                     "storage_image": vk.VK_DESCRIPTOR_TYPE_STORAGE_IMAGE,
+                     "sampled_image": vk.VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE,
+                     "combined_image_sampler": vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
+                     "sampler": vk.VK_DESCRIPTOR_TYPE_SAMPLER,
+                     "uniform_texel_buffer": vk.VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER,
+                     "storage_texel_buffer": vk.VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER}
+DESCRIPTOR_KINDS = tuple(_DESCRIPTOR_TYPES)   # the kinds a ProgramSpec's descriptor_types name
 
 
 def _specialization_info(entries: tuple):

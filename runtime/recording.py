@@ -23,7 +23,7 @@ from vkir.errors import ArgumentError, DeviceError
 
 from ._vk import check, ffi, lib, vk
 from .device import submit_info
-from .launch import SHADER, TRANSFER, check_dispatch, descriptor_set
+from .launch import SHADER, TRANSFER, check_dispatch, descriptor_set, serials_of
 from .memory import memory_barrier
 
 ACCESS_MODES = ("r", "w", "rw")
@@ -71,19 +71,19 @@ def needs_barrier(dispatches) -> list:
     written, read = set(), set()
     for d in dispatches:
         need = False
-        for b, mode in zip(d.buffers, d.access):
-            if ("r" in mode and b.serial in written) or \
-                    ("w" in mode and (b.serial in written or b.serial in read)):
+        uses = [(s, mode) for b, mode in zip(d.buffers, d.access) for s in serials_of((b,))]
+        for s, mode in uses:
+            if ("r" in mode and s in written) or ("w" in mode and (s in written or s in read)):
                 need = True
                 break
         if need:
             written.clear()
             read.clear()
-        for b, mode in zip(d.buffers, d.access):
+        for s, mode in uses:
             if "w" in mode:
-                written.add(b.serial)
+                written.add(s)
             if "r" in mode:
-                read.add(b.serial)
+                read.add(s)
         out.append(need)
     return out
 
@@ -95,7 +95,7 @@ class Recording:
         self.device = device
         self.dispatches = tuple(dispatches)
         self.timed = bool(timed) and device.timestamp_bits > 0
-        self.serials = frozenset(b.serial for d in self.dispatches for b in d.buffers)
+        self.serials = serials_of(b for d in self.dispatches for b in d.buffers)
         self.keep = tuple(d.keep for d in self.dispatches) + tuple(d.buffers for d in self.dispatches)
         self.cmd = None
         self.query_pool = None
@@ -149,7 +149,7 @@ class Recording:
             key = (pipeline, tuple(b.serial for b in d.buffers))
             dset = sets.get(key)
             if dset is None:
-                pool, dset = descriptor_set(device, pipeline, d.buffers)
+                pool, dset = descriptor_set(device, pipeline, d.buffers, read_only=False)
                 self._res.sets.append((pool, dset))
                 sets[key] = dset
             if dset != bound_set:

@@ -40,6 +40,10 @@ _LAZY = {
     "zeros": "vkir.api:zeros",
     "full": "vkir.api:full",
     "DeviceArray": "vkir.api:DeviceArray",
+    "image": "vkir.driver.device_images:image",
+    "empty_image": "vkir.driver.device_images:empty_image",
+    "DeviceImage": "vkir.driver.device_images:DeviceImage",
+    "Sampler": "vkir.images.sampling:Sampler",
     "sequence": "vkir.driver.sequences:sequence",
     "Sequence": "vkir.driver.sequences:Sequence",
     "profile": "vkir.driver.profiling:profile",
@@ -52,7 +56,7 @@ _LAZY = {
     "from_tvm": "vkir.tvm:from_tvm",
 }
 _SUBMODULES = {"analysis", "transform", "schedule", "spirv", "runtime", "script", "interpreter", "api",
-               "ops", "lowering", "target", "tvm", "driver", "cache", "tools", "testing"}
+               "ops", "lowering", "target", "tvm", "driver", "cache", "tools", "testing", "fleet"}
 
 
 # `from vkir import *`: the errors, the IR package and every lazily resolved name (never the

@@ -1,0 +1,84 @@
+"""The device seam for images: what a backend implements so kernels and existing shaders can
+bind images, samplers and texel buffers (vkir.backends.protocol is the seam for buffers).
+
+How a backend binds an image (the Vulkan backend: vulkan_images.py):
+
+1. `create_image(fmt, extent, layers, dim, arrayed, what)` makes the backend's image object
+   (on Vulkan a vkir.runtime Image: VkImage + memory + VkImageView, resting in GENERAL,
+   cleared to zero) for an ImageFormat row of vkir.images.formats; `extent` is (width, height,
+   depth), `dim` 1, 2 or 3, `arrayed` a 1-D/2-D array of `layers` layers. An unsupported format
+   is UnsupportedError naming the format and the device, before the driver sees it.
+   `image_copy_in(image, array)` / `image_copy_out(image, out)` copy host arrays of shape
+   `image.shape` (([layers,] [depth,] [height,] width, channels), C-contiguous, the format's
+   storage dtype; row pitch is the backend's business).
+2. `check_image_format(fmt, use, what)` refuses a use the device lacks for the format:
+   "storage", "sampled", "linear" (linear filtering), "atomic", "uniform_texel",
+   "storage_texel".
+3. `sampler(description, integer)` gives the backend's sampler for a vkir.images.sampling
+   Sampler (`integer`: the image's reads are integers); `image_sampler(image, sampler)` the
+   pair bound to a combined image sampler.
+4. `texel_buffer(fmt, elements, what)` a buffer of `elements` texels with a view of `fmt`,
+   copied with the allocator's `copy_in` / `copy_out` like any buffer.
+5. A Program made with `ProgramSpec.descriptor_types` naming, per binding, "storage_image",
+   "sampled_image", "combined_image_sampler", "sampler", "uniform_texel_buffer" or
+   "storage_texel_buffer" (besides "storage" and "uniform") takes, at that binding's place in
+   `launch(buffers, ...)`, the image, the image, the image_sampler pair, the sampler, or the
+   texel buffer. The launch handles layouts and barriers (sampled images are read in
+   SHADER_READ_ONLY_OPTIMAL, storage images in GENERAL).
+
+`images_of(runtime)` is the runtime as an ImageRuntime, or UnsupportedError naming a backend
+that has no images.
+"""
+
+from __future__ import annotations
+
+import abc
+
+from ..errors import UnsupportedError
+
+__all__ = ["ImageRuntime", "images_of", "IMAGE_DESCRIPTOR_KINDS"]
+
+IMAGE_DESCRIPTOR_KINDS = ("storage_image", "sampled_image", "combined_image_sampler", "sampler",
+                          "uniform_texel_buffer", "storage_texel_buffer")
+
+
+class ImageRuntime(abc.ABC):
+    """Images, samplers and texel buffers of one device (see the module docstring)."""
+
+    @abc.abstractmethod
+    def create_image(self, fmt, extent: tuple, layers: int = 1, dim: int = 2,
+                     arrayed: bool = False, what: str = "an image"):
+        """A new image, cleared to zero."""
+
+    @abc.abstractmethod
+    def image_copy_in(self, image, array) -> None:
+        """Copy the host array `array` (image.shape, the format's dtype) into `image`."""
+
+    @abc.abstractmethod
+    def image_copy_out(self, image, out) -> None:
+        """Copy `image` into the host array `out` (waiting for work that writes it)."""
+
+    @abc.abstractmethod
+    def check_image_format(self, fmt, use: str, what: str) -> None:
+        """UnsupportedError naming the format and device where `use` is not supported."""
+
+    @abc.abstractmethod
+    def sampler(self, description, integer: bool = False):
+        """The backend's sampler for a vkir Sampler description."""
+
+    @abc.abstractmethod
+    def image_sampler(self, image, sampler):
+        """What a combined image sampler binding takes."""
+
+    @abc.abstractmethod
+    def texel_buffer(self, fmt, elements: int, what: str = "a texel buffer"):
+        """A buffer of `elements` texels of `fmt` with its texel view."""
+
+
+def images_of(runtime) -> ImageRuntime:
+    """`runtime` as an ImageRuntime, or UnsupportedError naming its backend."""
+    if isinstance(runtime, ImageRuntime):
+        return runtime
+    raise UnsupportedError(f"images, samplers and texel buffers run on Vulkan devices; "
+                           f"{getattr(runtime, 'name', runtime)!r} is a "
+                           f"{getattr(runtime, 'kind', '?')} device")
