@@ -39,6 +39,7 @@ _LAZY = {
     "empty": "vkir.api:empty",
     "zeros": "vkir.api:zeros",
     "full": "vkir.api:full",
+    "asarray": "vkir.driver.interop:asarray",
     "DeviceArray": "vkir.api:DeviceArray",
     "image": "vkir.driver.device_images:image",
     "empty_image": "vkir.driver.device_images:empty_image",
@@ -54,6 +55,8 @@ _LAZY = {
     "Target": "vkir.target:Target",
     "autotune": "vkir.autotuning:autotune",
     "from_tvm": "vkir.tvm:from_tvm",
+    "PerformanceWarning": "vkir.errors:PerformanceWarning",
+    "map": "vkir.mapping:map",
 }
 _SUBMODULES = {"analysis", "transform", "schedule", "spirv", "runtime", "script", "interpreter", "api",
                "ops", "lowering", "target", "tvm", "driver", "cache", "tools", "testing", "fleet"}

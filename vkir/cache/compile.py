@@ -30,6 +30,8 @@ never an error.
 from __future__ import annotations
 
 import binascii
+import contextlib
+import contextvars
 import functools
 import hashlib
 import json
@@ -113,6 +115,7 @@ class Compiled:
     cached: bool
     lower: object = field(repr=False)   # () -> the lowered PrimFunc
     _ir: PrimFunc | None = field(default=None, repr=False)
+    prebuilt: bool = False   # taken from an entry built elsewhere (`prebuilt`), not this process
 
     @property
     def ir(self) -> PrimFunc:
@@ -136,8 +139,12 @@ def compile_vulkan(func: PrimFunc, target, *, pointer_casts: bool = False,
             return lower_(func, target, pointer_casts=pointer_casts)
 
     directory = cache_dir()
-    key = cache_key(func, target, options) if directory is not None else None
-    if key is not None:
+    given = _PREBUILT.get()
+    key = cache_key(func, target, options) if directory is not None or given else None
+    if given and key in given:
+        module, stored_ir = _module(given[key], key, func, sealed=False)
+        return Compiled(module, {}, True, _stored(stored_ir, func, lower), prebuilt=True)
+    if directory is not None:
         got = load(directory / f"{key}.json", key, func)
         if got is not None:
             module, stored_ir = got
@@ -148,9 +155,40 @@ def compile_vulkan(func: PrimFunc, target, *, pointer_casts: bool = False,
     # codegen validates every module with SPIRV-Tools before returning it (its contract)
     module = codegen(ir, target)
     aliases = _aliases(func, ir)
-    if key is not None:
+    if directory is not None:
         store(directory / f"{key}.json", key, func, module, aliases, ir)
     return Compiled(module, aliases, False, lower, ir)
+
+
+# entries built by another process for this one (a fleet job's kernels, built where the job
+# started): key -> entry, set for the extent of a `prebuilt` block
+_PREBUILT: contextvars.ContextVar = contextvars.ContextVar("vkir_prebuilt_kernels", default=None)
+
+
+def entry(func: PrimFunc, target, *, pointer_casts: bool = False) -> tuple | None:
+    """(key, entry) of `func` compiled for `target` here, in the disk cache's format: what a
+    process elsewhere (which may not share this one's compiler install or cache key) builds
+    from inside a `prebuilt` block without lowering or code generation. None where the module
+    cannot be written as an entry (that process then compiles it itself)."""
+    compiled = compile_vulkan(func, target, pointer_casts=pointer_casts)
+    key = cache_key(func, target, {"pointer_casts": bool(pointer_casts)})
+    try:
+        return key, _record(key, func, compiled.module, compiled.aliases, compiled.ir)
+    except _NotStorable:
+        return None
+
+
+@contextlib.contextmanager
+def prebuilt(entries: dict):
+    """Within the block, `compile_vulkan` takes a kernel whose key is in `entries` (key -> entry,
+    from `entry` in another process) from there. The entries' digests and checksums are verified;
+    their seal is not (it is the other process's user key): pass only entries from a trusted
+    channel, such as the job that asked for the kernels, whose own codegen validated them."""
+    token = _PREBUILT.set(dict(entries))
+    try:
+        yield
+    finally:
+        _PREBUILT.reset(token)
 
 
 def _stored(data, func: PrimFunc, lower):
@@ -278,12 +316,12 @@ def _digest(rec: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _module(rec: dict, key: str, func: PrimFunc) -> tuple:
+def _module(rec: dict, key: str, func: PrimFunc, sealed: bool = True) -> tuple:
     if not isinstance(rec, dict) or rec.get("format") != FORMAT or rec.get("key") != key:
         raise ValueError("entry of another format or key")
     if rec.get("digest") != _digest(rec):
         raise ValueError("the entry does not match its digest (edited or corrupted)")
-    if not disk.verify(_entry_name(key), rec["digest"].encode(), rec.get("mac")):
+    if sealed and not disk.verify(_entry_name(key), rec["digest"].encode(), rec.get("mac")):
         raise ValueError("the entry's seal does not verify (not written by this user's vkir "
                          "for this key)")
     words = binascii.a2b_base64(rec["words"])

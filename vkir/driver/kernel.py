@@ -48,10 +48,29 @@ from .kernel_calls import KernelCalls
 from .kernel_values import CallValues
 from .kernel_variants import ProgramVariants, release_programs
 
-__all__ = ["interpret", "lower", "build", "Kernel", "Profile", "check_layouts"]
+__all__ = ["interpret", "lower", "build", "Kernel", "Profile", "check_layouts", "compile_target"]
 
 
 Profile = Timing  # the one timing record (vkir.timing), under the name Kernel.profile used
+
+
+def scheduled_target(func: PrimFunc, target):
+    """`target` (a device's Target) with the subgroup size a schedule of `func` was made for."""
+    built_for = func.attrs.get("subgroup_size")
+    if built_for is not None and built_for != target.subgroup_size:
+        return dataclasses.replace(target, subgroup_size=int(built_for))
+    return target
+
+
+def compile_target(func: PrimFunc, target):
+    """The Target a Kernel of `func` compiles for on a device whose Target is `target`: the
+    schedule's subgroup size, and without the loop-limit quirk (loops are compiled plainly; a
+    call whose sizes need more iterations than the driver runs gets a split variant). Whoever
+    compiles for a device elsewhere (a fleet's job, built where it starts) uses the same."""
+    target = scheduled_target(func, target)
+    if LOOP_TRIP_LIMIT in target.quirks:
+        target = dataclasses.replace(target, quirks=target.quirks - {LOOP_TRIP_LIMIT})
+    return target
 
 
 class Kernel(CallValues, ProgramVariants, KernelCalls, metaclass=abc.ABCMeta):
@@ -77,10 +96,7 @@ class Kernel(CallValues, ProgramVariants, KernelCalls, metaclass=abc.ABCMeta):
         self.func = func
         rt = self._rt = as_runtime(dev)
         self.device = rt.device
-        self.target = rt.target(precise)
-        built_for = func.attrs.get("subgroup_size")  # a schedule made for one subgroup size
-        if built_for is not None and built_for != self.target.subgroup_size:
-            self.target = dataclasses.replace(self.target, subgroup_size=int(built_for))
+        self.target = scheduled_target(func, rt.target(precise))
         # lowered and compiled, or loaded from the disk compile cache (vkir.cache.compile);
         # codegen validated the words before they were used or stored, so nothing unvalidated
         # reaches vkCreateShaderModule
@@ -90,9 +106,7 @@ class Kernel(CallValues, ProgramVariants, KernelCalls, metaclass=abc.ABCMeta):
         self._loop_limited = LOOP_TRIP_LIMIT in self.target.quirks and any(
             (isinstance(n, For) and n.kind != "thread_binding") or isinstance(n, While)
             for n in walk(func.body))
-        target = self.target
-        if LOOP_TRIP_LIMIT in target.quirks:
-            target = dataclasses.replace(target, quirks=target.quirks - {LOOP_TRIP_LIMIT})
+        target = compile_target(func, self.target)
         self._compile_target = target  # (a local: the closure must not hold self)
         self._compiled = compile_vulkan(
             func, target, pointer_casts=pointer_casts,

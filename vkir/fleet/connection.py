@@ -1,0 +1,268 @@
+"""A fleet of Vulkan devices on Ray: `connect`, `Fleet`, `FleetResult`.
+
+`connect(address=None, local=None)` joins the Ray cluster at `address` and finds the device actors
+`vkir fleet serve` started there, or, with `local=("lavapipe", "swiftshader")`, starts one actor
+per device selector on this machine (a local Ray instance when none is running). Each actor
+owns one device (vkir.fleet.worker); the fleet knows each one's Fingerprint.
+
+Jobs are built here, where they start: a kernel's SPIR-V is compiled once per kind of device
+(vkir.fleet.jobs) and travels with the job; arrays travel as numpy arrays through Ray's object
+store. See vkir.fleet.dispatch for what happens when an actor dies or hangs.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+
+from ..errors import ArgumentError, DeviceError, UnsupportedError
+from .dispatch import Job, Member, run_jobs
+from .fingerprint import Fingerprint
+from .jobs import entries_or_error
+
+__all__ = ["connect", "Fleet", "FleetResult", "NAMESPACE", "ACTOR_PREFIX"]
+
+NAMESPACE = "vkir"                # the Ray namespace of served device actors
+ACTOR_PREFIX = "vkir-device/"     # served actors are named ACTOR_PREFIX + fingerprint key + "/" + id
+LAVAPIPE_ICD = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
+CHECK_TIMEOUT = 600.0             # seconds a check or run may take on one device
+
+
+@dataclass(frozen=True)
+class FleetResult:
+    """One device's result of a fleet job: `device` (its Fingerprint), `ok`, `error` (empty when
+    ok), `seconds` (wall time on the device's actor), `pid` (the actor that ran it), `arrays`
+    (the device's arrays after the run, where the job returns them) and `note` (where the job
+    moved from a lost actor)."""
+
+    device: Fingerprint
+    ok: bool
+    error: str
+    seconds: float
+    pid: int = 0
+    arrays: tuple = ()
+    note: str = ""
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError as exc:
+        raise UnsupportedError("vkir.fleet runs on Ray, which is not installed: "
+                               "pip install 'vkir[fleet]'") from exc
+    return ray
+
+
+def _local_env(selector: str) -> dict:
+    """The environment of a local actor for `selector` (VKIR_DEVICE syntax): the driver it
+    names made visible to the Vulkan loader on its own."""
+    from ..runtime.selection import SWIFTSHADER_ICD
+
+    env = {"VKIR_DEVICE": str(selector)}
+    text = str(selector).lower()
+    if text == "swiftshader":
+        env["VK_ICD_FILENAMES"] = SWIFTSHADER_ICD
+    elif text in ("lavapipe", "llvmpipe") and os.path.exists(LAVAPIPE_ICD):
+        env["VK_ICD_FILENAMES"] = LAVAPIPE_ICD
+    return env
+
+
+def _travelling(value):
+    """`value` as it travels to an actor: device arrays as numpy arrays (never Vulkan objects)."""
+    from ..driver.arrays import DeviceArray
+
+    return value.numpy() if isinstance(value, DeviceArray) else value
+
+
+def connect(address: str | None = None, local=None) -> "Fleet":
+    """A Fleet. `address`: a Ray cluster to join (its served device actors are the fleet);
+    `local`: device selectors (VKIR_DEVICE syntax) to start one actor each for on this machine,
+    in a local Ray instance when `address` is None and no Ray is running. With neither, one local
+    actor per device this machine's Vulkan loader reports."""
+    ray = _ray()
+    started = False
+    if not ray.is_initialized():
+        if address is None:
+            count = len(local) if local else 1
+            ray.init(num_cpus=max(2, count), include_dashboard=False, log_to_driver=False,
+                     namespace=NAMESPACE)
+        else:
+            ray.init(address=address, log_to_driver=False, namespace=NAMESPACE)
+        started = True
+    fleet = Fleet(started)
+    try:
+        if local is None and address is None:
+            from ..runtime import devices
+
+            local = [str(info.index) for info in devices()]
+        if local:
+            fleet._start_local(list(local))
+        if address is not None:
+            fleet._join_served()
+        if not fleet._members:
+            raise DeviceError(f"the fleet at {address!r} has no vkir device actors "
+                              "(start them with `vkir fleet serve` on each node)")
+    except BaseException:
+        fleet.close()
+        raise
+    return fleet
+
+
+class Fleet:
+    """The device actors of one connection (see `connect`)."""
+
+    def __init__(self, started_ray: bool):
+        self._started_ray = started_ray
+        self._members: list[Member] = []
+        self._owned: list = []   # actors this fleet started (killed by close)
+        self.closed = False
+
+    # -- members ---------------------------------------------------------------------------
+    def _start_local(self, selectors: list) -> None:
+        from .worker import DeviceWorker
+
+        ray = _ray()
+        remote = ray.remote(DeviceWorker)
+        handles = []
+        for sel in selectors:
+            handle = remote.options(num_cpus=0, max_restarts=0, max_concurrency=1,
+                                    runtime_env={"env_vars": _local_env(sel)}).remote(sel)
+            handles.append(handle)
+            self._owned.append(handle)
+        self._add(handles)
+
+    def _join_served(self) -> None:
+        ray = _ray()
+        names = [a for a in ray.util.list_named_actors(all_namespaces=True)
+                 if a["namespace"] == NAMESPACE and a["name"].startswith(ACTOR_PREFIX)]
+        self._add([ray.get_actor(a["name"], namespace=NAMESPACE) for a in sorted(
+            names, key=lambda a: a["name"])])
+
+    def _add(self, handles: list) -> None:
+        ray = _ray()
+        described = ray.get([h.describe.remote() for h in handles])
+        pids = ray.get([h.pid.remote() for h in handles])
+        for handle, info, pid in zip(handles, described, pids):
+            self._members.append(Member(handle, info, Fingerprint.of(info), pid))
+
+    def _live(self) -> list:
+        if self.closed:
+            raise DeviceError("the fleet is closed")
+        return [m for m in self._members if m.alive]
+
+    def devices(self) -> list:
+        """The Fingerprint of every live device actor, in the fleet's order."""
+        return [m.fingerprint for m in self._live()]
+
+    def fingerprints(self) -> list:
+        """Each distinct Fingerprint once, in the fleet's order."""
+        return list(dict.fromkeys(self.devices()))
+
+    def actor_pids(self) -> list:
+        """Process ids of the live device actors, in the fleet's order."""
+        return [m.pid for m in self._live()]
+
+    def members(self, devices=None) -> list:
+        """The live members `devices` selects: None (all), a Fingerprint, a list of them, a text
+        found in the device's name or driver ("llvmpipe", "swiftshader"), or a predicate on a
+        Fingerprint."""
+        live = self._live()
+        if devices is None:
+            return live
+        if isinstance(devices, Fingerprint):
+            chosen = [m for m in live if m.fingerprint == devices]
+        elif isinstance(devices, str):
+            needle = {"lavapipe": "llvmpipe"}.get(devices.lower(), devices.lower())
+            chosen = [m for m in live if needle in f"{m.fingerprint.name} {m.fingerprint.driver}".lower()]
+        elif callable(devices):
+            chosen = [m for m in live if devices(m.fingerprint)]
+        else:
+            wanted = set(devices)
+            chosen = [m for m in live if m.fingerprint in wanted]
+        if not chosen:
+            raise ArgumentError(f"no device of the fleet matches {devices!r}; the fleet has: "
+                                + ", ".join(str(f) for f in self.fingerprints()))
+        return chosen
+
+    # -- jobs ------------------------------------------------------------------------------
+    def _run(self, method, func, plan, check_bounds, extra=()) -> list:
+        """Run `method` on `func` (built here once per kind of device) for each (member, args)
+        of `plan`: FleetResults in plan order. A job whose actor died moves to a matching
+        device (`note` says so) or ends with the lost device named."""
+        from ..ir import PrimFunc
+
+        if not isinstance(func, PrimFunc):
+            raise ArgumentError(f"a fleet runs PrimFuncs (@T.prim_func), got {type(func).__name__}")
+        built: dict = {}
+        jobs, results = [], {}
+        for i, (m, args) in enumerate(plan):
+            args = [_travelling(a) for a in args]
+            if m.fingerprint not in built:
+                built[m.fingerprint] = entries_or_error(func, m.info, check_bounds)
+            entries, error = built[m.fingerprint]
+            if error is not None:   # the device cannot run it: known before any actor is asked
+                results[i] = FleetResult(m.fingerprint, False, error, 0.0, m.pid)
+                continue
+            jobs.append(Job(m, method, (func, tuple(args), entries) + tuple(extra),
+                            CHECK_TIMEOUT, tag=i))
+        for out in run_jobs(jobs, self._members):
+            i, origin = out.job.tag, out.job.member
+            moved = ", ".join(str(m) for m in out.moved_from)
+            note = f"moved from lost {moved}" if moved and out.status == "done" else ""
+            if out.status != "done":
+                results[i] = FleetResult(origin.fingerprint, False, out.message, 0.0, out.member.pid)
+                continue
+            ok, error, seconds, arrays = out.value
+            results[i] = FleetResult(origin.fingerprint, ok, error, seconds, out.member.pid,
+                                     tuple(arrays or ()), note)
+        return [results[i] for i in range(len(plan))]
+
+    def check(self, func, *args, devices=None, rtol=None, atol=None) -> list:
+        """vkir_check on every selected device: `func` built here per kind of device, run on
+        each device and in the interpreter with that device's parameters (subgroup size, float
+        behaviour), on copies of `args`. [FleetResult], one per device; `arrays` are the
+        device's arrays where it agreed."""
+        plan = [(m, args) for m in self.members(devices)]
+        return self._run("check", func, plan, True, (rtol, atol))
+
+    def run(self, func, *args, devices=None) -> list:
+        """One call of `func` on `args` on every selected device: [FleetResult] whose `arrays`
+        are the arguments after the call (written buffers updated)."""
+        return self._run("run", func, [(m, args) for m in self.members(devices)], False)
+
+    def map(self, func, arg_sets, devices=None) -> list:
+        """One call of `func` per argument tuple in `arg_sets`, spread over the selected
+        devices (round robin): [FleetResult] in `arg_sets` order."""
+        members = self.members(devices)
+        plan = [(members[i % len(members)], args) for i, args in enumerate(arg_sets)]
+        return self._run("run", func, plan, False)
+
+    # -- end -------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Kill the actors this fleet started (served actors stay for other connections) and
+        shut down the local Ray instance `connect` started."""
+        if self.closed:
+            return
+        self.closed = True
+        ray = _ray()
+        for handle in self._owned:
+            ray.kill(handle, no_restart=True)
+        self._owned.clear()
+        if self._started_ray and ray.is_initialized():
+            ray.shutdown()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"{len(self._live())} device(s)"
+        return f"<vkir Fleet {state}>"
+
+
+def new_actor_id() -> str:
+    """A unique suffix for a served actor's name."""
+    return uuid.uuid4().hex[:8]
