@@ -17,7 +17,7 @@ import threading
 
 import numpy as np
 
-from ..driver.dlpack import KDL_VULKAN, array_of_handle
+from ..driver.dlpack import KDL_VULKAN, array_of_handle, vulkan_device
 from ..errors import ArgumentError
 from . import require_tvm
 
@@ -42,7 +42,7 @@ def install(device=None) -> None:
         device.check_open()
 
     def build_vulkan(mod, target):
-        return _build(tvm, tvm_ffi, mod, device)
+        return _build(tvm, tvm_ffi, mod, target, device)
 
     with _LOCK:
         tvm_ffi.register_global_func("target.build.vulkan", build_vulkan, override=True)
@@ -58,12 +58,14 @@ def install(device=None) -> None:
         _INSTALLED["set_device"] = original
 
 
-def _build(tvm, tvm_ffi, mod, device):
+def _build(tvm, tvm_ffi, mod, target, device):
     """The runtime module of TVM's device module `mod`: each kernel imported and built by vkir,
     reached from TVM's host code through an LLVM function of the kernel's name."""
     from .. import api
     from .importer import import_prim_func
+    from .lowering import narrow
 
+    mod = narrow(mod, target)
     shims = {}
     for gv, func in mod.functions.items():
         name = gv.name_hint
@@ -124,7 +126,7 @@ def tensor(values, device=None):
     tvm = require_tvm()
     from ..api import array
 
-    return tvm.runtime.from_dlpack(array(np.asarray(values), device=device))
+    return _vulkan_tensor(tvm, array(np.asarray(values), device=device))
 
 
 def empty(shape, dtype="float32", device=None):
@@ -132,7 +134,14 @@ def empty(shape, dtype="float32", device=None):
     tvm = require_tvm()
     from ..api import empty as vkir_empty
 
-    return tvm.runtime.from_dlpack(vkir_empty(shape, dtype, device=device))
+    return _vulkan_tensor(tvm, vkir_empty(shape, dtype, device=device))
+
+
+def _vulkan_tensor(tvm, a):
+    """The TVM tensor on vulkan:i of vkir array `a`: its kDLVulkan capsule (an opaque handle to
+    vkir memory; the default export of host-visible memory is kDLCPU, which TVM's Vulkan
+    kernels cannot take)."""
+    return tvm.runtime.from_dlpack(a.__dlpack__(dl_device=vulkan_device(a)))
 
 
 def numpy(t) -> np.ndarray:

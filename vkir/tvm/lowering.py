@@ -38,10 +38,24 @@ def device_functions(mod, target) -> dict:
     _, devices = build.split_host_device_mods(lowered)
     out = {}
     for device_mod in devices.values():
-        device_mod = finalize_device()(device_mod)
-        if not bool(target.attrs.get("supports_int64", False)):
-            # dlight indexes small extents with int64; a device without int64 gets int32 (TVM's
-            # own pass, which refuses an index that does not fit)
-            device_mod = tvm.tirx.transform.ForceNarrowIndexToInt32()(device_mod)
+        device_mod = narrow(finalize_device()(device_mod), target)
         out.update({gv.name_hint: f for gv, f in device_mod.functions.items()})
     return out
+
+
+def narrow(device_mod, target):
+    """`device_mod` with int64 indices narrowed to int32 where TVM proves it safe (its
+    NarrowDataType pass), and on a device without int64 everywhere (ForceNarrowIndexToInt32, which
+    refuses an index that does not fit): Relax and dlight index even small extents with int64,
+    which SwiftShader lacks and lavapipe compares slowly (the "int64_signed_compare" quirk)."""
+    import tvm
+
+    transform = tvm.tirx.transform
+    try:
+        device_mod = transform.NarrowDataType(32)(device_mod)
+        if not bool(target.attrs.get("supports_int64", False)):
+            device_mod = transform.ForceNarrowIndexToInt32()(device_mod)
+    except tvm.error.TVMError as exc:
+        raise UnsupportedError(f"this device has no int64 and TVM could not narrow the kernel's "
+                               f"indices to int32: {str(exc).strip().splitlines()[-1]}") from None
+    return device_mod
