@@ -152,6 +152,7 @@ class Tuned:
         self.budget_s = budget_s  # configs left when tuning has taken this long are skipped
         self.source_hash = _source_hash(fn)
         self.last_log: list[str] = []
+        self.fleet_report = None   # what the last `build(fleet=...)` measured (vkir.fleet.tuning)
         self._kernels = weakref.WeakKeyDictionary()  # device -> OrderedDict(shape key: Kernel)
         self._kernels_lock = threading.Lock()
         try:
@@ -233,24 +234,42 @@ class Tuned:
                 return None, f"{type(exc).__name__}: {exc}"
         from .api import build
 
-        device_params = {}
-        if "subgroup_size" in self._parameters and "subgroup_size" not in {**shape, **config}:
-            device_params["subgroup_size"] = dev.info.subgroup_size  # the template asks for it
-        try:
-            func = self.fn(**shape, **config, **device_params)
-        except (VkirError, ValueError) as exc:
-            return None, f"template refuses: {exc}"
+        func, reason = self.instantiate(dev.info, shape, config)
+        if func is None:
+            return None, reason
         try:
             return build(func, device=dev), None
         except UnsupportedError as exc:
             return None, f"device cannot run it: {exc}"
 
-    def build(self, device=None, tune: bool | None = None, **shape):
+    def instantiate(self, info, shape: dict, config: dict) -> tuple:
+        """(the PrimFunc of `config` for `shape` on the device `info` describes, None), or
+        (None, reason) where the template refuses them. A template with a `subgroup_size`
+        parameter gets the device's."""
+        device_params = {}
+        if "subgroup_size" in self._parameters and "subgroup_size" not in {**shape, **config}:
+            device_params["subgroup_size"] = info.subgroup_size  # the template asks for it
+        try:
+            return self.fn(**shape, **config, **device_params), None
+        except (VkirError, ValueError) as exc:
+            return None, f"template refuses: {exc}"
+
+    def build(self, device=None, tune: bool | None = None, fleet=None, **shape):
         """The Kernel of the best config for `shape` on `device`: the cached winner, else (when
         tuning, the default unless VKIR_AUTOTUNE=0 or `tune=False`) the fastest config timed
         now, else the first config the device can run. The kernel's `config` attribute is the
-        config it was built with."""
+        config it was built with.
+
+        With `fleet` (a vkir.fleet.Fleet), the configs are first tuned for every kind of device
+        in the fleet, candidates spread over each kind's devices (vkir.fleet.tuning), and the
+        winners recorded per device kind; `fleet_report` then holds what each candidate did.
+        The kernel returned is still this process's device's."""
         from .api import resolve_device
+
+        if fleet is not None:
+            from .fleet.tuning import tune_on_fleet
+
+            self.fleet_report = tune_on_fleet(self, fleet, shape)
 
         dev = resolve_device(device)
         info = dev.info
