@@ -2,7 +2,7 @@
 
 __all__ = ["VkirError", "ScriptError", "TypeCheckError", "WellFormedError", "TransformError",
            "ScheduleError", "SpirvValidationError", "UnsupportedError", "LoopLimitError",
-           "DeviceError", "ArgumentError"]
+           "DeviceError", "ArgumentError", "PerformanceWarning"]
 
 
 class VkirError(Exception):
@@ -89,3 +89,10 @@ def describe_invocation(invocation: dict) -> str:
     """`(blockIdx.x=1, threadIdx.x=3)` for an invocation's ids (blockIdx first, x before y)."""
     order = sorted(invocation, key=lambda k: (not k.startswith("blockIdx"), k))
     return "(" + ", ".join(f"{k}={invocation[k]}" for k in order) + ")"
+
+
+class PerformanceWarning(UserWarning):
+    """A kernel will run correctly but far slower than it could, for a reason its source can fix:
+    `vkir.build` of a kernel with neither a `T.parallel` loop nor a thread binding (it runs as one
+    invocation). The message names the kernel and the fix. Silence it with
+    `warnings.filterwarnings("ignore", category=vkir.PerformanceWarning)`."""

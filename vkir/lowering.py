@@ -24,8 +24,9 @@ def as_target(target) -> Target:
 
 
 def pipeline(target=None, *, pointer_casts: bool = False) -> Pipeline:
-    """The default pipeline for `target`, in order. Async pipelining is resolved first (it needs
-    the N-d buffers), then buffers are flattened, loops vectorized and vector types introduced;
+    """The default pipeline for `target`, in order. `T.parallel` loops are bound to the grid
+    first (BindParallel: the workgroup size comes from the target). Async pipelining is resolved
+    (it needs the N-d buffers), then buffers are flattened, loops vectorized and vector types introduced;
     CSE runs last so that it sees the final index arithmetic. With `pointer_casts`, aligned vector
     accesses go through explicit DeclBuffer casts (aliased descriptors on Vulkan) before the
     VectorTypeRewriter, which then leaves the cast storages alone; without it, for Vulkan, the
@@ -47,6 +48,7 @@ def pipeline(target=None, *, pointer_casts: bool = False) -> Pipeline:
     # llvmpipe stops loops after 65535 back edges per invocation: fewer, longer iterations
     long_loops = (transform.SplitLongLoops(),) if LOOP_TRIP_LIMIT in target.quirks else ()
     return Pipeline((
+        transform.BindParallel(target=target),
         transform.InjectSoftwarePipeline(),
         transform.LowerAsync(),
         transform.FlattenBuffer(),

@@ -20,15 +20,14 @@ from hypothesis import strategies as st
 import vkir
 from vkir.errors import ScriptError
 from vkir.ir.op import OPS
-from vkir.script import builtins as B
-from vkir.script.exprs import STMT_NAMES
+from vkir.script.exprs import BUILDERS, STMT_NAMES
 
 from script.test_script_roundtrip import SCRIPTS
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-T_NAMES = sorted(set(B.EXPR_BUILDERS) | set(OPS) | set(STMT_NAMES)
+T_NAMES = sorted(set(BUILDERS) | set(OPS) | set(STMT_NAMES)
                  | {"let", "Buffer", "Ptr", "int32", "int64", "float32", "float32x4", "bool",
                     "uint8", "float16", "handle", "prim_func", "nonexistent"})
 

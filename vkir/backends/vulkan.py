@@ -252,8 +252,10 @@ class VulkanBackend(Backend):
         (vkir.driver.loop_cut)."""
         from ..driver.kernel import Kernel
         from ..driver.loop_cut import with_loop_checks
+        from ..transform.bind_parallel import BindParallel
 
         rt = self.runtime(device)
+        func = BindParallel(target=rt.target(precise))(func)   # T.parallel onto the grid
 
         def build(f):   # with loop-cut checks where the driver could cut a loop silently
             return with_loop_checks(f, rt.quirks, lambda g: Kernel(g, rt, pointer_casts, precise))

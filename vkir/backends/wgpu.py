@@ -396,8 +396,10 @@ class WgpuBackend(Backend):
                                    "wgpu backend (run it with device='interp', which always "
                                    "checks bounds, or on Vulkan)")
         from ..driver.loop_cut import needs_checks
+        from ..transform.bind_parallel import BindParallel
 
         rt = self.runtime(device)
+        func = BindParallel(target=rt.target(precise))(func)   # T.parallel onto the grid
         if needs_checks(func, rt.quirks):
             raise UnsupportedError(
                 f"kernel {func.name}: a loop whose length depends on buffer data, on a driver "

@@ -69,11 +69,36 @@ def build(func: PrimFunc, *, device=None, pointer_casts: bool = False,
         # the message names the node, the rule and the source line: vkir's own frames only
         # hide it from a user reading the traceback
         raise exc.with_traceback(None) from None
+    _warn_if_serial(func)
     if explain:
         import sys
 
         print(kernel.report(), file=sys.stderr)
     return kernel
+
+
+def _warn_if_serial(func: PrimFunc) -> None:
+    """PerformanceWarning when `func` runs as one invocation (no thread binding, and no outer
+    T.parallel nest for the build to bind), naming the kernel and the fix."""
+    from ..transform.bind_parallel import parallelism
+
+    how = parallelism(func)
+    if how in ("threads", "parallel"):
+        return
+    import warnings
+
+    from ..errors import PerformanceWarning
+
+    if how == "serial parallel":
+        why = ("its T.parallel loops are not one outer loop nest making up the whole body (a "
+               "statement beside the nest, or a loop around it), so they run as serial loops; "
+               "make the parallel nest the whole body, or split the kernel")
+    else:
+        why = ("it has neither a T.parallel loop nor a thread binding; write its outer loop as "
+               "`for i in T.parallel(n):` (vkir.build binds it to the device's workgroups), or "
+               "bind threads with T.thread_binding")
+    warnings.warn(f"kernel {func.name} runs as a single invocation: {why}", PerformanceWarning,
+                  stacklevel=3)
 
 
 def check_layouts(func: PrimFunc) -> None:

@@ -28,7 +28,7 @@ from .traversal import walk
 _INDENT = "    "
 _KEYWORDS = frozenset(keyword.kwlist)
 _KIND_FN = {"serial": "serial", "unrolled": "unroll", "vectorized": "vectorized",
-            "thread_binding": "thread_binding"}
+            "thread_binding": "thread_binding", "parallel": "parallel"}
 
 
 def script(node) -> str:

@@ -12,7 +12,7 @@ from .expr import Var, convert
 if TYPE_CHECKING:
     from .buffer import Buffer
 
-FOR_KINDS = ("serial", "unrolled", "vectorized", "thread_binding")
+FOR_KINDS = ("serial", "unrolled", "vectorized", "thread_binding", "parallel")
 THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
 
 

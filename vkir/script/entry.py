@@ -82,6 +82,13 @@ def prim_func(func=None, **_options):
     """Decorator: parse the function's source into a PrimFunc (the body is never run)."""
     if func is None:
         return lambda f: prim_func(f, **_options)
+    source, tree, env = read_function(func)
+    return _parse(source, tree, env)
+
+
+def read_function(func) -> tuple:
+    """(Source, ast.Module, env) of a decorated Python function: its dedented source located in
+    its file, the checked syntax tree, and the names it may use (globals, then closure cells)."""
     try:
         lines, first = inspect.getsourcelines(func)
         file = inspect.getsourcefile(func) or "<unknown>"
@@ -102,7 +109,7 @@ def prim_func(func=None, **_options):
                 env[name] = cell.cell_contents
             except ValueError:  # an empty cell: the name is assigned later in the outer function
                 continue
-    return _parse(source, tree, env)
+    return source, tree, env
 
 
 def _parse(source, tree, env) -> PrimFunc:

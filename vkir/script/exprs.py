@@ -15,6 +15,10 @@ from . import builtins as B
 from .images import IMAGE_BUILDERS
 from .diagnostics import Source, parse_python
 from .scope import Scope
+from .vector_math import VECTOR_BUILDERS
+
+BUILDERS = {**B.EXPR_BUILDERS, **VECTOR_BUILDERS}
+"""Every `T.<name>(...)` expression builder: vkir.script.builtins' and the vector helpers."""
 
 _ARITH = {ast.Add: E.Add, ast.Sub: E.Sub, ast.Mult: E.Mul, ast.Div: E.Div,
           ast.FloorDiv: E.FloorDiv, ast.Mod: E.FloorMod}
@@ -25,9 +29,9 @@ _COMPARE = {ast.Eq: E.EQ, ast.NotEq: E.NE, ast.Lt: E.LT, ast.LtE: E.LE, ast.Gt: 
 
 # T names that are statements, not expressions (used for precise error messages)
 STMT_NAMES = frozenset({
-    "serial", "unroll", "vectorized", "grid", "thread_binding", "alloc_buffer", "decl_buffer",
+    "serial", "unroll", "vectorized", "grid", "parallel", "thread_binding", "alloc_buffer", "decl_buffer",
     "async_scope", "async_commit_queue", "async_wait_queue", "barrier", "subgroup_barrier",
-    "evaluate", "prim_func",
+    "evaluate", "prim_func", "func",
     "Buffer", "func_attr", "Ptr", "Image", "Texture",
 })
 
@@ -396,7 +400,12 @@ class ExprParser:
     def _v_Call(self, node):
         name = self.t_call(node)
         if name is None:
-            raise self.error(node.func, f"unsupported call; only {self.t_name}.<name>(...) "
+            from .device_functions import inline, resolve
+
+            device_function = resolve(self, node)
+            if device_function is not None:
+                return inline(self, node, device_function)
+            raise self.error(node.func, f"unsupported call; only {self.t_name}.<name>(...) and @{self.t_name}.func "
                                         f"calls are allowed in scripts")
         if name == "let":
             return self.let_expr(node)
@@ -409,8 +418,8 @@ class ExprParser:
         if is_dtype_name(name):
             def builder(value, *, span=None):
                 return B.typed_const(name, value, span=span)
-        elif name in B.EXPR_BUILDERS:
-            builder = B.EXPR_BUILDERS[name]
+        elif name in BUILDERS:
+            builder = BUILDERS[name]
         elif name in IMAGE_BUILDERS:
             builder = IMAGE_BUILDERS[name]
         elif name in OPS:

@@ -16,7 +16,7 @@ from . import builtins as B
 from .exprs import ExprParser
 
 _LOOP_KINDS = {"serial": "serial", "unroll": "unrolled", "vectorized": "vectorized",
-               "thread_binding": "thread_binding", "grid": "serial"}
+               "thread_binding": "thread_binding", "grid": "serial", "parallel": "parallel"}
 
 
 # signatures of the loop T functions (bound against the call's AST arguments)
@@ -123,7 +123,8 @@ class LoopParser(ExprParser):
         if kind not in _LOOP_KINDS:
             raise self.error(node.iter, f"loops must iterate over {self.t_name}.serial, "
                                         f"{self.t_name}.unroll, {self.t_name}.vectorized, "
-                                        f"{self.t_name}.grid or {self.t_name}.thread_binding")
+                                        f"{self.t_name}.parallel, {self.t_name}.grid or "
+                                        f"{self.t_name}.thread_binding")
         if kind == "grid":
             return self._grid(node)
         if not isinstance(node.target, ast.Name):

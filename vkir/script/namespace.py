@@ -14,9 +14,10 @@ from ..errors import ScriptError
 from ..ir.dtype import PointerType
 from ..ir.op import OPS
 from . import builtins as B
-from .exprs import STMT_NAMES, is_dtype_name
+from .exprs import BUILDERS, STMT_NAMES, is_dtype_name
 from .entry import prim_func
 from .images import IMAGE_BUILDERS
+from .device_functions import func
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class DType(str):
 
 class _Namespace:
     prim_func = staticmethod(prim_func)
+    func = staticmethod(func)
 
     @staticmethod
     def Buffer(shape, dtype="float32", strides=(), elem_offset=0, scope="global"):  # noqa: N802
@@ -76,8 +78,8 @@ class _Namespace:
             raise AttributeError(name)
         if is_dtype_name(name):
             return DType(name)
-        if name in B.EXPR_BUILDERS:
-            return B.EXPR_BUILDERS[name]
+        if name in BUILDERS:
+            return BUILDERS[name]
         if name in IMAGE_BUILDERS:
             return IMAGE_BUILDERS[name]
         if name in OPS:
@@ -89,7 +91,7 @@ class _Namespace:
         raise AttributeError(f"T has no attribute {name!r}")
 
     def __dir__(self):
-        return sorted({"prim_func", "Buffer", "Ptr", "Image", "Texture", "let", *B.EXPR_BUILDERS,
+        return sorted({"prim_func", "func", "Buffer", "Ptr", "Image", "Texture", "let", *BUILDERS,
                        *IMAGE_BUILDERS, *OPS, *STMT_NAMES})
 
     def __repr__(self):

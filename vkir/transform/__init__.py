@@ -19,6 +19,7 @@ _PASSES = {
     "InjectSoftwarePipeline": "inject_software_pipeline",
     "LowerAsync": "lower_async",
     "SplitLongLoops": "split_long_loops",
+    "BindParallel": "bind_parallel",
 }
 
 

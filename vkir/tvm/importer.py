@@ -22,7 +22,7 @@ from ..ir.function import PrimFunc
 from ..ir.intrinsics import INTRINSICS
 
 # TVM's ForKind values
-_FOR_KINDS = {0: "serial", 2: "vectorized", 3: "unrolled", 4: "thread_binding"}
+_FOR_KINDS = {0: "serial", 1: "parallel", 2: "vectorized", 3: "unrolled", 4: "thread_binding"}
 _BINARY = {"Add": E.Add, "Sub": E.Sub, "Mul": E.Mul, "Div": E.Div, "Mod": E.Mod,
            "FloorDiv": E.FloorDiv, "FloorMod": E.FloorMod, "Min": E.Min, "Max": E.Max,
            "EQ": E.EQ, "NE": E.NE, "LT": E.LT, "LE": E.LE, "GT": E.GT, "GE": E.GE,
@@ -250,7 +250,7 @@ class _Importer:
     def s_For(self, s, handles):
         kind = _FOR_KINDS.get(int(s.kind))
         if kind is None:
-            raise self.fail(f"loop kind {s.kind} (parallel loops)")
+            raise self.fail(f"loop kind {s.kind}")
         if s.step is not None and not (_kind(s.step) == "IntImm" and int(s.step.value) == 1):
             raise self.fail(f"loop {s.loop_var.name!r} with step {s.step}")
         var = self.var(s.loop_var)
