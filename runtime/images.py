@@ -6,7 +6,8 @@ usages are every one of storage and sampled that the device's VkFormatProperties
 format, plus transfers. Whether the device supports the format is asked before the driver sees
 it (`check_format`), and refused with UnsupportedError naming the format and the device.
 
-Layouts: an image rests in GENERAL (storage images, host copies); a launch that samples it
+Layouts: an image rests in GENERAL (storage images); host copies move it to TRANSFER_DST_OPTIMAL
+or TRANSFER_SRC_OPTIMAL and back; a launch that samples it
 moves it to SHADER_READ_ONLY_OPTIMAL around its dispatch (launch.py, `read_only_barriers`) and
 back. Host copies go through the device's staging buffer with vkCmdCopyBufferToImage /
 vkCmdCopyImageToBuffer; staged rows are padded to the device's optimalBufferCopyRowPitchAlignment
@@ -32,6 +33,10 @@ from .memory import USAGE, Buffer, check_alive, memory_barrier
 
 GENERAL = vk.VK_IMAGE_LAYOUT_GENERAL
 READ_ONLY = vk.VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL
+TO_DEVICE = vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL   # during host -> image copies and clears
+TO_HOST = vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL     # during image -> host copies
+_ANY_ACCESS = (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
+               | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
 SHADER = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
 TRANSFER = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
 _COLOR = vk.VK_IMAGE_ASPECT_COLOR_BIT
@@ -194,16 +199,15 @@ class Image:
                                           baseArrayLayer=0, layerCount=self.layers)
 
     def _record_clear(self, cmd) -> None:
-        layout_barrier(cmd, [self], vk.VK_IMAGE_LAYOUT_UNDEFINED, GENERAL, 0,
+        layout_barrier(cmd, [self], vk.VK_IMAGE_LAYOUT_UNDEFINED, TO_DEVICE, 0,
                        vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
                        TRANSFER)
         color = ffi.new("VkClearColorValue*")   # all zero bits: 0 for every format kind
-        lib.vkCmdClearColorImage(cmd, self.handle, GENERAL, color, 1, ffi.new(
+        lib.vkCmdClearColorImage(cmd, self.handle, TO_DEVICE, color, 1, ffi.new(
             "VkImageSubresourceRange*", {"aspectMask": _COLOR, "levelCount": 1,
                                          "layerCount": self.layers}))
-        memory_barrier(cmd, TRANSFER, vk.VK_ACCESS_TRANSFER_WRITE_BIT, SHADER | TRANSFER,
-                       vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
-                       | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+        layout_barrier(cmd, [self], TO_DEVICE, GENERAL, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                       _ANY_ACCESS, TRANSFER, SHADER | TRANSFER)
 
     # -- host copies ----------------------------------------------------------------------------
     def _pitch(self) -> int:
@@ -243,14 +247,11 @@ class Image:
             region = self._region(pitch)
 
             def record(cmd):
-                memory_barrier(cmd, SHADER | TRANSFER,
-                               vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
-                               | vk.VK_ACCESS_SHADER_READ_BIT, TRANSFER,
-                               vk.VK_ACCESS_TRANSFER_WRITE_BIT)
-                lib.vkCmdCopyBufferToImage(cmd, stage.handle, self.handle, GENERAL, 1, region)
-                memory_barrier(cmd, TRANSFER, vk.VK_ACCESS_TRANSFER_WRITE_BIT, SHADER | TRANSFER,
-                               vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
-                               | vk.VK_ACCESS_TRANSFER_READ_BIT)
+                layout_barrier(cmd, [self], GENERAL, TO_DEVICE, _ANY_ACCESS,
+                               vk.VK_ACCESS_TRANSFER_WRITE_BIT, SHADER | TRANSFER, TRANSFER)
+                lib.vkCmdCopyBufferToImage(cmd, stage.handle, self.handle, TO_DEVICE, 1, region)
+                layout_barrier(cmd, [self], TO_DEVICE, GENERAL, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                               _ANY_ACCESS, TRANSFER, SHADER | TRANSFER)
 
             device.one_shot(record)
 
@@ -272,10 +273,11 @@ class Image:
             region = self._region(pitch)
 
             def record(cmd):
-                memory_barrier(cmd, SHADER | TRANSFER,
-                               vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                               TRANSFER, vk.VK_ACCESS_TRANSFER_READ_BIT)
-                lib.vkCmdCopyImageToBuffer(cmd, self.handle, GENERAL, stage.handle, 1, region)
+                layout_barrier(cmd, [self], GENERAL, TO_HOST, _ANY_ACCESS,
+                               vk.VK_ACCESS_TRANSFER_READ_BIT, SHADER | TRANSFER, TRANSFER)
+                lib.vkCmdCopyImageToBuffer(cmd, self.handle, TO_HOST, stage.handle, 1, region)
+                layout_barrier(cmd, [self], TO_HOST, GENERAL, 0, _ANY_ACCESS, TRANSFER,
+                               SHADER | TRANSFER)
                 memory_barrier(cmd, TRANSFER, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
                                vk.VK_PIPELINE_STAGE_HOST_BIT, vk.VK_ACCESS_HOST_READ_BIT)
 

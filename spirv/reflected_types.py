@@ -198,6 +198,7 @@ class ShaderInfo:
     # what a specialization recomputes without parsing the words again
     _parsed: object = field(default=None, compare=False, repr=False)
     _workgroup_types: tuple = field(default=(), compare=False, repr=False)
+    images: tuple = ()                 # ImageBindings (spirv/image_reflection.py), by binding
 
     def specialize(self, values: dict) -> tuple:
         """The local size with {SpecId: value} applied (others keep their defaults)."""

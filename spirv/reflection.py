@@ -4,7 +4,8 @@
 LocalSize or LocalSizeId execution mode, overridden by a constant decorated with the
 WorkgroupSize builtin, as glslang emits for `layout(local_size_x_id = 0) in;`), the descriptor
 bindings the entry point uses (set, binding, storage or uniform buffer, NonWritable/NonReadable,
-the element type and array stride of a trailing runtime array), the push-constant block members
+the element type and array stride of a trailing runtime array), the images, samplers and
+texel buffers (kind, dimensionality, format: image_reflection.py), the push-constant block members
 (names from OpMemberName, types, offsets) and the specialization constants (SpecId, name, type,
 default). Opcodes and enumerants come from the Khronos grammar (vkir.spirv.khronos_grammar), so nothing
 here is a hand-copied table. The module is assumed valid (validate it with SPIRV-Tools first);
@@ -15,12 +16,13 @@ reflected_types.py (re-exported here), the parsing of the module in parsed_modul
 from __future__ import annotations
 
 from ..errors import ArgumentError, UnsupportedError
+from .image_reflection import ImageBinding, image_binding
 from .khronos_grammar import grammar
 from .parsed_module import ParsedModule, enumerant_names, module_words
 from .reflected_types import (DescriptorBinding, EntryPoint, PushConstant, ShaderInfo,
                               SpecConstant, SpirvMember, SpirvType)
 
-__all__ = ["reflect", "ShaderInfo", "DescriptorBinding", "PushConstant", "SpecConstant",
+__all__ = ["reflect", "ShaderInfo", "DescriptorBinding", "ImageBinding", "PushConstant", "SpecConstant",
            "EntryPoint", "SpirvType", "SpirvMember", "module_words"]
 
 
@@ -44,7 +46,7 @@ def reflect(data, entry: str = "main", specialization=None) -> ShaderInfo:
     io = {vid for vid, _, storage in m.variables if storage in ("Input", "Output")}
     used = in_code | (set(interface) & io)
     bindings, push, push_block, shared, plain_inputs, others = [], [], "", 0, [], []
-    workgroup = []
+    workgroup, images = [], []
     for vid, ptype_id, storage in m.variables:
         if vid not in used:
             continue
@@ -54,7 +56,11 @@ def reflect(data, entry: str = "main", specialization=None) -> ShaderInfo:
             if b is not None:
                 bindings.append(b)
             elif storage == "UniformConstant":
-                others.append(_other_descriptor(m, vid, ptype_id))
+                image = image_binding(m, vid, ptype_id)
+                if image is not None:
+                    images.append(image)
+                else:
+                    others.append(_other_descriptor(m, vid, ptype_id))
         elif storage == "Workgroup":
             shared += ptype.element.size
             workgroup.append(ptype_id)
@@ -81,7 +87,8 @@ def reflect(data, entry: str = "main", specialization=None) -> ShaderInfo:
     return ShaderInfo(EntryPoint(name, model), points, local, ids, tuple(bindings), tuple(push),
                       size, tuple(specs[i] for i in sorted(specs)), tuple(m.capabilities), tuple(m.extensions), m.version,
                       push_block, size_id, shared, tuple(plain_inputs), tuple(sorted(others)),
-                      m, tuple(workgroup))
+                      m, tuple(workgroup),
+                      tuple(sorted(images, key=lambda i: (i.set, i.binding))))
 
 
 _IMAGE_KINDS = {0: "image", 1: "sampled image", 2: "storage image"}

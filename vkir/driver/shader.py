@@ -27,6 +27,7 @@ import weakref
 import numpy as np
 
 from ..errors import ArgumentError, SpirvValidationError, UnsupportedError
+from .shader_images import ShaderImages
 from .dispatch import ScratchBuffers, check_profile_counts, copy_back, run, stage, submit
 from .shader_needs import check_shader_needs
 
@@ -80,8 +81,10 @@ class ShaderKernel:
         if info.other_descriptors:
             dset, binding, what, kind = info.other_descriptors[0]
             raise UnsupportedError(f"{self.name}: binding {binding} (set {dset}, {what!r}) is a "
-                                   f"{kind}; vkir binds storage and uniform buffers only, so "
-                                   "shaders with images or samplers cannot run here")
+                                   f"{kind}; vkir binds buffers, images, samplers and texel "
+                                   "buffers only")
+        # images, samplers and texel buffers (vkir.driver.shader_images)
+        self._images = ShaderImages(self.name, info.images, rt)
         # several views of one binding (a uint16[] and a uint32[] block on binding 0) are one
         # descriptor: the caller passes one buffer, bound once
         views: dict = {}
@@ -119,9 +122,12 @@ class ShaderKernel:
         kinds), push-constant block, local size and specialization."""
         from ..backends.protocol import ProgramSpec
 
-        return ProgramSpec(words, self.entry, tuple(b.binding for b in self.bindings),
+        images = self._images.images
+        return ProgramSpec(words, self.entry, tuple(b.binding for b in self.bindings)
+                           + tuple(b.binding for b in images),
                            self.info.push_constant_size, tuple(self.local_size), None, self.name,
-                           tuple(b.kind for b in self.bindings), self._entries)
+                           tuple(b.kind for b in self.bindings) + self._images.kinds,
+                           self._entries)
 
     # -- properties ----------------------------------------------------------------------------
     @property
@@ -183,7 +189,7 @@ class ShaderKernel:
         rt = self._rt
         rt.check_shader(self.local_size, self._shared_bytes, self.info.push_constant_size,
                         self.name)
-        for b in self.bindings:
+        for b in self.bindings + self._images.images:
             if b.set != 0:
                 raise UnsupportedError(f"{self.name}: binding {b.name!r} is in descriptor set {b.set}; "
                                        "vkir binds descriptor set 0 only")
@@ -192,7 +198,7 @@ class ShaderKernel:
                                        "descriptors; vkir binds one buffer per binding")
         rt.check_bindings(len(self.bindings), f"pipeline {self.entry!r}",
                           sum(b.kind == "uniform" for b in self.bindings),
-                          tuple(b.binding for b in self.bindings))
+                          tuple(b.binding for b in self.bindings + self._images.images))
 
     @classmethod
     def _view_dtypes(cls, views) -> tuple | None:
@@ -308,12 +314,30 @@ class ShaderKernel:
             self._aliased = program
         return groups, self._aliased
 
-    def _prepare(self, buffers, grid, push):
-        """Every check, then (device buffers, push bytes, groups, numpy copies to write back,
-        program)."""
+    def _split(self, args) -> tuple:
+        """(buffer arguments, image arguments) of a call's positional arguments, which are every
+        binding but the separate samplers, in binding order."""
+        images = self._images.arguments
+        if not images:
+            return args, ()
+        order = sorted([(b.binding, False) for b in self.bindings]
+                       + [(b.binding, True) for b in images])
+        if len(args) != len(order):
+            names = ", ".join(f"{n}: {b.name}" for n, b in sorted(
+                [(b.binding, b) for b in self.bindings + images], key=lambda x: x[0]))
+            raise ArgumentError(f"{self.name} takes {len(order)} arguments (bindings {names}), "
+                                f"got {len(args)}")
+        return (tuple(a for a, (_, image) in zip(args, order) if not image),
+                tuple(a for a, (_, image) in zip(args, order) if image))
+
+    def _prepare(self, args, grid, push, samplers=None, formats=None):
+        """Every check, then (device buffers and images, push bytes, groups, numpy copies to
+        write back, program)."""
         from .arrays import DeviceArray
 
+        buffers, image_args = self._split(args)
         self._check_buffers(buffers)
+        images, image_copies = self._images.bind(image_args, samplers, formats)
         groups = self._groups(grid)
         data = self._push(push)
         aliases, pipeline = self._aliases(buffers)
@@ -322,47 +346,58 @@ class ShaderKernel:
                                [g for g in aliases if not g.on_device], self._scratch.copy_in,
                                self._scratch.view)
         out = [a.buffer if isinstance(a, DeviceArray) else staged[i] for i, a in enumerate(buffers)]
-        return out, data, groups, (copies, host), pipeline
+        return out + images, data, groups, (copies, host, image_copies), pipeline
 
-    def dispatch_spec(self, *buffers, grid=None, push=None):
-        """The recordable dispatch of `self(*buffers, grid=..., push=...)` (a vkir.runtime
+    def dispatch_spec(self, *args, grid=None, push=None, samplers=None, formats=None):
+        """The recordable dispatch of `self(*args, grid=..., push=...)` (a vkir.runtime
         Dispatch on Vulkan), checked as a call is: what `vkir.sequence` records. Every buffer
-        must be a DeviceArray."""
+        must be a DeviceArray, every image a DeviceImage."""
         from .arrays import DeviceArray
 
+        buffers, image_args = self._split(args)
         self._check_buffers(buffers)
+        images, _ = self._images.bind(image_args, samplers, formats, device_only=True)
         for b, a in zip(self.bindings, buffers):
             if not isinstance(a, DeviceArray):
                 raise ArgumentError(f"{self.name}: binding {b.binding} ({b.name!r}) is a numpy "
                                     "array; inside a sequence buffers must be DeviceArrays "
                                     "(vkir.array), since a sequence makes no hidden copies")
         access = tuple(_access(self.binding_views[b.binding])
-                       for b in self.bindings)
+                       for b in self.bindings) + self._images.access
         _, program = self._aliases(buffers)
-        return program.dispatch(tuple(a.buffer for a in buffers), access, self._push(push),
-                                self._groups(grid), self.name, (self, buffers))
+        return program.dispatch(tuple(a.buffer for a in buffers) + tuple(images), access,
+                                self._push(push), self._groups(grid), self.name, (self, args))
 
-    def __call__(self, *buffers, grid=None, push=None) -> None:
-        """Dispatch `grid` workgroups on `buffers` (one per binding, in binding order) with the
-        push-constant members in `push`, and wait; written numpy arrays are updated. Inside
-        `with vkir.sequence():` the dispatch is recorded instead (DeviceArrays only), inside
-        `with vkir.profile():` it is timed."""
+    def __call__(self, *buffers, grid=None, push=None, samplers=None, formats=None) -> None:
+        """Dispatch `grid` workgroups on `buffers` (one per binding, in binding order: buffers,
+        images and texel buffers; separate samplers are not arguments) with the push-constant
+        members in `push`, and wait; written numpy arrays are updated. `samplers` ({binding
+        name: vkir.Sampler}) samples each texture (nearest/clamp by default); `formats`
+        ({binding name: format}) reads numpy data of a binding that declares no format (see
+        vkir.driver.shader_images). Inside `with vkir.sequence():` the dispatch is recorded
+        instead (DeviceArrays and DeviceImages only), inside `with vkir.profile():` it is
+        timed."""
         from .profiling import active_profiler
         from .sequences import current
 
         seq = current()
         if seq is not None:
-            seq.add(self.dispatch_spec(*buffers, grid=grid, push=push))
+            seq.add(self.dispatch_spec(*buffers, grid=grid, push=push, samplers=samplers,
+                                       formats=formats))
             return
         with self._lock:
-            bufs, data, groups, copies, program = self._prepare(buffers, grid, push)
-            run(self._rt, program, bufs, data, groups, self.name, buffers, active_profiler())
-            copy_back(*copies, self._scratch.copy_out)
+            bufs, data, groups, copies, program = self._prepare(buffers, grid, push, samplers,
+                                                                formats)
+            run(self._rt, program, bufs, data, groups, self.name, (buffers, bufs),
+                active_profiler())
+            copy_back(copies[0], copies[1], self._scratch.copy_out)
+            self._images.copy_back(copies[2])
 
-    def launch(self, *buffers, grid=None, push=None):
-        """Submit `self(*buffers, grid=..., push=...)` without waiting: a handle with
+    def launch(self, *args, grid=None, push=None, samplers=None, formats=None):
+        """Submit `self(*args, grid=..., push=...)` without waiting: a handle with
         `wait(timeout=None)` and `done()`. Numpy arrays are copied in now (each launch has its
-        own device copies) and the written ones back when the wait observes the end."""
+        own device copies) and the written ones back when the wait observes the end; images
+        must be DeviceImages."""
         from .arrays import DeviceArray
         from .profiling import active_profiler
         from .sequences import LaunchHandle, current
@@ -371,23 +406,29 @@ class ShaderKernel:
             raise ArgumentError(f"{self.name}: launch() inside a sequence; call the shader instead "
                                 "(the sequence submits when its block ends)")
         if active_profiler() is not None:
-            self(*buffers, grid=grid, push=push)
+            self(*args, grid=grid, push=push, samplers=samplers, formats=formats)
             return LaunchHandle(None, (), self.name)
+        buffers, image_args = self._split(args)
         self._check_buffers(buffers)
+        images, _ = self._images.bind(image_args, samplers, formats, device_only=True)
         groups, data = self._groups(grid), self._push(push)
         aliases, program = self._aliases(buffers)
         device_arrays = {i: a.buffer for i, a in enumerate(buffers) if isinstance(a, DeviceArray)}
-        return submit(self._rt, program, device_arrays, data, groups, self.name, buffers,
+        device_arrays.update({len(buffers) + j: r for j, r in enumerate(images)})
+        return submit(self._rt, program, device_arrays, data, groups, self.name, (args, images),
                       {i: a for i, a in enumerate(buffers) if not isinstance(a, DeviceArray)},
                       self._writes.__getitem__, [g for g in aliases if not g.on_device])
 
-    def profile(self, *buffers, grid=None, push=None, repeat: int = 50, warmup: int = 1):
+    def profile(self, *buffers, grid=None, push=None, repeat: int = 50, warmup: int = 1,
+                samplers=None, formats=None):
         """Device seconds per run over `repeat` runs (a vkir Profile: median, min, max)."""
         check_profile_counts(self.name, repeat, warmup)
         with self._lock:
-            bufs, data, groups, copies, program = self._prepare(buffers, grid, push)
+            bufs, data, groups, copies, program = self._prepare(buffers, grid, push, samplers,
+                                                                formats)
             t = program.profile(bufs, data, groups, repeat, warmup)
-            copy_back(*copies, self._scratch.copy_out)
+            copy_back(copies[0], copies[1], self._scratch.copy_out)
+            self._images.copy_back(copies[2])
         return t
 
 

@@ -15,7 +15,8 @@ from ..features import CAPABILITY_FEATURES, SHADER_EXTENSIONS
 __all__ = ["check_shader_needs"]
 
 # SPIR-V capabilities a Vulkan compute device always has
-_BASE_CAPABILITIES = frozenset({"Shader", "Matrix"})
+_BASE_CAPABILITIES = frozenset({"Shader", "Matrix", "Image1D", "Sampled1D", "ImageBuffer",
+                                "SampledBuffer", "ImageQuery"})   # every Vulkan device has these
 # capabilities that any one of several features allows (per storage class or float width; what
 # vkir's own kernels declare, so that load_spirv accepts their modules on the same device)
 _ANY_FEATURE_CAPABILITIES = {

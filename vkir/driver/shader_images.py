@@ -1,0 +1,201 @@
+"""Images, samplers and texel buffers of existing shaders (ShaderKernel, vkir.driver.shader).
+
+A shader's positional arguments are its descriptors in binding order, buffers and images alike;
+separate samplers are not arguments but come from `samplers={name: vkir.Sampler(...)}` (as do
+the samplers of combined image samplers; nearest/clamp by default). An image argument is a
+DeviceImage or a numpy array of shape `extent + (channels,)`; a texel buffer argument a numpy
+array of shape (n,) or (n, channels). The format is the one the shader declares, else
+`formats={name: format}`, else the one format that stores the array's dtype and channels with
+reads of the shader's type (vkir.images.host_layout.infer_format). Numpy data is copied into a
+device image (or texel buffer) for the call, and written ones are copied back.
+
+Everything goes through the image seam (vkir.backends.image_seam); no vkir.runtime here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ArgumentError, UnsupportedError
+from ..images import image_format
+from ..images.host_layout import format_of_spirv, infer_format, texel_shape
+from ..images.sampling import DEFAULT_SAMPLER, Sampler
+
+__all__ = ["ShaderImages"]
+_SAMPLED = ("sampled_image", "combined_image_sampler")
+
+
+class ShaderImages:
+    """The image-like bindings of one shader (`images`: reflected ImageBindings) on seam runtime
+    `rt`; `name` names the shader in messages."""
+
+    def __init__(self, name: str, images: tuple, rt):
+        from ..backends.image_seam import images_of
+
+        self.name, self.images = name, tuple(images)
+        self.rt = images_of(rt) if self.images else rt
+        for b in self.images:
+            what = f"{name}: binding {b.binding} ({b.name!r})"
+            if b.count != 1:
+                raise UnsupportedError(f"{what} is an array of {b.count} descriptors; vkir binds "
+                                       "one image per binding")
+            if b.dim not in ("1d", "2d", "3d", "buffer", ""):
+                raise UnsupportedError(f"{what} is a {b.dim} image; vkir binds 1-D, 2-D and 3-D "
+                                       "images (and arrays of 1-D and 2-D ones)")
+            if b.format != "Unknown" and format_of_spirv(b.format) is None:
+                raise UnsupportedError(f"{what} declares image format {b.format}, which vkir "
+                                       "has no row for")
+        # the arguments a call passes: every image-like binding but the separate samplers
+        self.arguments = tuple(b for b in self.images if b.kind != "sampler")
+        self._names = {b.name for b in self.images}
+
+    @property
+    def access(self) -> tuple:
+        """"r", "w" or "rw" per binding in `images` order (what a sequence orders barriers by)."""
+        return tuple(("" if b.writeonly else "r") + ("w" if b.written else "") or "r"
+                     for b in self.images)
+
+    @property
+    def kinds(self) -> tuple:
+        """The descriptor kind of each binding, in `images` order (what a ProgramSpec names)."""
+        return tuple(b.kind for b in self.images)
+
+    def check_options(self, samplers, formats) -> tuple:
+        """({name: Sampler}, {name: ImageFormat}) from a call's `samplers=` and `formats=`."""
+        samplers, formats = samplers or {}, formats or {}
+        for what, d in (("samplers", samplers), ("formats", formats)):
+            if not isinstance(d, dict):
+                raise ArgumentError(f"{self.name}: {what} must be a dict {{binding name: ...}}, "
+                                    f"got {type(d).__name__}")
+            for key in d:
+                if key not in self._names:
+                    have = ", ".join(sorted(self._names)) or "none"
+                    raise ArgumentError(f"{self.name}: {what} names {key!r}, which is no image "
+                                        f"or sampler binding of the shader (it has: {have})")
+        for key, s in samplers.items():
+            if not isinstance(s, Sampler):
+                raise ArgumentError(f"{self.name}: samplers[{key!r}] must be a vkir.Sampler, "
+                                    f"got {type(s).__name__}")
+        return samplers, {k: image_format(v) for k, v in formats.items()}
+
+    def bind(self, args, samplers=None, formats=None, device_only: bool = False) -> tuple:
+        """(the backend's objects for every binding in `images` order, copy-backs
+        [(device image or texel buffer, host array)]) for the call's image arguments `args`
+        (in `arguments` order); `device_only` refuses numpy data (sequences)."""
+        samplers, formats = self.check_options(samplers, formats)
+        rt = self.rt
+        given = dict(zip((b.binding for b in self.arguments), args))
+        out, copies = [], []
+        for b in self.images:
+            what = f"{self.name}: binding {b.binding} ({b.name!r})"
+            if b.kind == "sampler":
+                out.append(rt.sampler(samplers.get(b.name, DEFAULT_SAMPLER), False))
+                continue
+            a = given[b.binding]
+            if b.dim == "buffer":
+                out.append(self._texel(b, a, formats.get(b.name), what, copies, device_only))
+                continue
+            img = self._image(b, a, formats.get(b.name), what, copies, device_only)
+            fmt = img.format
+            if b.kind in _SAMPLED:
+                rt.check_image_format(fmt, "sampled", what)
+            else:
+                rt.check_image_format(fmt, "storage", what)
+            if b.kind == "combined_image_sampler":
+                desc = samplers.get(b.name, DEFAULT_SAMPLER)
+                if desc.filter == "linear":
+                    rt.check_image_format(fmt, "linear", what)
+                img = rt.image_sampler(img, rt.sampler(desc, fmt.is_integer))
+            out.append(img)
+        return out, copies
+
+    def _format(self, b, given, dtype, channels: int, what: str):
+        declared = format_of_spirv(b.format)
+        if given is not None and declared is not None and given != declared:
+            raise ArgumentError(f"{what} declares format {declared.name}; formats= gives "
+                                f"{given.name}")
+        fmt = declared or given or infer_format(dtype, channels, b.lane, what)
+        if fmt.lane_dtype != b.lane:
+            raise ArgumentError(f"{what} reads {b.lane} values; format {fmt.name} gives "
+                                f"{fmt.lane_dtype}")
+        return fmt
+
+    def _image(self, b, a, given, what: str, copies: list, device_only: bool):
+        """The backend image for argument `a` of image binding `b`."""
+        from .device_images import DeviceImage
+
+        if isinstance(a, DeviceImage):
+            if a.device is not self.rt.device:
+                raise ArgumentError(f"{what} lives on {a.runtime.name!r}, the shader on "
+                                    f"{self.rt.name!r}")
+            self._format(b, given or a.image_format, None, 0, what)
+            if a.image_format.lane_dtype != b.lane:
+                raise ArgumentError(f"{what} reads {b.lane}; the image is {a.format}")
+            if a.dim != int(b.dim[0]) or a.layered != b.arrayed:
+                raise ArgumentError(f"{what} is a {b.dim}{' array' if b.arrayed else ''} image; "
+                                    f"got a DeviceImage of shape {a.shape}"
+                                    f"{' (layered)' if a.layered else ''}")
+            return a.handle
+        if device_only:
+            raise ArgumentError(f"{what} is a numpy array; inside a sequence images must be "
+                                "DeviceImages (vkir.image), since a sequence makes no hidden copies")
+        a = self._host(a, what, b.written)
+        channels = a.shape[-1] if a.ndim > b.axes else 1
+        fmt = self._format(b, given, a.dtype, channels, what)
+        extent = texel_shape(fmt, a.shape, what)
+        if len(extent) != b.axes:
+            raise ArgumentError(f"{what} is a {b.dim}{' array' if b.arrayed else ''} image of "
+                                f"{fmt.name}; an array of shape {a.shape} does not hold one")
+        if a.dtype != np.dtype(fmt.storage_dtype):
+            raise ArgumentError(f"{what} holds {fmt.name} texels ({fmt.storage_dtype} channels), "
+                                f"got an array of {a.dtype}")
+        dim = int(b.dim[0])
+        space = extent[1:] if b.arrayed else extent
+        size = tuple(reversed(space)) + (1,) * (3 - dim)
+        img = self.rt.create_image(fmt, size, extent[0] if b.arrayed else 1, dim, b.arrayed, what)
+        full = a.reshape(img.shape)
+        if not b.writeonly or not b.written:
+            self.rt.image_copy_in(img, full)
+        if b.written:
+            copies.append(("image", img, full))
+        return img
+
+    def _texel(self, b, a, given, what: str, copies: list, device_only: bool):
+        """The backend texel buffer for argument `a` of texel-buffer binding `b`."""
+        if device_only or not isinstance(a, np.ndarray):
+            raise ArgumentError(f"{what} is a texel buffer: pass a numpy array of shape (n,) or "
+                                f"(n, channels), got {type(a).__name__}")
+        a = self._host(a, what, b.written)
+        if a.ndim not in (1, 2):
+            raise ArgumentError(f"{what} is a texel buffer: an array of shape (n,) or "
+                                f"(n, channels), got shape {a.shape}")
+        channels = a.shape[1] if a.ndim == 2 else 1
+        fmt = self._format(b, given, a.dtype, channels, what)
+        if a.dtype != np.dtype(fmt.storage_dtype) or channels != fmt.channels:
+            raise ArgumentError(f"{what} holds {fmt.name} texels ({fmt.channels} "
+                                f"{fmt.storage_dtype} channels), got {a.dtype} of shape {a.shape}")
+        self.rt.check_image_format(fmt, b.kind[:-len("_buffer")], what)
+        buf = self.rt.texel_buffer(fmt, a.shape[0], what)
+        self.rt.allocator.copy_in(buf, a)
+        if b.written:
+            copies.append(("buffer", buf, a))
+        return buf
+
+    @staticmethod
+    def _host(a, what: str, written: bool) -> np.ndarray:
+        if not isinstance(a, np.ndarray):
+            raise ArgumentError(f"{what} must be a vkir.DeviceImage or a numpy array, got "
+                                f"{type(a).__name__}")
+        if not a.flags.c_contiguous:
+            raise ArgumentError(f"{what} is not C-contiguous (use np.ascontiguousarray)")
+        if written and not a.flags.writeable:
+            raise ArgumentError(f"{what} is written by the shader, but its array is read-only")
+        return a
+
+    def copy_back(self, copies) -> None:
+        """Copy written device images and texel buffers back into their host arrays."""
+        for kind, obj, host in copies:
+            if kind == "image":
+                self.rt.image_copy_out(obj, host)
+            else:
+                self.rt.allocator.copy_out(obj, host)
