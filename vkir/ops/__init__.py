@@ -10,10 +10,13 @@ config; VKIR_AUTOTUNE=1 makes a call tune a shape it has not seen.
 """
 
 from .conv import conv2d
+from .counting import histogram
 from .layout import transpose
 from .linalg import matmul
 from .norm import layer_norm, softmax
 from .reduce import argmax, max, mean, min, sum
+from .scan import cumsum
+from .sorting import argsort, sort
 
-__all__ = ["argmax", "conv2d", "layer_norm", "matmul", "max", "mean", "min", "softmax", "sum",
-           "transpose"]
+__all__ = ["argmax", "argsort", "conv2d", "cumsum", "histogram", "layer_norm", "matmul", "max",
+           "mean", "min", "softmax", "sort", "sum", "transpose"]

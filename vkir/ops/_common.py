@@ -66,7 +66,7 @@ class Call:
     """The arguments of one op call, resolved: the device, the inputs as DeviceArrays, and
     whether the caller gets a DeviceArray back."""
 
-    def __init__(self, op: str, inputs: dict, device=None, out=None):
+    def __init__(self, op: str, inputs: dict, device=None, out=None, dtypes=("float32",)):
         from ..api import DeviceArray, resolve_device
 
         self.op = op
@@ -98,9 +98,9 @@ class Call:
                 arr = np.asarray(a)
                 self.arrays[name] = arr
         for name, a in self.arrays.items():
-            if a is not None and a.dtype != np.float32:
-                raise ArgumentError(f"vkir.ops.{op}: {name} has dtype {a.dtype}; the ops take "
-                                    "float32 arrays (convert with .astype(np.float32))")
+            if a is not None and np.dtype(a.dtype).name not in dtypes:
+                raise ArgumentError(f"vkir.ops.{op}: {name} has dtype {a.dtype}; {op} takes "
+                                    f"{', '.join(dtypes)} arrays (convert with .astype)")
 
     def device_array(self, name):
         """Input `name` as a DeviceArray on the call's device (numpy inputs copied in)."""

@@ -1,0 +1,115 @@
+"""`vkir.ops.histogram(x, bins=10, range=None)`, like numpy.histogram, and its kernel template
+`histogram_kernel`.
+
+numpy's bin edges are computed on the host exactly as numpy computes them (numpy itself gives
+them), and the device finds each element's bin by binary search over those edges: the same
+answer as numpy's for every element, the last bin closed on the right, elements outside the
+range (and NaNs) not counted. Schedule: each invocation counts `per` consecutive elements with
+one global atomic add each (no shared memory, no barrier: on CPU devices a workgroup is one host
+thread and atomics between the few host threads rarely collide).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autotuning import autotune
+from ..errors import ArgumentError
+from ..script import from_script
+from ._common import Call, view
+
+_TEXT = '''
+@T.prim_func
+def histogram(x: T.Buffer((N,), "float32"), edges: T.Buffer((NB + 1,), "float32"),
+              hist: T.Buffer((NB,), "int32")):
+    for bx in T.thread_binding((N + PER * W - 1) // (PER * W), "blockIdx.x"):
+        for tx in T.thread_binding(W, "threadIdx.x"):
+            lo = T.alloc_buffer((1,), "int32", scope="local")
+            hi = T.alloc_buffer((1,), "int32", scope="local")
+            first = edges[0]
+            last = edges[NB]
+            for c in T.serial(PER):
+                e = (bx * W + tx) * PER + c
+                if e < N:
+                    v = x[e]
+                    if v >= first and v <= last:
+                        lo[0] = 0
+                        hi[0] = NB - 1
+                        for t in T.serial(STEPS):
+                            if lo[0] < hi[0]:
+                                m = (lo[0] + hi[0] + 1) // 2
+                                if edges[m] <= v:
+                                    lo[0] = m
+                                else:
+                                    hi[0] = m - 1
+                        T.atomic_add(hist[lo[0]], 1)
+'''
+
+
+@autotune(configs={"cpu": [dict(per=16, w=8), dict(per=64, w=8), dict(per=4, w=64)],
+                   "default": [dict(per=4, w=256), dict(per=1, w=256)]},
+          key=("N", "bins"))
+def histogram_kernel(N, bins, per=16, w=8):
+    """The PrimFunc adding to hist (int32, `bins`) the count of x's N elements in each bin of
+    `edges` (bins + 1 ascending float32 edges): bin b holds edges[b] <= v < edges[b + 1], the
+    last bin also v == edges[bins]."""
+    for name, value in (("N", N), ("bins", bins), ("per", per), ("w", w)):
+        if not isinstance(value, int) or value < 1:
+            raise ArgumentError(f"histogram kernel: {name} must be a positive int, got {value!r}")
+    env = dict(N=N, NB=bins, PER=per, W=w, STEPS=int(bins).bit_length() + 1)
+    return from_script(_TEXT, env=env, file="<vkir.ops.counting>")
+
+
+def histogram(x, bins=10, range=None, device=None, out=None):  # noqa: A002 - numpy's name
+    """(hist, bin_edges) of x's elements, like numpy.histogram(x, bins, range): `bins` is a
+    number of equal bins or an increasing sequence of edges. hist counts in int32 (a DeviceArray
+    when x is one, else numpy's int64 array), bin_edges is always a numpy array (numpy's own edges,
+    in float32 as numpy gives them for float32 data)."""
+    call = Call("histogram", {"x": x}, device, out)
+    X = call.arrays["x"]
+    if isinstance(bins, (int, np.integer)) and not isinstance(bins, (bool, np.bool_)):
+        if bins < 1:
+            raise ArgumentError(f"vkir.ops.histogram: bins must be positive, got {bins}")
+        if range is None:
+            if X.size == 0:
+                lo = hi = 0.0
+            else:
+                from .reduce import max as vmax, min as vmin
+
+                xd = call.device_array("x")
+                lo, hi = np.float32(vmin(xd).numpy()), np.float32(vmax(xd).numpy())
+            if not (np.isfinite(lo) and np.isfinite(hi)):
+                raise ArgumentError(f"vkir.ops.histogram: the data's range [{lo}, {hi}] is not "
+                                    "finite; pass range=")
+            range = (lo, hi)  # float32 scalars, as numpy takes a.min() and a.max()
+        try:
+            _, edges = np.histogram(np.zeros(0, np.float32), bins=int(bins), range=range)
+        except ValueError as exc:
+            raise ArgumentError(f"vkir.ops.histogram: {exc}") from None
+    else:
+        edges = np.asarray(bins)
+        if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) < 0):
+            raise ArgumentError("vkir.ops.histogram: bins must be an int or a 1-d increasing "
+                                f"sequence of at least 2 edges, got {bins!r}")
+    edges32 = np.ascontiguousarray(edges, np.float32)
+    nb = edges32.size - 1
+    from ..api import array
+
+    res = call.result((nb,), "int32") if call.out is not None and call.returns_device else None
+    if res is None:
+        res = array(np.zeros(nb, np.int32), device=call.device)
+    else:
+        res.write(np.zeros(nb, np.int32))  # the counts accumulate into a DeviceArray out=
+    if X.size:
+        k = histogram_kernel.kernel(call.device, N=int(X.size), bins=nb)
+        k(view(call.device_array("x"), (X.size,)), array(edges32, device=call.device), res)
+    if call.returns_device:
+        return res, edges
+    counts = res.numpy().astype(np.int64)
+    if out is not None:
+        out[...] = counts
+        return out, edges
+    return counts, edges
+
+
+histogram.kernel = histogram_kernel
