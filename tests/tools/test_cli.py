@@ -82,11 +82,15 @@ def _vkir(*args, timeout=300, **extra_env):
                           cwd=ROOT)
 
 
-def test_demo_subprocess(device):
-    """The console script end to end; with validation on, stderr must stay empty."""
-    proc = _vkir("demo")
+def test_demo_subprocess(device, tmp_path):
+    """The console script end to end; with validation on, stderr must stay empty. The picture
+    is checked against the interpreter and written where --out says."""
+    proc = _vkir("demo", "--out", str(tmp_path), "--size", "160x96")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "4/4 kernels match numpy" in proc.stdout
+    assert "ray-marched scene 160x96" in proc.stdout and "it matches vkir.interpret" in proc.stdout
+    assert f"picture: {tmp_path / 'scene.png'}" in proc.stdout
+    assert (tmp_path / "scene.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert proc.stderr == ""
 
 

@@ -1,2 +1,3 @@
 """Example kernels written in the vkir script, importable and runnable (`sync`: atomics and
-subgroup operations)."""
+subgroup operations; `raymarch`: a ray-marched scene, the picture of `vkir demo`; `glsl_frame`: a
+frame rendered by an existing GLSL compute shader)."""

@@ -5,7 +5,7 @@
                  [--target device|vulkan1.1|vulkan1.2|vulkan1.3|lavapipe]
                  [--print-after PASS|all ...] [--time-passes]
     vkir run FILE.py[:FUNC] [--size NAME=VALUE ...] [--seed N] [--device SEL]
-    vkir demo [--device SEL]
+    vkir demo [--device SEL] [--out DIR] [--size WxH]
     vkir bench [--device SEL] [--workload NAME ...] [--repeat N] [--json FILE] [--quick]
     vkir validate FILE... [--target-env ENV] [--format text|json|junit] [-o REPORT]  (vkir.tools.validate)
     vkir dis FILE.spv [-o OUT]
@@ -271,14 +271,20 @@ def cmd_run(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    """`vkir demo`: build and run the demo kernels."""
-    from . import demo
+    """`vkir demo`: build and run the demo kernels, render the picture."""
+    from . import demo, demo_picture
 
-    return demo.main(args.device)
+    size = demo_picture.parse_size(args.size) if args.size else None
+    return demo.main(args.device, out=args.out, size=size)
 
 
 def cmd_bench(args) -> int:
     """`vkir bench`: the benchmark suite."""
+    if args.fleet:
+        from vkir.benchmarks import fleet_bench
+
+        return fleet_bench.main(args.fleet, workloads=args.workload, repeat=args.repeat,
+                                json_path=args.json, quick=args.quick)
     from vkir.benchmarks import suite  # installed with the package (benchmarks/ in a checkout)
 
     return suite.main(device=args.device, workloads=args.workload, repeat=args.repeat,
@@ -319,8 +325,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default=None)
     p.set_defaults(fn=cmd_run)
 
-    p = sub.add_parser("demo", help="build and check example kernels on the default device")
+    p = sub.add_parser("demo", help="build and check example kernels on the default device, "
+                                    "render a picture and write it as PNG")
     p.add_argument("--device", default=None)
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help="folder for scene.png (default: the demo folder of vkir's cache root)")
+    p.add_argument("--size", metavar="WxH", default=None, help="picture size (default 960x540)")
     p.set_defaults(fn=cmd_demo)
 
     p = sub.add_parser("bench", help="benchmark vkir against GLSL and numpy")
@@ -330,12 +340,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat", type=int, default=None, help="runs per measurement")
     p.add_argument("--json", metavar="FILE", help="write one JSON object per measurement")
     p.add_argument("--quick", action="store_true", help="small sizes and few repeats (smoke run)")
+    p.add_argument("--fleet", metavar="ADDRESS", default=None,
+                   help="run on every device of a Ray fleet (a cluster address with `vkir fleet "
+                        "serve` actors, or local:SEL,SEL); one table per kind of device")
     p.set_defaults(fn=cmd_bench)
 
     from . import caches
     from . import doctor
     from . import validate
 
+    from ..fleet import serving
+
+    serving.add_command(sub)
     validate.add_commands(sub)
     doctor.add_command(sub)
     caches.add_command(sub)

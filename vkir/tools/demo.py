@@ -4,6 +4,8 @@ Vector add (symbolic size), a shared-memory tree reduction with barriers (two pa
 kernel), the same sum with subgroup reductions (`T.subgroup_add`, vkir.examples.sync), and a
 tiled matmul through shared memory. Each is checked against numpy; the table shows
 the device, compile time (script -> ready pipeline), device time (timestamp queries) and the check.
+Then it renders a picture (vkir.tools.demo_picture: a ray-marched scene, checked against the
+interpreter) and prints where the PNG went.
 """
 
 from __future__ import annotations
@@ -162,9 +164,12 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(device=None) -> int:
-    """Run the demo on `device`, print the table; the exit status is 0 when every kernel matches
-    numpy."""
+def main(device=None, out=None, size=None) -> int:
+    """Run the demo on `device`, print the table, render the picture (`size`: (width, height))
+    into folder `out` and print its path; the exit status is 0 when every kernel matches numpy
+    and the picture matches the interpreter."""
+    from . import demo_picture
+
     t0 = time.perf_counter()
     rows = run(device)
     print(format_table(rows))
@@ -173,5 +178,8 @@ def main(device=None) -> int:
           f"run, where llvmpipe compiles; the compiler's one-time start-up took "
           f"{rows[0]['startup_ms']:.0f} ms more)")
     print(f"\n{sum(r['check'] == 'ok' for r in rows)}/{len(rows)} kernels match numpy "
-          f"({time.perf_counter() - t0:.1f} s)")
-    return 0 if all(r["check"] == "ok" for r in rows) else 1
+          f"({time.perf_counter() - t0:.1f} s)\n")
+    t1 = time.perf_counter()
+    picture = demo_picture.render(device, out=out, size=size or demo_picture.SIZE)
+    print(demo_picture.report(picture) + f" ({time.perf_counter() - t1:.1f} s)")
+    return 0 if all(r["check"] == "ok" for r in rows) and picture["ok"] else 1
