@@ -63,6 +63,7 @@ CACHES = (
     Cache("kernels", "kernels", ("*.json",)),
     Cache("autotune", "autotune", ("*.json",)),
     Cache("native-loops", "native-loops", ("loop-*.so",)),
+    Cache("tvm-device-api", "tvm-device-api", ("device-api-*.so",)),
     Cache("pipelines", "", ("pipelines-*.bin",)),
 )
 
