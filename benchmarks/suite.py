@@ -29,11 +29,13 @@ import numpy as np
 
 SHADERS = Path(__file__).resolve().parents[1] / "shaders"
 WORKLOADS = ("vadd", "sum", "sum_subgroup", "matmul_1024", "softmax", "layer_norm", "conv2d",
-             "batched_matmul", "latency", "compile")
+             "batched_matmul", "cumsum", "sort", "histogram", "latency", "compile")
 FULL = {"vadd": 1 << 24, "sum": 1 << 24, "matmul": 1024, "softmax": (4096, 1024),
-        "layer_norm": (4096, 1024), "conv2d": (1, 64, 56, 56, 64, 3), "bmm": (16, 256, 256, 256)}
+        "layer_norm": (4096, 1024), "conv2d": (1, 64, 56, 56, 64, 3), "bmm": (16, 256, 256, 256),
+        "cumsum": 1 << 24, "sort": 1 << 20, "histogram": 1 << 24}
 QUICK = {"vadd": 1 << 16, "sum": 1 << 16, "matmul": 128, "softmax": (256, 256),
-         "layer_norm": (256, 256), "conv2d": (1, 8, 16, 16, 8, 3), "bmm": (2, 64, 64, 64)}
+         "layer_norm": (256, 256), "conv2d": (1, 8, 16, 16, 8, 3), "bmm": (2, 64, 64, 64),
+         "cumsum": 1 << 16, "sort": 1 << 12, "histogram": 1 << 16}
 
 
 @dataclass
@@ -302,6 +304,47 @@ class Bench:
 
     def batched_matmul(self):
         self._matmul("batched_matmul", *self.sizes["bmm"])
+
+    def _op_rows(self, workload, x, vkir_call, numpy_call, check):
+        """wall_s rows for one vkir.ops call on device-resident data and for numpy."""
+        X = self.vkir.array(x, self.dev)
+        got = vkir_call(X)
+        check(got)
+        self.add(workload, "vkir", "wall_s", wall_samples(lambda: vkir_call(X), self.repeat),
+                 nbytes=x.nbytes)
+        self.add(workload, "numpy", "wall_s", wall_samples(lambda: numpy_call(x), self.repeat),
+                 nbytes=x.nbytes)
+
+    def cumsum(self):
+        from vkir import ops
+
+        n = self.sizes["cumsum"]
+        self.size = [n]
+        x = self.rng.standard_normal(n, dtype=np.float32)
+        Y = self.vkir.empty(n, "float32", self.dev)
+        self._op_rows("cumsum", x, lambda X: ops.cumsum(X, out=Y), np.cumsum, lambda r: self.check(
+            "cumsum vkir", r.numpy(), np.cumsum(x, dtype=np.float64), rtol=1e-3, atol=0.05))
+
+    def sort(self):
+        from vkir import ops
+
+        n = self.sizes["sort"]
+        self.size = [n]
+        x = self.rng.standard_normal(n, dtype=np.float32)
+        Y = self.vkir.empty(n, "float32", self.dev)
+        self._op_rows("sort", x, lambda X: ops.sort(X, out=Y), np.sort, lambda r: self.check(
+            "sort vkir", r.numpy(), np.sort(x), rtol=0, atol=0))
+
+    def histogram(self):
+        from vkir import ops
+
+        n = self.sizes["histogram"]
+        self.size = [n]
+        x = self.rng.standard_normal(n, dtype=np.float32)
+        self._op_rows("histogram", x, lambda X: ops.histogram(X, 256, range=(-4, 4))[0],
+                      lambda a: np.histogram(a, 256, range=(-4, 4)), lambda r: self.check(
+                          "histogram vkir", r.numpy(), np.histogram(x, 256, range=(-4, 4))[0],
+                          rtol=0, atol=0))
 
     def softmax(self):
         from vkir.ops.norm import softmax_kernel
