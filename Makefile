@@ -18,7 +18,7 @@ system-deps:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,peers,tvm,wgpu]'
+	$(PY) -m pip install -q -e '.[test,peers,tvm,wgpu,fleet]'
 	touch $(STAMP)
 
 demo: setup
