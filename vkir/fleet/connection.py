@@ -34,7 +34,7 @@ class FleetResult:
     """One device's result of a fleet job: `device` (its Fingerprint), `ok`, `error` (empty when
     ok), `seconds` (wall time on the device's actor), `pid` (the actor that ran it), `arrays`
     (the device's arrays after the run, where the job returns them) and `note` (where the job
-    moved from a lost actor)."""
+    moved from a lost actor); `value` is what `Fleet.apply`'s function returned."""
 
     device: Fingerprint
     ok: bool
@@ -43,6 +43,7 @@ class FleetResult:
     pid: int = 0
     arrays: tuple = ()
     note: str = ""
+    value: object = None
 
 
 def _ray():
@@ -237,6 +238,23 @@ class Fleet:
         members = self.members(devices)
         plan = [(members[i % len(members)], args) for i, args in enumerate(arg_sets)]
         return self._run("run", func, plan, False)
+
+    def apply(self, fn, *args, devices=None) -> list:
+        """`fn(device, *args)` in every selected device's actor (`fn` must be picklable: a
+        module-level function): [FleetResult] whose `value` is what it returned. Used for jobs
+        that are not one kernel, such as `vkir bench --fleet`."""
+        members = self.members(devices)
+        jobs = [Job(m, "apply", (fn, args), None, tag=m) for m in members]
+        results = []
+        for out in run_jobs(jobs, self._members):
+            origin = out.job.tag
+            if out.status != "done":
+                results.append(FleetResult(origin.fingerprint, False, out.message, 0.0, out.member.pid))
+                continue
+            ok, error, seconds, value = out.value
+            results.append(FleetResult(origin.fingerprint, ok, error, seconds, out.member.pid,
+                                       value=value))
+        return results
 
     # -- end -------------------------------------------------------------------------------
     def close(self) -> None:

@@ -10,8 +10,6 @@ schedule's subgroup size (vkir.driver.kernel.compile_target). The same pure func
 
 from __future__ import annotations
 
-from ..driver.arrays import target_for
-from ..driver.kernel import compile_target
 from ..errors import VkirError
 from ..ir import PrimFunc
 
@@ -35,6 +33,8 @@ def kernel_entries(func: PrimFunc, info, check_bounds: bool = False) -> dict:
     device cannot run raises the build's VkirError (UnsupportedError, ...) here, before any
     actor is asked."""
     from ..cache.compile import entry
+    from ..driver.arrays import target_for
+    from ..driver.kernel import compile_target
 
     target = target_for(info)
     inner = compiled_function(func, info.quirks, check_bounds)

@@ -71,6 +71,18 @@ class DeviceWorker:
             return False, f"{type(exc).__name__}: {exc}", time.perf_counter() - t0, None
         return True, "", time.perf_counter() - t0, list(args)
 
+    def apply(self, fn, args):
+        """`fn(device, *args)` on this actor's device (a picklable function, such as the
+        benchmark suite's): (ok, error, seconds, its value)."""
+        from ..errors import VkirError
+
+        t0 = time.perf_counter()
+        try:
+            value = fn(self._device, *args)
+        except VkirError as exc:
+            return False, f"{type(exc).__name__}: {exc}", time.perf_counter() - t0, None
+        return True, "", time.perf_counter() - t0, value
+
     def time(self, key, func, entries, repeat: int = 3):
         """Device seconds of one run of a tuning candidate (median of `repeat`, after a warm-up
         run), on arrays of random data: (ok, error, seconds, was the kernel prebuilt)."""

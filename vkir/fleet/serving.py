@@ -1,0 +1,98 @@
+"""`vkir fleet serve|devices|stop`: a node's device actors on a Ray cluster.
+
+`vkir fleet serve --address ADDRESS` starts, on this node, one detached actor per device (every
+device this node's Vulkan loader reports, or `--devices SEL,SEL` in VKIR_DEVICE syntax, which
+also reaches SwiftShader), named after the device's fingerprint, so `vkir.fleet.connect(ADDRESS)`
+finds them and jobs can select devices by kind. The actors outlive the command; `vkir fleet stop`
+ends them.
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["add_command", "serve", "stop"]
+
+
+def _init(address):
+    from .connection import NAMESPACE, _ray
+
+    ray = _ray()
+    if not ray.is_initialized():
+        ray.init(address=address or "auto", namespace=NAMESPACE, log_to_driver=False)
+    return ray
+
+
+def serve(address=None, selectors=None) -> list:
+    """Start this node's device actors on the cluster at `address`; their names."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from .connection import ACTOR_PREFIX, NAMESPACE, _local_env, new_actor_id
+    from .fingerprint import Fingerprint
+    from .worker import DeviceWorker
+
+    ray = _init(address)
+    node = ray.get_runtime_context().get_node_id()
+    if not selectors:
+        from ..runtime import devices
+
+        selectors = [str(info.index) for info in devices()]
+    remote = ray.remote(DeviceWorker)
+    names = []
+    for sel in selectors:
+        options = dict(num_cpus=0, runtime_env={"env_vars": _local_env(sel)},
+                       scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False))
+        probe = remote.options(**options).remote(sel)   # the device's fingerprint names the actor
+        try:
+            fingerprint = Fingerprint.of(ray.get(probe.describe.remote()))
+        finally:
+            ray.kill(probe, no_restart=True)
+        name = f"{ACTOR_PREFIX}{fingerprint.key}/{node[:8]}-{new_actor_id()}"
+        handle = remote.options(name=name, namespace=NAMESPACE, lifetime="detached",
+                                max_restarts=0, **options).remote(sel)
+        ray.get(handle.pid.remote())   # started and its device opened
+        names.append(name)
+        print(f"serving {fingerprint} as {name}")
+    return names
+
+
+def stop(address=None) -> int:
+    """Kill every served device actor of the cluster; how many."""
+    from .connection import ACTOR_PREFIX, NAMESPACE
+
+    ray = _init(address)
+    count = 0
+    for actor in ray.util.list_named_actors(all_namespaces=True):
+        if actor["namespace"] == NAMESPACE and actor["name"].startswith(ACTOR_PREFIX):
+            ray.kill(ray.get_actor(actor["name"], namespace=NAMESPACE), no_restart=True)
+            count += 1
+    return count
+
+
+def _cmd(args) -> int:
+    if args.action == "serve":
+        sels = [s for s in (args.devices or "").split(",") if s]
+        serve(args.address, sels or None)
+    elif args.action == "stop":
+        print(f"stopped {stop(args.address)} device actor(s)")
+    else:
+        from .connection import connect
+
+        fleet = connect(args.address or "auto")
+        try:
+            for fp, pid in zip(fleet.devices(), fleet.actor_pids()):
+                print(f"{fp}  actor pid {pid}")
+        finally:
+            fleet.close()
+    sys.stdout.flush()
+    return 0
+
+
+def add_command(sub) -> None:
+    """Register `vkir fleet` on the CLI's subparsers."""
+    p = sub.add_parser("fleet", help="serve this node's devices to a Ray cluster, list or stop them")
+    p.add_argument("action", choices=("serve", "devices", "stop"))
+    p.add_argument("--address", default=None, help="the Ray cluster (default: auto)")
+    p.add_argument("--devices", default=None, metavar="SEL,SEL",
+                   help="device selectors to serve (default: every device the loader reports)")
+    p.set_defaults(fn=_cmd)
