@@ -474,6 +474,19 @@ def _pack_into(out: bytearray, offset: int, t, value, what: str) -> None:
     if not isinstance(items, (list, tuple)) or len(items) != t.count:
         kind = {"vector": "components", "matrix": "columns", "array": "elements"}[t.kind]
         raise ArgumentError(f"{what} ({t.dtype}) needs {t.count} {kind}, got {value!r}")
+    if t.kind == "matrix" and t.row_major:
+        # RowMajor: `stride` (MatrixStride) separates rows; column i's component j lies at
+        # row j, component i
+        col, scalar = t.element, t.element.element
+        for i, column in enumerate(items):
+            column = column.tolist() if isinstance(column, np.ndarray) else column
+            if not isinstance(column, (list, tuple)) or len(column) != col.count:
+                raise ArgumentError(f"{what}[{i}] ({col.dtype}) needs {col.count} components, "
+                                    f"got {column!r}")
+            for j, value in enumerate(column):
+                _pack_into(out, offset + j * t.stride + i * scalar.size, scalar, value,
+                           f"{what}[{i}][{j}]")
+        return
     step = t.stride or t.element.size
     for i, item in enumerate(items):
         _pack_into(out, offset + i * step, t.element, item, f"{what}[{i}]")

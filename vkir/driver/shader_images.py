@@ -128,7 +128,10 @@ class ShaderImages:
             if a.device is not self.rt.device:
                 raise ArgumentError(f"{what} lives on {a.runtime.name!r}, the shader on "
                                     f"{self.rt.name!r}")
-            self._format(b, given or a.image_format, None, 0, what)
+            declared = format_of_spirv(b.format)
+            if declared is not None and a.image_format != declared:
+                raise ArgumentError(f"{what} declares format {declared.name}; the DeviceImage "
+                                    f"is {a.format}")
             if a.image_format.lane_dtype != b.lane:
                 raise ArgumentError(f"{what} reads {b.lane}; the image is {a.format}")
             if a.dim != int(b.dim[0]) or a.layered != b.arrayed:
