@@ -1,0 +1,188 @@
+"""`vkir.map(func)`: a `@T.func` device function applied element by element over arrays, with
+numpy's broadcasting, as one kernel launch.
+
+```python
+@T.func
+def shade(n: T.float32x3, l: T.float32x3) -> T.float32:
+    return T.max(T.dot(n, l), T.float32(0))
+
+y = vkir.map(shade)(normals, light)     # (..., 3) and (3,) arrays -> a (...) array
+```
+
+Each parameter takes an array of its element type; a vector parameter (`T.float32x3`) takes an
+array whose last axis has the vector's lanes (that axis is the vector), and a vector result adds
+such an axis. The other axes broadcast as numpy's do (a Python number is a 0-d array of the
+parameter's type). numpy arrays in give a numpy array out; any vkir DeviceArray in gives a
+DeviceArray out, on its device (all device arrays must share one). `out=` takes the result array
+(numpy or DeviceArray, of the result's exact shape and dtype) and is returned.
+
+The kernel is written once per (function, argument dimensions) and built once per device: it is
+the script
+
+    for i0 in T.parallel(n0):           # one parallel loop per result axis
+        for i1 in T.parallel(n1):
+            out[i0, i1] = func(a[T.min(i0, a0 - 1), ...], ...)
+
+(`T.min` with the argument's own extent reads index 0 of an axis of length 1: the broadcast),
+which vkir.build binds to the device's grid with a workgroup size chosen for it. Shapes that do
+not broadcast, wrong dtypes and wrong lanes are `ArgumentError`s naming the shapes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import ArgumentError
+from .ir.dtype import DataType
+from .script.device_functions import DeviceFunction
+
+__all__ = ["map"]
+
+
+def map(func, *, device=None):  # noqa: A001 - vkir.map, as Warp's wp.map
+    """A callable applying the device function `func` over arrays (see the module doc);
+    `device` is where numpy-only calls run (the default device when None)."""
+    if not isinstance(func, DeviceFunction):
+        raise ArgumentError(f"vkir.map expects a @T.func device function, got "
+                            f"{type(func).__name__}")
+    return Mapped(func, device)
+
+
+class Mapped:
+    """`vkir.map(func)`: call it with one array (or number) per parameter of `func`, and
+    optionally `out=`. `kernels` holds the Kernels built so far, by (argument dimensions,
+    device)."""
+
+    def __init__(self, func: DeviceFunction, device=None):
+        self.func = func
+        self.device = device
+        self.kernels = {}
+
+    def __repr__(self):
+        return f"vkir.map({self.func.name})"
+
+    def __call__(self, *arrays, out=None):
+        from .driver.arrays import DeviceArray
+
+        fn = self.func
+        if len(arrays) != len(fn.params):
+            raise ArgumentError(f"{self!r}: {fn.signature()} takes {len(fn.params)} arrays, got "
+                                f"{len(arrays)}")
+        args, shapes = [], []
+        for value, (name, dtype) in zip(arrays, fn.params):
+            arg, shape = self._argument(value, name, dtype)
+            args.append(arg)
+            shapes.append(shape)
+        try:
+            shape = np.broadcast_shapes(*shapes)
+        except ValueError:
+            given = ", ".join(f"{name} {tuple(a.shape)}" for a, (name, _) in zip(args, fn.params))
+            elements = ", ".join(str(tuple(s)) for s in shapes)
+            raise ArgumentError(f"{self!r}: the arguments' shapes do not broadcast: {given} "
+                                f"(element shapes {elements}, a vector parameter's lanes taken "
+                                f"off its last axis)") from None
+        on_device = [a for a in args if isinstance(a, DeviceArray)]
+        if len({id(a.device) for a in on_device}) > 1:
+            raise ArgumentError(f"{self!r}: the device arrays are on different devices")
+        device = on_device[0].device if on_device else self.device
+        ret = fn.ret
+        lanes = (ret.lanes,) if ret.lanes > 1 else ()
+        full = shape + lanes                 # the result's shape
+        inner = (shape or (1,)) + lanes      # what the kernel writes (a 0-d result: 1 element)
+        out_dtype = np.dtype(ret.element_of().numpy_dtype())
+        if out is None:
+            if on_device:
+                from .driver.arrays import empty
+
+                out = empty(inner, out_dtype, device=device)   # (1,) for a 0-d device result
+            else:
+                out = np.empty(full, out_dtype)
+        elif not isinstance(out, (np.ndarray, DeviceArray)):
+            raise ArgumentError(f"{self!r}: out= must be a numpy array or a DeviceArray, got "
+                                f"{type(out).__name__}")
+        elif tuple(out.shape) not in (full, inner) or np.dtype(out.dtype) != out_dtype:
+            raise ArgumentError(f"{self!r}: out= has shape {tuple(out.shape)} and dtype "
+                                f"{np.dtype(out.dtype)}; the result has shape {full} and dtype "
+                                f"{out_dtype}")
+        target = out.reshape(inner) if isinstance(out, np.ndarray) else out   # a view
+        kernel = self._kernel(tuple(len(s) for s in shapes), len(inner) - len(lanes), device)
+        kernel(*[a if len(s) or fn.params[k][1].lanes > 1 else _one_d(a)
+                 for k, (a, s) in enumerate(zip(args, shapes))], target)
+        return out
+
+    def _argument(self, value, name: str, dtype: DataType):
+        """(the array for parameter `name`, its element shape: the shape less the lanes axis)."""
+        from .driver.arrays import DeviceArray
+
+        element = np.dtype(dtype.element_of().numpy_dtype())
+        if isinstance(value, (bool, int, float, np.generic)) and dtype.lanes == 1:
+            value = np.asarray(value, element)
+        if not isinstance(value, (np.ndarray, DeviceArray)):
+            raise ArgumentError(f"{self!r}: argument '{name}' must be a numpy array, a "
+                                f"DeviceArray or a number, got {type(value).__name__}")
+        if np.dtype(value.dtype) != element:
+            raise ArgumentError(f"{self!r}: argument '{name}' ({dtype}) takes {element} "
+                                f"elements, got {np.dtype(value.dtype)}")
+        shape = tuple(value.shape)
+        if dtype.lanes > 1:
+            if not shape or shape[-1] != dtype.lanes:
+                raise ArgumentError(f"{self!r}: argument '{name}' is {dtype}: its last axis "
+                                    f"must have {dtype.lanes} lanes, got shape {shape}")
+            shape = shape[:-1]
+        if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
+            value = np.ascontiguousarray(value)
+        return value, shape
+
+    def _kernel(self, ndims: tuple, out_ndim: int, device):
+        from .api import build
+        from .script import from_script
+
+        key = (ndims, out_ndim, id(device) if device is not None else None)
+        kernel = self.kernels.get(key)
+        if kernel is None:
+            text = kernel_script(self.func, ndims, out_ndim)
+            prim = from_script(text, env={"f": self.func}, file=f"<vkir.map({self.func.name})>")
+            kernel = build(prim, device=device) if device is not None else build(prim)
+            self.kernels[key] = (kernel, device)
+            return kernel
+        return kernel[0]
+
+
+def kernel_script(func: DeviceFunction, ndims: tuple, out_ndim: int) -> str:
+    """The script of the kernel applying `func` (named `f` in its env) to arguments of element
+    dimensions `ndims` (a 0-d scalar argument is passed as a 1-element array), the result having
+    `out_ndim` >= 1 axes (see the module doc)."""
+    out = [f"o{d}" for d in range(out_ndim)]
+    index = [f"i{d}" for d in range(out_ndim)]
+    params, values = [], []
+    for k, ((name, dtype), nd) in enumerate(zip(func.params, ndims)):
+        element, lanes = dtype.element_of(), dtype.lanes
+        dims = [f"a{k}_{d}" for d in range(nd)]
+        shape = [f'"{d}"' for d in dims] + ([str(lanes)] if lanes > 1 else [])
+        params.append(f'a{k}: T.Buffer(({", ".join(shape or ["1"])},), "{element}")')
+        # argument axis d lines up with result axis d + out_ndim - nd (numpy's rule)
+        at = [f"T.min({index[d + out_ndim - nd]}, {dims[d]} - 1)" for d in range(nd)]
+        if lanes > 1:
+            parts = ", ".join(f"a{k}[{', '.join([*at, str(lane)])}]" for lane in range(lanes))
+            values.append(f"T.{dtype}({parts})")
+        else:
+            values.append(f"a{k}[{', '.join(at or ['0'])}]")
+    ret = func.ret
+    out_shape = [f'"{o}"' for o in out] + ([str(ret.lanes)] if ret.lanes > 1 else [])
+    params.append(f'out: T.Buffer(({", ".join(out_shape)},), "{ret.element_of()}")')
+    lines = [f"def map_{func.name}({', '.join(params)}):"]
+    for d in range(out_ndim):
+        lines.append("    " * (d + 1) + f"for {index[d]} in T.parallel({out[d]}):")
+    pad = "    " * (out_ndim + 1)
+    call = f"f({', '.join(values)})"
+    at = ", ".join(index)
+    if ret.lanes > 1:
+        lines.append(f"{pad}r = {call}")
+        lines += [f"{pad}out[{at}, {lane}] = r[{lane}]" for lane in range(ret.lanes)]
+    else:
+        lines.append(f"{pad}out[{at}] = {call}")
+    return "\n".join(lines) + "\n"
+
+
+def _one_d(a):
+    return a.reshape(1) if isinstance(a, np.ndarray) else a
