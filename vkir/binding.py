@@ -31,6 +31,7 @@ from .ir.base import show
 from .ir.dtype import DataType, PointerType, type_range
 from .ir.expr import IntImm, Var
 from .ir.function import PrimFunc
+from .ir.image_type import ImageType
 
 __all__ = ["Signature", "Bound", "written_params", "scalar_value"]
 
@@ -51,6 +52,7 @@ class _Param:
     lanes: int = 1
     written: bool = False
     is_buffer: bool = False
+    image: ImageType | None = None   # an image parameter: its type (lanes are its channels)
 
 
 @dataclass(slots=True)
@@ -73,6 +75,7 @@ def written_params(func: PrimFunc) -> frozenset:
     """Indices of the parameters whose data `func` stores to or updates atomically (through
     any buffer over them, pointer-cast aliases included)."""
     from .ir.expr import BufferLoad, Call
+    from .ir.image import ImageLoad, ImageStore
     from .ir.op import is_atomic
     from .ir.stmt import BufferStore
     from .ir.traversal import walk
@@ -81,8 +84,12 @@ def written_params(func: PrimFunc) -> frozenset:
     for n in walk(func.body):
         if isinstance(n, BufferStore):
             stored.add(n.buffer.data)
+        elif isinstance(n, ImageStore):
+            stored.add(n.image)
         elif isinstance(n, Call) and is_atomic(n.op) and n.args and isinstance(n.args[0], BufferLoad):
             stored.add(n.args[0].buffer.data)
+        elif isinstance(n, Call) and is_atomic(n.op) and n.args and isinstance(n.args[0], ImageLoad):
+            stored.add(n.args[0].image)
     return frozenset(i for i, p in enumerate(func.params) if p in stored)
 
 
@@ -184,6 +191,9 @@ class Signature:
             if p.written and not a.flags.writeable:
                 raise ArgumentError(f"{where}: argument {p.name!r} is written by "
                                     f"{self.func.name}, but its array is read-only")
+        if p.image is not None and a.dtype != p.np_dtype:
+            raise ArgumentError(f"{where}: argument {p.name!r} has dtype {a.dtype}, expected "
+                                f"{p.np_dtype} ({p.image.kind} of format {p.image.format})")
         if a.dtype != p.np_dtype and (self.exact or not (a.dtype == np.bool_
                                                          and p.np_dtype == np.int8)):
             raise ArgumentError(f"{where}: argument {p.name!r} has dtype {a.dtype}, "
@@ -212,6 +222,15 @@ class Signature:
         dims, lanes = p.dims, p.lanes
         if lanes > 1 and len(shape) == len(dims) + 1 and shape[-1] == lanes:
             return shape[:-1]
+        if p.image is not None:   # an image: extent + (channels,), or the extent for 1 channel
+            if len(shape) == len(dims) + 1 and shape[-1] == lanes:
+                return shape[:-1]
+            if lanes == 1 and len(shape) == len(dims):
+                return shape
+            want = ", ".join(str(e) for e, _ in dims)
+            raise ArgumentError(f"{self.where}: argument {p.name!r} ({p.image.kind} of format "
+                                f"{p.image.format}) needs an array of shape ({want}, {lanes}), "
+                                f"got {list(shape)}")
         if not dims and lanes > 1:
             raise ArgumentError(f"{self.where}: argument {p.name!r} is a 0-d buffer of "
                                 f"{p.dtype} elements; no array shape holds its {lanes} lanes "
@@ -296,6 +315,12 @@ _MISSING = _Missing()
 
 def _param(index: int, var: Var, func: PrimFunc, written: bool) -> _Param:
     buf = func.buffer_map.get(var)
+    if isinstance(var.dtype, ImageType):   # an array of shape + (channels,) of storage dtype
+        itype = var.dtype
+        fmt = itype.fmt
+        return _Param(index, var.name, var, DataType.parse(fmt.lane_dtype),
+                      np.dtype(fmt.storage_dtype), tuple((e, 1) for e in itype.shape),
+                      fmt.channels, written, True, itype)
     if buf is not None:
         lanes = buf.dtype.lanes
         last = len(buf.shape) - 1

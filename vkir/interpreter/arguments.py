@@ -14,6 +14,7 @@ from ..binding import Signature
 from ..aliasing import Arg, gather, plan, scatter
 from ..errors import ArgumentError
 from ..ir.function import PrimFunc
+from .image_closures import bind_image
 from .memory import Storage, compact_strides, extent_elements, make_bound
 
 
@@ -49,6 +50,8 @@ def bind_arguments(func: PrimFunc, args: tuple, evaluate, kwargs: dict | None = 
         buffer = func.buffer_map.get(p.var)
         if buffer is None:
             out.values[p.var] = shared[p.index] if p.index in shared else _raw_storage(a, out)
+            if p.image is not None:   # an image: its texels over the array's bytes
+                out.values[p.var] = bind_image(p.var, out.values[p.var], shape)
             continue
         strides = [_size(s, env, evaluate, buffer.name) for s in buffer.strides]
         offset = _size(buffer.elem_offset, env, evaluate, buffer.name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.expr import BufferLoad
+from ..ir.image import ImageLoad
 from . import numeric as N
 from .errors import InterpreterError
 from .memory import load, positions, store
@@ -49,23 +50,30 @@ def _ranks(p: np.ndarray) -> np.ndarray:
 def compile_atomic(compiler, e):
     """Closure for the atomic Call `e` (first argument: the BufferLoad of the element)."""
     target = e.args[0]
-    if len(e.args) < 2 or not isinstance(target, BufferLoad):
+    if len(e.args) < 2 or not isinstance(target, (BufferLoad, ImageLoad)):
         raise InterpreterError(f"{e.op}: the first argument must be a buffer element")
-    buffer = target.buffer
-    get = compiler.buffer_getter(buffer)
+    if isinstance(target, ImageLoad):   # a texel of an r32ui/r32i image: one lane of storage
+        image = compiler.image_getter(target.image)
+        get = lambda fr: image(fr).bb   # noqa: E731
+        compiler.written.add(target.image)
+        name = target.image.name
+    else:
+        buffer = target.buffer
+        get = compiler.buffer_getter(buffer)
+        compiler.written.add(buffer.data)
+        name = buffer.name
+        if target.dtype.lanes != 1:
+            raise InterpreterError(f"{e.op} on {name}: atomics update one scalar element")
     fidx = [compiler.expr(i) for i in target.indices]
     fvals = [compiler.expr(a) for a in e.args[1:]]
     site = compiler.site("atomic", e)
-    compiler.written.add(buffer.data)
     update = UPDATES[e.op]
     npdt = N.np_dtype(e.dtype)
-    if target.dtype.lanes != 1:
-        raise InterpreterError(f"{e.op} on {buffer.name}: atomics update one scalar element")
 
     def atomic(fr):
         bb = get(fr)
         if bb.storage.per_invocation and fr.tid is not None:
-            raise InterpreterError(f"{e.op} on local buffer {buffer.name}")
+            raise InterpreterError(f"{e.op} on local buffer {name}")
         k = 1 if fr.tid is None else len(fr.tid)
         p = np.broadcast_to(np.asarray(positions(bb, [f(fr) for f in fidx], 1, fr.tid, fr.wgrow),
                                        np.int64), (k,))

@@ -34,12 +34,13 @@ from __future__ import annotations
 from ..ir import expr as E
 from ..ir.dtype import DataType
 from .expr_closures import ExprClosures
+from .image_closures import ImageClosures
 from .loop_closures import LoopClosures
 from .memory_closures import MemoryClosures
 from .stmt_closures import StmtClosures
 
 
-class Compiler(ExprClosures, MemoryClosures, StmtClosures, LoopClosures):
+class Compiler(ExprClosures, MemoryClosures, ImageClosures, StmtClosures, LoopClosures):
     """Turns expressions and statements into closures `f(frame)`; variables and buffers get
     slots. The closures of each kind of node come from the mixins: expressions
     (expr_closures.py), memory accesses (memory_closures.py), statements (stmt_closures.py) and

@@ -22,6 +22,8 @@ from .errors import InterpreterError, OutOfBoundsError
 from .merge import merge_plan
 from . import native_loops
 from .races import RaceChecker
+from .image_closures import attach_samplers
+from ..ir.image_type import ImageType
 
 def _compile(func: PrimFunc, denormals: str = "preserve", merge=None, native: str = "never"):
     """Closures for `func`'s body, with params, size vars and parameter buffers in scope;
@@ -41,7 +43,8 @@ DENORMALS = ("preserve", "flush")
 
 
 def interpret(func: PrimFunc, *args, check_races: bool = True, subgroup_size: int | None = None,
-              denormals: str = "preserve", **kwargs) -> None:
+              denormals: str = "preserve", samplers: dict | None = None,
+              sub_texel_precision_bits: int = 8, **kwargs) -> None:
     """Run `func` on numpy arrays (buffers are modified in place) and Python/numpy scalars,
     given by position and/or by parameter name (`interpret(f, a, b, c=out)`).
 
@@ -57,8 +60,15 @@ def interpret(func: PrimFunc, *args, check_races: bool = True, subgroup_size: in
     "subgroup_size" attribute, else 32), and `denormals="flush"` makes float arithmetic flush
     denormal operands and results to zero, as devices without denormal preservation may
     (`Target.denormals`; the default "preserve" is IEEE 754).
+
+    Image parameters take numpy arrays of shape extent + (channels,) of the format's storage
+    dtype, written in place; `samplers` gives each texture its vkir.Sampler by parameter name
+    (nearest/clamp by default), and `sub_texel_precision_bits` is the device's
+    subTexelPrecisionBits, the precision of linear filtering's weights (default 8, what
+    lavapipe and SwiftShader have; Vulkan's minimum is 4).
     """
-    Prepared(func, subgroup_size, denormals)(*args, check_races=check_races, **kwargs)
+    Prepared(func, subgroup_size, denormals, sub_texel_precision_bits)(
+        *args, check_races=check_races, samplers=samplers, **kwargs)
 
 
 class Prepared:
@@ -69,13 +79,19 @@ class Prepared:
     kernel; `interpret` makes one per call."""
 
     def __init__(self, func: PrimFunc, subgroup_size: int | None = None,
-                 denormals: str = "preserve"):
+                 denormals: str = "preserve", sub_texel_precision_bits: int = 8):
         if subgroup_size is None and isinstance(func, PrimFunc):
             subgroup_size = func.attrs.get("subgroup_size", 32)
         if isinstance(subgroup_size, bool) or not isinstance(subgroup_size, int) or \
                 subgroup_size < 1 or subgroup_size > 128 or subgroup_size & (subgroup_size - 1):
             raise ArgumentError(f"subgroup_size must be a power of two from 1 to 128, got "
                                 f"{subgroup_size!r}")
+        if isinstance(sub_texel_precision_bits, bool) or \
+                not isinstance(sub_texel_precision_bits, int) or \
+                not 1 <= sub_texel_precision_bits <= 16:
+            raise ArgumentError(f"sub_texel_precision_bits must be an int from 1 to 16, got "
+                                f"{sub_texel_precision_bits!r}")
+        self.sub_texel_bits = sub_texel_precision_bits
         if denormals not in DENORMALS:
             raise ArgumentError(f"denormals must be one of {DENORMALS}, got {denormals!r}")
         if not isinstance(func, PrimFunc):
@@ -105,16 +121,19 @@ class Prepared:
         in C where native_loops.mode() allows them)."""
         self.compiled(self.plan, native_loops.mode() if self.serial_loops else "never")
 
-    def __call__(self, *args, check_races: bool = True, **kwargs) -> None:
-        """Run the function on `args` (numpy arrays modified in place, scalars), as `interpret`."""
+    def __call__(self, *args, check_races: bool = True, samplers: dict | None = None,
+                 **kwargs) -> None:
+        """Run the function on `args` (numpy arrays modified in place, scalars), as `interpret`
+        (`samplers`: a vkir.Sampler per texture parameter name)."""
         try:
             with recursion_headroom():  # compiling and running deep expressions recurse per level
-                _interpret(self, args, kwargs, check_races)
+                _interpret(self, args, kwargs, check_races, samplers)
         except (TypeCheckError, WellFormedError) as exc:
             raise exc.with_traceback(None) from None   # the message points at the source
 
 
-def _interpret(prepared: Prepared, args: tuple, kwargs: dict, check_races: bool) -> None:
+def _interpret(prepared: Prepared, args: tuple, kwargs: dict, check_races: bool,
+               samplers: dict | None = None) -> None:
     subgroup_size, denormals = prepared.subgroup_size, prepared.denormals
     native = native_loops.mode() if prepared.serial_loops else "never"
     plan = prepared.plan
@@ -129,12 +148,12 @@ def _interpret(prepared: Prepared, args: tuple, kwargs: dict, check_races: bool)
     if native != "never":
         try:
             _interpret_with(prepared, args, kwargs, check_races, subgroup_size, denormals, plan,
-                            native, kept)
+                            native, kept, samplers)
             return
         except native_loops.NativeRestart:
             _restore(kept)
     _interpret_with(prepared, args, kwargs, check_races, subgroup_size, denormals, plan, "never",
-                    kept)
+                    kept, samplers)
 
 
 def _has_serial_loops(func: PrimFunc) -> bool:
@@ -148,15 +167,17 @@ def _restore(kept: list) -> None:
 
 
 def _interpret_with(prepared: Prepared, args: tuple, kwargs: dict, check_races: bool,
-                    subgroup_size: int, denormals: str, plan, native: str, kept: list) -> None:
+                    subgroup_size: int, denormals: str, plan, native: str, kept: list,
+                    samplers: dict | None = None) -> None:
     if plan is not None:
         try:
-            _run(prepared, args, kwargs, check_races, subgroup_size, denormals, plan, native)
+            _run(prepared, args, kwargs, check_races, subgroup_size, denormals, plan, native,
+                 samplers)
             return
         except (InterpreterError, OutOfBoundsError, ArgumentError):
             # (a loop range error names the range of the invocation that met it first)
             _restore(kept)
-    _run(prepared, args, kwargs, check_races, subgroup_size, denormals, None, native)
+    _run(prepared, args, kwargs, check_races, subgroup_size, denormals, None, native, samplers)
 
 
 def _written_arrays(func: PrimFunc, args: tuple, kwargs: dict) -> list:
@@ -164,18 +185,20 @@ def _written_arrays(func: PrimFunc, args: tuple, kwargs: dict) -> list:
     written = {func.params[i] for i in written_params(func)}
     by_name = {p.name: p for p in func.params}
     pairs = list(zip(func.params, args)) + [(by_name.get(k), a) for k, a in kwargs.items()]
-    return [a for p, a in pairs if isinstance(a, np.ndarray) and p in func.buffer_map
+    return [a for p, a in pairs if isinstance(a, np.ndarray)
+            and (p in func.buffer_map or isinstance(getattr(p, "dtype", None), ImageType))
             and p in written]
 
 
 def _run(prepared: Prepared, args: tuple, kwargs: dict, check_races: bool, subgroup_size: int,
-         denormals: str, merge, native: str) -> None:
+         denormals: str, merge, native: str, samplers: dict | None = None) -> None:
     """One run of `prepared` (its denormal mode is `denormals`) with its closures for `merge`
     and `native`."""
     assert denormals == prepared.denormals
     func = prepared.func
     compiler, body = prepared.compiled(merge, native)
     bindings = bind_arguments(func, args, evaluate, kwargs)
+    attach_samplers(func, bindings.values, samplers, prepared.sub_texel_bits)
     # loops whose bounds the sizes and scalars fix are checked before anything runs, as a
     # Kernel checks them before its dispatch (loop_ranges.py); the others when they start
     check_known_loops(func, bindings.values, evaluate, f"kernel {func.name}")

@@ -1,0 +1,95 @@
+"""Texture sampling as the Vulkan specification defines it, on numpy arrays: what `T.sample`
+returns in the interpreter (the definition devices are compared with).
+
+For coordinates (x first; the layer last for a layered texture), level of detail 0:
+- normalized coordinates are scaled by the extent (u' = u * width), unnormalized ones are used
+  as they are; a layer coordinate is rounded to the nearest integer (ties to even) and clamped;
+- "nearest" reads texel floor(u'); "linear" reads the 2, 4 or 8 texels around u' - 0.5 and
+  weights them by the fraction of u' - 0.5, which Vulkan computes with the device's
+  `subTexelPrecisionBits` (at least 4, 8 on lavapipe and SwiftShader): the fraction here is cut
+  to that many bits (rounded down), so a device that keeps more bits or rounds differs by at
+  most 2^-bits of the texel difference per axis (docs/semantics.md, "Images");
+- each texel index is addressed per axis: "clamp" to the edge, "repeat" modulo the extent,
+  "mirror" as mirrored repeat, "border" reads the sampler's border colour outside the image;
+- texels are converted as vkir.images.texels.decode says, then weighted in float32.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ..errors import ArgumentError
+from .formats import ImageFormat
+from .texels import decode
+
+
+def _address(i: np.ndarray, n: int, mode: str):
+    """(the texel index to read, whether it lies inside) for integer indices `i` on an axis of
+    extent `n`."""
+    if mode == "repeat":
+        return np.mod(i, n), None
+    if mode == "mirror":
+        t = np.mod(i, 2 * n)
+        return np.where(t >= n, 2 * n - 1 - t, t), None
+    inside = (i >= 0) & (i < n) if mode == "border" else None
+    return np.clip(i, 0, n - 1), inside
+
+
+def sample(fmt: ImageFormat, raw: np.ndarray, coords, sampler, *, layered: bool = False,
+           sub_texel_bits: int = 8) -> np.ndarray:
+    """The texels `T.sample` returns for texture `raw` (shape `[layers,] [depth,] [height,]
+    width, channels`, the format's storage dtype) at `coords` (float32, shape `(..., n)`),
+    sampled with `sampler` (a vkir.Sampler): shape `(..., 4)`, the format's lane type."""
+    raw = np.asarray(raw)
+    coords = np.asarray(coords, np.float32)
+    if coords.ndim == 0:
+        coords = coords[None]
+    dims = raw.ndim - 1 - int(layered)
+    extent = raw.shape[int(layered):int(layered) + dims]      # numpy order
+    sizes = extent[::-1]                                       # x first
+    if fmt.is_integer and sampler.filter == "linear":
+        raise ArgumentError(f"a texture of format {fmt.name} (integer) cannot be sampled with "
+                            "linear filtering (Vulkan allows only nearest)")
+    lane = np.dtype(fmt.lane_dtype)
+    border = np.asarray(sampler.border, np.float64).astype(lane)
+    layer = None
+    if layered:
+        layer = np.clip(np.rint(coords[..., dims]), 0, raw.shape[0] - 1).astype(np.int64)
+    u = coords[..., :dims]
+    if sampler.normalized:
+        u = u * np.asarray(sizes, np.float32)
+    if sampler.filter == "nearest":
+        base = np.floor(u)
+        fraction = None
+    else:
+        u = u - np.float32(0.5)
+        base = np.floor(u)
+        scale = np.float32(1 << sub_texel_bits)
+        fraction = np.floor((u - base) * scale) / scale        # the device's weight precision
+    base = np.nan_to_num(base, nan=0.0, posinf=2**30, neginf=-2**30).astype(np.int64)
+    out = np.zeros(coords.shape[:-1] + (4,), np.float32 if not fmt.is_integer else lane)
+    corners = [(0,) * dims] if fraction is None else itertools.product((0, 1), repeat=dims)
+    for corner in corners:
+        index, inside, weight = [], None, None
+        for axis in range(dims):
+            i, ok = _address(base[..., axis] + corner[axis], sizes[axis], sampler.address)
+            index.append(i)
+            if ok is not None:
+                inside = ok if inside is None else inside & ok
+            if fraction is not None:
+                f = fraction[..., axis]
+                w = f if corner[axis] else np.float32(1) - f
+                weight = w if weight is None else weight * w
+        where = tuple(reversed(index))                          # numpy order
+        if layer is not None:
+            where = (layer,) + where
+        texel = decode(fmt, raw[where])
+        if inside is not None:
+            texel = np.where(inside[..., None], texel, border)
+        if weight is None:
+            out = texel.astype(out.dtype)
+        else:
+            out = out + weight[..., None].astype(np.float32) * texel
+    return out
