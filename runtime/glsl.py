@@ -67,8 +67,14 @@ def run_glslang(args: list, what: str) -> subprocess.CompletedProcess:
     """Run glslangValidator with `args`, bounded in time (GLSLANG_SECONDS) and memory
     (GLSLANG_MEMORY_BYTES); its output decoded leniently (a non-UTF-8 source may be echoed).
     GlslError when it runs out of either bound."""
-    direct = direct_binary() if sys.platform.startswith("linux") else None
-    exe, env = direct if direct is not None else (find_glslang(), None)
+    named = os.environ.get("VKIR_GLSLANG")   # another glslangValidator (newer extensions)
+    if named:
+        if not (Path(named).is_file() and os.access(named, os.X_OK)):
+            raise GlslError(f"VKIR_GLSLANG names {named!r}, which is not an executable file")
+        exe, env = named, None
+    else:
+        direct = direct_binary() if sys.platform.startswith("linux") else None
+        exe, env = direct if direct is not None else (find_glslang(), None)
     try:
         proc = subprocess.run([exe, *args], capture_output=True, text=True, env=env,
                               errors="replace", timeout=GLSLANG_SECONDS,
@@ -83,8 +89,15 @@ def run_glslang(args: list, what: str) -> subprocess.CompletedProcess:
     return proc
 
 
-def compile_glsl(source: "str | Path", defines: dict | None = None, target_env: str = "vulkan1.1") -> bytes:
-    """SPIR-V words for a compute shader given as a file path or GLSL text."""
+# glslc's `#include "file"` works in glslang with this extension; it is enabled for sources
+# that include something
+INCLUDE_PREAMBLE = "#extension GL_GOOGLE_include_directive : enable"
+
+
+def compile_glsl(source: "str | Path", defines: dict | None = None, target_env: str = "vulkan1.1",
+                 include_dirs=()) -> bytes:
+    """SPIR-V words for a compute shader given as a file path or GLSL text; `#include "file"`
+    searches the including file's folder first, then `include_dirs` (as glslc does)."""
     with tempfile.TemporaryDirectory(prefix="vkir-glsl-") as tmp:
         if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
                                          and source.endswith(".comp")):
@@ -94,7 +107,10 @@ def compile_glsl(source: "str | Path", defines: dict | None = None, target_env: 
             src.write_text(source, errors="surrogateescape")
         out = Path(tmp) / "shader.spv"
         cmd = ["-V", "--target-env", target_env, "-S", "comp", "-o", str(out)]
-        cmd += [f"-D{k}={v}" for k, v in (defines or {}).items()]
+        cmd += [f"-D{k}" if v is None else f"-D{k}={v}" for k, v in (defines or {}).items()]
+        cmd += [f"-I{d}" for d in include_dirs]
+        if "#include" in src.read_text(errors="replace"):
+            cmd.append("-P" + INCLUDE_PREAMBLE)
         cmd.append(str(src))
         proc = run_glslang(cmd, f"on {src}")
         if proc.returncode != 0:

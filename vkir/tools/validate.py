@@ -131,9 +131,6 @@ def expand(paths, globs=(), excludes=(), max_bytes: int = DEFAULT_MAX_BYTES) -> 
     return out
 
 
-# glslc's `#include "file"` works in glslang with this extension; it is enabled for sources
-# that include something
-INCLUDE_PREAMBLE = "#extension GL_GOOGLE_include_directive : enable"
 
 
 def compile_glsl_file(path: Path, env: str, includes=(), defines=None,
@@ -144,7 +141,7 @@ def compile_glsl_file(path: Path, env: str, includes=(), defines=None,
     `#include`; `defines`: {NAME: value or None} (-D); `stage`: the shader stage of a file whose
     suffix does not say it (.glsl: "comp"); ArgumentError when `path` is not a regular file of
     at most `max_bytes`."""
-    from ..runtime.glsl import GlslError, run_glslang
+    from ..runtime.glsl import INCLUDE_PREAMBLE, GlslError, run_glslang
 
     with tempfile.TemporaryDirectory(prefix="vkir-validate-") as tmp:
         out = Path(tmp) / "out.spv"
@@ -176,12 +173,12 @@ def compile_glsl_file(path: Path, env: str, includes=(), defines=None,
 
 
 def assemble_text(text: str, env: str = "vulkan1.1") -> bytes:
-    """SPIR-V assembly to a binary of the version its "; Version: 1.x" header comment names (as
-    spirv-dis writes it), else of `env`'s version; SpirvValidationError on a syntax error."""
+    """SPIR-V assembly to a binary for target environment `env` (as spirv-as --target-env does:
+    a "; Version: 1.x" comment, as spirv-dis writes it, is a comment and chooses nothing);
+    SpirvValidationError on a syntax error."""
     from ..spirv import assemble
 
-    found = re.search(r"^\s*;\s*Version:\s*1\.(\d)\s*$", text, re.MULTILINE)
-    return assemble(text, f"spv1.{found.group(1)}" if found else env)
+    return assemble(text, env)
 
 
 def check_words(data: bytes, env: str) -> list[Problem]:
