@@ -46,9 +46,19 @@ def test_numpy_conversion_protocol(device):
     c = np.array(x, copy=True)
     c[0] = 99
     np.testing.assert_array_equal(x.numpy(), a)               # copies never alias the device
-    with pytest.raises(ValueError, match="copy"):
-        np.array(x, copy=False)
+    v = np.array(x, copy=False)                # host-visible memory: a view, no copy
+    v[1] = 7
+    assert x.numpy()[1] == 7 and v.base is x
     assert len(x) == 5
+    saved = device.host_visible_buffers        # device-local memory (forced): copies only
+    device.host_visible_buffers = False
+    try:
+        y = vkir.array(a, device=device)
+    finally:
+        device.host_visible_buffers = saved
+    np.testing.assert_array_equal(np.asarray(y), a)
+    with pytest.raises(ValueError, match="copy"):
+        np.array(y, copy=False)
 
 
 def test_repr_is_useful(device):

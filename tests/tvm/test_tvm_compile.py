@@ -23,8 +23,8 @@ def dlight_schedule():
 
 def test_device_arrays_export_through_dlpack(device):
     a = vkir.array(np.arange(12, dtype=np.float32).reshape(3, 4), device=device)
-    assert a.__dlpack_device__() == (dlpack.KDL_VULKAN, device.info.index)
-    t = tvm.runtime.from_dlpack(a)
+    assert dlpack.vulkan_device(a) == (dlpack.KDL_VULKAN, device.info.index)
+    t = tvm.runtime.from_dlpack(a.__dlpack__(dl_device=dlpack.vulkan_device(a)))
     assert str(t.device) == f"vulkan:{device.info.index}" and tuple(t.shape) == (3, 4)
     assert dlpack.array_of_handle(t.data_ptr()) is a
     np.testing.assert_array_equal(vkir.tvm.numpy(t), a.numpy())

@@ -68,6 +68,12 @@ class Allocator(abc.ABC):
         """A binding of `nbytes` bytes at `offset` in `buffer` (offset aligned as the device's
         storage-buffer offset alignment asks), which launches take like a buffer."""
 
+    def in_place(self, array, written: bool):
+        """A buffer over the numpy array `array`'s own memory, which a launch reads and
+        (`written`) writes in place, or None where it must be copied in and out (the default:
+        backends without host memory used in place)."""
+        return None
+
 
 class Waitable(abc.ABC):
     """Work submitted without waiting."""

@@ -43,6 +43,17 @@ class VulkanAllocator(Allocator):
 
         return BufferView(buffer, offset, nbytes)
 
+    def in_place(self, array, written: bool):
+        """The imported memory of `array` (vkir.runtime.host_import, kept while the array
+        lives) on a unified-memory device with VK_EXT_external_memory_host, where the array is
+        C-contiguous, aligned as descriptors ask and writeable (or only read); else None."""
+        if not self.device.host_visible_buffers or not array.flags.c_contiguous or \
+                (written and not array.flags.writeable) or array.dtype.byteorder == ">":
+            return None
+        from ..runtime.host_import import call_imports
+
+        return call_imports(self.device).get(array)
+
 
 class VulkanProgram(Program):
     """A runtime Pipeline held by one holder (released once by `release`)."""

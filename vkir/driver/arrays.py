@@ -137,24 +137,56 @@ class DeviceArray:
         self.buffer.read(out)
         return out
 
+    @property
+    def is_view(self) -> bool:
+        """Whether the array is memory of another object used in place (`vkir.asarray` of a
+        numpy array, a torch tensor, a buffer), which the array keeps alive."""
+        return bool(getattr(self.buffer, "imported", False))
+
+    @property
+    def __array_interface__(self) -> dict:
+        """numpy's array interface where the host addresses the memory in place (host-visible,
+        coherent): `np.asarray(a)` is then a view, which keeps the array alive; device work in
+        flight that uses the array is waited for first. AttributeError elsewhere, so numpy
+        falls back to `__array__` (a copy)."""
+        from ..runtime.host_import import host_address
+
+        address = host_address(self.buffer)
+        if address is None:
+            raise AttributeError("__array_interface__: this array's memory is not host-visible")
+        return {"version": 3, "shape": self.shape, "typestr": self.dtype.str,
+                "data": (address, False), "strides": None}
+
     def __array__(self, dtype=None, copy=None):
-        """numpy's conversion protocol: always a fresh host copy, so `copy=False` (which asks
-        for no copy at all) raises ValueError, as numpy 2 requires."""
+        """numpy's conversion protocol where the memory is not host-visible (see
+        `__array_interface__`): a fresh host copy, so `copy=False` raises ValueError."""
+        from ..runtime.host_import import host_address
+
+        if not copy and host_address(self.buffer) is not None:
+            out = np.asarray(self)
+            if dtype is None or np.dtype(dtype) == out.dtype:
+                return out
+            if copy is False:
+                raise ValueError(f"converting a {out.dtype} vkir array to {dtype} copies")
+            return out.astype(dtype)
         if copy is False:
             raise ValueError("a vkir DeviceArray lives in device memory: converting it to numpy "
                              "always copies (use copy=None or copy=True)")
         out = self.numpy()
         return out if dtype is None else out.astype(dtype, copy=False)
 
-    def __dlpack__(self, stream=None, **_options):
-        """A DLPack capsule of this array: device kDLVulkan, `data` an opaque handle to vkir
-        memory (what TVM's Vulkan runtime hands out too); vkir.tvm passes it back to kernels."""
-        from .dlpack import to_capsule
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of this array (DLPack 1.x, as numpy 2 and torch ask for it):
+        kDLCPU, a pointer into the memory, where the host addresses it in place (after the
+        device work that uses it); kDLVulkan, an opaque handle that vkir.tvm passes back to
+        kernels, for `dl_device=(kDLVulkan, i)` or memory the host cannot address. Versioned
+        ("dltensor_versioned") when `max_version` >= (1, 0)."""
+        from .dlpack import export
 
-        return to_capsule(self)
+        return export(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        """(kDLVulkan, device index)."""
+        """(kDLCPU, 0) on host-addressable memory, else (kDLVulkan, device index)."""
         from .dlpack import device_of
 
         return device_of(self)

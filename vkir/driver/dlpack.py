@@ -11,6 +11,14 @@ pending exception): numpy exports a placeholder view spanning one byte of a `_Ke
 the device array, and the tensor is then pointed at the array's handle and device. The consumer's
 deleter, or the capsule's destructor when it was never consumed, frees the tensor and drops the
 view, hence the `_Keep` and the array: once, in C.
+
+DLPack 1.x (`__dlpack__(stream, max_version, dl_device, copy)`, as numpy 2 and torch call it):
+`export` offers an array whose memory the host can address (host-visible and coherent: lavapipe,
+SwiftShader, integrated GPUs) as kDLCPU, a pointer into the mapping, after the device work in
+flight that uses it finished; the capsule is then numpy's own capsule of a numpy view whose base
+is the device array (so the array, and its memory, outlive every consumer's view). A consumer
+that asks for `dl_device=(kDLVulkan, i)`, or an array the host cannot address, gets the opaque
+handle. `max_version` >= (1, 0) gives a "dltensor_versioned" capsule, else a legacy "dltensor".
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 
+KDL_CPU = 1
 KDL_VULKAN = 7
 
 
@@ -45,7 +54,18 @@ class _Managed(ctypes.Structure):
                 ("deleter", ctypes.c_void_p)]
 
 
+class _Version(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class _ManagedVersioned(ctypes.Structure):
+    _fields_ = [("version", _Version), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p), ("flags", ctypes.c_uint64),
+                ("dl_tensor", _Tensor)]
+
+
 _CAPSULE_NAME = b"dltensor"
+_VERSIONED_NAME = b"dltensor_versioned"
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_pointer.restype = ctypes.c_void_p
 _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
@@ -84,8 +104,58 @@ class _Exports:
 _EXPORTS = _Exports()
 
 
-def to_capsule(array) -> object:
-    """A "dltensor" PyCapsule of device array `array` (kDLVulkan, opaque handle, compact)."""
+def _versioned(max_version) -> bool:
+    """Whether a consumer that passed `max_version` takes a versioned capsule."""
+    if max_version is None:
+        return False
+    try:
+        major = int(max_version[0])
+    except (TypeError, ValueError, IndexError):
+        raise ArgumentError(f"__dlpack__: max_version must be a (major, minor) tuple, "
+                            f"got {max_version!r}") from None
+    return major >= 1
+
+
+def export(array, stream=None, max_version=None, dl_device=None, copy=None) -> object:
+    """`DeviceArray.__dlpack__`: a capsule of `array` as the module docstring says. BufferError
+    where the consumer asks for what cannot be given (another device type, a view of memory the
+    host cannot address with `copy=False`, a stream for host memory)."""
+    want = None
+    if dl_device is not None:
+        try:
+            want = (int(dl_device[0]), int(dl_device[1]))
+        except (TypeError, ValueError, IndexError):
+            raise BufferError(f"__dlpack__: dl_device must be a (device_type, device_id) tuple, "
+                              f"got {dl_device!r}") from None
+        if want[0] not in (KDL_CPU, KDL_VULKAN):
+            raise BufferError(f"__dlpack__: a vkir array is exported to kDLCPU ({KDL_CPU}) or "
+                              f"kDLVulkan ({KDL_VULKAN}), not device type {want[0]}")
+    versioned = _versioned(max_version)
+    if want is not None and want[0] == KDL_VULKAN:
+        if copy:
+            from .arrays import array as copy_of
+
+            array = copy_of(array, device=array.device)
+        return to_capsule(array, versioned)
+    from ..runtime.host_import import host_address
+
+    if copy or host_address(array.buffer) is None:
+        if want is None and not copy:
+            return to_capsule(array, versioned)   # not host memory: the opaque handle
+        if copy is False:
+            raise BufferError("__dlpack__: this array's memory is not host-visible here: a "
+                              "kDLCPU tensor of it needs a copy (copy=None or copy=True)")
+        view = array.numpy()
+    else:
+        view = np.asarray(array)       # a view (DeviceArray.__array_interface__)
+    if stream is not None and stream != -1:
+        raise BufferError(f"__dlpack__: kDLCPU memory has no stream, got stream={stream!r}")
+    return view.__dlpack__(max_version=(1, 0) if versioned else None)
+
+
+def to_capsule(array, versioned: bool = False) -> object:
+    """A PyCapsule of device array `array` (kDLVulkan, opaque handle, compact): "dltensor", or
+    "dltensor_versioned" with `versioned`."""
     dt = np.dtype(array.dtype)
     if dt.kind not in "iufb":
         raise ArgumentError(f"DLPack has no type for {dt}")
@@ -93,14 +163,17 @@ def to_capsule(array) -> object:
     keep.array = array
     view = np.ndarray(array.shape, dt, buffer=keep, strides=(0,) * array.ndim)
     try:
-        capsule = view.__dlpack__()
+        capsule = view.__dlpack__(max_version=(1, 0) if versioned else None)
     except (BufferError, TypeError) as exc:   # a numpy too old for this dtype
         raise ArgumentError(f"DLPack export of {dt} needs a newer numpy: {exc}") from None
-    managed = _Managed.from_address(_capsule_pointer(capsule, _CAPSULE_NAME))
+    if versioned:
+        managed = _ManagedVersioned.from_address(_capsule_pointer(capsule, _VERSIONED_NAME))
+    else:
+        managed = _Managed.from_address(_capsule_pointer(capsule, _CAPSULE_NAME))
     tensor = managed.dl_tensor
     assert tensor.ndim == array.ndim and managed.manager_ctx == id(view)
     tensor.data = _EXPORTS.handle(array)
-    tensor.device = _Device(*device_of(array))
+    tensor.device = _Device(*vulkan_device(array))
     tensor.strides = None        # compact, row-major
     tensor.byte_offset = 0
     with _EXPORTS.lock:
@@ -109,7 +182,16 @@ def to_capsule(array) -> object:
 
 
 def device_of(array) -> tuple[int, int]:
-    """`__dlpack_device__`: (kDLVulkan, the device's index)."""
+    """`__dlpack_device__`: (kDLCPU, 0) where the host addresses the array's memory in place,
+    else (kDLVulkan, the device's index)."""
+    buf = array.buffer
+    if getattr(buf, "host_visible", False) and getattr(buf, "coherent", False):
+        return KDL_CPU, 0
+    return vulkan_device(array)
+
+
+def vulkan_device(array) -> tuple[int, int]:
+    """(kDLVulkan, the index of `array`'s device): what TVM's consumers ask for."""
     return KDL_VULKAN, getattr(getattr(array.device, "info", None), "index", 0)
 
 

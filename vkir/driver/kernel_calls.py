@@ -1,4 +1,5 @@
-"""Calling a Kernel: check and bind the arguments, stage numpy ones on the device, run (or record
+"""Calling a Kernel: check and bind the arguments, put numpy ones on the device (their own memory
+in place where the backend can, `Allocator.in_place`; else staged copies), run (or record
 inside `vkir.sequence()`, or time inside `vkir.profile()`), launch without waiting, profile, and
 write results back; a repeated call on the same device arrays reuses its launch.
 """
@@ -29,7 +30,13 @@ def _scalar_key(value):
 
 class KernelCalls:
     """Kernel's calls, launches and profiles (a part of Kernel: it reads the kernel's
-    signature, programs, scratch buffers and lock)."""
+    signature, programs, scratch buffers and lock).
+
+    `last_call_copies` is the number of bytes the last call, launch or profile copied between
+    numpy arguments and device memory (copied in plus copied back): 0 when every argument was
+    a DeviceArray or numpy memory used in place."""
+
+    last_call_copies = 0
 
     def _prepare(self, args, kwargs=None):
         """All checks, then the runtime buffers (numpy arguments copied in) and launch data."""
@@ -45,12 +52,36 @@ class KernelCalls:
                 host[p.index] = a
         aliases = self._alias_groups(args)
         program = self._for_aliases(program, aliases)
-        # every check passed: only now is anything copied (aliased arrays into one buffer)
-        staged, copies = stage(host, self._writes.__contains__,
-                               [g for g in aliases if not g.on_device],
-                               self._scratch.copy_in, self._scratch.view)
+        # every check passed: only now is anything imported or copied (aliased arrays into one
+        # buffer)
+        numpy_groups = [g for g in aliases if not g.on_device]
+        staged_host = self._in_place(host, numpy_groups, buffers)
+        copied = [0]
+
+        def copy_in(position, data):
+            copied[0] += data.nbytes
+            return self._scratch.copy_in(position, data)
+
+        staged, copies = stage(staged_host, self._writes.__contains__, numpy_groups, copy_in,
+                               self._scratch.view)
+        self.last_call_copies = copied[0] + sum(out.nbytes for _, out, _ in copies)
         buffers.update(staged)
         return [buffers[i] for i in self._binding_params], push, groups, (copies, host), program
+
+    def _in_place(self, host: dict, numpy_groups, buffers: dict) -> dict:
+        """Put into `buffers` the numpy arguments of `host` ({position: array}) that the backend
+        binds in place (never ones aliased with another argument: those share one staged
+        buffer); the rest, which are staged, as a dict like `host`."""
+        grouped = {m.position for g in numpy_groups for m in g.members}
+        allocator = self._rt.allocator
+        rest = {}
+        for position, a in host.items():
+            buf = None if position in grouped else allocator.in_place(a, position in self._writes)
+            if buf is None:
+                rest[position] = a
+            else:
+                buffers[position] = buf
+        return rest
 
     def _alias_groups(self, args) -> tuple:
         """The groups of buffer arguments over one memory with a writer (vkir.aliasing);
@@ -96,11 +127,13 @@ class KernelCalls:
             return
         launch = self._memo_hit(args)
         if launch is not None and launch.run(True, args):  # an evicted launch is destroyed
+            self.last_call_copies = 0
             return
         if any(isinstance(a, np.ndarray) for a in args):
             with self._lock:  # the scratch buffers are this kernel's: one call at a time
                 buffers, push, groups, copies, program = self._prepare(args)
-                program.launch(buffers, push, groups).run(keep=args)
+                # the arguments and the memory bound in place stay alive while it may run
+                program.launch(buffers, push, groups).run(keep=(args, buffers))
                 self._copy_back(copies)
             return
         buffers, push, groups, _, program = self._prepare(args)
@@ -166,9 +199,14 @@ class KernelCalls:
             self._call_recorded(args)
             return LaunchHandle(None, (), self.name)
         push, groups, buffers, host, program, aliases = self._device_buffers(args)
-        return submit(self._rt, program, buffers, push, groups, self.name, args, host,
-                      self._writes.__contains__, [g for g in aliases if not g.on_device],
-                      self._binding_params)
+        numpy_groups = [g for g in aliases if not g.on_device]
+        in_place = dict(buffers)
+        host = self._in_place(host, numpy_groups, buffers)
+        in_place = tuple(b for i, b in buffers.items() if i not in in_place)
+        self.last_call_copies = sum(a.nbytes * (1 + (i in self._writes))
+                                    for i, a in host.items())
+        return submit(self._rt, program, buffers, push, groups, self.name, (args, in_place),
+                      host, self._writes.__contains__, numpy_groups, self._binding_params)
 
     def profile(self, *args, repeat: int = 50, warmup: int = 1, **kwargs) -> Timing:
         """Run `repeat` times; device seconds per run from timestamp queries (wall time where
