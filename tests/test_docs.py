@@ -1,8 +1,10 @@
 """The documentation in docs/: every `@T.prim_func` example of the language reference parses,
-type-checks, prints back to an equal function and runs in the interpreter; the README links
-every document."""
+type-checks, prints back to an equal function and runs in the interpreter; the golden-image page's
+example test passes against its committed golden (tests/golden/docs/) in a pytest session of its
+own, and its comparison snippet runs; the README links every document."""
 
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +43,28 @@ def test_language_examples_parse_check_print_and_run(source):
 
 def test_readme_links_every_document():
     readme = (DOCS.parent / "README.md").read_text()
-    for name in ("architecture.md", "language.md", "semantics.md"):
+    for name in ("architecture.md", "language.md", "semantics.md", "golden-images.md"):
         assert (DOCS / name).is_file(), name
         assert f"(docs/{name})" in readme, name
+
+
+def _golden_page_blocks():
+    return re.findall(r"```python\n(.*?)```", (DOCS / "golden-images.md").read_text(), re.S)
+
+
+@pytest.mark.device
+def test_golden_images_example_passes_against_its_golden(pytester):
+    """The page's test file, as written, with golden/test_disk.png (committed under
+    tests/golden/docs/), in a pytest session of its own on this run's driver, validation on."""
+    [example] = [b for b in _golden_page_blocks() if b.startswith("# test_picture.py")]
+    pytester.makepyfile(test_picture=example)
+    (pytester.path / "golden").mkdir()
+    shutil.copy(Path(__file__).parent / "golden" / "docs" / "test_disk.png",
+                pytester.path / "golden" / "test_disk.png")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--vkir-validation", "-rA")
+    result.assert_outcomes(passed=1)
+
+
+def test_golden_images_snippet_runs():
+    [snippet] = [b for b in _golden_page_blocks() if "assert_image_matches(actual" in b]
+    exec(compile(snippet, "golden-images.md", "exec"), {})
