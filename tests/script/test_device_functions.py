@@ -247,3 +247,37 @@ def test_device_values(device, kernels):
     o = np.zeros((16, 12), "float32")
     k_helpers(a, b, o)
     np.testing.assert_allclose(o, _helpers_reference(a, b), rtol=1e-4, atol=1e-5)
+
+
+@T.prim_func
+def accumulate(a: T.Buffer((64, 3), "float32"), out: T.Buffer((1,), "float32")):
+    acc = T.float32(0)
+    for i in T.serial(64):
+        v = T.float32x3(a[i, 0], a[i, 1], a[i, 2])
+        acc = acc + shade(T.normalize(v), T.float32x3(0.0, 0.6, 0.8)) \
+            + T.smoothstep(-1.0, 1.0, T.length(T.cross(v, v)))
+    out[0] = acc
+
+
+def test_native_loops_compute_the_inlined_bodies_bit_for_bit(monkeypatch, tmp_path):
+    from vkir.interpreter import native_loops
+    from vkir.interpreter.loop_to_c import translate
+    from vkir.ir import stmt as S
+    from vkir.ir.traversal import walk
+
+    if native_loops.c_compiler() is None:
+        pytest.skip("needs a C compiler")
+    loop = next(n for n in walk(accumulate.body) if isinstance(n, S.For))
+    translate(loop)   # the inlined lets, shuffles and sqrt all translate to C
+    monkeypatch.setenv("VKIR_CACHE_DIR", str(tmp_path))
+    a = np.random.default_rng(3).standard_normal((64, 3)).astype("float32")
+    results = []
+    for mode in ("0", "1"):
+        monkeypatch.setenv("VKIR_NATIVE_LOOPS", mode)
+        out = np.zeros(1, "float32")
+        vkir.interpret(accumulate, a, out)
+        results.append(out)
+    assert results[0].tobytes() == results[1].tobytes()
+    n = a / np.linalg.norm(a, axis=1, keepdims=True)
+    d = n @ np.array([0.0, 0.6, 0.8], "float32")
+    np.testing.assert_allclose(results[0][0], (np.where(d > 0, d * d, 0) + 0.5).sum(), rtol=1e-5)
