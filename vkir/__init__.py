@@ -56,10 +56,11 @@ _LAZY = {
     "autotune": "vkir.autotuning:autotune",
     "from_tvm": "vkir.tvm:from_tvm",
     "PerformanceWarning": "vkir.errors:PerformanceWarning",
+    "grad": "vkir.autodiff.adjoint:grad",
     "map": "vkir.mapping:map",
 }
 _SUBMODULES = {"analysis", "transform", "schedule", "spirv", "runtime", "script", "interpreter", "api",
-               "ops", "lowering", "target", "tvm", "driver", "cache", "tools", "testing", "fleet"}
+               "ops", "lowering", "target", "tvm", "driver", "cache", "tools", "testing", "fleet", "autodiff"}
 
 
 # `from vkir import *`: the errors, the IR package and every lazily resolved name (never the

@@ -1,0 +1,422 @@
+"""`vkir.grad(f, wrt)`: the adjoint kernel of a PrimFunc, by source transformation.
+
+The adjoint kernel keeps f's parameters, then takes `d_<name>` for every buffer f writes (the
+seeds: d loss / d output) and for every `wrt` buffer (where the gradients accumulate, +=). It
+runs f's grid: parallel loops (thread bindings) stay as they are, and each invocation runs its
+own statements backwards.
+
+Running backwards needs the values of the invocation's mutable scalars (local buffers) as they
+were when each statement ran. The transformation recomputes them instead of storing them: the
+adjoint of a statement assumes the locals hold their values from before it; a sequence replays
+its earlier statements (forward, without their global writes) from a snapshot only when a later
+statement's adjoint reads a local that an earlier one changed, and a serial loop replays its
+first k iterations before the adjoint of iteration k only when its body's adjoint reads a local
+the body writes (otherwise the loop runs backwards in linear time: the usual accumulation
+`acc = acc + g(x)` needs no replay). Lets stay in place; each let gets an adjoint scalar.
+
+Global adjoints: a read `x[idx]` adds to `d_x[idx]`, with an atomic add unless the index is a
+one-to-one function of the invocation's thread indices and its own serial loop indices (no two
+invocations share the element). What is not differentiable yet raises UnsupportedError naming
+the construct and its line: barriers and shared memory, subgroup operations, integer outputs,
+atomics other than a float atomic_add used as a statement, reading a buffer f writes.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from ..errors import ArgumentError, UnsupportedError
+from ..ir import (AllocBuffer, BufferLoad, BufferStore, Call, DeclBuffer, Evaluate, For,
+                  IfThenElse, IntImm, LetStmt, PrimFunc, SeqStmt, Var, decl_buffer, seq,
+                  substitute)
+from ..ir import walk as _nodes
+from .derivatives import NOP, Propagate, build, fconst, is_float, where
+from .indexing import injective
+
+PARALLEL = ("thread_binding", "parallel")
+
+
+def walk(node, fn):
+    """Call fn on every IR node under node (pre-order)."""
+    for n in _nodes(node):
+        fn(n)
+_ids = itertools.count()
+
+
+def grad(f: PrimFunc, wrt) -> PrimFunc:
+    """The adjoint PrimFunc of f with respect to the float buffers named in `wrt` (a name or a
+    sequence of names): f's parameters, then `d_<name>` for each buffer f writes (parameter
+    order), then `d_<name>` for each `wrt` name (its order). Running it adds d(outputs . seeds) /
+    d(wrt) into the d_<wrt> buffers, the seeds being the d_<output> buffers."""
+    if not isinstance(f, PrimFunc):
+        raise ArgumentError(f"vkir.grad: expected a PrimFunc, got {type(f).__name__}")
+    wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
+    by_name = {f.buffer_map[p].name: f.buffer_map[p] for p in f.params if p in f.buffer_map}
+    written = _written(f.body)
+    for name in wrt:
+        buf = by_name.get(name)
+        if buf is None:
+            raise ArgumentError(f"vkir.grad: {f.name} has no buffer parameter {name!r} "
+                                f"(buffers: {', '.join(by_name) or 'none'})")
+        if not buf.dtype.is_float:
+            raise ArgumentError(f"vkir.grad: wrt buffer {name!r} is {buf.dtype}; gradients are "
+                                "taken with respect to float buffers")
+        if buf in written:
+            raise UnsupportedError(f"vkir.grad: wrt buffer {name!r} is written by {f.name}; "
+                                   "differentiate with respect to its inputs")
+    if len(set(wrt)) != len(wrt):
+        raise ArgumentError(f"vkir.grad: wrt names a buffer twice: {list(wrt)}")
+    outputs = [f.buffer_map[p] for p in f.params if f.buffer_map.get(p) in written]
+    for buf, node in written.items():
+        if not buf.dtype.is_float:
+            raise UnsupportedError(f"vkir.grad: {f.name} writes integer output {buf.name!r}"
+                                   f"{where(node)}; integer outputs are not differentiable")
+    _check(f.body, set(written))
+    seeds = {b: decl_buffer(b.shape, b.dtype, f"d_{b.name}") for b in outputs}
+    grads = {by_name[n]: decl_buffer(by_name[n].shape, by_name[n].dtype, f"d_{n}") for n in wrt}
+    shared = _shared_reads(f.body, set(grads))
+    body = _Adjoint(seeds, grads, shared).stmt(f.body)
+    params = list(f.params) + [b.data for b in seeds.values()] + [b.data for b in grads.values()]
+    bmap = dict(f.buffer_map)
+    bmap.update({b.data: b for b in list(seeds.values()) + list(grads.values())})
+    return PrimFunc(params, body, bmap, f.attrs.set("global_symbol", f"{f.name}_grad"))
+
+
+# -- checks ---------------------------------------------------------------------------------------
+def _written(body) -> dict:
+    """Global buffers the body writes (store or atomic), each with one writing node."""
+    out = {}
+
+    def visit(node):
+        if isinstance(node, BufferStore) and node.buffer.scope == "global":
+            out.setdefault(node.buffer, node)
+        elif isinstance(node, Call) and node.op.startswith("atomic_") and node.args and \
+                isinstance(node.args[0], BufferLoad) and node.args[0].buffer.scope == "global":
+            out.setdefault(node.args[0].buffer, node)
+
+    walk(body, visit)
+    return out
+
+
+def _check(body, written):
+    targets = {id(c.args[0]) for c in _atomics(body) if c.args}
+
+    def visit(node):
+        name = type(node).__name__
+        if name in ("Barrier", "SubgroupBarrier") or name.startswith("Async"):
+            raise UnsupportedError(f"vkir.grad: barrier{where(node)} is not differentiable yet "
+                                   "(barriers and shared memory)")
+        if isinstance(node, (AllocBuffer, DeclBuffer)) and node.buffer.scope == "shared":
+            raise UnsupportedError(f"vkir.grad: shared memory {node.buffer.name!r}{where(node)} "
+                                   "is not differentiable yet (barriers and shared memory)")
+        if isinstance(node, Call) and node.op.startswith("subgroup_"):
+            raise UnsupportedError(f"vkir.grad: T.{node.op}{where(node)} is not differentiable "
+                                   "yet (subgroup operations)")
+        if isinstance(node, BufferLoad) and node.buffer in written and id(node) not in targets:
+            raise UnsupportedError(f"vkir.grad: reads {node.buffer.name!r}{where(node)}, a "
+                                   "buffer the kernel writes (a buffer read after being "
+                                   "overwritten)")
+        if type(node).__name__ == "While":
+            raise UnsupportedError(f"vkir.grad: while loop{where(node)} is not differentiable "
+                                   "yet (use T.serial)")
+
+    walk(body, visit)
+    for node in _atomics(body):
+        if node.op != "atomic_add" or not node.dtype.is_float:
+            raise UnsupportedError(f"vkir.grad: T.{node.op} on {node.dtype}{where(node)} is not "
+                                   "differentiable (only a float T.atomic_add)")
+
+
+def _atomics(body):
+    found = []
+    walk(body, lambda n: found.append(n) if isinstance(n, Call) and n.op.startswith("atomic_")
+         else None)
+    return found
+
+
+def _shared_reads(body, grads) -> set:
+    """The wrt buffers one of whose reads may share an element with another invocation."""
+    shared = set()
+    _Reads(grads, shared).visit(body, [], {})
+    return shared
+
+
+class _Reads:
+    def __init__(self, grads, shared):
+        self.grads, self.shared = grads, shared
+
+    def visit(self, node, loops, lets):
+        if isinstance(node, For):
+            if node.kind in PARALLEL:
+                self.thread(node, loops)
+            self.expr(node.extent, loops, lets)
+            self.visit(node.body, loops + [(node.loop_var, node.extent, node.kind in PARALLEL)],
+                       lets)
+        elif isinstance(node, LetStmt):
+            self.expr(node.value, loops, lets)
+            self.visit(node.body, loops, {**lets, node.var: node.value})
+        elif isinstance(node, SeqStmt):
+            for s in node.seq:
+                self.visit(s, loops, lets)
+        elif isinstance(node, IfThenElse):
+            self.expr(node.condition, loops, lets)
+            self.visit(node.then_case, loops, lets)
+            if node.else_case is not None:
+                self.visit(node.else_case, loops, lets)
+        elif isinstance(node, (AllocBuffer, DeclBuffer)):
+            self.visit(node.body, loops, lets)
+        elif isinstance(node, BufferStore):
+            self.expr(node.value, loops, lets)
+            for i in node.indices:
+                self.expr(i, loops, lets)
+        elif isinstance(node, Evaluate):
+            self.expr(node.value, loops, lets)
+
+    def thread(self, node, loops):
+        pass
+
+    def expr(self, e, loops, lets):
+        def visit(n):
+            if isinstance(n, BufferLoad) and n.buffer in self.grads and \
+                    not injective(n.indices, n.buffer, loops, lets):
+                self.shared.add(n.buffer)
+        walk(e, visit)
+
+
+# -- the transformation ---------------------------------------------------------------------------
+class _Adjoint:
+    def __init__(self, seeds, grads, shared):
+        self.seeds, self.grads, self.shared = seeds, grads, shared
+        self.local_adj = {}  # local float buffer -> its adjoint buffer
+        self.var_adj = {}  # float let var -> its adjoint scalar buffer
+        self.prop = Propagate(self._load_target, self._var_target)
+
+    def _load_target(self, load):
+        b = load.buffer
+        if b in self.grads:
+            return self.grads[b], load.indices, b in self.shared
+        if b in self.local_adj:
+            return self.local_adj[b], load.indices, False
+        return None
+
+    def _var_target(self, var):
+        adj = self.var_adj.get(var)
+        return (adj, (IntImm("int32", 0),), False) if adj is not None else None
+
+    # forward replay: the statement's effect on locals, without global writes; fresh variables
+    def replay(self, s):
+        if isinstance(s, BufferStore):
+            return s if s.buffer.scope == "local" else NOP
+        if isinstance(s, Evaluate):
+            return NOP
+        if isinstance(s, SeqStmt):
+            return seq(*[self.replay(x) for x in s.seq])
+        if isinstance(s, IfThenElse):
+            return IfThenElse(s.condition, self.replay(s.then_case),
+                              None if s.else_case is None else self.replay(s.else_case))
+        if isinstance(s, LetStmt):
+            var = Var(s.var.name, s.var.dtype)
+            return LetStmt(var, s.value, substitute(self.replay(s.body), {s.var: var}))
+        if isinstance(s, For):
+            var = Var(s.loop_var.name, s.loop_var.dtype)
+            kind = "serial" if s.kind in ("unrolled", "vectorized") else s.kind
+            return For(var, s.min, s.extent, kind, substitute(self.replay(s.body), {s.loop_var: var}))
+        if isinstance(s, (AllocBuffer, DeclBuffer)):
+            buf = decl_buffer(s.buffer.shape, s.buffer.dtype, s.buffer.name, scope=s.buffer.scope)
+            body = _rebuffer(self.replay(s.body), s.buffer, buf)
+            return type(s)(buf, body)
+        return NOP
+
+    def stmt(self, s):
+        """The adjoint of s, run with the locals as they were before s."""
+        if isinstance(s, SeqStmt):
+            return self.sequence(s.seq)
+        if isinstance(s, BufferStore):
+            items = []
+            t = Var(f"adj_s{next(_ids)}", s.value.dtype)
+            if s.buffer in self.seeds:
+                items.append(("let", t, BufferLoad(self.seeds[s.buffer], s.indices)))
+            elif s.buffer in self.local_adj:
+                adj = self.local_adj[s.buffer]
+                items += [("let", t, BufferLoad(adj, s.indices)),
+                          BufferStore(adj, fconst(0, t), s.indices)]
+            else:
+                return NOP
+            self.prop.expr(s.value, t, items)
+            return build(items)
+        if isinstance(s, Evaluate):
+            v = s.value
+            if isinstance(v, Call) and v.op == "atomic_add" and v.args[0].buffer in self.seeds:
+                items = []
+                t = Var(f"adj_s{next(_ids)}", v.dtype)
+                items.append(("let", t, BufferLoad(self.seeds[v.args[0].buffer],
+                                                   v.args[0].indices)))
+                self.prop.expr(v.args[1], t, items)
+                return build(items)
+            return NOP
+        if isinstance(s, IfThenElse):
+            return IfThenElse(s.condition, self.stmt(s.then_case),
+                              None if s.else_case is None else self.stmt(s.else_case))
+        if isinstance(s, LetStmt):
+            return self.let(s)
+        if isinstance(s, For):
+            return self.loop(s)
+        if isinstance(s, (AllocBuffer, DeclBuffer)):
+            if s.buffer.scope != "local" or not s.buffer.dtype.is_float:
+                return type(s)(s.buffer, self.stmt(s.body))
+            adj = decl_buffer(s.buffer.shape, s.buffer.dtype, f"d_{s.buffer.name}", scope="local")
+            self.local_adj[s.buffer] = adj
+            return type(s)(s.buffer, AllocBuffer(adj, seq(_zero(adj), self.stmt(s.body))))
+        raise UnsupportedError(f"vkir.grad: {type(s).__name__}{where(s)} is not differentiable")
+
+    def let(self, s):
+        if not is_float(s.value):
+            return LetStmt(s.var, s.value, self.stmt(s.body))
+        adj = decl_buffer((1,), s.var.dtype, f"d_{s.var.name}", scope="local")
+        self.var_adj[s.var] = adj
+        # the locals s.value reads are captured now: the body's adjoint may change them
+        captured, value = _capture(s.value)
+        items = [("let", v, load) for v, load in captured]
+        items.append(("let", s.var, value))
+        t = Var(f"adj_l{next(_ids)}", s.var.dtype)
+        inner = [("let", t, BufferLoad(adj, (IntImm("int32", 0),)))]
+        self.prop.expr(value, t, inner)
+        items.append(AllocBuffer(adj, seq(_zero(adj), self.stmt(s.body), build(inner))))
+        return build(items)
+
+    def sequence(self, stmts):
+        stmts = list(stmts)
+        needs = [self.entry_needs(x) for x in stmts]
+        writes = [_local_writes(x) for x in stmts]
+        all_writes = set().union(*writes) if writes else set()
+        snap = {b: decl_buffer(b.shape, b.dtype, f"{b.name}_snap", scope="local")
+                for b in all_writes}
+        out, dirty, used_snap = [], set(), False
+        for i in range(len(stmts) - 1, -1, -1):
+            prefix = set().union(*writes[:i]) if i else set()
+            if needs[i] & (prefix | dirty):
+                used_snap = True
+                out += [_copy(snap, restore=True), self.replay(seq(*stmts[:i])) if i else NOP]
+                dirty = set(prefix)
+            out.append(self.stmt(stmts[i]))
+            dirty |= writes[i]
+        body = seq(*[x for x in out if x is not NOP]) if any(x is not NOP for x in out) else NOP
+        if not used_snap:
+            return body
+        body = seq(_copy(snap, restore=False), body)
+        for b, s_buf in snap.items():
+            body = AllocBuffer(s_buf, body)
+        return body
+
+    def loop(self, s):
+        if s.kind in PARALLEL:
+            return For(s.loop_var, s.min, s.extent, s.kind, self.stmt(s.body), s.thread,
+                       s.annotations)
+        writes = _local_writes(s.body)
+        needs = self.entry_needs(s.body)
+        r = Var(f"{s.loop_var.name}_rev", s.loop_var.dtype)
+        k = s.min + s.extent - 1 - r
+        if not needs & writes:
+            return For(r, IntImm(r.dtype, 0), s.extent, "serial",
+                       LetStmt(s.loop_var, k, self.stmt(s.body)))
+        snap = {b: decl_buffer(b.shape, b.dtype, f"{b.name}_snap", scope="local") for b in writes}
+        j = Var(f"{s.loop_var.name}_re", s.loop_var.dtype)
+        redo = For(j, s.min, k - s.min, "serial",
+                   substitute(self.replay(s.body), {s.loop_var: j}))
+        body = For(r, IntImm(r.dtype, 0), s.extent, "serial",
+                   LetStmt(s.loop_var, k, seq(_copy(snap, restore=True), redo,
+                                              self.stmt(s.body))))
+        body = seq(_copy(snap, restore=False), body)
+        for b, s_buf in snap.items():
+            body = AllocBuffer(s_buf, body)
+        return body
+
+    def entry_needs(self, s) -> set:
+        """Local buffers whose values from before s the adjoint of s reads (conservative: every
+        local s reads, since partials, conditions and indices may use them)."""
+        found = set()
+        walk(s, lambda n: found.add(n.buffer) if isinstance(n, BufferLoad)
+             and n.buffer.scope == "local" else None)
+        return found
+
+
+def _local_writes(s) -> set:
+    found, scoped = set(), set()
+
+    def visit(n):
+        if isinstance(n, BufferStore) and n.buffer.scope == "local":
+            found.add(n.buffer)
+        elif isinstance(n, (AllocBuffer, DeclBuffer)):
+            scoped.add(n.buffer)
+
+    walk(s, visit)
+    return found - scoped
+
+
+def _zero(buf):
+    n = 1
+    for d in buf.shape:
+        n *= d.value if isinstance(d, IntImm) else 0
+    if n == 0:
+        raise UnsupportedError(f"vkir.grad: local buffer {buf.name!r} needs a constant shape")
+    return seq(*[BufferStore(buf, fconst(0, Var("z", buf.dtype)), _unflat(buf, i))
+                 for i in range(n)])
+
+
+def _unflat(buf, i):
+    idx = []
+    for d in reversed(buf.shape):
+        idx.insert(0, IntImm("int32", i % d.value))
+        i //= d.value
+    return tuple(idx)
+
+
+def _copy(snap, restore):
+    out = []
+    for b, s in snap.items():
+        n = 1
+        for d in b.shape:
+            n *= d.value
+        for i in range(n):
+            ix = _unflat(b, i)
+            src, dst = (s, b) if restore else (b, s)
+            out.append(BufferStore(dst, BufferLoad(src, ix), ix))
+    return seq(*out) if out else NOP
+
+
+def _capture(value):
+    """value with each local buffer load replaced by a fresh variable: ([(var, load)], value)."""
+    loads = []
+    walk(value, lambda n: loads.append(n) if isinstance(n, BufferLoad)
+         and n.buffer.scope == "local" else None)
+    if not loads:
+        return [], value
+    from ..ir import Mutator
+
+    captured = []
+
+    class Cap(Mutator):
+        def visit_BufferLoad(self, node):
+            node = self.generic_visit(node)
+            if node.buffer.scope != "local":
+                return node
+            var = Var(f"{node.buffer.name}_v{next(_ids)}", node.dtype)
+            captured.append((var, node))
+            return var
+
+    return captured, Cap().visit(value)
+
+
+def _rebuffer(stmt, old, new):
+    from ..ir import Mutator
+
+    class Re(Mutator):
+        def visit_BufferLoad(self, node):
+            node = self.generic_visit(node)
+            return BufferLoad(new, node.indices) if node.buffer is old else node
+
+        def visit_BufferStore(self, node):
+            node = self.generic_visit(node)
+            return BufferStore(new, node.value, node.indices) if node.buffer is old else node
+
+    return Re().visit(stmt)

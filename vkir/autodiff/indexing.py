@@ -1,0 +1,81 @@
+"""Whether a buffer access touches an element no other invocation touches: the test that lets an
+adjoint accumulate with a plain `+=` instead of an atomic add.
+
+An index qualifies when, after inlining integer lets, it is an affine function of the enclosing
+loop variables whose nonzero coefficients form a mixed radix (sorted by size, each at least the
+previous one times that loop's constant extent), and every parallel loop with more than one
+iteration has a nonzero coefficient: then distinct invocations reach distinct elements.
+"""
+
+from __future__ import annotations
+
+from ..ir import Add, IntImm, Mul, Sub, Var
+
+
+def linear(e, lets, depth=0):
+    """{var: coefficient, None: constant} for an affine integer expression, else None."""
+    if depth > 64:
+        return None
+    if isinstance(e, IntImm):
+        return {None: e.value}
+    if isinstance(e, Var):
+        if e in lets:
+            return linear(lets[e], lets, depth + 1)
+        return {e: 1}
+    if isinstance(e, (Add, Sub)):
+        a, b = linear(e.a, lets, depth + 1), linear(e.b, lets, depth + 1)
+        if a is None or b is None:
+            return None
+        sign = 1 if isinstance(e, Add) else -1
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = out.get(k, 0) + sign * v
+        return out
+    if isinstance(e, Mul):
+        a, b = linear(e.a, lets, depth + 1), linear(e.b, lets, depth + 1)
+        if a is None or b is None:
+            return None
+        if set(a) == {None}:
+            a, b = b, a
+        if set(b) != {None}:
+            return None
+        return {k: v * b[None] for k, v in a.items()}
+    return None
+
+
+def injective(indices, buffer, loops, lets) -> bool:
+    """Whether the access buffer[indices], inside `loops` ((var, extent, parallel) outermost
+    first), never touches an element that another invocation touches."""
+    if len(indices) == 1:
+        flat = linear(indices[0], lets)
+    else:
+        if not all(isinstance(d, IntImm) for d in buffer.shape):
+            return False
+        flat, stride = {}, 1
+        for idx, dim in zip(reversed(indices), reversed(buffer.shape)):
+            part = linear(idx, lets)
+            if part is None:
+                return False
+            for k, v in part.items():
+                flat[k] = flat.get(k, 0) + v * stride
+            stride *= dim.value
+    if flat is None:
+        return False
+    extents = {var: (extent, parallel) for var, extent, parallel in loops}
+    terms = []
+    for var, coeff in flat.items():
+        if var is None or coeff == 0:
+            continue
+        if var not in extents:
+            return False  # a size or other runtime value: no proof
+        terms.append((abs(coeff), var))
+    for var, (extent, parallel) in extents.items():
+        if parallel and flat.get(var, 0) == 0 and not (isinstance(extent, IntImm)
+                                                       and extent.value == 1):
+            return False  # several invocations read the same element
+    terms.sort(key=lambda t: t[0])
+    for (c, var), (c_next, _) in zip(terms, terms[1:]):
+        extent = extents[var][0]
+        if not isinstance(extent, IntImm) or c_next < c * extent.value:
+            return False
+    return True
