@@ -149,3 +149,16 @@ def test_long_loops_with_images_stay_in_python(monkeypatch):
     out = np.zeros(1, np.float32)
     vkir.interpret(long_loop, img, out)
     assert out[0] == sum(img[i % 2, i % 4] for i in range(4000))
+
+
+def test_interp_backend_runs_images_and_codegen_refuses_them_by_name():
+    img = np.zeros((6, 5, 4), np.uint8)
+    tex = np.full((4, 4, 4), 255, np.uint8)
+    hist = np.zeros(256, np.uint32)
+    vkir.build(shade, device="interp")(img, tex, hist)
+    assert (img == 128).all() and hist[255] == 30
+    from vkir.spirv import codegen
+    from vkir.target import Target
+
+    with pytest.raises(vkir.UnsupportedError, match="image parameter 'img'.*not implemented"):
+        codegen(vkir.lower(shade), Target.lavapipe())
