@@ -87,5 +87,4 @@ def test_demo_options(monkeypatch, tmp_path):
     assert demo_picture.output_folder() == tmp_path / "demo"
     assert demo_picture.output_folder(tmp_path / "x") == tmp_path / "x"
     monkeypatch.setenv("VKIR_CACHE_DIR", "0")
-    assert demo_picture.output_folder().name == "demo"
-    assert demo_picture.output_folder().parent.name == "vkir"
+    assert demo_picture.output_folder().name == "vkir-demo"

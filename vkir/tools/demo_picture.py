@@ -8,7 +8,7 @@ pixel's march on the host), through the golden-image comparison that tests use
 for silhouette texels where a different last bit moves a ray's hit). The full picture is rendered
 on the device only. It goes to `--out DIR`, by default the `demo` folder of vkir's cache root
 (VKIR_CACHE_DIR, else the platform's user cache folder; a temporary folder when disk caches are
-off).
+off: <tmp>/vkir-demo).
 """
 
 from __future__ import annotations
@@ -33,11 +33,12 @@ MAX_FRACTION = 0.005       # the budget of pixels beyond it
 
 
 def output_folder(out=None) -> Path:
-    """Where the picture goes: `out`, else <cache root>/demo, else <tmp>/vkir-demo."""
+    """Where the picture goes: `out`, else <cache root>/demo, else <tmp>/vkir-demo (not a
+    folder named vkir: that would shadow the package for scripts run from <tmp>)."""
     if out is not None:
         return Path(out)
     root = config.cache_root()
-    return (root if root is not None else Path(tempfile.gettempdir()) / "vkir") / "demo"
+    return root / "demo" if root is not None else Path(tempfile.gettempdir()) / "vkir-demo"
 
 
 def parse_size(text: str) -> tuple[int, int]:
