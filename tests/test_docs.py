@@ -1,9 +1,12 @@
 """The documentation in docs/: every `@T.prim_func` example of the language reference parses,
-type-checks, prints back to an equal function and runs in the interpreter; the golden-image page's
+type-checks, prints back to an equal function and runs in the interpreter; every example program
+(a block starting with `import`) of the language reference and of the Warp/Taichi page runs on
+the device, its asserts against numpy included; the golden-image page's
 example test passes against its committed golden (tests/golden/docs/) in a pytest session of its
 own, and its comparison snippet runs; the README links every document."""
 
 import re
+import runpy
 import shutil
 from pathlib import Path
 
@@ -41,9 +44,35 @@ def test_language_examples_parse_check_print_and_run(source):
     vkir.interpret(func, *_arguments(func, np.random.default_rng(0)))
 
 
+PROGRAM_PAGES = ("language.md", "coming-from-warp-taichi.md")
+
+
+def _programs():
+    out = []
+    for page in PROGRAM_PAGES:
+        blocks = re.findall(r"```python\n(.*?)```", (DOCS / page).read_text(), re.S)
+        out += [pytest.param(page, b, id=f"{page[:-3]}-{k}") for k, b in enumerate(blocks)
+                if b.startswith("import ")]
+    return out
+
+
+def test_each_program_page_has_programs():
+    pages = {p.values[0] for p in _programs()}
+    assert pages == set(PROGRAM_PAGES) and len(_programs()) >= 6
+
+
+@pytest.mark.parametrize("page, program", _programs())
+def test_program_examples_run(device, tmp_path, page, program):
+    """The program as a file (so @T.func can read its source), run on this run's device."""
+    path = tmp_path / f"{page[:-3].replace('-', '_')}.py"
+    path.write_text(program)
+    runpy.run_path(str(path), run_name="__main__")
+
+
 def test_readme_links_every_document():
     readme = (DOCS.parent / "README.md").read_text()
-    for name in ("architecture.md", "language.md", "semantics.md", "golden-images.md"):
+    for name in ("architecture.md", "language.md", "semantics.md", "golden-images.md",
+                 "coming-from-warp-taichi.md"):
         assert (DOCS / name).is_file(), name
         assert f"(docs/{name})" in readme, name
 
