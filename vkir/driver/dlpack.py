@@ -198,3 +198,9 @@ def vulkan_device(array) -> tuple[int, int]:
 def array_of_handle(handle: int):
     """The device array whose DLPack handle is `handle`, or None (collected, or never one)."""
     return _EXPORTS.arrays.get(int(handle))
+
+
+def handle_of(array) -> int:
+    """The opaque handle of device array `array` (the one its DLPack tensors carry), which
+    `array_of_handle` maps back while the array lives."""
+    return _EXPORTS.handle(array)
