@@ -1,18 +1,19 @@
 """`tvm.compile(mod, target=vkir.tvm.target())` through vkir, and TVM tensors in vkir memory.
 
-`install()` registers the two global functions TVM looks up for the "vulkan" device and nothing
-else: "target.build.vulkan", which imports each device kernel into vkir, builds it, and returns a
+`install()` registers the global functions TVM looks up for the "vulkan" device and nothing
+else: "device_api.vulkan" (TVM's device API on vkir memory, vkir.tvm.device_memory, where a C++
+compiler exists), "target.build.vulkan", which imports each device kernel into vkir, builds it, and returns a
 small LLVM module with one function per kernel that calls the vkir launcher (TVM's host code calls
 kernels by name through its imports), and "__tvm_set_device", which accepts the Vulkan device type
-and defers to TVM's own function for every other one. Tensors on vulkan:0 come from vkir device
-arrays through DLPack; their data pointer is an opaque handle that the launcher maps back to the
+and defers to TVM's own function for every other one. Tensors on vulkan:0 (from TVM's device API, or
+vkir device arrays through DLPack) hold an opaque data pointer is an opaque handle that the launcher maps back to the
 array (vkir.driver.dlpack).
 """
 
 from __future__ import annotations
 
 import itertools
-import math
+import warnings
 import threading
 
 import numpy as np
@@ -46,6 +47,7 @@ def install(device=None) -> None:
 
     with _LOCK:
         tvm_ffi.register_global_func("target.build.vulkan", build_vulkan, override=True)
+        _device_api(device)
         if "set_device" in _INSTALLED:
             return
         original = tvm.get_global_func("__tvm_set_device")
@@ -56,6 +58,19 @@ def install(device=None) -> None:
 
         tvm_ffi.register_global_func("__tvm_set_device", set_device, override=True)
         _INSTALLED["set_device"] = original
+
+
+def _device_api(device) -> None:
+    """TVM's "device_api.vulkan" on vkir memory (vkir.tvm.device_memory); without a C++ compiler
+    kernels still build, and a warning says what tensors on tvm.vulkan(0) need."""
+    from .device_memory import compiler, install_device_api
+
+    if compiler() is None:
+        warnings.warn("vkir.tvm.install: no C++ compiler (g++, clang++ or $CXX): kernels build "
+                      "with vkir, but tvm.vulkan(0) tensors and relax.VirtualMachine need TVM's "
+                      "device API, which vkir compiles once with one", stacklevel=3)
+        return
+    install_device_api(device)
 
 
 def _build(tvm, tvm_ffi, mod, target, device):
@@ -89,7 +104,9 @@ def _shim(tvm, name: str, func, launcher: str):
 
 def _launcher(kernel, func):
     """The Python function TVM's host code calls: handles become the device arrays they stand
-    for (flat views, as the kernel's buffers are), scalars stay; launch extents are vkir's."""
+    for, each viewed with the kernel buffer's dtype and exact size (TVM pools allocations and
+    rounds them up; its scalar arguments give the symbolic sizes); scalars stay; launch extents
+    are vkir's."""
     names = [str(p.name) for p in func.params]
     ir = kernel.ir
 
@@ -105,20 +122,38 @@ def _launcher(kernel, func):
             handle = getattr(value, "value", value)
             array = array_of_handle(handle or 0)
             if array is None:
-                raise ArgumentError(f"kernel {kernel.name}: argument {p.name!r} is not a tensor "
-                                    "made by vkir.tvm.tensor/empty")
-            call.append(_flat(array))
+                raise ArgumentError(f"kernel {kernel.name}: argument {p.name!r} is not vkir "
+                                    "memory (a tensor on tvm.vulkan(0) after vkir.tvm.install(), "
+                                    "or one made by vkir.tvm.tensor/empty)")
+            call.append(_view(array, buf, by_name, kernel.name))
         kernel(*call)
     return launch
 
 
-def _flat(array):
-    """A 1-d view of a device array (the imported kernels index flattened buffers)."""
+def _view(array, buf, scalars: dict, kernel: str):
+    """The 1-d view of `array` with `buf`'s dtype and size (the imported kernels index flat
+    buffers), its symbolic dimensions read from TVM's scalar arguments `scalars`."""
     from ..api import DeviceArray
+    from ..ir import expr as E
 
-    if array.ndim == 1:
+    size = 1
+    for d in buf.shape:
+        if isinstance(d, E.IntImm):
+            size *= d.value
+        elif isinstance(d, E.Var) and d.name in scalars:
+            size *= int(scalars[d.name])
+        else:
+            size = None
+            break
+    dtype = buf.dtype.numpy_dtype()
+    if size is None:   # a size vkir infers: the whole allocation in the buffer's dtype
+        size = array.buffer.nbytes // dtype.itemsize
+    if size * dtype.itemsize > array.buffer.nbytes:
+        raise ArgumentError(f"kernel {kernel}: buffer {buf.name!r} needs {size} {dtype} values, "
+                            f"its tensor holds {array.buffer.nbytes} bytes")
+    if array.ndim == 1 and array.size == size and array.dtype == dtype:
         return array
-    return DeviceArray(array.buffer, (math.prod(array.shape),), array.dtype, array.device)
+    return DeviceArray(array.buffer, (size,), dtype, array.device)
 
 
 def tensor(values, device=None):

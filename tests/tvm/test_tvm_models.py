@@ -1,0 +1,98 @@
+"""Relax models on `relax.VirtualMachine(ex, tvm.vulkan(0))` after `vkir.tvm.install()`, with
+unchanged TVM code (`tvm.compile(mod, target="vulkan")`): TVM's device API is vkir's
+(vkir.tvm.device_memory), tensors on tvm.vulkan(0) live in vkir memory, and the results agree
+with TVM's own llvm target. One build per model per module."""
+
+import numpy as np
+import pytest
+
+import vkir
+
+pytest.importorskip("tvm.runtime")   # not the namespace package tests/tvm makes without TVM
+import tvm  # noqa: E402
+from tvm import relax  # noqa: E402
+from tvm.relax.frontend import nn  # noqa: E402
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.fc2(nn.relu(self.fc1(x)))
+
+
+class Attention(nn.Module):
+    """A pre-norm self-attention block with a residual (two heads)."""
+
+    def __init__(self, d=16, heads=2):
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.norm = nn.LayerNorm(d)
+        self.heads = heads
+
+    def forward(self, x):
+        b, s, d = x.shape
+        h = self.norm(x)
+
+        def heads(t):
+            return nn.permute_dims(nn.reshape(t, (b, s, self.heads, d // self.heads)), [0, 2, 1, 3])
+
+        q, k, v = heads(self.q(h)), heads(self.k(h)), heads(self.v(h))
+        scores = nn.matmul(q, nn.permute_dims(k, [0, 1, 3, 2])) * (1.0 / (d // self.heads) ** 0.5)
+        y = nn.matmul(nn.softmax(scores, axis=-1), v)
+        return x + self.o(nn.reshape(nn.permute_dims(y, [0, 2, 1, 3]), (b, s, d)))
+
+
+def _model(module, shape):
+    mod, params = module.export_tvm(spec={"forward": {"x": nn.spec.Tensor(shape, "float32")}})
+    rng = np.random.default_rng(7)
+    inputs = [rng.standard_normal(shape).astype(np.float32)] + \
+        [(0.3 * rng.standard_normal([int(d) for d in p.shape])).astype(np.float32)
+         for _, p in params]
+    cpu = tvm.cpu()
+    want = relax.VirtualMachine(tvm.compile(mod, target="llvm"), cpu)["forward"](
+        *[tvm.runtime.tensor(a, device=cpu) for a in inputs]).numpy()
+    return mod, inputs, want
+
+
+@pytest.fixture(scope="module")
+def vulkan(_vulkan_device):
+    vkir.tvm.install(_vulkan_device)
+    return tvm.vulkan(0)
+
+
+@pytest.fixture(scope="module", params=["mlp", "attention"])
+def model(request, vulkan):
+    mod, inputs, want = _model(MLP(), (4, 16)) if request.param == "mlp" else \
+        _model(Attention(), (1, 4, 16))
+    vm = relax.VirtualMachine(tvm.compile(mod, target="vulkan"), vulkan)
+    return vm, inputs, want
+
+
+def test_relax_models_run_on_the_vulkan_vm(model, vulkan):
+    vm, inputs, want = model
+    args = [tvm.runtime.tensor(a, device=vulkan) for a in inputs]
+    out = vm["forward"](*args)
+    assert str(out.device) == "vulkan:0"
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-5)
+    timer = vm.time_evaluator("forward", vulkan, number=1, repeat=1)
+    assert timer(*args).mean > 0
+
+
+def test_tensors_on_tvm_vulkan_live_in_vkir_memory(vulkan, _vulkan_device):
+    from vkir.driver.dlpack import array_of_handle
+
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    t = tvm.runtime.tensor(x, device=vulkan)
+    assert array_of_handle(t.data_ptr()).device is _vulkan_device
+    np.testing.assert_array_equal(t.numpy(), x)
+    t.copyfrom(-x)
+    np.testing.assert_array_equal(t.numpy(), -x)
+    u = tvm.runtime.empty((4, 6), "float32", device=vulkan)
+    t.copyto(u)                                # device to device
+    np.testing.assert_array_equal(u.numpy(), -x)
+    info = _vulkan_device.info
+    assert vulkan.exist and vulkan.max_threads_per_block == info.limits.max_workgroup_invocations
+    assert vulkan.device_name == info.name and vulkan.warp_size == info.subgroup_size
+    assert vulkan.max_shared_memory_per_block == info.limits.max_shared_memory_bytes

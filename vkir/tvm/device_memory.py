@@ -1,0 +1,222 @@
+"""TVM's Vulkan device API, served by vkir: `install_device_api(device)` builds (on first use)
+and loads a small C++ `tvm::runtime::DeviceAPI` (device_api.cc, compiled against the installed
+wheel's own tvm/include and tvm_ffi/include) and registers it as TVM's "device_api.vulkan".
+
+Its methods call the Python functions registered here under "vkir.tvm.device_api.<name>": an
+allocation is a vkir device array (whole 32-bit words) behind an opaque handle that
+`vkir.driver.dlpack.array_of_handle` maps back, kept alive until TVM frees it; copies move bytes
+between host addresses and arrays at byte offsets; attributes are the vkir device's limits. The
+library is cached like the native loops (sealed in vkir's cache, `tvm-device-api/`), keyed by
+TVM's and tvm_ffi's versions, the compiler and the source.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from .. import store
+from ..driver.dlpack import KDL_CPU, array_of_handle, handle_of
+from ..errors import ArgumentError, UnsupportedError
+
+CACHE = "tvm-device-api"
+SOURCE = Path(__file__).with_name("device_api.cc")
+_PREFIX = "vkir.tvm.device_api."
+_LOCK = threading.Lock()
+_STATE: dict = {}   # "library": the loaded CDLL, "device": the selector install() got
+
+
+class _Allocations:
+    """The device arrays TVM allocated, by handle, until TVM frees them."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.arrays: dict = {}
+
+    def add(self, array) -> int:
+        handle = handle_of(array)
+        with self.lock:
+            self.arrays[handle] = array
+        return handle
+
+    def free(self, handle: int) -> None:
+        with self.lock:
+            self.arrays.pop(handle, None)
+
+
+ALLOCATIONS = _Allocations()
+
+
+def compiler() -> str | None:
+    """The C++ compiler the device API is built with ($CXX, else c++, g++ or clang++), or None."""
+    for name in (os.environ.get("CXX"), "c++", "g++", "clang++"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def _paths():
+    """(include folders, library folders) of the installed tvm and tvm_ffi wheels."""
+    import tvm
+    import tvm_ffi
+
+    tvm_root, ffi_root = Path(tvm.__file__).parent, Path(tvm_ffi.__file__).parent
+    return [tvm_root / "include", ffi_root / "include"], [tvm_root / "lib", ffi_root / "lib"]
+
+
+def _library_bytes(cxx: str) -> bytes:
+    """The shared library built from device_api.cc, from the cache or compiled now."""
+    import tvm
+    import tvm_ffi
+
+    source = SOURCE.read_text()
+    version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
+    key = hashlib.sha256("\0".join((tvm.__version__, tvm_ffi.__version__, cxx,
+                                    version.splitlines()[0] if version else "", source))
+                         .encode()).hexdigest()[:32]
+    name = f"device-api-{key}.so"
+    folder = store.cache_folder(CACHE)
+    if folder is not None:
+        data = store.unseal(f"{CACHE}/{name}", store.read(folder / name))
+        if data is not None:
+            return data
+    includes, libs = _paths()
+    flags = ["-std=c++17", "-O2", "-shared", "-fPIC", *(f"-I{p}" for p in includes),
+             *(f"-L{p}" for p in libs), *(f"-Wl,-rpath,{p}" for p in libs)]
+    with store.private_temporary() as work:
+        out = work / "device_api.so"
+        done = subprocess.run([cxx, *flags, "-o", str(out), str(SOURCE), "-ltvm_runtime",
+                               "-ltvm_ffi"], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise UnsupportedError(f"vkir.tvm: {cxx} could not build TVM's Vulkan device API "
+                                   f"against the installed apache-tvm:\n{done.stderr[-2000:]}")
+        data = out.read_bytes()
+    if folder is not None:
+        store.write(folder / name, store.seal(f"{CACHE}/{name}", data))
+    return data
+
+
+def _load(data: bytes) -> ctypes.CDLL:
+    """Load the library's bytes from a private copy (see vkir.interpreter.native_library)."""
+    with store.private_temporary() as folder:
+        path = folder / "device_api.so"
+        path.write_bytes(data)
+        return ctypes.CDLL(str(path))
+
+
+def install_device_api(device=None) -> None:
+    """Register TVM's "device_api.vulkan" backed by vkir memory on `device` (a vkir device or
+    selector; the last call's wins). UnsupportedError, saying what is needed, where no C++
+    compiler exists."""
+    import tvm_ffi
+
+    with _LOCK:
+        _STATE["device"] = device
+        for name, func in _CALLBACKS.items():
+            tvm_ffi.register_global_func(_PREFIX + name, func, override=True)
+        if "library" in _STATE:
+            return
+        cxx = compiler()
+        if cxx is None:
+            raise UnsupportedError(
+                "vkir.tvm.install: TVM kernels build with vkir, but tvm.vulkan(0) tensors and "
+                "relax.VirtualMachine need TVM's device API, a small C++ library vkir compiles "
+                "once against the installed apache-tvm: install a C++ compiler (g++ or clang++, "
+                "or set CXX)")
+        library = _load(_library_bytes(cxx))
+        if library.vkir_tvm_register_device_api() != 0:
+            raise UnsupportedError("vkir.tvm: TVM refused vkir's Vulkan device API")
+        _STATE["library"] = library
+
+
+def _device():
+    from ..api import device
+
+    return device(_STATE.get("device"))
+
+
+def _array(handle: int):
+    array = array_of_handle(handle)
+    if array is None:
+        raise ArgumentError(f"vkir.tvm: TVM passed a Vulkan pointer ({handle:#x}) that is no "
+                            "vkir allocation")
+    return array
+
+
+def _alloc(device_id: int, nbytes: int) -> int:
+    from ..api import empty
+
+    words = max(1, (int(nbytes) + 3) // 4)
+    return ALLOCATIONS.add(empty((words,), "uint32", device=_device()))
+
+
+def _free(handle: int) -> None:
+    ALLOCATIONS.free(int(handle))
+
+
+def _bytes(array) -> np.ndarray:
+    return array.buffer.read()
+
+
+def _write(array, offset: int, data: np.ndarray) -> None:
+    buf = array.buffer
+    if offset == 0 and data.nbytes == buf.nbytes:
+        buf.write(data)
+        return
+    whole = buf.read()
+    whole[offset:offset + data.nbytes] = data
+    buf.write(whole)
+
+
+def _copy(src: int, src_offset: int, src_type: int, dst: int, dst_offset: int, dst_type: int,
+          nbytes: int) -> None:
+    """Copy `nbytes` bytes between host addresses and vkir allocations (either side either)."""
+    if nbytes == 0:
+        return
+    if src_type == KDL_CPU:
+        data = np.frombuffer((ctypes.c_uint8 * nbytes).from_address(src + src_offset),
+                             np.uint8).copy()
+    else:
+        data = _bytes(_array(src))[src_offset:src_offset + nbytes]
+    if dst_type == KDL_CPU:
+        ctypes.memmove(dst + dst_offset, data.ctypes.data, nbytes)
+    else:
+        _write(_array(dst), dst_offset, np.ascontiguousarray(data))
+
+
+def _sync(device_id: int) -> None:
+    _device().wait_for()
+
+
+def _set_device(device_id: int) -> None:
+    if int(device_id) != 0:
+        raise ArgumentError(f"vkir.tvm: vulkan({device_id}): vkir serves one device, "
+                            "vulkan(0) (choose it with vkir.tvm.install(device))")
+
+
+# TVM's DeviceAttrKind values
+_EXIST, _THREADS, _WARP, _SHARED, _COMPUTE, _NAME, _DIMS, _API, _DRIVER = 0, 1, 2, 3, 4, 5, 8, 11, 12
+
+
+def _get_attr(device_id: int, kind: int):
+    if kind == _EXIST:
+        return 1 if int(device_id) == 0 else 0
+    info = _device().info
+    limits = info.limits
+    values = {_THREADS: limits.max_workgroup_invocations, _WARP: info.subgroup_size,
+              _SHARED: limits.max_shared_memory_bytes, _COMPUTE: str(info.api_version),
+              _NAME: str(info.name),
+              _DIMS: "[" + ", ".join(str(d) for d in limits.max_workgroup_size) + "]",
+              _API: str(info.api_version), _DRIVER: int(info.driver_version)}
+    return values.get(int(kind))
+
+
+_CALLBACKS = {"alloc": _alloc, "free": _free, "copy": _copy, "sync": _sync,
+              "set_device": _set_device, "get_attr": _get_attr}
