@@ -31,6 +31,7 @@ def fconst(value, like):
 
 
 def where(node) -> str:
+    """' (line N)' for a node that has a source span, else ''."""
     span = getattr(node, "span", None)
     return f" (line {span.line})" if span is not None else ""
 
@@ -129,6 +130,7 @@ class Propagate:
                                    "differentiable")
 
     def call(self, e, t, items):
+        """The updates for seed t flowing into intrinsic call e (its derivative rule)."""
         op, args = e.op, e.args
         a = args[0] if args else None
         one = fconst(1, e)

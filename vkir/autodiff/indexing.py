@@ -68,6 +68,8 @@ def injective(indices, buffer, loops, lets) -> bool:
             continue
         if var not in extents:
             return False  # a size or other runtime value: no proof
+        if isinstance(extents[var][0], IntImm) and extents[var][0].value == 1:
+            continue  # a loop of one iteration: a constant
         terms.append((abs(coeff), var))
     for var, (extent, parallel) in extents.items():
         if parallel and flat.get(var, 0) == 0 and not (isinstance(extent, IntImm)
