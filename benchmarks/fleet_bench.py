@@ -8,16 +8,7 @@ fleet started on this machine with one actor per device selector (e.g. "local:la
 
 from __future__ import annotations
 
-__all__ = ["main", "connect_address", "device_results"]
-
-
-def connect_address(address: str):
-    """The Fleet an ADDRESS names (see the module docstring)."""
-    from vkir import fleet
-
-    if address.startswith("local:"):
-        return fleet.connect(local=tuple(s for s in address[len("local:"):].split(",") if s))
-    return fleet.connect(address)
+__all__ = ["main", "device_results"]
 
 
 def device_results(device, workloads, repeat, quick) -> list:
@@ -41,7 +32,9 @@ def main(address: str, workloads=None, repeat=None, json_path=None, quick=False)
     if unknown:
         raise ArgumentError(f"unknown workload(s) {', '.join(unknown)}; choose from "
                             f"{', '.join(suite.WORKLOADS)}")
-    fleet = connect_address(address)
+    from vkir import fleet as fleets
+
+    fleet = fleets.connect(address)
     try:
         results = fleet.apply(device_results, names, repeat, quick)
     finally:

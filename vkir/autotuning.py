@@ -336,7 +336,7 @@ class Tuned:
             if kernel is None:
                 self._note(f"skipped {config}: {reason}")
                 continue
-            args = _arguments(kernel)
+            args = timing_arguments(kernel)
             # one timed run first: a config much slower than the best so far is not repeated
             try:
                 first = kernel.profile(*args, repeat=1, warmup=1).median
@@ -362,7 +362,7 @@ class Tuned:
         return kernel
 
 
-def _arguments(kernel) -> list:
+def timing_arguments(kernel) -> list:
     """Device arrays for every parameter of a kernel with constant shapes, written with data
     (random floats, small integers): untouched zero-filled memory can be the operating system's
     one shared zero page, which reads at cache speed and would time a config unrealistically."""

@@ -5,6 +5,9 @@ Options:
                           sets VKIR_DEVICE, so `vkir.device()` and `vkir.build` pick it too
     --vkir-validation     enable the Khronos validation layer (VKIR_VALIDATION=1)
     --vkir-bless          vkir_golden writes (or updates) the golden images instead of failing
+    --vkir-fleet=ADDRESS  vkir_check also checks on every device of a Ray fleet (vkir.fleet: a
+                          cluster address, or local:SEL,SEL for actors on this machine) and fails
+                          with one line per device that disagrees
 
 With validation on (the option or VKIR_VALIDATION=1), any message the layer emits fails the test
 that was running when it came, in the phase it came in (setup, call or teardown), and the Vulkan
@@ -48,6 +51,9 @@ def pytest_addoption(parser):
     group.addoption("--vkir-device", default=None, metavar="SEL",
                     help="device selector for tests: cpu/lavapipe, gpu, an index or a name "
                          "(sets VKIR_DEVICE)")
+    group.addoption("--vkir-fleet", default=None, metavar="ADDRESS",
+                    help="vkir_check also runs on every device of this Ray fleet (a cluster "
+                         "address, or local:SEL,SEL)")
     group.addoption("--vkir-validation", action="store_true", default=False,
                     help="enable the Vulkan validation layer; any message fails the test that "
                          "caused it (sets VKIR_VALIDATION=1)")
@@ -142,15 +148,48 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1
 
 
+@pytest.fixture(scope="session")
+def vkir_fleet(request):
+    """The fleet --vkir-fleet names (connected once per session), else None."""
+    address = request.config.getoption("--vkir-fleet", default=None)
+    if not address:
+        yield None
+        return
+    from vkir import fleet as fleets
+
+    fleet = fleets.connect(address)
+    yield fleet
+    fleet.close()
+
+
 @pytest.fixture
-def vkir_check(vkir_device):
-    """vkir_check(func, *args, ...): see `check`; runs on the test's device."""
+def vkir_check(vkir_device, vkir_fleet):
+    """vkir_check(func, *args, ...): see `check`; runs on the test's device, and with
+    --vkir-fleet on every device of the fleet too (PrimFuncs only)."""
 
     def run(func, *args, **options):
         options.setdefault("device", vkir_device)
-        return check(func, *args, **options)
+        out = check(func, *args, **options)
+        if vkir_fleet is not None:
+            fleet_check(vkir_fleet, func, args, options)
+        return out
 
     return run
+
+
+def fleet_check(fleet, func, args, options) -> None:
+    """Assert that `func` agrees with the interpreter on every device of `fleet`: a failure
+    lists each device that disagreed or could not run it, by fingerprint."""
+    from vkir.ir import PrimFunc
+
+    if not isinstance(func, PrimFunc):
+        raise TypeError("vkir_check on a fleet checks PrimFuncs (a shader has no interpreter "
+                        "reference to send)")
+    tolerances = {k: options[k] for k in ("rtol", "atol") if k in options}
+    bad = [r for r in fleet.check(func, *args, **tolerances) if not r.ok]
+    if bad:
+        pytest.fail(f"{func.name}: {len(bad)} fleet device(s) disagree:\n" + "\n".join(
+            f"  {r.device} (actor pid {r.pid}): {r.error}" for r in bad), pytrace=False)
 
 
 # -- golden images -------------------------------------------------------------------------------

@@ -98,8 +98,17 @@ def compiler_fingerprint() -> str:
 
 def cache_key(func: PrimFunc, target, options: dict) -> str:
     """The entry name of `func` built for `target` with `options` (sorted name -> value)."""
-    text = "\n".join([compiler_fingerprint(), target.key(),
-                      repr(sorted(options.items())), func.script()])
+    return _key(compiler_fingerprint(), func, target, options)
+
+
+def job_key(func: PrimFunc, target, options: dict) -> str:
+    """The name of an entry built for another process (`entry`, `prebuilt`): what it compiles,
+    not which install compiled it (the job's processes may run from other folders)."""
+    return _key("job", func, target, options)
+
+
+def _key(compiler: str, func: PrimFunc, target, options: dict) -> str:
+    text = "\n".join([compiler, target.key(), repr(sorted(options.items())), func.script()])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -138,13 +147,15 @@ def compile_vulkan(func: PrimFunc, target, *, pointer_casts: bool = False,
 
             return lower_(func, target, pointer_casts=pointer_casts)
 
-    directory = cache_dir()
     given = _PREBUILT.get()
-    key = cache_key(func, target, options) if directory is not None or given else None
-    if given and key in given:
-        module, stored_ir = _module(given[key], key, func, sealed=False)
-        return Compiled(module, {}, True, _stored(stored_ir, func, lower), prebuilt=True)
-    if directory is not None:
+    if given:
+        name = job_key(func, target, options)
+        if name in given:
+            module, stored_ir = _module(given[name], name, func, sealed=False)
+            return Compiled(module, {}, True, _stored(stored_ir, func, lower), prebuilt=True)
+    directory = cache_dir()
+    key = cache_key(func, target, options) if directory is not None else None
+    if key is not None:
         got = load(directory / f"{key}.json", key, func)
         if got is not None:
             module, stored_ir = got
@@ -155,7 +166,7 @@ def compile_vulkan(func: PrimFunc, target, *, pointer_casts: bool = False,
     # codegen validates every module with SPIRV-Tools before returning it (its contract)
     module = codegen(ir, target)
     aliases = _aliases(func, ir)
-    if directory is not None:
+    if key is not None:
         store(directory / f"{key}.json", key, func, module, aliases, ir)
     return Compiled(module, aliases, False, lower, ir)
 
@@ -171,7 +182,7 @@ def entry(func: PrimFunc, target, *, pointer_casts: bool = False) -> tuple | Non
     from inside a `prebuilt` block without lowering or code generation. None where the module
     cannot be written as an entry (that process then compiles it itself)."""
     compiled = compile_vulkan(func, target, pointer_casts=pointer_casts)
-    key = cache_key(func, target, {"pointer_casts": bool(pointer_casts)})
+    key = job_key(func, target, {"pointer_casts": bool(pointer_casts)})
     try:
         return key, _record(key, func, compiled.module, compiled.aliases, compiled.ir)
     except _NotStorable:

@@ -21,7 +21,7 @@ from .dispatch import Job, Member, run_jobs
 from .fingerprint import Fingerprint
 from .jobs import entries_or_error
 
-__all__ = ["connect", "Fleet", "FleetResult", "NAMESPACE", "ACTOR_PREFIX"]
+__all__ = ["connect", "Fleet", "FleetResult", "NAMESPACE", "ACTOR_PREFIX", "require_ray", "local_env"]
 
 NAMESPACE = "vkir"                # the Ray namespace of served device actors
 ACTOR_PREFIX = "vkir-device/"     # served actors are named ACTOR_PREFIX + fingerprint key + "/" + id
@@ -46,7 +46,8 @@ class FleetResult:
     value: object = None
 
 
-def _ray():
+def require_ray():
+    """The ray module, or UnsupportedError saying how to install it."""
     try:
         import ray
     except ImportError as exc:
@@ -55,12 +56,12 @@ def _ray():
     return ray
 
 
-def _local_env(selector: str) -> dict:
+def local_env(selector: str, env: dict | None = None) -> dict:
     """The environment of a local actor for `selector` (VKIR_DEVICE syntax): the driver it
-    names made visible to the Vulkan loader on its own."""
+    names made visible to the Vulkan loader on its own, and `env` on top."""
     from ..runtime.selection import SWIFTSHADER_ICD
 
-    env = {"VKIR_DEVICE": str(selector)}
+    env = {**(env or {}), "VKIR_DEVICE": str(selector)}
     text = str(selector).lower()
     if text == "swiftshader":
         env["VK_ICD_FILENAMES"] = SWIFTSHADER_ICD
@@ -76,12 +77,17 @@ def _travelling(value):
     return value.numpy() if isinstance(value, DeviceArray) else value
 
 
-def connect(address: str | None = None, local=None) -> "Fleet":
+def connect(address: str | None = None, local=None, env: dict | None = None) -> "Fleet":
     """A Fleet. `address`: a Ray cluster to join (its served device actors are the fleet);
     `local`: device selectors (VKIR_DEVICE syntax) to start one actor each for on this machine,
     in a local Ray instance when `address` is None and no Ray is running. With neither, one local
-    actor per device this machine's Vulkan loader reports."""
-    ray = _ray()
+    actor per device this machine's Vulkan loader reports. `address` "local:SEL,SEL" is
+    `local=(SEL, SEL)` (how command-line options name a local fleet). `env`: environment
+    variables for the local actors (VKIR_VALIDATION, VKIR_CACHE_DIR, ...)."""
+    if address is not None and address.startswith("local:"):
+        local = tuple(s for s in address[len("local:"):].split(",") if s) or None
+        address = None
+    ray = require_ray()
     started = False
     if not ray.is_initialized():
         if address is None:
@@ -98,7 +104,7 @@ def connect(address: str | None = None, local=None) -> "Fleet":
 
             local = [str(info.index) for info in devices()]
         if local:
-            fleet._start_local(list(local))
+            fleet._start_local(list(local), env)
         if address is not None:
             fleet._join_served()
         if not fleet._members:
@@ -120,28 +126,36 @@ class Fleet:
         self.closed = False
 
     # -- members ---------------------------------------------------------------------------
-    def _start_local(self, selectors: list) -> None:
+    def add_local(self, *selectors, env: dict | None = None) -> list:
+        """Start one more actor per device selector on this machine (VKIR_DEVICE syntax), as
+        `connect(local=...)` does; their Fingerprints."""
+        before = len(self._members)
+        self._live()   # not on a closed fleet
+        self._start_local(list(selectors), env)
+        return [m.fingerprint for m in self._members[before:]]
+
+    def _start_local(self, selectors: list, env: dict | None = None) -> None:
         from .worker import DeviceWorker
 
-        ray = _ray()
+        ray = require_ray()
         remote = ray.remote(DeviceWorker)
         handles = []
         for sel in selectors:
             handle = remote.options(num_cpus=0, max_restarts=0, max_concurrency=1,
-                                    runtime_env={"env_vars": _local_env(sel)}).remote(sel)
+                                    runtime_env={"env_vars": local_env(sel, env)}).remote(sel)
             handles.append(handle)
             self._owned.append(handle)
         self._add(handles)
 
     def _join_served(self) -> None:
-        ray = _ray()
+        ray = require_ray()
         names = [a for a in ray.util.list_named_actors(all_namespaces=True)
                  if a["namespace"] == NAMESPACE and a["name"].startswith(ACTOR_PREFIX)]
         self._add([ray.get_actor(a["name"], namespace=NAMESPACE) for a in sorted(
             names, key=lambda a: a["name"])])
 
     def _add(self, handles: list) -> None:
-        ray = _ray()
+        ray = require_ray()
         described = ray.get([h.describe.remote() for h in handles])
         pids = ray.get([h.pid.remote() for h in handles])
         for handle, info, pid in zip(handles, described, pids):
@@ -166,12 +180,14 @@ class Fleet:
 
     def members(self, devices=None) -> list:
         """The live members `devices` selects: None (all), a Fingerprint, a list of them, a text
-        found in the device's name or driver ("llvmpipe", "swiftshader"), or a predicate on a
-        Fingerprint."""
+        found in the device's name or driver ("llvmpipe", "swiftshader"), an actor's process id
+        (`actor_pids()`), or a predicate on a Fingerprint."""
         live = self._live()
         if devices is None:
             return live
-        if isinstance(devices, Fingerprint):
+        if isinstance(devices, int) and not isinstance(devices, bool):
+            chosen = [m for m in live if m.pid == devices]
+        elif isinstance(devices, Fingerprint):
             chosen = [m for m in live if m.fingerprint == devices]
         elif isinstance(devices, str):
             needle = {"lavapipe": "llvmpipe"}.get(devices.lower(), devices.lower())
@@ -239,12 +255,13 @@ class Fleet:
         plan = [(members[i % len(members)], args) for i, args in enumerate(arg_sets)]
         return self._run("run", func, plan, False)
 
-    def apply(self, fn, *args, devices=None) -> list:
+    def apply(self, fn, *args, devices=None, timeout=None) -> list:
         """`fn(device, *args)` in every selected device's actor (`fn` must be picklable: a
         module-level function): [FleetResult] whose `value` is what it returned. Used for jobs
-        that are not one kernel, such as `vkir bench --fleet`."""
+        that are not one kernel, such as `vkir bench --fleet`. A device that gives no result
+        within `timeout` seconds is taken as hung: its actor is killed and its result says so."""
         members = self.members(devices)
-        jobs = [Job(m, "apply", (fn, args), None, tag=m) for m in members]
+        jobs = [Job(m, "apply", (fn, args), timeout, tag=m) for m in members]
         results = []
         for out in run_jobs(jobs, self._members):
             origin = out.job.tag
@@ -263,7 +280,7 @@ class Fleet:
         if self.closed:
             return
         self.closed = True
-        ray = _ray()
+        ray = require_ray()
         for handle in self._owned:
             ray.kill(handle, no_restart=True)
         self._owned.clear()

@@ -15,9 +15,9 @@ __all__ = ["add_command", "serve", "stop"]
 
 
 def _init(address):
-    from .connection import NAMESPACE, _ray
+    from .connection import NAMESPACE, require_ray
 
-    ray = _ray()
+    ray = require_ray()
     if not ray.is_initialized():
         ray.init(address=address or "auto", namespace=NAMESPACE, log_to_driver=False)
     return ray
@@ -27,7 +27,7 @@ def serve(address=None, selectors=None) -> list:
     """Start this node's device actors on the cluster at `address`; their names."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from .connection import ACTOR_PREFIX, NAMESPACE, _local_env, new_actor_id
+    from .connection import ACTOR_PREFIX, NAMESPACE, local_env, new_actor_id
     from .fingerprint import Fingerprint
     from .worker import DeviceWorker
 
@@ -40,7 +40,7 @@ def serve(address=None, selectors=None) -> list:
     remote = ray.remote(DeviceWorker)
     names = []
     for sel in selectors:
-        options = dict(num_cpus=0, runtime_env={"env_vars": _local_env(sel)},
+        options = dict(num_cpus=0, runtime_env={"env_vars": local_env(sel)},
                        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False))
         probe = remote.options(**options).remote(sel)   # the device's fingerprint names the actor
         try:

@@ -87,7 +87,7 @@ class DeviceWorker:
         """Device seconds of one run of a tuning candidate (median of `repeat`, after a warm-up
         run), on arrays of random data: (ok, error, seconds, was the kernel prebuilt)."""
         from ..api import build
-        from ..autotuning import _arguments
+        from ..autotuning import timing_arguments
         from ..cache.compile import prebuilt
         from ..errors import VkirError
 
@@ -97,7 +97,7 @@ class DeviceWorker:
             if held is None:
                 with prebuilt(entries):
                     kernel = build(func, device=self._device)
-                held = self._kernels[key] = (kernel, _arguments(kernel))
+                held = self._kernels[key] = (kernel, timing_arguments(kernel))
                 while len(self._kernels) > KEPT_KERNELS:
                     self._kernels.popitem(last=False)
             kernel, arguments = held
