@@ -29,7 +29,7 @@ import numpy as np
 
 SHADERS = Path(__file__).resolve().parents[1] / "shaders"
 WORKLOADS = ("vadd", "sum", "sum_subgroup", "matmul_1024", "softmax", "layer_norm", "conv2d",
-             "batched_matmul", "cumsum", "sort", "histogram", "latency", "compile")
+             "batched_matmul", "cumsum", "sort", "histogram", "latency", "compile", "interop")
 FULL = {"vadd": 1 << 24, "sum": 1 << 24, "matmul": 1024, "softmax": (4096, 1024),
         "layer_norm": (4096, 1024), "conv2d": (1, 64, 56, 56, 64, 3), "bmm": (16, 256, 256, 256),
         "cumsum": 1 << 24, "sort": 1 << 20, "histogram": 1 << 24}
@@ -435,6 +435,12 @@ class Bench:
                                                 want, rtol=1e-3, atol=1e-3))
         self.check("conv2d vkir", Y.numpy(), want, rtol=1e-3, atol=1e-3)
         self.add("conv2d", "numpy", "wall_s", wall_samples(np_conv, self.repeat), flops=flops)
+
+    def interop(self):
+        """numpy and torch data to vkir and back (benchmarks/zero_copy.py)."""
+        from .zero_copy import interop
+
+        interop(self)
 
     def latency(self):
         from vkir import runtime
