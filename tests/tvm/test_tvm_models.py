@@ -96,3 +96,17 @@ def test_tensors_on_tvm_vulkan_live_in_vkir_memory(vulkan, _vulkan_device):
     assert vulkan.exist and vulkan.max_threads_per_block == info.limits.max_workgroup_invocations
     assert vulkan.device_name == info.name and vulkan.warp_size == info.subgroup_size
     assert vulkan.max_shared_memory_per_block == info.limits.max_shared_memory_bytes
+
+
+def test_a_torch_export_model_runs_on_the_vulkan_vm(vulkan):
+    torch = pytest.importorskip("torch")   # in the test extra
+    from tvm.relax.frontend.torch import from_exported_program
+
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8))
+    x = torch.randn(4, 16)
+    mod = from_exported_program(torch.export.export(m.eval(), (x,)), keep_params_as_input=False)
+    vm = relax.VirtualMachine(tvm.compile(mod, target="vulkan"), vulkan)   # constants on vulkan
+    out = vm["main"](tvm.runtime.tensor(x.numpy(), device=vulkan))[0]
+    with torch.no_grad():
+        np.testing.assert_allclose(out.numpy(), m(x).numpy(), rtol=1e-5, atol=1e-5)
