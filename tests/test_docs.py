@@ -1,7 +1,7 @@
 """The documentation in docs/: every `@T.prim_func` example of the language reference parses,
 type-checks, prints back to an equal function and runs in the interpreter; every example program
-(a block starting with `import`) of the language reference and of the Warp/Taichi page runs on
-the device, its asserts against numpy included; the golden-image page's
+(a block starting with `import`) of the language reference, the Warp/Taichi page and the interop
+page runs on the device, its asserts against numpy included; the golden-image page's
 example test passes against its committed golden (tests/golden/docs/) in a pytest session of its
 own, and its comparison snippet runs; the README links every document."""
 
@@ -44,7 +44,7 @@ def test_language_examples_parse_check_print_and_run(source):
     vkir.interpret(func, *_arguments(func, np.random.default_rng(0)))
 
 
-PROGRAM_PAGES = ("language.md", "coming-from-warp-taichi.md")
+PROGRAM_PAGES = ("language.md", "coming-from-warp-taichi.md", "interop.md")
 
 
 def _programs():
@@ -72,7 +72,7 @@ def test_program_examples_run(device, tmp_path, page, program):
 def test_readme_links_every_document():
     readme = (DOCS.parent / "README.md").read_text()
     for name in ("architecture.md", "language.md", "semantics.md", "golden-images.md",
-                 "coming-from-warp-taichi.md"):
+                 "coming-from-warp-taichi.md", "fleet.md", "interop.md"):
         assert (DOCS / name).is_file(), name
         assert f"(docs/{name})" in readme, name
 

@@ -194,3 +194,16 @@ def test_a_hung_job_is_killed_and_reported(fleet):
 
 def _sleep(device, seconds):
     time.sleep(seconds)
+
+
+def test_the_fleet_page_runs(fleet, tmp_path):
+    """docs/fleet.md's one-machine program, as written (joining this module's Ray instance)."""
+    import re
+    import runpy
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "fleet.md").read_text()
+    [program] = [b for b in re.findall(r"```python\n(.*?)```", page, re.S) if b.startswith("import ")]
+    path = tmp_path / "fleet_page.py"
+    path.write_text(program)
+    runpy.run_path(str(path), run_name="__main__")
