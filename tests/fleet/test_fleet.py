@@ -207,3 +207,15 @@ def test_the_fleet_page_runs(fleet, tmp_path):
     path = tmp_path / "fleet_page.py"
     path.write_text(program)
     runpy.run_path(str(path), run_name="__main__")
+
+
+def test_the_plugins_fleet_check_names_each_device_that_fails(fleet):
+    from vkir.pytest_plugin import fleet_check
+
+    a = np.arange(64, dtype=np.float32)
+    fleet_check(fleet, vadd, (a, a, np.zeros(64, np.float32)), {})
+    with pytest.raises(pytest.fail.Exception) as failed:
+        fleet_check(fleet, widen, (np.arange(64, dtype=np.int32), np.zeros(64, np.int64)), {})
+    message = str(failed.value)
+    assert "1 fleet device(s) disagree" in message and "SwiftShader" in message
+    assert "llvmpipe" not in message
