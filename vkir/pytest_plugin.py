@@ -186,10 +186,14 @@ def fleet_check(fleet, func, args, options) -> None:
         raise TypeError("vkir_check on a fleet checks PrimFuncs (a shader has no interpreter "
                         "reference to send)")
     tolerances = {k: options[k] for k in ("rtol", "atol") if k in options}
-    bad = [r for r in fleet.check(func, *args, **tolerances) if not r.ok]
+    results = fleet.check(func, *args, **tolerances)
+    bad = [r for r in results if not r.ok]
     if bad:
+        from vkir.fleet import format_results
+
         pytest.fail(f"{func.name}: {len(bad)} fleet device(s) disagree:\n" + "\n".join(
-            f"  {r.device} (actor pid {r.pid}): {r.error}" for r in bad), pytrace=False)
+            f"  {r.device} (actor pid {r.pid}): {r.error}" for r in bad)
+            + "\n" + format_results(results), pytrace=False)
 
 
 # -- golden images -------------------------------------------------------------------------------

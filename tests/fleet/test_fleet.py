@@ -103,6 +103,8 @@ def test_check_runs_on_every_device_with_its_own_parameters(fleet):
         assert r.ok, r.error
         assert r.seconds > 0 and r.pid in fleet.actor_pids()
         np.testing.assert_allclose(r.arrays[2], a + b, rtol=1e-6)
+    table = vkir.fleet.format_results(results).splitlines()
+    assert [line.endswith(": 1/1 ok") for line in table] == [True, False, True, False]
 
 
 def test_a_device_that_cannot_run_the_kernel_is_reported_not_asked(fleet):
@@ -217,5 +219,6 @@ def test_the_plugins_fleet_check_names_each_device_that_fails(fleet):
     with pytest.raises(pytest.fail.Exception) as failed:
         fleet_check(fleet, widen, (np.arange(64, dtype=np.int32), np.zeros(64, np.int64)), {})
     message = str(failed.value)
-    assert "1 fleet device(s) disagree" in message and "SwiftShader" in message
-    assert "llvmpipe" not in message
+    head, culprit, *table = message.splitlines()
+    assert "1 fleet device(s) disagree" in head and "SwiftShader" in culprit
+    assert "UnsupportedError" in culprit and any("llvmpipe" in t and "1/1 ok" in t for t in table)

@@ -14,5 +14,6 @@ accounted for job by job (vkir.fleet.dispatch); tuning is vkir.fleet.tuning.
 
 from .connection import Fleet, FleetResult, connect
 from .fingerprint import Fingerprint
+from .reports import format_results
 
-__all__ = ["connect", "Fleet", "FleetResult", "Fingerprint"]
+__all__ = ["connect", "Fleet", "FleetResult", "Fingerprint", "format_results"]
