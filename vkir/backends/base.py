@@ -60,6 +60,8 @@ class BackendKernel:
     function lowered for its target; there is no SPIR-V (`spirv` and `asm` raise
     UnsupportedError) and no pipeline (`pipeline_seconds` is 0). A registered vkir.Kernel."""
 
+    last_call_copies = 0   # as Kernel's: the host runs on numpy arguments' own memory
+
     def __init__(self, func: PrimFunc, backend: Backend, pointer_casts: bool = False,
                  precise: bool = False):
         from ..driver.kernel import check_layouts
