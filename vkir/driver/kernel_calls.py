@@ -55,7 +55,7 @@ class KernelCalls:
         # every check passed: only now is anything imported or copied (aliased arrays into one
         # buffer)
         numpy_groups = [g for g in aliases if not g.on_device]
-        staged_host = self._in_place(host, numpy_groups, buffers)
+        staged_host = self._in_place(host, numpy_groups, buffers, args)
         copied = [0]
 
         def copy_in(position, data):
@@ -68,15 +68,19 @@ class KernelCalls:
         buffers.update(staged)
         return [buffers[i] for i in self._binding_params], push, groups, (copies, host), program
 
-    def _in_place(self, host: dict, numpy_groups, buffers: dict) -> dict:
+    def _in_place(self, host: dict, numpy_groups, buffers: dict, args) -> dict:
         """Put into `buffers` the numpy arguments of `host` ({position: array}) that the backend
         binds in place (never ones aliased with another argument: those share one staged
-        buffer); the rest, which are staged, as a dict like `host`."""
+        buffer, nor ones over the memory of a DeviceArray argument made by `vkir.asarray`,
+        which keep the copy semantics they had); the rest, which are staged, as a dict like
+        `host`."""
         grouped = {m.position for g in numpy_groups for m in g.members}
+        imported = [np.asarray(a) for a in args if isinstance(a, DeviceArray) and a.is_view]
         allocator = self._rt.allocator
         rest = {}
         for position, a in host.items():
-            buf = None if position in grouped else allocator.in_place(a, position in self._writes)
+            shared = position in grouped or any(np.may_share_memory(a, v) for v in imported)
+            buf = None if shared else allocator.in_place(a, position in self._writes)
             if buf is None:
                 rest[position] = a
             else:
@@ -201,7 +205,7 @@ class KernelCalls:
         push, groups, buffers, host, program, aliases = self._device_buffers(args)
         numpy_groups = [g for g in aliases if not g.on_device]
         in_place = dict(buffers)
-        host = self._in_place(host, numpy_groups, buffers)
+        host = self._in_place(host, numpy_groups, buffers, args)
         in_place = tuple(b for i, b in buffers.items() if i not in in_place)
         self.last_call_copies = sum(a.nbytes * (1 + (i in self._writes))
                                     for i, a in host.items())
