@@ -185,6 +185,18 @@ class ModuleBuilder:
             self.decorate(tid, "ArrayStride", stride)
         return tid
 
+    def type_image(self, sampled_type: int, dim: str, arrayed: bool, sampled: int,
+                   image_format: str) -> int:
+        """The id of an OpTypeImage (deduplicated): `dim` "1D"/"2D"/"3D", `sampled` 1 (read
+        through a sampler) or 2 (a storage image), `image_format` a SPIR-V ImageFormat name."""
+        dim_v, fmt_v = self.enum("Dim", dim), self.enum("ImageFormat", image_format)
+        return self._type(("image", sampled_type, dim_v, arrayed, sampled, fmt_v), "OpTypeImage",
+                          sampled_type, dim_v, 0, int(arrayed), 0, sampled, fmt_v)
+
+    def type_sampled_image(self, image_type: int) -> int:
+        """The id of the OpTypeSampledImage of `image_type` (deduplicated)."""
+        return self._type(("sampled_image", image_type), "OpTypeSampledImage", image_type)
+
     def type_struct(self, *members: int) -> int:
         """A new struct type (never deduplicated: its decorations make it unique)."""
         tid = self.new_id()

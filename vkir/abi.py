@@ -1,6 +1,7 @@
 """What a backend hands to the runtime: the validated binary plus its dispatch description
-(storage-buffer bindings, push constants, workgroup size and grid). It lives below the SPIR-V
-backend so that a kernel loaded from the compile cache needs no code generator."""
+(storage-buffer bindings, image bindings, push constants, workgroup size and grid). It lives
+below the SPIR-V backend so that a kernel loaded from the compile cache needs no code
+generator."""
 
 from __future__ import annotations
 
@@ -24,6 +25,42 @@ class Binding:
     buffer: Buffer
     readable: bool
     writable: bool
+
+
+@dataclass(frozen=True)
+class ImageParam:
+    """One image parameter's descriptor at set 0, `binding` (after the storage buffers), bound
+    to argument `param_index`: `kind` "storage_image" (T.Image) or "combined_image_sampler"
+    (T.Texture, its sampler given at call time); `dim` "1d", "2d" or "3d"; `arrayed` (layers);
+    `format` the SPIR-V ImageFormat name of the declared format and `image_format` vkir's name
+    for it; `lane` the scalar dtype of a read; `readonly` (NonWritable) / `writeonly`
+    (NonReadable) as the kernel uses it. Its attributes are those of a reflected
+    vkir.spirv.ImageBinding, so kernels and existing shaders bind images the same way."""
+
+    binding: int
+    param_index: int
+    kind: str
+    name: str
+    dim: str
+    arrayed: bool
+    format: str
+    image_format: str
+    lane: str
+    readonly: bool
+    writeonly: bool
+    set: int = 0
+    count: int = 1
+    depth: bool = False
+
+    @property
+    def axes(self) -> int:
+        """Axes of a host array's extent: the image's dimensions plus one for layers."""
+        return int(self.dim[0]) + int(self.arrayed)
+
+    @property
+    def written(self) -> bool:
+        """Whether the kernel may change the image (a storage image it writes or updates)."""
+        return self.kind == "storage_image" and not self.readonly
 
 
 @dataclass(frozen=True)
@@ -52,6 +89,8 @@ class SpirvModule:
     # blockIdx.x is WorkgroupId.x + WorkgroupId.y * NumWorkgroups.x, and workgroups past the grid
     # do nothing: a 1-D grid wider than the device's per-dimension count runs as a 2-D dispatch
     folds_grid: bool = False
+    # image parameters' descriptors (ImageParam), numbered after the storage buffers
+    images: tuple = ()
 
     @property
     def uses_subgroups(self) -> bool:

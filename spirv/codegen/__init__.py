@@ -50,4 +50,5 @@ def codegen(func: PrimFunc, target: Target | None = None) -> SpirvModule:
         shared_memory_bytes=emitter.shared_bytes,
         required_features=frozenset(emitter.types.required),
         folds_grid=emitter.folds_grid,
+        images=emitter.image_bindings(),
     )

@@ -15,6 +15,7 @@ from vkir.arith.ranges import RangeScope
 from vkir.errors import TypeCheckError, UnsupportedError, WellFormedError
 from vkir.ir import Buffer, BufferLoad, Call, DataType, IntImm, PrimExpr, PrimFunc, Var, show
 
+from vkir.ir.image import ImageLoad, ImageSample, ImageSize, ImageStore
 from vkir.ir.op import is_atomic
 from vkir.ir.traversal import walk
 
@@ -24,6 +25,7 @@ from ..target import Target
 from .access import AccessMixin, Memory
 from .expr import ExprMixin
 from .interface import Interface, analyze
+from .images import ImageMixin
 from .intrinsics import IntrinsicMixin
 from .stmt import StmtMixin
 from .sync import SyncMixin
@@ -44,8 +46,13 @@ _CONVERSIONS = frozenset({"OpConvertFToS", "OpConvertFToU", "OpConvertSToF", "Op
                           "OpFConvert"})
 
 
-class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin):
+class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin, ImageMixin):
     """Emits one GLCompute entry point for a lowered PrimFunc: interface, types, code."""
+
+    _expr_methods = {**ExprMixin._expr_methods, ImageLoad: ImageMixin.e_image_load,
+                     ImageSample: ImageMixin.e_image_sample, ImageSize: ImageMixin.e_image_size}
+    _stmt_methods = {**StmtMixin._stmt_methods, ImageStore: ImageMixin.s_image_store}
+
     def __init__(self, func: PrimFunc, target: Target):
         self.func = func
         self.target = target
@@ -63,6 +70,7 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         self.builtins: dict[str, int] = {}
         self.thread_ids: dict[str, int] = {}
         self.shared_bytes = 0
+        self.images: dict = {}                      # image parameter Var -> its descriptor
         self.ranges = RangeScope()
         # NoSignedWrap/NoUnsignedWrap are core from SPIR-V 1.4 (an extension before)
         self.wrap_decorations = target.spirv_version >= (1, 4)
@@ -166,6 +174,8 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         wg = self.const(_UINT32, self.b.enum("Scope", scope))
         storage = ("WorkgroupMemory", "UniformMemory") if self.global_atomics else \
             ("WorkgroupMemory",)
+        if self.images:   # a barrier also orders image texels (writes and atomics)
+            storage += ("ImageMemory",)
         sem = self.const(_UINT32, self.b.g.bits("MemorySemantics", "AcquireRelease", *storage))
         self.do("OpControlBarrier", wg, wg, sem)
 
@@ -375,6 +385,7 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         b = self.b
         local_size = self.local_size()
         self._storage_buffers()
+        self._image_params()
         void = b.type_void()
         main = b.new_id()
         entry = b.new_id()

@@ -156,11 +156,8 @@ def analyze(func: PrimFunc, max_push_constant_bytes: int, cas_float_add: bool = 
             params[buf.data] = index
         elif isinstance(p.dtype, DataType) and not p.dtype.is_handle:
             scalars.append(p)
-        elif getattr(p.dtype, "texel", None) is not None:   # an ImageType
-            raise UnsupportedError(f"kernel {func.name!r}: {p.dtype.kind} parameter {p.name!r} "
-                                   f"({p.dtype}): SPIR-V code generation for images is not "
-                                   "implemented yet; run the kernel with vkir.interpret or "
-                                   "vkir.build(f, device=\"interp\")")
+        elif getattr(p.dtype, "texel", None) is not None:
+            continue   # an ImageType: a descriptor of its own (spirv/codegen/images.py)
         else:
             raise UnsupportedError(f"kernel {func.name!r}: parameter {p.name!r} of type "
                                    f"{p.dtype} has no buffer in buffer_map")

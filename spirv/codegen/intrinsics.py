@@ -37,6 +37,8 @@ class IntrinsicMixin(BitCountMixin):
         instruction, or a lowering of its own in OWN_LOWERINGS), an atomic or a subgroup op."""
         op = e.op
         if is_atomic(op):
+            if e.args and type(e.args[0]).__name__ == "ImageLoad":
+                return self.image_atomic(e)
             return self.atomic(e)
         if is_subgroup(op):
             return self.subgroup(e)

@@ -151,14 +151,21 @@ def test_long_loops_with_images_stay_in_python(monkeypatch):
     assert out[0] == sum(img[i % 2, i % 4] for i in range(4000))
 
 
-def test_interp_backend_runs_images_and_codegen_refuses_them_by_name():
+def test_interp_backend_runs_images_with_samplers():
     img = np.zeros((6, 5, 4), np.uint8)
     tex = np.full((4, 4, 4), 255, np.uint8)
     hist = np.zeros(256, np.uint32)
-    vkir.build(shade, device="interp")(img, tex, hist)
+    k = vkir.build(shade, device="interp")
+    k(img, tex, hist)
     assert (img == 128).all() and hist[255] == 30
-    from vkir.spirv import codegen
-    from vkir.target import Target
-
-    with pytest.raises(vkir.UnsupportedError, match="image parameter 'img'.*not implemented"):
-        codegen(vkir.lower(shade), Target.lavapipe())
+    # samplers= reaches the interpreter: linear filtering as vkir.interpret does it
+    tex = np.random.default_rng(1).integers(0, 256, (4, 4, 4), dtype=np.uint8)
+    linear = vkir.Sampler(filter="linear")
+    runs = []
+    for sampler in (linear, None):
+        img, hist = np.zeros((6, 5, 4), np.uint8), np.zeros(256, np.uint32)
+        k(img, tex, hist, samplers=None if sampler is None else {"tex": sampler})
+        runs.append(img)
+    want = np.zeros((6, 5, 4), np.uint8)
+    vkir.interpret(shade, want, tex, np.zeros(256, np.uint32), samplers={"tex": linear})
+    assert np.array_equal(runs[0], want) and not np.array_equal(runs[0], runs[1])

@@ -122,12 +122,19 @@ class BackendKernel:
         out, write_back = host_copies(bound.args)
         return tuple(out), write_back
 
-    def __call__(self, *args, **kwargs) -> None:
+    def __call__(self, *args, samplers=None, **kwargs) -> None:
         """Run on `args` (by position and/or by parameter name); numpy arrays are modified in
-        place, written device arrays updated."""
+        place, written device arrays updated; `samplers={texture name: vkir.Sampler}` for a
+        backend that runs images (the interpreter)."""
         self._no_sequence("a call")
         host, write_back = self._host_args(args, kwargs)
-        self.executable.run(host)
+        if samplers is None:
+            self.executable.run(host)
+        elif not getattr(self.executable, "runs_images", False):
+            raise UnsupportedError(f"kernel {self.name}: samplers= given, but the "
+                                   f"{self.device.name} backend runs no images")
+        else:
+            self.executable.run(host, samplers=samplers)
         write_back()
 
     def _no_sequence(self, what: str) -> None:

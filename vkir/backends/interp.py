@@ -26,10 +26,13 @@ class InterpExecutable(Executable):
         self.prepared = Prepared(ir, self.subgroup_size, denormals)
         self.prepared.warm()
 
-    def run(self, args: tuple) -> None:
+    runs_images = True   # takes samplers= (vkir.interpret's)
+
+    def run(self, args: tuple, samplers: dict | None = None) -> None:
         """Run the lowered function on `args` (compiled at build; another way of running it,
-        one workgroup at a time after an error, on its first use)."""
-        self.prepared(*args)
+        one workgroup at a time after an error, on its first use); `samplers` as
+        vkir.interpret takes them."""
+        self.prepared(*args, samplers=samplers)
 
 
 class InterpBackend(Backend):
