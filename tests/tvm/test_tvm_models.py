@@ -66,12 +66,12 @@ def vulkan(_vulkan_device):
 def model(request, vulkan):
     mod, inputs, want = _model(MLP(), (4, 16)) if request.param == "mlp" else \
         _model(Attention(), (1, 4, 16))
-    vm = relax.VirtualMachine(tvm.compile(mod, target="vulkan"), vulkan)
-    return vm, inputs, want
+    ex = tvm.compile(mod, target="vulkan")
+    return relax.VirtualMachine(ex, vulkan), inputs, want, ex
 
 
 def test_relax_models_run_on_the_vulkan_vm(model, vulkan):
-    vm, inputs, want = model
+    vm, inputs, want, _ = model
     args = [tvm.runtime.tensor(a, device=vulkan) for a in inputs]
     out = vm["forward"](*args)
     assert str(out.device) == "vulkan:0"
@@ -110,3 +110,14 @@ def test_a_torch_export_model_runs_on_the_vulkan_vm(vulkan):
     out = vm["main"](tvm.runtime.tensor(x.numpy(), device=vulkan))[0]
     with torch.no_grad():
         np.testing.assert_allclose(out.numpy(), m(x).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_exported_libraries_load_and_run(model, vulkan, tmp_path):
+    from vkir.tvm import bridge
+
+    _, inputs, want, ex = model
+    ex.export_library(str(tmp_path / "model.so"))
+    bridge._KERNELS.clear()   # as in a new process: kernels come back from the library's JSON
+    vm = relax.VirtualMachine(tvm.runtime.load_module(str(tmp_path / "model.so")), vulkan)
+    out = vm["forward"](*[tvm.runtime.tensor(a, device=vulkan) for a in inputs])
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-5)

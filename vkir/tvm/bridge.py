@@ -12,7 +12,7 @@ array (vkir.driver.dlpack).
 
 from __future__ import annotations
 
-import itertools
+import hashlib
 import warnings
 import threading
 
@@ -22,10 +22,10 @@ from ..driver.dlpack import KDL_VULKAN, array_of_handle, vulkan_device
 from ..errors import ArgumentError
 from . import require_tvm
 
-_LAUNCH_PREFIX = "vkir.tvm.launch."
+_LAUNCHER = "vkir.tvm.device_api.launch"   # called by both kinds of kernel module
 _LOCK = threading.Lock()
-_NAMES = itertools.count()   # kernels of different compiles may share a TVM name
-_INSTALLED: dict = {}        # "set_device" -> TVM's own __tvm_set_device, once installed
+_INSTALLED: dict = {}   # "set_device": TVM's own __tvm_set_device; "device": install()'s device
+_KERNELS: dict = {}     # (kernel key, id of the device selector) -> its launcher
 
 
 def install(device=None) -> None:
@@ -46,7 +46,10 @@ def install(device=None) -> None:
         return _build(tvm, tvm_ffi, mod, target, device)
 
     with _LOCK:
+        _INSTALLED["device"] = device
+        _KERNELS.clear()   # built for the device of an earlier call
         tvm_ffi.register_global_func("target.build.vulkan", build_vulkan, override=True)
+        tvm_ffi.register_global_func(_LAUNCHER, _launch, override=True)
         _device_api(device)
         if "set_device" in _INSTALLED:
             return
@@ -75,30 +78,63 @@ def _device_api(device) -> None:
 
 def _build(tvm, tvm_ffi, mod, target, device):
     """The runtime module of TVM's device module `mod`: each kernel imported and built by vkir,
-    reached from TVM's host code through an LLVM function of the kernel's name."""
-    from .. import api
-    from .importer import import_prim_func
+    reached from TVM's host code by name. The module is the device API library's "vkir_vulkan"
+    kernel module, which keeps each kernel's TVM JSON and saves it, so that a library written by
+    `export_library` runs in another process once `install()` ran there; without that library
+    (no C++ compiler), an LLVM module with a function per kernel that calls the launcher."""
     from .lowering import narrow
 
     mod = narrow(mod, target)
-    shims = {}
+    shims, kernels = {}, ([], [], [])
     for gv, func in mod.functions.items():
         name = gv.name_hint
-        kernel = api.build(import_prim_func(func, name), device=device)
-        launcher = f"{_LAUNCH_PREFIX}{name}.{next(_NAMES)}"
-        tvm_ffi.register_global_func(launcher, _launcher(kernel, func), override=True)
-        shims[name] = _shim(tvm, name, func, launcher)
+        text = tvm.ir.save_json(func)
+        key = f"{name}.{hashlib.sha256(text.encode()).hexdigest()[:24]}"
+        _kernel_launcher(key, text, name, func)   # built now: vkir's errors surface at compile
+        shims[name] = _shim(tvm, name, func, key, text)
+        for column, value in zip(kernels, (name, key, text)):
+            column.append(value)
+    module = tvm.get_global_func("vkir.tvm.kernel_module", allow_missing=True)
+    if module is not None:   # the device API's library: a module export_library embeds
+        return module(*kernels)
     return tvm.tirx.build(tvm.IRModule(shims), target="llvm")
 
 
-def _shim(tvm, name: str, func, launcher: str):
+def _kernel_launcher(key: str, text: str, name: str, func=None):
+    """The launcher of the kernel `key` on the installed device: built from its TVM PrimFunc
+    (`func`, else read back from its JSON `text`) on first use."""
+    from .. import api
+    from .importer import import_prim_func
+
+    device = _INSTALLED.get("device")
+    with _LOCK:
+        got = _KERNELS.get((key, id(device)))
+    if got is not None:
+        return got
+    if func is None:
+        func = require_tvm().ir.load_json(text)
+    kernel = api.build(import_prim_func(func, name), device=device)
+    got = _launcher(kernel, func)
+    with _LOCK:
+        _KERNELS[(key, id(device))] = got
+    return got
+
+
+def _launch(key, text, *args):
+    """The launcher both kernel modules call: run kernel `key` (TVM's JSON `text`) with TVM's kernel arguments."""
+    _kernel_launcher(str(key), str(text), str(key).rsplit(".", 1)[0])(*args)
+
+
+def _shim(tvm, name: str, func, key: str, text: str):
     """A host function named like the kernel, taking TVM's kernel arguments (the parameters,
-    then one value per launch parameter) and passing them to the launcher."""
+    then one value per launch parameter) and passing them, after the kernel's key and JSON, to
+    the launcher."""
     tirx = tvm.tirx
     params = [tirx.Var(str(p.name), p.ty) for p in func.params]
     launch = [tirx.Var(f"launch_{k}", "int32")
               for k in range(len(func.attrs["tirx.kernel_launch_params"]))]
-    body = tirx.Evaluate(tirx.call_packed(launcher, *params, *launch))
+    body = tirx.Evaluate(tirx.call_packed(_LAUNCHER, tvm.ir.StringImm(key), tvm.ir.StringImm(text),
+                                          *params, *launch))
     return tirx.PrimFunc(params + launch, body).with_attr("global_symbol", name)
 
 
