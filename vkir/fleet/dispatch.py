@@ -1,7 +1,8 @@
 """Running jobs on a fleet's actors, with faults accounted for: `Member` (one actor and its
 device), `Job` and `run_jobs`.
 
-Jobs run concurrently, each on its member's actor (an actor runs its jobs one at a time). When
+Jobs run concurrently on different actors; each actor has one job in flight at a time, the
+others waiting here, so a timeout measures a job's own run. When
 an actor dies during a job (killed, or its process crashed), the member is marked lost and the
 job moves to another live member with the same fingerprint; where none is left, the job's result
 says which device was lost. A job that outlives its timeout has its actor killed (a hung device
@@ -59,61 +60,79 @@ class Outcome:
 
 
 def run_jobs(jobs: list, members: list) -> list:
-    """Run every job; the Outcomes in the jobs' order. An exception a job's method raised (a bug,
-    not a device fault) propagates."""
+    """Run every job; the Outcomes in the jobs' order. Each actor has one job in flight at a
+    time (the rest wait in its queue here), so a job's timeout counts its own run only. An
+    exception a job's method raised (a bug, not a device fault) propagates."""
     import ray
 
     died = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
     outcomes: dict = {}
-    pending: dict = {}   # ObjectRef -> (job, member, started)
+    queues: dict = {}    # Member -> jobs waiting for it
+    running: dict = {}   # ObjectRef -> (job, member, started)
+    busy: set = set()    # members with a job in flight
 
-    def submit(job, member):
+    def start(member):
+        queue = queues.get(member)
+        if member in busy or not queue or not member.alive:
+            return
+        job = queue.pop(0)
         ref = getattr(member.handle, job.method).remote(*job.args)
-        pending[ref] = (job, member, time.monotonic())
+        running[ref] = (job, member, time.monotonic())
+        busy.add(member)
 
-    def move(job, member, why):
+    def load(m):
+        return len(queues.get(m, ())) + (m in busy)
+
+    def place(job, member):
+        if member.alive:
+            queues.setdefault(member, []).append(job)
+            start(member)
+            return
         job.moves.append(member)
         spare = [m for m in members if m.alive and m.fingerprint == member.fingerprint]
         if spare:
-            busy = {m: 0 for m in spare}
-            for _, (_, m, _) in pending.items():
-                if m in busy:
-                    busy[m] += 1
-            submit(job, min(spare, key=lambda m: busy[m]))
+            place(job, min(spare, key=load))
             return
         outcomes[id(job)] = Outcome(job, "lost", member, message=(
-            f"device lost: {member} {why} during the job; no other device of fingerprint "
+            f"device lost: {member} died before the job could finish; no other device of fingerprint "
             f"{member.fingerprint.key} is left"), moved_from=tuple(job.moves))
 
+    def lose(member):
+        """`member` is dead: the jobs waiting for it go elsewhere."""
+        member.alive = False
+        busy.discard(member)
+        for job in queues.pop(member, []):
+            place(job, member)
+
     for job in jobs:
-        if job.member.alive:
-            submit(job, job.member)
-        else:
-            move(job, job.member, "was lost before")
-    while pending:
+        place(job, job.member)
+    while running:
         now = time.monotonic()
-        waits = [job.timeout - (now - started) for job, _, started in pending.values()
+        waits = [job.timeout - (now - started) for job, _, started in running.values()
                  if job.timeout is not None]
-        ready, _ = ray.wait(list(pending), num_returns=1,
+        ready, _ = ray.wait(list(running), num_returns=1,
                             timeout=max(0.0, min(waits)) if waits else None)
         if not ready:   # a job outlived its timeout: its device is not trusted with more work
             now = time.monotonic()
-            for ref, (job, member, started) in list(pending.items()):
+            for ref, (job, member, started) in list(running.items()):
                 if job.timeout is not None and now - started >= job.timeout:
-                    del pending[ref]
-                    member.alive = False
+                    del running[ref]
                     ray.kill(member.handle, no_restart=True)
                     outcomes[id(job)] = Outcome(job, "timeout", member, message=(
                         f"{member}: no result after {job.timeout:g} s; the actor was killed"),
                         moved_from=tuple(job.moves))
+                    lose(member)
             continue
         ref = ready[0]
-        job, member, _ = pending.pop(ref)
+        job, member, _ = running.pop(ref)
+        busy.discard(member)
         try:
             value = ray.get(ref)
-        except died as exc:
-            member.alive = False
-            move(job, member, f"died ({type(exc).__name__})")
+        except died:
+            lose(member)
+            place(job, member)   # to a live member of its kind, or ended as lost
             continue
         outcomes[id(job)] = Outcome(job, "done", member, value, moved_from=tuple(job.moves))
+        start(member)
+    assert len(outcomes) == len(jobs), "every job ends with one outcome"
     return [outcomes[id(job)] for job in jobs]
