@@ -22,7 +22,7 @@ import weakref
 
 from vkir.errors import ArgumentError
 
-from ._vk import check, ffi, lib, vk
+from ._vk import check, ffi, lib, result_name, vk
 from .limits import check_allocation, check_storage_range
 from .memory import HOST_COHERENT, HOST_VISIBLE, USAGE, Buffer
 
@@ -72,8 +72,10 @@ def _memory_type_bits(device, base: int) -> int:
             "PFN_vkGetMemoryHostPointerPropertiesEXT", raw)
     props = ffi.new("VkMemoryHostPointerPropertiesEXT*")
     props.sType = vk.VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT
-    check(fn(device.handle, HANDLE_TYPE, ffi.cast("void*", base), props),
-          "vkGetMemoryHostPointerPropertiesEXT")
+    r = fn(device.handle, HANDLE_TYPE, ffi.cast("void*", base), props)
+    if r:   # pages the driver cannot import (a file mapping, ...): the caller copies
+        raise ArgumentError(f"cannot use host memory in place: {device.info.name!r} refuses "
+                            f"these pages (vkGetMemoryHostPointerPropertiesEXT: {result_name(r)})")
     return int(props.memoryTypeBits)
 
 
@@ -142,8 +144,10 @@ class HostBuffer(Buffer):
             alloc.allocationSize = size
             alloc.memoryTypeIndex = coherent[0]
             mem = ffi.new("VkDeviceMemory*")
-            check(lib.vkAllocateMemory(dev, alloc, ffi.NULL, mem),
-                  f"vkAllocateMemory (import of {size} host bytes)")
+            r = lib.vkAllocateMemory(dev, alloc, ffi.NULL, mem)
+            if r:
+                raise ArgumentError(f"cannot use host memory in place: the import of {size} "
+                                    f"host bytes failed ({result_name(r)})")
         except BaseException:
             lib.vkDestroyBuffer(dev, handle, ffi.NULL)
             raise
