@@ -105,7 +105,9 @@ def from_tvm(obj, *, device=None, lower: bool = True):
     except UnsupportedError as exc:
         raise exc.with_traceback(None) from None   # the message names the construct
     if not out:
-        raise UnsupportedError("from_tvm: the module has no device kernel")
+        raise UnsupportedError("from_tvm: the module has no device kernel: bind its loops to "
+                               "threads (blockIdx/threadIdx) in a schedule, or schedule it with "
+                               "vkir.tvm.dlight(obj)")
     return next(iter(out.values())) if len(out) == 1 else out
 
 
