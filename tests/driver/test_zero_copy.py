@@ -66,7 +66,7 @@ def test_numpy_views_of_device_arrays_share_memory(device):
     a = vkir.array(np.arange(12, dtype=np.float32).reshape(3, 4), device=device)
     assert a.__dlpack_device__() == (dlpack.KDL_CPU, 0)
     v = np.asarray(a)
-    assert v.base is a and v.shape == (3, 4) and v.dtype == np.float32
+    assert v.shape == (3, 4) and v.dtype == np.float32 and np.shares_memory(v, a.host_view())
     v[1, 2] = -5
     assert a.numpy()[1, 2] == -5                          # the host wrote device memory
     d = np.from_dlpack(a)
@@ -74,6 +74,20 @@ def test_numpy_views_of_device_arrays_share_memory(device):
     a.write(np.ones((3, 4), np.float32))
     np.testing.assert_array_equal(d, 1)                   # and reads what the device holds
     assert not a.is_view
+
+
+def test_views_keep_their_array_and_are_tracked_while_they_live(device):
+    a = vkir.array(np.arange(8, dtype=np.float32), device=device)
+    before = len(device.host_views) if getattr(device, "host_views", None) is not None else 0
+    v, t = np.asarray(a), np.from_dlpack(a)
+    assert len(device.host_views) >= before + 2           # what close() must not free under
+    ref = weakref.ref(a)
+    del a
+    gc.collect()
+    assert ref() is not None and v[3] == 3 and t[7] == 7
+    del v, t
+    gc.collect()
+    assert ref() is None and len(device.host_views) == before
 
 
 def test_capsules_follow_the_consumers_version(device):
@@ -313,6 +327,10 @@ def test_closing_the_device_under_views_is_an_error_not_a_crash():
 
         dev = vkir.device()
         a = vkir.array(np.arange(64, dtype=np.float32), device=dev)
+        gone = np.asarray(a)
+        del gone
+        gc.collect()
+        assert not dev.host_views                        # views are tracked while they live
         mapped = np.asarray(a)
         raw = np.zeros(4096 * 3, np.uint8)
         start = (-raw.ctypes.data) % 4096
@@ -321,6 +339,7 @@ def test_closing_the_device_under_views_is_an_error_not_a_crash():
         imported = vkir.asarray(src, device=dev)
         capsule = a.__dlpack__(max_version=(1, 0))
         vkir.runtime.shutdown()
+        assert dev.closed and dev.abandoned              # its memory stays under the views
         assert mapped.sum() == np.arange(64).sum()      # the mapping stays under the view
         mapped[:] = 1
         assert (src == 5).all()                          # the source is the user's

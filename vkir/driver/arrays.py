@@ -143,27 +143,35 @@ class DeviceArray:
         numpy array, a torch tensor, a buffer), which the array keeps alive."""
         return bool(getattr(self.buffer, "imported", False))
 
+    def host_view(self) -> np.ndarray | None:
+        """A numpy view of the array's memory where the host addresses it in place
+        (host-visible and coherent; device work in flight that uses the array is waited for
+        first), else None. The view keeps the array alive."""
+        from ..runtime.host_import import host_memory
+
+        keeper = host_memory(self.buffer, self)
+        if keeper is None:
+            return None
+        return np.frombuffer(keeper, self.dtype, count=self.size).reshape(self.shape)
+
     @property
     def __array_interface__(self) -> dict:
-        """numpy's array interface where the host addresses the memory in place (host-visible,
-        coherent): `np.asarray(a)` is then a view, which keeps the array alive; device work in
-        flight that uses the array is waited for first. AttributeError elsewhere, so numpy
-        falls back to `__array__` (a copy)."""
-        from ..runtime.host_import import host_address
+        """numpy's array interface where the host addresses the memory in place: `np.asarray(a)`
+        is then a view (see `host_view`). AttributeError elsewhere, so numpy falls back to
+        `__array__` (a copy)."""
+        from ..runtime.host_import import host_memory
 
-        address = host_address(self.buffer)
-        if address is None:
+        keeper = host_memory(self.buffer, self)
+        if keeper is None:
             raise AttributeError("__array_interface__: this array's memory is not host-visible")
-        return {"version": 3, "shape": self.shape, "typestr": self.dtype.str,
-                "data": (address, False), "strides": None}
+        return {"version": 3, "shape": self.shape, "typestr": self.dtype.str, "data": keeper,
+                "strides": None}
 
     def __array__(self, dtype=None, copy=None):
         """numpy's conversion protocol where the memory is not host-visible (see
         `__array_interface__`): a fresh host copy, so `copy=False` raises ValueError."""
-        from ..runtime.host_import import host_address
-
-        if not copy and host_address(self.buffer) is not None:
-            out = np.asarray(self)
+        out = None if copy else self.host_view()
+        if out is not None:
             if dtype is None or np.dtype(dtype) == out.dtype:
                 return out
             if copy is False:

@@ -137,17 +137,14 @@ def export(array, stream=None, max_version=None, dl_device=None, copy=None) -> o
 
             array = copy_of(array, device=array.device)
         return to_capsule(array, versioned)
-    from ..runtime.host_import import host_address
-
-    if copy or host_address(array.buffer) is None:
+    view = None if copy else array.host_view()
+    if view is None:
         if want is None and not copy:
             return to_capsule(array, versioned)   # not host memory: the opaque handle
         if copy is False:
             raise BufferError("__dlpack__: this array's memory is not host-visible here: a "
                               "kDLCPU tensor of it needs a copy (copy=None or copy=True)")
         view = array.numpy()
-    else:
-        view = np.asarray(array)       # a view (DeviceArray.__array_interface__)
     if stream is not None and stream != -1:
         raise BufferError(f"__dlpack__: kDLCPU memory has no stream, got stream={stream!r}")
     return view.__dlpack__(max_version=(1, 0) if versioned else None)
