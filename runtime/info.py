@@ -63,6 +63,9 @@ class Limits:
     max_bound_descriptor_sets: int = 4              # maxBoundDescriptorSets
     # the largest single VkDeviceMemory (VkPhysicalDeviceMaintenance3Properties, Vulkan 1.1)
     max_memory_allocation_size: int = 1 << 30       # maxMemoryAllocationSize
+    # bits of the fraction linear filtering keeps of a texel coordinate (what
+    # vkir.interpret(..., sub_texel_precision_bits=) takes to sample as the device does)
+    sub_texel_precision_bits: int = 4               # subTexelPrecisionBits
 
 
 @dataclass(frozen=True)
@@ -262,6 +265,7 @@ def query_info(index: int, phys) -> DeviceInfo:
         max_per_stage_resources=lim.maxPerStageResources,
         max_bound_descriptor_sets=lim.maxBoundDescriptorSets,
         max_memory_allocation_size=_allocation_limit(maintenance3.maxMemoryAllocationSize, phys),
+        sub_texel_precision_bits=lim.subTexelPrecisionBits,
     )
     if has_driver:
         driver_text = " ".join(x for x in (cstr(driver.driverName), cstr(driver.driverInfo)) if x)

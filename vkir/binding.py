@@ -191,6 +191,17 @@ class Signature:
             if p.written and not a.flags.writeable:
                 raise ArgumentError(f"{where}: argument {p.name!r} is written by "
                                     f"{self.func.name}, but its array is read-only")
+        device_image = hasattr(a, "image_format")   # a vkir DeviceImage
+        if p.image is not None and not (device_image or isinstance(a, np.ndarray)):
+            raise ArgumentError(f"{where}: argument {p.name!r} is a {p.image.kind} of format "
+                                f"{p.image.format}: pass a numpy array or a vkir.DeviceImage, "
+                                f"got {type(a).__name__}")
+        if p.image is None and device_image:
+            raise ArgumentError(f"{where}: argument {p.name!r} is a buffer and must be "
+                                f"{self.array_kinds}, got a DeviceImage")
+        if device_image and a.format != p.image.format:
+            raise ArgumentError(f"{where}: argument {p.name!r} is a {p.image.kind} of format "
+                                f"{p.image.format}; the DeviceImage is {a.format}")
         if p.image is not None and a.dtype != p.np_dtype:
             raise ArgumentError(f"{where}: argument {p.name!r} has dtype {a.dtype}, expected "
                                 f"{p.np_dtype} ({p.image.kind} of format {p.image.format})")
@@ -200,7 +211,10 @@ class Signature:
                                 f"expected {p.np_dtype} (buffer of {p.dtype})")
         if p.dims is None:
             return None
-        shape = self._logical_shape(p, a.shape)
+        shape = a.shape if device_image else self._logical_shape(p, a.shape)
+        if device_image and (len(shape) != len(p.dims) or a.layered != p.image.layered):
+            raise ArgumentError(f"{where}: argument {p.name!r} is {p.image}; got a DeviceImage "
+                                f"of shape {a.shape}{' (layered)' if a.layered else ''}")
         for k, ((expr, _), n) in enumerate(zip(p.dims, shape)):
             if type(expr) is IntImm:
                 if expr.value != n:

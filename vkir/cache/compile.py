@@ -42,12 +42,12 @@ from pathlib import Path
 from .. import store as disk
 from . import ir_codec
 from .root import cache_root
-from ..abi import Binding, PushConstant, SpirvModule
+from ..abi import Binding, ImageParam, PushConstant, SpirvModule
 from ..ir import (
     Add, Buffer, Cast, DataType, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimFunc, Sub, Var,
 )
 
-FORMAT = 5   # version of the entry layout: an entry of another format is a miss
+FORMAT = 6   # version of the entry layout: an entry of another format is a miss
 
 _OPS = {"add": Add, "sub": Sub, "mul": Mul, "floordiv": FloorDiv, "floormod": FloorMod,
         "min": Min, "max": Max}
@@ -296,11 +296,32 @@ def _record(key: str, func: PrimFunc, module: SpirvModule, aliases: dict, ir=Non
         "shared_memory_bytes": module.shared_memory_bytes,
         "required_features": sorted(module.required_features),
         "folds_grid": bool(module.folds_grid),
+        "images": [_dump_image(im) for im in module.images],
         "ir": _stored_ir(ir, func, aliases),
     }
     rec["digest"] = _digest(rec)
     rec["mac"] = disk.mac(_entry_name(key), rec["digest"].encode())
     return rec
+
+
+_IMAGE_FIELDS = ("binding", "param_index", "kind", "name", "dim", "arrayed", "format",
+                 "image_format", "lane", "readonly", "writeonly")
+
+
+def _dump_image(im: ImageParam) -> dict:
+    """An image parameter's descriptor as entry fields (plain values only)."""
+    return {f: getattr(im, f) for f in _IMAGE_FIELDS}
+
+
+def _load_image(d: dict, func: PrimFunc) -> ImageParam:
+    """The ImageParam of entry fields `d`, checked against `func`'s image parameter."""
+    im = ImageParam(**{f: d[f] for f in _IMAGE_FIELDS})
+    param = func.params[int(im.param_index)]
+    itype = param.dtype
+    if getattr(itype, "format", None) != im.image_format or param.name != im.name or \
+            im.kind != ("combined_image_sampler" if itype.sampled else "storage_image"):
+        raise ValueError(f"image binding {im.name!r} does not match the kernel's parameter")
+    return im
 
 
 def _stored_ir(ir, func: PrimFunc, aliases: dict):
@@ -365,7 +386,8 @@ def _module(rec: dict, key: str, func: PrimFunc, sealed: bool = True) -> tuple:
                          push_constant_size=int(rec["push_constant_size"]),
                          shared_memory_bytes=int(rec["shared_memory_bytes"]),
                          required_features=frozenset(rec["required_features"]),
-                         folds_grid=bool(rec["folds_grid"]))
+                         folds_grid=bool(rec["folds_grid"]),
+                         images=tuple(_load_image(d, func) for d in rec["images"]))
     return module, stored_ir
 
 

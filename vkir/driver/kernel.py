@@ -42,6 +42,8 @@ from ..ir.traversal import walk
 from ..lowering import LOOP_TRIP_LIMIT
 from ..timing import Timing
 from .arrays import DeviceArray
+from .device_images import DeviceImage
+from .shader_images import ShaderImages
 from .building import build, check_layouts, interpret, lower
 from .dispatch import ScratchBuffers, as_runtime
 from .kernel_calls import KernelCalls
@@ -139,8 +141,13 @@ class Kernel(CallValues, ProgramVariants, KernelCalls, metaclass=abc.ABCMeta):
         self._alias_writes = frozenset(self._writes) | written_params(func)
         # sizes and scalars are bound on the user's signature; codegen's push constants and grid
         # name the lowered function's vars, mapped back through the aliases where a pass renewed one
+        self._writes += tuple(b.param_index for b in self.module.images if b.written)
+        # image parameters bind through the image seam, as existing shaders' do (shader_images)
+        self._images = ShaderImages(f"kernel {func.name}", self.module.images, rt)
+        self._image_params = tuple(b.param_index for b in self.module.images)
         self._signature = Signature(func, evaluate, where=f"kernel {func.name}",
-                                    written=self._writes, array_types=(DeviceArray, np.ndarray),
+                                    written=self._writes,
+                                    array_types=(DeviceArray, np.ndarray, DeviceImage),
                                     array_kinds="a vkir or numpy array", exact=True)
         self._params = self._signature.params
         self._env_vars = self._signature.env_vars

@@ -18,6 +18,7 @@ from .arrays import DeviceArray
 from .dispatch import check_profile_counts, copy_back, run, stage, submit
 from .profiling import ACTIVE_PROFILER
 from .sequences import ACTIVE_SEQUENCE, LaunchHandle
+from .tape_hook import ACTIVE_TAPE
 
 
 def _scalar_key(value):
@@ -38,13 +39,14 @@ class KernelCalls:
 
     last_call_copies = 0
 
-    def _prepare(self, args, kwargs=None):
-        """All checks, then the runtime buffers (numpy arguments copied in) and launch data."""
+    def _prepare(self, args, kwargs=None, samplers=None):
+        """All checks, then the runtime buffers (numpy arguments copied in), images and launch
+        data."""
         bound = self._signature.bind(args, kwargs)
         args = bound.args
         push, groups, program = self._derive(bound.values)
         buffers, host = {}, {}
-        for p in self._signature.buffer_params:
+        for p in self._buffer_params():
             a = args[p.index]
             if isinstance(a, DeviceArray):
                 buffers[p.index] = self._on_device(p, a)
@@ -64,9 +66,27 @@ class KernelCalls:
 
         staged, copies = stage(staged_host, self._writes.__contains__, numpy_groups, copy_in,
                                self._scratch.view)
-        self.last_call_copies = copied[0] + sum(out.nbytes for _, out, _ in copies)
+        images, image_copies = self._bind_images(args, samplers)
+        self.last_call_copies = copied[0] + sum(out.nbytes for _, out, _ in copies) + \
+            sum(host.nbytes * 2 for _, _, host in image_copies)
         buffers.update(staged)
-        return [buffers[i] for i in self._binding_params], push, groups, (copies, host), program
+        return ([buffers[i] for i in self._binding_params] + images, push, groups,
+                (copies, host, image_copies), program)
+
+    def _buffer_params(self):
+        """The signature's buffer parameters that are storage buffers (not images)."""
+        return [p for p in self._signature.buffer_params if p.image is None]
+
+    def _bind_images(self, args, samplers, device_only: bool = False) -> tuple:
+        """(the backend's objects for the image parameters in binding order, copy-backs) through
+        the image seam (vkir.driver.shader_images); `samplers` {texture name: vkir.Sampler}."""
+        if not self._image_params:
+            if samplers:
+                raise ArgumentError(f"kernel {self.name}: samplers= given, but the kernel has no "
+                                    "texture parameters")
+            return [], []
+        return self._images.bind([args[i] for i in self._image_params], samplers,
+                                 device_only=device_only)
 
     def _in_place(self, host: dict, numpy_groups, buffers: dict, args) -> dict:
         """Put into `buffers` the numpy arguments of `host` ({position: array}) that the backend
@@ -91,7 +111,7 @@ class KernelCalls:
         """The groups of buffer arguments over one memory with a writer (vkir.aliasing);
         ArgumentError where one cannot be bound as one buffer."""
         return plan([Arg(p.index, p.name, args[p.index], p.index in self._alias_writes)
-                     for p in self._signature.buffer_params], f"kernel {self.name}")
+                     for p in self._buffer_params()], f"kernel {self.name}")
 
     def _on_device(self, p, a):
         """The device buffer of DeviceArray argument `a` for parameter `p`; ArgumentError where
@@ -105,7 +125,8 @@ class KernelCalls:
         return a.buffer
 
     def _copy_back(self, copies):
-        copy_back(*copies, self._scratch.copy_out)
+        copy_back(copies[0], copies[1], self._scratch.copy_out)
+        self._images.copy_back(copies[2])
 
     def _memo_hit(self, args):
         """The launch of the previous call when `args` are the same device arrays and equal
@@ -121,14 +142,28 @@ class KernelCalls:
                 return None
         return memo[1]
 
-    def __call__(self, *args, **kwargs) -> None:
+    def __call__(self, *args, samplers=None, **kwargs) -> None:
         """Dispatch on `args` (by position and/or by parameter name) and wait; numpy arrays are
-        copied in and the written ones back."""
+        copied in and the written ones back. Image parameters take numpy arrays (shape + channels)
+        or vkir.DeviceImages; `samplers={texture name: vkir.Sampler(...)}` (nearest/clamp by
+        default)."""
         if kwargs:
             args = self._signature.arguments(args, kwargs)
-        if ACTIVE_SEQUENCE.get() is not None or ACTIVE_PROFILER.get() is not None:
-            self._call_recorded(args)
+        tape = ACTIVE_TAPE.get()
+        if tape is not None:   # inside `with vkir.Tape()`: the tape runs and records the call
+            tape.call(self, tuple(args), samplers)
             return
+        if ACTIVE_SEQUENCE.get() is not None or ACTIVE_PROFILER.get() is not None:
+            self._call_recorded(args, samplers)
+            return
+        if self._image_params:   # no launch memo: the images and samplers are bound per call
+            with self._lock:
+                buffers, push, groups, copies, program = self._prepare(args, None, samplers)
+                program.launch(buffers, push, groups).run(keep=(args, buffers))
+                self._copy_back(copies)
+            return
+        if samplers:
+            self._bind_images(args, samplers)   # refused: no textures
         launch = self._memo_hit(args)
         if launch is not None and launch.run(True, args):  # an evicted launch is destroyed
             self.last_call_copies = 0
@@ -147,49 +182,52 @@ class KernelCalls:
                             for a in args), launch)
 
     # -- sequences, launches, profiles -------------------------------------------------------
-    def _device_buffers(self, args):
+    def _device_buffers(self, args, samplers=None):
         """Check `args`; (push bytes, groups, {param index: runtime Buffer}, numpy arguments
-        by param index, program, alias groups) with every DeviceArray on this kernel's device."""
+        by param index, program, alias groups, the images' backend objects) with every
+        DeviceArray on this kernel's device (images must be DeviceImages)."""
         bound = self._signature.bind(args)
         push, groups, program = self._derive(bound.values)
         buffers, host = {}, {}
-        for p in self._signature.buffer_params:
+        for p in self._buffer_params():
             a = bound.args[p.index]
             if isinstance(a, DeviceArray):
                 buffers[p.index] = self._on_device(p, a)
             else:
                 host[p.index] = a
         aliases = self._alias_groups(bound.args)
-        return push, groups, buffers, host, self._for_aliases(program, aliases), aliases
+        images, _ = self._bind_images(bound.args, samplers, device_only=True)
+        return push, groups, buffers, host, self._for_aliases(program, aliases), aliases, images
 
-    def dispatch_spec(self, *args, **kwargs):
+    def dispatch_spec(self, *args, samplers=None, **kwargs):
         """The recordable dispatch of `self(*args, **kwargs)` (checked as a call is; a
-        vkir.runtime.Dispatch on Vulkan): what a sequence records. Every buffer argument must be a DeviceArray."""
+        vkir.runtime.Dispatch on Vulkan): what a sequence records. Every buffer argument must be
+        a DeviceArray (every image a DeviceImage)."""
         args = self._signature.arguments(args, kwargs)
-        push, groups, buffers, host, program, _ = self._device_buffers(args)
+        push, groups, buffers, host, program, _, images = self._device_buffers(args, samplers)
         if host:
             p = self._params[min(host)]
             raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is a numpy array; "
                                 "inside a sequence buffers must be DeviceArrays (vkir.array), "
                                 "since a sequence makes no hidden copies")
         access = tuple(("r" if b.readable or not b.writable else "") + ("w" if b.writable else "")
-                       for b in self.module.bindings)
-        return program.dispatch(tuple(buffers[i] for i in self._binding_params), access, push,
-                                groups, self.name, (self, tuple(args)))
+                       for b in self.module.bindings) + self._images.access
+        return program.dispatch(tuple(buffers[i] for i in self._binding_params) + tuple(images),
+                                access, push, groups, self.name, (self, tuple(args)))
 
-    def _call_recorded(self, args) -> None:
+    def _call_recorded(self, args, samplers=None) -> None:
         """A call inside `vkir.sequence()` (recorded) or `vkir.profile()` (timed)."""
         seq = ACTIVE_SEQUENCE.get()
         if seq is not None:
-            seq.add(self.dispatch_spec(*args))
+            seq.add(self.dispatch_spec(*args, samplers=samplers))
             return
         with self._lock:  # the scratch buffers of numpy arguments
-            buffers, push, groups, copies, program = self._prepare(args)
+            buffers, push, groups, copies, program = self._prepare(args, None, samplers)
             run(self._rt, program, buffers, push, groups, self.name, args,
                 ACTIVE_PROFILER.get())
             self._copy_back(copies)
 
-    def launch(self, *args, **kwargs) -> LaunchHandle:
+    def launch(self, *args, samplers=None, **kwargs) -> LaunchHandle:
         """Submit `self(*args, **kwargs)` without waiting: a handle with `wait(timeout=None)` and
         `done()`. Numpy arguments are copied in now (each launch has its own device copies) and
         the ones the kernel writes are copied back when the wait observes the end. Any number
@@ -199,25 +237,32 @@ class KernelCalls:
         if ACTIVE_SEQUENCE.get() is not None:
             raise ArgumentError(f"kernel {self.name}: launch() inside a sequence; call the kernel "
                                 "instead (the sequence submits when its block ends)")
+        if ACTIVE_TAPE.get() is not None:
+            raise ArgumentError(f"kernel {self.name}: launch() inside a vkir.Tape is not "
+                                "recorded; call the kernel instead")
         if ACTIVE_PROFILER.get() is not None:
-            self._call_recorded(args)
+            self._call_recorded(args, samplers)
             return LaunchHandle(None, (), self.name)
-        push, groups, buffers, host, program, aliases = self._device_buffers(args)
+        push, groups, buffers, host, program, aliases, images = \
+            self._device_buffers(args, samplers)
         numpy_groups = [g for g in aliases if not g.on_device]
         in_place = dict(buffers)
         host = self._in_place(host, numpy_groups, buffers, args)
         in_place = tuple(b for i, b in buffers.items() if i not in in_place)
         self.last_call_copies = sum(a.nbytes * (1 + (i in self._writes))
                                     for i, a in host.items())
+        buffers.update({-1 - j: im for j, im in enumerate(images)})   # keys no argument has
+        positions = self._binding_params + tuple(-1 - j for j in range(len(images)))
         return submit(self._rt, program, buffers, push, groups, self.name, (args, in_place),
-                      host, self._writes.__contains__, numpy_groups, self._binding_params)
+                      host, self._writes.__contains__, numpy_groups, positions)
 
-    def profile(self, *args, repeat: int = 50, warmup: int = 1, **kwargs) -> Timing:
+    def profile(self, *args, repeat: int = 50, warmup: int = 1, samplers=None,
+                **kwargs) -> Timing:
         """Run `repeat` times; device seconds per run from timestamp queries (wall time where
         the queue has none). Numpy arguments are copied in once and written ones back at the end."""
         check_profile_counts(f"kernel {self.name}", repeat, warmup)
         with self._lock:
-            buffers, push, groups, copies, program = self._prepare(args, kwargs)
+            buffers, push, groups, copies, program = self._prepare(args, kwargs, samplers)
             t = program.profile(buffers, push, groups, repeat, warmup)
             self._copy_back(copies)
         return t

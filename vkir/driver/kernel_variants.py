@@ -27,9 +27,13 @@ class ProgramVariants:
         from ..backends.protocol import ProgramSpec
 
         module = self.module
-        return ProgramSpec(words, module.entry_point, tuple(b.binding for b in module.bindings),
+        kinds = None
+        if module.images:   # storage buffers, then the image parameters' descriptors
+            kinds = ("storage",) * len(module.bindings) + tuple(b.kind for b in module.images)
+        return ProgramSpec(words, module.entry_point,
+                           tuple(b.binding for b in module.bindings + module.images),
                            module.push_constant_size, tuple(module.local_size), self._subgroup,
-                           f"kernel {self.func.name}")
+                           f"kernel {self.func.name}", kinds)
 
     def _program_for(self, env) -> object:
         """The program a call with these size/scalar values runs: the plain one, or on a driver
