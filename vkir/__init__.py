@@ -57,6 +57,7 @@ _LAZY = {
     "from_tvm": "vkir.tvm:from_tvm",
     "PerformanceWarning": "vkir.errors:PerformanceWarning",
     "grad": "vkir.autodiff.adjoint:grad",
+    "Tape": "vkir.autodiff.recording:Tape",
     "map": "vkir.mapping:map",
 }
 _SUBMODULES = {"analysis", "transform", "schedule", "spirv", "runtime", "script", "interpreter", "api",

@@ -3,5 +3,6 @@ PrimFunc by source transformation (vkir.autodiff.adjoint); `Tape` records kernel
 DeviceArrays and runs their adjoints backwards (vkir.autodiff.recording)."""
 
 from .adjoint import grad
+from .recording import Tape
 
-__all__ = ["grad"]
+__all__ = ["Tape", "grad"]

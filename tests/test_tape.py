@@ -1,0 +1,188 @@
+"""vkir.Tape on the device: recorded chains of kernel calls differentiated backwards against
+analytic gradients and central finite differences, adjoints accumulated across calls and
+backward passes, adjoint kernels built once per kernel, and the refusals (numpy arguments,
+overwritten inputs, launches, unknown arrays, shared reads without float atomics)."""
+
+import numpy as np
+import pytest
+
+import vkir
+from vkir import T
+from vkir.autodiff import recording
+from vkir.errors import ArgumentError, UnsupportedError
+
+
+@T.prim_func
+def affine(x: T.Buffer(("n",), "float32"), w: T.Buffer(("n",), "float32"),
+           b: T.Buffer(("n",), "float32"), y: T.Buffer(("n",), "float32"), s: T.float32):
+    for i in T.parallel(n):
+        y[i] = T.tanh(s * x[i] * w[i] + b[i])
+
+
+@T.prim_func
+def square(y: T.Buffer(("n",), "float32"), z: T.Buffer(("n",), "float32")):
+    for i in T.parallel(n):
+        z[i] = y[i] * y[i] + T.sin(y[i])
+
+
+@T.prim_func
+def scaled(x: T.Buffer(("n",), "float32"), w: T.Buffer((1,), "float32"),
+           y: T.Buffer(("n",), "float32")):
+    for i in T.parallel(n):
+        y[i] = x[i] * w[0]   # every invocation reads w[0]: its adjoint needs an atomic
+
+
+@T.prim_func
+def fill_zero(out: T.Buffer((1,), "float32")):
+    for i in T.parallel(1):
+        out[0] = T.float32(0)
+
+
+@T.prim_func
+def sum_sq(y: T.Buffer(("n",), "float32"), out: T.Buffer((1,), "float32")):
+    for i in T.parallel(n):
+        T.atomic_add(out[0], y[i] * y[i])
+
+
+@T.prim_func
+def count(y: T.Buffer(("n",), "float32"), c: T.Buffer(("n",), "int32")):
+    for i in T.parallel(n):
+        c[i] = T.cast(y[i] > T.float32(0), "int32")
+
+
+@pytest.fixture(scope="module")
+def kernels(_vulkan_device):
+    return {f.name: vkir.build(f, device=_vulkan_device)
+            for f in (affine, square, count)}
+
+
+# SwiftShader's tanh, sin and cos are about 1e-3 (relative) less exact than numpy's
+TOL = dict(rtol=2e-3, atol=2e-4)
+
+
+def _data(n=100, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(-1, 1, n).astype(np.float32) for _ in range(4)]
+
+
+def _forward(x, w, b, s, seed):
+    y = np.tanh(s * x * w + b)
+    return float(np.dot(y * y + np.sin(y), seed))
+
+
+def test_chain_matches_analytic_and_finite_differences(kernels, device):
+    xn, wn, bn, seed = _data()
+    s = np.float32(0.7)
+    x, w, b = vkir.array(xn), vkir.array(wn), vkir.array(bn)
+    y, z, c = vkir.zeros(100), vkir.zeros(100), vkir.zeros(100, "int32")
+    with vkir.Tape() as tape:
+        kernels["affine"](x, w, b, y, s)
+        kernels["square"](y, z)
+        kernels["count"](y, c)   # integer output: no gradient reaches it, skipped by backward
+    assert len(tape) == 3
+    tape.backward({z: seed})
+    yv = np.tanh(s * xn * wn + bn)
+    dy = seed * (2 * yv + np.cos(yv))
+    dpre = dy * (1 - yv * yv)
+    np.testing.assert_allclose(tape.grad(y).numpy(), dy, **TOL)
+    np.testing.assert_allclose(tape.grad(w).numpy(), dpre * s * xn, **TOL)
+    np.testing.assert_allclose(tape.grad(x).numpy(), dpre * s * wn, **TOL)
+    np.testing.assert_allclose(tape.grad(b).numpy(), dpre, **TOL)
+    # central differences of the float64 forward pass, for a few elements of w
+    h = 1e-3
+    for j in (0, 17, 99):
+        e = np.zeros(100)
+        e[j] = h
+        fd = (_forward(xn, wn + e, bn, s, seed) - _forward(xn, wn - e, bn, s, seed)) / (2 * h)
+        assert abs(tape.grad(w).numpy()[j] - fd) < 3e-3 * (1 + abs(fd))
+    with pytest.raises(ArgumentError, match="int32 array has no gradient"):
+        tape.grad(c)
+
+
+def test_backward_accumulates_zero_and_reset(kernels, device):
+    xn, wn, bn, seed = _data(seed=1)
+    x, w, b, y = vkir.array(xn), vkir.array(wn), vkir.array(bn), vkir.zeros(100)
+    with vkir.Tape() as tape:
+        kernels["affine"](x, w, b, y, 1.0)
+    tape.backward({y: vkir.array(seed)})
+    first = tape.grad(b).numpy()
+    np.testing.assert_allclose(first, seed * (1 - np.tanh(xn * wn + bn) ** 2),
+                               **TOL)
+    tape.backward(y)   # a bare array: a seed of ones, added to what is there
+    np.testing.assert_allclose(tape.grad(b).numpy(),
+                               first + 1 - np.tanh(xn * wn + bn) ** 2, **TOL)
+    tape.zero()
+    assert not tape.grad(b).numpy().any() and len(tape) == 1
+    tape.reset()
+    assert len(tape) == 0
+    with pytest.raises(ArgumentError, match="not an argument of any recorded call"):
+        tape.grad(b)
+
+
+def test_adjoint_kernels_are_built_once_per_kernel(kernels, device, monkeypatch):
+    xn, wn, bn, seed = _data(seed=2)
+    built = []
+    real = recording._build
+    monkeypatch.setattr(recording, "_build", lambda f, d: built.append(f.name) or real(f, d))
+    k = vkir.build(square, device=device)
+    for step in range(2):   # a fresh tape per step, as a training loop writes it
+        y, z = vkir.array(xn), vkir.zeros(100)
+        with vkir.Tape() as tape:
+            k(y, z)
+        tape.backward({z: seed})
+        np.testing.assert_allclose(tape.grad(y).numpy(), seed * (2 * xn + np.cos(xn)),
+                                   **TOL)
+    assert built == ["square_grad"]
+
+
+def test_shared_reads_accumulate_with_atomics(device):
+    xn = _data(seed=3)[0]
+    x, w, y = vkir.array(xn), vkir.array(np.float32([1.5])), vkir.zeros(100)
+    out = vkir.zeros(1)
+    try:
+        k = vkir.build(scaled, device=device)
+        zero, total = vkir.build(fill_zero, device=device), vkir.build(sum_sq, device=device)
+    except UnsupportedError as exc:   # SwiftShader: no float atomics (sum_sq's atomic_add)
+        assert "atomic" in str(exc).lower()
+        with vkir.Tape() as tape:
+            k(x, w, y)
+        with pytest.raises(UnsupportedError, match=r"vkir.Tape: the adjoint of recorded call 0"):
+            tape.backward({y: np.ones(100, np.float32)})
+        return
+    with vkir.Tape() as tape:
+        zero(out)          # stores 0, then sum_sq only adds into it: allowed
+        k(x, w, y)
+        total(y, out)
+    tape.backward({out: np.ones(1, np.float32)})
+    np.testing.assert_allclose(out.numpy(), [np.sum((xn * 1.5) ** 2)], **TOL)
+    # d/dw sum((x w)^2) = 2 w sum(x^2)
+    np.testing.assert_allclose(tape.grad(w).numpy(), [2 * 1.5 * np.sum(xn * xn)], **TOL)
+    np.testing.assert_allclose(tape.grad(x).numpy(), 2 * 1.5 * 1.5 * xn, **TOL)
+
+
+def test_refusals(kernels, device):
+    xn, wn, bn, _ = _data(seed=4)
+    x, w, b, y, z = (vkir.array(xn), vkir.array(wn), vkir.array(bn), vkir.zeros(100),
+                     vkir.zeros(100))
+    with vkir.Tape() as tape:
+        with pytest.raises(ArgumentError, match="argument 'x' is a ndarray; inside a tape"):
+            kernels["affine"](xn, w, b, y, 1.0)
+        kernels["affine"](x, w, b, y, 1.0)
+        # y was read by nothing yet, but stored into by call 0: a second store is refused
+        with pytest.raises(ArgumentError, match=r"call 1 \(kernel affine\) writes argument 'y', "
+                                                r"an array that recorded call 0 \(kernel "
+                                                r"affine\) wrote"):
+            kernels["affine"](x, w, b, y, 1.0)
+        kernels["square"](y, z)
+        # x was read by call 0: overwriting it would change what its adjoint reads
+        with pytest.raises(ArgumentError, match=r"writes argument 'z', an array that recorded "
+                                                r"call 0 \(kernel affine\) read as 'x'"):
+            kernels["square"](y, x)
+        with pytest.raises(ArgumentError, match="launch\\(\\) inside a vkir.Tape"):
+            kernels["square"].launch(y, z)
+    assert len(tape) == 2   # the refused calls were neither run nor recorded
+    np.testing.assert_array_equal(x.numpy(), xn)
+    with pytest.raises(ArgumentError, match="a DeviceArray that a recorded call used"):
+        tape.backward({vkir.zeros(3): np.ones(3)})
+    with pytest.raises(ArgumentError, match=r"seed of shape \[3\] for an array of shape \[100\]"):
+        tape.backward({z: np.ones(3)})
