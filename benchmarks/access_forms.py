@@ -1,0 +1,269 @@
+"""What each way of reading memory costs on a CPU Vulkan driver, measured beside numpy.
+
+`python -m benchmarks.access_forms [loads|vadd|matmul|peak ...] [--repeat N]` runs hand-written
+GLSL compute shaders (vkir.compile_glsl) that differ only in how they read memory, and prints
+their times with numpy's in the same process, sampled in alternation (one vkir sample, one numpy
+sample, ...) so that a change of load on a shared host falls on both: the ratio column is
+numpy's time over the shader's (1.0 = as fast as numpy, higher is better).
+
+Why: llvmpipe (lavapipe) runs 8 invocations in one 256-bit SIMD register set and turns each
+storage-buffer access whose address it cannot prove uniform into a loop over the 8 lanes; this
+script measures which other forms (shared memory, uniform buffers, texel buffers, physical
+storage buffer pointers) avoid that, what a matmul reaches with each, and the driver's own
+ceiling (register-only FMAs). docs/performance.md records the results.
+
+Physical storage buffer pointers are measured on lavapipe only: vkir has no device-address API
+yet, and lavapipe's device address of a buffer is the host address of its mapped memory, so the
+script passes that (SwiftShader also lacks the int64 feature the GLSL form needs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from vkir.errors import UnsupportedError
+
+_LOADS_HEAD = """#version 450
+#extension GL_EXT_buffer_reference : enable
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : enable
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) readonly buffer X { vec4 x4[]; };
+layout(std430, binding = 1) readonly buffer Xs { float xs[]; };
+layout(std430, binding = 2) buffer O { vec4 o[]; };
+layout(std140, binding = 3) uniform U { vec4 u[4096]; };
+layout(binding = 4) uniform samplerBuffer tb;
+#ifdef BDA
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer P4 { vec4 v[]; };
+layout(push_constant) uniform PC { uint64_t addr; } pc;
+#endif
+shared vec4 sh[1024];
+void main() {
+    uint lane = gl_LocalInvocationID.x;
+    vec4 acc = vec4(0);
+    for (uint k = 0; k < 1024u; ++k) {
+        BODY
+    }
+    o[gl_GlobalInvocationID.x] = acc;
+}
+"""
+
+# one load per loop iteration; "lane": the address differs per invocation, "k": the same address
+# in every invocation (dynamically uniform, from the loop counter)
+LOADS = {
+    "none (loop only)": "acc = acc * 1.0001 + 1.0;",
+    "ssbo float, per lane": "acc.x += xs[(k * 64 + lane) & 65535];",
+    "ssbo vec4, per lane": "acc += x4[(k * 64 + lane) & 16383];",
+    "ssbo vec4, uniform": "acc += x4[k];",
+    "shared vec4, per lane": "acc += sh[(k + lane) & 1023];",
+    "shared vec4, uniform": "acc += sh[k & 1023];",
+    "ubo vec4, per lane": "acc += u[(k * 64 + lane) & 4095];",
+    "ubo vec4, uniform": "acc += u[k & 4095];",
+    "texel buffer vec4, per lane": "acc += texelFetch(tb, int((k * 64 + lane) & 16383));",
+    "device address vec4, per lane": "acc += P4(pc.addr).v[(k * 64 + lane) & 16383];",
+}
+
+
+def _lavapipe(dev) -> bool:
+    return "llvmpipe" in dev.info.name.lower()
+
+
+def _host_address(array):
+    from vkir.runtime.host_import import host_address
+
+    return host_address(array.buffer)
+
+
+def _args(kernel, pool):
+    """The arguments of `kernel` by binding name, in its binding order (unused ones are gone)."""
+    names = [b.name for b in kernel.bindings] + [i.name for i in (kernel.info.images or ())]
+    return [pool[n] for n in names]
+
+
+def loads(vkir, dev, repeat):
+    """Nanoseconds per invocation and loop iteration of each load form (64 x 64 invocations,
+    1024 iterations each)."""
+    x = np.random.default_rng(0).random(65536 * 4, dtype=np.float32)
+    pool = {"X": vkir.array(x, dev), "Xs": vkir.array(x, dev),
+            "O": vkir.empty(64 * 64 * 4, "float32", dev), "U": vkir.array(x[:16384], dev),
+            "tb": x.reshape(-1, 4)[:16384].copy()}
+    print(f"{'load form':32s} {'ns/invocation-iteration':>24s}")
+    for name, body in LOADS.items():
+        bda = "device address" in body or "pc.addr" in body
+        if bda and not _lavapipe(dev):
+            print(f"{name:32s} {'(lavapipe only)':>24s}")
+            continue
+        src = _LOADS_HEAD.replace("BODY", body)
+        if bda:
+            src = src.replace("#version 450\n", "#version 450\n#define BDA 1\n", 1)
+        k = vkir.compile_glsl(src, device=dev)
+        push = {"addr": _host_address(pool["X"])} if bda else None
+        t = min(k.profile(*_args(k, pool), grid=(64, 1, 1), push=push, repeat=3,
+                          warmup=1).median for _ in range(repeat))
+        print(f"{name:32s} {t / (64 * 64 * 1024) * 1e9:24.3f}", flush=True)
+
+
+_VADD = {
+    "ssbo": """layout(std430, binding = 0) readonly buffer A { vec4 a[]; };
+layout(std430, binding = 1) readonly buffer B { vec4 b[]; };
+layout(std430, binding = 2) writeonly buffer C { vec4 c[]; };
+void main() { uint i = gl_GlobalInvocationID.x; c[i] = a[i] + b[i]; }""",
+    "texel buffers": """layout(binding = 0) uniform samplerBuffer A;
+layout(binding = 1) uniform samplerBuffer B;
+layout(std430, binding = 2) writeonly buffer C { vec4 c[]; };
+void main() { int i = int(gl_GlobalInvocationID.x); c[i] = texelFetch(A, i) + texelFetch(B, i); }""",
+    "device address": """#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer P4 { vec4 v[]; };
+layout(push_constant) uniform PC { uint64_t a, b, c; } pc;
+void main() { uint i = gl_GlobalInvocationID.x; P4(pc.c).v[i] = P4(pc.a).v[i] + P4(pc.b).v[i]; }""",
+}
+
+
+def _paired(run, numpy_call, repeat):
+    """(median shader seconds, median numpy seconds, median of numpy/shader per pair)."""
+    vs, ns = [], []
+    for _ in range(repeat):
+        vs.append(run())
+        t0 = time.perf_counter()
+        numpy_call()
+        ns.append(time.perf_counter() - t0)
+    return float(np.median(vs)), float(np.median(ns)), float(np.median([n / v for v, n in zip(vs, ns)]))
+
+
+def vadd(vkir, dev, repeat, n=1 << 24):
+    """c = a + b on 2^24 float32, one vec4 per invocation, with each read form."""
+    rng = np.random.default_rng(0)
+    a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    c = np.empty_like(a)
+    A, B, C = vkir.array(a, dev), vkir.array(b, dev), vkir.empty(n, "float32", dev)
+    grid = (n // 4 // 256, 1, 1)
+    for name, body in _VADD.items():
+        if name == "device address" and not _lavapipe(dev):
+            print(f"vadd {name:16s} (lavapipe only)")
+            continue
+        k = vkir.compile_glsl("#version 450\nlayout(local_size_x = 256) in;\n" + body, device=dev)
+        if name == "device address":
+            args, push = (), {"a": _host_address(A), "b": _host_address(B), "c": _host_address(C)}
+        elif name == "texel buffers":
+            args, push = (a.reshape(-1, 4), b.reshape(-1, 4), C), None
+        else:
+            args, push = (A, B, C), None
+        try:
+            k(*args, grid=grid, push=push)
+        except UnsupportedError as exc:
+            print(f"vadd {name:16s} not run: {exc}")
+            continue
+        assert np.array_equal(C.numpy(), a + b), name
+        v, t, r = _paired(lambda: k.profile(*args, grid=grid, push=push, repeat=1, warmup=0).median,
+                          lambda: np.add(a, b, out=c), repeat)
+        print(f"vadd {name:16s} {v * 1e3:7.1f} ms {12 * n / v / 1e9:5.2f} GB/s   numpy "
+              f"{12 * n / t / 1e9:5.2f} GB/s   numpy/shader time {r:.2f}", flush=True)
+
+
+def matmul_glsl(tm, tn4, wx, n, texel):
+    """C = A @ B (n x n float32): each invocation a `tm` x 4*`tn4` register tile of vec4
+    accumulators, columns interleaved by `wx` invocations, A read as vec4 over k (k unrolled by
+    4), everything unrolled in the source; A and B as storage buffers or rgba32f texel buffers."""
+    k4 = n4 = n // 4
+    if texel:
+        decl = "layout(binding = 0) uniform samplerBuffer A;\nlayout(binding = 1) uniform samplerBuffer B;"
+        ld_a, ld_b = (lambda e: f"texelFetch(A, int({e}))"), (lambda e: f"texelFetch(B, int({e}))")
+    else:
+        decl = ("layout(std430, binding = 0) readonly buffer A_ { vec4 a[]; };\n"
+                "layout(std430, binding = 1) readonly buffer B_ { vec4 b[]; };")
+        ld_a, ld_b = (lambda e: f"a[{e}]"), (lambda e: f"b[{e}]")
+    lines = ["#version 450", f"layout(local_size_x = {wx}) in;", decl,
+             "layout(std430, binding = 2) writeonly buffer C { vec4 c[]; };", "void main() {",
+             f"    uint row0 = gl_WorkGroupID.y * {tm};",
+             f"    uint col0 = gl_WorkGroupID.x * {wx * tn4} + gl_LocalInvocationID.x;"]
+    tiles = [(i, t) for i in range(tm) for t in range(tn4)]
+    lines += [f"    vec4 c{i}_{t} = vec4(0);" for i, t in tiles]
+    lines.append(f"    for (uint k4 = 0; k4 < {k4}; ++k4) {{")
+    lines += [f"        vec4 a{i} = {ld_a(f'(row0 + {i}) * {k4} + k4')};" for i in range(tm)]
+    for kk in range(4):
+        lines += [f"        vec4 b{t}_{kk} = {ld_b(f'(k4 * 4 + {kk}) * {n4} + col0 + {t * wx}')};"
+                  for t in range(tn4)]
+        lines += [f"        c{i}_{t} = fma(vec4(a{i}[{kk}]), b{t}_{kk}, c{i}_{t});" for i, t in tiles]
+    lines.append("    }")
+    lines += [f"    c[(row0 + {i}) * {n4} + col0 + {t * wx}] = c{i}_{t};" for i, t in tiles]
+    return "\n".join(lines + ["}"])
+
+
+def _fma_peak_glsl(nacc):
+    decl = "\n".join(f"    vec4 c{i} = vec4({i}) * m;" for i in range(nacc))
+    body = " ".join(f"c{i} = fma(c{i}, m, d);" for i in range(nacc))
+    return ("#version 450\nlayout(local_size_x = 64) in;\n"
+            "layout(std430, binding = 0) buffer O { vec4 o[]; };\nvoid main() {\n"
+            "    vec4 m = o[gl_GlobalInvocationID.x], d = m * 0.5;\n" + decl +
+            f"\n    for (uint k = 0; k < 4096u; ++k) {{ {body} {body} {body} {body} }}\n"
+            f"    o[gl_GlobalInvocationID.x] = {' + '.join(f'c{i}' for i in range(nacc))};\n}}")
+
+
+def matmul(vkir, dev, repeat, n=1024, configs=((8, 2, 8), (8, 1, 8), (4, 2, 8))):
+    """1024^3 float32 matmul: vkir.ops.matmul's template (its first "cpu" config), the GLSL
+    register tiles on storage buffers and on texel buffers, and llvmpipe's FMA ceiling."""
+    from vkir.ops import matmul as op
+
+    rng = np.random.default_rng(0)
+    a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
+    want = a @ b
+    A, B, C = vkir.array(a, dev), vkir.array(b, dev), vkir.empty((n, n), "float32", dev)
+    runs = {}
+    first = op.kernel.configs_for(dev.info)[0]
+    tk = vkir.build(op.kernel(M=n, N=n, K=n, **first), device=dev)
+    runs[f"vkir template {first}"] = (tk, (A, B, C), {})
+    for tm, tn4, wx in configs:
+        grid = {"grid": (n // (wx * tn4 * 4), n // tm, 1)}
+        runs[f"glsl ssbo {tm}x{4 * tn4} wg{wx}"] = (
+            vkir.compile_glsl(matmul_glsl(tm, tn4, wx, n, False), device=dev), (A, B, C), grid)
+        runs[f"glsl texel {tm}x{4 * tn4} wg{wx}"] = (
+            vkir.compile_glsl(matmul_glsl(tm, tn4, wx, n, True), device=dev),
+            (a.reshape(-1, 4), b.reshape(-1, 4), C), grid)
+    for name, (k, args, kw) in runs.items():
+        try:
+            k(*args, **kw)
+        except UnsupportedError as exc:   # SwiftShader: 65536 texels per texel buffer
+            print(f"matmul {name:40s} not run: {exc}")
+            continue
+        err = float(np.abs(C.numpy() - want).max())
+        assert err < 1e-2, (name, err)
+        v, t, r = _paired(lambda: k.profile(*args, repeat=1, warmup=0, **kw).median,
+                          lambda: a @ b, repeat)
+        print(f"matmul {name:40s} {v * 1e3:7.1f} ms {2 * n ** 3 / v / 1e9:6.1f} GFLOP/s   numpy "
+              f"{2 * n ** 3 / t / 1e9:6.1f}   numpy/shader time {r:.3f}", flush=True)
+
+
+def peak(vkir, dev, repeat, n=1024):
+    """Register-only vec4 FMAs (no loads): the driver's arithmetic ceiling, beside numpy's
+    matmul."""
+    a = np.random.default_rng(0).random((n, n), dtype=np.float32)
+    O = vkir.array(np.ones(64 * 64 * 4, np.float32), dev)
+    for nacc in (4, 8):
+        k = vkir.compile_glsl(_fma_peak_glsl(nacc), device=dev)
+        flops = 64 * 64 * 4096 * 4 * nacc * 4 * 2
+        v, t, r = _paired(lambda: k.profile(O, grid=(64, 1, 1), repeat=1, warmup=0).median,
+                          lambda: a @ a, repeat)
+        print(f"fma ceiling, {nacc} vec4 accumulators: {flops / v / 1e9:6.1f} GFLOP/s   numpy "
+              f"matmul {2 * n ** 3 / t / 1e9:6.1f}   ratio {(flops / v) / (2 * n ** 3 / t):.2f}",
+              flush=True)
+
+
+def main(argv=None):
+    import vkir
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("parts", nargs="*", default=["loads", "vadd", "peak", "matmul"],
+                        choices=["loads", "vadd", "peak", "matmul"])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    dev = vkir.device()
+    print(f"device: {dev.info.name}")
+    for part in args.parts:
+        globals()[part](vkir, dev, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
