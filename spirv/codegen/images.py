@@ -180,9 +180,9 @@ class ImageMixin:
             expected, desired = values
             return self.op("OpAtomicCompareExchange", t, ptr, scope, sem, unequal, desired,
                            expected)
-        from .sync import _ATOMIC
+        from .sync import ATOMIC_OPCODES
 
-        names = _ATOMIC.get(e.op)
+        names = ATOMIC_OPCODES.get(e.op)
         if names is None:
             raise UnsupportedError(f"kernel {self.func.name!r}: {e.op} on an image texel")
         return self.op(names[1 if dt.is_uint else 0], t, ptr, scope, sem, values[0])

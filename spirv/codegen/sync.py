@@ -32,7 +32,7 @@ _FLOAT32 = DataType("float", 32)
 _BOOL = DataType("bool", 1)
 
 # op -> (signed int, unsigned int, float) instruction
-_ATOMIC = {
+ATOMIC_OPCODES = {
     "atomic_add": ("OpAtomicIAdd", "OpAtomicIAdd", "OpAtomicFAddEXT"),
     "atomic_sub": ("OpAtomicISub", "OpAtomicISub", None),
     "atomic_min": ("OpAtomicSMin", "OpAtomicUMin", "OpAtomicFMinEXT"),
@@ -116,7 +116,7 @@ class SyncMixin:
             expected, desired = values
             return self.op("OpAtomicCompareExchange", t, ptrs[0], scope, sem, unequal, desired,
                            expected)
-        name = _ATOMIC[e.op][2 if dt.is_float else 1 if dt.is_uint else 0]
+        name = ATOMIC_OPCODES[e.op][2 if dt.is_float else 1 if dt.is_uint else 0]
         return self.op(name, t, ptrs[0], scope, sem, values[0])
 
     def _float_add_by_compare_exchange(self, target: BufferLoad, value: int) -> int:
