@@ -49,8 +49,8 @@ def injective(indices, buffer, loops, lets) -> bool:
     if len(indices) == 1:
         flat = linear(indices[0], lets)
     else:
-        if not all(isinstance(d, IntImm) for d in buffer.shape):
-            return False
+        if not all(isinstance(d, IntImm) for d in buffer.shape[1:]):
+            return False   # (the outermost size never enters a stride: it may be symbolic)
         flat, stride = {}, 1
         for idx, dim in zip(reversed(indices), reversed(buffer.shape)):
             part = linear(idx, lets)
@@ -58,7 +58,7 @@ def injective(indices, buffer, loops, lets) -> bool:
                 return False
             for k, v in part.items():
                 flat[k] = flat.get(k, 0) + v * stride
-            stride *= dim.value
+            stride *= dim.value if isinstance(dim, IntImm) else 0   # (0: the outermost)
     if flat is None:
         return False
     extents = {var: (extent, parallel) for var, extent, parallel in loops}
