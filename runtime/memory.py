@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vkir.errors import ArgumentError, DeviceError
+from vkir.errors import ArgumentError, DeviceError, UnsupportedError
 
 from ._vk import WHOLE_SIZE, check, ffi, lib, vk
 from .limits import check_allocation, check_storage_range
@@ -31,6 +31,33 @@ HOST_COHERENT = vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
 HOST_CACHED = vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT
 DEVICE_LOCAL = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
 MIN_BYTES = 16  # Vulkan forbids empty buffers; small sizes are rounded up to a 16-byte multiple
+# device addresses (buffer_reference): the buffer usage and the memory allocation flag
+ADDRESS_USAGE = ffi.integer_const("VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT")
+ADDRESS_ALLOCATION = ffi.integer_const("VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT")
+
+
+def has_addresses(device) -> bool:
+    """Whether `device` was opened with bufferDeviceAddress (the buffers vkir makes on it then
+    have device addresses: `device_address`)."""
+    return "buffer_device_address" in device.info.features
+
+
+def device_address(buffer) -> int:
+    """The 64-bit device address of the first byte of `buffer` (a Buffer, SubBuffer or
+    BufferView: its VkBuffer's address plus its offset), what a buffer_reference pointer holds.
+    UnsupportedError where the device has no bufferDeviceAddress or the buffer is host memory
+    used in place (imported without an address)."""
+    root = getattr(buffer, "buffer", buffer)   # a BufferView binds part of its buffer
+    device = buffer.device
+    if not has_addresses(device):
+        raise UnsupportedError(f"{device.info.name!r} has no bufferDeviceAddress: its buffers "
+                               "have no device addresses (buffer_reference)")
+    if getattr(root, "imported", False):
+        raise UnsupportedError(f"{root!r} is host memory used in place, which has no device "
+                               "address; copy it into a vkir.array first")
+    check_alive(root)
+    info = vk.VkBufferDeviceAddressInfo(buffer=buffer.handle)
+    return int(lib.vkGetBufferDeviceAddress(device.handle, ffi.addressof(info))) + buffer.offset
 
 
 
@@ -41,6 +68,9 @@ def create_bound_buffer(device, size: int, kind: str, usage: int = USAGE) -> tup
     (device-local). Nothing is left behind when the allocation fails."""
     dev = device.handle
     out = ffi.new("VkBuffer*")
+    addressable = has_addresses(device)
+    if addressable:   # buffer_reference pointers may point into any buffer (device_address)
+        usage |= ADDRESS_USAGE
     info = vk.VkBufferCreateInfo(size=size, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
     check(lib.vkCreateBuffer(dev, ffi.addressof(info), ffi.NULL, out), "vkCreateBuffer")
     handle = out[0]
@@ -56,7 +86,9 @@ def create_bound_buffer(device, size: int, kind: str, usage: int = USAGE) -> tup
         type_index = device.memory_type(req.memoryTypeBits, DEVICE_LOCAL)
     flags = device.memory.memoryTypes[type_index].propertyFlags
     mem = ffi.new("VkDeviceMemory*")
-    alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=type_index)
+    flags_info = vk.VkMemoryAllocateFlagsInfo(flags=ADDRESS_ALLOCATION) if addressable else ffi.NULL
+    alloc = vk.VkMemoryAllocateInfo(pNext=flags_info, allocationSize=req.size,
+                                    memoryTypeIndex=type_index)
     r = lib.vkAllocateMemory(dev, ffi.addressof(alloc), ffi.NULL, mem)
     if r:
         lib.vkDestroyBuffer(dev, handle, ffi.NULL)

@@ -42,7 +42,9 @@ class Dispatch:
     record of a bounds-checked kernel (`reset()` before a run is submitted, `verify()` once it
     has finished, which may raise); `checked`: whoever made it checked its group counts and
     buffer ranges against the device limits already (vkir's kernels do), so recording does not
-    check them again."""
+    check them again; `addressed`: (buffer, access mode) pairs of the buffers the shader reaches
+    through device addresses (buffer_reference pointers in its push constants or buffers), which
+    order barriers and host waits as bound buffers do."""
 
     pipeline: object
     buffers: tuple
@@ -53,6 +55,7 @@ class Dispatch:
     keep: tuple = ()
     checks: tuple = ()   # objects with reset() (before each run) and verify() (after it ended)
     checked: bool = False
+    addressed: tuple = ()   # ((buffer, "r" | "w" | "rw"), ...) reached through device addresses
 
     def __post_init__(self):
         if len(self.access) != len(self.buffers):
@@ -71,7 +74,8 @@ def needs_barrier(dispatches) -> list:
     written, read = set(), set()
     for d in dispatches:
         need = False
-        uses = [(s, mode) for b, mode in zip(d.buffers, d.access) for s in serials_of((b,))]
+        pairs = list(zip(d.buffers, d.access)) + list(d.addressed)
+        uses = [(s, mode) for b, mode in pairs for s in serials_of((b,))]
         for s, mode in uses:
             if ("r" in mode and s in written) or ("w" in mode and (s in written or s in read)):
                 need = True
@@ -95,8 +99,10 @@ class Recording:
         self.device = device
         self.dispatches = tuple(dispatches)
         self.timed = bool(timed) and device.timestamp_bits > 0
-        self.serials = serials_of(b for d in self.dispatches for b in d.buffers)
-        self.keep = tuple(d.keep for d in self.dispatches) + tuple(d.buffers for d in self.dispatches)
+        self.serials = serials_of([b for d in self.dispatches for b in d.buffers]
+                                  + [b for d in self.dispatches for b, _ in d.addressed])
+        self.keep = tuple(d.keep for d in self.dispatches) + tuple(
+            (d.buffers, d.addressed) for d in self.dispatches)
         self.cmd = None
         self.query_pool = None
         self._res = res = _Resources()

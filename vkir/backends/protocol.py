@@ -68,6 +68,13 @@ class Allocator(abc.ABC):
         """A binding of `nbytes` bytes at `offset` in `buffer` (offset aligned as the device's
         storage-buffer offset alignment asks), which launches take like a buffer."""
 
+    def address(self, buffer) -> int:
+        """The device address of `buffer`'s first byte (what a SPIR-V PhysicalStorageBuffer
+        pointer holds); UnsupportedError where the backend's buffers have none (the default)."""
+        from ..errors import UnsupportedError
+
+        raise UnsupportedError(f"{type(self).__name__}: buffers have no device addresses here")
+
     def in_place(self, array, written: bool):
         """A buffer over the numpy array `array`'s own memory, which a launch reads and
         (`written`) writes in place, or None where it must be copied in and out (the default:
@@ -129,9 +136,11 @@ class Program(abc.ABC):
     def profile(self, buffers, push: bytes, groups: tuple, repeat: int, warmup: int):
         """A vkir.timing.Timing of `repeat` runs after `warmup` untimed ones."""
 
-    def dispatch(self, buffers, access: tuple, push: bytes, groups: tuple, name: str, keep):
+    def dispatch(self, buffers, access: tuple, push: bytes, groups: tuple, name: str, keep,
+                 addressed: tuple = ()):
         """The recordable dispatch of a sequence (vkir.sequence), where the backend has them;
-        UnsupportedError by default."""
+        `addressed`: (buffer, access) of the buffers the program reaches through device
+        addresses. UnsupportedError by default."""
         from ..errors import UnsupportedError
 
         raise UnsupportedError(f"{name}: vkir.sequence() records Vulkan command buffers; this "

@@ -43,6 +43,13 @@ class VulkanAllocator(Allocator):
 
         return BufferView(buffer, offset, nbytes)
 
+    def address(self, buffer) -> int:
+        """vkir.runtime.memory.device_address: vkGetBufferDeviceAddress plus the offset (the
+        device's buffers have addresses where it has bufferDeviceAddress)."""
+        from ..runtime.memory import device_address
+
+        return device_address(buffer)
+
     def in_place(self, array, written: bool):
         """The imported memory of `array` (vkir.runtime.host_import, kept while the array
         lives) on a unified-memory device with VK_EXT_external_memory_host, where the array is
@@ -89,13 +96,14 @@ class VulkanProgram(Program):
         return profile(self.device, self.handle, buffers, push, groups, repeat=repeat,
                        warmup=warmup, checked=True)
 
-    def dispatch(self, buffers, access: tuple, push: bytes, groups: tuple, name: str, keep):
+    def dispatch(self, buffers, access: tuple, push: bytes, groups: tuple, name: str, keep,
+                 addressed: tuple = ()):
         """A vkir.runtime.Dispatch for sequences (its limits checked by the caller, as for
-        `launch`)."""
+        `launch`; `addressed` orders barriers for buffers reached through device addresses)."""
         from ..runtime import Dispatch
 
         return Dispatch(self.handle, tuple(buffers), access, push, groups, name, keep,
-                        checked=True)
+                        checked=True, addressed=tuple(addressed))
 
     def release(self) -> None:
         """vkir.runtime.release_pipeline (the last holder destroys it and its launches)."""

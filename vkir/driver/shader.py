@@ -27,6 +27,7 @@ import weakref
 import numpy as np
 
 from ..errors import ArgumentError, SpirvValidationError, UnsupportedError
+from .shader_addresses import ShaderAddresses, is_address, pack_block
 from .shader_images import ShaderImages
 from .dispatch import ScratchBuffers, check_profile_counts, copy_back, run, stage, submit
 from .shader_needs import check_shader_needs
@@ -233,7 +234,7 @@ class ShaderKernel:
         self._rt.check_groups(dims, self.name)
         return dims
 
-    def _push(self, push) -> bytes:
+    def _push(self, push, addresses=None) -> bytes:
         members = self.push_constants
         if push is None:
             push = {}
@@ -252,8 +253,28 @@ class ShaderKernel:
                                 f"{', '.join(map(repr, missing))}")
         out = bytearray(self.info.push_constant_size)
         for m in members:
-            _pack_into(out, m.offset, m.type, push[m.name], f"{self.name}: push constant {m.name!r}")
+            _pack_into(out, m.offset, m.type, push[m.name], f"{self.name}: push constant {m.name!r}",
+                       addresses)
         return bytes(out)
+
+    def _blocks(self, buffers, addresses) -> tuple:
+        """The call's buffer arguments with each block given as a dict of its members packed
+        into a numpy array (buffer_reference members through `addresses`:
+        vkir.driver.shader_addresses), as the binding's dtype where it has one."""
+        if not any(isinstance(a, dict) for a in buffers):
+            return tuple(buffers)
+        out = list(buffers)
+        for i, (b, a) in enumerate(zip(self.bindings, buffers)):
+            if not isinstance(a, dict):
+                continue
+            what = f"{self.name}: binding {b.binding} ({b.name!r})"
+            data = pack_block(b, a, lambda o, off, t, v, w: _pack_into(o, off, t, v, w, addresses),
+                              what)
+            want = self._dtypes[i]
+            if want is not None and data.nbytes % want[0].itemsize == 0:
+                data = data.view(want[0])
+            out[i] = data
+        return tuple(out)
 
     def _check_buffers(self, buffers) -> None:
         from .arrays import DeviceArray
@@ -330,16 +351,17 @@ class ShaderKernel:
         return (tuple(a for a, (_, image) in zip(args, order) if not image),
                 tuple(a for a, (_, image) in zip(args, order) if image))
 
-    def _prepare(self, args, grid, push, samplers=None, formats=None):
+    def _prepare(self, args, grid, push, samplers=None, formats=None, addresses=None):
         """Every check, then (device buffers and images, push bytes, groups, numpy copies to
-        write back, program)."""
+        write back, program); pointer values go through `addresses` (a ShaderAddresses)."""
         from .arrays import DeviceArray
 
         buffers, image_args = self._split(args)
+        buffers = self._blocks(buffers, addresses)
         self._check_buffers(buffers)
         images, image_copies = self._images.bind(image_args, samplers, formats)
         groups = self._groups(grid)
-        data = self._push(push)
+        data = self._push(push, addresses)
         aliases, pipeline = self._aliases(buffers)
         host = {i: a for i, a in enumerate(buffers) if not isinstance(a, DeviceArray)}
         staged, copies = stage(host, self._writes.__getitem__,
@@ -355,6 +377,13 @@ class ShaderKernel:
         from .arrays import DeviceArray
 
         buffers, image_args = self._split(args)
+        addresses = ShaderAddresses(self.name, self._rt, device_only=True)
+        for b, a in zip(self.bindings, buffers):
+            if isinstance(a, dict):
+                raise ArgumentError(f"{self.name}: binding {b.binding} ({b.name!r}) is given as "
+                                    "a dict of its members; inside a sequence buffers must be "
+                                    "DeviceArrays (vkir.array), since a sequence makes no "
+                                    "hidden copies")
         self._check_buffers(buffers)
         images, _ = self._images.bind(image_args, samplers, formats, device_only=True)
         for b, a in zip(self.bindings, buffers):
@@ -365,8 +394,10 @@ class ShaderKernel:
         access = tuple(_access(self.binding_views[b.binding])
                        for b in self.bindings) + self._images.access
         _, program = self._aliases(buffers)
+        data = self._push(push, addresses)
         return program.dispatch(tuple(a.buffer for a in buffers) + tuple(images), access,
-                                self._push(push), self._groups(grid), self.name, (self, args))
+                                data, self._groups(grid), self.name,
+                                (self, args, tuple(addresses.keep)), tuple(addresses.addressed))
 
     def __call__(self, *buffers, grid=None, push=None, samplers=None, formats=None) -> None:
         """Dispatch `grid` workgroups on `buffers` (one per binding, in binding order: buffers,
@@ -386,12 +417,14 @@ class ShaderKernel:
                                        formats=formats))
             return
         with self._lock:
+            addresses = ShaderAddresses(self.name, self._rt)
             bufs, data, groups, copies, program = self._prepare(buffers, grid, push, samplers,
-                                                                formats)
-            run(self._rt, program, bufs, data, groups, self.name, (buffers, bufs),
-                active_profiler())
+                                                                formats, addresses)
+            run(self._rt, program, bufs, data, groups, self.name,
+                (buffers, bufs, addresses.keep), active_profiler())
             copy_back(copies[0], copies[1], self._scratch.copy_out)
             self._images.copy_back(copies[2])
+            addresses.copy_back()
 
     def launch(self, *args, grid=None, push=None, samplers=None, formats=None):
         """Submit `self(*args, grid=..., push=...)` without waiting: a handle with
@@ -409,26 +442,33 @@ class ShaderKernel:
             self(*args, grid=grid, push=push, samplers=samplers, formats=formats)
             return LaunchHandle(None, (), self.name)
         buffers, image_args = self._split(args)
+        addresses = ShaderAddresses(self.name, self._rt)
+        buffers = self._blocks(buffers, addresses)
         self._check_buffers(buffers)
         images, _ = self._images.bind(image_args, samplers, formats, device_only=True)
-        groups, data = self._groups(grid), self._push(push)
+        groups, data = self._groups(grid), self._push(push, addresses)
         aliases, program = self._aliases(buffers)
         device_arrays = {i: a.buffer for i, a in enumerate(buffers) if isinstance(a, DeviceArray)}
         device_arrays.update({len(buffers) + j: r for j, r in enumerate(images)})
-        return submit(self._rt, program, device_arrays, data, groups, self.name, (args, images),
-                      {i: a for i, a in enumerate(buffers) if not isinstance(a, DeviceArray)},
-                      self._writes.__getitem__, [g for g in aliases if not g.on_device])
+        handle = submit(self._rt, program, device_arrays, data, groups, self.name,
+                        (args, images, addresses.keep),
+                        {i: a for i, a in enumerate(buffers) if not isinstance(a, DeviceArray)},
+                        self._writes.__getitem__, [g for g in aliases if not g.on_device])
+        handle._copies.extend(addresses.readbacks())   # numpy pointees, back at the end
+        return handle
 
     def profile(self, *buffers, grid=None, push=None, repeat: int = 50, warmup: int = 1,
                 samplers=None, formats=None):
         """Device seconds per run over `repeat` runs (a vkir Profile: median, min, max)."""
         check_profile_counts(self.name, repeat, warmup)
         with self._lock:
+            addresses = ShaderAddresses(self.name, self._rt)
             bufs, data, groups, copies, program = self._prepare(buffers, grid, push, samplers,
-                                                                formats)
+                                                                formats, addresses)
             t = program.profile(bufs, data, groups, repeat, warmup)
             copy_back(copies[0], copies[1], self._scratch.copy_out)
             self._images.copy_back(copies[2])
+            addresses.copy_back()
         return t
 
 
@@ -448,10 +488,17 @@ def _scalar_bytes(t, value) -> bytes:
     return np.array(value).astype(dt.numpy_dtype()).tobytes()
 
 
-def _pack_into(out: bytearray, offset: int, t, value, what: str) -> None:
-    """Write `value` laid out as type `t` into `out` at `offset` (std430/explicit layout)."""
+def _pack_into(out: bytearray, offset: int, t, value, what: str, addresses=None) -> None:
+    """Write `value` laid out as type `t` into `out` at `offset` (std430/explicit layout); a
+    buffer_reference member's value becomes an address through `addresses` (ShaderAddresses)."""
     from ..binding import scalar_value
 
+    if is_address(t):
+        if addresses is None:
+            raise UnsupportedError(f"{what} is a buffer_reference ({t.dtype}), which takes a "
+                                   "device address only in calls")
+        out[offset:offset + 8] = struct.pack("<Q", addresses.resolve(value, t, what))
+        return
     if t.kind in ("bool", "int", "float"):
         raw = _scalar_bytes(t, scalar_value(value, _dtype(t), what))
         out[offset:offset + len(raw)] = raw
@@ -466,7 +513,8 @@ def _pack_into(out: bytearray, offset: int, t, value, what: str) -> None:
             raise ArgumentError(f"{what}: member {extra[0]!r} is unknown or missing "
                                 f"(members: {', '.join(names)})")
         for m in t.members:
-            _pack_into(out, offset + m.offset, m.type, value[m.name], f"{what}.{m.name}")
+            _pack_into(out, offset + m.offset, m.type, value[m.name], f"{what}.{m.name}",
+                       addresses)
         return
     if t.kind not in ("vector", "matrix", "array"):
         raise UnsupportedError(f"{what} has type {t.dtype}, which vkir cannot pack")
@@ -485,8 +533,8 @@ def _pack_into(out: bytearray, offset: int, t, value, what: str) -> None:
                                     f"got {column!r}")
             for j, value in enumerate(column):
                 _pack_into(out, offset + j * t.stride + i * scalar.size, scalar, value,
-                           f"{what}[{i}][{j}]")
+                           f"{what}[{i}][{j}]", addresses)
         return
     step = t.stride or t.element.size
     for i, item in enumerate(items):
-        _pack_into(out, offset + i * step, t.element, item, f"{what}[{i}]")
+        _pack_into(out, offset + i * step, t.element, item, f"{what}[{i}]", addresses)
