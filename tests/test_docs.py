@@ -44,7 +44,7 @@ def test_language_examples_parse_check_print_and_run(source):
     vkir.interpret(func, *_arguments(func, np.random.default_rng(0)))
 
 
-PROGRAM_PAGES = ("language.md", "coming-from-warp-taichi.md", "interop.md")
+PROGRAM_PAGES = ("language.md", "coming-from-warp-taichi.md", "interop.md", "autodiff.md")
 
 
 def _programs():
@@ -72,7 +72,7 @@ def test_program_examples_run(device, tmp_path, page, program):
 def test_readme_links_every_document():
     readme = (DOCS.parent / "README.md").read_text()
     for name in ("architecture.md", "language.md", "semantics.md", "golden-images.md",
-                 "coming-from-warp-taichi.md", "fleet.md", "interop.md"):
+                 "coming-from-warp-taichi.md", "fleet.md", "interop.md", "autodiff.md"):
         assert (DOCS / name).is_file(), name
         assert f"(docs/{name})" in readme, name
 
