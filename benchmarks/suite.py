@@ -29,7 +29,8 @@ import numpy as np
 
 SHADERS = Path(__file__).resolve().parents[1] / "shaders"
 WORKLOADS = ("vadd", "sum", "sum_subgroup", "matmul_1024", "softmax", "layer_norm", "conv2d",
-             "batched_matmul", "cumsum", "sort", "histogram", "latency", "compile", "interop")
+             "batched_matmul", "cumsum", "sort", "histogram", "latency", "compile", "interop",
+             "images")
 FULL = {"vadd": 1 << 24, "sum": 1 << 24, "matmul": 1024, "softmax": (4096, 1024),
         "layer_norm": (4096, 1024), "conv2d": (1, 64, 56, 56, 64, 3), "bmm": (16, 256, 256, 256),
         "cumsum": 1 << 24, "sort": 1 << 20, "histogram": 1 << 24}
@@ -441,6 +442,12 @@ class Bench:
         from .zero_copy import interop
 
         interop(self)
+
+    def images(self):
+        """Images against buffers: shading into rgba8, a sampled blur (benchmarks/image_workloads.py)."""
+        from .image_workloads import images
+
+        images(self)
 
     def latency(self):
         from vkir import runtime
