@@ -7,7 +7,8 @@ primary ray marches from the camera until it is within HIT of a surface or past 
 is shaded by the light's angle to the surface normal (analytic for the spheres and the floor) and
 darkened where a second march, toward the light, hits something first. Each invocation shades
 one pixel of an (h, w) float32x4 buffer (RGBA in [0, 1], row 0 at the top); `to_rgba8` turns it
-into the (h, w, 4) uint8 picture a PNG stores.
+into the (h, w, 4) uint8 picture a PNG stores. `render_scene_rgba8` is the same kernel drawing
+into an rgba8 storage image (`T.Image`), which converts on the device (what `vkir demo` renders).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import numpy as np
 
 from vkir import T
 
-__all__ = ["render_scene", "to_rgba8", "render_reference"]
+__all__ = ["render_scene", "render_scene_rgba8", "to_rgba8", "render_reference",
+           "render_reference_rgba8"]
 
 # the scene, literal in the kernel: an orange sphere at (-0.75, 0.7, 0.6) of radius 0.7, a blue
 # one at (0.85, 0.45, 0) of radius 0.45, the floor y = 0; the light comes from (-0.48, 0.8, -0.36)
@@ -119,4 +121,37 @@ def render_reference(h: int, w: int) -> np.ndarray:
 
     out = np.zeros((h, w, 4), np.float32)
     vkir.interpret(render_scene, out)
+    return out
+
+
+def _into_image(func, fmt: str):
+    """`func` with its one float32x4 buffer parameter replaced by a storage image of `fmt` of
+    the same shape: each store to the buffer becomes a store to the image."""
+    from vkir.ir import Mutator, PrimFunc, Var
+    from vkir.ir.image import ImageStore
+    from vkir.ir.image_type import ImageType
+
+    param = func.params[0]
+    buf = func.buffer_map[param]
+    img = Var(param.name, ImageType(fmt, buf.shape))
+
+    class _Stores(Mutator):
+        def visit_BufferStore(self, s):
+            if s.buffer.data is buf.data:
+                return ImageStore(img, self.visit(s.value), s.indices)
+            return self.generic_visit(s)
+
+    return PrimFunc((img,), _Stores().visit(func.body), {},
+                    func.attrs.set("global_symbol", f"{func.name}_{fmt}"))
+
+
+render_scene_rgba8 = _into_image(render_scene, "rgba8")
+
+
+def render_reference_rgba8(h: int, w: int) -> np.ndarray:
+    """`render_scene_rgba8` run by vkir.interpret: the (h, w, 4) uint8 picture (small sizes)."""
+    import vkir
+
+    out = np.zeros((h, w, 4), np.uint8)
+    vkir.interpret(render_scene_rgba8, out)
     return out

@@ -1,5 +1,6 @@
 """The picture half of `vkir demo`: render the ray-marched scene (vkir.examples.raymarch) on the
-device, check it against the interpreter, and write it as a PNG.
+device into an rgba8 image (`T.Image`; the device converts each pixel), check it against the
+interpreter, and write it as a PNG.
 
 The interpreter is the definition of what a kernel computes, so the device's picture is compared
 with `vkir.interpret` of the same kernel at a small size (CHECK_SIZE: the interpreter walks every
@@ -20,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import config
-from ..examples.raymarch import render_reference, render_scene, to_rgba8
+from ..examples.raymarch import render_reference_rgba8, render_scene_rgba8
 from ..golden_images import compare_images, save_image
 
 __all__ = ["render", "report", "output_folder", "parse_size", "SIZE", "CHECK_SIZE", "MAX_DIFF",
@@ -61,24 +62,24 @@ def render(device=None, out=None, size=SIZE, check_size=CHECK_SIZE) -> dict:
 
     dev = vkir.device(device)
     t0 = time.perf_counter()
-    kernel = vkir.build(render_scene, device=dev)
+    kernel = vkir.build(render_scene_rgba8, device=dev)
     compile_s = time.perf_counter() - t0
 
     cw, ch = check_size
-    small = vkir.empty((ch, cw, 4), "float32", dev)
+    small = vkir.empty_image((ch, cw), "rgba8", device=dev)
     kernel(small)
     on_device = small.numpy()
-    reference = render_reference(ch, cw)
-    stats = compare_images(on_device, reference, max_diff=MAX_DIFF)
+    reference = render_reference_rgba8(ch, cw)
+    stats = compare_images(on_device, reference, max_diff=round(MAX_DIFF * 255))
 
     w, h = size
-    picture = vkir.empty((h, w, 4), "float32", dev)
+    picture = vkir.empty_image((h, w), "rgba8", device=dev)
     kernel(picture)
     device_s = kernel.profile(picture, repeat=3).median
-    path = save_image(output_folder(out) / "scene.png", to_rgba8(picture.numpy()))
+    path = save_image(output_folder(out) / "scene.png", picture.numpy())
     return {"path": path, "size": (w, h), "device": dev.info.name, "compile_ms": compile_s * 1e3,
             "device_ms": device_s * 1e3, "check_size": (cw, ch), "differing": stats.differing,
-            "pixels": stats.pixels, "max_diff": max(stats.max_diff),
+            "pixels": stats.pixels, "max_diff": max(stats.max_diff) / 255,
             "ok": stats.fraction <= MAX_FRACTION and bool(np.isfinite(stats.max_diff).all())}
 
 
