@@ -114,6 +114,9 @@ class Kernel(CallValues, ProgramVariants, KernelCalls, metaclass=abc.ABCMeta):
             func, target, pointer_casts=pointer_casts,
             lower=lambda: lower(func, target, pointer_casts=pointer_casts))
         self.module = self._compiled.module
+        # image parameters bind through the image seam, as existing shaders' do (shader_images):
+        # a backend without images refuses them here, before a program is made
+        self._images = ShaderImages(f"kernel {func.name}", self.module.images, rt)
         self._check_limits()
         # a kernel with subgroup operations was built for the target's subgroup size: the
         # pipeline requires it (or the build fails where the device cannot guarantee it)
@@ -142,8 +145,6 @@ class Kernel(CallValues, ProgramVariants, KernelCalls, metaclass=abc.ABCMeta):
         # sizes and scalars are bound on the user's signature; codegen's push constants and grid
         # name the lowered function's vars, mapped back through the aliases where a pass renewed one
         self._writes += tuple(b.param_index for b in self.module.images if b.written)
-        # image parameters bind through the image seam, as existing shaders' do (shader_images)
-        self._images = ShaderImages(f"kernel {func.name}", self.module.images, rt)
         self._image_params = tuple(b.param_index for b in self.module.images)
         self._signature = Signature(func, evaluate, where=f"kernel {func.name}",
                                     written=self._writes,
