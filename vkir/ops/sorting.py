@@ -20,6 +20,7 @@ from ..autotuning import autotune
 from ..errors import ArgumentError
 from ..script import from_script
 from ._common import Call, axis_index, view
+from .radix import radix_sort
 
 DTYPES = ("float32", "int32", "uint32")
 
@@ -143,6 +144,7 @@ def merge_kernel(O, R, I, dtype="float32", width=16, with_index=False, final=Fal
 
 
 BLOCK = 16  # elements per block of pass 0 (measured on lavapipe: 8-32 are within 10%)
+RADIX_MIN = 1 << 14  # from this length a single line is radix sorted (4 passes over the data)
 
 
 def _sort(op, x, axis, device, out):
@@ -167,6 +169,9 @@ def _sort(op, x, axis, device, out):
     n, dev = O * R * I, call.device
     xd = view(call.device_array("x"), (n,))
     flat = view(res, (n,))
+    if O * I == 1 and R >= RADIX_MIN:   # one long line: the radix sort (vkir.ops.radix)
+        radix_sort(dev, xd, flat, dtype, with_index)
+        return call.finish(res)
     block = min(BLOCK, R)
     widths = []
     while block * (1 << len(widths)) < R:
