@@ -9,7 +9,9 @@ elements that must come before it (all pairs: branch-free work). Each following 
 pairs of sorted runs of `width` elements: every invocation takes one element, finds by binary
 search how many elements of the other run come before it, and writes it straight to its merged
 position. Ties keep their input order (elements of the left run first), so both sorts are
-stable; float NaNs sort after everything else, as numpy puts them.
+stable; float NaNs sort after everything else, as numpy puts them. One line of RADIX_MIN
+elements or more is radix sorted instead (vkir.ops.radix: four passes over the data, about 9x
+faster than the merge passes at 2^20 on lavapipe).
 """
 
 from __future__ import annotations
