@@ -102,9 +102,13 @@ def cache_key(func: PrimFunc, target, options: dict) -> str:
 
 
 def job_key(func: PrimFunc, target, options: dict) -> str:
-    """The name of an entry built for another process (`entry`, `prebuilt`): what it compiles,
-    not which install compiled it (the job's processes may run from other folders)."""
-    return _key("job", func, target, options)
+    """The name of an entry built for another process (`entry`, `prebuilt`): what it compiles
+    and the vkir release and entry format that compiled it, not which install (the job's
+    processes may run from other folders). A process of another release misses and compiles
+    the kernel itself: the entry's SPIR-V follows its compiler's conventions."""
+    from .. import __version__
+
+    return _key(f"job {__version__} format {FORMAT}", func, target, options)
 
 
 def _key(compiler: str, func: PrimFunc, target, options: dict) -> str:
@@ -150,8 +154,9 @@ def compile_vulkan(func: PrimFunc, target, *, pointer_casts: bool = False,
     given = _PREBUILT.get()
     if given:
         name = job_key(func, target, options)
-        if name in given:
-            module, stored_ir = _module(given[name], name, func, sealed=False)
+        got = _given(given.get(name), name, func)
+        if got is not None:
+            module, stored_ir = got
             return Compiled(module, {}, True, _stored(stored_ir, func, lower), prebuilt=True)
     directory = cache_dir()
     key = cache_key(func, target, options) if directory is not None else None
@@ -200,6 +205,19 @@ def prebuilt(entries: dict):
         yield
     finally:
         _PREBUILT.reset(token)
+
+
+def _given(rec, name: str, func: PrimFunc) -> tuple | None:
+    """(module, encoded IR) of the prebuilt entry `rec` for `func`, or None (a miss: the kernel
+    is compiled here) where there is none or it does not verify: another key, format or
+    function, edited or corrupted. An entry that does not fit never becomes a kernel."""
+    if rec is None:
+        return None
+    try:
+        return _module(rec, name, func, sealed=False)
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, binascii.Error) as exc:
+        _log().warning("compile cache: ignoring a prebuilt entry for %s: %s", func.name, exc)
+        return None
 
 
 def _stored(data, func: PrimFunc, lower):

@@ -8,7 +8,8 @@ noisy node cannot pick the winner alone. The winner of each kind is recorded in 
 autotune cache under that kind's device key (the key a device of that kind looks up).
 
 Every candidate ends with a status in the report: "ok", "skipped" (the template refuses the
-shape, or the device cannot run it), "timeout" (it hung its device: the actor was killed), or
+shape, or the device cannot run it), "timeout" (it hung its device: the actor was killed),
+"crashed" (two actors died while running it: it is taken for the cause and not moved again), or
 "lost" (its device died during the run and no device of that kind was left to run it on; a
 device that died is left out of the rest of the job, and its candidates move to the others).
 """
@@ -98,8 +99,7 @@ def tune_on_fleet(tuned, fleet, shape: dict, rounds: int = ROUNDS,
         for rnd in range(rounds):
             for i, (result, func, entries) in enumerate(runnable):
                 member = ms[(i + rnd) % len(ms)]
-                key = (fp.key, i)
-                jobs.append(Job(member, "time", (key, func, entries), timeout, tag=result))
+                jobs.append(Job(member, "time", (func, entries), timeout, tag=result))
     for out in run_jobs(jobs, fleet._members):
         result = out.job.tag
         if result.status != "ok":

@@ -10,6 +10,7 @@ Vulkan objects. Results are plain tuples; the fleet wraps them with the device's
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections import OrderedDict
@@ -25,13 +26,18 @@ class DeviceWorker:
 
     def __init__(self, selector=None):
         from ..driver.arrays import device
+        from ..errors import VkirError
 
-        self._device = device(selector)
         self._kernels: OrderedDict = OrderedDict()
+        self._device, self._error = None, ""
+        try:
+            self._device = device(selector)
+        except VkirError as exc:   # kept for `describe`: the fleet names the selector
+            self._error = f"{type(exc).__name__}: {exc}"
 
     def describe(self):
-        """The device's DeviceInfo."""
-        return self._device.info
+        """The device's DeviceInfo, or the text of the error that kept it from opening."""
+        return self._device.info if self._device is not None else self._error
 
     def pid(self) -> int:
         """This actor's process id."""
@@ -83,15 +89,18 @@ class DeviceWorker:
             return False, f"{type(exc).__name__}: {exc}", time.perf_counter() - t0, None
         return True, "", time.perf_counter() - t0, value
 
-    def time(self, key, func, entries, repeat: int = 3):
+    def time(self, func, entries, repeat: int = 3):
         """Device seconds of one run of a tuning candidate (median of `repeat`, after a warm-up
-        run), on arrays of random data: (ok, error, seconds, was the kernel prebuilt)."""
+        run), on arrays of random data: (ok, error, seconds, was the kernel prebuilt). Kernels
+        are kept by what they compute (`func`'s script), so a later job's candidate is never
+        served a kernel an earlier job timed."""
         from ..api import build
         from ..autotuning import timing_arguments
         from ..cache.compile import prebuilt
         from ..errors import VkirError
 
         t0 = time.perf_counter()
+        key = hashlib.sha256(func.script().encode()).hexdigest()
         try:
             held = self._kernels.get(key)
             if held is None:
