@@ -28,6 +28,11 @@ ACTOR_PREFIX = "vkir-device/"     # served actors are named ACTOR_PREFIX + finge
 LAVAPIPE_ICD = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
 CHECK_TIMEOUT = 600.0             # seconds a check or run may take on one device
 
+# The open fleets of this process that run on a Ray instance `connect` started (Ray is one per
+# process, so fleets share it): the last of them to close shuts it down. Empty where vkir started
+# none: a Ray instance the user started is never shut down by a fleet.
+_SHARING_LOCAL_RAY: set = set()
+
 
 @dataclass(frozen=True)
 class FleetResult:
@@ -70,6 +75,14 @@ def local_env(selector: str, env: dict | None = None) -> dict:
     return env
 
 
+def _own(arrays) -> tuple:
+    """The arrays a job returned, as the caller's own: Ray hands numpy results back as read-only
+    views of its object store (shared by every reader of the object), so each is copied."""
+    import numpy as np
+
+    return tuple(np.array(a) if isinstance(a, np.ndarray) else a for a in arrays or ())
+
+
 def _travelling(value):
     """`value` as it travels to an actor: device arrays as numpy arrays (never Vulkan objects)."""
     from ..driver.arrays import DeviceArray
@@ -87,6 +100,10 @@ def connect(address: str | None = None, local=None, env: dict | None = None) -> 
     if address is not None and address.startswith("local:"):
         local = tuple(s for s in address[len("local:"):].split(",") if s) or None
         address = None
+    if isinstance(local, str):   # one text: "lavapipe" or "lavapipe,swiftshader"
+        local = tuple(s for s in local.split(",") if s)
+    if local is not None and not local:
+        raise ArgumentError("connect(local=...) needs at least one device selector")
     ray = require_ray()
     started = False
     if not ray.is_initialized():
@@ -97,7 +114,8 @@ def connect(address: str | None = None, local=None, env: dict | None = None) -> 
         else:
             ray.init(address=address, log_to_driver=False, namespace=NAMESPACE)
         started = True
-    fleet = Fleet(started)
+        _SHARING_LOCAL_RAY.clear()   # fleets of an earlier instance (shut down under them)
+    fleet = Fleet(started or bool(_SHARING_LOCAL_RAY))
     try:
         if local is None and address is None:
             from ..runtime import devices
@@ -119,11 +137,13 @@ def connect(address: str | None = None, local=None, env: dict | None = None) -> 
 class Fleet:
     """The device actors of one connection (see `connect`)."""
 
-    def __init__(self, started_ray: bool):
-        self._started_ray = started_ray
+    def __init__(self, shares_local_ray: bool):
         self._members: list[Member] = []
         self._owned: list = []   # actors this fleet started (killed by close)
         self.closed = False
+        self._shares_local_ray = shares_local_ray   # runs on a Ray instance `connect` started
+        if shares_local_ray:
+            _SHARING_LOCAL_RAY.add(self)
 
     # -- members ---------------------------------------------------------------------------
     def add_local(self, *selectors, env: dict | None = None) -> list:
@@ -145,18 +165,28 @@ class Fleet:
                                     runtime_env={"env_vars": local_env(sel, env)}).remote(sel)
             handles.append(handle)
             self._owned.append(handle)
-        self._add(handles)
+        try:
+            self._add(handles, [f"local device {str(sel)!r}" for sel in selectors])
+        except BaseException:   # none of them joins the fleet: none is left running
+            for handle in handles:
+                ray.kill(handle, no_restart=True)
+                self._owned.remove(handle)
+            raise
 
     def _join_served(self) -> None:
         ray = require_ray()
         names = [a for a in ray.util.list_named_actors(all_namespaces=True)
                  if a["namespace"] == NAMESPACE and a["name"].startswith(ACTOR_PREFIX)]
-        self._add([ray.get_actor(a["name"], namespace=NAMESPACE) for a in sorted(
-            names, key=lambda a: a["name"])])
+        names = sorted(a["name"] for a in names)
+        self._add([ray.get_actor(n, namespace=NAMESPACE) for n in names],
+                  [f"served actor {n}" for n in names])
 
-    def _add(self, handles: list) -> None:
+    def _add(self, handles: list, labels: list) -> None:
         ray = require_ray()
         described = ray.get([h.describe.remote() for h in handles])
+        failed = [f"{label}: {info}" for label, info in zip(labels, described) if isinstance(info, str)]
+        if failed:   # the caller kills what was started
+            raise DeviceError("the fleet could not open " + "; ".join(failed))
         pids = ray.get([h.pid.remote() for h in handles])
         for handle, info, pid in zip(handles, described, pids):
             self._members.append(Member(handle, info, Fingerprint.of(info), pid))
@@ -164,6 +194,9 @@ class Fleet:
     def _live(self) -> list:
         if self.closed:
             raise DeviceError("the fleet is closed")
+        if not require_ray().is_initialized():   # a job now would start a new, empty Ray
+            raise DeviceError("Ray was shut down under the fleet (ray.shutdown()): its device "
+                              "actors are gone; connect again")
         return [m for m in self._members if m.alive]
 
     def devices(self) -> list:
@@ -179,28 +212,40 @@ class Fleet:
         return [m.pid for m in self._live()]
 
     def members(self, devices=None) -> list:
-        """The live members `devices` selects: None (all), a Fingerprint, a list of them, a text
-        found in the device's name or driver ("llvmpipe", "swiftshader"), an actor's process id
-        (`actor_pids()`), or a predicate on a Fingerprint."""
+        """The live members `devices` selects, in the fleet's order: None (all), a Fingerprint,
+        a text found in the device's name or driver ("llvmpipe", "swiftshader"), an actor's
+        process id (`actor_pids()`), a predicate on a Fingerprint, or a list, tuple or set of
+        these (the devices any of them selects)."""
         live = self._live()
         if devices is None:
             return live
-        if isinstance(devices, int) and not isinstance(devices, bool):
-            chosen = [m for m in live if m.pid == devices]
-        elif isinstance(devices, Fingerprint):
-            chosen = [m for m in live if m.fingerprint == devices]
-        elif isinstance(devices, str):
-            needle = {"lavapipe": "llvmpipe"}.get(devices.lower(), devices.lower())
-            chosen = [m for m in live if needle in f"{m.fingerprint.name} {m.fingerprint.driver}".lower()]
-        elif callable(devices):
-            chosen = [m for m in live if devices(m.fingerprint)]
+        if isinstance(devices, (list, tuple, set, frozenset)):
+            wanted = set()
+            for one in devices:
+                wanted.update(id(m) for m in self._matching(live, one))
+            chosen = [m for m in live if id(m) in wanted]
         else:
-            wanted = set(devices)
-            chosen = [m for m in live if m.fingerprint in wanted]
+            chosen = self._matching(live, devices)
         if not chosen:
-            raise ArgumentError(f"no device of the fleet matches {devices!r}; the fleet has: "
-                                + ", ".join(str(f) for f in self.fingerprints()))
+            have = ", ".join(str(f) for f in self.fingerprints()) or "no live device"
+            raise ArgumentError(f"no device of the fleet matches {devices!r}; the fleet has: {have}")
         return chosen
+
+    @staticmethod
+    def _matching(live: list, one) -> list:
+        """The members of `live` one selector (not a list of them) picks."""
+        if isinstance(one, int) and not isinstance(one, bool):
+            return [m for m in live if m.pid == one]
+        if isinstance(one, Fingerprint):
+            return [m for m in live if m.fingerprint == one]
+        if isinstance(one, str):
+            needle = {"lavapipe": "llvmpipe"}.get(one.lower(), one.lower())
+            return [m for m in live if needle in f"{m.fingerprint.name} {m.fingerprint.driver}".lower()]
+        if callable(one):
+            return [m for m in live if one(m.fingerprint)]
+        raise ArgumentError(f"devices={one!r}: a fleet selects devices by Fingerprint, text in "
+                            "the device's name or driver, actor process id, predicate on a "
+                            "Fingerprint, or a list of these")
 
     # -- jobs ------------------------------------------------------------------------------
     def _run(self, method, func, plan, check_bounds, extra=()) -> list:
@@ -231,8 +276,8 @@ class Fleet:
                 results[i] = FleetResult(origin.fingerprint, False, out.message, 0.0, out.member.pid)
                 continue
             ok, error, seconds, arrays = out.value
-            results[i] = FleetResult(origin.fingerprint, ok, error, seconds, out.member.pid,
-                                     tuple(arrays or ()), note)
+            results[i] = FleetResult(out.member.fingerprint, ok, error, seconds, out.member.pid,
+                                     _own(arrays), note)
         return [results[i] for i in range(len(plan))]
 
     def check(self, func, *args, devices=None, rtol=None, atol=None) -> list:
@@ -269,23 +314,30 @@ class Fleet:
                 results.append(FleetResult(origin.fingerprint, False, out.message, 0.0, out.member.pid))
                 continue
             ok, error, seconds, value = out.value
-            results.append(FleetResult(origin.fingerprint, ok, error, seconds, out.member.pid,
-                                       value=value))
+            moved = ", ".join(str(m) for m in out.moved_from)
+            results.append(FleetResult(out.member.fingerprint, ok, error, seconds, out.member.pid,
+                                       value=value, note=f"moved from lost {moved}" if moved else ""))
         return results
 
     # -- end -------------------------------------------------------------------------------
     def close(self) -> None:
-        """Kill the actors this fleet started (served actors stay for other connections) and
-        shut down the local Ray instance `connect` started."""
+        """Kill the actors this fleet started (served actors stay for other connections) and,
+        when no other open fleet uses it, shut down the local Ray instance `connect` started
+        (never one the user started). Closing twice is harmless."""
         if self.closed:
             return
         self.closed = True
         ray = require_ray()
-        for handle in self._owned:
-            ray.kill(handle, no_restart=True)
+        if ray.is_initialized():   # else the actors went with Ray (ray.kill would start a new one)
+            for handle in self._owned:
+                try:
+                    ray.kill(handle, no_restart=True)
+                except ray.exceptions.ActorHandleNotFoundError:
+                    pass   # a handle of an earlier Ray instance: that actor is gone
         self._owned.clear()
-        if self._started_ray and ray.is_initialized():
-            ray.shutdown()
+        _SHARING_LOCAL_RAY.discard(self)
+        if self._shares_local_ray and not _SHARING_LOCAL_RAY and ray.is_initialized():
+            ray.shutdown()   # the last fleet on the Ray instance `connect` started
 
     def __enter__(self):
         return self

@@ -2,12 +2,18 @@
 device), `Job` and `run_jobs`.
 
 Jobs run concurrently on different actors; each actor has one job in flight at a time, the
-others waiting here, so a timeout measures a job's own run. When
-an actor dies during a job (killed, or its process crashed), the member is marked lost and the
-job moves to another live member with the same fingerprint; where none is left, the job's result
-says which device was lost. A job that outlives its timeout has its actor killed (a hung device
-cannot be trusted with more work) and is reported as timed out. Nothing is dropped silently:
-every job ends with exactly one `Outcome`.
+others waiting here, so a timeout measures a job's own run. When an actor dies during a job
+(killed, or its process crashed), the member is marked lost and the job moves to another live
+member with the same fingerprint; where none is left, the job's result says which device was
+lost. A job whose actor dies under it a second time is taken for the cause (it crashes devices)
+and ends "crashed" rather than taking every device of its kind down in turn; jobs that were only
+waiting for a dead actor move freely. A job that outlives its timeout has its actor killed (a
+hung device cannot be trusted with more work) and is reported as timed out. Nothing is dropped
+silently: every job ends with exactly one `Outcome`.
+
+A run cut short (a job's method raised a bug, or the caller was interrupted) leaves calls
+running on their actors; each member keeps its call in flight, and the next run waits for it
+(under its own timeout) before sending the actor anything, so no job's timeout counts another's.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ class Member:
     fingerprint: object
     pid: int
     alive: bool = True
+    flight: tuple | None = None   # (ref, timeout, started) of a call a cut-short run left running
 
     def __str__(self) -> str:
         return f"{self.fingerprint.name} (actor pid {self.pid})"
@@ -35,7 +42,8 @@ class Member:
 
 @dataclass(eq=False)
 class Job:
-    """One method call (`method`, `args`) meant for `member`; `moves` lists the members it left."""
+    """One method call (`method`, `args`) meant for `member`; `moves` lists the members it left,
+    `crashes` those that died while running it."""
 
     member: Member
     method: str
@@ -43,12 +51,14 @@ class Job:
     timeout: float | None = None
     tag: object = None
     moves: list = field(default_factory=list)
+    crashes: list = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class Outcome:
     """How a job ended: `value` (the method's result) where `status` is "done"; "lost" where its
-    device died and no matching device was left, "timeout" where it outlived its timeout.
+    device died and no matching device was left, "timeout" where it outlived its timeout,
+    "crashed" where two actors died while running it.
     `member` ran it (or was running it when it ended); `moved_from` names the members it left."""
 
     job: Job
@@ -62,14 +72,16 @@ class Outcome:
 def run_jobs(jobs: list, members: list) -> list:
     """Run every job; the Outcomes in the jobs' order. Each actor has one job in flight at a
     time (the rest wait in its queue here), so a job's timeout counts its own run only. An
-    exception a job's method raised (a bug, not a device fault) propagates."""
+    exception a job's method raised (a bug, not a device fault) propagates; the calls still
+    running then stay with their members for the next run to wait for."""
     import ray
 
     died = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
     outcomes: dict = {}
     queues: dict = {}    # Member -> jobs waiting for it
-    running: dict = {}   # ObjectRef -> (job, member, started)
-    busy: set = set()    # members with a job in flight
+    running: dict = {}   # ObjectRef -> (job or None for a call left by an earlier run, member,
+    #                      started, timeout)
+    busy: set = set()    # members with a call in flight
 
     def start(member):
         queue = queues.get(member)
@@ -77,7 +89,7 @@ def run_jobs(jobs: list, members: list) -> list:
             return
         job = queue.pop(0)
         ref = getattr(member.handle, job.method).remote(*job.args)
-        running[ref] = (job, member, time.monotonic())
+        running[ref] = (job, member, time.monotonic(), job.timeout)
         busy.add(member)
 
     def load(m):
@@ -104,35 +116,61 @@ def run_jobs(jobs: list, members: list) -> list:
         for job in queues.pop(member, []):
             place(job, member)
 
+    for m in members:   # calls an earlier, cut-short run left running: waited for first
+        if m.flight is not None:
+            ref, timeout, started = m.flight
+            m.flight = None
+            if m.alive:
+                running[ref] = (None, m, started, timeout)
+                busy.add(m)
     for job in jobs:
         place(job, job.member)
-    while running:
-        now = time.monotonic()
-        waits = [job.timeout - (now - started) for job, _, started in running.values()
-                 if job.timeout is not None]
-        ready, _ = ray.wait(list(running), num_returns=1,
-                            timeout=max(0.0, min(waits)) if waits else None)
-        if not ready:   # a job outlived its timeout: its device is not trusted with more work
+    try:
+        while running:
             now = time.monotonic()
-            for ref, (job, member, started) in list(running.items()):
-                if job.timeout is not None and now - started >= job.timeout:
-                    del running[ref]
-                    ray.kill(member.handle, no_restart=True)
-                    outcomes[id(job)] = Outcome(job, "timeout", member, message=(
-                        f"{member}: no result after {job.timeout:g} s; the actor was killed"),
-                        moved_from=tuple(job.moves))
-                    lose(member)
-            continue
-        ref = ready[0]
-        job, member, _ = running.pop(ref)
-        busy.discard(member)
-        try:
-            value = ray.get(ref)
-        except died:
-            lose(member)
-            place(job, member)   # to a live member of its kind, or ended as lost
-            continue
-        outcomes[id(job)] = Outcome(job, "done", member, value, moved_from=tuple(job.moves))
-        start(member)
+            waits = [timeout - (now - started) for _, _, started, timeout in running.values()
+                     if timeout is not None]
+            ready, _ = ray.wait(list(running), num_returns=1,
+                                timeout=max(0.0, min(waits)) if waits else None)
+            if not ready:   # a call outlived its timeout: its device is not trusted with more work
+                now = time.monotonic()
+                for ref, (job, member, started, timeout) in list(running.items()):
+                    if timeout is not None and now - started >= timeout:
+                        del running[ref]
+                        ray.kill(member.handle, no_restart=True)
+                        if job is not None:
+                            outcomes[id(job)] = Outcome(job, "timeout", member, message=(
+                                f"{member}: no result after {timeout:g} s; the actor was killed"),
+                                moved_from=tuple(job.moves))
+                        lose(member)
+                continue
+            ref = ready[0]
+            job, member, _, _ = running.pop(ref)
+            busy.discard(member)
+            try:
+                value = ray.get(ref)
+            except died:
+                lose(member)
+                if job is None:
+                    continue
+                job.crashes.append(member)
+                if len(job.crashes) >= 2:   # the job is the likely cause: it moves no further
+                    outcomes[id(job)] = Outcome(job, "crashed", member, message=(
+                        "the job crashed its device: the actors "
+                        + " and ".join(str(m) for m in job.crashes)
+                        + " died while running it"), moved_from=tuple(job.moves))
+                    continue
+                place(job, member)   # to a live member of its kind, or ended as lost
+                continue
+            except ray.exceptions.RayTaskError:
+                if job is not None:
+                    raise   # a bug in the job's method: the caller sees it
+                value = None   # an abandoned call's bug was reported to its own run
+            if job is not None:
+                outcomes[id(job)] = Outcome(job, "done", member, value, moved_from=tuple(job.moves))
+            start(member)
+    finally:   # cut short: the calls still running stay with their members
+        for ref, (job, member, started, timeout) in running.items():
+            member.flight = (ref, timeout, started)
     assert len(outcomes) == len(jobs), "every job ends with one outcome"
     return [outcomes[id(job)] for job in jobs]

@@ -27,6 +27,7 @@ def serve(address=None, selectors=None) -> list:
     """Start this node's device actors on the cluster at `address`; their names."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+    from ..errors import DeviceError
     from .connection import ACTOR_PREFIX, NAMESPACE, local_env, new_actor_id
     from .fingerprint import Fingerprint
     from .worker import DeviceWorker
@@ -44,7 +45,10 @@ def serve(address=None, selectors=None) -> list:
                        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False))
         probe = remote.options(**options).remote(sel)   # the device's fingerprint names the actor
         try:
-            fingerprint = Fingerprint.of(ray.get(probe.describe.remote()))
+            info = ray.get(probe.describe.remote())
+            if isinstance(info, str):   # the selector names no device here
+                raise DeviceError(f"vkir fleet serve: device {sel!r}: {info}")
+            fingerprint = Fingerprint.of(info)
         finally:
             ray.kill(probe, no_restart=True)
         name = f"{ACTOR_PREFIX}{fingerprint.key}/{node[:8]}-{new_actor_id()}"

@@ -1,0 +1,267 @@
+"""vkir.fleet attacked: results that must come back whole, once and writable; the kernels an actor
+times or runs must be the ones the job sent; prebuilt entries that do not fit are misses, never
+wrong kernels; fleets that share a Ray instance, fail half-way or are interrupted; selectors the
+fleet cannot take are clear errors. One local fleet (lavapipe + SwiftShader) serves the module;
+tests that kill actors add their own.
+"""
+
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import vkir
+from vkir import T
+from vkir.cache.compile import compile_vulkan, entry, prebuilt
+from vkir.driver.arrays import target_for
+from vkir.fleet.tuning import tune_on_fleet
+
+ray = pytest.importorskip("ray")   # the extra vkir[fleet]
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+ENV = {"VKIR_CACHE_DIR": "0"}
+
+
+@T.prim_func
+def vadd(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32"),
+         c: T.Buffer(("n",), "float32")):
+    for bx in T.thread_binding((n + 63) // 64, "blockIdx.x"):
+        for tx in T.thread_binding(64, "threadIdx.x"):
+            i = bx * 64 + tx
+            if i < n:
+                c[i] = a[i] + b[i]
+
+
+@T.prim_func
+def triple(a: T.Buffer((64,), "float32"), c: T.Buffer((64,), "float32")):
+    for tx in T.thread_binding(64, "threadIdx.x"):
+        c[tx] = a[tx] * T.float32(3)
+
+
+@vkir.autotune(configs=[dict(w=32), dict(w=64)], key=("n",))
+def doubled(n, w):
+    @T.prim_func
+    def f(a: T.Buffer((n,), "float32"), c: T.Buffer((n,), "float32")):
+        for bx in T.thread_binding(n // w, "blockIdx.x"):
+            for tx in T.thread_binding(w, "threadIdx.x"):
+                c[bx * w + tx] = a[bx * w + tx] * T.float32(2)
+    return f
+
+
+@vkir.autotune(configs=[dict(w=32), dict(w=64)], key=("n",))
+def with_scalar(n, w):
+    # a scalar parameter: the devices cannot time it (timing_arguments refuses), so every
+    # candidate must end "skipped", whatever the actors timed before
+    @T.prim_func
+    def f(a: T.Buffer((n,), "float32"), c: T.Buffer((n,), "float32"), s: T.float32):
+        for bx in T.thread_binding(n // w, "blockIdx.x"):
+            for tx in T.thread_binding(w, "threadIdx.x"):
+                c[bx * w + tx] = a[bx * w + tx] * s
+    return f
+
+
+@pytest.fixture(scope="module")
+def fleets():
+    """The module's fleet, kept in a dict so a test that closes it leaves the next a new one."""
+    held = {"ray_was_up": ray.is_initialized()}
+    yield held
+    if "fleet" in held:
+        held["fleet"].close()
+
+
+@pytest.fixture
+def fleet(fleets):
+    if "fleet" not in fleets or fleets["fleet"].closed:
+        fleets["fleet"] = vkir.fleet.connect(local=("lavapipe", "swiftshader"), env=ENV)
+    return fleets["fleet"]
+
+
+def _nap(device, seconds):
+    time.sleep(seconds)
+    return seconds
+
+
+def _bug_on_swiftshader_nap_elsewhere(device, seconds):
+    if "SwiftShader" in device.info.name:
+        raise ValueError("a bug in the job")
+    time.sleep(seconds)
+
+
+def _crash(device):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+# -- results -----------------------------------------------------------------------------------
+def test_result_arrays_are_the_callers_own_writable_arrays(fleet):
+    a = np.arange(64, dtype=np.float32)
+    c = np.zeros(64, np.float32)
+    for results in (fleet.check(vadd, a, a, c), fleet.run(vadd, a, a, c),
+                    fleet.map(vadd, [(a, a, c)] * 3)):
+        for r in results:
+            assert r.ok, r.error
+            out = r.arrays[2]
+            np.testing.assert_array_equal(out, 2 * a)
+            assert out.flags.writeable and not np.shares_memory(out, c)
+            out += 1   # the caller may work on it in place
+    assert not c.any() and not np.shares_memory(results[0].arrays[2], results[1].arrays[2])
+
+
+def test_map_keeps_the_order_of_its_argument_sets(fleet):
+    sets = [(np.full(64, i, np.float32), np.full(64, 10 * i, np.float32), np.zeros(64, np.float32))
+            for i in range(7)]
+    results = fleet.map(vadd, iter(sets))
+    assert len(results) == 7
+    devices = fleet.devices()
+    for i, r in enumerate(results):
+        assert r.ok and r.device == devices[i % len(devices)]
+        assert r.pid == fleet.actor_pids()[i % len(devices)]
+        np.testing.assert_array_equal(r.arrays[2], np.full(64, 11 * i, np.float32))
+    assert fleet.map(vadd, []) == []
+
+
+def test_device_arrays_travel_as_numpy(fleet, device):
+    a = np.arange(64, dtype=np.float32)
+    held = vkir.array(a, device=device)   # this process's device memory; the actors get values
+    [r] = fleet.run(triple, held, np.zeros(64, np.float32), devices="swiftshader")
+    assert r.ok, r.error
+    np.testing.assert_array_equal(r.arrays[0], a)
+    np.testing.assert_array_equal(r.arrays[1], 3 * a)
+
+
+# -- what the actors build and time ------------------------------------------------------------
+def test_an_actor_times_the_candidate_the_job_sent_not_one_it_timed_before(fleet):
+    first = tune_on_fleet(doubled, fleet, {"n": 256})
+    assert all(c.status == "ok" for r in first for c in r.candidates)
+    # same number of candidates, same rounds: only the kernels differ. An actor that served the
+    # earlier kernels again would time them and call these "ok".
+    second = tune_on_fleet(with_scalar, fleet, {"n": 256})
+    for report in second:
+        assert [c.status for c in report.candidates] == ["skipped", "skipped"], report.table()
+        assert all("scalar parameter" in c.reason for c in report.candidates)
+        assert report.best is None
+
+
+def test_candidates_the_template_refuses_or_the_device_cannot_run_are_skipped(fleet):
+    @vkir.autotune(configs=[dict(w=512), dict(w=48), dict(w=64)], key=("n",))
+    def sized(n, w):
+        if n % w:
+            raise ValueError(f"{n} is not a multiple of {w}")
+
+        @T.prim_func
+        def f(a: T.Buffer((n,), "float32"), c: T.Buffer((n,), "float32")):
+            for bx in T.thread_binding(n // w, "blockIdx.x"):
+                for tx in T.thread_binding(w, "threadIdx.x"):
+                    c[bx * w + tx] = a[bx * w + tx] + T.float32(1)
+        return f
+
+    reports = {r.device.name: r for r in tune_on_fleet(sized, fleet, {"n": 1024})}
+    swift = reports["SwiftShader Device (Subzero)"]
+    by_w = {c.config["w"]: c for c in swift.candidates}
+    assert by_w[48].status == "skipped" and "template refuses" in by_w[48].reason
+    assert by_w[512].status == "skipped" and by_w[512].reason   # over SwiftShader's 256
+    assert by_w[64].status == "ok" and swift.best is by_w[64]
+
+
+def test_a_prebuilt_entry_that_does_not_fit_is_a_miss_never_a_wrong_kernel(fleet, tmp_path,
+                                                                            monkeypatch):
+    monkeypatch.setenv("VKIR_CACHE_DIR", str(tmp_path))
+    info = fleet.members("lavapipe")[0].info
+    target = target_for(info)
+    key, good = entry(triple, target)
+    _, other = entry(vadd, target)
+    with prebuilt({key: good}):
+        assert compile_vulkan(triple, target).prebuilt
+    corrupted = dict(good, words=good["words"][:-8] + "AAAAAAA=")
+    older = dict(good, format=good["format"] - 1)
+    for bad in (other, corrupted, older, {"format": good["format"]}, "not an entry"):
+        with prebuilt({key: bad}):
+            compiled = compile_vulkan(triple, target)
+        assert not compiled.prebuilt and compiled.module.words == \
+            compile_vulkan(triple, target).module.words
+    # through an actor: the bad entry is a miss, the actor compiles the kernel itself
+    a = np.arange(64, dtype=np.float32)
+    member = fleet.members("lavapipe")[0]
+    ok, error, _, arrays = ray.get(member.handle.run.remote(triple, (a, np.zeros(64, np.float32)),
+                                                            {key: other}))
+    assert ok, error
+    np.testing.assert_array_equal(arrays[1], 3 * a)
+
+
+def test_entries_from_another_vkir_version_are_misses(fleet, tmp_path, monkeypatch):
+    monkeypatch.setenv("VKIR_CACHE_DIR", str(tmp_path))
+    target = target_for(fleet.members("lavapipe")[0].info)
+    key, made = entry(triple, target)
+    monkeypatch.setattr(vkir, "__version__", vkir.__version__ + "+other")
+    with prebuilt({key: made}):
+        assert not compile_vulkan(triple, target).prebuilt
+
+
+# -- selectors and arguments -------------------------------------------------------------------
+def test_device_selectors_the_fleet_cannot_take_are_clear_errors(fleet):
+    a = np.ones(64, np.float32)
+    for bad in (3.5, True, object()):
+        with pytest.raises(vkir.ArgumentError, match="devices="):
+            fleet.run(vadd, a, a, a, devices=bad)
+    with pytest.raises(vkir.ArgumentError, match="no device of the fleet matches"):
+        fleet.run(vadd, a, a, a, devices=[])
+    # a list may mix the forms one selector takes
+    both = fleet.run(vadd, a, a, a, devices=["lavapipe", fleet.devices()[1]])
+    assert [r.device for r in both] == fleet.devices() and all(r.ok for r in both)
+    with pytest.raises(vkir.ArgumentError, match="PrimFunc"):
+        fleet.check(vadd.script, a, a, a)
+
+
+def test_a_connect_that_fails_half_way_names_the_selector_and_leaves_nothing(fleet):
+    with pytest.raises(vkir.DeviceError, match="nosuchgpu") as failed:
+        vkir.fleet.connect(local=("lavapipe", "nosuchgpu"), env=ENV)
+    assert "no device matches" in str(failed.value)
+    assert ray.is_initialized()   # the module's fleet's Ray instance was not shut down
+    assert all(r.ok for r in fleet.apply(_nap, 0))
+
+
+# -- interrupted runs and lifecycles -----------------------------------------------------------
+def test_a_job_left_running_by_a_bug_does_not_count_against_the_next_jobs_timeout(fleet):
+    with pytest.raises(ValueError, match="a bug in the job"):
+        fleet.apply(_bug_on_swiftshader_nap_elsewhere, 2.0)
+    # lavapipe's actor is still busy with the call the bug cut short: waited for, not timed
+    [r] = fleet.apply(_nap, 0.0, devices="lavapipe", timeout=1.5)
+    assert r.ok, r.error
+
+
+def test_a_job_that_crashes_every_device_it_reaches_stops_after_two(fleet):
+    fleet.add_local("lavapipe", "lavapipe", env=ENV)
+    lavapipes = [m.pid for m in fleet.members("lavapipe")]
+    assert len(lavapipes) == 3
+    [r] = fleet.apply(_crash, devices=lavapipes[-1])
+    assert not r.ok and "crashed" in r.error and str(lavapipes[-1]) in r.error, r.error
+    left = [m.pid for m in fleet.members("lavapipe")]
+    assert len(left) == 1 and lavapipes[-1] not in left   # one move, then the job is the suspect
+
+
+def test_closing_one_fleet_leaves_another_working_until_ray_goes(fleets):
+    if "fleet" not in fleets or fleets["fleet"].closed:
+        fleets["fleet"] = vkir.fleet.connect(local=("lavapipe", "swiftshader"), env=ENV)
+    first = fleets["fleet"]
+    second = vkir.fleet.connect(local="swiftshader", env=ENV)   # one selector, as text
+    assert [d.name for d in second.devices()] == ["SwiftShader Device (Subzero)"]
+    first.close()   # the fleet whose connect may have started Ray
+    assert ray.is_initialized()
+    [r] = second.apply(_nap, 0.0)
+    assert r.ok, r.error
+    with pytest.raises(vkir.DeviceError, match="closed"):
+        first.check(vadd, np.ones(64, np.float32), np.ones(64, np.float32), np.zeros(64, np.float32))
+    ray.shutdown()   # Ray taken away under the open fleet
+    with pytest.raises(vkir.DeviceError, match="Ray was shut down"):
+        second.devices()
+    second.close()   # nothing left to kill; no new Ray instance started for it
+    second.close()   # twice is harmless
+    assert not ray.is_initialized()
+
+
+def test_a_missing_ray_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(vkir.UnsupportedError, match=r"vkir\[fleet\]"):
+        vkir.fleet.connect(local=("lavapipe",))
