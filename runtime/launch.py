@@ -30,7 +30,7 @@ TRANSFER = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
 class Launch:
     """One recorded dispatch; `run()` submits it and waits."""
 
-    __slots__ = ("device", "pipeline", "serials", "pool", "set", "cmd", "submit_info", "_keep",
+    __slots__ = ("device", "pipeline", "serials", "sets", "cmd", "submit_info", "_keep",
                  "query_pool")
 
     def __init__(self, device, pipeline, buffers, push: bytes, groups: tuple, timed: bool):
@@ -40,7 +40,8 @@ class Launch:
         dev = device.handle
         self.query_pool = None
         self.cmd = None
-        self.pool, self.set = descriptor_set(device, pipeline, buffers)
+        self.sets = []
+        self.sets = descriptor_sets(device, pipeline, buffers)
         if timed:
             self.query_pool = vk.vkCreateQueryPool(dev, vk.VkQueryPoolCreateInfo(
                 queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=2), None)
@@ -55,9 +56,7 @@ class Launch:
         sampled = sampled_images(pipeline, buffers)
         read_only_barriers(cmd, sampled, before=True)
         lib.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle)
-        sets = ffi.new("VkDescriptorSet[]", [self.set])
-        lib.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout, 0, 1, sets,
-                                    0, ffi.NULL)
+        bind_sets(cmd, pipeline, self.sets)
         if pipeline.push_constant_size:
             data = bytes(push).ljust(pipeline.push_constant_size, b"\0")
             lib.vkCmdPushConstants(cmd, pipeline.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(data),
@@ -130,26 +129,51 @@ class Launch:
             cmds = ffi.new("VkCommandBuffer[]", [self.cmd])
             lib.vkFreeCommandBuffers(dev, self.device.command_pool, 1, cmds)
             self.cmd = None
-        sets = ffi.new("VkDescriptorSet[]", [self.set])
-        lib.vkFreeDescriptorSets(dev, self.pool, 1, sets)
+        for _, pool, dset in self.sets:
+            lib.vkFreeDescriptorSets(dev, pool, 1, ffi.new("VkDescriptorSet[]", [dset]))
+        self.sets = []
         if self.query_pool is not None:
             lib.vkDestroyQueryPool(dev, self.query_pool, ffi.NULL)
             self.query_pool = None
 
 
-def descriptor_set(device, pipeline, buffers, read_only: bool = True):
-    """(pool, set): a new descriptor set of `pipeline`'s layout pointing at `buffers` (each at
-    its offset and range; images, samplers and texel buffers by their views and handles), in the
-    order of pipeline.bindings (the caller holds the lock). Sampled images are bound in
-    SHADER_READ_ONLY_OPTIMAL where `read_only` (a launch moves them there, `sampled_images`),
-    else in GENERAL, their resting layout (an image also bound as storage stays in GENERAL)."""
-    pool, dset = device.allocate_descriptor_set(pipeline.set_layout)
+def bind_sets(cmd, pipeline, sets) -> None:
+    """Record the binding of `sets` ((set index, pool, set) from `descriptor_sets`)."""
+    for index, _, dset in sets:
+        lib.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout,
+                                    index, 1, ffi.new("VkDescriptorSet[]", [dset]), 0, ffi.NULL)
+
+
+def descriptor_sets(device, pipeline, buffers, read_only: bool = True) -> list:
+    """[(set index, pool, set)]: new descriptor sets of `pipeline`'s layouts (every set that
+    holds a binding) pointing at `buffers` (one per descriptor, array elements in order; each
+    buffer at its offset and range; images, samplers and texel buffers by their views and
+    handles), in the order of pipeline.bindings (the caller holds the lock). Sampled images are
+    bound in SHADER_READ_ONLY_OPTIMAL where `read_only` (a launch moves them there,
+    `sampled_images`), else in GENERAL, their resting layout (an image also bound as storage
+    stays in GENERAL)."""
+    used = sorted({dset for dset, _ in pipeline.slots}) or [0]
+    sets = []
+    try:
+        for index in used:
+            pool, dset = device.allocate_descriptor_set(pipeline.set_layouts[index])
+            sets.append((index, pool, dset))
+    except BaseException:
+        for _, pool, dset in sets:
+            lib.vkFreeDescriptorSets(device.handle, pool, 1, ffi.new("VkDescriptorSet[]", [dset]))
+        raise
+    handles = {index: dset for index, _, dset in sets}
     if pipeline.bindings:
-        general = {id(r) for r, kind in zip(buffers, pipeline.descriptor_types)
+        general = {id(r) for r, kind in zip(buffers, pipeline.resource_types)
                    if kind == vk.VK_DESCRIPTOR_TYPE_STORAGE_IMAGE}
         writes, keep = [], []
-        for binding, kind, r in zip(pipeline.bindings, pipeline.descriptor_types, buffers):
-            write = {"dstSet": dset, "dstBinding": binding, "dstArrayElement": 0,
+        resources = iter(buffers)
+        elements = [(binding, kind, dset, i, next(resources))
+                    for binding, kind, (dset, n) in zip(pipeline.bindings,
+                                                         pipeline.descriptor_types, pipeline.slots)
+                    for i in range(n)]
+        for binding, kind, index, element, r in elements:
+            write = {"dstSet": handles[index], "dstBinding": binding, "dstArrayElement": element,
                      "descriptorCount": 1, "descriptorType": kind}
             if kind in _BUFFER_KINDS:
                 write["pBufferInfo"] = [vk.VkDescriptorBufferInfo(buffer=r.handle, offset=r.offset,
@@ -170,7 +194,7 @@ def descriptor_set(device, pipeline, buffers, read_only: bool = True):
                 write["pImageInfo"] = [vk.VkDescriptorImageInfo(**info)]
             writes.append(vk.VkWriteDescriptorSet(**write))
         vk.vkUpdateDescriptorSets(device.handle, len(writes), writes, 0, None)
-    return pool, dset
+    return sets
 
 
 _BUFFER_KINDS = (vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER)
@@ -191,7 +215,7 @@ def sampled_images(pipeline, resources) -> list:
     """The distinct images a dispatch samples and does not also bind as storage images: the
     ones moved to SHADER_READ_ONLY_OPTIMAL around it."""
     storage, out = set(), {}
-    for kind, r in zip(pipeline.descriptor_types, resources):
+    for kind, r in zip(pipeline.resource_types, resources):
         if kind == vk.VK_DESCRIPTOR_TYPE_STORAGE_IMAGE:
             storage.add(id(r))
         elif kind == _COMBINED:
@@ -230,11 +254,12 @@ def check_dispatch(device, pipeline, buffers, push, groups, limits: bool = True)
     """Refuse a dispatch the pipeline or the device cannot take (buffer count, push-constant
     size, buffers' device; with `limits`, buffer ranges and group counts) before anything is
     recorded."""
-    if len(buffers) != len(pipeline.bindings):
-        raise ArgumentError(f"pipeline has {len(pipeline.bindings)} bindings, got {len(buffers)} buffers")
+    if len(buffers) != pipeline.descriptor_count:
+        raise ArgumentError(f"pipeline has {pipeline.descriptor_count} bindings (descriptors), "
+                            f"got {len(buffers)} buffers")
     if len(push) > pipeline.push_constant_size:
         raise ArgumentError(f"{len(push)} push-constant bytes for a block of {pipeline.push_constant_size}")
-    for b, kind in zip(buffers, pipeline.descriptor_types):
+    for b, kind in zip(buffers, pipeline.resource_types):
         if b.device is not device:
             raise ArgumentError(f"{b!r} lives on another device than {device!r}")
         if limits and kind in _BUFFER_KINDS:

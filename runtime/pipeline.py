@@ -3,7 +3,8 @@
 A pipeline is described by the SPIR-V words, the entry point, the binding numbers of its buffers
 (descriptor set 0; storage buffers unless `descriptor_types` names another kind for some:
 "uniform", "storage_image", "sampled_image", "combined_image_sampler", "sampler",
-"uniform_texel_buffer", "storage_texel_buffer"), the size of
+"uniform_texel_buffer", "storage_texel_buffer"; existing shaders' bindings may also name their
+descriptor set and an array count: `slots`, one (set, count) per binding), the size of
 its push-constant block, its specialization-constant values ((SpecId, bytes) pairs) and, for kernels
 built for one subgroup size, that required size (`SubgroupRequirement`). `get_pipeline` caches one per
 device and description (the SPIR-V by its SHA-256), and every creation goes through the device's
@@ -62,12 +63,16 @@ def subgroup_requirement(info, size: int, workgroup_x: int, where: str) -> "Subg
 
 class Pipeline:
     """A ready compute pipeline. `bindings` are buffer binding numbers, in the order launches
-    pass their buffers; `descriptor_types` the VkDescriptorType of each (storage by default).
+    pass their buffers; `descriptor_types` the VkDescriptorType of each (storage by default);
+    `slots` the (descriptor set, descriptor count) of each (None: set 0, one each): a launch
+    passes `count` resources for a binding, one per array element, and every set from 0 to the
+    highest one has a layout (empty where the shader binds nothing in it).
     `checked`: the caller checked the binding and push-constant limits already."""
 
     def __init__(self, device, spirv: bytes, entry_point: str, bindings: tuple, push_constant_size: int,
                  descriptor_types: tuple | None = None, specialization: tuple = (),
-                 subgroup: SubgroupRequirement | None = None, checked: bool = False):
+                 subgroup: SubgroupRequirement | None = None, checked: bool = False,
+                 slots: tuple | None = None):
         if len(spirv) % 4 or len(spirv) == 0:
             raise UnsupportedError(f"SPIR-V size {len(spirv)} is not a positive multiple of 4")
         if not checked:
@@ -84,30 +89,42 @@ class Pipeline:
         self.bindings = tuple(bindings)
         self.descriptor_types = tuple(_DESCRIPTOR_TYPES[t] for t in descriptor_types) \
             if descriptor_types is not None else (vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,) * len(self.bindings)
+        self.slots = tuple(slots) if slots is not None else ((0, 1),) * len(self.bindings)
+        # resources a launch passes: one per descriptor (an array binding takes `count`)
+        self.descriptor_count = sum(n for _, n in self.slots)
+        self.resource_types = tuple(t for t, (_, n) in zip(self.descriptor_types, self.slots)
+                                    for _ in range(n))
+        self.set_count = max((dset + 1 for dset, _ in self.slots), default=1)
         self.push_constant_size = (push_constant_size + 3) // 4 * 4
         self.create_seconds = 0.0        # vkCreateShaderModule + vkCreateComputePipelines
         self.handle = self.layout = self.set_layout = None
+        self.set_layouts = []   # one per set 0 .. set_count - 1 (set_layout: set 0's)
         self.first_run_seconds = None    # wall time of the first synchronous dispatch (launch.py)
         dev = device.handle
         started = time.perf_counter()
         module = call("vkCreateShaderModule", vk.vkCreateShaderModule, dev,
                       vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv), None)
         try:
-            layout_bindings = [vk.VkDescriptorSetLayoutBinding(
-                binding=b, descriptorType=t, descriptorCount=1,
-                stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
-                for b, t in zip(self.bindings, self.descriptor_types)]
-            self.set_layout = call("vkCreateDescriptorSetLayout", vk.vkCreateDescriptorSetLayout, dev,
-                                   vk.VkDescriptorSetLayoutCreateInfo(
-                                       bindingCount=len(layout_bindings),
-                                       pBindings=layout_bindings or ffi.NULL), None)
+            for dset in range(self.set_count):
+                layout_bindings = [vk.VkDescriptorSetLayoutBinding(
+                    binding=b, descriptorType=t, descriptorCount=n,
+                    stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
+                    for b, t, (bset, n) in zip(self.bindings, self.descriptor_types, self.slots)
+                    if bset == dset]
+                self.set_layouts.append(call(
+                    "vkCreateDescriptorSetLayout", vk.vkCreateDescriptorSetLayout, dev,
+                    vk.VkDescriptorSetLayoutCreateInfo(bindingCount=len(layout_bindings),
+                                                       pBindings=layout_bindings or ffi.NULL),
+                    None))
+            self.set_layout = self.set_layouts[0]
             ranges = []
             if self.push_constant_size:
                 ranges.append(vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0,
                                                      size=self.push_constant_size))
             self.layout = call("vkCreatePipelineLayout", vk.vkCreatePipelineLayout, dev,
                                vk.VkPipelineLayoutCreateInfo(
-                                   setLayoutCount=1, pSetLayouts=[self.set_layout],
+                                   setLayoutCount=len(self.set_layouts),
+                                   pSetLayouts=self.set_layouts,
                                    pushConstantRangeCount=len(ranges),
                                    pPushConstantRanges=ranges or ffi.NULL), None)
             spec = _specialization_info(specialization)
@@ -130,9 +147,10 @@ class Pipeline:
             # a failed creation leaves nothing behind: the layouts made so far are destroyed
             if self.layout is not None:
                 lib.vkDestroyPipelineLayout(dev, self.layout, ffi.NULL)
-            if self.set_layout is not None:
-                lib.vkDestroyDescriptorSetLayout(dev, self.set_layout, ffi.NULL)
+            for layout in self.set_layouts:
+                lib.vkDestroyDescriptorSetLayout(dev, layout, ffi.NULL)
             self.layout = self.set_layout = None
+            self.set_layouts = []
             raise
         finally:
             lib.vkDestroyShaderModule(dev, module, ffi.NULL)
@@ -146,7 +164,8 @@ class Pipeline:
         lib.vkDestroyPipeline(dev, self.handle, ffi.NULL)
         self.handle = None
         lib.vkDestroyPipelineLayout(dev, self.layout, ffi.NULL)
-        lib.vkDestroyDescriptorSetLayout(dev, self.set_layout, ffi.NULL)
+        for layout in self.set_layouts:
+            lib.vkDestroyDescriptorSetLayout(dev, layout, ffi.NULL)
 
 
 _DESCRIPTOR_TYPES = {"storage": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -176,21 +195,24 @@ def _specialization_info(entries: tuple):
 def get_pipeline(device, spirv: bytes, entry_point: str = "main", bindings: tuple = (),
                  push_constant_size: int = 0, descriptor_types: tuple | None = None,
                  specialization: tuple = (), subgroup: SubgroupRequirement | None = None,
-                 checked: bool = False) -> Pipeline:
+                 checked: bool = False, slots: tuple | None = None) -> Pipeline:
     """The cached pipeline for this device and description, created on first use. The caller holds
     it until `release_pipeline(device, pipeline)`; one never released stays cached until the device
     closes. `checked=True`: the caller checked the device limits of the description already
-    (vkir's kernels, through their Runtime), so its creation does not check them again."""
+    (vkir's kernels, through their Runtime), so its creation does not check them again.
+    `slots`: (descriptor set, count) per binding (see Pipeline)."""
     key = (hashlib.sha256(spirv).digest(), entry_point, tuple(bindings), push_constant_size)
     if descriptor_types is not None or specialization or subgroup is not None:
         key += (tuple(descriptor_types or ()), tuple(specialization), subgroup)
+    if slots is not None and any(s != (0, 1) for s in slots):
+        key += (tuple(slots),)
     with device.lifetime, device._lock:
         device.check_open()
         device.collect()
         pipeline = device.pipelines.get(key)
         if pipeline is None:
             pipeline = Pipeline(device, spirv, entry_point, bindings, push_constant_size,
-                                descriptor_types, specialization, subgroup, checked)
+                                descriptor_types, specialization, subgroup, checked, slots)
             pipeline.key = key
             device.pipelines[key] = pipeline
         pipeline.refs += 1

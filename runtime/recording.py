@@ -23,7 +23,7 @@ from vkir.errors import ArgumentError, DeviceError
 
 from ._vk import check, ffi, lib, vk
 from .device import submit_info
-from .launch import SHADER, TRANSFER, check_dispatch, descriptor_set, serials_of
+from .launch import SHADER, TRANSFER, bind_sets, check_dispatch, descriptor_sets, serials_of
 from .memory import memory_barrier
 
 ACCESS_MODES = ("r", "w", "rw")
@@ -153,15 +153,14 @@ class Recording:
                 lib.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle)
                 bound, bound_set, pushed = pipeline, None, None
             key = (pipeline, tuple(b.serial for b in d.buffers))
-            dset = sets.get(key)
-            if dset is None:
-                pool, dset = descriptor_set(device, pipeline, d.buffers, read_only=False)
-                self._res.sets.append((pool, dset))
-                sets[key] = dset
-            if dset != bound_set:
-                lib.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout,
-                                            0, 1, ffi.new("VkDescriptorSet[]", [dset]), 0, ffi.NULL)
-                bound_set = dset
+            dsets = sets.get(key)
+            if dsets is None:
+                dsets = descriptor_sets(device, pipeline, d.buffers, read_only=False)
+                self._res.sets.extend((pool, dset) for _, pool, dset in dsets)
+                sets[key] = dsets
+            if dsets is not bound_set:
+                bind_sets(cmd, pipeline, dsets)
+                bound_set = dsets
             if pipeline.push_constant_size and d.push != pushed:
                 data = bytes(d.push).ljust(pipeline.push_constant_size, b"\0")
                 lib.vkCmdPushConstants(cmd, pipeline.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0,

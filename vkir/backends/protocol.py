@@ -29,7 +29,9 @@ class ProgramSpec:
     pinned subgroup size as `Runtime.subgroup_requirement` returned it (None: the device's),
     what to call it in messages (`name`), and for existing shaders the kind of each binding
     (`descriptor_types`: "storage" or "uniform"; None: all storage) and the specialization
-    constants' values (`specialization`: (SpecId, bytes) pairs)."""
+    constants' values (`specialization`: (SpecId, bytes) pairs), and the (descriptor set,
+    descriptor count) of each binding (`slots`; None: set 0, one descriptor each): a launch then
+    passes one buffer or image per descriptor, array elements in order."""
 
     spirv: bytes
     entry_point: str
@@ -40,6 +42,7 @@ class ProgramSpec:
     name: str = "a kernel"
     descriptor_types: tuple | None = None
     specialization: tuple = ()
+    slots: tuple | None = None
 
 
 class Allocator(abc.ABC):

@@ -231,7 +231,8 @@ class VulkanRuntime(VulkanImages, Runtime):
 
         pipeline = get_pipeline(self.device, spec.spirv, spec.entry_point, tuple(spec.bindings),
                                 spec.push_constant_size, spec.descriptor_types,
-                                tuple(spec.specialization), spec.subgroup, checked=True)
+                                tuple(spec.specialization), spec.subgroup, checked=True,
+                                slots=spec.slots)
         return VulkanProgram(self.device, pipeline)
 
     def check_open(self) -> None:

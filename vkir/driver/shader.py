@@ -91,8 +91,13 @@ class ShaderKernel:
         views: dict = {}
         for b in info.bindings:
             views.setdefault((b.set, b.binding), []).append(b)
-        self.binding_views = {key[1]: tuple(group) for key, group in views.items()}
+        self._views = {key: tuple(group) for key, group in views.items()}
+        # by binding number in set 0, by (set, binding) in the others
+        self.binding_views = {(key[1] if key[0] == 0 else key): group
+                              for key, group in self._views.items()}
         self.bindings = tuple(group[0] for group in views.values())
+        # one slot per descriptor: an array of `count` blocks takes `count` arrays
+        self._slots = tuple((b, i) for b in self.bindings for i in range(b.count))
         self.push_constants = info.push_constants
         self.spec_constants = info.spec_constants
         check_shader_needs(info, rt, self.name)
@@ -106,9 +111,9 @@ class ShaderKernel:
         # sizes of shared arrays may follow specialization constants (the module is parsed once)
         self._shared_bytes = info.specialized_shared_memory_bytes(self.specialization)
         self._check_limits()
-        self._dtypes = tuple(self._view_dtypes(self.binding_views[b.binding]) for b in self.bindings)
+        self._dtypes = tuple(self._view_dtypes(self._views_of(b)) for b, _ in self._slots)
         self._writes = tuple(any(not v.readonly and v.kind == "storage"
-                                 for v in self.binding_views[b.binding]) for b in self.bindings)
+                                 for v in self._views_of(b)) for b, _ in self._slots)
         self.program = rt.program(self._spec(self.spirv))
         # a dropped ShaderKernel gives its programs back (the last holder destroys a pipeline)
         self._release = weakref.finalize(self, self.program.release)
@@ -128,7 +133,18 @@ class ShaderKernel:
                            + tuple(b.binding for b in images),
                            self.info.push_constant_size, tuple(self.local_size), None, self.name,
                            tuple(b.kind for b in self.bindings) + self._images.kinds,
-                           self._entries)
+                           self._entries,
+                           tuple((b.set, b.count) for b in self.bindings + images))
+
+    def _views_of(self, b) -> tuple:
+        """The reflected views of descriptor binding `b` (several blocks on one binding)."""
+        return self._views[(b.set, b.binding)]
+
+    def _what(self, b, element=None) -> str:
+        """How messages name binding `b` (and an element of an array of descriptors)."""
+        where = f"binding {b.binding}" + (f" of set {b.set}" if b.set else "")
+        index = f"[{element}]" if element is not None and b.count > 1 else ""
+        return f"{self.name}: {where} ({b.name!r}){index}"
 
     # -- properties ----------------------------------------------------------------------------
     @property
@@ -185,20 +201,13 @@ class ShaderKernel:
 
     def _check_limits(self) -> None:
         """The device limits of the pipeline (through the Runtime, once: local size, shared
-        memory, push constants), what vkir binds (set 0, one descriptor per binding), then the
-        buffer bindings' limits (named for the pipeline, as its creation named them)."""
+        memory, push constants), then the buffer bindings' limits (named for the pipeline, as its
+        creation named them: every descriptor of every set and array counts)."""
         rt = self._rt
         rt.check_shader(self.local_size, self._shared_bytes, self.info.push_constant_size,
                         self.name)
-        for b in self.bindings + self._images.images:
-            if b.set != 0:
-                raise UnsupportedError(f"{self.name}: binding {b.name!r} is in descriptor set {b.set}; "
-                                       "vkir binds descriptor set 0 only")
-            if b.count != 1:
-                raise UnsupportedError(f"{self.name}: binding {b.name!r} is an array of {b.count} "
-                                       "descriptors; vkir binds one buffer per binding")
-        rt.check_bindings(len(self.bindings), f"pipeline {self.entry!r}",
-                          sum(b.kind == "uniform" for b in self.bindings),
+        rt.check_bindings(len(self._slots), f"pipeline {self.entry!r}",
+                          sum(b.kind == "uniform" for b, _ in self._slots),
                           tuple(b.binding for b in self.bindings + self._images.images))
 
     @classmethod
@@ -264,10 +273,10 @@ class ShaderKernel:
         if not any(isinstance(a, dict) for a in buffers):
             return tuple(buffers)
         out = list(buffers)
-        for i, (b, a) in enumerate(zip(self.bindings, buffers)):
+        for i, ((b, element), a) in enumerate(zip(self._slots, buffers)):
             if not isinstance(a, dict):
                 continue
-            what = f"{self.name}: binding {b.binding} ({b.name!r})"
+            what = self._what(b, element)
             data = pack_block(b, a, lambda o, off, t, v, w: _pack_into(o, off, t, v, w, addresses),
                               what)
             want = self._dtypes[i]
@@ -276,15 +285,36 @@ class ShaderKernel:
             out[i] = data
         return tuple(out)
 
-    def _check_buffers(self, buffers) -> None:
-        from .arrays import DeviceArray
-
+    def _flatten(self, buffers) -> tuple:
+        """One argument per descriptor: an array of `count` blocks takes a list or tuple of
+        `count` arrays, which become `count` slots."""
         if len(buffers) != len(self.bindings):
-            names = ", ".join(f"{b.binding}: {b.name}" for b in self.bindings)
+            names = ", ".join(f"{b.binding}: {b.name}" if not b.set else
+                              f"{b.set}.{b.binding}: {b.name}" for b in self.bindings)
             raise ArgumentError(f"{self.name} takes {len(self.bindings)} buffers (bindings {names}), "
                                 f"got {len(buffers)}")
-        for b, a, want, written in zip(self.bindings, buffers, self._dtypes, self._writes):
-            what = f"{self.name}: binding {b.binding} ({b.name!r})"
+        if all(b.count == 1 for b in self.bindings):
+            return tuple(buffers)
+        out = []
+        for b, a in zip(self.bindings, buffers):
+            if b.count == 1:
+                out.append(a)
+                continue
+            if not isinstance(a, (list, tuple)) or len(a) != b.count:
+                raise ArgumentError(f"{self._what(b)} is an array of {b.count} descriptors: give "
+                                    f"a list of {b.count} arrays, got "
+                                    f"{len(a) if isinstance(a, (list, tuple)) else type(a).__name__}"
+                                    f"{' arrays' if isinstance(a, (list, tuple)) else ''}")
+            out.extend(a)
+        return tuple(out)
+
+    def _check_buffers(self, buffers) -> None:
+        """Every check of the buffer arguments, one per descriptor (`_flatten`)."""
+        from .arrays import DeviceArray
+
+        for (b, element), a, want, written in zip(self._slots, buffers, self._dtypes,
+                                                  self._writes):
+            what = self._what(b, element)
             if isinstance(a, DeviceArray):
                 if a.device is not self.device:
                     raise ArgumentError(f"{what} lives on {a.device.info.name!r}, the kernel on "
@@ -299,12 +329,12 @@ class ShaderKernel:
             if want is not None and a.dtype not in want:
                 elems = " or ".join(dict.fromkeys(
                     (v.element if v.element is not None else v.type).dtype
-                    for v in self.binding_views[b.binding]))
+                    for v in self._views_of(b)))
                 expected = " or ".join(str(d) for d in want)
                 raise ArgumentError(f"{what} has dtype {a.dtype}, expected {expected} "
                                     f"(the shader's elements are {elems})")
             nbytes = int(a.nbytes)
-            need = max(v.fixed_size for v in self.binding_views[b.binding])
+            need = max(v.fixed_size for v in self._views_of(b))
             if nbytes < need:
                 raise ArgumentError(f"{what} has {nbytes} bytes; its block needs at least "
                                     f"{need}")
@@ -321,8 +351,8 @@ class ShaderKernel:
         plain one, or where there is a group the one whose buffers are declared Aliased."""
         from ..aliasing import Arg, plan
 
-        args = [Arg(i, f"binding {b.binding} ({b.name})", a, self._writes[i])
-                for i, (b, a) in enumerate(zip(self.bindings, buffers))]
+        args = [Arg(i, self._what(b, element)[len(self.name) + 2:], a, self._writes[i])
+                for i, ((b, element), a) in enumerate(zip(self._slots, buffers))]
         groups = plan(args, self.name)
         if not groups:
             return groups, self.program
@@ -340,16 +370,17 @@ class ShaderKernel:
         binding but the separate samplers, in binding order."""
         images = self._images.arguments
         if not images:
-            return args, ()
-        order = sorted([(b.binding, False) for b in self.bindings]
-                       + [(b.binding, True) for b in images])
+            return self._flatten(args), ()
+        order = sorted([(b.set, b.binding, False) for b in self.bindings]
+                       + [(b.set, b.binding, True) for b in images])
         if len(args) != len(order):
-            names = ", ".join(f"{n}: {b.name}" for n, b in sorted(
-                [(b.binding, b) for b in self.bindings + images], key=lambda x: x[0]))
+            names = ", ".join(f"{b.binding}: {b.name}" if not b.set else
+                              f"{b.set}.{b.binding}: {b.name}" for b in sorted(
+                                  self.bindings + images, key=lambda b: (b.set, b.binding)))
             raise ArgumentError(f"{self.name} takes {len(order)} arguments (bindings {names}), "
                                 f"got {len(args)}")
-        return (tuple(a for a, (_, image) in zip(args, order) if not image),
-                tuple(a for a, (_, image) in zip(args, order) if image))
+        return (self._flatten(tuple(a for a, key in zip(args, order) if not key[2])),
+                tuple(a for a, key in zip(args, order) if key[2]))
 
     def _prepare(self, args, grid, push, samplers=None, formats=None, addresses=None):
         """Every check, then (device buffers and images, push bytes, groups, numpy copies to
@@ -378,21 +409,19 @@ class ShaderKernel:
 
         buffers, image_args = self._split(args)
         addresses = ShaderAddresses(self.name, self._rt, device_only=True)
-        for b, a in zip(self.bindings, buffers):
+        for (b, element), a in zip(self._slots, buffers):
             if isinstance(a, dict):
-                raise ArgumentError(f"{self.name}: binding {b.binding} ({b.name!r}) is given as "
-                                    "a dict of its members; inside a sequence buffers must be "
-                                    "DeviceArrays (vkir.array), since a sequence makes no "
-                                    "hidden copies")
+                raise ArgumentError(f"{self._what(b, element)} is given as a dict of its "
+                                    "members; inside a sequence buffers must be DeviceArrays "
+                                    "(vkir.array), since a sequence makes no hidden copies")
         self._check_buffers(buffers)
         images, _ = self._images.bind(image_args, samplers, formats, device_only=True)
-        for b, a in zip(self.bindings, buffers):
+        for (b, element), a in zip(self._slots, buffers):
             if not isinstance(a, DeviceArray):
-                raise ArgumentError(f"{self.name}: binding {b.binding} ({b.name!r}) is a numpy "
-                                    "array; inside a sequence buffers must be DeviceArrays "
-                                    "(vkir.array), since a sequence makes no hidden copies")
-        access = tuple(_access(self.binding_views[b.binding])
-                       for b in self.bindings) + self._images.access
+                raise ArgumentError(f"{self._what(b, element)} is a numpy array; inside a "
+                                    "sequence buffers must be DeviceArrays (vkir.array), since "
+                                    "a sequence makes no hidden copies")
+        access = tuple(_access(self._views_of(b)) for b, _ in self._slots) + self._images.access
         _, program = self._aliases(buffers)
         data = self._push(push, addresses)
         return program.dispatch(tuple(a.buffer for a in buffers) + tuple(images), access,

@@ -7,7 +7,9 @@ DeviceImage or a numpy array of shape `extent + (channels,)`; a texel buffer arg
 array of shape (n,) or (n, channels). The format is the one the shader declares, else
 `formats={name: format}`, else the one format that stores the array's dtype and channels with
 reads of the shader's type (vkir.images.host_layout.infer_format). Numpy data is copied into a
-device image (or texel buffer) for the call, and written ones are copied back.
+device image (or texel buffer) for the call, and written ones are copied back. An array of
+descriptors (`image2D mips[13]`) takes a list or tuple of that many images; a separate sampler
+array binds `samplers[name]` (one Sampler or a list) to each element.
 
 Everything goes through the image seam (vkir.backends.image_seam); no vkir.runtime here.
 """
@@ -36,9 +38,6 @@ class ShaderImages:
         self.rt = images_of(rt) if self.images else rt
         for b in self.images:
             what = f"{name}: binding {b.binding} ({b.name!r})"
-            if b.count != 1:
-                raise UnsupportedError(f"{what} is an array of {b.count} descriptors; vkir binds "
-                                       "one image per binding")
             if b.dim not in ("1d", "2d", "3d", "buffer", ""):
                 raise UnsupportedError(f"{what} is a {b.dim} image; vkir binds 1-D, 2-D and 3-D "
                                        "images (and arrays of 1-D and 2-D ones)")
@@ -53,7 +52,7 @@ class ShaderImages:
     def access(self) -> tuple:
         """"r", "w" or "rw" per binding in `images` order (what a sequence orders barriers by)."""
         return tuple(("" if b.writeonly else "r") + ("w" if b.written else "") or "r"
-                     for b in self.images)
+                     for b in self.images for _ in range(b.count))
 
     @property
     def kinds(self) -> tuple:
@@ -73,41 +72,51 @@ class ShaderImages:
                     raise ArgumentError(f"{self.name}: {what} names {key!r}, which is no image "
                                         f"or sampler binding of the shader (it has: {have})")
         for key, s in samplers.items():
-            if not isinstance(s, Sampler):
-                raise ArgumentError(f"{self.name}: samplers[{key!r}] must be a vkir.Sampler, "
-                                    f"got {type(s).__name__}")
+            for one in (s if isinstance(s, (list, tuple)) else (s,)):
+                if not isinstance(one, Sampler):
+                    raise ArgumentError(f"{self.name}: samplers[{key!r}] must be a vkir.Sampler "
+                                        f"(or a list of them for an array), got "
+                                        f"{type(one).__name__}")
         return samplers, {k: image_format(v) for k, v in formats.items()}
 
     def bind(self, args, samplers=None, formats=None, device_only: bool = False) -> tuple:
-        """(the backend's objects for every binding in `images` order, copy-backs
-        [(device image or texel buffer, host array)]) for the call's image arguments `args`
-        (in `arguments` order); `device_only` refuses numpy data (sequences)."""
+        """(the backend's objects for every descriptor in `images` order (array elements in
+        order), copy-backs [(device image or texel buffer, host array)]) for the call's image
+        arguments `args` (in `arguments` order); `device_only` refuses numpy data (sequences)."""
         samplers, formats = self.check_options(samplers, formats)
-        rt = self.rt
-        given = dict(zip((b.binding for b in self.arguments), args))
+        given = dict(zip(((b.set, b.binding) for b in self.arguments), args))
         out, copies = [], []
         for b in self.images:
-            what = f"{self.name}: binding {b.binding} ({b.name!r})"
+            what = f"{self.name}: binding {b.binding}" + (f" of set {b.set}" if b.set else "") \
+                + f" ({b.name!r})"
+            chosen = samplers.get(b.name, DEFAULT_SAMPLER)
+            chosen = _elements(chosen, b, f"{self.name}: samplers[{b.name!r}]", "Sampler") \
+                if isinstance(chosen, (list, tuple)) else (chosen,) * b.count
             if b.kind == "sampler":
-                out.append(rt.sampler(samplers.get(b.name, DEFAULT_SAMPLER), False))
+                out.extend(self.rt.sampler(one, False) for one in chosen)
                 continue
-            a = given[b.binding]
-            if b.dim == "buffer":
-                out.append(self._texel(b, a, formats.get(b.name), what, copies, device_only))
-                continue
-            img = self._image(b, a, formats.get(b.name), what, copies, device_only)
-            fmt = img.format
-            if b.kind in _SAMPLED:
-                rt.check_image_format(fmt, "sampled", what)
-            else:
-                rt.check_image_format(fmt, "storage", what)
-            if b.kind == "combined_image_sampler":
-                desc = samplers.get(b.name, DEFAULT_SAMPLER)
-                if desc.filter == "linear":
-                    rt.check_image_format(fmt, "linear", what)
-                img = rt.image_sampler(img, rt.sampler(desc, fmt.is_integer))
-            out.append(img)
+            a = given[(b.set, b.binding)]
+            items = _elements(a, b, what, "image") if b.count > 1 else (a,)
+            for i, (item, desc) in enumerate(zip(items, chosen)):
+                where = what + (f"[{i}]" if b.count > 1 else "")
+                out.append(self._one(b, item, desc, formats.get(b.name), where, copies,
+                                     device_only))
         return out, copies
+
+    def _one(self, b, a, desc, given, what: str, copies: list, device_only: bool):
+        """The backend object of one descriptor of binding `b` for argument `a` (`desc`: the
+        Sampler of a combined image sampler)."""
+        rt = self.rt
+        if b.dim == "buffer":
+            return self._texel(b, a, given, what, copies, device_only)
+        img = self._image(b, a, given, what, copies, device_only)
+        fmt = img.format
+        rt.check_image_format(fmt, "sampled" if b.kind in _SAMPLED else "storage", what)
+        if b.kind == "combined_image_sampler":
+            if desc.filter == "linear":
+                rt.check_image_format(fmt, "linear", what)
+            img = rt.image_sampler(img, rt.sampler(desc, fmt.is_integer))
+        return img
 
     def _format(self, b, given, dtype, channels: int, what: str):
         declared = format_of_spirv(b.format)
@@ -202,3 +211,12 @@ class ShaderImages:
                 self.rt.image_copy_out(obj, host)
             else:
                 self.rt.allocator.copy_out(obj, host)
+
+
+def _elements(a, b, what: str, noun: str) -> tuple:
+    """The `b.count` elements an array of descriptors takes from the list or tuple `a`."""
+    if not isinstance(a, (list, tuple)) or len(a) != b.count:
+        got = f"{len(a)}" if isinstance(a, (list, tuple)) else f"a {type(a).__name__}"
+        raise ArgumentError(f"{what} is an array of {b.count} descriptors: give a list of "
+                            f"{b.count} {noun}s, got {got}")
+    return tuple(a)
