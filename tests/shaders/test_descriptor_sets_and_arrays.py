@@ -164,6 +164,12 @@ def test_texel_buffers_in_sets_other_than_0(kernels):
     np.testing.assert_array_equal(dst, src * np.float32(1.5))
 
 
+def test_a_set_past_max_bound_descriptor_sets_is_refused_before_the_driver(_vulkan_device):
+    src = SETS.replace("set = 3,", "set = 8,")
+    with pytest.raises(UnsupportedError, match="descriptor set 8 is used; maxBoundDescriptorSets"):
+        vkir.compile_glsl(src)
+
+
 def test_a_runtime_sized_array_of_descriptors_is_refused_by_name(_vulkan_device):
     with pytest.raises(UnsupportedError, match="'bufs' is a runtime-sized array of descriptors"):
         vkir.compile_glsl(RUNTIME_ARRAY)

@@ -206,6 +206,12 @@ class ShaderKernel:
         rt = self._rt
         rt.check_shader(self.local_size, self._shared_bytes, self.info.push_constant_size,
                         self.name)
+        sets = max((b.set + 1 for b in self.bindings + self._images.images), default=0)
+        cap = getattr(rt.limits, "max_bound_descriptor_sets", None)
+        if cap is not None and sets > cap:
+            raise UnsupportedError(f"{self.name}: descriptor set {sets - 1} is used; "
+                                   f"maxBoundDescriptorSets of {rt.name!r} is {cap} (sets 0 to "
+                                   f"{cap - 1})")
         rt.check_bindings(len(self._slots), f"pipeline {self.entry!r}",
                           sum(b.kind == "uniform" for b, _ in self._slots),
                           tuple(b.binding for b in self.bindings + self._images.images))
