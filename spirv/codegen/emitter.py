@@ -70,6 +70,7 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         self.builtins: dict[str, int] = {}
         self.thread_ids: dict[str, int] = {}
         self.shared_bytes = 0
+        self.shared_buffers: list = []   # (bytes, "'name': shape x dtype") of each shared array
         self.images: dict = {}                      # image parameter Var -> its descriptor
         self.ranges = RangeScope()
         # NoSignedWrap/NoUnsignedWrap are core from SPIR-V 1.4 (an extension before)
@@ -226,7 +227,9 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         scope = buffer.scope
         if scope == "global":
             raise UnsupportedError(f"kernel {self.func.name!r}: buffer {buffer.name!r} is "
-                                   "allocated in global memory inside the kernel")
+                                   "allocated in global memory inside the kernel: give it scope "
+                                   "'shared' (one per workgroup) or 'local' (one per invocation), "
+                                   "or pass it as a parameter")
         size = 1
         for extent in buffer.shape:
             if not isinstance(extent, IntImm):
@@ -242,11 +245,16 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
                                          "Workgroup")
             self.interface_vars.append((var, "Workgroup"))
             lanes = 4 if buffer.dtype.lanes == 3 else buffer.dtype.lanes  # vec3 pads to vec4
-            self.shared_bytes += size * buffer.dtype.with_lanes(lanes).bytes
+            nbytes = size * buffer.dtype.with_lanes(lanes).bytes
+            self.shared_bytes += nbytes
+            self.shared_buffers.append(
+                (nbytes, f"{buffer.name!r}: {show(buffer.shape)} x {buffer.dtype}, {nbytes} bytes"))
             if self.shared_bytes > self.target.limits.max_shared_memory_bytes:
+                largest = sorted(self.shared_buffers, key=lambda b: -b[0])[:3]
                 raise UnsupportedError(
                     f"kernel {self.func.name!r} needs {self.shared_bytes} bytes of shared "
-                    f"memory; the device allows {self.target.limits.max_shared_memory_bytes}")
+                    f"memory; the device allows {self.target.limits.max_shared_memory_bytes} "
+                    f"(shared buffer {'; '.join(text for _, text in largest)})")
             storage = "Workgroup"
         else:
             var = self.function_variable(self.b.type_pointer("Function", array_type))

@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, UnsupportedError
 
 CODES = ("int", "uint", "float", "bool", "handle")
 _DTYPE_RE = re.compile(r"^(int|uint|float|bool|handle)(\d+)?(?:x(\d+))?$")
+# types other toolchains name (TVM, ml_dtypes, torch) that vkir knows and has no lowering for
+_KNOWN_UNSUPPORTED = re.compile(r"^(bfloat16|float[468]_e\d+m\d+\w*|float4_e2m1fn\w*)(x\d+)?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +36,10 @@ class DataType:
             raise ArgumentError(f"expected a dtype string, got {text!r}")
         m = _DTYPE_RE.match(text.strip())
         if not m:
+            if _KNOWN_UNSUPPORTED.match(text.strip()):
+                raise UnsupportedError(f"dtype {text!r} is not supported by vkir (no Vulkan "
+                                       "lowering of bfloat16 or float8/float6/float4 yet): use "
+                                       "float16 or float32")
             raise ArgumentError(f"invalid dtype {text!r}")
         code, bits, lanes = m.group(1), m.group(2), m.group(3)
         if code == "bool":

@@ -63,15 +63,30 @@ def target(device=None):
 def dlight(obj, device=None):
     """An IRModule with TVM's dlight default GPU schedules (matmul, GEMV, reductions, general
     reductions, else the fallback) applied for `target(device)`; `obj` is a TVM PrimFunc (e.g.
-    `te.create_prim_func(...)`) or IRModule."""
+    `te.create_prim_func(...)`) or IRModule. A function whose schedule would need more shared
+    memory than the device has gets the first later rule whose schedule fits."""
     tvm = require_tvm()
     from tvm.s_tir import dlight as dl
+
+    from .lowering import shared_bytes
 
     mod = tvm.IRModule({"main": obj}) if isinstance(obj, tvm.tirx.PrimFunc) else obj
     rules = (dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(),
              dl.gpu.Fallback())
-    with target(device):
-        return dl.ApplyDefaultSchedule(*rules)(mod)
+    tgt = target(device)
+    limit = int(tgt.attrs["max_shared_memory_per_block"])
+    # the functions as written (ApplyDefaultSchedule may update `mod` in place)
+    written = {gv: f for gv, f in mod.functions.items() if isinstance(f, tvm.tirx.PrimFunc)}
+    with tgt:
+        out = dl.ApplyDefaultSchedule(*rules)(mod)
+        for gv, func in written.items():
+            # a rule whose schedule needs more shared memory than the device has (dlight's
+            # GEMV stages whole rows of A[i, k] * x[k]): the next rules, down to the fallback
+            for first in range(1, len(rules)):
+                if shared_bytes(tvm.IRModule({gv: out[gv]}), tgt) <= limit:
+                    break
+                out[gv] = dl.ApplyDefaultSchedule(*rules[first:])(tvm.IRModule({gv: func}))[gv]
+    return out
 
 
 def from_tvm(obj, *, device=None, lower: bool = True):

@@ -50,6 +50,7 @@ def install(device=None) -> None:
         _KERNELS.clear()   # built for the device of an earlier call
         tvm_ffi.register_global_func("target.build.vulkan", build_vulkan, override=True)
         tvm_ffi.register_global_func(_LAUNCHER, _launch, override=True)
+        _register_errors(tvm_ffi)
         _device_api(device)
         if "set_device" in _INSTALLED:
             return
@@ -61,6 +62,18 @@ def install(device=None) -> None:
 
         tvm_ffi.register_global_func("__tvm_set_device", set_device, override=True)
         _INSTALLED["set_device"] = original
+
+
+def _register_errors(tvm_ffi) -> None:
+    """vkir's error types by the kinds "vkir.<Name>" in tvm_ffi's error table, so that an error
+    vkir raises inside TVM's build callback or a kernel launch comes out of `tvm.compile` or the
+    call as the same vkir type, not a RuntimeError (the "vkir." prefix keeps TVM's own kinds,
+    e.g. its ScheduleError, untouched)."""
+    from .. import errors
+
+    for name, cls in vars(errors).items():
+        if isinstance(cls, type) and issubclass(cls, errors.VkirError):
+            tvm_ffi.register_error(f"vkir.{name}", cls)
 
 
 def _device_api(device) -> None:

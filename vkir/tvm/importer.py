@@ -63,9 +63,18 @@ class _Importer:
         self.vars: dict = {}       # TVM handle -> vkir Var
         self.buffers: dict = {}    # TVM handle -> vkir Buffer
         self.param_buffers: dict = {}   # vkir data var of a handle parameter -> its Buffer
+        self.threads = 0           # thread_extent attributes around the statement being read
 
     def fail(self, what: str):
         return UnsupportedError(f"from_tvm: kernel {self.name!r}: {what} has no vkir meaning")
+
+    def dtype(self, text: str, what: str) -> DataType:
+        """DataType.parse, its UnsupportedError (bfloat16, float8, ...) naming the kernel and
+        `what` has that type."""
+        try:
+            return DataType.parse(text)
+        except UnsupportedError as exc:
+            raise UnsupportedError(f"from_tvm: kernel {self.name!r}: {what}: {exc}") from None
 
     # -- variables and buffers -----------------------------------------------------------------
 
@@ -98,7 +107,7 @@ class _Importer:
         scope = str(b.scope()) or "global"
         if scope not in _SCOPES:
             raise self.fail(f"buffer {b.name!r} in storage scope {scope!r}")
-        dtype = DataType.parse(str(b.dtype))
+        dtype = self.dtype(str(b.dtype), f"buffer {b.name!r}")
         if data is None:
             data = E.Var(str(b.name), PointerType(dtype, _SCOPES[scope]))
         shape = tuple(self.expr(s) for s in b.shape)
@@ -201,6 +210,13 @@ class _Importer:
                 break
             if kind == "AllocBuffer":
                 buf = self.new_buffer(s.buffer)
+                if buf.scope == "global" and self.threads:
+                    raise UnsupportedError(
+                        f"from_tvm: kernel {self.name!r}: buffer {buf.name!r} is allocated in "
+                        "global memory inside the kernel, which a Vulkan kernel cannot do: give "
+                        "it a workgroup or thread scope in the schedule, "
+                        "sch.set_scope(block, 0, 'shared') or 'local' where block writes "
+                        f"{buf.name!r} (sch.get_sblock({buf.name!r}) for a TE compute)")
                 out.append(S.AllocBuffer(buf, self.seq(items[k + 1:], handles)))
                 break
             if kind == "DeclBuffer":
@@ -231,8 +247,12 @@ class _Importer:
                 raise self.fail(f"thread tag {tag!r}")
             if extent.dtype != var.dtype:
                 extent = E.Cast(var.dtype, extent)
-            return S.For(var, E.IntImm(var.dtype, 0), extent, "thread_binding",
-                         self.stmt(s.body, handles), tag)
+            self.threads += 1
+            try:
+                body = self.stmt(s.body, handles)
+            finally:
+                self.threads -= 1
+            return S.For(var, E.IntImm(var.dtype, 0), extent, "thread_binding", body, tag)
         if key == "async_scope":
             return S.AsyncScope(self.stmt(s.body, handles))
         if key == "async_commit_queue_scope":
@@ -412,7 +432,11 @@ def signature(func) -> tuple:
         if _kind(p.ty) != "BufferType":
             continue
         shape = tuple(int(d.value) if _kind(d) == "IntImm" else None for d in p.shape)
-        out.append((str(p.name), None if None in shape else shape, DataType.parse(str(p.dtype))))
+        try:
+            dtype = DataType.parse(str(p.dtype))
+        except UnsupportedError as exc:
+            raise UnsupportedError(f"from_tvm: buffer {str(p.name)!r}: {exc}") from None
+        out.append((str(p.name), None if None in shape else shape, dtype))
     return tuple(out)
 
 

@@ -59,3 +59,16 @@ def narrow(device_mod, target):
         raise UnsupportedError(f"this device has no int64 and TVM could not narrow the kernel's "
                                f"indices to int32: {str(exc).strip().splitlines()[-1]}") from None
     return device_mod
+
+
+def shared_bytes(mod, target) -> int:
+    """The most shared memory (bytes) one device kernel of scheduled `mod` allocates once TVM
+    lowered it for `target`."""
+    from tvm.s_tir.analysis import calculate_allocated_bytes
+
+    most = 0
+    for func in device_functions(mod, target).values():
+        for sizes in calculate_allocated_bytes(func).values():
+            most = max(most, sum(int(n) for scope, n in sizes.items()
+                                 if str(scope) in ("shared", "shared.dyn")))
+    return most
