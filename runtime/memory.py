@@ -24,8 +24,11 @@ from vkir.errors import ArgumentError, DeviceError, UnsupportedError
 from ._vk import WHOLE_SIZE, check, ffi, lib, vk
 from .limits import check_allocation, check_storage_range
 
+# uniform texel buffer usage: kernels may read a buffer through a VkBufferView of it
+# (runtime.buffer_texels, the "storage_loads_per_lane" quirk)
 USAGE = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
-         | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+         | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+         | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT)
 HOST_VISIBLE = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
 HOST_COHERENT = vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
 HOST_CACHED = vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT

@@ -18,6 +18,11 @@ class Binding:
 
     Several bindings share a `param_index` when the kernel casts that parameter's data to another
     element type (an explicit DeclBuffer pointer cast): bind the same VkBuffer to each.
+
+    `texel` names a vkir image format ("r32f", "rgba32f", "r32ui", ...) where codegen reads this
+    read-only parameter through a uniform texel buffer instead (a driver with the
+    "storage_loads_per_lane" quirk): bind a VkBufferView of that format over the argument's
+    buffer range. "" for a storage buffer.
     """
 
     binding: int
@@ -25,6 +30,12 @@ class Binding:
     buffer: Buffer
     readable: bool
     writable: bool
+    texel: str = ""
+
+    @property
+    def kind(self) -> str:
+        """The descriptor kind a ProgramSpec names for this binding."""
+        return "uniform_texel_buffer" if self.texel else "storage"
 
 
 @dataclass(frozen=True)

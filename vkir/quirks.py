@@ -29,6 +29,15 @@ reads `Target.quirks`), so that a kernel computes the interpreter's result every
   NVIDIA's driver does the same for float32 (it offers DenormPreserve for float16 only; measured
   on an H200, driver 580.159: 0.0 // 1e-45 is NaN and float32 -> float64 flushes 1e-45).
 
+- "storage_loads_per_lane": llvmpipe (Mesa 22.3) turns each storage-buffer load whose address
+  it cannot prove uniform into a loop over the 8 lanes of its SIMD registers (extract the lane's
+  offset, test its exec-mask bit and the bound, one scalar load), while a texel fetch is one
+  vector load per lane (docs/performance.md). Not a wrong result but a slow one: codegen for
+  Vulkan reads the read-only 32-bit scalar and 4-lane parameter buffers of a kernel through
+  uniform texel buffers (spirv/codegen/texel_reads.py), and a Kernel binds a VkBufferView over
+  each such argument, or runs its storage-buffer variant for a call whose argument cannot be
+  viewed (vkir.driver.texel_views).
+
 Known and not yet worked around (found by the fuzzing campaign, python -m vkir.tools.fuzz): llvmpipe
 folds `x * 0.0` to 0 for an infinite or NaN x and `x - -0.0` to x for x = -0.0 in some
 expression shapes, even with SignedZeroInfNanPreserve declared (which vkir does where the device
@@ -42,10 +51,12 @@ FLUSHES_DENORMALS = "flushes_denormals"
 UINT_TO_FLOAT_RTZ = "uint_to_float_rtz"
 NUM_SUBGROUPS_PARTIAL = "num_subgroups_partial"
 INT64_SIGNED_COMPARE = "int64_signed_compare"
+STORAGE_LOADS_PER_LANE = "storage_loads_per_lane"
 
 # (substring of the device or driver name, lowercase) -> the quirks of that driver
 _TABLE = (
-    ("llvmpipe", frozenset({LOOP_TRIP_LIMIT, NUM_SUBGROUPS_PARTIAL, INT64_SIGNED_COMPARE})),
+    ("llvmpipe", frozenset({LOOP_TRIP_LIMIT, NUM_SUBGROUPS_PARTIAL, INT64_SIGNED_COMPARE,
+                            STORAGE_LOADS_PER_LANE})),
     ("swiftshader", frozenset({FLUSHES_DENORMALS, UINT_TO_FLOAT_RTZ})),
     ("nvidia", frozenset({FLUSHES_DENORMALS})),
 )

@@ -109,7 +109,10 @@ class AccessMixin:
 
     def load(self, buffer: Buffer, indices: tuple) -> int:
         """The id of a value read from `buffer` at `indices` (vector accesses as one load where
-        aligned)."""
+        aligned; a parameter read through a texel buffer by OpImageFetch: texel_reads.py)."""
+        texel = self.texels.get((buffer.data, buffer.dtype))
+        if texel is not None:
+            return self.texel_load(texel, buffer, indices)
         mem, ptrs, _ = self._element_pointers(buffer, indices)
         et = self.ty(mem.elem)
         parts = [self.op("OpLoad", et, p) for p in ptrs]

@@ -29,6 +29,7 @@ from .images import ImageMixin
 from .intrinsics import IntrinsicMixin
 from .stmt import StmtMixin
 from .sync import SyncMixin
+from .texel_reads import TexelReadMixin
 from .types import Types
 
 _BUILTINS = {"blockIdx": "WorkgroupId", "threadIdx": "LocalInvocationId"}
@@ -46,7 +47,8 @@ _CONVERSIONS = frozenset({"OpConvertFToS", "OpConvertFToU", "OpConvertSToF", "Op
                           "OpFConvert"})
 
 
-class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin, ImageMixin):
+class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin, ImageMixin,
+                    TexelReadMixin):
     """Emits one GLCompute entry point for a lowered PrimFunc: interface, types, code."""
 
     _expr_methods = {**ExprMixin._expr_methods, ImageLoad: ImageMixin.e_image_load,
@@ -62,6 +64,7 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
                                         cas_float_add=not target.has("atomic_float32_add_buffer"))
         self.values: dict[Var, int] = {}
         self.memory: dict[tuple, Memory] = {}       # (data var, dtype) -> Memory
+        self.texels: dict = {}    # (data var, dtype) -> TexelMemory of a texel-read parameter
         self.local_memory: dict[Var, Buffer] = {}   # data var of shared/local -> its allocation
         self.code: list[int] = []
         self.fvars: list[int] = []
@@ -198,6 +201,10 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
             shared_params[sb.param_index] = shared_params.get(sb.param_index, 0) + 1
         for sb in self.iface.bindings.values():
             dt = sb.dtype
+            texel = self.texel_eligible(sb, shared_params[sb.param_index] > 1)
+            if texel:   # read through a uniform texel buffer (texel_reads.py)
+                self.texel_binding(sb, texel)
+                continue
             what = f"buffer {sb.buffer.name!r}"
             self.types.storage_element(dt, what)
             elem = dt.element_of() if dt.lanes == 3 else dt
@@ -382,8 +389,11 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         return tuple(self.iface.threads.get(f"blockIdx.{a}", IntImm("int32", 1)) for a in "xyz")
 
     def bindings(self) -> tuple[Binding, ...]:
-        """The storage-buffer bindings, in binding order."""
-        return tuple(Binding(sb.binding, sb.param_index, sb.buffer, sb.readable, sb.writable)
+        """The buffer parameters' bindings (storage or texel buffers), in binding order."""
+        texels = self.texels
+        return tuple(Binding(sb.binding, sb.param_index, sb.buffer, sb.readable, sb.writable,
+                             texels[(sb.data, sb.dtype)].format
+                             if (sb.data, sb.dtype) in texels else "")
                      for sb in self.iface.bindings.values())
 
     # -- the whole kernel ----------------------------------------------------------------------

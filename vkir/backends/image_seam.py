@@ -19,6 +19,10 @@ How a backend binds an image (the Vulkan backend: vulkan_images.py):
    pair bound to a combined image sampler.
 4. `texel_buffer(fmt, elements, what)` a buffer of `elements` texels with a view of `fmt`,
    copied with the allocator's `copy_in` / `copy_out` like any buffer.
+   `buffer_texel_view(buffer, fmt)` a uniform texel buffer view of `fmt` over an existing
+   storage buffer of the backend (a kernel's read-only argument, where codegen reads it through
+   a texel buffer), or None where the backend cannot view that buffer so (alignment, size,
+   usage): the caller then binds it as a storage buffer. A backend without it returns None.
 5. A Program made with `ProgramSpec.descriptor_types` naming, per binding, "storage_image",
    "sampled_image", "combined_image_sampler", "sampler", "uniform_texel_buffer" or
    "storage_texel_buffer" (besides "storage" and "uniform") takes, at that binding's place in
@@ -73,6 +77,12 @@ class ImageRuntime(abc.ABC):
     @abc.abstractmethod
     def texel_buffer(self, fmt, elements: int, what: str = "a texel buffer"):
         """A buffer of `elements` texels of `fmt` with its texel view."""
+
+
+    def buffer_texel_view(self, buffer, fmt):
+        """A uniform texel buffer view of ImageFormat `fmt` over `buffer`, or None (bind it as
+        a storage buffer)."""
+        return None
 
 
 def images_of(runtime) -> ImageRuntime:

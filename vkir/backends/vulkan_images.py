@@ -48,3 +48,10 @@ class VulkanImages(ImageRuntime):
         from ..runtime.images import TexelBuffer
 
         return TexelBuffer(self.device, fmt, elements, what)
+
+    def buffer_texel_view(self, buffer, fmt):
+        """A vkir.runtime TexelView over the runtime buffer `buffer`, or None where Vulkan
+        allows none (vkir.runtime.buffer_texels)."""
+        from ..runtime.buffer_texels import texel_view
+
+        return texel_view(buffer, fmt)

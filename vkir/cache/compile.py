@@ -47,7 +47,7 @@ from ..ir import (
     Add, Buffer, Cast, DataType, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimFunc, Sub, Var,
 )
 
-FORMAT = 6   # version of the entry layout: an entry of another format is a miss
+FORMAT = 7   # version of the entry layout: an entry of another format is a miss
 
 _OPS = {"add": Add, "sub": Sub, "mul": Mul, "floordiv": FloorDiv, "floormod": FloorMod,
         "min": Min, "max": Max}
@@ -300,7 +300,8 @@ def _record(key: str, func: PrimFunc, module: SpirvModule, aliases: dict, ir=Non
         bindings.append({"binding": b.binding, "param": b.param_index, "readable": b.readable,
                          "writable": b.writable, "name": b.buffer.name,
                          "dtype": str(b.buffer.dtype), "scope": b.buffer.scope,
-                         "shape": [_dump_expr(s, aliases, names) for s in b.buffer.shape]})
+                         "shape": [_dump_expr(s, aliases, names) for s in b.buffer.shape],
+                         "texel": b.texel})
     rec = {
         "format": FORMAT, "key": key, "entry_point": module.entry_point,
         "words": binascii.b2a_base64(module.words, newline=False).decode(),
@@ -384,8 +385,11 @@ def _module(rec: dict, key: str, func: PrimFunc, sealed: bool = True) -> tuple:
         data = func.buffer_map[param].data
         buf = Buffer(b["name"], data, DataType.parse(b["dtype"]),
                      tuple(_load_expr(s, names) for s in b["shape"]), scope=b["scope"])
+        texel = b["texel"]
+        if not isinstance(texel, str):
+            raise ValueError(f"binding {b['name']!r}: texel format {texel!r} is not a string")
         bindings.append(Binding(int(b["binding"]), int(b["param"]), buf, bool(b["readable"]),
-                                bool(b["writable"])))
+                                bool(b["writable"]), texel))
     pcs = []
     for pc in rec["push_constants"]:
         var = _load_expr(pc["var"], names)

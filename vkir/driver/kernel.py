@@ -49,6 +49,7 @@ from .dispatch import ScratchBuffers, as_runtime
 from .kernel_calls import KernelCalls
 from .kernel_values import CallValues
 from .kernel_variants import ProgramVariants, release_programs
+from .texel_views import TexelBinding
 
 __all__ = ["interpret", "lower", "build", "Kernel", "Profile", "check_layouts", "compile_target"]
 
@@ -75,7 +76,7 @@ def compile_target(func: PrimFunc, target):
     return target
 
 
-class Kernel(CallValues, ProgramVariants, KernelCalls, metaclass=abc.ABCMeta):
+class Kernel(CallValues, ProgramVariants, KernelCalls, TexelBinding, metaclass=abc.ABCMeta):
     """A compiled kernel on one device. `spirv` (bytes), `asm` (disassembly), `ir` (the lowered
     PrimFunc), `module` (the SpirvModule), `compile_seconds` (lower + codegen + validate +
     pipeline), `subgroup_size` (the invocations per subgroup it runs with: pinned at pipeline
@@ -134,6 +135,8 @@ class Kernel(CallValues, ProgramVariants, KernelCalls, metaclass=abc.ABCMeta):
         self._held = [self.program]     # every program this kernel holds (released together)
         self._words = {self.program: self.module.words}   # SPIR-V of each held program
         self._aliased = {}              # program handle -> its variant with every buffer Aliased
+        self._splits = {}               # loop-split variant -> its split (loop_budget)
+        self._setup_texels()            # texel-buffer reads (texel_views.py)
         self._release = weakref.finalize(self, release_programs, self._held)
         self._release.atexit = False
         self._lock = threading.Lock()  # guards the scratch buffers of calls with numpy arguments

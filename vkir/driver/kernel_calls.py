@@ -53,7 +53,7 @@ class KernelCalls:
             else:
                 host[p.index] = a
         aliases = self._alias_groups(args)
-        program = self._for_aliases(program, aliases)
+        program = self._for_aliases(self._storage_if_aliased(program, aliases), aliases)
         # every check passed: only now is anything imported or copied (aliased arrays into one
         # buffer)
         numpy_groups = [g for g in aliases if not g.on_device]
@@ -70,6 +70,7 @@ class KernelCalls:
         self.last_call_copies = copied[0] + sum(out.nbytes for _, out, _ in copies) + \
             sum(host.nbytes * 2 for _, _, host in image_copies)
         buffers.update(staged)
+        program, buffers = self._texel_bind(program, buffers)
         return ([buffers[i] for i in self._binding_params] + images, push, groups,
                 (copies, host, image_copies), program)
 
@@ -197,7 +198,8 @@ class KernelCalls:
                 host[p.index] = a
         aliases = self._alias_groups(bound.args)
         images, _ = self._bind_images(bound.args, samplers, device_only=True)
-        return push, groups, buffers, host, self._for_aliases(program, aliases), aliases, images
+        program = self._for_aliases(self._storage_if_aliased(program, aliases), aliases)
+        return push, groups, buffers, host, program, aliases, images
 
     def dispatch_spec(self, *args, samplers=None, **kwargs):
         """The recordable dispatch of `self(*args, **kwargs)` (checked as a call is; a
@@ -210,6 +212,7 @@ class KernelCalls:
             raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is a numpy array; "
                                 "inside a sequence buffers must be DeviceArrays (vkir.array), "
                                 "since a sequence makes no hidden copies")
+        program, buffers = self._texel_bind(program, buffers)
         access = tuple(("r" if b.readable or not b.writable else "") + ("w" if b.writable else "")
                        for b in self.module.bindings) + self._images.access
         return program.dispatch(tuple(buffers[i] for i in self._binding_params) + tuple(images),
@@ -251,6 +254,7 @@ class KernelCalls:
         in_place = tuple(b for i, b in buffers.items() if i not in in_place)
         self.last_call_copies = sum(a.nbytes * (1 + (i in self._writes))
                                     for i, a in host.items())
+        program, buffers = self._texel_bind(program, buffers, host)
         buffers.update({-1 - j: im for j, im in enumerate(images)})   # keys no argument has
         positions = self._binding_params + tuple(-1 - j for j in range(len(images)))
         return submit(self._rt, program, buffers, push, groups, self.name, (args, in_place),

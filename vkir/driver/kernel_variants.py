@@ -21,15 +21,18 @@ class ProgramVariants:
     """Kernel's programs (a part of Kernel: it reads the kernel's module, lowered function,
     target and Runtime)."""
 
-    def _spec(self, words: bytes):
+    def _spec(self, words: bytes, module=None):
         """The ProgramSpec of SPIR-V `words` with this kernel's bindings, push-constant block,
-        workgroup size and subgroup requirement (every variant has the same)."""
+        workgroup size and subgroup requirement (every variant has the same; `module`, the
+        variant's SpirvModule where its descriptor kinds differ: the storage-buffer variant of
+        a kernel with texel bindings, vkir.driver.texel_views)."""
         from ..backends.protocol import ProgramSpec
 
-        module = self.module
+        module = module or self.module
         kinds = None
-        if module.images:   # storage buffers, then the image parameters' descriptors
-            kinds = ("storage",) * len(module.bindings) + tuple(b.kind for b in module.images)
+        if module.images or any(b.texel for b in module.bindings):
+            # storage (or texel) buffers, then the image parameters' descriptors
+            kinds = tuple(b.kind for b in module.bindings) + tuple(b.kind for b in module.images)
         return ProgramSpec(words, module.entry_point,
                            tuple(b.binding for b in module.bindings + module.images),
                            module.push_constant_size, tuple(module.local_size), self._subgroup,
@@ -64,9 +67,13 @@ class ProgramVariants:
         layout = [(pc.var.name, pc.offset, pc.dtype) for pc in module.push_constants]
         assert layout == [(pc.var.name, pc.offset, pc.dtype) for pc in self.module.push_constants]
         assert [b.binding for b in module.bindings] == [b.binding for b in self.module.bindings]
+        assert [b.texel for b in module.bindings] == [b.texel for b in self.module.bindings]
         program = self._rt.program(self._spec(module.words))
         self._held.append(program)
         self._words[program] = module.words
+        self._splits[program] = split
+        if self._texel_bindings:
+            self._texel_programs.add(program)
         self.compile_seconds += time.perf_counter() - t0
         return program
 
