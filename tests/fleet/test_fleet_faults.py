@@ -241,6 +241,23 @@ def test_a_job_that_crashes_every_device_it_reaches_stops_after_two(fleet):
     assert len(left) == 1 and lavapipes[-1] not in left   # one move, then the job is the suspect
 
 
+def test_a_hanging_job_takes_one_device_not_one_per_round(fleet):
+    """The rounds of one tuning candidate form a group: after the first hangs, the next round
+    is not sent to the device its queue moves to (it would hang that one too)."""
+    from vkir.fleet.dispatch import Job, run_jobs
+
+    fleet.add_local("lavapipe", env=ENV)
+    doomed = fleet.members()[-1]
+    spare = [m for m in fleet.members("lavapipe") if m is not doomed]
+    rounds = [Job(doomed, "apply", (_nap, (30.0,)), 0.5, tag=r, group="candidate") for r in range(2)]
+    other = Job(doomed, "apply", (_nap, (0.0,)), 30.0, tag="other")
+    first, second, moved = run_jobs(rounds + [other], fleet.members())
+    assert first.status == "timeout" and "no result after 0.5 s" in first.message
+    assert second.status == "cancelled" and "not sent" in second.message
+    assert moved.status == "done" and moved.member in spare and moved.moved_from == (doomed,)
+    assert [m.pid for m in fleet.members("lavapipe")] == [m.pid for m in spare]
+
+
 def test_closing_one_fleet_leaves_another_working_until_ray_goes(fleets):
     if "fleet" not in fleets or fleets["fleet"].closed:
         fleets["fleet"] = vkir.fleet.connect(local=("lavapipe", "swiftshader"), env=ENV)

@@ -43,13 +43,17 @@ class Member:
 @dataclass(eq=False)
 class Job:
     """One method call (`method`, `args`) meant for `member`; `moves` lists the members it left,
-    `crashes` those that died while running it."""
+    `crashes` those that died while running it. Jobs of one `group` (the rounds of a tuning
+    candidate) repeat one another: once one of them hangs, crashes or is lost, the others still
+    waiting are not sent (they end "cancelled"), so a hanging kernel takes one device, not one
+    per round."""
 
     member: Member
     method: str
     args: tuple
     timeout: float | None = None
     tag: object = None
+    group: object = None
     moves: list = field(default_factory=list)
     crashes: list = field(default_factory=list)
 
@@ -58,7 +62,8 @@ class Job:
 class Outcome:
     """How a job ended: `value` (the method's result) where `status` is "done"; "lost" where its
     device died and no matching device was left, "timeout" where it outlived its timeout,
-    "crashed" where two actors died while running it.
+    "crashed" where two actors died while running it, "cancelled" where a job of its group
+    ended in one of these before it was sent.
     `member` ran it (or was running it when it ended); `moved_from` names the members it left."""
 
     job: Job
@@ -83,9 +88,24 @@ def run_jobs(jobs: list, members: list) -> list:
     #                      started, timeout)
     busy: set = set()    # members with a call in flight
 
+    failed: set = set()  # groups with a job that hung, crashed or was lost
+
+    def end(job, status, member, message):
+        outcomes[id(job)] = Outcome(job, status, member, message=message,
+                                    moved_from=tuple(job.moves))
+        if job.group is not None:
+            failed.add(job.group)
+
     def start(member):
         queue = queues.get(member)
-        if member in busy or not queue or not member.alive:
+        if member in busy or not member.alive:
+            return
+        while queue and queue[0].group is not None and queue[0].group in failed:
+            job = queue.pop(0)
+            outcomes[id(job)] = Outcome(job, "cancelled", member, message=(
+                "not sent: another job of its group hung, crashed or was lost"),
+                moved_from=tuple(job.moves))
+        if not queue:
             return
         job = queue.pop(0)
         ref = getattr(member.handle, job.method).remote(*job.args)
@@ -105,9 +125,8 @@ def run_jobs(jobs: list, members: list) -> list:
         if spare:
             place(job, min(spare, key=load))
             return
-        outcomes[id(job)] = Outcome(job, "lost", member, message=(
-            f"device lost: {member} died before the job could finish; no other device of fingerprint "
-            f"{member.fingerprint.key} is left"), moved_from=tuple(job.moves))
+        end(job, "lost", member, f"device lost: {member} died before the job could finish; no "
+            f"other device of fingerprint {member.fingerprint.key} is left")
 
     def lose(member):
         """`member` is dead: the jobs waiting for it go elsewhere."""
@@ -139,9 +158,8 @@ def run_jobs(jobs: list, members: list) -> list:
                         del running[ref]
                         ray.kill(member.handle, no_restart=True)
                         if job is not None:
-                            outcomes[id(job)] = Outcome(job, "timeout", member, message=(
-                                f"{member}: no result after {timeout:g} s; the actor was killed"),
-                                moved_from=tuple(job.moves))
+                            end(job, "timeout", member,
+                                f"{member}: no result after {timeout:g} s; the actor was killed")
                         lose(member)
                 continue
             ref = ready[0]
@@ -155,10 +173,8 @@ def run_jobs(jobs: list, members: list) -> list:
                     continue
                 job.crashes.append(member)
                 if len(job.crashes) >= 2:   # the job is the likely cause: it moves no further
-                    outcomes[id(job)] = Outcome(job, "crashed", member, message=(
-                        "the job crashed its device: the actors "
-                        + " and ".join(str(m) for m in job.crashes)
-                        + " died while running it"), moved_from=tuple(job.moves))
+                    end(job, "crashed", member, "the job crashed its device: the actors "
+                        + " and ".join(str(m) for m in job.crashes) + " died while running it")
                     continue
                 place(job, member)   # to a live member of its kind, or ended as lost
                 continue

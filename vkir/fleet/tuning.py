@@ -99,11 +99,12 @@ def tune_on_fleet(tuned, fleet, shape: dict, rounds: int = ROUNDS,
         for rnd in range(rounds):
             for i, (result, func, entries) in enumerate(runnable):
                 member = ms[(i + rnd) % len(ms)]
-                jobs.append(Job(member, "time", (func, entries), timeout, tag=result))
+                jobs.append(Job(member, "time", (func, entries), timeout, tag=result,
+                                group=(fp.key, i)))
     for out in run_jobs(jobs, fleet._members):
         result = out.job.tag
-        if result.status != "ok":
-            continue   # an earlier round already ended it
+        if result.status != "ok" or out.status == "cancelled":
+            continue   # a round already ended it (a cancelled round was never sent)
         if out.status != "done":
             result.status, result.reason = out.status, out.message
             continue
