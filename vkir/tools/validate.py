@@ -5,12 +5,16 @@
                                 [-I DIR]... [-D NAME[=VALUE]]... [--variants FILE.json]
                                 [--glob PATTERN]... [--exclude PATTERN]... [-S STAGE]
                                 [-j N] [--cache DIR] [--max-file-size SIZE]
+                                [--auto-map-bindings] [--entry NAME]
     vkir dis FILE.spv [-o OUT] [--max-file-size SIZE]
 
 Each file is checked by its kind: a SPIR-V binary (.spv, or any file starting with the SPIR-V
 magic number) is validated with SPIRV-Tools; SPIR-V assembly (.spvasm) is assembled first; GLSL
-sources (.comp, .glsl, .vert, .frag, ...) are compiled by glslang first, whose messages are the
-report when that fails. A folder stands for the shader files under it. The exit status is 0 when
+sources (.comp, .glsl, .vert, .frag, ...) and HLSL sources (.hlsl: glslang's HLSL front end,
+compute by default, entry point `--entry`, else "main") are compiled by glslang first, whose
+messages are the report when that fails. `--auto-map-bindings` has glslang give resources
+without a binding the next free one (its --amb), as projects that declare none (HLSL registers
+of several kinds, GLSL written for another API) build them. A folder stands for the shader files under it. The exit status is 0 when
 every file is valid, 1 when any is not, 2 on a usage error (no such file, a file of unknown kind,
 a FIFO or device, a file over the size limit: see validate_input). With `-o` the report (in
 `--format`) goes to REPORT and the text report to stdout as well. File names and messages are
@@ -39,6 +43,7 @@ SPIRV_SUFFIXES = (".spv",)
 ASM_SUFFIXES = (".spvasm",)
 GLSL_SUFFIXES = (".comp", ".glsl", ".vert", ".frag", ".geom", ".tesc", ".tese", ".mesh", ".task",
                  ".rgen", ".rint", ".rahit", ".rchit", ".rmiss", ".rcall")
+HLSL_SUFFIXES = (".hlsl",)
 SPIRV_MAGIC = b"\x03\x02\x23\x07"
 
 
@@ -55,7 +60,8 @@ class Problem:
 
 @dataclass
 class FileResult:
-    """The outcome for one file: its kind ("spirv", "spvasm", "glsl") and its problems."""
+    """The outcome for one file: its kind ("spirv", "spvasm", "glsl", "hlsl") and its
+    problems."""
 
     file: str
     kind: str
@@ -69,7 +75,7 @@ class FileResult:
 
 
 def file_kind(path: Path) -> str | None:
-    """"spirv", "spvasm" or "glsl" by suffix (or the SPIR-V magic number), else None."""
+    """"spirv", "spvasm", "glsl" or "hlsl" by suffix (or the SPIR-V magic number), else None."""
     suffix = path.suffix.lower()
     if suffix in SPIRV_SUFFIXES:
         return "spirv"
@@ -77,6 +83,8 @@ def file_kind(path: Path) -> str | None:
         return "spvasm"
     if suffix in GLSL_SUFFIXES:
         return "glsl"
+    if suffix in HLSL_SUFFIXES:
+        return "hlsl"
     try:
         head = read_head(path, 4)
     except ArgumentError:
@@ -108,10 +116,12 @@ def expand(paths, globs=(), excludes=(), max_bytes: int = DEFAULT_MAX_BYTES) -> 
             # not skipped unchecked
             found = sorted(f for f in p.rglob("*") if not f.is_dir()
                            and (matches(f, globs, p) if globs else
-                                f.suffix.lower() in SPIRV_SUFFIXES + ASM_SUFFIXES + GLSL_SUFFIXES)
+                                f.suffix.lower() in SPIRV_SUFFIXES + ASM_SUFFIXES + GLSL_SUFFIXES
+                                + HLSL_SUFFIXES)
                            and not matches(f, excludes, p))
             if not found:
-                raise ArgumentError(f"{shown(p)}: folder holds no .spv, .spvasm or GLSL shader file"
+                raise ArgumentError(f"{shown(p)}: folder holds no .spv, .spvasm, GLSL or HLSL "
+                                    "shader file"
                                     + (" matching the patterns" if globs or excludes else ""))
             out.extend(found)
         elif excludes and matches(p, excludes):
@@ -122,8 +132,8 @@ def expand(paths, globs=(), excludes=(), max_bytes: int = DEFAULT_MAX_BYTES) -> 
             check_input(p, max_bytes)   # raises, naming the kind
             raise ArgumentError(f"{shown(p)}: not a regular file or folder")
         elif file_kind(p) is None:
-            raise ArgumentError(f"{shown(p)}: unknown kind of file (expected .spv, .spvasm or a "
-                                f"GLSL suffix: {', '.join(GLSL_SUFFIXES)})")
+            raise ArgumentError(f"{shown(p)}: unknown kind of file (expected .spv, .spvasm, .hlsl "
+                                f"or a GLSL suffix: {', '.join(GLSL_SUFFIXES)})")
         else:
             out.append(p)
     for f in out:
@@ -135,12 +145,16 @@ def expand(paths, globs=(), excludes=(), max_bytes: int = DEFAULT_MAX_BYTES) -> 
 
 def compile_glsl_file(path: Path, env: str, includes=(), defines=None,
                       stage: str | None = None,
-                      max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[bytes | None, str]:
+                      max_bytes: int = DEFAULT_MAX_BYTES, auto_map: bool = False,
+                      entry: str | None = None, depfile: Path | None = None,
+                      ) -> tuple[bytes | None, str]:
     """(SPIR-V bytes, "") when glslang compiles `path` for `env`, else (None, its messages,
     where the file's name is written as `shown` prints it). `includes`: folders searched by
     `#include`; `defines`: {NAME: value or None} (-D); `stage`: the shader stage of a file whose
-    suffix does not say it (.glsl: "comp"); ArgumentError when `path` is not a regular file of
-    at most `max_bytes`."""
+    suffix does not say it (.glsl and .hlsl: "comp"); `auto_map`: glslang's --auto-map-bindings;
+    `entry`: an HLSL source's entry point (glslang -e; default "main"); `depfile`: where glslang
+    writes the files the source includes (--depfile); ArgumentError when `path` is not a
+    regular file of at most `max_bytes`."""
     from ..runtime.glsl import INCLUDE_PREAMBLE, GlslError, run_glslang
 
     with tempfile.TemporaryDirectory(prefix="vkir-validate-") as tmp:
@@ -150,8 +164,20 @@ def compile_glsl_file(path: Path, env: str, includes=(), defines=None,
         cmd += [f"-D{k}" if v is None else f"-D{k}={v}" for k, v in (defines or {}).items()]
         if stage is not None:
             cmd += ["-S", stage]
-        elif path.suffix.lower() == ".glsl":
+        elif path.suffix.lower() in (".glsl",) + HLSL_SUFFIXES:
             cmd += ["-S", "comp"]
+        if path.suffix.lower() in HLSL_SUFFIXES:
+            # glslang compiles an HLSL source without the entry function to an empty `main`
+            # and says nothing: name it here instead of calling such a module valid
+            name = entry or "main"
+            if not re.search(rb"\b" + name.encode() + rb"\s*\(", read_input(path, max_bytes)):
+                return None, (f"ERROR: {shown(path)}: no entry point function {name!r} in the "
+                              "HLSL source (name it with --entry)")
+            cmd += ["-D", "-e", name]   # a lone -D: the input is HLSL
+        if auto_map:
+            cmd += ["--auto-map-bindings"]
+        if depfile is not None:
+            cmd += ["--depfile", str(depfile)]
         if b"#include" in read_input(path, max_bytes):
             cmd += ["-P" + INCLUDE_PREAMBLE]
         try:
@@ -198,24 +224,30 @@ def check_words(data: bytes, env: str) -> list[Problem]:
 
 
 def check_file(path: Path, env: str, includes=(), defines=None, stage=None,
-               label: str = "", max_bytes: int = DEFAULT_MAX_BYTES) -> FileResult:
+               label: str = "", max_bytes: int = DEFAULT_MAX_BYTES, auto_map: bool = False,
+               entry: str | None = None, depfile: Path | None = None) -> FileResult:
     """Validate one file for `env`, compiling or assembling it first as its kind needs (GLSL
-    with `includes`, `defines` and `stage`, see compile_glsl_file); the result names the file
-    plus `label` (a variant's defines) and its `seconds` is how long that took. ArgumentError
-    when the file is not a regular file of at most `max_bytes`."""
+    and HLSL with `includes`, `defines`, `stage`, `auto_map`, `entry` and `depfile`, see
+    compile_glsl_file); the result names the file plus `label` (a variant's defines) and its
+    `seconds` is how long that took. ArgumentError when the file is not a regular file of at
+    most `max_bytes`."""
     started = time.perf_counter()
-    result = _check_file(path, env, includes, defines, stage, max_bytes)
+    result = _check_file(path, env, includes, defines, stage, max_bytes, auto_map, entry,
+                         depfile)
     if label:
         result.file = f"{result.file} [{label}]"
     result.seconds = time.perf_counter() - started
     return result
 
 
-def _check_file(path: Path, env: str, includes, defines, stage, max_bytes: int) -> FileResult:
+def _check_file(path: Path, env: str, includes, defines, stage, max_bytes: int,
+                auto_map: bool = False, entry: str | None = None,
+                depfile: Path | None = None) -> FileResult:
     kind = file_kind(path)
     result = FileResult(str(path), kind)
-    if kind == "glsl":
-        data, messages = compile_glsl_file(path, env, includes, defines, stage, max_bytes)
+    if kind in ("glsl", "hlsl"):
+        data, messages = compile_glsl_file(path, env, includes, defines, stage, max_bytes,
+                                           auto_map, entry, depfile)
         if data is None:
             result.problems.append(Problem("glslang", messages))
             return result
@@ -380,7 +412,7 @@ def cmd_dis(args) -> int:
     limit = parse_size(args.max_file_size) if args.max_file_size else DEFAULT_MAX_BYTES
     check_input(path, limit)
     kind = file_kind(path)
-    if kind == "glsl":
+    if kind in ("glsl", "hlsl"):
         data, messages = compile_glsl_file(path, "vulkan1.2", max_bytes=limit)
         if data is None:
             print("\n".join(printable(s) for s in
@@ -426,6 +458,11 @@ def add_commands(sub) -> None:
                    help="skip files matching it, e.g. headers (repeatable)")
     p.add_argument("-S", "--stage", metavar="STAGE",
                    help="shader stage of GLSL files whose suffix does not say it (default comp)")
+    p.add_argument("--auto-map-bindings", action="store_true",
+                   help="give resources declared without a binding the next free one "
+                        "(glslang --amb)")
+    p.add_argument("--entry", metavar="NAME",
+                   help='entry point of HLSL sources (default "main")')
     p.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
                    help="files checked at once (0: one per CPU)")
     p.add_argument("--cache", metavar="DIR",

@@ -44,6 +44,8 @@ class Options:
     jobs: int = 1
     cache: Path | None = None
     max_bytes: int = DEFAULT_MAX_BYTES   # per input file (validate_input)
+    auto_map: bool = False           # --auto-map-bindings (glslang --amb)
+    entry: str | None = None         # --entry: HLSL sources' entry point
 
     @staticmethod
     def from_args(args) -> "Options":
@@ -60,10 +62,14 @@ class Options:
         cache = getattr(args, "cache", None)
         size = getattr(args, "max_file_size", None)
         max_bytes = parse_size(size) if size else DEFAULT_MAX_BYTES
+        entry = getattr(args, "entry", None)
+        if entry is not None and not entry.replace("_", "a").isalnum():
+            raise ArgumentError(f"--entry {entry!r}: expected a function name")
         return Options(includes, defines,
                        _read_variants(manifest, max_bytes) if manifest else (),
                        getattr(args, "stage", None), jobs or (os.cpu_count() or 1),
-                       Path(cache) if cache else None, max_bytes)
+                       Path(cache) if cache else None, max_bytes,
+                       bool(getattr(args, "auto_map_bindings", False)), entry)
 
 
 def _define(text: str) -> tuple:
@@ -121,7 +127,7 @@ def run_jobs(files, env: str, options: Options) -> list[FileResult]:
             if hit is not None:
                 return hit
         result = check_file(path, env, options.includes, defines, options.stage, label,
-                            options.max_bytes)
+                            options.max_bytes, options.auto_map, options.entry)
         if key is not None:
             cache.write(key, result)
         return result
@@ -166,7 +172,8 @@ class RunCache:
         """The entry name of `path` checked with `defines` for `env`; None when the source
         cannot be read (its check then reports that)."""
         h = hashlib.sha256(f"vkir validate cache {CACHE_FORMAT}\n{_tool_versions()}\n{env}\n"
-                           f"{self.options.stage}\n{sorted(defines.items(), key=str)}\n".encode())
+                           f"{self.options.stage}\n{sorted(defines.items(), key=str)}\n"
+                           f"{self.options.auto_map} {self.options.entry}\n".encode())
         h.update(path.as_posix().encode() + b"\0")
         source = self._file_digest(path.resolve())
         if source is None:
