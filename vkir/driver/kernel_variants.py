@@ -93,7 +93,8 @@ class ProgramVariants:
             from .aliased_spirv import aliased
 
             words = aliased(self._words[program], self.target.env)
-            variant = self._rt.program(self._spec(words))
+            # (a kernel with texel reads aliases its storage-buffer variant: texel_views.py)
+            variant = self._rt.program(self._spec(words, self._storage_modules.get(program)))
             self._held.append(variant)
             self._words[variant] = words
             self._aliased[program.handle] = variant

@@ -37,6 +37,7 @@ class TexelBinding:
         self._texel_bindings = tuple(b for b in self.module.bindings if b.texel)
         self._texel_programs = {self.program} if self._texel_bindings else set()
         self._storage_programs = {}     # texel program -> its storage-buffer variant
+        self._storage_modules = {}      # storage-buffer variant -> its SpirvModule
         self._texel_cache = weakref.WeakKeyDictionary()   # runtime buffer -> {format: view}
         self._texel_formats = {b.texel: image_format(b.texel) for b in self._texel_bindings}
 
@@ -105,5 +106,6 @@ class TexelBinding:
         self._held.append(got)
         self._words[got] = module.words
         self._storage_programs[program] = got
+        self._storage_modules[got] = module
         self.compile_seconds += time.perf_counter() - t0
         return got
