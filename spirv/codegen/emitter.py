@@ -273,7 +273,7 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
     def declare(self, buffer: Buffer) -> None:
         """A DeclBuffer: a view (same element type) or, over a parameter, a cast binding."""
         key = (buffer.data, buffer.dtype)
-        if key in self.memory:
+        if key in self.memory or key in self.texels:
             return
         owner = self.local_memory.get(buffer.data)
         if owner is not None:
