@@ -164,8 +164,25 @@ CONV = all_configs(conv2d.kernel)
 @pytest.mark.parametrize("config", CONV, ids=ids(CONV))
 def test_conv2d_configs(device, config):
     x, w = rand(1, 2, 6, 8), rand(3, 2, 3, 3)
+    if config.get("form") == "window":
+        # the window form takes rows padded by the op (here to 28 columns: the 8 output
+        # columns rounded up to the grid's tiles, plus the float32x4 window) and (C, KH, KW, O)
+        # filters; 5 of its 8 or 16 output channels are computed and not stored
+        xp = np.zeros((1, 2, 8, 40), np.float32)
+        xp[:, :, 1:7, 1:9] = x
+        f = conv2d.kernel(1, 2, 8, 40, 3, 3, 3, stride=1, ow=8, **config)
+        check(f, device, [xp, w.transpose(1, 2, 3, 0).copy()],
+              [np.zeros((1, 3, 6, 8), np.float32)], [conv_reference(x, w, 1, 1)])
+        return
     f = conv2d.kernel(1, 2, 6, 8, 3, 3, 3, stride=1, padding=1, **config)
     check(f, device, [x, w], [np.zeros((1, 3, 6, 8), np.float32)], [conv_reference(x, w, 1, 1)])
+
+
+def test_conv2d_window_form_needs_wide_rows():
+    with pytest.raises(vkir.errors.ArgumentError, match="needs input rows of"):
+        conv2d.kernel(1, 2, 8, 10, 4, 3, 3, ow=8, form="window", toc=4, tw=8, wy=1, wmax=8)
+    with pytest.raises(vkir.errors.ArgumentError, match="padding=0"):
+        conv2d.kernel(1, 2, 8, 40, 4, 3, 3, padding=1, form="window", toc=4, tw=8)
 
 
 def test_device_class_of_this_device(device):
@@ -194,6 +211,9 @@ def test_pad_configs(device, config):
     x = rand(2, 3, 5)
     check(conv2d.pad_kernel(2, 3, 5, 2, **config), device, [x], [np.zeros((2, 7, 9), np.float32)],
           [np.pad(x, ((0, 0), (2, 2), (2, 2)))], rtol=0, atol=0)
+    # `extra` zero columns on the right (the op's row padding for whole tiles)
+    check(conv2d.pad_kernel(2, 3, 5, 1, extra=3, **config), device, [x],
+          [np.zeros((2, 5, 10), np.float32)], [np.pad(x, ((0, 0), (1, 1), (1, 4)))], rtol=0, atol=0)
 
 
 def test_subgroup_softmax_uses_subgroup_reductions_and_no_barrier(device):
