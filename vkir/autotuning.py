@@ -275,6 +275,8 @@ class Tuned:
         info = dev.info
         self.last_log = []
         hit = self.cached(info, **shape)
+        if hit is None and fleet is not None:   # no cache to read it from: the report serves
+            hit = self._fleet_winner(info)
         if hit is not None:
             kernel, reason = self._try_build(dev, shape, hit, cached=True)
             if kernel is not None:
@@ -294,6 +296,13 @@ class Tuned:
             raise UnsupportedError(f"{self.fn.__qualname__}: no config runs for {shape} on "
                                    f"{info.name!r}:\n  " + "\n  ".join(self.last_log))
         return self._tune(dev, shape, configs)
+
+    def _fleet_winner(self, info) -> dict | None:
+        """The config the last fleet tuning chose for the kind of device `info` describes."""
+        for report in self.fleet_report or ():
+            if report.best is not None and device_key(report.device) == device_key(info):
+                return dict(report.best.config)
+        return None
 
     def kernel(self, device=None, **shape):
         """The Kernel for `shape` on `device`, built once per device and shape (what the ops

@@ -144,6 +144,29 @@ def test_an_actor_times_the_candidate_the_job_sent_not_one_it_timed_before(fleet
         assert report.best is None
 
 
+def test_fleet_tuning_records_are_what_a_local_build_on_that_device_reads(fleet, device, tmp_path,
+                                                                          monkeypatch):
+    monkeypatch.setenv("VKIR_CACHE_DIR", str(tmp_path))
+    reports = tune_on_fleet(doubled, fleet, {"n": 512})
+    [mine] = [r for r in reports if r.device.name == device.info.name]
+    assert mine.best is not None
+    assert doubled.cached(device.info, n=512) == mine.best.config
+    kernel = doubled.build(device=device, tune=False, n=512)
+    assert kernel.config == mine.best.config and doubled.last_log == []
+    a = np.arange(512, dtype=np.float32)
+    c = np.zeros(512, np.float32)
+    kernel(a, c)
+    np.testing.assert_array_equal(c, 2 * a)
+
+
+def test_build_with_a_fleet_uses_its_winner_here_even_without_a_cache(fleet, device, monkeypatch):
+    monkeypatch.setenv("VKIR_CACHE_DIR", "0")   # nothing is recorded: the report must serve
+    kernel = doubled.build(fleet=fleet, device=device, n=1024)
+    [mine] = [r for r in doubled.fleet_report if r.device.name == device.info.name]
+    assert kernel.config == mine.best.config
+    assert not any(note.startswith("best") for note in doubled.last_log), doubled.last_log
+
+
 def test_candidates_the_template_refuses_or_the_device_cannot_run_are_skipped(fleet):
     @vkir.autotune(configs=[dict(w=512), dict(w=48), dict(w=64)], key=("n",))
     def sized(n, w):
