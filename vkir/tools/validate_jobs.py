@@ -5,13 +5,18 @@ checked in parallel, and a result cache keyed by everything a result depends on.
 A variants manifest is JSON: `{"glob": [{"NAME": "VALUE", ...}, ...], ...}`. A source whose path
 or name matches a glob is checked once per define set (its report line names the set); other
 sources once. The cache keeps one small JSON file per result, named by the SHA-256 of the
-source's bytes, the bytes of every file in its folder and in the include folders (an include may
-have changed), the options, the target environment and the SPIRV-Tools and glslang versions. An
-entry is sealed with vkir.store's MAC (the per-user key the compile cache uses) and written
+source's bytes, the options, the target environment and the SPIRV-Tools and glslang versions
+and, for GLSL and HLSL, the bytes of the files the source actually included (glslang's
+--depfile, remembered in a second entry per source) and the names in every folder an include
+is looked up in (the source's folder, the -I folders, the folder of each included file: a new
+file there could shadow one included before). A source that failed to compile, whose includes
+glslang did not list, is keyed by every file beside it and under the include folders instead.
+SPIR-V binaries and assembly include nothing: their bytes are the key. An entry is sealed with vkir.store's MAC (the per-user key the compile cache uses) and written
 through vkir.store (private folder, atomic write): an entry that cannot be read or does not
 verify (planted, edited, or sealed under another key, as a cache restored on a fresh CI runner
-is) is a miss, and the source is checked again. One run lists the cache folder once and hashes each
-file once (RunCache): its cost grows with the files, not with files times folder size.
+is) is a miss, and the source is checked again. One run lists the cache folder once, lists each
+folder and hashes each file at most once (RunCache): a warm run reads two small entries and
+hashes the source and its includes per source, whatever else lies beside it.
 """
 
 from __future__ import annotations
@@ -20,17 +25,19 @@ import functools
 import hashlib
 import json
 import os
+import re
 import stat
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .. import store
 from ..errors import ArgumentError
-from .validate import FileResult, Problem, matches, check_file
+from .validate import FileResult, Problem, check_file, file_kind, matches
 from .validate_input import DEFAULT_MAX_BYTES, parse_size, read_input, shown
 
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 
 
 @dataclass(frozen=True)
@@ -121,15 +128,19 @@ def run_jobs(files, env: str, options: Options) -> list[FileResult]:
 
     def one(job):
         path, defines, label = job
-        key = cache.key(path, defines, env) if cache is not None else None
-        if key is not None:
-            hit = cache.read(key)
-            if hit is not None:
-                return hit
-        result = check_file(path, env, options.includes, defines, options.stage, label,
-                            options.max_bytes, options.auto_map, options.entry)
-        if key is not None:
-            cache.write(key, result)
+        base = cache.key(path, defines, env) if cache is not None else None
+        if base is None:
+            return check_file(path, env, options.includes, defines, options.stage, label,
+                              options.max_bytes, options.auto_map, options.entry)
+        hit = cache.lookup(base, path)
+        if hit is not None:
+            return hit
+        with tempfile.TemporaryDirectory(prefix="vkir-validate-deps-") as tmp:
+            depfile = Path(tmp) / "deps.d"
+            result = check_file(path, env, options.includes, defines, options.stage, label,
+                                options.max_bytes, options.auto_map, options.entry, depfile)
+            deps = read_depfile(depfile) if result.kind in ("glsl", "hlsl") else []
+        cache.store(base, path, deps, result)
         return result
 
     if options.jobs <= 1 or len(jobs) <= 1:
@@ -169,20 +180,71 @@ class RunCache:
         self._folders: dict = {}    # (resolved folder, recursive) -> digest of its files
 
     def key(self, path: Path, defines: dict, env: str) -> str | None:
-        """The entry name of `path` checked with `defines` for `env`; None when the source
+        """The base key of `path` checked with `defines` for `env` (the source's bytes and
+        the options, not its includes: `lookup` and `store` add those); None when the source
         cannot be read (its check then reports that)."""
         h = hashlib.sha256(f"vkir validate cache {CACHE_FORMAT}\n{_tool_versions()}\n{env}\n"
                            f"{self.options.stage}\n{sorted(defines.items(), key=str)}\n"
-                           f"{self.options.auto_map} {self.options.entry}\n".encode())
+                           f"{self.options.auto_map} {self.options.entry}\n"
+                           f"{[Path(d).resolve().as_posix() for d in self.options.includes]}\n"
+                           .encode())
         h.update(path.as_posix().encode() + b"\0")
         source = self._file_digest(path.resolve())
         if source is None:
             return None
         h.update(source)
-        h.update(self._folder_digest(path.parent.resolve(), False))   # includes beside it
-        for folder in self.options.includes:
-            h.update(self._folder_digest(Path(folder).resolve(), True))
         return h.hexdigest()
+
+    def _full_key(self, base: str, path: Path, deps) -> str:
+        """The result key of base key `base` whose source included `deps` (resolved paths;
+        None: unknown, a failed compile)."""
+        h = hashlib.sha256(f"{base}\n".encode())
+        if deps is None:   # every file that could have been included
+            h.update(self._folder_digest(path.parent.resolve(), False))
+            for folder in self.options.includes:
+                h.update(self._folder_digest(Path(folder).resolve(), True))
+            return h.hexdigest()
+        if file_kind(path) not in ("glsl", "hlsl"):
+            return h.hexdigest()   # a binary or assembly includes nothing
+        folders = [path.parent.resolve()] + [Path(d).resolve() for d in self.options.includes]
+        for dep in deps:
+            dep = Path(dep)
+            h.update(dep.as_posix().encode() + b"\0" + (self._file_digest(dep) or b"missing"))
+            folders.append(dep.parent)
+        for folder in dict.fromkeys(folders):
+            h.update(self._listing(folder))
+        return h.hexdigest()
+
+    def lookup(self, base: str, path: Path) -> FileResult | None:
+        """The cached result for base key `base` of `path`, or None: its includes as the last
+        run recorded them, each hashed now, then the result under the full key."""
+        if file_kind(path) not in ("glsl", "hlsl"):   # includes nothing: one entry
+            return self.read(self._full_key(base, path, []))
+        doc = self._read_sealed(f"{base}-deps")
+        if doc is None or not (doc["deps"] is None or (isinstance(doc["deps"], list) and all(
+                isinstance(d, str) for d in doc["deps"]))):
+            return None
+        return self.read(self._full_key(base, path, doc["deps"]))
+
+    def store(self, base: str, path: Path, deps, result: FileResult) -> None:
+        """Keep `result` of base key `base` whose source included `deps` (None: unknown)."""
+        deps = None if deps is None else sorted({Path(d).resolve().as_posix() for d in deps}
+                                                - {path.resolve().as_posix()})
+        if file_kind(path) in ("glsl", "hlsl"):
+            self._write_sealed(f"{base}-deps", {"deps": deps})
+        self.write(self._full_key(base, path, deps), result)
+
+    def _listing(self, folder: Path) -> bytes:
+        """Digest of the names in `folder` (not their bytes): a file that appears there
+        could shadow an include found further down the search path."""
+        key = (folder, "names")
+        if key not in self._folders:
+            try:
+                names = sorted(e.name + ("/" if e.is_dir() else "") for e in os.scandir(folder))
+            except OSError:
+                names = ["<unreadable>"]
+            self._folders[key] = hashlib.sha256("\0".join(names).encode()).digest()
+        return self._folders[key]
 
     def _file_digest(self, path: Path) -> bytes | None:
         """SHA-256 of a regular file's bytes when it is within the size limit, else of its
@@ -216,31 +278,57 @@ class RunCache:
             self._folders[folder, recursive] = h.digest()
         return self._folders[folder, recursive]
 
-    def read(self, key: str) -> FileResult | None:
-        """The cached result of `key`, or None (not in the index, unreadable, damaged, or not
-        sealed by this user's vkir for `key`)."""
+    def _read_sealed(self, key: str):
+        """The body (a dict) of entry `key`, or None (not in the index, unreadable, damaged,
+        or not sealed by this user's vkir for `key`)."""
         if key not in self._entries:
             return None
         raw = store.read(self.folder / f"{key}.json", self.options.max_bytes)
         try:
             doc = json.loads(raw.decode("utf-8")) if raw is not None else None
-            if not isinstance(doc, dict) or not store.verify(
-                    _entry_name(key), _canonical(doc.get("result")), doc.get("mac")):
-                return None   # planted, edited or sealed under another key: checked again
-            result = doc["result"]
-            return FileResult(result["file"], result["kind"],
-                              [Problem(**p) for p in result["problems"]], 0.0)
-        except (ValueError, KeyError, TypeError):
+        except ValueError:
             return None   # an odd entry is a miss
+        if not isinstance(doc, dict) or not isinstance(doc.get("result"), dict) or \
+                not store.verify(_entry_name(key), _canonical(doc["result"]), doc.get("mac")):
+            return None   # planted, edited or sealed under another key: checked again
+        return doc["result"]
 
-    def write(self, key: str, result: FileResult) -> None:
-        """Keep `result` under `key`, sealed, atomically (vkir.store.write; an unwritable or
+    def _write_sealed(self, key: str, body: dict) -> None:
+        """Keep `body` under `key`, sealed, atomically (vkir.store.write; an unwritable or
         unsafe cache folder only costs time)."""
-        body = {"file": result.file, "kind": result.kind,
-                "problems": [asdict(p) for p in result.problems]}
         doc = {"result": body, "mac": store.mac(_entry_name(key), _canonical(body))}
         if store.write(self.folder / f"{key}.json", json.dumps(doc).encode()):
             self._entries.add(key)
+
+    def read(self, key: str) -> FileResult | None:
+        """The cached result of `key`, or None (missing, damaged or not sealed for `key`)."""
+        result = self._read_sealed(key)
+        if result is None:
+            return None
+        try:
+            return FileResult(result["file"], result["kind"],
+                              [Problem(**p) for p in result["problems"]], 0.0)
+        except (KeyError, TypeError):
+            return None   # an odd entry is a miss
+
+    def write(self, key: str, result: FileResult) -> None:
+        """Keep `result` under `key` (sealed, atomically)."""
+        self._write_sealed(key, {"file": result.file, "kind": result.kind,
+                                 "problems": [asdict(p) for p in result.problems]})
+
+
+def read_depfile(path: Path):
+    """The files a make-style depfile (glslang --depfile) lists after its target, or None
+    when glslang wrote none (a failed compile)."""
+    try:
+        text = path.read_text(errors="surrogateescape")
+    except OSError:
+        return None
+    _, sep, rest = text.partition(": ")
+    if not sep:
+        return None
+    rest = rest.replace("\\\n", " ")
+    return [p.replace("\\ ", " ") for p in re.split(r"(?<!\\)\s+", rest.strip()) if p]
 
 
 def _entry_name(key: str) -> str:
