@@ -221,8 +221,11 @@ def test_aliased_calls_run_code_that_declares_its_buffers_aliased(device):
     assert asm.count("Aliased") == 2 and "Aliased" not in k.asm
     # the read-only name no longer says that nothing writes its memory
     step = vkir.build(step_in_place, device=device)
-    assert "NonWritable" in step.asm
-    assert "NonWritable" not in disassemble(aliased(step.spirv, step.target.env))
+    # (on llvmpipe the read-only name is a texel buffer: aliased calls run the storage-buffer
+    # variant, vkir.driver.texel_views)
+    words = step._words[step._storage_for(step.program)] if step.texel_params else step.spirv
+    assert "NonWritable" in disassemble(words)
+    assert "NonWritable" not in disassemble(aliased(words, step.target.env))
     k(np.zeros(64, np.float32), np.zeros(64, np.float32))
     assert not k._aliased               # separate arrays: the plain pipeline
     x = np.zeros(64, np.float32)
