@@ -404,7 +404,8 @@ class Bench:
         self.add("layer_norm", "numpy", "wall_s", wall_samples(np_layer_norm, self.repeat), nbytes=nbytes)
 
     def conv2d(self):
-        from vkir.ops.conv import conv2d_kernel, pad_kernel
+        from vkir.ops.conv import _plan, conv2d_kernel, pad_kernel
+        from vkir.ops.layout import transpose_kernel
 
         vk, dev = self.vkir, self.dev
         nb, c, hw, _, o, kk = self.sizes["conv2d"]  # square input, square filters
@@ -421,17 +422,25 @@ class Bench:
         want = np_conv()
         X, W = vk.array(x, dev), vk.array(w, dev)
         Y = vk.empty(want.shape, "float32", dev)
-        # what vkir.ops.conv2d runs: pad the input, then the convolution without bounds tests
-        hp = hw + 2 * pad
-        XP = vk.empty((nb * c, hp, hp), "float32", dev)
-        kp = self.tuned(pad_kernel, NC=nb * c, H=hw, W=hw, padding=pad)
-        k = self.tuned(conv2d_kernel, NB=nb, C=c, H=hp, W=hp, O=o, KH=kk, KW=kk, stride=1,
-                       padding=0)
+        # what vkir.ops.conv2d runs: pad the input (rows to whole tiles), the filters transposed
+        # to (C, KH, KW, O) for the window form, then the convolution without bounds tests
+        plan = _plan(nb, c, hw, hw, o, kk, kk, 1, pad)
+        hp, wp = plan["conv"]["H"], plan["conv"]["W"]
+        XP = vk.empty((nb * c, hp, wp), "float32", dev)
+        kp = self.tuned(pad_kernel, **plan["pad"])
+        k = self.tuned(conv2d_kernel, **plan["conv"])
         X3 = vk.api.DeviceArray(X.buffer, (nb * c, hw, hw), X.dtype, dev)
-        XP4 = vk.api.DeviceArray(XP.buffer, (nb, c, hp, hp), XP.dtype, dev)
+        XP4 = vk.api.DeviceArray(XP.buffer, (nb, c, hp, wp), XP.dtype, dev)
+        steps = self.vkir_steps(kp, [(X3, XP)])
+        if k.config.get("form") == "window":
+            kt = self.tuned(transpose_kernel, shape=(o, c * kk * kk), axes=(1, 0))
+            WT = vk.empty((c, kk, kk, o), "float32", dev)
+            steps += self.vkir_steps(kt, [(vk.api.DeviceArray(W.buffer, (W.size,), W.dtype, dev),
+                                           vk.api.DeviceArray(WT.buffer, (W.size,), W.dtype, dev))])
+            W = WT
         flops = 2.0 * want.size * c * kk * kk
         self._timed("conv2d", {
-            "vkir": self.vkir_steps(kp, [(X3, XP)]) + self.vkir_steps(k, [(XP4, W, Y)]),
+            "vkir": steps + self.vkir_steps(k, [(XP4, W, Y)]),
         }, flops=flops, peers=self.iree_samples("conv2d", (nb, c, hw, hw, o, kk, kk, pad), [x, w],
                                                 want, rtol=1e-3, atol=1e-3))
         self.check("conv2d vkir", Y.numpy(), want, rtol=1e-3, atol=1e-3)
