@@ -273,12 +273,19 @@ class Fleet:
             moved = ", ".join(str(m) for m in out.moved_from)
             note = f"moved from lost {moved}" if moved and out.status == "done" else ""
             if out.status != "done":
-                results[i] = FleetResult(origin.fingerprint, False, out.message, 0.0, out.member.pid)
+                results[i] = FleetResult(origin.fingerprint, False, self._why(out), 0.0, out.member.pid)
                 continue
             ok, error, seconds, arrays = out.value
             results[i] = FleetResult(out.member.fingerprint, ok, error, seconds, out.member.pid,
                                      _own(arrays), note)
         return [results[i] for i in range(len(plan))]
+
+    def _why(self, out) -> str:
+        """Why a job gave no result; a fleet closed while it ran (from another thread) says so
+        rather than blaming the devices its close killed."""
+        if self.closed:
+            return f"the fleet was closed before the job finished ({out.message})"
+        return out.message
 
     def check(self, func, *args, devices=None, rtol=None, atol=None) -> list:
         """vkir_check on every selected device: `func` built here per kind of device, run on
@@ -311,7 +318,8 @@ class Fleet:
         for out in run_jobs(jobs, self._members):
             origin = out.job.tag
             if out.status != "done":
-                results.append(FleetResult(origin.fingerprint, False, out.message, 0.0, out.member.pid))
+                results.append(FleetResult(origin.fingerprint, False, self._why(out), 0.0,
+                                           out.member.pid))
                 continue
             ok, error, seconds, value = out.value
             moved = ", ".join(str(m) for m in out.moved_from)
