@@ -404,7 +404,7 @@ class Bench:
         self.add("layer_norm", "numpy", "wall_s", wall_samples(np_layer_norm, self.repeat), nbytes=nbytes)
 
     def conv2d(self):
-        from vkir.ops.conv import _plan, conv2d_kernel, pad_kernel
+        from vkir.ops.conv import conv2d_kernel, conv2d_plan, pad_kernel
         from vkir.ops.layout import transpose_kernel
 
         vk, dev = self.vkir, self.dev
@@ -424,7 +424,7 @@ class Bench:
         Y = vk.empty(want.shape, "float32", dev)
         # what vkir.ops.conv2d runs: pad the input (rows to whole tiles), the filters transposed
         # to (C, KH, KW, O) for the window form, then the convolution without bounds tests
-        plan = _plan(nb, c, hw, hw, o, kk, kk, 1, pad)
+        plan = conv2d_plan(nb, c, hw, hw, o, kk, kk, 1, pad)
         hp, wp = plan["conv"]["H"], plan["conv"]["W"]
         XP = vk.empty((nb * c, hp, wp), "float32", dev)
         kp = self.tuned(pad_kernel, **plan["pad"])

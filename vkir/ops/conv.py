@@ -233,7 +233,7 @@ def conv2d(x, w, stride=1, padding=0, device=None, out=None):
     if OH < 1 or OW < 1:
         raise ArgumentError(f"vkir.ops.conv2d: the {KH}x{KW} filter does not fit the {H}x{W} "
                             f"input padded by {padding}")
-    plan = _plan(NB, C, H, W, O, KH, KW, stride, padding)
+    plan = conv2d_plan(NB, C, H, W, O, KH, KW, stride, padding)
     dev = call.device
     xd = call.device_array("x")
     if plan["pad"] is not None:
@@ -259,7 +259,7 @@ def conv2d(x, w, stride=1, padding=0, device=None, out=None):
     return call.finish(res)
 
 
-def _plan(NB, C, H, W, O, KH, KW, stride, padding) -> dict:
+def conv2d_plan(NB, C, H, W, O, KH, KW, stride, padding) -> dict:
     """The shapes of the kernels `conv2d` runs: {"pad": pad_kernel's (None: no padding pass),
     "conv": conv2d_kernel's}. The padded rows reach every column the grid computes (the output
     width rounded up to _COLUMN_ROUND, 4 columns more for the window form's float32x4 loads),
@@ -283,7 +283,7 @@ def tuned_configs(device, shape) -> dict:
     from ..api import resolve_device
 
     dev = resolve_device(device)
-    plan = _plan(*shape)
+    plan = conv2d_plan(*shape)
     out = {}
     if plan["pad"] is not None:
         out["pad"] = pad_kernel.build(device=dev, **plan["pad"]).config
