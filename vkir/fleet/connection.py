@@ -166,7 +166,8 @@ class Fleet:
             handles.append(handle)
             self._owned.append(handle)
         try:
-            self._add(handles, [f"local device {str(sel)!r}" for sel in selectors])
+            self._add(handles, [f"local device {str(sel)!r}" for sel in selectors],
+                      [(sel, env) for sel in selectors])
         except BaseException:   # none of them joins the fleet: none is left running
             for handle in handles:
                 ray.kill(handle, no_restart=True)
@@ -181,15 +182,26 @@ class Fleet:
         self._add([ray.get_actor(n, namespace=NAMESPACE) for n in names],
                   [f"served actor {n}" for n in names])
 
-    def _add(self, handles: list, labels: list) -> None:
+    def _add(self, handles: list, labels: list, origins=None) -> None:
         ray = require_ray()
         described = ray.get([h.describe.remote() for h in handles])
         failed = [f"{label}: {info}" for label, info in zip(labels, described) if isinstance(info, str)]
         if failed:   # the caller kills what was started
             raise DeviceError("the fleet could not open " + "; ".join(failed))
         pids = ray.get([h.pid.remote() for h in handles])
-        for handle, info, pid in zip(handles, described, pids):
-            self._members.append(Member(handle, info, Fingerprint.of(info), pid))
+        origins = origins or [None] * len(handles)
+        for handle, info, pid, origin in zip(handles, described, pids, origins):
+            self._members.append(Member(handle, info, Fingerprint.of(info), pid, origin=origin))
+
+    def _replacement(self, member: Member):
+        """A fresh local actor on the device of `member` (killed because a job hung it), or
+        None where this fleet did not start it (a served actor is its node's to restart)."""
+        if member.origin is None or self.closed:
+            return None
+        selector, env = member.origin
+        before = len(self._members)
+        self._start_local([selector], env)
+        return self._members.pop(before)   # run_jobs adds it to the members it runs on
 
     def _live(self) -> list:
         if self.closed:
@@ -268,7 +280,7 @@ class Fleet:
                 continue
             jobs.append(Job(m, method, (func, tuple(args), entries) + tuple(extra),
                             CHECK_TIMEOUT, tag=i))
-        for out in run_jobs(jobs, self._members):
+        for out in run_jobs(jobs, self._members, self._replacement):
             i, origin = out.job.tag, out.job.member
             moved = ", ".join(str(m) for m in out.moved_from)
             note = f"moved from lost {moved}" if moved and out.status == "done" else ""
@@ -315,7 +327,7 @@ class Fleet:
         members = self.members(devices)
         jobs = [Job(m, "apply", (fn, args), timeout, tag=m) for m in members]
         results = []
-        for out in run_jobs(jobs, self._members):
+        for out in run_jobs(jobs, self._members, self._replacement):
             origin = out.job.tag
             if out.status != "done":
                 results.append(FleetResult(origin.fingerprint, False, self._why(out), 0.0,

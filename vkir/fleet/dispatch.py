@@ -8,7 +8,9 @@ member with the same fingerprint; where none is left, the job's result says whic
 lost. A job whose actor dies under it a second time is taken for the cause (it crashes devices)
 and ends "crashed" rather than taking every device of its kind down in turn; jobs that were only
 waiting for a dead actor move freely. A job that outlives its timeout has its actor killed (a
-hung device cannot be trusted with more work) and is reported as timed out. Nothing is dropped
+hung device cannot be trusted with more work) and is reported as timed out; where the fleet can
+start a fresh actor on the same device (`replace`), the jobs that were waiting go to it. Nothing
+is dropped
 silently: every job ends with exactly one `Outcome`.
 
 A run cut short (a job's method raised a bug, or the caller was interrupted) leaves calls
@@ -35,6 +37,7 @@ class Member:
     pid: int
     alive: bool = True
     flight: tuple | None = None   # (ref, timeout, started) of a call a cut-short run left running
+    origin: tuple | None = None   # (selector, env) of an actor this fleet started on this machine
 
     def __str__(self) -> str:
         return f"{self.fingerprint.name} (actor pid {self.pid})"
@@ -74,11 +77,14 @@ class Outcome:
     moved_from: tuple = ()
 
 
-def run_jobs(jobs: list, members: list) -> list:
+def run_jobs(jobs: list, members: list, replace=None) -> list:
     """Run every job; the Outcomes in the jobs' order. Each actor has one job in flight at a
     time (the rest wait in its queue here), so a job's timeout counts its own run only. An
     exception a job's method raised (a bug, not a device fault) propagates; the calls still
-    running then stay with their members for the next run to wait for."""
+    running then stay with their members for the next run to wait for.
+
+    `replace(member)`: a new Member for one whose actor was killed here because a job hung it
+    (it joins `members`; the jobs that were waiting for the killed actor go to it), or None."""
     import ray
 
     died = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
@@ -160,6 +166,9 @@ def run_jobs(jobs: list, members: list) -> list:
                         if job is not None:
                             end(job, "timeout", member,
                                 f"{member}: no result after {timeout:g} s; the actor was killed")
+                        fresh = replace(member) if replace is not None else None
+                        if fresh is not None:   # the hang was the job's, not the device's
+                            members.append(fresh)
                         lose(member)
                 continue
             ref = ready[0]

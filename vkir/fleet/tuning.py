@@ -25,7 +25,7 @@ from .jobs import entries_or_error
 __all__ = ["tune_on_fleet", "CandidateResult", "FleetTuning", "ROUNDS", "CANDIDATE_TIMEOUT"]
 
 ROUNDS = 2                 # times each candidate is timed, each time on the next device of its kind
-CANDIDATE_TIMEOUT = 120.0  # seconds one timing job may take before its device counts as hung
+CANDIDATE_TIMEOUT = 300.0  # seconds one timing job (build + runs) may take before its device counts as hung
 
 
 @dataclass
@@ -101,11 +101,15 @@ def tune_on_fleet(tuned, fleet, shape: dict, rounds: int = ROUNDS,
                 member = ms[(i + rnd) % len(ms)]
                 jobs.append(Job(member, "time", (func, entries), timeout, tag=result,
                                 group=(fp.key, i)))
-    for out in run_jobs(jobs, fleet._members):
+    lost: dict = {}   # candidate -> the message of a round whose device was lost under it
+    for out in run_jobs(jobs, fleet._members, fleet._replacement):
         result = out.job.tag
         if result.status != "ok" or out.status == "cancelled":
             continue   # a round already ended it (a cancelled round was never sent)
-        if out.status != "done":
+        if out.status == "lost":   # another job's device died: the rounds that ran still count
+            lost.setdefault(id(result), out.message)
+            continue
+        if out.status != "done":   # it hung or crashed its device
             result.status, result.reason = out.status, out.message
             continue
         ok, error, seconds, prebuilt = out.value
@@ -114,6 +118,13 @@ def tune_on_fleet(tuned, fleet, shape: dict, rounds: int = ROUNDS,
             continue
         result.rounds.append(seconds)
         result.prebuilt = result.prebuilt and prebuilt
+    for fp, report in reports.items():
+        for c in report.candidates:
+            if c.status == "ok" and id(c) in lost:
+                if c.rounds:
+                    c.reason = f"{rounds - len(c.rounds)} of {rounds} rounds lost: {lost[id(c)]}"
+                else:
+                    c.status, c.reason = "lost", lost[id(c)]
     for fp, report in reports.items():
         if report.cached:
             continue
