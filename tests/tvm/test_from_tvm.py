@@ -171,6 +171,34 @@ def test_symbolic_sizes_are_inferred_at_call_time(device, dlight_schedule):
         np.testing.assert_allclose(b, a * 2 + 1, rtol=1e-6)
 
 
+def test_symbolic_nd_shapes_keep_the_users_names(device, dlight_schedule):
+    """TVM flattens (n, m) buffers into one size it names `cse_v1`; the kernel takes the user's
+    2-D arrays again, its sizes named n and m as the user named them."""
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), "float32", name="A")
+    B = te.placeholder((n, m), "float32", name="B")
+    C = te.compute((n, m), lambda i, j: A[i, j] * B[i, j] + 1.0, name="C")
+    f = vkir.from_tvm(dlight_schedule(te.create_prim_func([A, B, C])))
+    assert [v.name for v in f.size_vars] == ["n", "m"]
+    assert [(f.buffer_map[p].name, [str(d) for d in f.buffer_map[p].shape]) for p in f.params] \
+        == [(name, ["n", "m"]) for name in "ABC"]
+    X = te.placeholder((n, 128), "float32", name="X")
+    r = te.reduce_axis((0, 128), name="r")
+    S = te.compute((n,), lambda i: te.sum(X[i, r], axis=r), name="S")
+    g = vkir.from_tvm(dlight_schedule(te.create_prim_func([X, S])))
+    assert [[str(d) for d in g.buffer_map[p].shape] for p in g.params] == [["n", "128"], ["n"]]
+    k, row_sum = vkir.build(f), vkir.build(g)
+    for shape in ((3, 5), (17, 64)):
+        a, b = RNG.random((2, *shape), dtype=np.float32)
+        c = np.zeros(shape, np.float32)
+        k(a, b, c)
+        np.testing.assert_allclose(c, a * b + 1, rtol=1e-6)
+    x = RNG.random((7, 128), dtype=np.float32)
+    s = np.zeros(7, np.float32)
+    row_sum(x, s)
+    np.testing.assert_allclose(s, x.sum(1), rtol=1e-5)
+
+
 @TT.prim_func(s_tir=True)
 def tvm_extern(A: TT.Buffer((64,), "float32")):
     for tx in TT.thread_binding(64, thread="threadIdx.x"):

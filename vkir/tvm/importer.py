@@ -146,10 +146,10 @@ class _Importer:
         if unbound:
             raise self.fail(f"handle parameter(s) {', '.join(unbound)} with no buffer declared "
                             "over them")
+        params, body = self.user_signature(params, buffer_map, body)
         # a scalar parameter that is a dimension of a buffer parameter: a size vkir infers
         dims = {d for buf in buffer_map.values() for d in buf.shape if isinstance(d, E.Var)}
         params = [p for p in params if p not in dims]
-        params, body = self.user_signature(params, buffer_map, body)
         attrs = {"global_symbol": self.name}
         for key in ("software_pipeline", "subgroup_size"):
             if key in func.attrs:
@@ -158,8 +158,10 @@ class _Importer:
 
     def user_signature(self, params, buffer_map, body):
         """The parameters in the order of the user's function, and each flattened buffer
-        parameter in the user's shape again (the flat view becomes an explicit DeclBuffer), so
-        that the kernel takes the arrays the TVM function took."""
+        parameter in the user's shape again, its symbolic sizes named as the user named them
+        (the flat view becomes an explicit DeclBuffer; a scalar parameter TVM made for the flat
+        size, e.g. `cse_v1`, is bound to the product of the user's dimensions), so that the
+        kernel takes the arrays the TVM function took."""
         if not self.signature:
             return params, body
         index = {name: k for k, (name, _, _) in enumerate(self.signature)}
@@ -169,18 +171,44 @@ class _Importer:
             return name if name in index else name.removesuffix("_ptr")
 
         params = sorted(params, key=lambda p: index.get(user_name(p), len(index)))
+        scalars = {p.name: p for p in params if p not in buffer_map}
+        sizes: dict = {}      # the user's size name -> its vkir Var
+        bound: dict = {}      # a flat-size scalar parameter -> the product it stands for
         for p in params:
             buf = buffer_map.get(p)
             if buf is None or user_name(p) not in index:
                 continue
             _, shape, dtype = self.signature[index[user_name(p)]]
-            flat = _static_size(buf.shape)
-            if shape is None or len(shape) == len(buf.shape) or dtype != buf.dtype or \
-                    buf.strides or flat is None or flat != _static_size(shape):
+            if dtype != buf.dtype or buf.strides or len(buf.shape) != 1 or None in shape:
                 continue
-            user = Buffer(user_name(p), p, buf.dtype, shape, scope=buf.scope)
+            flat = buf.shape[0]
+            if isinstance(flat, E.IntImm):
+                if len(shape) == 1 or _static_size(shape) != flat.value:
+                    continue
+                user_shape = shape
+            else:
+                user_shape = tuple(d if isinstance(d, int) else
+                                   sizes.setdefault(d, scalars.get(d, E.Var(d, flat.dtype)))
+                                   for d in shape)
+                if tuple(user_shape) == (flat,):
+                    continue   # already the user's
+                product = _product(user_shape, flat.dtype)
+                index_type = next((d.dtype for d in user_shape if isinstance(d, E.Var)),
+                                  flat.dtype)   # constant dimensions typed like the sizes
+                user_shape = tuple(E.IntImm(index_type, d) if isinstance(d, int) else d
+                                   for d in user_shape)
+                if isinstance(flat, E.Var) and flat.name in scalars and flat.name not in sizes:
+                    # TVM's name for the flat size (cse_v1): bound to the product
+                    if not _same(bound.setdefault(flat, product), product):
+                        continue   # one flat size, two user shapes: keep the flat view
+                elif not _same(flat, product):   # e.g. n * 128, over the user's sizes
+                    continue
+            user = Buffer(user_name(p), p, buf.dtype, user_shape, scope=buf.scope)
             body = S.DeclBuffer(buf, body)
             buffer_map[p] = user
+        for flat, product in bound.items():
+            body = S.LetStmt(flat, product, body)
+            params = [p for p in params if p is not flat]
         return params, body
 
     # -- statements ----------------------------------------------------------------------------
@@ -415,6 +443,21 @@ def _value(v):
     return str(v)
 
 
+def _same(a, b) -> bool:
+    from ..ir.structural import structural_equal
+
+    return a is b or structural_equal(a, b)
+
+
+def _product(shape, dtype) -> E.PrimExpr:
+    """The product of the dimensions `shape` (ints and Vars) in `dtype`."""
+    out = None
+    for d in shape:
+        d = E.IntImm(dtype, d) if isinstance(d, int) else d if d.dtype == dtype else E.Cast(dtype, d)
+        out = d if out is None else E.Mul(out, d)
+    return out
+
+
 def _static_size(shape) -> int | None:
     size = 1
     for d in shape:
@@ -425,18 +468,19 @@ def _static_size(shape) -> int | None:
 
 
 def signature(func) -> tuple:
-    """(name, shape or None, dtype) of each buffer parameter of a TVM PrimFunc written by the
-    user (shape None where it is not static)."""
+    """(name, shape, dtype) of each buffer parameter of a TVM PrimFunc written by the user: each
+    dimension an int, the name of a size variable, or None (another expression)."""
     out = []
     for p in func.params:
         if _kind(p.ty) != "BufferType":
             continue
-        shape = tuple(int(d.value) if _kind(d) == "IntImm" else None for d in p.shape)
+        shape = tuple(int(d.value) if _kind(d) == "IntImm" else
+                      str(d.name) if _kind(d) in ("Var", "SizeVar") else None for d in p.shape)
         try:
             dtype = DataType.parse(str(p.dtype))
         except UnsupportedError as exc:
             raise UnsupportedError(f"from_tvm: buffer {str(p.name)!r}: {exc}") from None
-        out.append((str(p.name), None if None in shape else shape, dtype))
+        out.append((str(p.name), shape, dtype))
     return tuple(out)
 
 
