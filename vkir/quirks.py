@@ -37,6 +37,11 @@ reads `Target.quirks`), so that a kernel computes the interpreter's result every
   uniform texel buffers (spirv/codegen/texel_reads.py), and a Kernel binds a VkBufferView over
   each such argument, or runs its storage-buffer variant for a call whose argument cannot be
   viewed (vkir.driver.texel_views).
+- "buffer_reference_merge_crash": SwiftShader's compiler crashes the process on a
+  buffer_reference (PhysicalStorageBuffer) pointer that takes different values on different
+  control-flow paths (a pointer variable assigned in a branch or a loop, as a linked-list walk
+  writes it). vkir's kernels never make one; an existing shader that does is refused by name
+  before the driver (vkir.driver.pointer_merges).
 
 Known and not yet worked around (found by the fuzzing campaign, python -m vkir.tools.fuzz): llvmpipe
 folds `x * 0.0` to 0 for an infinite or NaN x and `x - -0.0` to x for x = -0.0 in some
@@ -52,12 +57,14 @@ UINT_TO_FLOAT_RTZ = "uint_to_float_rtz"
 NUM_SUBGROUPS_PARTIAL = "num_subgroups_partial"
 INT64_SIGNED_COMPARE = "int64_signed_compare"
 STORAGE_LOADS_PER_LANE = "storage_loads_per_lane"
+BUFFER_REFERENCE_MERGE_CRASH = "buffer_reference_merge_crash"
 
 # (substring of the device or driver name, lowercase) -> the quirks of that driver
 _TABLE = (
     ("llvmpipe", frozenset({LOOP_TRIP_LIMIT, NUM_SUBGROUPS_PARTIAL, INT64_SIGNED_COMPARE,
                             STORAGE_LOADS_PER_LANE})),
-    ("swiftshader", frozenset({FLUSHES_DENORMALS, UINT_TO_FLOAT_RTZ})),
+    ("swiftshader", frozenset({FLUSHES_DENORMALS, UINT_TO_FLOAT_RTZ,
+                               BUFFER_REFERENCE_MERGE_CRASH})),
     ("nvidia", frozenset({FLUSHES_DENORMALS})),
 )
 

@@ -9,7 +9,7 @@ import pytest
 
 import vkir
 from vkir.driver.shader_addresses import device_address
-from vkir.errors import ArgumentError
+from vkir.errors import ArgumentError, UnsupportedError
 
 pytestmark = pytest.mark.device
 
@@ -169,4 +169,64 @@ def test_a_linked_list_is_walked_through_its_next_pointers(kernels):
     assert result.tolist() == [want, 17]
     k(result, grid=(1,), push={"head": 0})   # the null pointer: an empty list
     assert result.tolist() == [0, 0]
+    del nodes
+
+
+# the same walk with the pointer itself in a variable assigned in the loop (`n = n.next`)
+POINTER_WALK = LINKED_LIST.replace(
+    """    uvec2 at = uvec2(p.head);
+    int total = 0, count = 0;
+    while (at != uvec2(0u) && count < 1000) {
+        Node n = Node(at);
+        count += 1;
+        total += count * n.value;
+        at = uvec2(n.next);
+    }""",
+    """    Node n = p.head;
+    int total = 0, count = 0;
+    while (uvec2(n) != uvec2(0u) && count < 1000) {
+        count += 1;
+        total += count * n.value;
+        n = n.next;
+    }""")
+
+
+def _optimized(words: bytes) -> bytes:
+    """`words` through spirv-opt -O (the pointer variable becomes an OpPhi of pointers)."""
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from vkir.runtime.glsl import direct_binary
+
+    exe, env = direct_binary()
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = Path(tmp) / "in.spv", Path(tmp) / "out.spv"
+        src.write_bytes(words)
+        subprocess.run([str(Path(exe).parent / "spirv-opt"), "-O", str(src), "-o", str(out)],
+                       check=True, env=env, capture_output=True)
+        return out.read_bytes()
+
+
+def test_a_pointer_assigned_in_a_loop_runs_or_is_refused_by_name(kernels):
+    from vkir.quirks import BUFFER_REFERENCE_MERGE_CRASH
+    from vkir.runtime.glsl import compile_glsl
+
+    assert POINTER_WALK != LINKED_LIST
+    words = compile_glsl(POINTER_WALK, target_env="vulkan1.2")
+    optimized = _optimized(words)
+    if BUFFER_REFERENCE_MERGE_CRASH in kernels["list"].runtime.quirks:
+        # SwiftShader's compiler would crash the process: refused before the driver
+        for module, shown in ((words, "'n'"), (optimized, "'%")):
+            with pytest.raises(UnsupportedError, match=f"pointer {shown}.* takes different "
+                                                       "values on different control-flow paths"):
+                vkir.load_spirv(module)
+        return
+    values = np.arange(1, 9, dtype=np.int32)
+    nodes, head = _linked_list(values, [3, 1, 7, 0])
+    for module in (words, optimized):
+        k = vkir.load_spirv(module)
+        result = np.zeros(2, np.int32)
+        k(result, grid=(1,), push={"head": head})
+        assert result.tolist() == [1 * 4 + 2 * 2 + 3 * 8 + 4 * 1, 4]
     del nodes

@@ -31,6 +31,7 @@ from .shader_addresses import ShaderAddresses, is_address, pack_block
 from .shader_images import ShaderImages
 from .dispatch import ScratchBuffers, check_profile_counts, copy_back, run, stage, submit
 from .shader_needs import check_shader_needs
+from .pointer_merges import check_pointer_merges
 
 _AXES = "xyz"
 
@@ -63,7 +64,7 @@ class ShaderKernel:
     def __init__(self, spirv: bytes, device=None, entry: str = "main", specialization=None,
                  name: str | None = None):
         from ..spirv import validate
-        from ..spirv.reflection import reflect
+        from ..spirv.reflection import module_words, reflect
 
         rt = self._rt = runtime_for(device)
         self.device = rt.device
@@ -101,6 +102,8 @@ class ShaderKernel:
         self.push_constants = info.push_constants
         self.spec_constants = info.spec_constants
         check_shader_needs(info, rt, self.name)
+        check_pointer_merges(module_words(self.spirv), info.capabilities, rt.quirks,
+                             getattr(info._parsed, "names", {}), self.name, rt.name)
         if info.plain_inputs:
             raise UnsupportedError(f"{self.name}: input variable {info.plain_inputs[0]!r} has no "
                                    "BuiltIn decoration; a compute shader's only inputs are "
