@@ -13,6 +13,7 @@ array (vkir.driver.dlpack).
 from __future__ import annotations
 
 import hashlib
+import json
 import warnings
 import threading
 
@@ -98,14 +99,15 @@ def _build(tvm, tvm_ffi, mod, target, device):
     from .lowering import narrow
 
     mod = narrow(mod, target)
-    shims, kernels = {}, ([], [], [])
+    shims, kernels = {}, ([], [], [], [])
     for gv, func in mod.functions.items():
         name = gv.name_hint
         text = tvm.ir.save_json(func)
         key = f"{name}.{hashlib.sha256(text.encode()).hexdigest()[:24]}"
-        _kernel_launcher(key, text, name, func)   # built now: vkir's errors surface at compile
-        shims[name] = _shim(tvm, name, func, key, text)
-        for column, value in zip(kernels, (name, key, text)):
+        launcher = _kernel_launcher(key, text, name, func=func)   # vkir's errors surface now
+        built = _entries(launcher.source, launcher.kernel)
+        shims[name] = _shim(tvm, name, func, key, text, built)
+        for column, value in zip(kernels, (name, key, text, built)):
             column.append(value)
     module = tvm.get_global_func("vkir.tvm.kernel_module", allow_missing=True)
     if module is not None:   # the device API's library: a module export_library embeds
@@ -113,10 +115,21 @@ def _build(tvm, tvm_ffi, mod, target, device):
     return tvm.tirx.build(tvm.IRModule(shims), target="llvm")
 
 
-def _kernel_launcher(key: str, text: str, name: str, func=None):
+def _entries(source, kernel) -> str:
+    """The JSON of the SPIR-V and dispatch description of `kernel` (vkir.build of `source`) as
+    vkir compile-cache entries (vkir.fleet.jobs.kernel_entries: {key: entry}), which a loaded
+    library builds from without lowering or code generation."""
+    from ..fleet.jobs import kernel_entries
+
+    return json.dumps(kernel_entries(source, kernel.device.info))
+
+
+def _kernel_launcher(key: str, text: str, name: str, built: str = "", func=None):
     """The launcher of the kernel `key` on the installed device: built from its TVM PrimFunc
-    (`func`, else read back from its JSON `text`) on first use."""
+    (`func`, else read back from its JSON `text`) on first use, its SPIR-V taken from `built`
+    (the entries `_entries` wrote) where they fit the device (else compiled here)."""
     from .. import api
+    from ..cache.compile import prebuilt
     from .importer import import_prim_func
 
     device = _INSTALLED.get("device")
@@ -126,28 +139,32 @@ def _kernel_launcher(key: str, text: str, name: str, func=None):
         return got
     if func is None:
         func = require_tvm().ir.load_json(text)
-    kernel = api.build(import_prim_func(func, name), device=device)
+    source = import_prim_func(func, name)
+    with prebuilt(json.loads(built) if built else {}):
+        kernel = api.build(source, device=device)
     got = _launcher(kernel, func)
+    got.source = source
     with _LOCK:
         _KERNELS[(key, id(device))] = got
     return got
 
 
-def _launch(key, text, *args):
-    """The launcher both kernel modules call: run kernel `key` (TVM's JSON `text`) with TVM's kernel arguments."""
-    _kernel_launcher(str(key), str(text), str(key).rsplit(".", 1)[0])(*args)
+def _launch(key, text, built, *args):
+    """The launcher both kernel modules call: run kernel `key` (TVM's JSON `text`, vkir's
+    compiled kernel `built`) with TVM's kernel arguments."""
+    _kernel_launcher(str(key), str(text), str(key).rsplit(".", 1)[0], str(built))(*args)
 
 
-def _shim(tvm, name: str, func, key: str, text: str):
+def _shim(tvm, name: str, func, key: str, text: str, built: str):
     """A host function named like the kernel, taking TVM's kernel arguments (the parameters,
-    then one value per launch parameter) and passing them, after the kernel's key and JSON, to
-    the launcher."""
+    then one value per launch parameter) and passing them, after the kernel's key, JSON and
+    compiled kernel, to the launcher."""
     tirx = tvm.tirx
     params = [tirx.Var(str(p.name), p.ty) for p in func.params]
     launch = [tirx.Var(f"launch_{k}", "int32")
               for k in range(len(func.attrs["tirx.kernel_launch_params"]))]
     body = tirx.Evaluate(tirx.call_packed(_LAUNCHER, tvm.ir.StringImm(key), tvm.ir.StringImm(text),
-                                          *params, *launch))
+                                          tvm.ir.StringImm(built), *params, *launch))
     return tirx.PrimFunc(params + launch, body).with_attr("global_symbol", name)
 
 
@@ -176,6 +193,7 @@ def _launcher(kernel, func):
                                     "or one made by vkir.tvm.tensor/empty)")
             call.append(_view(array, buf, by_name, kernel.name))
         kernel(*call)
+    launch.kernel = kernel
     return launch
 
 

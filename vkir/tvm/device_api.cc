@@ -2,9 +2,10 @@
 // calls these methods; each forwards to a Python function vkir registers under
 // "vkir.tvm.device_api.<name>" (vkir/tvm/device_memory.py), where allocations are vkir device
 // arrays behind opaque handles. Also the module of a compile's Vulkan kernels ("vkir_vulkan"):
-// each kernel is its key and TVM's JSON, run by "vkir.tvm.launch"; it saves to bytes, so
-// export_library embeds it and load_module reads it back. Built on first use against the
-// installed wheel's own headers.
+// each kernel is its key, TVM's JSON and vkir's compiled SPIR-V with its dispatch description,
+// run by "vkir.tvm.device_api.launch"; it saves to bytes, so export_library embeds it and
+// load_module reads it back, and a loaded kernel runs without lowering or code generation.
+// Built on first use against the installed wheel's own headers.
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/extra/module.h>
 #include <tvm/ffi/function.h>
@@ -73,10 +74,11 @@ class VkirDeviceAPI final : public DeviceAPI {
   }
 };
 
-// The kernels of one compile: name -> (key, TVM's JSON of the device PrimFunc).
+// The kernels of one compile: name -> (key, TVM's JSON of the device PrimFunc, vkir's compiled
+// kernel: its SPIR-V and dispatch description as compile-cache entries, JSON).
 class KernelModule final : public tvm::ffi::ModuleObj {
  public:
-  std::vector<std::string> names, keys, texts;
+  std::vector<std::string> names, keys, texts, builds;
 
   const char* kind() const final { return "vkir_vulkan"; }
 
@@ -87,12 +89,13 @@ class KernelModule final : public tvm::ffi::ModuleObj {
   tvm::ffi::Optional<Function> GetFunction(const tvm::ffi::String& name) final {
     for (size_t i = 0; i < names.size(); ++i) {
       if (names[i] != std::string(name)) continue;
-      tvm::ffi::String key(keys[i]), text(texts[i]);
-      return Function::FromPacked([key, text](tvm::ffi::PackedArgs args, Any* rv) {
+      tvm::ffi::String key(keys[i]), text(texts[i]), built(builds[i]);
+      return Function::FromPacked([key, text, built](tvm::ffi::PackedArgs args, Any* rv) {
         std::vector<tvm::ffi::AnyView> all;
-        all.reserve(args.size() + 2);
+        all.reserve(args.size() + 3);
         all.emplace_back(key);
         all.emplace_back(text);
+        all.emplace_back(built);
         for (int k = 0; k < args.size(); ++k) all.push_back(args[k]);
         Callback("launch").CallPacked(all.data(), static_cast<int32_t>(all.size()), rv);
       });
@@ -107,11 +110,13 @@ class KernelModule final : public tvm::ffi::ModuleObj {
       out.append(reinterpret_cast<const char*>(&n), sizeof(n));
       out.append(s);
     };
+    put("vkir_vulkan 2");
     put(std::to_string(names.size()));
     for (size_t i = 0; i < names.size(); ++i) {
       put(names[i]);
       put(keys[i]);
       put(texts[i]);
+      put(builds[i]);
     }
     return tvm::ffi::Bytes(out);
   }
@@ -135,23 +140,30 @@ tvm::ffi::Module LoadKernelModule(const tvm::ffi::Bytes& bytes) {
     return s;
   };
   auto m = tvm::ffi::make_object<KernelModule>();
+  if (get() != "vkir_vulkan 2") {
+    TVM_FFI_THROW(RuntimeError) << "vkir: a Vulkan kernel module written by another vkir "
+                                   "version: export the library again";
+  }
   size_t count = std::stoul(get());
   for (size_t i = 0; i < count; ++i) {
     m->names.push_back(get());
     m->keys.push_back(get());
     m->texts.push_back(get());
+    m->builds.push_back(get());
   }
   return tvm::ffi::Module(m);
 }
 
 tvm::ffi::Module MakeKernelModule(tvm::ffi::Array<tvm::ffi::String> names,
                                   tvm::ffi::Array<tvm::ffi::String> keys,
-                                  tvm::ffi::Array<tvm::ffi::String> texts) {
+                                  tvm::ffi::Array<tvm::ffi::String> texts,
+                                  tvm::ffi::Array<tvm::ffi::String> builds) {
   auto m = tvm::ffi::make_object<KernelModule>();
   for (size_t i = 0; i < names.size(); ++i) {
     m->names.push_back(names[i]);
     m->keys.push_back(keys[i]);
     m->texts.push_back(texts[i]);
+    m->builds.push_back(builds[i]);
   }
   return tvm::ffi::Module(m);
 }
@@ -159,7 +171,7 @@ tvm::ffi::Module MakeKernelModule(tvm::ffi::Array<tvm::ffi::String> names,
 }  // namespace
 
 // Registers "device_api.vulkan" (the global TVM's DeviceAPIManager looks up for kDLVulkan), the
-// loader of saved kernel modules and "vkir.tvm.kernel_module" (names, keys, JSON texts).
+// loader of saved kernel modules and "vkir.tvm.kernel_module" (names, keys, JSON texts, builds).
 extern "C" int vkir_tvm_register_device_api() {
   static VkirDeviceAPI* api = new VkirDeviceAPI();   // lives as long as the process
   Function::SetGlobal("device_api.vulkan",
