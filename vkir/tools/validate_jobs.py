@@ -7,7 +7,7 @@ or name matches a glob is checked once per define set (its report line names the
 sources once. The cache keeps one small JSON file per result, named by the SHA-256 of the
 source's bytes, the options, the target environment and the SPIRV-Tools and glslang versions
 and, for GLSL and HLSL, the bytes of the files the source actually included (glslang's
---depfile, remembered in a second entry per source) and the names in every folder an include
+--depfile: the entry records them, and a run hashes them again) and the names in every folder an include
 is looked up in (the source's folder, the -I folders, the folder of each included file: a new
 file there could shadow one included before). A source that failed to compile, whose includes
 glslang did not list, is keyed by every file beside it and under the include folders instead.
@@ -15,7 +15,7 @@ SPIR-V binaries and assembly include nothing: their bytes are the key. An entry 
 through vkir.store (private folder, atomic write): an entry that cannot be read or does not
 verify (planted, edited, or sealed under another key, as a cache restored on a fresh CI runner
 is) is a miss, and the source is checked again. One run lists the cache folder once, lists each
-folder and hashes each file at most once (RunCache): a warm run reads two small entries and
+folder and hashes each file at most once (RunCache): a warm run reads one small entry and
 hashes the source and its includes per source, whatever else lies beside it.
 """
 
@@ -216,23 +216,31 @@ class RunCache:
         return h.hexdigest()
 
     def lookup(self, base: str, path: Path) -> FileResult | None:
-        """The cached result for base key `base` of `path`, or None: its includes as the last
-        run recorded them, each hashed now, then the result under the full key."""
-        if file_kind(path) not in ("glsl", "hlsl"):   # includes nothing: one entry
-            return self.read(self._full_key(base, path, []))
-        doc = self._read_sealed(f"{base}-deps")
-        if doc is None or not (doc["deps"] is None or (isinstance(doc["deps"], list) and all(
-                isinstance(d, str) for d in doc["deps"]))):
+        """The cached result for base key `base` of `path`, or None. The one entry of a base
+        key holds the includes its run recorded, the full key they gave and the result: a hit
+        when the includes, hashed now, give that key again."""
+        if file_kind(path) not in ("glsl", "hlsl"):   # includes nothing: its bytes decide
+            return self.read(base)
+        doc = self._read_sealed(base)
+        if doc is None:
             return None
-        return self.read(self._full_key(base, path, doc["deps"]))
+        deps = doc.get("deps")
+        if not (deps is None or (isinstance(deps, list) and all(isinstance(d, str)
+                                                                 for d in deps))):
+            return None
+        if doc.get("key") != self._full_key(base, path, deps):
+            return None   # an include changed, or a new file could shadow one
+        return _result(doc.get("result"))
 
     def store(self, base: str, path: Path, deps, result: FileResult) -> None:
         """Keep `result` of base key `base` whose source included `deps` (None: unknown)."""
+        if file_kind(path) not in ("glsl", "hlsl"):
+            self.write(base, result)
+            return
         deps = None if deps is None else sorted({Path(d).resolve().as_posix() for d in deps}
                                                 - {path.resolve().as_posix()})
-        if file_kind(path) in ("glsl", "hlsl"):
-            self._write_sealed(f"{base}-deps", {"deps": deps})
-        self.write(self._full_key(base, path, deps), result)
+        self._write_sealed(base, {"deps": deps, "key": self._full_key(base, path, deps),
+                                  "result": _body(result)})
 
     def _listing(self, folder: Path) -> bytes:
         """Digest of the names in `folder` (not their bytes): a file that appears there
@@ -302,19 +310,26 @@ class RunCache:
 
     def read(self, key: str) -> FileResult | None:
         """The cached result of `key`, or None (missing, damaged or not sealed for `key`)."""
-        result = self._read_sealed(key)
-        if result is None:
-            return None
-        try:
-            return FileResult(result["file"], result["kind"],
-                              [Problem(**p) for p in result["problems"]], 0.0)
-        except (KeyError, TypeError):
-            return None   # an odd entry is a miss
+        return _result(self._read_sealed(key))
 
     def write(self, key: str, result: FileResult) -> None:
         """Keep `result` under `key` (sealed, atomically)."""
-        self._write_sealed(key, {"file": result.file, "kind": result.kind,
-                                 "problems": [asdict(p) for p in result.problems]})
+        self._write_sealed(key, _body(result))
+
+
+def _body(result: FileResult) -> dict:
+    """What an entry keeps of a result."""
+    return {"file": result.file, "kind": result.kind,
+            "problems": [asdict(p) for p in result.problems]}
+
+
+def _result(body) -> FileResult | None:
+    """The FileResult an entry's body holds, or None for an odd one (a miss)."""
+    try:
+        return FileResult(body["file"], body["kind"],
+                          [Problem(**p) for p in body["problems"]], 0.0)
+    except (KeyError, TypeError):
+        return None
 
 
 def read_depfile(path: Path):
