@@ -1,5 +1,5 @@
 """What every op shares: argument handling (numpy or DeviceArray inputs, `device=`, `out=`),
-building a tuned template's kernel once per device and shape, and the `distribute_tile`
+checking a template's sizes, building a tuned template's kernel once per device and shape, and the `distribute_tile`
 schedule step the register-tiled templates use.
 """
 
@@ -150,6 +150,14 @@ def view(a, shape):
     shape = tuple(int(s) for s in shape)
     assert int(np.prod(shape, dtype=np.int64)) == a.size
     return DeviceArray(a.buffer, shape, a.dtype, a.device)
+
+
+def check_positive(what: str, **values) -> None:
+    """Raise ArgumentError naming the first of `values` (a template's sizes and schedule
+    parameters) that is not a positive int: "<what>: <name> must be a positive int"."""
+    for name, value in values.items():
+        if not isinstance(value, int) or value < 1:
+            raise ArgumentError(f"{what}: {name} must be a positive int, got {value!r}")
 
 
 def axis_index(op: str, axis, ndim: int) -> int:

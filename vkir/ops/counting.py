@@ -18,45 +18,18 @@ import numpy as np
 from ..autotuning import autotune
 from ..errors import ArgumentError
 from ..script import from_script
-from ._common import Call, view
+from ._common import Call, check_positive, view
 
-_TEXT = '''
+# both templates: each invocation walks its PER consecutive elements and, for each one inside
+# [edges[0], edges[NB]], finds its bin lo[0] ({find}) and counts it ({count}); {setup} and
+# {finish} are the private counters' zeroing and flushing (empty for one atomic per element)
+_WALK = '''
 @T.prim_func
-def histogram(x: T.Buffer((N,), "float32"), edges: T.Buffer((NB + 1,), "float32"),
-              hist: T.Buffer((NB,), "int32")):
+def {name}(x: T.Buffer((N,), "float32"), edges: T.Buffer((NB + 1,), "float32"),
+           hist: T.Buffer((NB,), "int32")):
     for bx in T.thread_binding((N + PER * W - 1) // (PER * W), "blockIdx.x"):
         for tx in T.thread_binding(W, "threadIdx.x"):
-            lo = T.alloc_buffer((1,), "int32", scope="local")
-            hi = T.alloc_buffer((1,), "int32", scope="local")
-            first = edges[0]
-            last = edges[NB]
-            for c in T.serial(PER):
-                e = (bx * W + tx) * PER + c
-                if e < N:
-                    v = x[e]
-                    if v >= first and v <= last:
-                        lo[0] = 0
-                        hi[0] = NB - 1
-                        for t in T.serial(STEPS):
-                            if lo[0] < hi[0]:
-                                m = (lo[0] + hi[0] + 1) // 2
-                                if edges[m] <= v:
-                                    lo[0] = m
-                                else:
-                                    hi[0] = m - 1
-                        T.atomic_add(hist[lo[0]], 1)
-'''
-
-_LOCAL_TEXT = '''
-@T.prim_func
-def histogram_local(x: T.Buffer((N,), "float32"), edges: T.Buffer((NB + 1,), "float32"),
-                    hist: T.Buffer((NB,), "int32")):
-    for bx in T.thread_binding((N + PER * W - 1) // (PER * W), "blockIdx.x"):
-        for tx in T.thread_binding(W, "threadIdx.x"):
-            counts = T.alloc_buffer((NB,), "int32", scope="local")
-            for b in T.serial(NB):
-                counts[b] = 0
-            lo = T.alloc_buffer((1,), "int32", scope="local")
+{setup}            lo = T.alloc_buffer((1,), "int32", scope="local")
             hi = T.alloc_buffer((1,), "int32", scope="local")
             first = edges[0]
             last = edges[NB]
@@ -66,11 +39,20 @@ def histogram_local(x: T.Buffer((N,), "float32"), edges: T.Buffer((NB + 1,), "fl
                     v = x[e]
                     if v >= first and v <= last:
 {find}
-                        counts[lo[0]] = counts[lo[0]] + 1
+{count}
+{finish}'''
+
+_COUNTERS = """\
+            counts = T.alloc_buffer((NB,), "int32", scope="local")
+            for b in T.serial(NB):
+                counts[b] = 0
+"""
+
+_FLUSH = """\
             for b in T.serial(NB):
                 if counts[b] != 0:
                     T.atomic_add(hist[b], counts[b])
-'''
+"""
 
 _SEARCH = """\
                         lo[0] = 0
@@ -93,6 +75,15 @@ _ESTIMATE = """\
                         elif lo[0] < NB - 1 and edges[lo[0] + 1] <= v:
                             lo[0] = lo[0] + 1"""
 
+_PAD = " " * 24
+
+
+def _env(N, bins, per, w):
+    """The templates' constants, once N, bins, per and w are checked."""
+    check_positive("histogram kernel", N=N, bins=bins, per=per, w=w)
+    return dict(N=N, NB=bins, PER=per, W=w, STEPS=int(bins).bit_length() + 1)
+
+
 LOCAL_BINS = 1024  # up to this many bins each invocation counts into a private local array
 
 
@@ -103,11 +94,10 @@ def histogram_kernel(N, bins, per=16, w=8):
     """The PrimFunc adding to hist (int32, `bins`) the count of x's N elements in each bin of
     `edges` (bins + 1 ascending float32 edges): bin b holds edges[b] <= v < edges[b + 1], the
     last bin also v == edges[bins]."""
-    for name, value in (("N", N), ("bins", bins), ("per", per), ("w", w)):
-        if not isinstance(value, int) or value < 1:
-            raise ArgumentError(f"histogram kernel: {name} must be a positive int, got {value!r}")
-    env = dict(N=N, NB=bins, PER=per, W=w, STEPS=int(bins).bit_length() + 1)
-    return from_script(_TEXT, env=env, file="<vkir.ops.counting>")
+    env = _env(N, bins, per, w)
+    text = _WALK.format(name="histogram", setup="", find=_SEARCH, finish="",
+                        count=f"{_PAD}T.atomic_add(hist[lo[0]], 1)")
+    return from_script(text, env=env, file="<vkir.ops.counting>")
 
 
 @autotune(configs={"cpu": [dict(per=4096, w=8), dict(per=16384, w=8), dict(per=1024, w=8)],
@@ -119,15 +109,14 @@ def local_histogram_kernel(N, bins, uniform=False, per=4096, w=8):
     to hist with one atomic each (bins <= LOCAL_BINS): per / bins times fewer atomics. With
     `uniform` (equal bins, as numpy makes for an int `bins`) an element's bin is computed and
     corrected against the edges as numpy does, else found by binary search."""
-    for name, value in (("N", N), ("bins", bins), ("per", per), ("w", w)):
-        if not isinstance(value, int) or value < 1:
-            raise ArgumentError(f"histogram kernel: {name} must be a positive int, got {value!r}")
+    env = _env(N, bins, per, w)
     if bins > LOCAL_BINS:
         raise ArgumentError(f"histogram kernel: {bins} bins; private counts take at most "
                             f"{LOCAL_BINS}")
-    per = min(per, 32768)   # (llvmpipe stops loops after 65535 iterations)
-    env = dict(N=N, NB=bins, PER=per, W=w, STEPS=int(bins).bit_length() + 1)
-    text = _LOCAL_TEXT.format(find=_ESTIMATE if uniform else _SEARCH)
+    env["PER"] = min(per, 32768)   # (llvmpipe stops loops after 65535 iterations)
+    text = _WALK.format(name="histogram_local", setup=_COUNTERS,
+                        find=_ESTIMATE if uniform else _SEARCH, finish=_FLUSH,
+                        count=f"{_PAD}counts[lo[0]] = counts[lo[0]] + 1")
     return from_script(text, env=env, file="<vkir.ops.counting local>")
 
 
