@@ -30,17 +30,6 @@ def is_address(t) -> bool:
     return t.kind == "pointer" and t.storage_class == "PhysicalStorageBuffer"
 
 
-def has_addresses(t, seen=None) -> bool:
-    """Whether reflected type `t` holds a buffer_reference anywhere (members, elements)."""
-    if is_address(t):
-        return True
-    if t.kind == "struct":
-        return any(has_addresses(m.type) for m in t.members)
-    if t.kind in ("array", "runtime_array") and t.element is not None:
-        return has_addresses(t.element)
-    return False
-
-
 def device_address(array) -> int:
     """The 64-bit device address of DeviceArray `array`'s first element, as a shader's
     buffer_reference holds it (UnsupportedError on a device without bufferDeviceAddress)."""
