@@ -18,13 +18,16 @@ import numpy as np
 from ..autotuning import autotune
 from ..errors import ArgumentError
 from ..script import from_script
-from ._common import Call, axis_index, view
+from ._common import Call, axis_index, check_positive, view
 
 DTYPES = ("float32", "int32", "uint32")
 
-_SCAN = '''
+# both templates: invocation g = (o, p, i) walks chunk p of line (o, i), keeping a running sum
+# from {start}; {step} is what it does with element r (v = x[...] when it reads it), {after}
+# what it does with the chunk's total
+_CHUNKS = '''
 @T.prim_func
-def scan(x: T.Buffer((O * R * I,), "{dt}"), {offsets}y: T.Buffer((O * R * I,), "{dt}")):
+def {name}(x: T.Buffer((O * R * I,), "{dt}"), {params}):
     for bx in T.thread_binding((O * P * I + W - 1) // W, "blockIdx.x"):
         for tx in T.thread_binding(W, "threadIdx.x"):
             g = bx * W + tx
@@ -38,42 +41,23 @@ def scan(x: T.Buffer((O * R * I,), "{dt}"), {offsets}y: T.Buffer((O * R * I,), "
                 for c in T.serial(C):
                     r = p * C + c
                     if r < R:
-                        v = x[base + r * I]
-{update}'''
-
-_SUMS = '''
-@T.prim_func
-def chunk_sums(x: T.Buffer((O * R * I,), "{dt}"), s: T.Buffer((O * P * I,), "{dt}")):
-    for bx in T.thread_binding((O * P * I + W - 1) // W, "blockIdx.x"):
-        for tx in T.thread_binding(W, "threadIdx.x"):
-            g = bx * W + tx
-            if g < O * P * I:
-                o = g // (P * I)
-                p = g // I % P
-                i = g % I
-                base = o * R * I + i
-                run = T.alloc_buffer((1,), "{dt}", scope="local")
-                run[0] = {zero}
-                for c in T.serial(C):
-                    r = p * C + c
-                    if r < R:
-                        run[0] = run[0] + x[base + r * I]
-                s[g] = run[0]
-'''
+{step}{after}'''
 
 
 def _zero(dtype):
     return "T.float32(0)" if dtype == "float32" else f"T.{dtype}(0)"
 
 
-def _check(O, R, I, dtype, chunk, w):
-    for name, value in (("O", O), ("R", R), ("I", I), ("chunk", chunk), ("w", w)):
-        if not isinstance(value, int) or value < 1:
-            raise ArgumentError(f"scan kernel: {name} must be a positive int, got {value!r}")
+_IN_LOOP, _AFTER_LOOP = " " * 24, " " * 16   # the indentation of {step} and {after}
+
+
+def _env(O, R, I, dtype, chunk, w):
+    """The templates' constants (P: the chunks per line), once the arguments are checked."""
+    check_positive("scan kernel", O=O, R=R, I=I, chunk=chunk, w=w)
     if dtype not in DTYPES:
         raise ArgumentError(f"scan kernel: dtype must be one of {', '.join(DTYPES)}, got "
                             f"{dtype!r}")
-    return (R + chunk - 1) // chunk
+    return dict(O=O, R=R, I=I, P=(R + chunk - 1) // chunk, C=chunk, W=w)
 
 
 @autotune(configs={"cpu": [dict(w=8), dict(w=64), dict(w=1)],
@@ -84,17 +68,16 @@ def scan_kernel(O, R, I, dtype="float32", exclusive=False, chunk=64, with_offset
     (elements p*chunk ... of line (o, i)) serially, starting from offsets[o, p, i] when
     `with_offsets` (the exclusive scan of the chunk sums) else from 0; `w` invocations per
     workgroup."""
-    P = _check(O, R, I, dtype, chunk, w)
-    pad = " " * 24
+    env = _env(O, R, I, dtype, chunk, w)
+    pad = _IN_LOOP
     if exclusive:
         update = f"{pad}y[base + r * I] = run[0]\n{pad}run[0] = run[0] + v\n"
     else:
         update = f"{pad}run[0] = run[0] + v\n{pad}y[base + r * I] = run[0]\n"
-    text = _SCAN.format(dt=dtype, update=update,
-                        offsets=(f'offsets: T.Buffer((O * P * I,), "{dtype}"), '
-                                 if with_offsets else ""),
-                        start="offsets[g]" if with_offsets else _zero(dtype))
-    env = dict(O=O, R=R, I=I, P=P, C=chunk, W=w)
+    offsets = f'offsets: T.Buffer((O * P * I,), "{dtype}"), ' if with_offsets else ""
+    text = _CHUNKS.format(name="scan", dt=dtype, params=f'{offsets}y: T.Buffer((O * R * I,), '
+                          f'"{dtype}")', start="offsets[g]" if with_offsets else _zero(dtype),
+                          step=f"{pad}v = x[base + r * I]\n{update}", after="")
     return from_script(text, env=env, file="<vkir.ops.scan>")
 
 
@@ -104,10 +87,12 @@ def scan_kernel(O, R, I, dtype="float32", exclusive=False, chunk=64, with_offset
 def chunk_sum_kernel(O, R, I, dtype="float32", chunk=64, w=8):
     """The PrimFunc writing s[o, p, i] = the sum of chunk p of line (o, i) of x (O, R, I):
     the first pass of the chunked scan."""
-    P = _check(O, R, I, dtype, chunk, w)
-    text = _SUMS.format(dt=dtype, zero=_zero(dtype))
-    return from_script(text, env=dict(O=O, R=R, I=I, P=P, C=chunk, W=w),
-                       file="<vkir.ops.scan sums>")
+    env = _env(O, R, I, dtype, chunk, w)
+    text = _CHUNKS.format(name="chunk_sums", dt=dtype, params=f's: T.Buffer((O * P * I,), '
+                          f'"{dtype}")', start=_zero(dtype),
+                          step=f"{_IN_LOOP}run[0] = run[0] + x[base + r * I]\n",
+                          after=f"{_AFTER_LOOP}s[g] = run[0]\n")
+    return from_script(text, env=env, file="<vkir.ops.scan sums>")
 
 
 def chunk_for(O, R, I) -> int:
