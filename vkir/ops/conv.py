@@ -26,15 +26,17 @@ from __future__ import annotations
 from ..autotuning import autotune
 from ..errors import ArgumentError
 from ..script import from_script
-from ._common import Call, distribute_tile, view
+from ._common import Call, check_positive, distribute_tile, view
 
 # the op pads each input row so that the grid's columns up to the output width rounded up to
 # this many read inside the row (every config computes at most that many: its tw * wmax <= 64)
 _COLUMN_ROUND = 64
 
-_TEXT = '''
+# both forms: the grid, one invocation's tile of accumulators, and the store of the tile;
+# {filters} is the filters' layout, the body between accumulates the tile
+_HEAD = '''
 @T.prim_func
-def conv2d(x: T.Buffer((NB, C, H, W), "float32"), w: T.Buffer((O, C, KH, KW), "float32"),
+def conv2d(x: T.Buffer((NB, C, H, W), "float32"), w: T.Buffer({filters}, "float32"),
            y: T.Buffer((NB, O, OH, OW), "float32")):
     for bz in T.thread_binding(NB * OH, "blockIdx.z"):
         for by in T.thread_binding((O + BO - 1) // BO, "blockIdx.y"):
@@ -44,6 +46,16 @@ def conv2d(x: T.Buffer((NB, C, H, W), "float32"), w: T.Buffer((O, C, KH, KW), "f
                         n = bz // OH
                         oh = bz % OH
                         acc = T.alloc_buffer((TOC, TW), "float32", scope="local")
+'''
+
+_STORE = '''\
+                        for i in T.unroll(TOC):
+                            for j0 in T.unroll(TW // V):
+                                for j in T.vectorized(V):
+{store}
+'''
+
+_TEXT = _HEAD + '''\
                         for i in T.unroll(TOC, annotations={{"register_tile": 1}}):
                             for j0 in T.unroll(TW // V):
                                 for j in T.vectorized(V):
@@ -52,25 +64,9 @@ def conv2d(x: T.Buffer((NB, C, H, W), "float32"), w: T.Buffer((O, C, KH, KW), "f
                                         for kh in T.serial(KH):
                                             for kw in T.serial(KW):
                                                 acc[i, j0 * V + j] = acc[i, j0 * V + j] + w[T.min((by * WY + ty) * TOC + i, O - 1), c, kh, kw] * {xval}
-                        for i in T.unroll(TOC):
-                            for j0 in T.unroll(TW // V):
-                                for j in T.vectorized(V):
-{store}
-'''
+''' + _STORE
 
-
-_WINDOW = '''
-@T.prim_func
-def conv2d(x: T.Buffer((NB, C, H, W), "float32"), w: T.Buffer((C, KH, KW, O), "float32"),
-           y: T.Buffer((NB, O, OH, OW), "float32")):
-    for bz in T.thread_binding(NB * OH, "blockIdx.z"):
-        for by in T.thread_binding((O + BO - 1) // BO, "blockIdx.y"):
-            for bx in T.thread_binding((OW + BW - 1) // BW, "blockIdx.x"):
-                for ty in T.thread_binding(WY, "threadIdx.y"):
-                    for tx in T.thread_binding(WX, "threadIdx.x"):
-                        n = bz // OH
-                        oh = bz % OH
-                        acc = T.alloc_buffer((TOC, TW), "float32", scope="local")
+_WINDOW = _HEAD + '''\
                         xw = T.alloc_buffer((1, XW), "float32", scope="local")
                         wv = T.alloc_buffer((1, TOC), "float32", scope="local")
                         for i in T.unroll(TOC):
@@ -90,11 +86,7 @@ def conv2d(x: T.Buffer((NB, C, H, W), "float32"), w: T.Buffer((C, KH, KW, O), "f
                                         for j0 in T.unroll(TW // V):
                                             for j in T.vectorized(V):
                                                 acc[i, j0 * V + j] = acc[i, j0 * V + j] + wv[0, i] * xw[0, (j0 * V + j) * S + kw]
-                        for i in T.unroll(TOC):
-                            for j0 in T.unroll(TW // V):
-                                for j in T.vectorized(V):
-{store}
-'''
+''' + _STORE
 
 
 @autotune(configs={
@@ -117,11 +109,8 @@ def conv2d_kernel(NB, C, H, W, O, KH, KW, stride=1, padding=0, ow=None, toc=8, t
     width when the input has more columns on the right than the output needs (default: all the
     input allows). The window form takes no `padding` and needs the input rows to reach every
     column the grid computes (`conv2d` pads them so)."""
-    for name, value in (("NB", NB), ("C", C), ("H", H), ("W", W), ("O", O), ("KH", KH),
-                        ("KW", KW), ("stride", stride), ("toc", toc), ("tw", tw), ("wy", wy),
-                        ("wmax", wmax), ("v", v)):
-        if not isinstance(value, int) or value < 1:
-            raise ArgumentError(f"conv2d kernel: {name} must be a positive int, got {value!r}")
+    check_positive("conv2d kernel", NB=NB, C=C, H=H, W=W, O=O, KH=KH, KW=KW, stride=stride,
+                   toc=toc, tw=tw, wy=wy, wmax=wmax, v=v)
     if not isinstance(padding, int) or padding < 0:
         raise ArgumentError(f"conv2d kernel: padding must be an int >= 0, got {padding!r}")
     if form not in ("tile", "window"):
@@ -164,7 +153,7 @@ def conv2d_kernel(NB, C, H, W, O, KH, KW, stride=1, padding=0, ow=None, toc=8, t
         oc4 = "(by * WY + ty) * TOC + i0 * 4 + i"
         if O % (toc * wy):
             oc4 = f"T.min({oc4}, O - 1)"
-        text = _WINDOW.format(oc4=oc4, store=store)
+        text = _WINDOW.format(filters="(C, KH, KW, O)", oc4=oc4, store=store)
         return from_script(text, env=env, file="<vkir.ops.conv2d window>")
     ow_ = "(bx * WX + tx) * TW + j0 * V + j"
     ih = f"oh * {stride} + kh - {padding}" if padding else f"oh * {stride} + kh"
@@ -175,7 +164,7 @@ def conv2d_kernel(NB, C, H, W, O, KH, KW, stride=1, padding=0, ow=None, toc=8, t
                 f"T.max(T.min({iw}, W - 1), 0)], T.float32(0))")
     else:
         xval = f"x[n, c, {ih}, {iw}]"
-    text = _TEXT.format(xval=xval, store=store)
+    text = _TEXT.format(filters="(O, C, KH, KW)", xval=xval, store=store)
     return distribute_tile(from_script(text, env=env, file="<vkir.ops.conv2d>"))
 
 
@@ -199,9 +188,7 @@ def pad_kernel(NC, H, W, padding, extra=0, wg=64):
     """The PrimFunc y = x padded with `padding` zeros on each side of its last two dims, and
     `extra` more zero columns on the right, for x (NC, H, W): one output element per
     invocation, `wg` invocations per workgroup."""
-    for name, value in (("NC", NC), ("H", H), ("W", W), ("wg", wg)):
-        if not isinstance(value, int) or value < 1:
-            raise ArgumentError(f"pad kernel: {name} must be a positive int, got {value!r}")
+    check_positive("pad kernel", NC=NC, H=H, W=W, wg=wg)
     for name, value in (("padding", padding), ("extra", extra)):
         if not isinstance(value, int) or value < 0:
             raise ArgumentError(f"pad kernel: {name} must be an int >= 0, got {value!r}")
