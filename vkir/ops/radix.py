@@ -24,6 +24,7 @@ from __future__ import annotations
 from ..autotuning import autotune
 from ..errors import ArgumentError
 from ..script import from_script
+from ._common import check_positive
 
 _KEY = {
     "float32": ("bits = T.reinterpret(v, \"uint32\")\n"
@@ -34,50 +35,41 @@ _KEY = {
     "uint32": "key = v",
 }
 
-_COUNT = '''
+# both passes: invocation p walks chunk p, starting from 256 private counters {c}[d] = {init},
+# and takes each element's key and digit d; {use} is what it does with them
+_WALK = '''
 @T.prim_func
-def radix_count({src}, counts: T.Buffer((256 * P,), "int32"), shift: T.int32):
+def {name}({params}):
     for bx in T.thread_binding((P + W - 1) // W, "blockIdx.x"):
         for tx in T.thread_binding(W, "threadIdx.x"):
             p = bx * W + tx
             if p < P:
-                c = T.alloc_buffer((256,), "int32", scope="local")
+                {c} = T.alloc_buffer((256,), "int32", scope="local")
                 for d in T.serial(256):
-                    c[d] = 0
+                    {c}[d] = {init}
                 for i in T.serial(C):
                     e = p * C + i
                     if e < N:
 {key}
                         d = T.cast((key >> T.cast(shift, "uint32")) & T.uint32(255), "int32")
+{use}'''
+
+_PAD = " " * 24
+
+# {use} of the count pass: add one to the digit's counter; at the chunk's end write them out
+_COUNT_USE = """\
                         c[d] = c[d] + 1
                 for d in T.serial(256):
                     counts[d * P + p] = c[d]
-'''
+"""
 
-_SCATTER = '''
-@T.prim_func
-def radix_scatter({src}{pay_in}offsets: T.Buffer((256 * P,), "int32"),
-                  kout: T.Buffer((N,), "uint32"), pout: T.Buffer((N,), "{pt}"),
-                  shift: T.int32):
-    for bx in T.thread_binding((P + W - 1) // W, "blockIdx.x"):
-        for tx in T.thread_binding(W, "threadIdx.x"):
-            p = bx * W + tx
-            if p < P:
-                o = T.alloc_buffer((256,), "int32", scope="local")
-                for d in T.serial(256):
-                    o[d] = offsets[d * P + p]
-                for i in T.serial(C):
-                    e = p * C + i
-                    if e < N:
-{key}
-                        d = T.cast((key >> T.cast(shift, "uint32")) & T.uint32(255), "int32")
+# {use} of the scatter pass: the key and payload go to the digit's next position
+_SCATTER_USE = """\
                         at = o[d]
                         o[d] = at + 1
                         kout[at] = key
                         pout[at] = {payload}
-'''
-
-_PAD = " " * 24
+"""
 
 
 def _key_text(dtype, first):
@@ -87,10 +79,7 @@ def _key_text(dtype, first):
 
 
 def _check(N, P, C, w):
-    for name, value in (("N", N), ("P", P), ("C", C), ("w", w)):
-        if not isinstance(value, int) or value < 1:
-            raise ArgumentError(f"radix sort kernel: {name} must be a positive int, got "
-                                f"{value!r}")
+    check_positive("radix sort kernel", N=N, P=P, C=C, w=w)
     if P * C < N:
         raise ArgumentError(f"radix sort kernel: {P} chunks of {C} do not cover {N} elements")
 
@@ -106,7 +95,9 @@ def radix_count_kernel(N, P, C, dtype="float32", first=True, w=8):
     of the N) whose digit (key >> shift) & 255 is d; `first`: src is the data (dtype), else
     the keys of the previous pass (uint32)."""
     _check(N, P, C, w)
-    text = _COUNT.format(src=_src(dtype, first), key=_key_text(dtype, first))
+    text = _WALK.format(name="radix_count", params=f'{_src(dtype, first)}, counts: '
+                        'T.Buffer((256 * P,), "int32"), shift: T.int32', c="c", init="0",
+                        key=_key_text(dtype, first), use=_COUNT_USE)
     return from_script(text, env=dict(N=N, P=P, C=C, W=w), file="<vkir.ops.radix count>")
 
 
@@ -123,8 +114,10 @@ def radix_scatter_kernel(N, P, C, dtype="float32", first=True, with_index=False,
         pay_in, payload = "", ("e" if with_index else "v")
     else:
         pay_in, payload = f'pin: T.Buffer((N,), "{pt}"), ', "pin[e]"
-    text = _SCATTER.format(src=_src(dtype, first) + ", ", pay_in=pay_in, pt=pt,
-                           key=_key_text(dtype, first), payload=payload)
+    params = (f'{_src(dtype, first)}, {pay_in}offsets: T.Buffer((256 * P,), "int32"), '
+              f'kout: T.Buffer((N,), "uint32"), pout: T.Buffer((N,), "{pt}"), shift: T.int32')
+    text = _WALK.format(name="radix_scatter", params=params, c="o", init="offsets[d * P + p]",
+                        key=_key_text(dtype, first), use=_SCATTER_USE.format(payload=payload))
     return from_script(text, env=dict(N=N, P=P, C=C, W=w), file="<vkir.ops.radix scatter>")
 
 
