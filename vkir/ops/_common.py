@@ -1,6 +1,6 @@
 """What every op shares: argument handling (numpy or DeviceArray inputs, `device=`, `out=`),
-checking a template's sizes, building a tuned template's kernel once per device and shape, and the `distribute_tile`
-schedule step the register-tiled templates use.
+checking a template's sizes, building a tuned template's kernel once per device and shape, and
+the `distribute_tile` schedule step the register-tiled templates use.
 """
 
 from __future__ import annotations
