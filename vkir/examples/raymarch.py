@@ -20,9 +20,24 @@ from vkir import T
 __all__ = ["render_scene", "render_scene_rgba8", "to_rgba8", "render_reference",
            "render_reference_rgba8"]
 
-# the scene, literal in the kernel: an orange sphere at (-0.75, 0.7, 0.6) of radius 0.7, a blue
-# one at (0.85, 0.45, 0) of radius 0.45, the floor y = 0; the light comes from (-0.48, 0.8, -0.36)
-# (a unit vector); the camera sits at (0, 1.2, -3.5) looking down +z, tilted a little downward
+# the scene, literal in the kernel and its two distance functions: an orange sphere at
+# (-0.75, 0.7, 0.6) of radius 0.7, a blue one at (0.85, 0.45, 0) of radius 0.45, the floor y = 0;
+# the light comes from (-0.48, 0.8, -0.36) (a unit vector); the camera sits at (0, 1.2, -3.5)
+# looking down +z, tilted a little downward
+
+
+@T.func
+def orange_distance(px: T.float32, py: T.float32, pz: T.float32) -> T.float32:
+    """The signed distance from (px, py, pz) to the orange sphere (each march step, the hit
+    point and the shadow ray use it; the call inlines)."""
+    return T.sqrt((px + 0.75) * (px + 0.75) + (py - 0.7) * (py - 0.7)
+                  + (pz - 0.6) * (pz - 0.6)) - 0.7
+
+
+@T.func
+def blue_distance(px: T.float32, py: T.float32, pz: T.float32) -> T.float32:
+    """The signed distance from (px, py, pz) to the blue sphere."""
+    return T.sqrt((px - 0.85) * (px - 0.85) + (py - 0.45) * (py - 0.45) + pz * pz) - 0.45
 
 
 @T.prim_func
@@ -50,10 +65,8 @@ def render_scene(img: T.Buffer(("h", "w"), "float32x4")):
                             px = dx * t
                             py = dy * t + 1.2
                             pz = dz * t - 3.5
-                            a = T.sqrt((px + 0.75) * (px + 0.75) + (py - 0.7) * (py - 0.7)
-                                       + (pz - 0.6) * (pz - 0.6)) - 0.7
-                            b = T.sqrt((px - 0.85) * (px - 0.85) + (py - 0.45) * (py - 0.45)
-                                       + pz * pz) - 0.45
+                            a = orange_distance(px, py, pz)
+                            b = blue_distance(px, py, pz)
                             d = T.min(T.min(a, b), py)
                             if d < 0.001:
                                 hit = True
@@ -65,10 +78,8 @@ def render_scene(img: T.Buffer(("h", "w"), "float32x4")):
                         px = dx * t
                         py = dy * t + 1.2
                         pz = dz * t - 3.5
-                        a = T.sqrt((px + 0.75) * (px + 0.75) + (py - 0.7) * (py - 0.7)
-                                   + (pz - 0.6) * (pz - 0.6)) - 0.7
-                        b = T.sqrt((px - 0.85) * (px - 0.85) + (py - 0.45) * (py - 0.45)
-                                   + pz * pz) - 0.45
+                        a = orange_distance(px, py, pz)
+                        b = blue_distance(px, py, pz)
                         on_a = a < b and a < py
                         on_b = not on_a and b < py
                         nx = T.select(on_a, (px + 0.75) / 0.7, T.select(on_b, (px - 0.85) / 0.45, 0.0))
@@ -82,10 +93,8 @@ def render_scene(img: T.Buffer(("h", "w"), "float32x4")):
                                 qx = px + nx * 0.002 - 0.48 * s
                                 qy = py + ny * 0.002 + 0.8 * s
                                 qz = pz + nz * 0.002 - 0.36 * s
-                                a2 = T.sqrt((qx + 0.75) * (qx + 0.75) + (qy - 0.7) * (qy - 0.7)
-                                            + (qz - 0.6) * (qz - 0.6)) - 0.7
-                                b2 = T.sqrt((qx - 0.85) * (qx - 0.85) + (qy - 0.45) * (qy - 0.45)
-                                            + qz * qz) - 0.45
+                                a2 = orange_distance(qx, qy, qz)
+                                b2 = blue_distance(qx, qy, qz)
                                 d2 = T.min(T.min(a2, b2), qy)
                                 if d2 < 0.001:
                                     lit = T.float32(0)
