@@ -12,7 +12,9 @@ from vkir import T
 from vkir.ir import While, structural_equal
 from vkir.ir.traversal import walk
 from vkir.lowering import pipeline
-from vkir.quirks import LOOP_TRIP_LIMIT, quirks_of
+from vkir.quirks import (
+    INT64_SIGNED_COMPARE, LOOP_TRIP_LIMIT, NUM_SUBGROUPS_PARTIAL, STORAGE_LOADS_PER_LANE, quirks_of,
+)
 from vkir.target import Target
 from vkir.transform import SplitLongLoops
 
@@ -90,7 +92,7 @@ def test_only_targets_with_the_quirk_split_loops():
 
 def test_quirk_table_detects_llvmpipe_by_name():
     assert quirks_of("llvmpipe (LLVM 15.0.6, 256 bits)", "llvmpipe Mesa 22.3.6") == \
-        {LOOP_TRIP_LIMIT, "num_subgroups_partial"}
+        {LOOP_TRIP_LIMIT, NUM_SUBGROUPS_PARTIAL, INT64_SIGNED_COMPARE, STORAGE_LOADS_PER_LANE}
     assert LOOP_TRIP_LIMIT not in quirks_of("NVIDIA H100", "NVIDIA 550.54")
     assert quirks_of("NVIDIA H200", "NVIDIA 580.159.04") == {"flushes_denormals"}
 
