@@ -19,18 +19,12 @@ from vkir.fleet.tuning import tune_on_fleet
 import sys
 
 ray = pytest.importorskip("ray")   # the extra vkir[fleet]; make test installs it
-# functions of this file travel by value (the actors cannot import a test module)
+import fleet_kernels  # noqa: E402 - after the importorskip
+from fleet_kernels import doubling, vadd  # noqa: E402
+
+# functions of this file and of fleet_kernels travel by value (the actors cannot import them)
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-
-
-@T.prim_func
-def vadd(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32"),
-         c: T.Buffer(("n",), "float32")):
-    for bx in T.thread_binding((n + 63) // 64, "blockIdx.x"):
-        for tx in T.thread_binding(64, "threadIdx.x"):
-            i = bx * 64 + tx
-            if i < n:
-                c[i] = a[i] + b[i]
+ray.cloudpickle.register_pickle_by_value(fleet_kernels)
 
 
 @T.prim_func
@@ -50,12 +44,7 @@ def slow_sum(a: T.Buffer((20000,), "float32"), out: T.Buffer((1,), "float32")):
 
 @vkir.autotune(configs=[dict(w=32), dict(w=64), dict(w=16)], key=("n",))
 def scaled(n, w):
-    @T.prim_func
-    def f(a: T.Buffer((n,), "float32"), c: T.Buffer((n,), "float32")):
-        for bx in T.thread_binding(n // w, "blockIdx.x"):
-            for tx in T.thread_binding(w, "threadIdx.x"):
-                c[bx * w + tx] = a[bx * w + tx] * T.float32(2)
-    return f
+    return doubling(n, w)
 
 
 @pytest.fixture(scope="module")

@@ -20,19 +20,14 @@ from vkir.driver.arrays import target_for
 from vkir.fleet.tuning import tune_on_fleet
 
 ray = pytest.importorskip("ray")   # the extra vkir[fleet]
+import fleet_kernels  # noqa: E402 - after the importorskip
+from fleet_kernels import doubling, vadd  # noqa: E402
+
+# functions of this file and of fleet_kernels travel by value (the actors cannot import them)
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+ray.cloudpickle.register_pickle_by_value(fleet_kernels)
 
 ENV = {"VKIR_CACHE_DIR": "0"}
-
-
-@T.prim_func
-def vadd(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32"),
-         c: T.Buffer(("n",), "float32")):
-    for bx in T.thread_binding((n + 63) // 64, "blockIdx.x"):
-        for tx in T.thread_binding(64, "threadIdx.x"):
-            i = bx * 64 + tx
-            if i < n:
-                c[i] = a[i] + b[i]
 
 
 @T.prim_func
@@ -43,12 +38,7 @@ def triple(a: T.Buffer((64,), "float32"), c: T.Buffer((64,), "float32")):
 
 @vkir.autotune(configs=[dict(w=32), dict(w=64)], key=("n",))
 def doubled(n, w):
-    @T.prim_func
-    def f(a: T.Buffer((n,), "float32"), c: T.Buffer((n,), "float32")):
-        for bx in T.thread_binding(n // w, "blockIdx.x"):
-            for tx in T.thread_binding(w, "threadIdx.x"):
-                c[bx * w + tx] = a[bx * w + tx] * T.float32(2)
-    return f
+    return doubling(n, w)
 
 
 @vkir.autotune(configs=[dict(w=32), dict(w=64)], key=("n",))
