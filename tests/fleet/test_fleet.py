@@ -15,12 +15,13 @@ import pytest
 import vkir
 from vkir import T
 from vkir.fleet.tuning import tune_on_fleet
+from vkir.tools.demo import vadd
 
 import sys
 
 ray = pytest.importorskip("ray")   # the extra vkir[fleet]; make test installs it
 import fleet_kernels  # noqa: E402 - after the importorskip
-from fleet_kernels import doubling, vadd  # noqa: E402
+from fleet_kernels import doubling  # noqa: E402
 
 # functions of this file and of fleet_kernels travel by value (the actors cannot import them)
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])

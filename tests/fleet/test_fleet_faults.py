@@ -18,10 +18,11 @@ from vkir import T
 from vkir.cache.compile import compile_vulkan, entry, prebuilt
 from vkir.driver.arrays import target_for
 from vkir.fleet.tuning import tune_on_fleet
+from vkir.tools.demo import vadd
 
 ray = pytest.importorskip("ray")   # the extra vkir[fleet]
 import fleet_kernels  # noqa: E402 - after the importorskip
-from fleet_kernels import doubling, vadd  # noqa: E402
+from fleet_kernels import doubling  # noqa: E402
 
 # functions of this file and of fleet_kernels travel by value (the actors cannot import them)
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
