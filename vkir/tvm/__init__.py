@@ -127,6 +127,10 @@ def from_tvm(obj, *, device=None, lower: bool = True):
 
 
 def __getattr__(name):
+    if name == "tuning":   # MetaSchedule's builder and runner for vkir (vkir.tvm.tuning)
+        import importlib
+
+        return importlib.import_module(".tuning", __name__)
     if name in ("install", "tensor", "empty", "numpy"):
         from . import bridge
 
