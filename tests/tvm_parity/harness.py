@@ -5,6 +5,7 @@ wrapped: the module the pass receives is "before", the one the result is compare
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import inspect
@@ -25,13 +26,43 @@ class Pair:
     expected: object
 
 
+# file names of code with no source file: the frozen importlib (on the stack during any import)
+# and the code TVMScript's parser compiles and evaluates
+_NO_SOURCE_FILES = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>",
+                    "<string>", "<ast>")
+
+
+@contextlib.contextmanager
+def _no_module_scans():
+    """Within: inspect finds at once that frames of code with no source file have no module.
+
+    TVMScript's `@T.prim_func` calls `inspect.stack()`, which looks up each frame's module; for
+    a file name no module's `__file__` names (the frozen importlib's, `<string>`), that lookup
+    (`inspect.getmodule`) scans all of sys.modules, every time, and answers None. Loading the
+    software-pipeline tests (whose `import tvm.s_tir.tensor_intrin.cuda` defines hundreds of
+    prim_funcs at import time) and running their test functions made ~60,000 such scans: 85-300 s
+    on a loaded 2-core machine. Naming those files in
+    inspect's file-to-module cache with a module name that is not in sys.modules gives the same
+    answer (None; such frames have no code context either way) without the scan."""
+    import inspect
+
+    added = [f for f in _NO_SOURCE_FILES if f not in inspect.modulesbyfile]
+    inspect.modulesbyfile.update(dict.fromkeys(added, "<no module: code with no source file>"))
+    try:
+        yield
+    finally:
+        for f in added:
+            inspect.modulesbyfile.pop(f, None)
+
+
 @functools.cache
 def load(name: str):
     """The upstream module `upstream/<name>.py` (loaded once per process)."""
     spec = importlib.util.spec_from_file_location(f"tvm_upstream_{name}", UPSTREAM / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module   # TVMScript reads the source of its functions through it
-    spec.loader.exec_module(module)
+    with _no_module_scans():
+        spec.loader.exec_module(module)
     return module
 
 
@@ -90,7 +121,8 @@ def capture(module, pass_owner, pass_name: str, monkeypatch, skip=(),
             for test_id, kwargs in _calls(fn):
                 state["before"], state["pairs"] = None, []
                 try:
-                    fn(**kwargs)
+                    with _no_module_scans():   # tests that define prim_funcs as they run
+                        fn(**kwargs)
                 except Exception as exc:  # noqa: BLE001 - an upstream test's own verdict
                     failures[test_id] = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:120]}"
                 pairs.extend(Pair(test_id, b, e) for b, e in state["pairs"])
