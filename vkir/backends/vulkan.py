@@ -59,7 +59,8 @@ class VulkanAllocator(Allocator):
             return None
         from ..runtime.host_import import call_imports
 
-        return call_imports(self.device).get(array)
+        with self.device.lifetime:   # a closed device raises DeviceError; close() waits for this
+            return call_imports(self.device).get(array)
 
 
 class VulkanProgram(Program):
