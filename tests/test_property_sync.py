@@ -56,9 +56,10 @@ def subgroup_kernels(draw):
         value, out = f"T.{op}(x[i])", dtype
     store = f"y[i] = T.cast({value}, \"int32\")" if out == "bool" else f"y[i] = {value}"
     out = "int32" if out == "bool" else out
-    # divergence: only invocations whose index passes the guard take part (not for a shuffle,
-    # whose partner could be inactive)
-    guard = "True" if op == "subgroup_shuffle_xor" else f"i % {modulus} != {keep}"
+    # divergence: only invocations whose index passes the guard take part (not for a shuffle
+    # or a broadcast, whose source lane could be inactive: its value is undefined)
+    guard = "True" if op in ("subgroup_shuffle_xor", "subgroup_broadcast") else \
+        f"i % {modulus} != {keep}"
     nx, ny = shape
     src = f"""
 @T.prim_func

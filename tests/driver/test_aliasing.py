@@ -194,7 +194,8 @@ def test_shader_binds_aliases_as_one_buffer(device):
         want[64 + i + 1] += want[i]
     np.testing.assert_array_equal(z, want)
     w = np.zeros(64, np.float32)
-    with pytest.raises(ArgumentError, match=r"'binding 0 \(A\)' and 'binding 1 \(B\)' share memory"):
+    with pytest.raises(ArgumentError,
+                       match=r"\"binding 0 \('A'\)\" and \"binding 1 \('B'\)\" share memory"):
         sk(w[0:32], w[4:36], grid=1, push={"n": 32})
     assert not w.any()
 

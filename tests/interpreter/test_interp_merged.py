@@ -82,9 +82,11 @@ def _merged_runs(monkeypatch) -> list:
     runs = []
     real = interp_module._run
 
-    def run(func, args, kwargs, check_races, subgroup_size, denormals, merge, native):
+    def run(func, args, kwargs, check_races, subgroup_size, denormals, merge, native,
+            samplers=None):
         try:
-            real(func, args, kwargs, check_races, subgroup_size, denormals, merge, native)
+            real(func, args, kwargs, check_races, subgroup_size, denormals, merge, native,
+                 samplers)
         except Exception:
             runs.append((merge is not None, False))
             raise
