@@ -14,6 +14,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
+from vkir import config
 from vkir.errors import VkirError
 
 
@@ -67,7 +68,7 @@ def run_glslang(args: list, what: str) -> subprocess.CompletedProcess:
     """Run glslangValidator with `args`, bounded in time (GLSLANG_SECONDS) and memory
     (GLSLANG_MEMORY_BYTES); its output decoded leniently (a non-UTF-8 source may be echoed).
     GlslError when it runs out of either bound."""
-    named = os.environ.get("VKIR_GLSLANG")   # another glslangValidator (newer extensions)
+    named = config.glslang()   # another glslangValidator (newer extensions)
     if named:
         if not (Path(named).is_file() and os.access(named, os.X_OK)):
             raise GlslError(f"VKIR_GLSLANG names {named!r}, which is not an executable file")

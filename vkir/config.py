@@ -30,6 +30,8 @@ VARIABLES = {
     "VKIR_NATIVE_LOOPS": "0: the interpreter runs every loop in Python; 1: it hands every loop "
                          "it can translate to compiled C from the first iteration (default: "
                          "loops that run long, where a C compiler is found)",
+    "VKIR_GLSLANG": "the glslangValidator vkir compiles GLSL with (default: the bundled one); "
+                    "for projects that need newer GLSL extensions",
 }
 
 ON_WORDS = ("1", "true", "yes", "on")
@@ -70,6 +72,12 @@ def validation() -> bool:
 def verify_passes() -> bool:
     """Whether $VKIR_VERIFY_PASSES asks for the checker after every pass call."""
     return bool(switch("VKIR_VERIFY_PASSES"))
+
+
+def glslang() -> str | None:
+    """$VKIR_GLSLANG (a glslangValidator to use instead of the bundled one), or None when unset
+    or empty."""
+    return (_get("VKIR_GLSLANG") or "").strip() or None
 
 
 def native_loops() -> bool | None:
