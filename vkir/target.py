@@ -159,10 +159,13 @@ class Target:
             env = "vulkan1.2"
         else:
             env = "vulkan1.1"
-        features = frozenset(f for f in info.features if not f.startswith("subgroup_"))
+        # the subgroup operation classes ("subgroup_vote", ...; not the extension features
+        # "subgroup_vote_khr", ..., which stay as the device reports them)
+        classes = {f for f in info.features if f.startswith("subgroup_") and not f.endswith("_khr")}
+        features = frozenset(info.features) - classes
         operations = getattr(info, "subgroup_operations", None)
         if operations is None:  # no subgroup report: whatever the features say
-            operations = {f[len("subgroup_"):] for f in info.features if f.startswith("subgroup_")}
+            operations = {f[len("subgroup_"):] for f in classes}
         # the subgroup classes come from VkPhysicalDeviceSubgroupProperties.supportedOperations
         features |= {f"subgroup_{op}" for op in operations}
         return Target.vulkan(env, features=features & FEATURES,
