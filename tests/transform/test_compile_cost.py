@@ -63,7 +63,9 @@ def test_float_floor_division_modulo_and_fmod_are_a_bounded_number_of_instructio
 
     assert ops.count(_OP_LOOP_MERGE) == 3
     assert ops.count(_OP_UMOD) == 3 * (1 + REMAINDER_UNROLL)
-    assert len(ops) < 3 * 240
+    # (lavapipe compares int64 on 32-bit halves, its int64_signed_compare quirk: some 45 more
+    # instructions per float64 operation than the 211 of a plain int64 compare)
+    assert len(ops) < 3 * 270
 
 
 def test_ninety_float64_floor_divisions_cost_ninety_times_one():
