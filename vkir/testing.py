@@ -36,7 +36,7 @@ from .golden_images import assert_image_matches
 
 __all__ = ["device_features", "missing_features", "expect_features", "math_tolerance",
            "interpret_lowered", "same_results", "random_arguments", "check_pass",
-           "CompareBeforeAfter", "assert_image_matches"]
+           "CompareBeforeAfter", "assert_image_matches", "buffer_reads"]
 
 
 def device_features(device_or_target) -> frozenset:
@@ -80,6 +80,24 @@ _MATH_TOLERANCE = {
     "exp": (1e-5, 1e-6), "exp2": (1e-5, 1e-6), "log": (1e-5, 2.0 ** -21), "log2": (1e-5, 2.0 ** -21),
     "pow": (1e-4, 1e-5), "erf": (2e-3, 2e-3), "sigmoid": (1e-4, 1e-5),
 }
+
+
+def buffer_reads(asm: str, scalar: str = "%float", vector: str = "%v4float") -> tuple[int, int]:
+    """(scalar reads, vector reads) of buffer elements in a kernel's disassembly: OpLoads of the
+    `scalar` and `vector` types, plus texel fetches where codegen reads a read-only buffer as a
+    uniform texel buffer (llvmpipe: quirk storage_loads_per_lane), classified by the texel
+    buffer's format (one channel: a scalar read; four: a vector read)."""
+    import re
+
+    image_formats = dict(re.findall(r"(%\w+) = OpTypeImage %\w+ Buffer \d \d \d \d (\w+)", asm))
+    result_types = {m.group(1): m.group(2) for m in
+                    re.finditer(r"^\s*(%\w+) = Op(?!Type)\w+ (%\w+)", asm, re.M)}
+    fetched = [image_formats.get(result_types.get(image), "")
+               for image in re.findall(r"= OpImageFetch %\w+ (%\w+) ", asm)]
+    one = sum(f.startswith("R") and not f.startswith(("Rg", "Rgb")) for f in fetched)
+    four = sum(f.startswith("Rgba") for f in fetched)
+    return (len(re.findall(rf"= OpLoad {scalar} ", asm)) + one,
+            len(re.findall(rf"= OpLoad {vector} ", asm)) + four)
 
 
 def math_tolerance(op: str) -> tuple[float, float]:
