@@ -5,6 +5,8 @@ fleet cannot take are clear errors. One local fleet (lavapipe + SwiftShader) ser
 tests that kill actors add their own.
 """
 
+import base64
+import hashlib
 import os
 import signal
 import sys
@@ -15,6 +17,7 @@ import pytest
 
 import vkir
 from vkir import T
+from vkir.cache import compile as compile_cache
 from vkir.cache.compile import compile_vulkan, entry, prebuilt
 from vkir.driver.arrays import target_for
 from vkir.fleet.tuning import tune_on_fleet
@@ -190,7 +193,14 @@ def test_a_prebuilt_entry_that_does_not_fit_is_a_miss_never_a_wrong_kernel(fleet
         assert compile_vulkan(triple, target).prebuilt
     corrupted = dict(good, words=good["words"][:-8] + "AAAAAAA=")
     older = dict(good, format=good["format"] - 1)
-    for bad in (other, corrupted, older, {"format": good["format"]}, "not an entry"):
+    # consistent checksums, but SPIR-V that does not validate (an unknown capability): a file
+    # such as an exported library could hold it; it never reaches the driver
+    words = bytearray(base64.b64decode(good["words"]))
+    words[24:28] = (99999).to_bytes(4, "little")   # the operand of the first OpCapability
+    invalid = dict(good, words=base64.b64encode(bytes(words)).decode(),
+                   sha256=hashlib.sha256(bytes(words)).hexdigest())
+    invalid["digest"] = compile_cache._digest(invalid)
+    for bad in (other, corrupted, older, {"format": good["format"]}, "not an entry", invalid):
         with prebuilt({key: bad}):
             compiled = compile_vulkan(triple, target)
         assert not compiled.prebuilt and compiled.module.words == \

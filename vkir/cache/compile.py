@@ -154,7 +154,7 @@ def compile_vulkan(func: PrimFunc, target, *, pointer_casts: bool = False,
     given = _PREBUILT.get()
     if given:
         name = job_key(func, target, options)
-        got = _given(given.get(name), name, func)
+        got = _given(given.get(name), name, func, target.env)
         if got is not None:
             module, stored_ir = got
             return Compiled(module, {}, True, _stored(stored_ir, func, lower), prebuilt=True)
@@ -207,17 +207,28 @@ def prebuilt(entries: dict):
         _PREBUILT.reset(token)
 
 
-def _given(rec, name: str, func: PrimFunc) -> tuple | None:
+def _given(rec, name: str, func: PrimFunc, env: str) -> tuple | None:
     """(module, encoded IR) of the prebuilt entry `rec` for `func`, or None (a miss: the kernel
     is compiled here) where there is none or it does not verify: another key, format or
-    function, edited or corrupted. An entry that does not fit never becomes a kernel."""
+    function, edited or corrupted, or SPIR-V that does not validate for `env`. An entry that does
+    not fit never becomes a kernel."""
     if rec is None:
         return None
     try:
-        return _module(rec, name, func, sealed=False)
+        got = _module(rec, name, func, sealed=False)
     except (ValueError, KeyError, IndexError, TypeError, AttributeError, binascii.Error) as exc:
         _log().warning("compile cache: ignoring a prebuilt entry for %s: %s", func.name, exc)
         return None
+    # the entry is not sealed by this user's key (it came from another process, or from a file
+    # such as an exported TVM library): its words are validated here before any driver sees them
+    from ..spirv.tools import diagnose
+
+    problem = diagnose(got[0].words, env)
+    if problem is not None:
+        _log().warning("compile cache: ignoring a prebuilt entry for %s: SPIR-V does not "
+                       "validate: %s", func.name, problem.report())
+        return None
+    return got
 
 
 def _stored(data, func: PrimFunc, lower):
