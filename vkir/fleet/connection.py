@@ -21,7 +21,8 @@ from .dispatch import Job, Member, run_jobs
 from .fingerprint import Fingerprint
 from .jobs import entries_or_error
 
-__all__ = ["connect", "Fleet", "FleetResult", "NAMESPACE", "ACTOR_PREFIX", "require_ray", "local_env"]
+__all__ = ["connect", "Fleet", "FleetResult", "NAMESPACE", "ACTOR_PREFIX", "require_ray", "local_env",
+           "served_actor_names"]
 
 NAMESPACE = "vkir"                # the Ray namespace of served device actors
 ACTOR_PREFIX = "vkir-device/"     # served actors are named ACTOR_PREFIX + fingerprint key + "/" + id
@@ -73,6 +74,12 @@ def local_env(selector: str, env: dict | None = None) -> dict:
     elif text in ("lavapipe", "llvmpipe") and os.path.exists(LAVAPIPE_ICD):
         env["VK_ICD_FILENAMES"] = LAVAPIPE_ICD
     return env
+
+
+def served_actor_names(ray) -> list:
+    """The names of the device actors `vkir fleet serve` started on the cluster, sorted."""
+    return sorted(a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+                  if a["namespace"] == NAMESPACE and a["name"].startswith(ACTOR_PREFIX))
 
 
 def _own(arrays) -> tuple:
@@ -176,9 +183,7 @@ class Fleet:
 
     def _join_served(self) -> None:
         ray = require_ray()
-        names = [a for a in ray.util.list_named_actors(all_namespaces=True)
-                 if a["namespace"] == NAMESPACE and a["name"].startswith(ACTOR_PREFIX)]
-        names = sorted(a["name"] for a in names)
+        names = served_actor_names(ray)
         self._add([ray.get_actor(n, namespace=NAMESPACE) for n in names],
                   [f"served actor {n}" for n in names])
 
@@ -251,7 +256,9 @@ class Fleet:
         if isinstance(one, Fingerprint):
             return [m for m in live if m.fingerprint == one]
         if isinstance(one, str):
-            needle = {"lavapipe": "llvmpipe"}.get(one.lower(), one.lower())
+            from ..runtime.selection import DRIVER_SELECTORS
+
+            needle = DRIVER_SELECTORS.get(one.lower(), one.lower())
             return [m for m in live if needle in f"{m.fingerprint.name} {m.fingerprint.driver}".lower()]
         if callable(one):
             return [m for m in live if one(m.fingerprint)]

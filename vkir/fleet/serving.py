@@ -62,15 +62,13 @@ def serve(address=None, selectors=None) -> list:
 
 def stop(address=None) -> int:
     """Kill every served device actor of the cluster; how many."""
-    from .connection import ACTOR_PREFIX, NAMESPACE
+    from .connection import NAMESPACE, served_actor_names
 
     ray = _init(address)
-    count = 0
-    for actor in ray.util.list_named_actors(all_namespaces=True):
-        if actor["namespace"] == NAMESPACE and actor["name"].startswith(ACTOR_PREFIX):
-            ray.kill(ray.get_actor(actor["name"], namespace=NAMESPACE), no_restart=True)
-            count += 1
-    return count
+    names = served_actor_names(ray)
+    for name in names:
+        ray.kill(ray.get_actor(name, namespace=NAMESPACE), no_restart=True)
+    return len(names)
 
 
 def _cmd(args) -> int:
