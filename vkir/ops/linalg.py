@@ -18,7 +18,7 @@ from ..autotuning import autotune
 from ..errors import ArgumentError
 from ..script import from_script
 from ..transform import Simplify
-from ._common import Call, distribute_tile
+from ._common import Call, check_positive, distribute_tile
 
 _TEMPLATE = '''
 @T.prim_func
@@ -83,10 +83,7 @@ def kernel(M, N, K, batch=None, trans_a=False, trans_b=False, bias=None, activat
     Schedule: each invocation computes a `tm` x `tn` tile (`tn` a multiple of the vector width
     `v`), `wx` x `wy` invocations per workgroup. Sizes that the tile does not divide are handled
     with clamped loads and guarded stores."""
-    for name, value in (("M", M), ("N", N), ("K", K), ("tm", tm), ("tn", tn), ("wx", wx),
-                        ("wy", wy), ("v", v)):
-        if not isinstance(value, int) or value < 1:
-            raise ArgumentError(f"matmul kernel: {name} must be a positive int, got {value!r}")
+    check_positive("matmul kernel", M=M, N=N, K=K, tm=tm, tn=tn, wx=wx, wy=wy, v=v)
     if v not in (1, 2, 4) or tn % v:
         raise ArgumentError(f"matmul kernel: tn={tn} must be a multiple of the vector width "
                             f"v={v} (1, 2 or 4)")

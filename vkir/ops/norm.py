@@ -18,7 +18,7 @@ import numpy as np
 from ..autotuning import autotune
 from ..errors import ArgumentError
 from ..script import from_script
-from ._common import Call, axis_index, view
+from ._common import Call, axis_index, check_positive, view
 
 _HEAD = '''
 @T.prim_func
@@ -75,9 +75,7 @@ def _pinned(func, subgroup_size):
 
 
 def _check(op, C, tpr, w, v):
-    for label, value in (("C", C), ("tpr", tpr), ("w", w), ("v", v)):
-        if not isinstance(value, int) or value < 1:
-            raise ArgumentError(f"{op} kernel: {label} must be a positive int, got {value!r}")
+    check_positive(f"{op} kernel", C=C, tpr=tpr, w=w, v=v)
     if v not in (1, 2, 4) or w % tpr:
         raise ArgumentError(f"{op} kernel: v must be 1, 2 or 4 and tpr ({tpr}) divide w ({w})")
     if C % (tpr * v):

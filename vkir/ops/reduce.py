@@ -19,7 +19,7 @@ import numpy as np
 from ..autotuning import autotune
 from ..errors import ArgumentError
 from ..script import from_script
-from ._common import Call, axis_index, view
+from ._common import Call, axis_index, check_positive, view
 
 OPS = ("sum", "max", "min", "mean", "argmax")
 _INIT = {"sum": "T.float32(0)", "mean": "T.float32(0)", "max": 'T.float32("-inf")',
@@ -33,8 +33,7 @@ def _combine(op: str, a: str, b: str) -> str:
 
 
 def _check(name, value):
-    if not isinstance(value, int) or value < 1:
-        raise ArgumentError(f"reduction kernel: {name} must be a positive int, got {value!r}")
+    check_positive("reduction kernel", **{name: value})
 
 
 def _lanes_combine(op: str, V: int, indent: str) -> tuple[str, str, str]:

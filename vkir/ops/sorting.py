@@ -21,7 +21,7 @@ import numpy as np
 from ..autotuning import autotune
 from ..errors import ArgumentError
 from ..script import from_script
-from ._common import Call, axis_index, view
+from ._common import Call, axis_index, check_positive, view
 from .radix import radix_sort
 
 DTYPES = ("float32", "int32", "uint32")
@@ -101,9 +101,7 @@ def _dst(final, r):
 
 
 def _check(O, R, I, dtype, w, **more):
-    for name, value in (("O", O), ("R", R), ("I", I), ("w", w), *more.items()):
-        if not isinstance(value, int) or value < 1:
-            raise ArgumentError(f"sort kernel: {name} must be a positive int, got {value!r}")
+    check_positive("sort kernel", O=O, R=R, I=I, w=w, **more)
     if dtype not in DTYPES:
         raise ArgumentError(f"sort kernel: dtype must be one of {', '.join(DTYPES)}, got "
                             f"{dtype!r}")
