@@ -37,6 +37,11 @@ reads `Target.quirks`), so that a kernel computes the interpreter's result every
   uniform texel buffers (spirv/codegen/texel_reads.py), and a Kernel binds a VkBufferView over
   each such argument, or runs its storage-buffer variant for a call whose argument cannot be
   viewed (vkir.driver.texel_views).
+- "broadcast_first_float_crash": llvmpipe's compiler (LLVM 15) aborts the whole process ("LLVM
+  ERROR: Cannot select") on a subgroup broadcast-first of a float computed inside a loop (a
+  hand-written GLSL `subgroupBroadcastFirst(x * 2.0)` in a loop does the same); integers and
+  values computed outside the loop compile. Codegen broadcasts the first active lane's number
+  instead and shuffles the float from that lane (spirv/codegen/sync.py), which computes the same.
 - "buffer_reference_merge_crash": SwiftShader's compiler crashes the process on a
   buffer_reference (PhysicalStorageBuffer) pointer that takes different values on different
   control-flow paths (a pointer variable assigned in a branch or a loop, as a linked-list walk
@@ -58,11 +63,12 @@ NUM_SUBGROUPS_PARTIAL = "num_subgroups_partial"
 INT64_SIGNED_COMPARE = "int64_signed_compare"
 STORAGE_LOADS_PER_LANE = "storage_loads_per_lane"
 BUFFER_REFERENCE_MERGE_CRASH = "buffer_reference_merge_crash"
+BROADCAST_FIRST_FLOAT_CRASH = "broadcast_first_float_crash"
 
 # (substring of the device or driver name, lowercase) -> the quirks of that driver
 _TABLE = (
     ("llvmpipe", frozenset({LOOP_TRIP_LIMIT, NUM_SUBGROUPS_PARTIAL, INT64_SIGNED_COMPARE,
-                            STORAGE_LOADS_PER_LANE})),
+                            STORAGE_LOADS_PER_LANE, BROADCAST_FIRST_FLOAT_CRASH})),
     ("swiftshader", frozenset({FLUSHES_DENORMALS, UINT_TO_FLOAT_RTZ,
                                BUFFER_REFERENCE_MERGE_CRASH})),
     ("nvidia", frozenset({FLUSHES_DENORMALS})),

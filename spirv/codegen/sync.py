@@ -56,6 +56,8 @@ _ARITH = {
     "or": (("OpGroupNonUniformBitwiseOr",) * 2, None, "OpGroupNonUniformLogicalOr"),
     "xor": (("OpGroupNonUniformBitwiseXor",) * 2, None, "OpGroupNonUniformLogicalXor"),
 }
+# vkir.quirks.BROADCAST_FIRST_FLOAT_CRASH (codegen imports no vkir.quirks)
+BROADCAST_FIRST_FLOAT_QUIRK = "broadcast_first_float_crash"
 _CAPABILITY = {"basic": "GroupNonUniform", "vote": "GroupNonUniformVote",
                "arithmetic": "GroupNonUniformArithmetic", "ballot": "GroupNonUniformBallot",
                "shuffle": "GroupNonUniformShuffle",
@@ -203,6 +205,8 @@ class SyncMixin:
             raise UnsupportedError(f"kernel {self.func.name!r}: {op} on {x.dtype}: subgroup "
                                    "operations take 32-bit or bool operands")
         if op == "subgroup_broadcast_first":
+            if sdt.is_float and BROADCAST_FIRST_FLOAT_QUIRK in self.target.quirks:
+                return self._broadcast_first_by_shuffle(e, t, scope, self.expr(x))
             return self.op("OpGroupNonUniformBroadcastFirst", t, scope, self.expr(x))
         if op in _SHUFFLE:
             lane = e.args[1]
@@ -230,6 +234,16 @@ class SyncMixin:
         if sdt.is_float and name in ("min", "max"):
             result = self._propagate_nan(x.dtype, scope, operation, value, result)
         return result
+
+    def _broadcast_first_by_shuffle(self, e: Call, t: int, scope: int, value: int) -> int:
+        """The first active invocation's `value` as a shuffle from that invocation's lane: the
+        lane number (an integer, which llvmpipe broadcasts correctly) is broadcast instead of
+        the float, which crashes llvmpipe's compiler inside a loop."""
+        self._subgroup_class(e, "shuffle")
+        lane = self.op("OpBitcast", self.ty(_UINT32),
+                       self._subgroup_builtin("SubgroupLocalInvocationId"))
+        first = self.op("OpGroupNonUniformBroadcastFirst", self.ty(_UINT32), scope, lane)
+        return self.op("OpGroupNonUniformShuffle", t, scope, value, first)
 
     def _propagate_nan(self, dt, scope: int, operation: int, value: int, result: int) -> int:
         """A float subgroup min/max (or scan) whose inputs include a NaN is NaN, as the
