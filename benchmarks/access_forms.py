@@ -1,6 +1,6 @@
 """What each way of reading memory costs on a CPU Vulkan driver, measured beside numpy.
 
-`python -m benchmarks.access_forms [loads|vadd|matmul|peak ...] [--repeat N]` runs hand-written
+`python -m benchmarks.access_forms [loads|broadcast|vadd|matmul|peak ...] [--repeat N]` runs hand-written
 GLSL compute shaders (vkir.compile_glsl) that differ only in how they read memory, and prints
 their times with numpy's in the same process, sampled in alternation (one vkir sample, one numpy
 sample, ...) so that a change of load on a shared host falls on both: the ratio column is
@@ -9,8 +9,9 @@ numpy's time over the shader's (1.0 = as fast as numpy, higher is better).
 Why: llvmpipe (lavapipe) runs 8 invocations in one 256-bit SIMD register set and turns each
 storage-buffer access whose address it cannot prove uniform into a loop over the 8 lanes; this
 script measures which other forms (shared memory, uniform buffers, texel buffers, physical
-storage buffer pointers) avoid that, what a matmul reaches with each, and the driver's own
-ceiling (register-only FMAs). docs/performance.md records the results.
+storage buffer pointers) avoid that, what a subgroup broadcast costs (sharing a load across
+lanes instead), what a matmul reaches with each, and the driver's own ceiling (register-only
+FMAs). docs/performance.md records the results.
 
 Physical storage buffer pointers are measured on lavapipe only: vkir has no device-address API
 yet, and lavapipe's device address of a buffer is the host address of its mapped memory, so the
@@ -192,19 +193,84 @@ def matmul_glsl(tm, tn4, wx, n, texel):
     return "\n".join(lines + ["}"])
 
 
-def _fma_peak_glsl(nacc):
-    decl = "\n".join(f"    vec4 c{i} = vec4({i}) * m;" for i in range(nacc))
+def _fma_peak_glsl(nacc, typ="vec4"):
+    decl = "\n".join(f"    {typ} c{i} = {typ}({i}) * m;" for i in range(nacc))
     body = " ".join(f"c{i} = fma(c{i}, m, d);" for i in range(nacc))
     return ("#version 450\nlayout(local_size_x = 64) in;\n"
-            "layout(std430, binding = 0) buffer O { vec4 o[]; };\nvoid main() {\n"
-            "    vec4 m = o[gl_GlobalInvocationID.x], d = m * 0.5;\n" + decl +
+            f"layout(std430, binding = 0) buffer O {{ {typ} o[]; }};\nvoid main() {{\n"
+            f"    {typ} m = o[gl_GlobalInvocationID.x], d = m * 0.5;\n" + decl +
             f"\n    for (uint k = 0; k < 4096u; ++k) {{ {body} {body} {body} {body} }}\n"
             f"    o[gl_GlobalInvocationID.x] = {' + '.join(f'c{i}' for i in range(nacc))};\n}}")
 
 
-def matmul(vkir, dev, repeat, n=1024, configs=((8, 2, 8), (8, 1, 8), (4, 2, 8))):
+_BROADCAST_HEAD = """#version 450
+#extension GL_KHR_shader_subgroup_ballot : require
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) buffer O { vec4 o[]; };
+void main() {
+    vec4 x = o[gl_GlobalInvocationID.x], acc = vec4(0);
+    for (uint k = 0; k < 1024u; ++k) { BODY }
+    o[gl_GlobalInvocationID.x] = acc;
+}
+"""
+
+# eight operations per loop iteration; the lane of each broadcast is a constant
+BROADCASTS = {
+    "vec4 fma, dependent chain": " ".join(f"acc = fma(acc, x, vec4({i}.5));" for i in range(8)),
+    "vec4 component splat": " ".join(f"acc += vec4(x[{i % 4}]);" for i in range(8)),
+    "subgroupBroadcast float": " ".join(f"acc.x += subgroupBroadcast(x.y, {i});" for i in range(8)),
+    "subgroupBroadcast vec4": " ".join(f"acc += subgroupBroadcast(x, {i});" for i in range(8)),
+}
+
+
+def broadcast(vkir, dev, repeat):
+    """Nanoseconds per invocation and operation of a subgroup broadcast from a constant lane,
+    beside a chain of dependent vec4 FMAs and a component splat (64 x 64 invocations, 1024 x 8 operations each):
+    whether sharing loaded values across a subgroup's lanes is cheaper than loading them."""
+    O = vkir.array(np.ones(64 * 64 * 4, np.float32), dev)
+    print(f"{'operation':32s} {'ns/invocation-operation':>24s}")
+    for name, body in BROADCASTS.items():
+        k = vkir.compile_glsl(_BROADCAST_HEAD.replace("BODY", body), device=dev)
+        t = min(k.profile(O, grid=(64, 1, 1), repeat=3, warmup=1).median for _ in range(repeat))
+        print(f"{name:32s} {t / (64 * 64 * 1024 * 8) * 1e9:24.3f}", flush=True)
+
+
+def matmul_broadcast_glsl(tm, tn4, n):
+    """C = A @ B (n x n float32, rgba32f texel buffers) with subgroup broadcasts (subgroups of
+    8): each lane owns `tm` rows (8 apart) of `tn4` vec4 columns that all lanes share; per 8
+    steps of k each lane fetches its rows' A as two vec4s and one row of B per vec4 column, and
+    the B rows reach the other lanes by subgroupBroadcast from constant lanes."""
+    n4 = n // 4
+    lines = ["#version 450", "#extension GL_KHR_shader_subgroup_ballot : require",
+             "layout(local_size_x = 64) in;",
+             "layout(binding = 0) uniform samplerBuffer A;\nlayout(binding = 1) uniform samplerBuffer B;",
+             "layout(std430, binding = 2) writeonly buffer C { vec4 c[]; };", "void main() {",
+             "    uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;",
+             f"    uint row0 = gl_WorkGroupID.y * {8 * tm} + lane;",
+             f"    uint col0 = (gl_WorkGroupID.x * 8 + sg) * {tn4};"]
+    tiles = [(i, t) for i in range(tm) for t in range(tn4)]
+    lines += [f"    vec4 c{i}_{t} = vec4(0);" for i, t in tiles]
+    lines.append(f"    for (uint k0 = 0; k0 < {n}u; k0 += 8u) {{")
+    for i in range(tm):
+        lines += [f"        vec4 al{i} = texelFetch(A, int((row0 + {8 * i}) * {n4} + k0 / 4));",
+                  f"        vec4 ah{i} = texelFetch(A, int((row0 + {8 * i}) * {n4} + k0 / 4 + 1));"]
+    lines += [f"        vec4 bl{t} = texelFetch(B, int((k0 + lane) * {n4} + col0 + {t}));"
+              for t in range(tn4)]
+    for kk in range(8):
+        lines += [f"        vec4 b{t}_{kk} = subgroupBroadcast(bl{t}, {kk});" for t in range(tn4)]
+        half = "al" if kk < 4 else "ah"
+        lines += [f"        c{i}_{t} = fma(vec4({half}{i}[{kk % 4}]), b{t}_{kk}, c{i}_{t});"
+                  for i, t in tiles]
+    lines.append("    }")
+    lines += [f"    c[(row0 + {8 * i}) * {n4} + col0 + {t}] = c{i}_{t};" for i, t in tiles]
+    return "\n".join(lines + ["}"])
+
+
+def matmul(vkir, dev, repeat, n=1024, configs=((8, 2, 8), (8, 1, 8), (4, 2, 8)),
+           broadcast_configs=((3, 2), (4, 1))):
     """1024^3 float32 matmul: vkir.ops.matmul's template (its first "cpu" config), the GLSL
-    register tiles on storage buffers and on texel buffers, and llvmpipe's FMA ceiling."""
+    register tiles on storage buffers and on texel buffers, and (lavapipe) tiles whose B rows
+    are shared by subgroup broadcasts."""
     from vkir.ops import matmul as op
 
     rng = np.random.default_rng(0)
@@ -222,6 +288,12 @@ def matmul(vkir, dev, repeat, n=1024, configs=((8, 2, 8), (8, 1, 8), (4, 2, 8)))
         runs[f"glsl texel {tm}x{4 * tn4} wg{wx}"] = (
             vkir.compile_glsl(matmul_glsl(tm, tn4, wx, n, True), device=dev),
             (a.reshape(-1, 4), b.reshape(-1, 4), C), grid)
+    if _lavapipe(dev):   # subgroups of 8 (SwiftShader's are 4)
+        for tm, tn4 in broadcast_configs:
+            runs[f"glsl texel broadcast {8 * tm}x{4 * tn4}"] = (
+                vkir.compile_glsl(matmul_broadcast_glsl(tm, tn4, n), device=dev),
+                (a.reshape(-1, 4), b.reshape(-1, 4), C),
+                {"grid": (n // (32 * tn4), n // (8 * tm), 1)})
     for name, (k, args, kw) in runs.items():
         try:
             k(*args, **kw)
@@ -237,26 +309,28 @@ def matmul(vkir, dev, repeat, n=1024, configs=((8, 2, 8), (8, 1, 8), (4, 2, 8)))
 
 
 def peak(vkir, dev, repeat, n=1024):
-    """Register-only vec4 FMAs (no loads): the driver's arithmetic ceiling, beside numpy's
-    matmul."""
+    """Register-only FMAs (no loads) with scalar or vec4 accumulators of several counts: the
+    driver's arithmetic ceiling, beside numpy's matmul (the most accumulators that still fit
+    the CPU's registers win)."""
     a = np.random.default_rng(0).random((n, n), dtype=np.float32)
-    O = vkir.array(np.ones(64 * 64 * 4, np.float32), dev)
-    for nacc in (4, 8):
-        k = vkir.compile_glsl(_fma_peak_glsl(nacc), device=dev)
-        flops = 64 * 64 * 4096 * 4 * nacc * 4 * 2
-        v, t, r = _paired(lambda: k.profile(O, grid=(64, 1, 1), repeat=1, warmup=0).median,
-                          lambda: a @ a, repeat)
-        print(f"fma ceiling, {nacc} vec4 accumulators: {flops / v / 1e9:6.1f} GFLOP/s   numpy "
-              f"matmul {2 * n ** 3 / t / 1e9:6.1f}   ratio {(flops / v) / (2 * n ** 3 / t):.2f}",
-              flush=True)
+    for typ, lanes, counts in (("float", 1, (4, 8, 12)), ("vec4", 4, (4, 8, 16))):
+        O = vkir.array(np.ones(64 * 64 * lanes, np.float32), dev)
+        for nacc in counts:
+            k = vkir.compile_glsl(_fma_peak_glsl(nacc, typ), device=dev)
+            flops = 64 * 64 * 4096 * 4 * nacc * lanes * 2
+            v, t, r = _paired(lambda: k.profile(O, grid=(64, 1, 1), repeat=1, warmup=0).median,
+                              lambda: a @ a, repeat)
+            print(f"fma ceiling, {nacc:2d} {typ} accumulators: {flops / v / 1e9:6.1f} GFLOP/s   "
+                  f"numpy matmul {2 * n ** 3 / t / 1e9:6.1f}   ratio {(flops / v) / (2 * n ** 3 / t):.2f}",
+                  flush=True)
 
 
 def main(argv=None):
     import vkir
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("parts", nargs="*", default=["loads", "vadd", "peak", "matmul"],
-                        choices=["loads", "vadd", "peak", "matmul"])
+    parts = ["loads", "broadcast", "vadd", "peak", "matmul"]
+    parser.add_argument("parts", nargs="*", default=parts, choices=parts)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
     dev = vkir.device()
