@@ -24,12 +24,13 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(VENV)/bin/vkir demo
 
-# the whole suite on lavapipe, then the device tests again on SwiftShader (host-only tests compute
+# the whole suite on lavapipe and the device tests again on SwiftShader (host-only tests compute
 # the same on any driver; tests/conftest.py keeps the `device` marker and the device fixtures in
-# agreement). Tests marked `timing` assert wall-clock bounds and run only on request (-m timing).
+# agreement), as three concurrent pytest sessions (tools/run_suite.py: the lavapipe pass in two
+# shards by folder; `python tools/run_suite.py --serial` runs them one after another). Tests
+# marked `timing` assert wall-clock bounds and run only on request (-m timing).
 test: setup
-	VKIR_VALIDATION=1 VKIR_DEVICE=lavapipe $(PY) -m pytest -q -m "not timing"
-	VKIR_VALIDATION=1 VKIR_DEVICE=swiftshader VK_ICD_FILENAMES=$(SWIFTSHADER_ICD) $(PY) -m pytest -q -m "device and not timing"
+	$(PY) tools/run_suite.py
 
 bench: setup
 	$(VENV)/bin/vkir bench

@@ -122,7 +122,7 @@ def test_ci_fails_the_run_on_any_skip(monkeypatch):
     monkeypatch.delenv("VKIR_CI")
     assert conftest.skipped_in_ci(_session_with([skip])) == []  # outside CI a skip is a skip
     assert "VKIR_CI=1 make test" in (ROOT / ".ci" / "run").read_text()
-    assert "VKIR_VALIDATION=1" in (ROOT / "Makefile").read_text()
+    assert "tools/run_suite.py" in (ROOT / "Makefile").read_text()   # tests/test_run_suite.py
 
 
 def test_device_tests_run_with_the_validation_layer(device):

@@ -43,4 +43,5 @@ def test_ci_entry_point_runs_make_test():
     assert re.search(r"^(\w+=\S+ )*make test$", run, re.M), run
     makefile = (ROOT / "Makefile").read_text()
     recipe = re.search(r"^test:.*\n((?:\t.*\n)+)", makefile, re.M).group(1)
-    assert "-m pytest" in recipe and "||" not in recipe and "-" != recipe.lstrip()[0]
+    assert "tools/run_suite.py" in recipe and "||" not in recipe and "-" != recipe.lstrip()[0]
+    assert '"-m", "pytest"' in (ROOT / "tools" / "run_suite.py").read_text()

@@ -1,0 +1,76 @@
+"""`make test`'s runner (tools/run_suite.py): its concurrent sessions together run every test
+on lavapipe once and every device test on SwiftShader once, all with the validation layer, and
+the suite fails when any session does."""
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run_suite():
+    spec = importlib.util.spec_from_file_location("run_suite", ROOT / "tools" / "run_suite.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _test_files(args):
+    """The test files a session's positional paths and --ignore options select."""
+    paths = [ROOT / a for a in args if a.startswith("tests")] or [ROOT / "tests"]
+    ignored = [ROOT / a.split("=", 1)[1] for a in args if a.startswith("--ignore=")]
+    files = {f for p in paths for f in p.rglob("test_*.py")}
+    return {f for f in files if not any(f.is_relative_to(i) for i in ignored)}
+
+
+def test_the_lavapipe_shards_partition_the_suite_and_swiftshader_runs_its_device_tests():
+    sessions = _run_suite().sessions([])
+    lavapipe = [args for _, env, args in sessions if env["VKIR_DEVICE"] == "lavapipe"]
+    swift = [(env, args) for _, env, args in sessions if env["VKIR_DEVICE"] == "swiftshader"]
+    assert len(lavapipe) == 2 and len(swift) == 1
+    a, b = (_test_files(args) for args in lavapipe)
+    assert a and b and not a & b
+    assert a | b == _test_files([]) == _test_files(swift[0][1])
+    assert all(args[:2] == ["-m", "not timing"] for args in lavapipe)
+    env, args = swift[0]
+    assert args[:2] == ["-m", "device and not timing"]
+    assert env["VK_ICD_FILENAMES"].endswith("vk_swiftshader_icd.json")
+    assert all(env["VKIR_VALIDATION"] == "1" for _, env, _ in sessions)
+
+
+class _Session:
+    """A finished pytest process with a given exit status."""
+
+    def __init__(self, code, stdout):
+        self.code = code
+        stdout.write(f"session output {code}\n")
+
+    def wait(self):
+        return self.code
+
+
+def test_the_suite_fails_when_any_session_fails_and_prints_every_output(monkeypatch, capsys):
+    run_suite = _run_suite()
+    codes = iter([0, 1, 0])
+    monkeypatch.setattr(subprocess, "Popen",
+                        lambda cmd, **kw: _Session(next(codes), kw["stdout"]))
+    assert run_suite.main([]) == 1
+    out = capsys.readouterr().out
+    assert out.count("session output") == 3 and "suite: exit 1" in out
+    codes = iter([0, 0, 0])
+    assert run_suite.main(["-x"]) == 0
+
+
+def test_sessions_run_pytest_with_this_interpreter(monkeypatch):
+    run_suite, commands = _run_suite(), []
+
+    def popen(cmd, **kw):
+        commands.append(cmd)
+        return _Session(0, kw["stdout"])
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    assert run_suite.main(["--serial", "-x"]) == 0
+    assert all(c[:4] == [sys.executable, "-m", "pytest", "-q"] and c[-1] == "-x"
+               for c in commands)
