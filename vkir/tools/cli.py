@@ -333,10 +333,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--size", metavar="WxH", default=None, help="picture size (default 960x540)")
     p.set_defaults(fn=cmd_demo)
 
+    from vkir.benchmarks.suite import WORKLOADS
+
     p = sub.add_parser("bench", help="benchmark vkir against GLSL and numpy")
     p.add_argument("--device", default=None)
     p.add_argument("--workload", action="append", metavar="NAME",
-                   help="vadd, sum, matmul_1024, softmax, latency, compile (repeatable; default all)")
+                   help=f"{', '.join(WORKLOADS)} (repeatable; default all)")
     p.add_argument("--repeat", type=int, default=None, help="runs per measurement")
     p.add_argument("--json", metavar="FILE", help="write one JSON object per measurement")
     p.add_argument("--quick", action="store_true", help="small sizes and few repeats (smoke run)")
