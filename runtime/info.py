@@ -60,6 +60,13 @@ class Limits:
     max_descriptor_set_uniform_buffers: int = 72    # maxDescriptorSetUniformBuffers
     max_descriptor_set_storage_buffers: int = 24    # maxDescriptorSetStorageBuffers
     max_per_stage_resources: int = 128              # maxPerStageResources
+    # image-like descriptors (image parameters, texel reads, shaders' images and samplers)
+    max_per_stage_storage_images: int = 4           # maxPerStageDescriptorStorageImages
+    max_per_stage_sampled_images: int = 16          # maxPerStageDescriptorSampledImages
+    max_per_stage_samplers: int = 16                # maxPerStageDescriptorSamplers
+    max_descriptor_set_storage_images: int = 24     # maxDescriptorSetStorageImages
+    max_descriptor_set_sampled_images: int = 96     # maxDescriptorSetSampledImages
+    max_descriptor_set_samplers: int = 96           # maxDescriptorSetSamplers
     max_bound_descriptor_sets: int = 4              # maxBoundDescriptorSets
     # the largest single VkDeviceMemory (VkPhysicalDeviceMaintenance3Properties, Vulkan 1.1)
     max_memory_allocation_size: int = 1 << 30       # maxMemoryAllocationSize
@@ -263,6 +270,12 @@ def query_info(index: int, phys) -> DeviceInfo:
         max_descriptor_set_uniform_buffers=lim.maxDescriptorSetUniformBuffers,
         max_descriptor_set_storage_buffers=lim.maxDescriptorSetStorageBuffers,
         max_per_stage_resources=lim.maxPerStageResources,
+        max_per_stage_storage_images=lim.maxPerStageDescriptorStorageImages,
+        max_per_stage_sampled_images=lim.maxPerStageDescriptorSampledImages,
+        max_per_stage_samplers=lim.maxPerStageDescriptorSamplers,
+        max_descriptor_set_storage_images=lim.maxDescriptorSetStorageImages,
+        max_descriptor_set_sampled_images=lim.maxDescriptorSetSampledImages,
+        max_descriptor_set_samplers=lim.maxDescriptorSetSamplers,
         max_bound_descriptor_sets=lim.maxBoundDescriptorSets,
         max_memory_allocation_size=_allocation_limit(maintenance3.maxMemoryAllocationSize, phys),
         sub_texel_precision_bits=lim.subTexelPrecisionBits,

@@ -77,9 +77,12 @@ class Pipeline:
             raise UnsupportedError(f"SPIR-V size {len(spirv)} is not a positive multiple of 4")
         if not checked:
             kinds = descriptor_types or ("storage",) * len(bindings)
-            uniform = sum(t == "uniform" for t in kinds)
-            check_bindings(device.info, sum(t in ("storage", "uniform") for t in kinds),
-                           f"pipeline {entry_point!r}", uniform, tuple(bindings))
+            counts = tuple(n for _, n in slots) if slots is not None else (1,) * len(kinds)
+            buffers = [(t, n) for t, n in zip(kinds, counts) if t in ("storage", "uniform")]
+            check_bindings(device.info, sum(n for _, n in buffers), f"pipeline {entry_point!r}",
+                           sum(n for t, n in buffers if t == "uniform"), tuple(bindings),
+                           tuple((t, n) for t, n in zip(kinds, counts)
+                                 if t not in ("storage", "uniform")))
             check_push_constants(device.info, push_constant_size, f"pipeline {entry_point!r}")
         device.check_open()
         self.device = device

@@ -194,10 +194,12 @@ class Runtime(abc.ABC):
 
     @abc.abstractmethod
     def check_limits(self, bindings: int, push_bytes: int, local_size: tuple, shared_bytes: int,
-                     what: str) -> None:
+                     what: str, images: tuple = ()) -> None:
         """UnsupportedError naming the limit a module with `bindings` storage buffers, a
         `push_bytes` push-constant block, `local_size` and `shared_bytes` of shared memory
-        exceeds on this device."""
+        exceeds on this device; `images`: its image-like descriptors as (kind, descriptor count)
+        pairs (image parameters, and the uniform texel buffers of texel reads, whose kernel also
+        has a variant binding them as storage buffers: vkir.driver.texel_views)."""
 
     @abc.abstractmethod
     def check_grid(self, groups: tuple, what: str) -> None:
@@ -210,9 +212,11 @@ class Runtime(abc.ABC):
         push constants exceed (or, by default, that this backend runs no existing shaders)."""
         self._no_shaders(what)
 
-    def check_bindings(self, count: int, what: str, uniform: int = 0, numbers: tuple = ()) -> None:
+    def check_bindings(self, count: int, what: str, uniform: int = 0, numbers: tuple = (),
+                       images: tuple = ()) -> None:
         """UnsupportedError naming the limit an existing shader's `count` buffer bindings
-        (`uniform` of them uniform buffers) with binding `numbers` exceed."""
+        (`uniform` of them uniform buffers) and `images` (its images, samplers and texel buffers
+        as (kind, descriptor count) pairs) with binding `numbers` exceed."""
         self._no_shaders(what)
 
     def check_groups(self, groups: tuple, what: str) -> None:

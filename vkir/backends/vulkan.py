@@ -175,11 +175,12 @@ class VulkanRuntime(VulkanImages, Runtime):
         return target_for(self.info, precise)
 
     def check_limits(self, bindings: int, push_bytes: int, local_size: tuple, shared_bytes: int,
-                     what: str) -> None:
-        """vkir.runtime.limits' descriptor, push-constant and workgroup checks."""
+                     what: str, images: tuple = ()) -> None:
+        """vkir.runtime.limits' descriptor (buffers, images, samplers, texel buffers and the
+        storage-buffer variant of texel reads), push-constant and workgroup checks."""
         from ..runtime import limits
 
-        limits.check_bindings(self.info, bindings, what)
+        limits.check_bindings(self.info, bindings, what, images=images, texel_storage=True)
         limits.check_push_constants(self.info, push_bytes, what)
         limits.check_workgroup(self.info, local_size, shared_bytes, what)
 
@@ -197,12 +198,13 @@ class VulkanRuntime(VulkanImages, Runtime):
 
         limits.check_shader(self.info, local_size, shared_bytes, push_bytes, what)
 
-    def check_bindings(self, count: int, what: str, uniform: int = 0, numbers: tuple = ()) -> None:
-        """vkir.runtime.limits.check_bindings: storage and uniform buffers per stage and set,
-        resources per stage, binding numbers."""
+    def check_bindings(self, count: int, what: str, uniform: int = 0, numbers: tuple = (),
+                       images: tuple = ()) -> None:
+        """vkir.runtime.limits.check_bindings: storage and uniform buffers, storage images,
+        sampled images and samplers per stage and set, resources per stage, binding numbers."""
         from ..runtime import limits
 
-        limits.check_bindings(self.info, count, what, uniform, numbers)
+        limits.check_bindings(self.info, count, what, uniform, numbers, images)
 
     def check_groups(self, groups: tuple, what: str) -> None:
         """vkir.runtime.limits.check_groups: three non-negative counts within

@@ -316,9 +316,13 @@ class WgpuRuntime(Runtime):
                                     lim.max_push_constant_bytes, lim.max_storage_buffer_range))
 
     def check_limits(self, bindings: int, push_bytes: int, local_size: tuple, shared_bytes: int,
-                     what: str) -> None:
+                     what: str, images: tuple = ()) -> None:
         """The adapter's storage buffers per stage, immediates, workgroup size and workgroup
-        storage."""
+        storage (`images` is always empty here: the image seam refuses image parameters on
+        WebGPU, and codegen emits texel reads for Vulkan targets only)."""
+        if images:
+            raise UnsupportedError(f"{what} binds images, samplers or texel buffers; vkir binds "
+                                   f"none on WebGPU devices such as {self.name!r}")
         lim = self._limits
         if bindings > lim.max_storage_buffers:
             raise UnsupportedError(f"{what} binds {bindings} storage buffers; WebGPU's "

@@ -224,10 +224,16 @@ class Kernel(CallValues, ProgramVariants, KernelCalls, TexelBinding, metaclass=a
         return f"<vkir Kernel {self.name} on {self._rt.name}>"
 
     def _check_limits(self) -> None:
-        """Every per-pipeline device limit, before the driver sees the module: storage buffers
-        per stage and set, push-constant bytes, workgroup size per axis, invocations and shared
-        memory (codegen checks the last three against the target too; the target carries no
-        per-axis sizes and no descriptor limits)."""
+        """Every per-pipeline device limit, before the driver sees the module: storage buffers,
+        storage images, sampled images (image parameters' combined image samplers and the
+        uniform texel buffers of texel reads) and samplers per stage and set, resources per
+        stage, push-constant bytes, workgroup size per axis, invocations and shared memory
+        (codegen checks the last three against the target too; the target carries no per-axis
+        sizes and no descriptor limits). A kernel with texel reads is checked as it binds them
+        and as its storage-buffer variant binds them (vkir.driver.texel_views)."""
         module = self.module
-        self._rt.check_limits(len(module.bindings), module.push_constant_size, module.local_size,
-                              module.shared_memory_bytes, f"kernel {self.func.name}")
+        images = tuple(("uniform_texel_buffer", 1) for b in module.bindings if b.texel) \
+            + tuple((b.kind, b.count) for b in module.images)
+        self._rt.check_limits(sum(not b.texel for b in module.bindings), module.push_constant_size,
+                              module.local_size, module.shared_memory_bytes,
+                              f"kernel {self.func.name}", images=images)

@@ -204,8 +204,9 @@ class ShaderKernel:
 
     def _check_limits(self) -> None:
         """The device limits of the pipeline (through the Runtime, once: local size, shared
-        memory, push constants), then the buffer bindings' limits (named for the pipeline, as its
-        creation named them: every descriptor of every set and array counts)."""
+        memory, push constants), then the descriptor limits of its buffers, images, samplers and
+        texel buffers (named for the pipeline, as its creation named them: every descriptor of
+        every set and array counts)."""
         rt = self._rt
         rt.check_shader(self.local_size, self._shared_bytes, self.info.push_constant_size,
                         self.name)
@@ -217,7 +218,8 @@ class ShaderKernel:
                                    f"{cap - 1})")
         rt.check_bindings(len(self._slots), f"pipeline {self.entry!r}",
                           sum(b.kind == "uniform" for b, _ in self._slots),
-                          tuple(b.binding for b in self.bindings + self._images.images))
+                          tuple(b.binding for b in self.bindings + self._images.images),
+                          tuple((b.kind, b.count) for b in self._images.images))
 
     @classmethod
     def _view_dtypes(cls, views) -> tuple | None:
