@@ -115,6 +115,10 @@ void main() { uint i = gl_GlobalInvocationID.x; c[i] = a[i] + b[i]; }""",
 layout(binding = 1) uniform samplerBuffer B;
 layout(std430, binding = 2) writeonly buffer C { vec4 c[]; };
 void main() { int i = int(gl_GlobalInvocationID.x); c[i] = texelFetch(A, i) + texelFetch(B, i); }""",
+    "texel read+store": """layout(binding = 0) uniform samplerBuffer A;
+layout(binding = 1) uniform samplerBuffer B;
+layout(rgba32f, binding = 2) writeonly uniform imageBuffer C;
+void main() { int i = int(gl_GlobalInvocationID.x); imageStore(C, i, texelFetch(A, i) + texelFetch(B, i)); }""",
     "device address": """#extension GL_EXT_buffer_reference : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer P4 { vec4 v[]; };
@@ -135,7 +139,8 @@ def _paired(run, numpy_call, repeat):
 
 
 def vadd(vkir, dev, repeat, n=1 << 24):
-    """c = a + b on 2^24 float32, one vec4 per invocation, with each read form."""
+    """c = a + b on 2^24 float32, one vec4 per invocation, with each read form (and one
+    write form besides storage buffers: a storage texel buffer)."""
     rng = np.random.default_rng(0)
     a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
     c = np.empty_like(a)
@@ -150,6 +155,8 @@ def vadd(vkir, dev, repeat, n=1 << 24):
             args, push = (), {"a": _host_address(A), "b": _host_address(B), "c": _host_address(C)}
         elif name == "texel buffers":
             args, push = (a.reshape(-1, 4), b.reshape(-1, 4), C), None
+        elif name == "texel read+store":   # a storage texel buffer takes a numpy array
+            args, push = (a.reshape(-1, 4), b.reshape(-1, 4), c.reshape(-1, 4)), None
         else:
             args, push = (A, B, C), None
         try:
@@ -157,7 +164,8 @@ def vadd(vkir, dev, repeat, n=1 << 24):
         except UnsupportedError as exc:
             print(f"vadd {name:16s} not run: {exc}")
             continue
-        assert np.array_equal(C.numpy(), a + b), name
+        got = c if name == "texel read+store" else C.numpy()
+        assert np.array_equal(got, a + b), name
         v, t, r = _paired(lambda: k.profile(*args, grid=grid, push=push, repeat=1, warmup=0).median,
                           lambda: np.add(a, b, out=c), repeat)
         print(f"vadd {name:16s} {v * 1e3:7.1f} ms {12 * n / v / 1e9:5.2f} GB/s   numpy "
