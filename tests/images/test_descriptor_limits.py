@@ -178,11 +178,18 @@ def blend(a: T.Texture((4, 4), "rgba8"), b: T.Texture((4, 4), "rgba8"),
 ], ids=["sampled", "samplers", "storage", "resources"])
 def test_a_kernel_over_an_image_limit_is_refused_before_the_driver(device, lowered, changes,
                                                                    message):
+    _refused_before_the_driver(device, lowered, changes, f"kernel blend {message}",
+                               lambda: vkir.build(blend, device=device))
+
+
+def _refused_before_the_driver(device, lowered, changes, message, make):
+    """`make()` raises UnsupportedError matching `message` once the device's limits are lowered
+    by `changes`, and no pipeline or launch was created."""
     before = (len(device.pipelines), len(device.launches))
     lowered(**changes)
-    with pytest.raises(UnsupportedError, match=rf"kernel blend {message} of '.*' is "
+    with pytest.raises(UnsupportedError, match=rf"{message} of '.*' is "
                                                rf"{next(iter(changes.values()))}$"):
-        vkir.build(blend, device=device)
+        make()
     assert (len(device.pipelines), len(device.launches)) == before
 
 
@@ -260,12 +267,8 @@ void main() {
 ], ids=["sampled", "samplers", "storage", "resources"])
 def test_a_shader_over_an_image_limit_is_refused_before_the_driver(device, lowered, changes,
                                                                    message):
-    before = (len(device.pipelines), len(device.launches))
-    lowered(**changes)
-    with pytest.raises(UnsupportedError, match=rf"pipeline 'main' {message} of '.*' is "
-                                               rf"{next(iter(changes.values()))}$"):
-        vkir.compile_glsl(SHADER, device=device)
-    assert (len(device.pipelines), len(device.launches)) == before
+    _refused_before_the_driver(device, lowered, changes, f"pipeline 'main' {message}",
+                               lambda: vkir.compile_glsl(SHADER, device=device))
 
 
 def test_a_shader_at_its_image_limits_loads(device, lowered):
