@@ -42,6 +42,16 @@ reads `Target.quirks`), so that a kernel computes the interpreter's result every
   hand-written GLSL `subgroupBroadcastFirst(x * 2.0)` in a loop does the same); integers and
   values computed outside the loop compile. Codegen broadcasts the first active lane's number
   instead and shuffles the float from that lane (spirv/codegen/sync.py), which computes the same.
+- "subgroups_split_rows": llvmpipe forms its subgroups from each row of a workgroup: where the
+  workgroup has several rows (y or z size above 1) and its x size is not a multiple of the
+  subgroup size, a subgroup holds only the x-chunk of one row, the lanes past the row's end
+  inactive, while SubgroupId still counts linear indices (a 4 x 8 workgroup with subgroups of 8:
+  SubgroupLocalInvocationId of invocation (0, 1) is 0, not 4, and `subgroup_add` sums 4
+  invocations, not 8). Every subgroup operation then combines other invocations than vkir's
+  linear subgroups. Found by benchmarks/subgroup_sweep.py ("2d" cases). Codegen declares such a
+  kernel's workgroup as one row of X * Y * Z invocations and computes threadIdx.x/y/z from the
+  linear index (spirv/codegen/flat_workgroup.py), which gives the linear layout; a kernel whose
+  workgroup exceeds maxComputeWorkGroupSize.x that way is refused with UnsupportedError.
 - "buffer_reference_merge_crash": SwiftShader's compiler crashes the process on a
   buffer_reference (PhysicalStorageBuffer) pointer that takes different values on different
   control-flow paths (a pointer variable assigned in a branch or a loop, as a linked-list walk
@@ -64,11 +74,13 @@ INT64_SIGNED_COMPARE = "int64_signed_compare"
 STORAGE_LOADS_PER_LANE = "storage_loads_per_lane"
 BUFFER_REFERENCE_MERGE_CRASH = "buffer_reference_merge_crash"
 BROADCAST_FIRST_FLOAT_CRASH = "broadcast_first_float_crash"
+SUBGROUPS_SPLIT_ROWS = "subgroups_split_rows"
 
 # (substring of the device or driver name, lowercase) -> the quirks of that driver
 _TABLE = (
     ("llvmpipe", frozenset({LOOP_TRIP_LIMIT, NUM_SUBGROUPS_PARTIAL, INT64_SIGNED_COMPARE,
-                            STORAGE_LOADS_PER_LANE, BROADCAST_FIRST_FLOAT_CRASH})),
+                            STORAGE_LOADS_PER_LANE, BROADCAST_FIRST_FLOAT_CRASH,
+                            SUBGROUPS_SPLIT_ROWS})),
     ("swiftshader", frozenset({FLUSHES_DENORMALS, UINT_TO_FLOAT_RTZ,
                                BUFFER_REFERENCE_MERGE_CRASH})),
     ("nvidia", frozenset({FLUSHES_DENORMALS})),

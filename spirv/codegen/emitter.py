@@ -24,6 +24,7 @@ from ..module import Binding
 from ..target import Target
 from .access import AccessMixin, Memory
 from .expr import ExprMixin
+from .flat_workgroup import FlatWorkgroupMixin, flat_size, needs_flat_workgroup
 from .interface import Interface, analyze
 from .images import ImageMixin
 from .intrinsics import IntrinsicMixin
@@ -48,6 +49,7 @@ _CONVERSIONS = frozenset({"OpConvertFToS", "OpConvertFToU", "OpConvertSToF", "Op
 
 
 class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin, ImageMixin,
+                    FlatWorkgroupMixin,
                     TexelReadMixin):
     """Emits one GLCompute entry point for a lowered PrimFunc: interface, types, code."""
 
@@ -342,10 +344,14 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
     def _load_thread_ids(self) -> None:
         self.folds_grid = self._grid_folds()
         u32 = self.ty(_UINT32)
+        sizes = self.thread_sizes()
+        flat = needs_flat_workgroup(self.func, self.target, sizes)
         for tag in sorted(self.iface.threads):
             kind, axis = tag.split(".")
             ids = self._builtin_vector(_BUILTINS[kind])
-            comp = self.op("OpCompositeExtract", u32, ids, _AXES[axis])
+            comp = self.op("OpCompositeExtract", u32, ids, _AXES[axis if not flat else "x"])
+            if flat and kind == "threadIdx":   # a one-row workgroup (flat_workgroup.py)
+                comp = self.flat_thread_id(axis, comp, sizes)
             if tag == "blockIdx.x" and self.folds_grid:   # x + y * (workgroups along x)
                 counts = self._builtin_vector("NumWorkgroups")
                 row = self.op("OpIMul", u32, self.op("OpCompositeExtract", u32, ids, 1),
@@ -365,6 +371,14 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         return out
 
     def local_size(self) -> tuple[int, int, int]:
+        """The workgroup size (x, y, z) the module declares: the threadIdx loops' extents, or
+        one row of them where the target splits subgroups by rows (flat_workgroup.py)."""
+        sizes = self.thread_sizes()
+        if needs_flat_workgroup(self.func, self.target, sizes):
+            return flat_size(self.func, self.target, sizes)
+        return sizes
+
+    def thread_sizes(self) -> tuple[int, int, int]:
         """The workgroup size (x, y, z) from the threadIdx loops."""
         sizes = []
         for axis in "xyz":
