@@ -171,8 +171,10 @@ def _run_one(source: str, device, mutant: bool) -> tuple[str, str]:
     if _work(func) > MAX_WORK:
         return "skipped", "loops too long to interpret"
     expected = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    # subgroup results depend on the size: the interpreter's is the device's
+    size = getattr(getattr(device, "info", None), "subgroup_size", None) or 32
     try:
-        vkir.interpret(func, *expected)
+        vkir.interpret(func, *expected, subgroup_size=func.attrs.get("subgroup_size") or size)
     except VkirError as err:
         return ("refused" if mutant else "rejected"), f"interpreter: {_first(err)}"
     if device is None:

@@ -3,8 +3,9 @@
 A program is a grid of workgroups whose invocation i computes a random expression of one dtype
 over its elements of two input buffers and writes one output element, optionally with a serial
 accumulation loop, a shared-memory stage behind a barrier, 4-lane vector accesses, an atomic
-histogram and a subgroup reduction. Everything it computes is defined (integer division by a
-nonzero divisor, constant shift amounts in range), so the interpreter's result is the answer
+histogram and a subgroup operation (a reduction, scan, broadcast, shuffle, vote or elect).
+Everything it computes is defined (integer division by a nonzero divisor, constant shift
+amounts in range, shuffles from active lanes only), so the interpreter's result is the answer
 the device must reproduce bit for bit (kernels are built with precise=True).
 """
 
@@ -102,6 +103,48 @@ class _Expr:
         return "1"
 
 
+# subgroup operations whose result is exact on every device (no float sum or product, which
+# a device may combine in another order), by operand kind
+_REDUCTIONS = {"int": ("add", "mul", "min", "max", "and", "or", "xor"), "float": ("min", "max")}
+_SCANS = {"int": ("add", "mul", "min", "max"), "float": ("min", "max")}
+
+
+def _subgroup_expr(rng: random.Random, dtype: str, width: int, symbolic: bool) -> str:
+    """A subgroup operation on A[i] (and B[i]) whose result the interpreter defines on every
+    device: shuffles read lanes inside the subgroup and the workgroup (`m` = the smaller of the
+    subgroup and workgroup sizes), shuffles up and down keep their own value where the source
+    lane is out of range, and they are used only where every lane is active (no symbolic guard,
+    a workgroup of at least 8 invocations)."""
+    kind = "float" if dtype.startswith("float") else "int"
+    forms = ["reduce", "scan", "first", "vote", "elect"]
+    if not symbolic and width >= 8:
+        forms += ["broadcast", "shuffle", "xor", "up", "down"]
+    form = rng.choice(forms)
+    x = "A[i]"
+    m = f"T.min(T.subgroup_size(), {width})"
+    lane = "T.subgroup_invocation_id()"
+    d = rng.choice([1, 2, 3, 5])
+    if form == "reduce":
+        return f"T.subgroup_{rng.choice(_REDUCTIONS[kind])}({x})"
+    if form == "scan":
+        return f"T.subgroup_{rng.choice(['inclusive', 'exclusive'])}_{rng.choice(_SCANS[kind])}({x})"
+    if form == "first":
+        return f"T.subgroup_broadcast_first({x} * B[i])"
+    if form == "vote":
+        return f"T.select(T.subgroup_{rng.choice(['any', 'all'])}(A[i] < B[i]), A[i], B[i])"
+    if form == "elect":
+        return "T.select(T.subgroup_elect(), A[i], B[i])"
+    if form == "broadcast":
+        return f"T.subgroup_broadcast({x}, {rng.choice([0, 1, 3])} % {m})"
+    if form == "shuffle":
+        return f"T.subgroup_shuffle({x}, ({lane} + {d}) % {m})"
+    if form == "xor":
+        return f"T.subgroup_shuffle_xor({x}, {d} & ({m} - 1))"
+    if form == "up":
+        return f"T.select({lane} >= {d}, T.subgroup_shuffle_up({x}, {d}), {x})"
+    return f"T.select({lane} + {d} < {m}, T.subgroup_shuffle_down({x}, {d}), {x})"
+
+
 def generate(rng: random.Random, dtypes=DTYPES, atomics: bool = True,
              subgroups: bool = True) -> Program:
     """One random program over the dtypes in `dtypes`."""
@@ -116,7 +159,7 @@ def generate(rng: random.Random, dtypes=DTYPES, atomics: bool = True,
     shared = rng.random() < 0.3 and lanes == 1 and not symbolic
     loop = rng.random() < 0.3
     use_atomic = atomics and rng.random() < 0.2
-    use_subgroup = subgroups and rng.random() < 0.1 and lanes == 1 and dtype in (
+    use_subgroup = subgroups and rng.random() < 0.5 and lanes == 1 and dtype in (
         "int32", "uint32", "float32")
     vt = dtype if lanes == 1 else f"{dtype}x{lanes}"
     ot = out if lanes == 1 else f"{out}x{lanes}"
@@ -155,8 +198,8 @@ def generate(rng: random.Random, dtypes=DTYPES, atomics: bool = True,
     body.append(f"C[{idx}] = {conv}")
     if use_atomic:
         body.append("T.atomic_add(H[i % 16], 1)")
-    if use_subgroup:
-        body.append(f"C[i] = C[i] + T.cast(T.subgroup_max(A[i]) - T.subgroup_max(A[i]), \"{out}\")")
+    if use_subgroup:   # (drawn last: programs without one stay as they were)
+        body.append(f"C[i] = C[i] + T.cast({_subgroup_expr(rng, dtype, width, symbolic)}, \"{out}\")")
     if symbolic:
         lines.append(f"{pad}if {'i' if lanes == 1 else 'i * 4 + 3'} < n:")
         lines += [pad + "    " + b for b in body]
