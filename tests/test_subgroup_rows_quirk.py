@@ -17,14 +17,16 @@ from vkir.spirv.tools import disassemble
 
 
 @T.prim_func
-def rows(x: T.Buffer((64,), "int32"), y: T.Buffer((192,), "int32")):
-    for bx in T.thread_binding(2, "blockIdx.x"):
-        for ty in T.thread_binding(8, "threadIdx.y"):
-            for tx in T.thread_binding(4, "threadIdx.x"):
-                i = bx * 32 + ty * 4 + tx
-                y[i * 3] = T.subgroup_add(x[i])
-                y[i * 3 + 1] = T.subgroup_invocation_id() * 100 + T.subgroup_id()
-                y[i * 3 + 2] = T.subgroup_shuffle_xor(x[i] * 2 + tx, 5)
+def rows(x: T.Buffer((128,), "int32"), y: T.Buffer((384,), "int32")):
+    # a 2 x 2 grid of 4 x 8 workgroups: the workgroup ids keep their axes in a one-row workgroup
+    for by in T.thread_binding(2, "blockIdx.y"):
+        for bx in T.thread_binding(2, "blockIdx.x"):
+            for ty in T.thread_binding(8, "threadIdx.y"):
+                for tx in T.thread_binding(4, "threadIdx.x"):
+                    i = (by * 2 + bx) * 32 + ty * 4 + tx
+                    y[i * 3] = T.subgroup_add(x[i])
+                    y[i * 3 + 1] = T.subgroup_invocation_id() * 100 + T.subgroup_id()
+                    y[i * 3 + 2] = T.subgroup_shuffle_xor(x[i] * 2 + tx, 5)
 
 
 @T.prim_func
@@ -64,9 +66,9 @@ def test_a_row_longer_than_the_device_allows_is_refused():
 
 
 def test_two_dimensional_subgroups_match_the_interpreter(device, vkir_check):
-    x = np.random.default_rng(5).integers(-1000, 1000, 64).astype(np.int32)
-    _, got = vkir_check(rows, x, np.zeros(192, np.int32))
+    x = np.random.default_rng(5).integers(-1000, 1000, 128).astype(np.int32)
+    _, got = vkir_check(rows, x, np.zeros(384, np.int32))
     size = device.info.subgroup_size
-    lanes = np.arange(64) % 32 % size
-    np.testing.assert_array_equal(got[1::3], lanes * 100 + np.arange(64) % 32 // size)
+    lanes = np.arange(128) % 32 % size
+    np.testing.assert_array_equal(got[1::3], lanes * 100 + np.arange(128) % 32 // size)
     np.testing.assert_array_equal(got[0::3], x.reshape(-1, size).sum(axis=1).repeat(size))

@@ -349,8 +349,9 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         for tag in sorted(self.iface.threads):
             kind, axis = tag.split(".")
             ids = self._builtin_vector(_BUILTINS[kind])
-            comp = self.op("OpCompositeExtract", u32, ids, _AXES[axis if not flat else "x"])
-            if flat and kind == "threadIdx":   # a one-row workgroup (flat_workgroup.py)
+            one_row = flat and kind == "threadIdx"   # a one-row workgroup (flat_workgroup.py)
+            comp = self.op("OpCompositeExtract", u32, ids, _AXES["x" if one_row else axis])
+            if one_row:
                 comp = self.flat_thread_id(axis, comp, sizes)
             if tag == "blockIdx.x" and self.folds_grid:   # x + y * (workgroups along x)
                 counts = self._builtin_vector("NumWorkgroups")
