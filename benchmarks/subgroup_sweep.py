@@ -19,9 +19,8 @@ has no defined value (docs/semantics.md), so those elements are left out; floats
 vkir.device_check's tolerance (subgroup sums may combine in another order).
 
 Why a child process: a driver that cannot compile a shader may abort the whole process (llvmpipe's
-"LLVM ERROR: Cannot select"). Cases run in a child that reports each one as it finishes; when the
-child dies, the case it was running is recorded as a crash (with the end of its stderr), the crash
-is confirmed by running that case alone in a fresh child, and the sweep goes on in a new child.
+"LLVM ERROR: Cannot select"). Cases run in child processes (benchmarks.case_runner): a crash is
+recorded for the case that was running, confirmed alone in a fresh child, and the sweep goes on.
 
 Outcomes: ok, mismatch, crash, validation (a validation-layer message), rejected (vkir refused the
 combination with a precise error), timeout. The table printed at the end counts them per op.
@@ -32,12 +31,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import select
-import subprocess
-import sys
 import time
 
 import numpy as np
+
+from benchmarks.case_runner import child, sweep, table
 
 G, K = 2, 3                 # workgroups, loop trips
 DTYPES = ("int32", "uint32", "float32", "float32x4", "int32x4", "bool")
@@ -254,94 +252,6 @@ def run_case(case: str, device) -> dict:
     return {"case": case, "outcome": "ok", "detail": f"{int(mask.sum())}/{mask.size} compared"}
 
 
-def _child() -> None:
-    """Read case names (one per line) from stdin and print one JSON result per line; "start"
-    lines say which case is running, so that the parent knows which one a crash belongs to."""
-    from dataclasses import replace
-
-    import vkir
-
-    device = vkir.device()
-    if os.environ.get("SWEEP_NO_QUIRKS"):   # the driver as it is: no quirk worked around
-        device.info = replace(device.info, quirks=frozenset())
-    for line in sys.stdin:
-        case = line.strip()
-        if not case:
-            continue
-        print(json.dumps({"start": case}), flush=True)
-        print(json.dumps(run_case(case, device)), flush=True)
-
-
-def _spawn(todo):
-    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.subgroup_sweep", "--child"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    proc.stdin.write("".join(c + "\n" for c in todo))
-    proc.stdin.close()
-    return proc
-
-
-def sweep(todo, timeout: float = 120.0, confirm: bool = True):
-    """Run the cases `todo` in child processes; the list of results (see run_case)."""
-    results = []
-    todo = list(todo)
-    while todo:
-        proc = _spawn(todo)
-        running = None
-        while True:
-            ready, _, _ = select.select([proc.stdout], [], [], timeout)
-            if not ready:
-                proc.kill()
-                proc.wait()
-                results.append({"case": running or todo[0], "outcome": "timeout",
-                                "detail": f"no answer within {timeout:g} s"})
-                break
-            line = proc.stdout.readline()
-            if not line:   # the child is gone
-                rc = proc.wait()
-                tail = proc.stderr.read().strip().splitlines()[-3:]
-                if running is not None:
-                    results.append({"case": running, "outcome": "crash",
-                                    "detail": f"exit status {rc}: {' | '.join(tail)}"})
-                break
-            msg = json.loads(line)
-            if "start" in msg:
-                running = msg["start"]
-                continue
-            results.append(msg)
-            todo.remove(msg["case"])
-            running = None
-        proc.stdout.close()
-        proc.stderr.close()
-        if results and results[-1]["case"] in todo:
-            todo.remove(results[-1]["case"])
-    if confirm:   # a crash or timeout again when the case runs alone in a fresh process?
-        for r in results:
-            if r["outcome"] in ("crash", "timeout"):
-                again = sweep([r["case"]], timeout, confirm=False)
-                r["detail"] += " (alone: " + (again[0]["outcome"] if again else "?") + ")"
-    return results
-
-
-def table(results) -> str:
-    """Counts per op and outcome, then every result that is not ok or rejected."""
-    kinds = ("ok", "mismatch", "crash", "validation", "rejected", "timeout")
-    per = {}
-    for r in results:
-        op = r["case"].split(":")[0]
-        per.setdefault(op, dict.fromkeys(kinds, 0))[r["outcome"]] += 1
-    lines = [f"{'op':32s}" + "".join(f"{k:>11s}" for k in kinds)]
-    for op, counts in per.items():
-        lines.append(f"{op:32s}" + "".join(f"{counts[k]:11d}" for k in kinds))
-    total = {k: sum(c[k] for c in per.values()) for k in kinds}
-    lines.append(f"{'total (' + str(len(results)) + ' cases)':32s}" +
-                 "".join(f"{total[k]:11d}" for k in kinds))
-    for r in results:
-        if r["outcome"] not in ("ok",):
-            lines.append(f"  {r['outcome']:10s} {r['case']}: {r['detail'][:300]}")
-    return "\n".join(lines)
-
-
 def main(argv=None) -> None:
     """Command line: see the module docstring."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -353,7 +263,7 @@ def main(argv=None) -> None:
     parser.add_argument("--source", help="print the script of this case and exit")
     args = parser.parse_args(argv)
     if args.child:
-        _child()
+        child(run_case)
         return
     if args.source:
         print(source(args.source))
@@ -362,7 +272,7 @@ def main(argv=None) -> None:
         os.environ["SWEEP_NO_QUIRKS"] = "1"
     todo = [c for c in cases() if not args.only or any(s in c for s in args.only)]
     t0 = time.perf_counter()
-    results = sweep(todo)
+    results = sweep(todo, "benchmarks.subgroup_sweep")
     print(f"device: {os.environ.get('VKIR_DEVICE', 'default')}, {len(results)} cases in "
           f"{time.perf_counter() - t0:.0f} s")
     print(table(results))
