@@ -10,7 +10,9 @@ For coordinates (x first; the layer last for a layered texture), level of detail
   to that many bits (rounded down), so a device that keeps more bits or rounds differs by at
   most 2^-bits of the texel difference per axis (docs/semantics.md, "Images");
 - each texel index is addressed per axis: "clamp" to the edge, "repeat" modulo the extent,
-  "mirror" as mirrored repeat, "border" reads the sampler's border colour outside the image;
+  "mirror" as mirrored repeat, "border" reads the sampler's border colour outside the image
+  (Vulkan replaces the texel before its conversion to RGBA, so the channels a format lacks read
+  0, 0 and 1 there too: white is (1, 0, 0, 1) for an "r" format);
 - texels are converted as vkir.images.texels.decode says, then weighted in float32.
 """
 
@@ -53,7 +55,10 @@ def sample(fmt: ImageFormat, raw: np.ndarray, coords, sampler, *, layered: bool 
         raise ArgumentError(f"a texture of format {fmt.name} (integer) cannot be sampled with "
                             "linear filtering (Vulkan allows only nearest)")
     lane = np.dtype(fmt.lane_dtype)
-    border = np.asarray(sampler.border, np.float64).astype(lane)
+    border = np.asarray(sampler.border, np.float64)
+    if fmt.channels < 4:   # the border replaces the texel before conversion to RGBA
+        border = np.concatenate([border[:fmt.channels], (0.0, 0.0, 1.0)[fmt.channels - 1:]])
+    border = border.astype(lane)
     layer = None
     if layered:
         layer = np.clip(np.rint(coords[..., dims]), 0, raw.shape[0] - 1).astype(np.int64)
