@@ -16,6 +16,7 @@ import os
 import select
 import subprocess
 import sys
+import tempfile
 
 OUTCOMES = ("ok", "mismatch", "crash", "validation", "rejected", "timeout")
 
@@ -40,12 +41,22 @@ def child(run_case) -> None:
 
 
 def _spawn(module: str, todo):
+    # the case list and stderr are files, not pipes: more than a pipe holds (thousands of cases,
+    # validation messages) would block one side while the other waits on stdout
+    cases = tempfile.TemporaryFile("w+")
+    cases.write("".join(c + "\n" for c in todo))
+    cases.seek(0)
+    err = tempfile.TemporaryFile("w+")
     proc = subprocess.Popen([sys.executable, "-m", module, "--child"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    proc.stdin.write("".join(c + "\n" for c in todo))
-    proc.stdin.close()
+                            stdin=cases, stdout=subprocess.PIPE, stderr=err, text=True)
+    cases.close()
+    proc.err = err
     return proc
+
+
+def _stderr_tail(proc, lines: int = 3) -> str:
+    proc.err.seek(0)
+    return " | ".join(proc.err.read().strip().splitlines()[-lines:])
 
 
 def sweep(todo, module: str, timeout: float = 120.0, confirm: bool = True):
@@ -67,14 +78,13 @@ def sweep(todo, module: str, timeout: float = 120.0, confirm: bool = True):
             line = proc.stdout.readline()
             if not line:   # the child is gone
                 rc = proc.wait()
-                tail = proc.stderr.read().strip().splitlines()[-3:]
+                tail = _stderr_tail(proc)
                 if running is not None:
                     results.append({"case": running, "outcome": "crash",
-                                    "detail": f"exit status {rc}: {' | '.join(tail)}"})
+                                    "detail": f"exit status {rc}: {tail}"})
                 elif rc:   # died before its first case: nothing more would run
                     results += [{"case": c, "outcome": "crash",
-                                 "detail": f"child exit status {rc}: {' | '.join(tail)}"}
-                                for c in todo]
+                                 "detail": f"child exit status {rc}: {tail}"} for c in todo]
                     todo = []
                 break
             msg = json.loads(line)
@@ -85,7 +95,7 @@ def sweep(todo, module: str, timeout: float = 120.0, confirm: bool = True):
             todo.remove(msg["case"])
             running = None
         proc.stdout.close()
-        proc.stderr.close()
+        proc.err.close()
         if results and results[-1]["case"] in todo:
             todo.remove(results[-1]["case"])
     if confirm:   # a crash or timeout again when the case runs alone in a fresh process?
