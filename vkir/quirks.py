@@ -52,6 +52,12 @@ reads `Target.quirks`), so that a kernel computes the interpreter's result every
   kernel's workgroup as one row of X * Y * Z invocations and computes threadIdx.x/y/z from the
   linear index (spirv/codegen/flat_workgroup.py), which gives the linear layout; a kernel whose
   workgroup exceeds maxComputeWorkGroupSize.x that way is refused with UnsupportedError.
+- "float16_texel_overflow_nan": SwiftShader stores NaN, not infinity, when a kernel writes a
+  float32 well beyond float16's range (70000, 1e5, 3e38, infinities) to a float16 image format
+  (rgba16f, rg16f, r16f); 65520 to 65537 still become infinity. Found by
+  benchmarks/image_sweep.py.
+  Codegen clamps such lanes to +-65536 before the write (spirv/codegen/images.py), which stores
+  the infinity Vulkan's rounding gives; NaN stays NaN.
 - "buffer_reference_merge_crash": SwiftShader's compiler crashes the process on a
   buffer_reference (PhysicalStorageBuffer) pointer that takes different values on different
   control-flow paths (a pointer variable assigned in a branch or a loop, as a linked-list walk
@@ -62,6 +68,11 @@ Known and not yet worked around (found by the fuzzing campaign, python -m vkir.t
 folds `x * 0.0` to 0 for an infinite or NaN x and `x - -0.0` to x for x = -0.0 in some
 expression shapes, even with SignedZeroInfNanPreserve declared (which vkir does where the device
 supports it), so such results can differ from the interpreter's IEEE ones.
+Found by benchmarks/image_sweep.py: SwiftShader garbles the float16 texel written in lane 1 or 3
+of a write whose lane 0 or 2 is NaN (rgba16f [NaN, 2, 3, 4] stores [NaN, 2.004, 3, 4]; a large
+value there becomes NaN). lavapipe and SwiftShader filter float32 textures linearly as
+a + w * (b - a): neighbouring texels whose difference overflows float32 (|a - b| > 3.4e38) give
+infinity or NaN, even at texel centres where the weight of b is 0 (docs/semantics.md, "Images").
 """
 
 from __future__ import annotations
@@ -75,6 +86,7 @@ STORAGE_LOADS_PER_LANE = "storage_loads_per_lane"
 BUFFER_REFERENCE_MERGE_CRASH = "buffer_reference_merge_crash"
 BROADCAST_FIRST_FLOAT_CRASH = "broadcast_first_float_crash"
 SUBGROUPS_SPLIT_ROWS = "subgroups_split_rows"
+FLOAT16_TEXEL_OVERFLOW_NAN = "float16_texel_overflow_nan"
 
 # (substring of the device or driver name, lowercase) -> the quirks of that driver
 _TABLE = (
@@ -82,7 +94,7 @@ _TABLE = (
                             STORAGE_LOADS_PER_LANE, BROADCAST_FIRST_FLOAT_CRASH,
                             SUBGROUPS_SPLIT_ROWS})),
     ("swiftshader", frozenset({FLUSHES_DENORMALS, UINT_TO_FLOAT_RTZ,
-                               BUFFER_REFERENCE_MERGE_CRASH})),
+                               BUFFER_REFERENCE_MERGE_CRASH, FLOAT16_TEXEL_OVERFLOW_NAN})),
     ("nvidia", frozenset({FLUSHES_DENORMALS})),
 )
 

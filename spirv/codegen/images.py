@@ -9,7 +9,9 @@ parameter order.
 The IR indexes images in numpy order (`img[y, x]`, the layer first); SPIR-V coordinates are x
 first (the layer last), so index tuples are reversed. Reads are OpImageRead, writes
 OpImageWrite, `T.sample` OpImageSampleExplicitLod at Lod 0, `T.image_size` OpImageQuerySize (a
-texture: OpImageQuerySizeLod at level 0), and atomics go through OpImageTexelPointer.
+texture: OpImageQuerySizeLod at level 0), and atomics go through OpImageTexelPointer. On a
+device with the "float16_texel_overflow_nan" quirk a write to a float16 format clamps lanes
+beyond +-65536 first (vkir.quirks).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ _INT32 = DataType("int", 32)
 _UINT32 = DataType("uint", 32)
 _FLOAT32 = DataType("float", 32)
 _DIMS = {1: "1D", 2: "2D", 3: "3D"}
+# vkir.quirks.FLOAT16_TEXEL_OVERFLOW_NAN (codegen imports no vkir.quirks)
+FLOAT16_TEXEL_QUIRK = "float16_texel_overflow_nan"
 
 
 @dataclass
@@ -133,8 +137,20 @@ class ImageMixin:
         im = self._image(s.image)
         coords = self._coords(s.indices, f"image {s.image.name!r}")
         value = self.expr(s.value)
+        if im.itype.fmt.storage_dtype == "float16" and FLOAT16_TEXEL_QUIRK in self.target.quirks:
+            value = self._float16_texel_in_range(s.value.dtype, value)
         image = self.op("OpLoad", im.type_id, im.var)
         self.do("OpImageWrite", image, coords, value)
+
+    def _float16_texel_in_range(self, dt: DataType, value: int) -> int:
+        """The texel to write to a float16 format on a device with the quirk: lanes beyond
+        +-65536 (infinities included) clamped to +-65536, which still rounds to +-inf; NaN
+        fails the comparison and stays NaN."""
+        t = self.ty(dt)
+        big = self.op("OpFOrdGreaterThan", self.ty(DataType("bool", 1, dt.lanes)),
+                      self.glsl("FAbs", t, value), self.const(dt, 65536.0))
+        clamped = self.glsl("FClamp", t, value, self.const(dt, -65536.0), self.const(dt, 65536.0))
+        return self.op("OpSelect", t, big, clamped, value)
 
     def e_image_sample(self, e: ImageSample) -> int:
         """OpImageSampleExplicitLod at level of detail 0."""
