@@ -293,7 +293,7 @@ def _bad_write(row, got, want, values, defined):
     top = float(np.iinfo(np.dtype(row.storage_dtype)).max)
     # a tie as the device may compute it: f * top in float32 (within 2 of its ulps of k + 0.5)
     scaled = (np.clip(np.nan_to_num(v), -1, 1).astype(np.float32) * np.float32(top)).astype(np.float64)
-    near_tie = np.abs(scaled - np.floor(scaled) - 0.5) <= 2 * np.spacing(scaled.astype(np.float32))
+    near_tie = np.abs(scaled - np.floor(scaled) - 0.5) <= 2 * np.abs(np.spacing(scaled.astype(np.float32)))
     diff = np.abs(got.astype(np.int64) - want.astype(np.int64))
     return ((diff > 1) | ((diff == 1) & ~near_tie)) & ok_def
 
