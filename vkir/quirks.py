@@ -70,7 +70,7 @@ expression shapes, even with SignedZeroInfNanPreserve declared (which vkir does 
 supports it), so such results can differ from the interpreter's IEEE ones.
 Found by benchmarks/image_sweep.py: SwiftShader garbles the float16 texel written in lane 1 or 3
 of a write whose lane 0 or 2 is NaN (rgba16f [NaN, 2, 3, 4] stores [NaN, 2.004, 3, 4]; a large
-value there becomes NaN). lavapipe and SwiftShader filter float32 textures linearly as
+value there becomes NaN), and its linear filtering reads the snorm code -128 as -128/127, not -1. lavapipe and SwiftShader filter float32 textures linearly as
 a + w * (b - a): neighbouring texels whose difference overflows float32 (|a - b| > 3.4e38) give
 infinity or NaN, even at texel centres where the weight of b is 0 (docs/semantics.md, "Images").
 """
