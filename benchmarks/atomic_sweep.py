@@ -35,14 +35,10 @@ contains one of the given substrings ("a+b": both a and b).
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import time
 
 import numpy as np
 
-from benchmarks.case_runner import child, sweep, table
+from benchmarks.case_runner import command_line
 
 K = 3                      # loop trips
 OPS = ("atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_and", "atomic_or",
@@ -314,33 +310,8 @@ def run_case(case: str, device) -> dict:
 
 def main(argv=None) -> None:
     """Command line: see the module docstring."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--only", nargs="*", default=(), help="cases whose name contains one of these")
-    parser.add_argument("--json", help="write the results here")
-    parser.add_argument("--no-quirks", action="store_true",
-                        help="build as if the device had no quirks (to see the bugs themselves)")
-    parser.add_argument("--source", help="print the script of this case and exit")
-    args = parser.parse_args(argv)
-    if args.child:
-        child(run_case)
-        return
-    if args.source:
-        print(source(args.source))
-        return
-    if args.no_quirks:
-        os.environ["SWEEP_NO_QUIRKS"] = "1"
-    todo = [c for c in cases()
-            if not args.only or any(all(p in c for p in s.split("+")) for s in args.only)]
-    t0 = time.perf_counter()
-    results = sweep(todo, "benchmarks.atomic_sweep")
-    print(f"device: {os.environ.get('VKIR_DEVICE', 'default')}, {len(results)} cases in "
-          f"{time.perf_counter() - t0:.0f} s")
-    print(table(results, group=lambda case: ":".join(case.split(":")[:3]), label="op:dtype:memory"))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
-
+    command_line(argv, __doc__, "benchmarks.atomic_sweep", cases, run_case, source,
+                 {"op:dtype:memory": lambda case: ":".join(case.split(":")[:3])})
 
 if __name__ == "__main__":
     main()

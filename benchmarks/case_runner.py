@@ -6,17 +6,20 @@ A sweep module (benchmarks.subgroup_sweep, benchmarks.image_sweep) gives `run_ca
 parent calls `sweep(cases, "benchmarks.<module>")`. The child reads case names from stdin and
 prints a "start" line before each case and its result after, so the parent knows which case a
 crash belongs to; a crash is confirmed by running that case alone in a fresh child, and the
-sweep goes on in a new child. `table` counts outcomes per group of cases.
+sweep goes on in a new child. `table` counts outcomes per group of cases; `command_line` is
+every sweep's `main`.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import select
 import subprocess
 import sys
 import tempfile
+import time
 
 OUTCOMES = ("ok", "mismatch", "crash", "validation", "rejected", "timeout")
 
@@ -122,3 +125,44 @@ def table(results, group=lambda case: case.split(":")[0], label: str = "op") -> 
         if r["outcome"] != "ok":
             lines.append(f"  {r['outcome']:10s} {r['case']}: {r['detail'][:300]}")
     return "\n".join(lines)
+
+
+def command_line(argv, doc: str, module: str, cases, run_case, source, groups=None) -> None:
+    """A sweep's command line: `--only S ...` (cases containing S; "a+b": containing both),
+    `--json FILE`, `--no-quirks` (build as if the device had none), `--source CASE` (print
+    its script), and with several `groups` ({label: case -> group}) `--by LABEL` for the
+    table's rows (the first by default)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--only", nargs="*", default=(),
+                        help='cases whose name contains one of these ("a+b": both a and b)')
+    parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--no-quirks", action="store_true",
+                        help="build as if the device had no quirks (to see the bugs themselves)")
+    parser.add_argument("--source", help="print the script of this case and exit")
+    if groups and len(groups) > 1:
+        parser.add_argument("--by", choices=tuple(groups), default=next(iter(groups)),
+                            help="how the table groups cases")
+    args = parser.parse_args(argv)
+    if args.child:
+        child(run_case)
+        return
+    if args.source:
+        print(source(args.source))
+        return
+    if args.no_quirks:
+        os.environ["SWEEP_NO_QUIRKS"] = "1"
+    todo = [c for c in cases()
+            if not args.only or any(all(p in c for p in s.split("+")) for s in args.only)]
+    t0 = time.perf_counter()
+    results = sweep(todo, module)
+    print(f"device: {os.environ.get('VKIR_DEVICE', 'default')}, {len(results)} cases in "
+          f"{time.perf_counter() - t0:.0f} s")
+    if groups:
+        label = getattr(args, "by", next(iter(groups)))
+        print(table(results, groups[label], label))
+    else:
+        print(table(results))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)

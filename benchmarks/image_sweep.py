@@ -32,15 +32,11 @@ is built once per child for all the cases that share its source.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import time
 import zlib
 
 import numpy as np
 
-from benchmarks.case_runner import child, sweep, table
+from benchmarks.case_runner import command_line
 
 SHAPES = {"1d": ((7,), None), "2d": ((3, 5), None), "3d": ((2, 3, 4), None),
           "1d_layers": ((5,), 3), "2d_layers": ((3, 4), 2)}
@@ -427,45 +423,17 @@ def run_case(case: str, device) -> dict:
     return {"case": case, "outcome": "ok", "detail": f"{bad.shape[0] if bad.ndim else 1} compared"}
 
 
-def _group(case: str) -> str:
-    name, access, shape = case.split(":")
-    return f"{name}:{access.split('_')[0]}"
+def _access_group(case: str) -> str:
+    access = case.split(":")[1]
+    parts = access.split("_")
+    return parts[0] + ("_" + parts[1] if access.startswith("sample") else "")
 
 
 def main(argv=None) -> None:
     """Command line: see the module docstring."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--only", nargs="*", default=(), help="cases whose name contains one of these")
-    parser.add_argument("--json", help="write the results here")
-    parser.add_argument("--no-quirks", action="store_true",
-                        help="build as if the device had no quirks (to see the bugs themselves)")
-    parser.add_argument("--source", help="print the script of this case and exit")
-    parser.add_argument("--by", choices=("format", "access", "shape"), default="format",
-                        help="how the table groups cases")
-    args = parser.parse_args(argv)
-    if args.child:
-        child(run_case)
-        return
-    if args.source:
-        print(source(args.source))
-        return
-    if args.no_quirks:
-        os.environ["SWEEP_NO_QUIRKS"] = "1"
-    todo = [c for c in cases() if not args.only or any(s in c for s in args.only)]
-    t0 = time.perf_counter()
-    results = sweep(todo, "benchmarks.image_sweep")
-    print(f"device: {os.environ.get('VKIR_DEVICE', 'default')}, {len(results)} cases in "
-          f"{time.perf_counter() - t0:.0f} s")
-    group = {"format": lambda c: c.split(":")[0],
-             "access": lambda c: c.split(":")[1].split("_")[0] + (
-                 "_" + c.split(":")[1].split("_")[1] if c.split(":")[1].startswith("sample") else ""),
-             "shape": lambda c: c.split(":")[2]}[args.by]
-    print(table(results, group, args.by))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
-
+    command_line(argv, __doc__, "benchmarks.image_sweep", cases, run_case, source,
+                 {"format": lambda c: c.split(":")[0], "access": _access_group,
+                  "shape": lambda c: c.split(":")[2]})
 
 if __name__ == "__main__":
     main()

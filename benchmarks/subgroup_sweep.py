@@ -28,14 +28,10 @@ combination with a precise error), timeout. The table printed at the end counts 
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import time
 
 import numpy as np
 
-from benchmarks.case_runner import child, sweep, table
+from benchmarks.case_runner import command_line
 
 G, K = 2, 3                 # workgroups, loop trips
 DTYPES = ("int32", "uint32", "float32", "float32x4", "int32x4", "bool")
@@ -254,32 +250,7 @@ def run_case(case: str, device) -> dict:
 
 def main(argv=None) -> None:
     """Command line: see the module docstring."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--only", nargs="*", default=(), help="cases whose name contains one of these")
-    parser.add_argument("--json", help="write the results here")
-    parser.add_argument("--no-quirks", action="store_true",
-                        help="build as if the device had no quirks (to see the bugs themselves)")
-    parser.add_argument("--source", help="print the script of this case and exit")
-    args = parser.parse_args(argv)
-    if args.child:
-        child(run_case)
-        return
-    if args.source:
-        print(source(args.source))
-        return
-    if args.no_quirks:
-        os.environ["SWEEP_NO_QUIRKS"] = "1"
-    todo = [c for c in cases() if not args.only or any(s in c for s in args.only)]
-    t0 = time.perf_counter()
-    results = sweep(todo, "benchmarks.subgroup_sweep")
-    print(f"device: {os.environ.get('VKIR_DEVICE', 'default')}, {len(results)} cases in "
-          f"{time.perf_counter() - t0:.0f} s")
-    print(table(results))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
-
+    command_line(argv, __doc__, "benchmarks.subgroup_sweep", cases, run_case, source)
 
 if __name__ == "__main__":
     main()
