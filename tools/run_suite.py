@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SWIFTSHADER_ICD = "/usr/lib/chromium/vk_swiftshader_icd.json"
 # the folders of the first lavapipe shard: about half of the lavapipe pass's time
-SHARD_A = ("tests/tvm", "tests/tvm_parity", "tests/fleet", "tests/ops", "tests/runtime")
+SHARD_A = ("tests/tvm", "tests/tvm_parity", "tests/fleet", "tests/ops")
 
 
 def sessions(extra: list[str]) -> list[tuple[str, dict, list[str]]]:
