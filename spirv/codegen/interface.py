@@ -96,7 +96,9 @@ class _Scan(Visitor):
             b = self.iface.binding_of(buf)
             if b is not None:  # an atomic reads and writes its element
                 b.readable = b.writable = True
-                if self.cas_float_add and node.op == "atomic_add" and buf.dtype == FLOAT32:
+                looped = node.op in ("atomic_min", "atomic_max") or \
+                    (self.cas_float_add and node.op == "atomic_add")
+                if looped and buf.dtype == FLOAT32:   # compare-exchange loops (sync.py)
                     view = replace(buf, dtype=UINT32)  # the same binding, as uint32 words
                     self.iface.register(view, b.param_index)
                     view_binding = self.iface.binding_of(view)
@@ -146,7 +148,8 @@ def analyze(func: PrimFunc, max_push_constant_bytes: int, cas_float_add: bool = 
     """Bindings (parameter buffers in parameter order, then casts in order of appearance), push
     constants (scalar parameters then symbolic sizes, std430 offsets) and thread extents.
     `cas_float_add`: the device has no float32 atomic add on storage buffers, so each buffer that
-    one updates also gets a uint32 view for the compare-exchange loop that replaces it."""
+    one updates also gets a uint32 view for the compare-exchange loop that replaces it; buffers
+    updated by float32 atomic min or max always get one (sync.py loops those everywhere)."""
     iface = Interface()
     params = {}
     scalars = []

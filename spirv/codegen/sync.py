@@ -6,8 +6,9 @@ unequal case of a compare-exchange: Acquire). A barrier in a kernel with atomics
 buffers also orders storage-buffer memory, so an atomic followed by a barrier is visible to the
 workgroup; the end of the dispatch makes it visible to the next one. int64/uint64 atomics and
 float32 add/min/max need their device features, named in the UnsupportedError otherwise, except
-float32 add on a storage buffer, which without the feature becomes a compare-exchange loop on a
-uint32 view of the same binding.
+on a storage buffer: float32 add without the feature, and float32 min and max always (the
+device's OpAtomicFMin/FMaxEXT leave NaN and signed zeros to the driver), are compare-exchange
+loops on a uint32 view of the same binding.
 
 Subgroup operations: OpGroupNonUniform* at Subgroup scope; the capability of each class (vote,
 arithmetic, ballot, shuffle, shuffle_relative) is declared when used, and the target must have
@@ -99,7 +100,11 @@ class SyncMixin:
                                        "Vulkan instruction (float32 add, min and max only)")
             if e.op == "atomic_add" and not shared and \
                     not self.target.has("atomic_float32_add_buffer"):
-                return self._float_add_by_compare_exchange(target, self.expr(e.args[1]))
+                return self._float_by_compare_exchange(target, self.expr(e.args[1]), "OpFAdd")
+            if e.op in ("atomic_min", "atomic_max") and not shared:
+                # OpAtomicFMin/FMaxEXT leave NaN and -0.0 vs 0.0 to the device: the loop
+                # computes T.min / T.max exactly, with or without the device feature
+                return self._float_by_compare_exchange(target, self.expr(e.args[1]), e.op)
             self.types.need(f"atomic_float32_{entry[0]}_{where}", why)
             self.b.capability(entry[1])
         elif dt.bits == 64:
@@ -121,18 +126,24 @@ class SyncMixin:
         name = ATOMIC_OPCODES[e.op][2 if dt.is_float else 1 if dt.is_uint else 0]
         return self.op(name, t, ptrs[0], scope, sem, values[0])
 
-    def _float_add_by_compare_exchange(self, target: BufferLoad, value: int) -> int:
-        """float32 atomic add on a storage buffer without shaderBufferFloat32AtomicAdd: a loop
-        that adds to the last value seen and publishes the sum with a uint32 compare-exchange on
-        the same element (interface.py gave the buffer a uint32 view), until no other invocation
-        changed the element in between. Returns the old value, as OpAtomicFAddEXT would."""
+    def _float_by_compare_exchange(self, target: BufferLoad, value: int, combine: str) -> int:
+        """A float32 atomic on a storage buffer as a loop: combine the last value seen with
+        `value` ("OpFAdd", or "atomic_min"/"atomic_max" with T.min/T.max's meaning: NaN wins,
+        ties give `value`) and publish the result with a uint32 compare-exchange on the same
+        element (interface.py gave the buffer a uint32 view), until no other invocation changed
+        the element in between. Returns the old value, as the OpAtomicF*EXT would. Used for
+        adds where the device has no shaderBufferFloat32AtomicAdd, and for every min and max."""
         view = replace(target.buffer, dtype=_UINT32)
         _, ptrs, _ = self._element_pointers(view, target.indices)
         u, f = self.ty(_UINT32), self.ty(_FLOAT32)
         scope = self.const(_UINT32, self.b.enum("Scope", "Device"))
         relaxed = self.const(_UINT32, 0)
-        sem = self.const(_UINT32, self.b.g.bits("MemorySemantics", "AcquireRelease", "UniformMemory"))
-        unequal = self.const(_UINT32, self.b.g.bits("MemorySemantics", "Acquire", "UniformMemory"))
+        # relaxed compare-exchanges between two fences: the ordering of an AcquireRelease
+        # atomic (llvmpipe loses updates when the compare-exchange in this loop carries the
+        # AcquireRelease semantics itself: 12 of 20 contended runs of atomic_min were wrong)
+        fence = self.const(_UINT32, self.b.g.bits("MemorySemantics", "AcquireRelease",
+                                                  "UniformMemory"))
+        self.do("OpMemoryBarrier", scope, fence)
         first = self.op("OpAtomicLoad", u, ptrs[0], scope, relaxed)
         entry = self.label
         header, body, cont, merge = (self.b.new_id() for _ in range(4))
@@ -143,14 +154,23 @@ class SyncMixin:
         self.do("OpLoopMerge", merge, cont, self.b.enum("LoopControl", "None"))
         self.do("OpBranch", body)
         self.start_block(body)
-        total = self.op("OpFAdd", f, self.op("OpBitcast", f, old), value)
-        self.b.encode(self.code, "OpAtomicCompareExchange", u, seen, ptrs[0], scope, sem, unequal,
-                      self.op("OpBitcast", u, total), old)
+        current = self.op("OpBitcast", f, old)
+        if combine == "OpFAdd":
+            total = self.op("OpFAdd", f, current, value)
+        else:   # (current < value or current is NaN) ? current : value, as e_minmax
+            b = self.ty(DataType("bool", 1))
+            cmp = "OpFOrdLessThan" if combine == "atomic_min" else "OpFOrdGreaterThan"
+            keep = self.op("OpLogicalOr", b, self.op(cmp, b, current, value),
+                           self.op("OpIsNan", b, current))
+            total = self.op("OpSelect", f, keep, current, value)
+        self.b.encode(self.code, "OpAtomicCompareExchange", u, seen, ptrs[0], scope, relaxed,
+                      relaxed, self.op("OpBitcast", u, total), old)
         done = self.op("OpIEqual", self.ty(DataType("bool", 1)), seen, old)
         self.do("OpBranchConditional", done, merge, cont)
         self.start_block(cont)
         self.do("OpBranch", header)
         self.start_block(merge)
+        self.do("OpMemoryBarrier", scope, fence)
         return self.op("OpBitcast", f, old)
 
     # -- subgroups -----------------------------------------------------------------------------
