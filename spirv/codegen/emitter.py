@@ -85,6 +85,7 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         self.global_atomics = any(
             isinstance(n, Call) and is_atomic(n.op) and isinstance(n.args[0], BufferLoad)
             and n.args[0].buffer.scope == "global" for n in walk(func.body))
+        self._one_row: bool | None = None   # runs as one row (flat_workgroup.py), found once
 
     # -- emission primitives -------------------------------------------------------------------
 
@@ -345,7 +346,7 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         self.folds_grid = self._grid_folds()
         u32 = self.ty(_UINT32)
         sizes = self.thread_sizes()
-        flat = needs_flat_workgroup(self.func, self.target, sizes)
+        flat = self.runs_as_one_row()
         for tag in sorted(self.iface.threads):
             kind, axis = tag.split(".")
             ids = self._builtin_vector(_BUILTINS[kind])
@@ -375,9 +376,15 @@ class KernelEmitter(ExprMixin, StmtMixin, AccessMixin, IntrinsicMixin, SyncMixin
         """The workgroup size (x, y, z) the module declares: the threadIdx loops' extents, or
         one row of them where the target splits subgroups by rows (flat_workgroup.py)."""
         sizes = self.thread_sizes()
-        if needs_flat_workgroup(self.func, self.target, sizes):
+        if self.runs_as_one_row():
             return flat_size(self.func, self.target, sizes)
         return sizes
+
+    def runs_as_one_row(self) -> bool:
+        """needs_flat_workgroup for this kernel (its body walked once per emitter)."""
+        if self._one_row is None:
+            self._one_row = needs_flat_workgroup(self.func, self.target, self.thread_sizes())
+        return self._one_row
 
     def thread_sizes(self) -> tuple[int, int, int]:
         """The workgroup size (x, y, z) from the threadIdx loops."""

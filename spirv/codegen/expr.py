@@ -326,15 +326,20 @@ class ExprMixin:
     def e_minmax(self, e) -> int:
         """min/max (GLSL.std.450 SMin/UMin/FMin and the like)."""
         a, b = self.expr(e.a), self.expr(e.b)
-        if e.dtype.is_float:  # (a < b or a is NaN) ? a : b, as the interpreter (GLSL's FMin
-            bt = self.types.bool_of(e.dtype.lanes)  # leaves NaN and -0.0 vs 0.0 undefined)
-            cmp = "OpFOrdLessThan" if isinstance(e, Min) else "OpFOrdGreaterThan"
-            first = self.op("OpLogicalOr", bt, self.op(cmp, bt, a, b), self.op("OpIsNan", bt, a))
-            return self.op("OpSelect", self.ty(e.dtype), first, a, b)
+        if e.dtype.is_float:
+            return self.float_minmax(isinstance(e, Min), e.dtype, a, b)
         name = _MINMAX[type(e)][_kind(e.dtype)]
         if e.dtype.is_bool:
             return self.op(name, self.ty(e.dtype), a, b)
         return self.glsl(name, self.ty(e.dtype), a, b)
+
+    def float_minmax(self, is_min: bool, dtype, a: int, b: int) -> int:
+        """T.min/T.max of float ids `a`, `b` as the interpreter computes them: (a < b or a is
+        NaN) ? a : b (GLSL's FMin leaves NaN and -0.0 vs 0.0 undefined)."""
+        bt = self.types.bool_of(dtype.lanes)
+        cmp = "OpFOrdLessThan" if is_min else "OpFOrdGreaterThan"
+        first = self.op("OpLogicalOr", bt, self.op(cmp, bt, a, b), self.op("OpIsNan", bt, a))
+        return self.op("OpSelect", self.ty(dtype), first, a, b)
 
     def e_cmp(self, e) -> int:
         """A comparison, signed, unsigned or ordered float by type (signed 64-bit orderings on

@@ -157,12 +157,8 @@ class SyncMixin:
         current = self.op("OpBitcast", f, old)
         if combine == "OpFAdd":
             total = self.op("OpFAdd", f, current, value)
-        else:   # (current < value or current is NaN) ? current : value, as e_minmax
-            b = self.ty(DataType("bool", 1))
-            cmp = "OpFOrdLessThan" if combine == "atomic_min" else "OpFOrdGreaterThan"
-            keep = self.op("OpLogicalOr", b, self.op(cmp, b, current, value),
-                           self.op("OpIsNan", b, current))
-            total = self.op("OpSelect", f, keep, current, value)
+        else:
+            total = self.float_minmax(combine == "atomic_min", _FLOAT32, current, value)
         self.b.encode(self.code, "OpAtomicCompareExchange", u, seen, ptrs[0], scope, relaxed,
                       relaxed, self.op("OpBitcast", u, total), old)
         done = self.op("OpIEqual", self.ty(DataType("bool", 1)), seen, old)
