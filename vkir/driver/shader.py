@@ -31,6 +31,7 @@ from .shader_addresses import ShaderAddresses, is_address, pack_block
 from .shader_images import ShaderImages
 from .dispatch import ScratchBuffers, check_profile_counts, copy_back, run, stage, submit
 from .shader_needs import check_shader_needs
+from .shader_slots import check_slots
 from .pointer_merges import check_pointer_merges
 
 _AXES = "xyz"
@@ -85,6 +86,8 @@ class ShaderKernel:
             raise UnsupportedError(f"{self.name}: binding {binding} (set {dset}, {what!r}) is a "
                                    f"{kind}; vkir binds buffers, images, samplers and texel "
                                    "buffers only")
+        # one descriptor kind per (set, binding): drivers crash on two (vkir.driver.shader_slots)
+        check_slots(info.bindings, info.images, self.name)
         # images, samplers and texel buffers (vkir.driver.shader_images)
         self._images = ShaderImages(self.name, info.images, rt)
         # several views of one binding (a uint16[] and a uint32[] block on binding 0) are one
