@@ -128,6 +128,27 @@ def test_atomic_on_a_bad_element_is_skipped():
     assert h.sum() == 63  # the bad update did not land anywhere
 
 
+@T.prim_func
+def fetch_add(x: T.Buffer((8,), "int32"), h: T.Buffer((8,), "int32"),
+              old: T.Buffer((8,), "int32")):
+    for tx in T.thread_binding(8, "threadIdx.x"):
+        old[tx] = T.atomic_add(h[x[tx]], 5) + 1
+
+
+def test_atomic_whose_value_is_used_on_a_bad_element_is_skipped_and_gives_zero():
+    """An atomic in an expression (its old value used) on an element out of bounds is not
+    performed (it updated the clamped element, h[7], before)."""
+    k = vkir.build(fetch_add, check_bounds=True)
+    x = np.array([0, 1, 2, 3, 4, 5, 6, 9], "int32")
+    h, old = np.zeros(8, "int32"), np.full(8, -1, "int32")
+    with pytest.raises(vkir.OutOfBoundsError) as info:
+        k(x, h, old)
+    assert info.value.buffer == "h" and info.value.index == 9
+    assert info.value.invocation == {"threadIdx.x": 7}
+    np.testing.assert_array_equal(h, [5, 5, 5, 5, 5, 5, 5, 0])
+    np.testing.assert_array_equal(old, [1] * 8)
+
+
 def test_unchecked_build_is_unchanged_and_the_record_is_an_extra_parameter():
     checked, sites = instrument(shifted_read)
     assert len(checked.params) == len(shifted_read.params) + 1

@@ -2,12 +2,16 @@
 
 On a GPU an out-of-bounds access is undefined, as in GLSL. With `check_bounds=True` vkir
 instruments the user's function before lowering (`instrument`): every buffer access with scalar
-indices is preceded by a check, and the first invocation that finds an index outside its buffer's
-shape claims a small int32 record buffer (an atomic compare-exchange on its first word) and
-writes the access site, its invocation ids and the index into it. The access itself is never
-performed out of bounds: loads read a clamped index, stores and atomic statements are skipped.
-After the dispatch `BoundsCheckedKernel` reads the record back and raises `vkir.OutOfBoundsError`
-naming the buffer, the index, the invocation and the source line, as the interpreter does.
+indices, and every storage image read, write and atomic, is preceded by a check, and the first
+invocation that finds an index outside its buffer's shape (or its image's extent, the layer
+first, as the interpreter indexes it) claims a small int32 record buffer (an atomic
+compare-exchange on its first word) and writes the access site, its invocation ids and the index
+into it. The access itself is never performed out of bounds: loads read a clamped index, stores
+and atomics are skipped (an atomic whose value is used gives 0). After the dispatch
+`BoundsCheckedKernel` reads the record back and raises `vkir.OutOfBoundsError` naming the buffer
+or image, the index, the invocation and the source line, as the interpreter does. `T.sample`
+is never out of bounds (its sampler's addressing defines every coordinate), as in the
+interpreter.
 
 Accesses with vector (Ramp/Broadcast) indices and accesses whose indices use a variable bound
 inside the same expression are not checked; loads in a branch of `T.if_then_else` are checked
@@ -16,6 +20,7 @@ only when the branch is taken (the device evaluates only that side).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +33,8 @@ from ..ir import (
 from ..ir.buffer import decl_buffer
 from ..ir.expr import const
 from ..ir.functor import Mutator, children
+from ..ir.image import ImageLoad, ImageStore
+from ..ir.op import is_atomic
 from ..ir.stmt import AllocBuffer
 from .record_check import CheckedKernel
 
@@ -42,20 +49,42 @@ INT32 = DataType.parse("int32")
 
 @dataclass(frozen=True)
 class Site:
-    """One checked access: the buffer's name and shape text, the thread ids bound around it, and
-    where it is in the user's source (None when the IR has no span)."""
+    """One checked access: the buffer's (or image's) name and shape text, the thread ids bound
+    around it, where it is in the user's source (None when the IR has no span) and what it
+    accesses ("buffer" or "image")."""
 
     buffer: str
     shape: tuple
     threads: tuple
     location: str | None
     source_line: str
+    kind: str = "buffer"
 
 
-def _checkable(load_or_store) -> bool:
-    """Scalar indices only, at most MAX_DIMS of them."""
-    idx = load_or_store.indices
+_IMAGE_ACCESSES = (ImageLoad, ImageStore)
+
+
+def _target(access) -> tuple:
+    """(name, extents its indices index, "buffer" or "image") of a load or store: an image's
+    extents in numpy order, the layer first, as its indices are."""
+    if isinstance(access, _IMAGE_ACCESSES):
+        return access.image.name, access.image.dtype.shape, "image"
+    return access.buffer.name, access.buffer.shape, "buffer"
+
+
+def _shape(access) -> tuple:
+    return _target(access)[1]
+
+
+def _checkable(access) -> bool:
+    """Scalar indices only, at most MAX_DIMS of them (an image's are scalar int32 by rule 1)."""
+    idx = access.indices
     return 0 < len(idx) <= MAX_DIMS and all(i.dtype.lanes == 1 for i in idx)
+
+
+def _with_indices(access, indices):
+    """`access` (a load or store) at `indices` instead."""
+    return dataclasses.replace(access, indices=tuple(indices))
 
 
 def _out_of_bounds(indices, shape):
@@ -89,12 +118,12 @@ def _vars(expr) -> set:
 
 
 def _accesses(expr, cond=None, bound=frozenset()):
-    """(load, path condition) for every checkable load evaluated by `expr`; loads in a branch of
-    if_then_else carry that branch's condition, loads using Let-bound variables are left out."""
+    """(load, path condition) for every checkable buffer or image load evaluated by `expr` (the
+    element of an atomic too); loads in a branch of if_then_else carry that branch's condition, loads using Let-bound variables are left out."""
     out, stack = [], [(expr, cond, bound)]
     while stack:
         node, c, b = stack.pop()
-        if isinstance(node, BufferLoad):
+        if isinstance(node, (BufferLoad, ImageLoad)):
             if _checkable(node) and not (b and any(_vars(i) & b for i in node.indices)):
                 out.append((node, c))
         if isinstance(node, Call) and node.op == "if_then_else":
@@ -114,13 +143,38 @@ def _accesses(expr, cond=None, bound=frozenset()):
 
 
 class _ClampLoads(Mutator):
-    """Every checkable load reads a clamped index (so it never reads outside its buffer)."""
+    """Every checkable load reads a clamped index (so it never reads outside its buffer or
+    image); an atomic on an element out of bounds is not performed and gives 0."""
 
     def visit_BufferLoad(self, e):
         e = self.generic_visit(e)
         if not _checkable(e):
             return e
-        return BufferLoad(e.buffer, _clamped(e.indices, e.buffer.shape), span=e.span)
+        return _with_indices(e, _clamped(e.indices, _shape(e)))
+
+    visit_ImageLoad = visit_BufferLoad
+
+    def visit_Call(self, e):
+        if not self.is_checked_atomic(e):
+            return self.generic_visit(e)
+        call, bad = self.atomic(e)
+        return Call(e.dtype, "if_then_else", (Not(bad), call, const(0, e.dtype)), span=e.span)
+
+    @staticmethod
+    def is_checked_atomic(e) -> bool:
+        """Whether `e` is an atomic Call on a checkable buffer element or image texel."""
+        return isinstance(e, Call) and is_atomic(e.op) and bool(e.args) \
+            and isinstance(e.args[0], (BufferLoad, ImageLoad)) and _checkable(e.args[0])
+
+    def atomic(self, e) -> tuple:
+        """(the atomic Call `e` on its clamped element, whether the element is out of bounds),
+        the loads in its indices and operands clamped."""
+        target = e.args[0]
+        indices = tuple(self.visit(i) for i in target.indices)
+        bad = _out_of_bounds(indices, _shape(target))
+        element = _with_indices(target, _clamped(indices, _shape(target)))
+        operands = tuple(self.visit(a) for a in e.args[1:])
+        return Call(e.dtype, e.op, (element, *operands), span=e.span), bad
 
 
 class _Instrumenter:
@@ -131,12 +185,14 @@ class _Instrumenter:
         self.record = record
         self.sites = []
 
-    def site(self, buffer, node, stmt, threads) -> int:
-        span = node.span or stmt.span
-        self.sites.append(Site(buffer.name, tuple(str(s) for s in buffer.shape),
+    def site(self, access, stmt, threads) -> int:
+        span = access.span or stmt.span
+        name, shape, kind = _target(access)
+        self.sites.append(Site(name, tuple(str(s) for s in shape),
                                tuple(name for name in THREADS if name in threads),
                                str(span) if span is not None else None,
-                               getattr(span, "source_line", "") if span is not None else ""))
+                               getattr(span, "source_line", "") if span is not None else "",
+                               kind))
         return len(self.sites) - 1
 
     def report(self, site: int, indices, threads):
@@ -160,8 +216,8 @@ class _Instrumenter:
         out = []
         for expr in exprs:
             for load, cond in _accesses(expr):
-                bad = _out_of_bounds(load.indices, load.buffer.shape)
-                site = self.site(load.buffer, load, stmt, threads)
+                bad = _out_of_bounds(load.indices, _shape(load))
+                site = self.site(load, stmt, threads)
                 out.append(IfThenElse(bad if cond is None else And(cond, bad),
                                       self.report(site, load.indices, threads)))
         return out
@@ -203,30 +259,27 @@ class _Instrumenter:
             pre = self.checks((s.value,), s, threads)
             return _seq(pre, LetStmt(s.var, clamp.visit(s.value), self.stmt(s.body, threads),
                                      span=s.span))
-        if isinstance(s, BufferStore):
+        if isinstance(s, (BufferStore, ImageStore)):
             pre = self.checks((s.value, *s.indices), s, threads)
-            new = BufferStore(s.buffer, clamp.visit(s.value),
-                              tuple(clamp.visit(i) for i in s.indices), span=s.span)
+            new = dataclasses.replace(s, value=clamp.visit(s.value),
+                                      indices=tuple(clamp.visit(i) for i in s.indices))
             if _checkable(s):
-                bad = _out_of_bounds(new.indices, s.buffer.shape)
-                site = self.site(s.buffer, s, s, threads)
+                bad = _out_of_bounds(new.indices, _shape(s))
+                site = self.site(s, s, threads)
                 pre.append(IfThenElse(bad, self.report(site, new.indices, threads)))
                 new = IfThenElse(Not(bad), new, span=s.span)
             return _seq(pre, new)
         if isinstance(s, Evaluate):
             value = s.value
             pre = self.checks((value,), s, threads)
-            if isinstance(value, Call) and value.args and isinstance(value.args[0], BufferLoad) \
-                    and _checkable(value.args[0]):
+            if clamp.is_checked_atomic(value):
                 # an atomic statement: skip it when its element is out of bounds
-                bad = _out_of_bounds(value.args[0].indices, value.args[0].buffer.shape)
-                return _seq(pre, IfThenElse(Not(bad), Evaluate(clamp.visit(value), span=s.span)))
+                call, bad = clamp.atomic(value)
+                return _seq(pre, IfThenElse(Not(bad), Evaluate(call, span=s.span)))
             return _seq(pre, Evaluate(clamp.visit(value), span=s.span))
         if isinstance(s, (AllocBuffer, DeclBuffer)):
             return type(s)(s.buffer, self.stmt(s.body, threads), span=s.span)
         if hasattr(s, "body"):  # async scopes and queues: rebuild around the new body
-            import dataclasses
-
             return dataclasses.replace(s, body=self.stmt(s.body, threads))
         return s
 
@@ -235,7 +288,7 @@ def _violation(expr):
     """Whether some checkable load of `expr` is out of bounds (None when it has none)."""
     out = None
     for load, cond in _accesses(expr):
-        bad = _out_of_bounds(load.indices, load.buffer.shape)
+        bad = _out_of_bounds(load.indices, _shape(load))
         bad = bad if cond is None else And(cond, bad)
         out = bad if out is None else Or(out, bad)
     return out
@@ -265,8 +318,8 @@ def raise_if_recorded(record: np.ndarray, sites: tuple, kernel: str) -> None:
     invocation = {name: int(record[_IDS + THREADS.index(name)]) for name in site.threads}
     index = tuple(int(v) for v in record[_INDICES:_INDICES + len(site.shape)])
     shown = index[0] if len(index) == 1 else index
-    message = (f"kernel {kernel}: buffer {site.buffer}: index {shown} is out of bounds for shape "
-               f"({', '.join(site.shape)}{',' if len(site.shape) == 1 else ''})")
+    message = (f"kernel {kernel}: {site.kind} {site.buffer}: index {shown} is out of bounds for "
+               f"shape ({', '.join(site.shape)}{',' if len(site.shape) == 1 else ''})")
     if invocation:
         message += f", in invocation {describe_invocation(invocation)}"
     if site.location is not None:

@@ -12,7 +12,8 @@ import numpy as np
 from ..ir.expr import BufferLoad
 from ..ir.image import ImageLoad
 from . import numeric as N
-from .errors import InterpreterError
+from .errors import InterpreterError, OutOfBoundsError
+from .image_closures import image_error
 from .memory import load, positions, store
 
 
@@ -70,13 +71,19 @@ def compile_atomic(compiler, e):
     update = UPDATES[e.op]
     npdt = N.np_dtype(e.dtype)
 
+    locate = compiler.locator(site)
+    on_image = isinstance(target, ImageLoad)
+
     def atomic(fr):
         bb = get(fr)
         if bb.storage.per_invocation and fr.tid is not None:
             raise InterpreterError(f"{e.op} on local buffer {name}")
         k = 1 if fr.tid is None else len(fr.tid)
-        p = np.broadcast_to(np.asarray(positions(bb, [f(fr) for f in fidx], 1, fr.tid, fr.wgrow),
-                                       np.int64), (k,))
+        try:   # the error names the invocation and the source line, as loads and stores do
+            where = positions(bb, [f(fr) for f in fidx], 1, fr.tid, fr.wgrow)
+        except OutOfBoundsError as err:
+            raise locate(image_error(err) if on_image else err, fr) from None
+        p = np.broadcast_to(np.asarray(where, np.int64), (k,))
         vals = [np.broadcast_to(np.asarray(f(fr), npdt), (k,)) for f in fvals]
         load(bb, p)  # bounds check
         races = fr.state.races

@@ -3,8 +3,8 @@ writes, samples, sizes and atomics.
 
 An image argument is its numpy array (shape extent + (channels,), the format's storage dtype)
 viewed as a buffer of `channels`-lane texels over the array's bytes (a `BoundBuffer`), so texel
-positions, bounds errors (OutOfBoundsError, as for buffers) and the race checker are the
-buffers' own: two invocations touching one texel, one writing, without a barrier, race.
+positions, bounds errors (OutOfBoundsError, as for buffers, naming the image as an image:
+`image_error`) and the race checker are the buffers' own: two invocations touching one texel, one writing, without a barrier, race.
 Conversions and sampling are vkir.images.texels and vkir.images.filtering; a texture also
 holds the Sampler the call gave it and the device's sub-texel precision.
 """
@@ -41,6 +41,16 @@ class BoundImage:
         view = self.bb.storage.view(self.bb.npdt)
         return view[:int(np.prod(self.bb.shape)) * self.fmt.channels].reshape(
             tuple(self.bb.shape) + (self.fmt.channels,))
+
+
+def image_error(err: OutOfBoundsError) -> OutOfBoundsError:
+    """`err`, raised by the buffer view of an image, naming the image as one ("image img: ..."
+    where the view says "buffer img: ..."); the offending invocation's row is kept."""
+    text = str(err)
+    assert text.startswith(f"buffer {err.buffer}:"), text
+    out = OutOfBoundsError("image" + text[len("buffer"):], err.buffer, err.index)
+    out.row = getattr(err, "row", None)
+    return out
 
 
 def bind_image(var, storage: Storage, extent) -> BoundImage:
@@ -91,7 +101,7 @@ class ImageClosures:
             try:
                 return positions(image.bb, [f(fr) for f in fidx], 1, fr.tid, fr.wgrow)
             except OutOfBoundsError as err:
-                raise locate(err, fr) from None
+                raise locate(image_error(err), fr) from None
         return where
 
     def e_ImageLoad(self, e):
