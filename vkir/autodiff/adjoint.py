@@ -32,6 +32,7 @@ from ..ir import (AllocBuffer, BufferLoad, BufferStore, Call, DeclBuffer, Evalua
 from ..ir import walk as _nodes
 from .derivatives import NOP, Propagate, build, fconst, is_float, where
 from .indexing import injective
+from .overwrites import plan as _last_stores
 
 PARALLEL = ("thread_binding", "parallel")
 
@@ -75,7 +76,15 @@ def grad(f: PrimFunc, wrt) -> PrimFunc:
     seeds = {b: decl_buffer(b.shape, b.dtype, f"d_{b.name}") for b in outputs}
     grads = {by_name[n]: decl_buffer(by_name[n].shape, by_name[n].dtype, f"d_{n}") for n in wrt}
     shared = _shared_reads(f.body, set(grads))
-    body = _Adjoint(seeds, grads, shared).stmt(f.body)
+    for buf, read in shared.items():
+        if buf.dtype != "float32":
+            raise UnsupportedError(
+                f"vkir.grad: several invocations of {f.name} may read the same element of "
+                f"{buf.name!r}{where(read)}, so the adjoint adds into d_{buf.name} with "
+                f"T.atomic_add, which has no {buf.dtype} form (float32 only); make each "
+                "invocation read its own elements, or take the gradient in float32")
+    last = _last_stores(f.body, outputs)
+    body = last.scoped(None, _Adjoint(seeds, grads, shared, last).stmt(f.body))
     params = list(f.params) + [b.data for b in seeds.values()] + [b.data for b in grads.values()]
     bmap = dict(f.buffer_map)
     bmap.update({b.data: b for b in list(seeds.values()) + list(grads.values())})
@@ -134,9 +143,10 @@ def _atomics(body):
     return found
 
 
-def _shared_reads(body, grads) -> set:
-    """The wrt buffers one of whose reads may share an element with another invocation."""
-    shared = set()
+def _shared_reads(body, grads) -> dict:
+    """The wrt buffers one of whose reads may share an element with another invocation, each
+    with the first such read."""
+    shared = {}
     _Reads(grads, shared).visit(body, [], {})
     return shared
 
@@ -179,14 +189,15 @@ class _Reads:
         def visit(n):
             if isinstance(n, BufferLoad) and n.buffer in self.grads and \
                     not injective(n.indices, n.buffer, loops, lets):
-                self.shared.add(n.buffer)
+                self.shared.setdefault(n.buffer, n)
         walk(e, visit)
 
 
 # -- the transformation ---------------------------------------------------------------------------
 class _Adjoint:
-    def __init__(self, seeds, grads, shared):
+    def __init__(self, seeds, grads, shared, last):
         self.seeds, self.grads, self.shared = seeds, grads, shared
+        self.last = last  # the last-store flags (vkir.autodiff.overwrites)
         self.local_adj = {}  # local float buffer -> its adjoint buffer
         self.var_adj = {}  # float let var -> its adjoint scalar buffer
         self.prop = Propagate(self._load_target, self._var_target)
@@ -236,7 +247,9 @@ class _Adjoint:
             t = Var(f"adj_s{next(_ids)}", s.value.dtype)
             if s.buffer in self.seeds:
                 items.append(("let", t, BufferLoad(self.seeds[s.buffer], s.indices)))
-            elif s.buffer in self.local_adj:
+                self.prop.expr(s.value, t, items)
+                return self.last.guard(s, build(items), add=False)
+            if s.buffer in self.local_adj:
                 adj = self.local_adj[s.buffer]
                 items += [("let", t, BufferLoad(adj, s.indices)),
                           BufferStore(adj, fconst(0, t), s.indices)]
@@ -252,7 +265,7 @@ class _Adjoint:
                 items.append(("let", t, BufferLoad(self.seeds[v.args[0].buffer],
                                                    v.args[0].indices)))
                 self.prop.expr(v.args[1], t, items)
-                return build(items)
+                return self.last.guard(s, build(items), add=True)
             return NOP
         if isinstance(s, IfThenElse):
             return IfThenElse(s.condition, self.stmt(s.then_case),
@@ -269,9 +282,13 @@ class _Adjoint:
             return type(s)(s.buffer, AllocBuffer(adj, seq(_zero(adj), self.stmt(s.body))))
         raise UnsupportedError(f"vkir.grad: {type(s).__name__}{where(s)} is not differentiable")
 
+    def body(self, s):
+        """The adjoint of the body of loop or let s, with the last-store flags that live there."""
+        return self.last.scoped(s, self.stmt(s.body))
+
     def let(self, s):
         if not is_float(s.value):
-            return LetStmt(s.var, s.value, self.stmt(s.body))
+            return LetStmt(s.var, s.value, self.body(s))
         adj = decl_buffer((1,), s.var.dtype, f"d_{s.var.name}", scope="local")
         self.var_adj[s.var] = adj
         # the locals s.value reads are captured now: the body's adjoint may change them
@@ -281,7 +298,7 @@ class _Adjoint:
         t = Var(f"adj_l{next(_ids)}", s.var.dtype)
         inner = [("let", t, BufferLoad(adj, (IntImm("int32", 0),)))]
         self.prop.expr(value, t, inner)
-        items.append(AllocBuffer(adj, seq(_zero(adj), self.stmt(s.body), build(inner))))
+        items.append(AllocBuffer(adj, seq(_zero(adj), self.body(s), build(inner))))
         return build(items)
 
     def sequence(self, stmts):
@@ -310,7 +327,7 @@ class _Adjoint:
 
     def loop(self, s):
         if s.kind in PARALLEL:
-            return For(s.loop_var, s.min, s.extent, s.kind, self.stmt(s.body), s.thread,
+            return For(s.loop_var, s.min, s.extent, s.kind, self.body(s), s.thread,
                        s.annotations)
         writes = _local_writes(s.body)
         needs = self.entry_needs(s.body)
@@ -318,14 +335,14 @@ class _Adjoint:
         k = s.min + s.extent - 1 - r
         if not needs & writes:
             return For(r, IntImm(r.dtype, 0), s.extent, "serial",
-                       LetStmt(s.loop_var, k, self.stmt(s.body)))
+                       LetStmt(s.loop_var, k, self.body(s)))
         snap = {b: decl_buffer(b.shape, b.dtype, f"{b.name}_snap", scope="local") for b in writes}
         j = Var(f"{s.loop_var.name}_re", s.loop_var.dtype)
         redo = For(j, s.min, k - s.min, "serial",
                    substitute(self.replay(s.body), {s.loop_var: j}))
         body = For(r, IntImm(r.dtype, 0), s.extent, "serial",
                    LetStmt(s.loop_var, k, seq(_copy(snap, restore=True), redo,
-                                              self.stmt(s.body))))
+                                              self.body(s))))
         body = seq(_copy(snap, restore=False), body)
         for b, s_buf in snap.items():
             body = AllocBuffer(s_buf, body)

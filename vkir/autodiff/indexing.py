@@ -81,3 +81,57 @@ def injective(indices, buffer, loops, lets) -> bool:
         if not isinstance(extent, IntImm) or c_next < c * extent.value:
             return False
     return True
+
+
+def _moving(extent) -> bool:
+    """Whether a loop of this extent has more than one iteration (as far as the IR tells)."""
+    return not (isinstance(extent, IntImm) and extent.value <= 1)
+
+
+def radix_step(form, serial) -> int | None:
+    """For an affine index `form` ({var: coefficient, None: constant}) and the serial loops
+    `serial` ({var: extent}): the smallest coefficient magnitude of a moving loop variable in
+    it when those coefficients form a mixed radix (then two iterations that differ in those
+    variables reach elements at least that far apart), 0 when no moving loop variable occurs,
+    None when no such proof exists (a symbolic extent below the largest coefficient, or a
+    coefficient smaller than the one below it times that loop's extent)."""
+    terms = sorted((abs(c), var) for var, c in form.items()
+                   if var is not None and c != 0 and var in serial and _moving(serial[var]))
+    for (c, var), (c_next, _) in zip(terms, terms[1:]):
+        extent = serial[var]
+        if not isinstance(extent, IntImm) or c_next < c * extent.value:
+            return None
+    return terms[0][0] if terms else 0
+
+
+def distinct_iterations(indices, loops, serial, lets) -> bool:
+    """Whether the access buffer[indices] reaches a different element in every iteration of the
+    serial loops `loops` (their variables; the other variables held fixed): each moving loop's
+    variable has a nonzero coefficient in one index whose loop coefficients form a mixed radix.
+    `serial` maps every serial loop variable to its extent, `lets` inlines integer lets."""
+    forms = [linear(i, lets) for i in indices]
+    for var in loops:
+        if not _moving(serial[var]):
+            continue
+        if not any(f is not None and f.get(var, 0) != 0 and radix_step(f, serial)
+                   for f in forms):
+            return False
+    return True
+
+
+def disjoint(a, b, serial, lets) -> bool:
+    """Whether buffer[a] and buffer[b] never reach one element, in any iterations of the serial
+    loops (`serial`: {var: extent}): in some dimension the two indices differ by a nonzero
+    constant smaller than every step that iterations of the loops they share can make."""
+    for ia, ib in zip(a, b):
+        fa, fb = linear(ia, lets), linear(ib, lets)
+        if fa is None or fb is None:
+            continue
+        diff = {k: fa.get(k, 0) - fb.get(k, 0) for k in set(fa) | set(fb)}
+        if any(v for k, v in diff.items() if k is not None):
+            continue
+        gap = abs(diff.get(None, 0))
+        step = radix_step(fa, serial)
+        if gap and step is not None and (step == 0 or gap < step):
+            return True
+    return False
