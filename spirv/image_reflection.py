@@ -25,7 +25,7 @@ class ImageBinding:
     image array (layers); `format`: the SPIR-V ImageFormat name ("Rgba8", "Unknown");
     `lane`: the scalar dtype of a read ("float32", "uint32", "int32"; "" for a sampler);
     `readonly` (NonWritable) / `writeonly` (NonReadable); `count` descriptors; `depth`: a
-    depth (comparison) image."""
+    depth (comparison) image; `multisampled`: an image of several samples per texel."""
 
     set: int
     binding: int
@@ -39,6 +39,7 @@ class ImageBinding:
     writeonly: bool = False
     count: int = 1
     depth: bool = False
+    multisampled: bool = False
 
     @property
     def axes(self) -> int:
@@ -91,4 +92,4 @@ def image_binding(m: ParsedModule, vid: int, ptype_id: int) -> ImageBinding | No
         kind = "combined_image_sampler"
     return ImageBinding(kind=kind, dim=dim, arrayed=bool(ops[3]),
                         format=enumerant_names("ImageFormat").get(ops[6], "Unknown"), lane=lane,
-                        depth=ops[2] == 1, **common)
+                        depth=ops[2] == 1, multisampled=bool(ops[4]), **common)

@@ -67,6 +67,25 @@ TABLE = (
     Feature("integer_dot_product", _DOT, "shaderIntegerDotProduct", "DotProduct"),
     # the LocalSizeId execution mode (a local size given by specialization constant ids)
     Feature("maintenance4", _M4, "maintenance4"),
+    # storage images: formats past Vulkan's guaranteed list (rg32f, r16f, r8, ...), loads and
+    # stores of images declared without a format, multisampled storage images
+    Feature("storage_image_extended_formats", CORE, "shaderStorageImageExtendedFormats",
+            "StorageImageExtendedFormats"),
+    Feature("storage_image_read_without_format", CORE, "shaderStorageImageReadWithoutFormat",
+            "StorageImageReadWithoutFormat"),
+    Feature("storage_image_write_without_format", CORE, "shaderStorageImageWriteWithoutFormat",
+            "StorageImageWriteWithoutFormat"),
+    Feature("storage_image_multisample", CORE, "shaderStorageImageMultisample",
+            "StorageImageMultisample"),
+    # arrays of descriptors indexed by values computed in the shader
+    Feature("uniform_buffer_array_dynamic_indexing", CORE,
+            "shaderUniformBufferArrayDynamicIndexing", "UniformBufferArrayDynamicIndexing"),
+    Feature("storage_buffer_array_dynamic_indexing", CORE,
+            "shaderStorageBufferArrayDynamicIndexing", "StorageBufferArrayDynamicIndexing"),
+    Feature("sampled_image_array_dynamic_indexing", CORE,
+            "shaderSampledImageArrayDynamicIndexing", "SampledImageArrayDynamicIndexing"),
+    Feature("storage_image_array_dynamic_indexing", CORE,
+            "shaderStorageImageArrayDynamicIndexing", "StorageImageArrayDynamicIndexing"),
     # atomics beyond int32/uint32, per storage class (storage buffer / shared memory)
     Feature("atomic_int64_buffer", _A64, "shaderBufferInt64Atomics"),
     Feature("atomic_int64_shared", _A64, "shaderSharedInt64Atomics"),

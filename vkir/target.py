@@ -30,9 +30,12 @@ SPIRV_VERSIONS = {
 
 # what Mesa's lavapipe (llvmpipe) gets wrong, carried so that a pass can work around it
 LAVAPIPE_QUIRKS = LAVAPIPE
-# what it does not offer of the features vkir knows (its float controls keep no denormals)
+# what it does not offer of the features vkir knows (its float controls keep no denormals;
+# format-less image loads and dynamically indexed arrays of images are off in Mesa 22)
 LAVAPIPE_LACKS = frozenset({"float16_denorm_preserve", "float32_denorm_preserve",
-                            "float64_denorm_preserve"})
+                            "float64_denorm_preserve", "storage_image_read_without_format",
+                            "sampled_image_array_dynamic_indexing",
+                            "storage_image_array_dynamic_indexing"})
 
 
 @dataclass(frozen=True)

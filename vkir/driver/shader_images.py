@@ -41,6 +41,9 @@ class ShaderImages:
             if b.dim not in ("1d", "2d", "3d", "buffer", ""):
                 raise UnsupportedError(f"{what} is a {b.dim} image; vkir binds 1-D, 2-D and 3-D "
                                        "images (and arrays of 1-D and 2-D ones)")
+            if getattr(b, "multisampled", False):   # (vkir's own image parameters never are)
+                raise UnsupportedError(f"{what} is a multisampled image; vkir binds images of "
+                                       "one sample per texel")
             if b.format != "Unknown" and format_of_spirv(b.format) is None:
                 raise UnsupportedError(f"{what} declares image format {b.format}, which vkir "
                                        "has no row for")

@@ -10,13 +10,14 @@ names it.
 from __future__ import annotations
 
 from ..errors import UnsupportedError
-from ..features import CAPABILITY_FEATURES, SHADER_EXTENSIONS
+from ..features import BY_NAME, CAPABILITY_FEATURES, SHADER_EXTENSIONS
 
 __all__ = ["check_shader_needs"]
 
 # SPIR-V capabilities a Vulkan compute device always has
+# (DeviceGroup is core in Vulkan 1.1, the oldest version vkir runs on)
 _BASE_CAPABILITIES = frozenset({"Shader", "Matrix", "Image1D", "Sampled1D", "ImageBuffer",
-                                "SampledBuffer", "ImageQuery"})   # every Vulkan device has these
+                                "SampledBuffer", "ImageQuery", "DeviceGroup"})
 # capabilities that any one of several features allows (per storage class or float width; what
 # vkir's own kernels declare, so that load_spirv accepts their modules on the same device)
 _ANY_FEATURE_CAPABILITIES = {
@@ -30,6 +31,8 @@ _ANY_FEATURE_CAPABILITIES = {
     "DotProductInputAll": ("integer_dot_product",),
     "DotProductInput4x8Bit": ("integer_dot_product",),
     "DotProductInput4x8BitPacked": ("integer_dot_product",),
+    # arrays of multisampled storage images come with multisampled storage images
+    "ImageMSArray": ("storage_image_multisample",),
 }
 _SUBGROUP_CAPABILITIES = {
     "GroupNonUniform": "basic", "GroupNonUniformVote": "vote",
@@ -71,6 +74,13 @@ _SPIRV_EXTENSIONS = {
         (None, "VK_KHR_workgroup_memory_explicit_layout"),
     "SPV_KHR_subgroup_rotate": (None, "VK_KHR_shader_subgroup_rotate"),
     "SPV_KHR_shader_clock": (None, "VK_KHR_shader_clock"),
+    "SPV_EXT_physical_storage_buffer": (None, "VK_EXT_buffer_device_address"),
+}
+# what to do instead where a SPIR-V extension's device extension is missing or left off
+_INSTEAD = {
+    "VK_EXT_buffer_device_address": "vkir enables VK_KHR_buffer_device_address (Vulkan 1.2 "
+    "bufferDeviceAddress), which Vulkan forbids combining with the EXT one: compile the shader "
+    "for SPV_KHR_physical_storage_buffer (glslang --target-env vulkan1.2)",
 }
 # device extensions vkir enables where the device has them: those without a feature struct
 # (vkir.features.SHADER_EXTENSIONS) and those whose feature struct vkir chains (enabled below
@@ -125,16 +135,26 @@ def _capability_missing(cap: str, rt) -> str:
         return ""
     if cap in CAPABILITY_FEATURES:
         feature = CAPABILITY_FEATURES[cap]
-        return "" if feature in features else f"the device lacks the {feature!r} feature"
+        return "" if feature in features else \
+            f"the device lacks the {feature!r} feature{_vulkan_name(feature)}"
     if cap in _ANY_FEATURE_CAPABILITIES:
         wanted = _ANY_FEATURE_CAPABILITIES[cap]
-        return "" if features & set(wanted) else \
-            f"the device has none of the features {list(wanted)}"
+        if features & set(wanted):
+            return ""
+        if len(wanted) == 1:
+            return f"the device lacks the {wanted[0]!r} feature{_vulkan_name(wanted[0])}"
+        return f"the device has none of the features {list(wanted)}"
     if cap in _SUBGROUP_CAPABILITIES:
         kind = _SUBGROUP_CAPABILITIES[cap]
         return "" if kind in rt.subgroup_operations else \
             f"the device lacks {kind!r} subgroup operations"
     return "vkir does not enable it on any device"
+
+
+def _vulkan_name(feature: str) -> str:
+    """" (Vulkan struct.member)" of vkir feature `feature`, where Vulkan reports it as one."""
+    f = BY_NAME[feature]
+    return f" (Vulkan {f.struct}.{f.member})" if f.struct and f.member else ""
 
 
 def _extension_missing(ext: str, version: tuple, available: frozenset) -> str:
@@ -148,6 +168,7 @@ def _extension_missing(ext: str, version: tuple, available: frozenset) -> str:
         return ""
     if device_ext is None:
         return f"it needs Vulkan {core[0]}.{core[1]}"
+    instead = f"; {_INSTEAD[device_ext]}" if device_ext in _INSTEAD else ""
     if device_ext in available:
-        return f"vkir does not enable the device extension {device_ext}"
-    return f"the device lacks the extension {device_ext}"
+        return f"vkir does not enable the device extension {device_ext}{instead}"
+    return f"the device lacks the extension {device_ext}{instead}"
