@@ -108,6 +108,26 @@ def test_unknown_format_and_dims():
         _check("T.evaluate(0)", 'img: T.Image((2, 2, 2, 2), "rgba8")')
 
 
+@pytest.mark.parametrize("annotation, words", [
+    ('T.Image((-1, 4), "r32f")', "T.Image: image extents must be positive: the height is -1 "
+                                 "(shape (-1, 4))"),
+    ('T.Image((4, 0), "rgba8")', "the width is 0 (shape (4, 0))"),
+    ('T.Texture((0,), "r32f")', "T.Texture: image extents must be positive: the width is 0"),
+    ('T.Image((2, 2, -3), "r32f")', "the width is -3 (shape (2, 2, -3))"),
+    ('T.Image((2, 2), "r32f", layers=0)', "the layer count is 0 (shape (2, 2), layers=0)"),
+])
+def test_non_positive_extents_are_refused_where_declared(annotation, words):
+    """A constant extent below 1 is refused at the annotation, naming it (it was accepted, and
+    a call reported an index out of dim 0 of extent -1)."""
+    with pytest.raises(ScriptError) as info:
+        _check("T.evaluate(0)", f"img: {annotation}")
+    assert words in str(info.value)
+    assert str(info.value).startswith("<script>:")
+    with pytest.raises(vkir.ArgumentError, match="image extents must be positive: the height "
+                                                 "is -2"):
+        ImageType("r32f", (-2, 3))
+
+
 def test_image_vars_are_not_values_to_the_checker():
     img = vkir.ir.Var("img", ImageType("rgba8", (4, 4)))
     f = vkir.ir.PrimFunc((img,), vkir.ir.Evaluate(vkir.ir.Cast("int32", vkir.ir.IntImm("int32", 0))))

@@ -37,6 +37,9 @@ class ImageType:
         dims = len(self.shape) - self.layered
         if not 1 <= dims <= 3:
             raise ArgumentError(f"an image has 1, 2 or 3 dimensions, got shape of {dims}")
+        problem = nonpositive_extent(self.shape, self.layered)
+        if problem is not None:
+            raise ArgumentError(problem)
 
     def __eq__(self, other):
         if not isinstance(other, ImageType):
@@ -88,6 +91,26 @@ class ImageType:
         shape = ", ".join(str(s) for s in self.spatial_shape)
         layers = f", layers={self.shape[0]}" if self.layered else ""
         return f"{kind}(({shape}{',' if self.dims == 1 else ''}), \"{self.format}\"{layers})"
+
+
+_AXES = {1: ("width",), 2: ("height", "width"), 3: ("depth", "height", "width")}
+
+
+def nonpositive_extent(shape, layered: bool) -> str | None:
+    """What is wrong with the first constant extent of image `shape` (numpy order, the layer
+    count first when `layered`) below 1, else None: Vulkan has no empty images."""
+    from .expr import IntImm
+
+    spatial = shape[1:] if layered else shape
+    named = ((("layer count", shape[0]),) if layered else ()) + tuple(
+        zip(_AXES.get(len(spatial), ()), spatial))
+    for what, extent in named:
+        if isinstance(extent, IntImm) and extent.value < 1:
+            shown = ", ".join(str(getattr(e, "value", e)) for e in spatial)
+            return (f"image extents must be positive: the {what} is {extent.value} (shape "
+                    f"({shown}{',' if len(spatial) == 1 else ''})"
+                    f"{f', layers={shape[0]}' if layered else ''})")
+    return None
 
 
 def is_image(var) -> bool:

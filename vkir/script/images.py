@@ -12,7 +12,7 @@ import ast
 from ..ir import expr as E
 from ..ir.dtype import DataType
 from ..ir.image import ImageSample, ImageSize
-from ..ir.image_type import ImageType, is_image
+from ..ir.image_type import ImageType, is_image, nonpositive_extent
 from ..images.formats import FORMATS
 from . import builtins as B
 
@@ -50,6 +50,9 @@ def image_param(parser, a: ast.arg) -> E.Var:
         if not (isinstance(e.dtype, DataType) and str(e.dtype) == "int32"):
             raise parser.error(a.annotation, f"{parser.t_name}.{kind}: extents are int32, got "
                                              f"{e.dtype}")
+    problem = nonpositive_extent((*layer_shape, *shape), layers is not None)
+    if problem is not None:
+        raise parser.error(a.annotation, f"{parser.t_name}.{kind}: {problem}")
     if layers is not None and len(shape) == 3:
         raise parser.error(a.annotation, f"{parser.t_name}.{kind}: a 3-D image has no layers "
                                          f"(Vulkan has no 3-D image arrays)")
