@@ -186,3 +186,67 @@ def test_refusals(kernels, device):
         tape.backward({vkir.zeros(3): np.ones(3)})
     with pytest.raises(ArgumentError, match=r"seed of shape \[3\] for an array of shape \[100\]"):
         tape.backward({z: np.ones(3)})
+
+
+@T.prim_func
+def add(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32"),
+        c: T.Buffer(("n",), "float32")):
+    for i in T.parallel(n):
+        c[i] = a[i] + b[i]
+
+
+@T.prim_func
+def sq(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32")):
+    for i in T.parallel(n):
+        b[i] = a[i] * a[i]
+
+
+X0 = np.float32([1, 2, 3, 4])
+
+
+def test_arrays_are_known_by_their_memory(device):
+    from vkir.ops._common import view   # a fresh DeviceArray object over the same memory
+
+    k = vkir.build(sq, device=device)
+    x, y, z = vkir.array(X0), vkir.zeros(4), vkir.zeros(4)
+    with vkir.Tape() as tape:
+        k(x, y)
+        k(view(y, (4,)), z)          # z = y * y, y reached through another object
+        with pytest.raises(ArgumentError, match=r"call 2 \(kernel sq\) writes argument 'b', an "
+                                                r"array that recorded call 0 \(kernel sq\) "
+                                                r"wrote"):
+            k(x, view(y, (4,)))      # a second store into y's memory
+    assert len(tape) == 2
+    tape.backward(view(z, (4,)))     # seeding z through another object
+    np.testing.assert_array_equal(tape.grad(x).numpy(), 4 * X0 ** 3)
+    np.testing.assert_array_equal(tape.grad(view(y, (4,))).numpy(), 2 * X0 ** 2)
+
+
+def test_a_call_may_not_write_its_own_input(device):
+    k, ka = vkir.build(sq, device=device), vkir.build(add, device=device)
+    x, y = vkir.array(X0), vkir.zeros(4)
+    with vkir.Tape() as tape:
+        with pytest.raises(ArgumentError, match=r"call 0 \(kernel sq\) writes argument 'b', "
+                                                r"whose memory argument 'a' of the same call"):
+            k(x, x)
+        ka(x, x, y)                  # one array read twice: allowed, its gradient counted twice
+    np.testing.assert_array_equal(x.numpy(), X0)   # the refused call did not run
+    tape.backward(y)
+    np.testing.assert_array_equal(tape.grad(x).numpy(), [2, 2, 2, 2])
+
+
+def test_ops_inside_a_tape_are_refused_by_name(device):
+    ka = vkir.build(add, device=device)
+    x, z = vkir.array(X0), vkir.zeros(4)
+    with vkir.Tape() as tape:
+        with pytest.raises(UnsupportedError, match=r"vkir.ops.cumsum inside a vkir.Tape"):
+            vkir.ops.cumsum(x)
+        with pytest.raises(UnsupportedError, match=r"vkir.ops.cumsum inside a vkir.Tape"):
+            vkir.ops.cumsum(z, out=x)
+    assert len(tape) == 0
+    np.testing.assert_array_equal(x.numpy(), X0)
+    c = vkir.ops.cumsum(x)           # outside the block, as usual
+    with vkir.Tape() as tape:
+        ka(x, c, z)
+    tape.backward(z)
+    np.testing.assert_array_equal(tape.grad(x).numpy(), [1, 1, 1, 1])   # c is an input here

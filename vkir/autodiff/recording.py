@@ -18,7 +18,14 @@ call) a recorded call that writes an array an earlier recorded call read, or tha
 an array an earlier recorded call wrote (a kernel that only `T.atomic_add`s into an array that
 no earlier call read accumulates, which is allowed: zero a buffer, then add a loss into it).
 Writes the tape does not see (host writes, calls outside the block) are the caller's to avoid
-between recording and `backward`. Inside the block every buffer argument must be a DeviceArray.
+between recording and `backward`. Inside the block every buffer argument must be a DeviceArray,
+and a call may not write an array that another of its arguments shares memory with.
+
+The tape knows arrays by their memory, not by Python object: DeviceArrays over one runtime
+buffer (views of one array, a fresh object for the same memory) are one array to it, and share
+one adjoint (an array of the buffer's size; each array's adjoint is its view of it). `vkir.ops`
+calls inside the block are refused (UnsupportedError naming the op): their kernels run on
+temporary arrays the tape cannot differentiate.
 """
 
 from __future__ import annotations
@@ -58,6 +65,12 @@ def _accesses(func) -> tuple[set, dict]:
     return reads, writes
 
 
+def _memory(array) -> int:
+    """What the tape knows an array by: its runtime buffer (every DeviceArray over a buffer
+    starts at its first byte, so arrays over one buffer overlap unless one is empty)."""
+    return id(array.buffer)
+
+
 class _Call:
     """One recorded call: the kernel, its arguments, and per buffer parameter (index, name,
     read, written, accumulate-only)."""
@@ -85,8 +98,8 @@ class Tape:
 
     def __init__(self):
         self._calls: list[_Call] = []
-        self._adjoints: dict = {}   # id(array) -> (array, adjoint DeviceArray)
-        self._seen: dict = {}       # id(array) -> (array, [(call, name, "read"/"write"/"add")])
+        self._adjoints: dict = {}   # _memory(array) -> adjoint DeviceArray of the buffer's size
+        self._seen: dict = {}       # _memory(array) -> (array, [(call, name, read/write/add)])
         self._tokens: list = []
 
     # -- recording ------------------------------------------------------------------------------
@@ -121,24 +134,45 @@ class Tape:
             params.append((i, buf.name, buf.name in reads, buf.name in writes,
                            writes.get(buf.name, False)))
         call = _Call(kernel, args, tuple(params))
+        self._check_shared_memory(call)
         self._check_overwrites(call)
         self._run(kernel, args, samplers)
         index = len(self._calls)
         self._calls.append(call)
         for i, name, r, w, add in call.params:
             a = args[i]
-            uses = self._seen.setdefault(id(a), (a, []))[1]
+            if a.size == 0:
+                continue
+            uses = self._seen.setdefault(_memory(a), (a, []))[1]
             if r:
                 uses.append((index, name, "read"))
             if w:
                 uses.append((index, name, "add" if add else "write"))
+
+    def _check_shared_memory(self, call) -> None:
+        """ArgumentError for a call that writes an array another of its arguments shares
+        memory with (`k(x, x)`): backward would read the written values as the inputs."""
+        for i, name, _, w, _ in call.params:
+            a = call.args[i]
+            if not w or a.size == 0:
+                continue
+            for j, other, *_ in call.params:
+                b = call.args[j]
+                if j != i and b.size and _memory(b) == _memory(a):
+                    raise ArgumentError(
+                        f"vkir.Tape: call {len(self._calls)} (kernel {call.kernel.name}) writes "
+                        f"argument {name!r}, whose memory argument {other!r} of the same call "
+                        "also uses; backward needs the values the call read, so a recorded "
+                        "call may not write into its own inputs: write into a new array")
 
     def _check_overwrites(self, call) -> None:
         index = len(self._calls)
         for i, name, _, w, add in call.params:
             if not w:
                 continue
-            for earlier, earlier_name, use in self._seen.get(id(call.args[i]), (None, ()))[1]:
+            a = call.args[i]
+            uses = self._seen.get(_memory(a), (None, ()))[1] if a.size else ()
+            for earlier, earlier_name, use in uses:
                 if use == "read" or not add:
                     prior = self._calls[earlier].kernel.name
                     what = "read" if use == "read" else "wrote"
@@ -171,7 +205,7 @@ class Tape:
                                 f"DeviceArray, got {type(seeds).__name__}")
         pending = []
         for array, seed in seeds.items():
-            if not isinstance(array, DeviceArray) or id(array) not in self._seen:
+            if not isinstance(array, DeviceArray) or _memory(array) not in self._seen:
                 raise ArgumentError("Tape.backward: a seed's key must be a DeviceArray that a "
                                     "recorded call used")
             if not np.dtype(array.dtype).kind == "f":
@@ -195,15 +229,16 @@ class Tape:
         finally:
             ACTIVE_TAPE.reset(token)
             found, self._adjoints = self._adjoints, saved
-        for key, (array, adj) in found.items():
+        for key, adj in found.items():
             if key in saved:
-                self._add(array, adj.numpy())
+                total = saved[key]
+                total.write(total.numpy() + adj.numpy())
             else:
-                saved[key] = (array, adj)
+                saved[key] = adj
 
     def _backward_call(self, index, call) -> None:
         written = [(a, n) for a, n in call.arrays("written")]
-        if not any(id(a) in self._adjoints for a, _ in written):
+        if not any(_memory(a) in self._adjoints for a, _ in written):
             return   # no gradient reaches this call's outputs
         kernel = call.kernel
         adjoint, wrt = _adjoint_kernel(kernel, call, index)
@@ -214,25 +249,34 @@ class Tape:
         taken = set()
         for a, _ in written:
             extra.append(self._adjoint(a))
-            taken.add(id(a))
+            taken.add(_memory(a))
         for name in wrt:
             a = by_name[name]
-            if id(a) in taken:   # one array under two parameters: its own buffer, added after
+            if _memory(a) in taken:   # one memory under two parameters: a buffer of its own
                 tmp = _zeros_like(a)
                 repeats.append((a, tmp))
                 extra.append(tmp)
             else:
                 extra.append(self._adjoint(a))
-                taken.add(id(a))
+                taken.add(_memory(a))
         adjoint(*call.args, *extra)
         for a, tmp in repeats:
             self._add(a, tmp.numpy())
 
     def _adjoint(self, array):
-        found = self._adjoints.get(id(array))
-        if found is None:
-            found = self._adjoints[id(array)] = (array, _zeros_like(array))
-        return found[1]
+        """The adjoint of `array`: its view of the adjoint of its memory (made on first use,
+        zeros the size of the array's buffer)."""
+        from ..driver.arrays import DeviceArray, zeros
+
+        adj = self._adjoints.get(_memory(array))
+        if adj is None:
+            n = max(array.buffer.nbytes // array.dtype.itemsize, array.size)
+            adj = self._adjoints[_memory(array)] = zeros((n,), array.dtype,
+                                                         device=array.device)
+        if adj.dtype != array.dtype:
+            raise ArgumentError(f"Tape: a {array.dtype} array over memory whose adjoint the tape "
+                                f"keeps as {adj.dtype}: gradients need one float dtype per array")
+        return DeviceArray(adj.buffer, array.shape, array.dtype, array.device)
 
     def _add(self, array, value) -> None:
         adj = self._adjoint(array)
@@ -242,7 +286,7 @@ class Tape:
         """The adjoint accumulated for `array` (a DeviceArray of its shape and dtype, the
         tape's own); zeros for an array the recorded calls used that no gradient reached.
         ArgumentError for an array no recorded call used."""
-        if id(array) not in self._seen:
+        if _memory(array) not in self._seen:
             raise ArgumentError("Tape.grad: the array is not an argument of any recorded call")
         if np.dtype(array.dtype).kind != "f":
             raise ArgumentError(f"Tape.grad: a {array.dtype} array has no gradient")
@@ -250,7 +294,7 @@ class Tape:
 
     def zero(self) -> None:
         """Set every adjoint to zero; the recorded calls stay (backward can run again)."""
-        for _, adj in self._adjoints.values():
+        for adj in self._adjoints.values():
             adj.write(np.zeros(adj.shape, adj.dtype))
 
     def reset(self) -> None:

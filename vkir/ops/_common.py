@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, UnsupportedError
 from ..ir import For, Mutator, SeqStmt, Var, seq, substitute
 
 TILE = "register_tile"  # loop annotation: distribute this nest over the statements inside it
@@ -68,7 +68,12 @@ class Call:
 
     def __init__(self, op: str, inputs: dict, device=None, out=None, dtypes=("float32",)):
         from ..api import DeviceArray, resolve_device
+        from ..driver.tape_hook import ACTIVE_TAPE
 
+        if ACTIVE_TAPE.get() is not None:   # its kernels would be recorded on temporaries
+            raise UnsupportedError(f"vkir.ops.{op} inside a vkir.Tape: the tape does not "
+                                   "differentiate vkir.ops calls; call it outside the tape's "
+                                   "block, or write the step as a kernel")
         self.op = op
         devs = {id(a.device): a.device for a in inputs.values() if isinstance(a, DeviceArray)}
         if len(devs) > 1:
