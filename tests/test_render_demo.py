@@ -87,4 +87,27 @@ def test_demo_options(monkeypatch, tmp_path):
     assert demo_picture.output_folder() == tmp_path / "demo"
     assert demo_picture.output_folder(tmp_path / "x") == tmp_path / "x"
     monkeypatch.setenv("VKIR_CACHE_DIR", "0")
-    assert demo_picture.output_folder().name == "vkir-demo"
+    assert demo_picture.output_folder().name.startswith("vkir-demo-")
+
+
+def test_demo_without_a_disk_cache_writes_nothing_shared(device, monkeypatch, tmp_path, capsys):
+    """Another user made <tmp>/vkir-demo world-writable and planted scene.png as a link to a
+    file of ours: the demo writes its picture into a new private folder, never through it."""
+    import os
+    import tempfile
+
+    monkeypatch.setenv("VKIR_CACHE_DIR", "0")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))   # the shared <tmp>, here
+    planted = tmp_path / "vkir-demo"
+    planted.mkdir()
+    planted.chmod(0o777)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine")
+    (planted / "scene.png").symlink_to(victim)
+    result = demo_picture.render(device, size=(16, 8), check_size=(8, 8))
+    folder = result["path"].parent
+    assert folder.parent == tmp_path and folder.name.startswith("vkir-demo-"), folder
+    assert folder.stat().st_mode & 0o777 == 0o700 and folder.stat().st_uid == os.getuid()
+    assert load_image(result["path"]).shape == (8, 16, 4)
+    assert victim.read_text() == "mine" and sorted(os.listdir(planted)) == ["scene.png"]
+    assert f"picture: {result['path']}" in demo_picture.report(result)

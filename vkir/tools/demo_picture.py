@@ -8,8 +8,9 @@ pixel's march on the host), through the golden-image comparison that tests use
 (vkir.testing.assert_image_matches: one 8-bit step per channel, a budget of 0.5 % of the pixels
 for silhouette texels where a different last bit moves a ray's hit). The full picture is rendered
 on the device only. It goes to `--out DIR`, by default the `demo` folder of vkir's cache root
-(VKIR_CACHE_DIR, else the platform's user cache folder; a temporary folder when disk caches are
-off: <tmp>/vkir-demo).
+(VKIR_CACHE_DIR, else the platform's user cache folder); when disk caches are off, a new
+private temporary folder (tempfile.mkdtemp: <tmp>/vkir-demo-XXXXXXXX, mode 0700), never a fixed
+name under the shared <tmp>, where another user could have made the folder or planted a link.
 """
 
 from __future__ import annotations
@@ -34,12 +35,13 @@ MAX_FRACTION = 0.005       # the budget of pixels beyond it
 
 
 def output_folder(out=None) -> Path:
-    """Where the picture goes: `out`, else <cache root>/demo, else <tmp>/vkir-demo (not a
-    folder named vkir: that would shadow the package for scripts run from <tmp>)."""
+    """Where the picture goes: `out`, else <cache root>/demo, else a new private folder this
+    call makes in <tmp> (named vkir-demo-*, not vkir: that would shadow the package for scripts
+    run from there)."""
     if out is not None:
         return Path(out)
     root = config.cache_root()
-    return root / "demo" if root is not None else Path(tempfile.gettempdir()) / "vkir-demo"
+    return root / "demo" if root is not None else Path(tempfile.mkdtemp(prefix="vkir-demo-"))
 
 
 def parse_size(text: str) -> tuple[int, int]:
