@@ -34,6 +34,15 @@ def last_iteration(x: T.Buffer((16,), "float32"), y: T.Buffer((4,), "float32")):
 
 
 @T.prim_func
+def running(x: T.Buffer((16,), "float32"), y: T.Buffer((4,), "float32")):
+    for i in T.parallel(4):
+        acc = T.float32(0)
+        for j in T.serial(4):       # y[i] is the square of the last partial sum
+            acc = acc + x[i * 4 + j]
+            y[i] = acc * acc
+
+
+@T.prim_func
 def reset_then_add(x: T.Buffer((4,), "float32"), out: T.Buffer((2,), "float32")):
     for i in T.parallel(1):
         out[0] = x[0] * x[1]          # killed by the next store
@@ -52,6 +61,7 @@ CASES = {
     "twice": (twice, X4, 4, np.full(4, 5, np.float32)),
     "branch": (branch, X4, 4, np.where(X4 > 0, 2 * X4, 3).astype(np.float32)),
     "last_iteration": (last_iteration, X16, 4, np.tile(np.float32([0, 0, 0, 2]), 4)),
+    "running": (running, X16, 4, np.repeat(2 * X16.reshape(4, 4).sum(1), 4)),
     "reset_then_add": (reset_then_add, X4, 2,
                        2 * X4 + np.float32([0, 0, 0, 7])),
 }
