@@ -183,10 +183,11 @@ class KernelCalls:
                             for a in args), launch)
 
     # -- sequences, launches, profiles -------------------------------------------------------
-    def _device_buffers(self, args, samplers=None):
+    def _device_buffers(self, args, samplers=None, image_copies=None):
         """Check `args`; (push bytes, groups, {param index: runtime Buffer}, numpy arguments
         by param index, program, alias groups, the images' backend objects) with every
-        DeviceArray on this kernel's device (images must be DeviceImages)."""
+        DeviceArray on this kernel's device. Images must be DeviceImages unless
+        `image_copies` is a list: then numpy ones are copied in and their copy-backs appended."""
         bound = self._signature.bind(args)
         push, groups, program = self._derive(bound.values)
         buffers, host = {}, {}
@@ -197,7 +198,9 @@ class KernelCalls:
             else:
                 host[p.index] = a
         aliases = self._alias_groups(bound.args)
-        images, _ = self._bind_images(bound.args, samplers, device_only=True)
+        images, copies = self._bind_images(bound.args, samplers, image_copies is None)
+        if copies:
+            image_copies.extend(copies)
         program = self._for_aliases(self._storage_if_aliased(program, aliases), aliases)
         return push, groups, buffers, host, program, aliases, images
 
@@ -233,9 +236,9 @@ class KernelCalls:
     def launch(self, *args, samplers=None, **kwargs) -> LaunchHandle:
         """Submit `self(*args, **kwargs)` without waiting: a handle with `wait(timeout=None)` and
         `done()`. Numpy arguments are copied in now (each launch has its own device copies) and
-        the ones the kernel writes are copied back when the wait observes the end. Any number
-        of launches may be in flight; each starts after the work submitted before it, as on
-        one queue."""
+        the ones the kernel writes are copied back when the wait observes the end (numpy
+        images too, as calls take them). Any number of launches may be in flight; each starts
+        after the work submitted before it, as on one queue."""
         args = self._signature.arguments(args, kwargs)
         if ACTIVE_SEQUENCE.get() is not None:
             raise ArgumentError(f"kernel {self.name}: launch() inside a sequence; call the kernel "
@@ -246,19 +249,24 @@ class KernelCalls:
         if ACTIVE_PROFILER.get() is not None:
             self._call_recorded(args, samplers)
             return LaunchHandle(None, (), self.name)
+        image_copies = []
         push, groups, buffers, host, program, aliases, images = \
-            self._device_buffers(args, samplers)
+            self._device_buffers(args, samplers, image_copies)
         numpy_groups = [g for g in aliases if not g.on_device]
         in_place = dict(buffers)
         host = self._in_place(host, numpy_groups, buffers, args)
         in_place = tuple(b for i, b in buffers.items() if i not in in_place)
         self.last_call_copies = sum(a.nbytes * (1 + (i in self._writes))
-                                    for i, a in host.items())
+                                    for i, a in host.items()) + \
+            sum(out.nbytes * 2 for _, _, out in image_copies)
         program, buffers = self._texel_bind(program, buffers, host)
         buffers.update({-1 - j: im for j, im in enumerate(images)})   # keys no argument has
         positions = self._binding_params + tuple(-1 - j for j in range(len(images)))
-        return submit(self._rt, program, buffers, push, groups, self.name, (args, in_place),
-                      host, self._writes.__contains__, numpy_groups, positions)
+        handle = submit(self._rt, program, buffers, push, groups, self.name,
+                        (args, in_place, images), host, self._writes.__contains__,
+                        numpy_groups, positions)
+        handle._copies.extend(self._images.readbacks(image_copies))   # numpy images, at the end
+        return handle
 
     def profile(self, *args, repeat: int = 50, warmup: int = 1, samplers=None,
                 **kwargs) -> Timing:

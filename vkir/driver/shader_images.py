@@ -3,13 +3,14 @@
 A shader's positional arguments are its descriptors in binding order, buffers and images alike;
 separate samplers are not arguments but come from `samplers={name: vkir.Sampler(...)}` (as do
 the samplers of combined image samplers; nearest/clamp by default). An image argument is a
-DeviceImage or a numpy array of shape `extent + (channels,)`; a texel buffer argument a numpy
-array of shape (n,) or (n, channels). The format is the one the shader declares, else
-`formats={name: format}`, else the one format that stores the array's dtype and channels with
-reads of the shader's type (vkir.images.host_layout.infer_format). Numpy data is copied into a
-device image (or texel buffer) for the call, and written ones are copied back. An array of
-descriptors (`image2D mips[13]`) takes a list or tuple of that many images; a separate sampler
-array binds `samplers[name]` (one Sampler or a list) to each element.
+DeviceImage or (except inside a sequence) a numpy array of shape `extent + (channels,)`; a
+texel buffer argument a numpy array of shape (n,) or (n, channels). The format is the one the
+shader declares, else `formats={name: format}`, else the one format that stores the array's
+dtype and channels with reads of the shader's type (vkir.images.host_layout.infer_format).
+Numpy data is copied into a device image (or texel buffer) for the call, and written ones are
+copied back (a launch's when its wait observes the end: `readbacks`). An array of descriptors
+(`image2D mips[13]`) takes a list or tuple of that many images; a separate sampler array binds
+`samplers[name]` (one Sampler or a list) to each element.
 
 Everything goes through the image seam (vkir.backends.image_seam); no vkir.runtime here.
 """
@@ -214,6 +215,23 @@ class ShaderImages:
                 self.rt.image_copy_out(obj, host)
             else:
                 self.rt.allocator.copy_out(obj, host)
+
+    def readbacks(self, copies) -> list:
+        """The copy-backs `copies` (from `bind`) as a launch's handle takes them: [(readback,
+        host array)], each readback's `read(host)` run when the wait observes the end."""
+        return [(_Readback(self, kind, obj), host) for kind, obj, host in copies]
+
+
+class _Readback:
+    """One written image or texel buffer of a launch, copied back by `read(host)`."""
+
+    __slots__ = ("images", "kind", "obj")
+
+    def __init__(self, images: ShaderImages, kind: str, obj):
+        self.images, self.kind, self.obj = images, kind, obj
+
+    def read(self, host) -> None:
+        self.images.copy_back([(self.kind, self.obj, host)])
 
 
 def _elements(a, b, what: str, noun: str) -> tuple:
