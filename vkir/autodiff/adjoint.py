@@ -16,9 +16,12 @@ the body writes (otherwise the loop runs backwards in linear time: the usual acc
 
 Global adjoints: a read `x[idx]` adds to `d_x[idx]`, with an atomic add unless the index is a
 one-to-one function of the invocation's thread indices and its own serial loop indices (no two
-invocations share the element). What is not differentiable yet raises UnsupportedError naming
-the construct and its line: barriers and shared memory, subgroup operations, integer outputs,
-atomics other than a float atomic_add used as a statement, reading a buffer f writes.
+invocations share the element; float32 only: a shared float64 read is refused). A store into an
+output takes the element's seed only where it is the last store of that element
+(vkir.autodiff.overwrites). What is not differentiable yet raises UnsupportedError naming the
+construct and its line: barriers and shared memory, subgroup operations, integer outputs,
+atomics other than a float atomic_add used as a statement, reading a buffer f writes, stores of
+which the last cannot be told.
 """
 
 from __future__ import annotations
