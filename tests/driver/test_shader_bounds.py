@@ -147,3 +147,28 @@ def test_wrong_buffer_count_names_the_users_bindings(doubled):
     with pytest.raises(ArgumentError, match=r"takes 2 buffers \(bindings 0: In, 1: Out\), got 3"):
         doubled(np.zeros(16, np.float32), np.zeros(16, np.float32), np.zeros(4, np.uint32),
                 grid=(1,), push={"shift": 0})
+
+
+SETS = """#version 450
+layout(local_size_x = 16) in;
+layout(set = 1, binding = 0) buffer Out { float y[]; };
+layout(set = 0, binding = 0) readonly buffer In { float x[]; };
+layout(push_constant) uniform P { int shift; };
+void main() {
+    int i = int(gl_GlobalInvocationID.x);
+    y[i + shift] = 3.0 * x[i];
+}
+"""
+
+
+def test_the_record_goes_before_buffers_of_later_sets(vkir_device):
+    # the record binding is in set 0: a call's arguments put it before set 1's buffers (it was
+    # appended last, so Out's array was bound to the record's binding)
+    checked = vkir.compile_glsl(SETS, check_bounds=True, device=vkir_device)
+    assert [(b.set, b.name) for b in checked.bindings] == [(0, "In"), (1, "Out")]
+    x = np.arange(16, dtype=np.float32)
+    y = np.zeros(16, np.float32)
+    checked(x, y, grid=(1,), push={"shift": 0})
+    np.testing.assert_array_equal(y, 3 * x)
+    with pytest.raises(OutOfBoundsError, match=r"Out\.y: index 1[67] is outside the array"):
+        checked(x, y, grid=(1,), push={"shift": 2})

@@ -140,6 +140,17 @@ def test_texel_buffers_and_image_atomics(shaders):
     assert np.array_equal(hist, np.bincount(values.astype(int) & 3, minlength=4))
 
 
+def test_bindings_list_every_positional_argument_in_order(shaders):
+    # images and texel buffers are arguments too (they were missing from `bindings`); the
+    # separate sampler is not one
+    assert [(b.binding, b.kind, b.name) for b in shaders["sample"].bindings] == [
+        (0, "combined_image_sampler", "tex"), (1, "storage", "Out")]
+    assert [(b.binding, b.kind, b.name) for b in shaders["separate"].bindings] == [
+        (0, "sampled_image", "tex"), (2, "storage_image", "dst")]
+    assert [b.name for b in shaders["sample"].buffer_bindings] == ["Out"]
+    assert list(shaders["sample"].binding_views) == [1]
+
+
 def test_separate_texture_and_sampler(shaders):
     tex = np.random.default_rng(3).random((4, 4, 4), dtype=np.float32)
     dst = np.zeros((4, 4, 4), np.float32)

@@ -55,12 +55,14 @@ def _dtype(t):
 
 
 class ShaderKernel:
-    """A compute shader ready to run on one device. `bindings` (reflected DescriptorBindings, in the
-    order calls pass buffers), `push_constants` (PushConstant members), `local_size` (with the
-    specialization applied), `spec_constants`, `specialization` ({SpecId: value} as given),
-    `spirv` (bytes), `asm` (disassembly), `info` (the whole reflected ShaderInfo), `device`
-    (the backend's device object), `runtime` (the seam Runtime), `program` (the seam Program)
-    and `pipeline` (its runtime Pipeline on Vulkan)."""
+    """A compute shader ready to run on one device. `bindings` (every positional argument of a
+    call, in (set, binding) order: reflected DescriptorBindings of buffers and ImageBindings of
+    images and texel buffers; separate samplers are not arguments), `buffer_bindings` (the
+    buffers alone, in the order they are passed), `push_constants` (PushConstant members),
+    `local_size` (with the specialization applied), `spec_constants`, `specialization`
+    ({SpecId: value} as given), `spirv` (bytes), `asm` (disassembly), `info` (the whole
+    reflected ShaderInfo), `device` (the backend's device object), `runtime` (the seam
+    Runtime), `program` (the seam Program) and `pipeline` (its runtime Pipeline on Vulkan)."""
 
     def __init__(self, spirv: bytes, device=None, entry: str = "main", specialization=None,
                  name: str | None = None):
@@ -99,9 +101,12 @@ class ShaderKernel:
         # by binding number in set 0, by (set, binding) in the others
         self.binding_views = {(key[1] if key[0] == 0 else key): group
                               for key, group in self._views.items()}
-        self.bindings = tuple(group[0] for group in views.values())
+        self.buffer_bindings = tuple(group[0] for group in views.values())
+        # every positional argument of a call: buffers and images in (set, binding) order
+        self.bindings = tuple(sorted(self.buffer_bindings + self._images.arguments,
+                                     key=lambda b: (b.set, b.binding)))
         # one slot per descriptor: an array of `count` blocks takes `count` arrays
-        self._slots = tuple((b, i) for b in self.bindings for i in range(b.count))
+        self._slots = tuple((b, i) for b in self.buffer_bindings for i in range(b.count))
         self.push_constants = info.push_constants
         self.spec_constants = info.spec_constants
         check_shader_needs(info, rt, self.name)
@@ -135,12 +140,12 @@ class ShaderKernel:
         from ..backends.protocol import ProgramSpec
 
         images = self._images.images
-        return ProgramSpec(words, self.entry, tuple(b.binding for b in self.bindings)
+        return ProgramSpec(words, self.entry, tuple(b.binding for b in self.buffer_bindings)
                            + tuple(b.binding for b in images),
                            self.info.push_constant_size, tuple(self.local_size), None, self.name,
-                           tuple(b.kind for b in self.bindings) + self._images.kinds,
+                           tuple(b.kind for b in self.buffer_bindings) + self._images.kinds,
                            self._entries,
-                           tuple((b.set, b.count) for b in self.bindings + images))
+                           tuple((b.set, b.count) for b in self.buffer_bindings + images))
 
     def _views_of(self, b) -> tuple:
         """The reflected views of descriptor binding `b` (several blocks on one binding)."""
@@ -213,7 +218,7 @@ class ShaderKernel:
         rt = self._rt
         rt.check_shader(self.local_size, self._shared_bytes, self.info.push_constant_size,
                         self.name)
-        sets = max((b.set + 1 for b in self.bindings + self._images.images), default=0)
+        sets = max((b.set + 1 for b in self.buffer_bindings + self._images.images), default=0)
         cap = getattr(rt.limits, "max_bound_descriptor_sets", None)
         if cap is not None and sets > cap:
             raise UnsupportedError(f"{self.name}: descriptor set {sets - 1} is used; "
@@ -221,7 +226,7 @@ class ShaderKernel:
                                    f"{cap - 1})")
         rt.check_bindings(len(self._slots), f"pipeline {self.entry!r}",
                           sum(b.kind == "uniform" for b, _ in self._slots),
-                          tuple(b.binding for b in self.bindings + self._images.images),
+                          tuple(b.binding for b in self.buffer_bindings + self._images.images),
                           tuple((b.kind, b.count) for b in self._images.images))
 
     @classmethod
@@ -302,15 +307,15 @@ class ShaderKernel:
     def _flatten(self, buffers) -> tuple:
         """One argument per descriptor: an array of `count` blocks takes a list or tuple of
         `count` arrays, which become `count` slots."""
-        if len(buffers) != len(self.bindings):
+        if len(buffers) != len(self.buffer_bindings):
             names = ", ".join(f"{b.binding}: {b.name}" if not b.set else
-                              f"{b.set}.{b.binding}: {b.name}" for b in self.bindings)
-            raise ArgumentError(f"{self.name} takes {len(self.bindings)} buffers (bindings {names}), "
-                                f"got {len(buffers)}")
-        if all(b.count == 1 for b in self.bindings):
+                              f"{b.set}.{b.binding}: {b.name}" for b in self.buffer_bindings)
+            raise ArgumentError(f"{self.name} takes {len(self.buffer_bindings)} buffers "
+                                f"(bindings {names}), got {len(buffers)}")
+        if all(b.count == 1 for b in self.buffer_bindings):
             return tuple(buffers)
         out = []
-        for b, a in zip(self.bindings, buffers):
+        for b, a in zip(self.buffer_bindings, buffers):
             if b.count == 1:
                 out.append(a)
                 continue
@@ -385,12 +390,13 @@ class ShaderKernel:
         images = self._images.arguments
         if not images:
             return self._flatten(args), ()
-        order = sorted([(b.set, b.binding, False) for b in self.bindings]
+        order = sorted([(b.set, b.binding, False) for b in self.buffer_bindings]
                        + [(b.set, b.binding, True) for b in images])
         if len(args) != len(order):
             names = ", ".join(f"{b.binding}: {b.name}" if not b.set else
                               f"{b.set}.{b.binding}: {b.name}" for b in sorted(
-                                  self.bindings + images, key=lambda b: (b.set, b.binding)))
+                                  self.buffer_bindings + images,
+                                  key=lambda b: (b.set, b.binding)))
             raise ArgumentError(f"{self.name} takes {len(order)} arguments (bindings {names}), "
                                 f"got {len(args)}")
         return (self._flatten(tuple(a for a, key in zip(args, order) if not key[2])),

@@ -47,7 +47,8 @@ class BoundsCheckedShader:
                                        "them header)")
         validate(spirv, rt.target().env)   # the user's module, as given
         info = reflect(spirv, entry)
-        used = [b.binding for b in info.bindings] + [d[1] for d in info.other_descriptors]
+        used = [b.binding for b in info.bindings + info.images] + \
+            [d[1] for d in info.other_descriptors]
         done = instrument(spirv, max(used, default=-1) + 1)
         self.sites = done.sites
         self.record_words = done.record_size
@@ -55,7 +56,10 @@ class BoundsCheckedShader:
         self.kernel = ShaderKernel(done.words, rt, entry, specialization, name)
         self.name = self.kernel.name
         record = done.record_binding
-        self.bindings = tuple(b for b in self.kernel.bindings if b.binding != record)
+        self.bindings = tuple(b for b in self.kernel.bindings
+                              if (b.set, b.binding) != (0, record))
+        # where the record goes among a call's arguments ((set, binding) order: before sets > 0)
+        self._record_at = sum((b.set, b.binding) < (0, record) for b in self.bindings)
         self.binding_views = {k: v for k, v in self.kernel.binding_views.items() if k != record}
         self._records = threading.local()   # each thread's record for plain calls
 
@@ -79,7 +83,8 @@ class BoundsCheckedShader:
         from ..spirv.bounds import RECORD_WORDS
 
         out = self._empty()
-        where = {b.binding: i for i, b in enumerate(self.bindings)}
+        where = {b.binding: i for i, b in enumerate(self.bindings)
+                 if b.kind in ("storage", "uniform")}
         for word, (binding, offset, stride) in enumerate(self._runtime_arrays, RECORD_WORDS):
             nbytes = int(buffers[where[binding]].nbytes) if binding in where else 0
             out[word] = min(max(nbytes - offset, 0) // stride, 0xFFFFFFFF) if stride else 0
@@ -90,6 +95,10 @@ class BoundsCheckedShader:
             names = ", ".join(f"{b.binding}: {b.name}" for b in self.bindings)
             raise ArgumentError(f"{self.name} takes {len(self.bindings)} buffers (bindings "
                                 f"{names}), got {len(buffers)}")
+
+    def _with_record(self, args, record) -> tuple:
+        """The kernel's arguments: the user's `args` with `record` at its binding's place."""
+        return (*args[:self._record_at], record, *args[self._record_at:])
 
     def _device_record(self):
         record = getattr(self._records, "record", None)
@@ -127,7 +136,7 @@ class BoundsCheckedShader:
             return
         record = self._device_record()
         record.write(self._initial(buffers))
-        self.kernel(*buffers, record, grid=grid, push=push)
+        self.kernel(*self._with_record(buffers, record), grid=grid, push=push)
         self.verify(record.numpy())
 
     def launch(self, *buffers, grid=None, push=None):
@@ -137,21 +146,22 @@ class BoundsCheckedShader:
 
         self._count(buffers)
         check = _Check(self, self._initial(buffers))
-        return CheckedLaunch(self.kernel.launch(*buffers, check.record, grid=grid, push=push),
-                             check)
+        return CheckedLaunch(self.kernel.launch(*self._with_record(buffers, check.record),
+                                                grid=grid, push=push), check)
 
     def dispatch_spec(self, *buffers, grid=None, push=None):
         """The vkir.runtime.Dispatch of a checked call, for sequences (whose wait checks)."""
         self._count(buffers)
         check = _Check(self, self._initial(buffers))
-        spec = self.kernel.dispatch_spec(*buffers, check.record, grid=grid, push=push)
+        spec = self.kernel.dispatch_spec(*self._with_record(buffers, check.record), grid=grid,
+                                         push=push)
         return replace(spec, checks=spec.checks + (check,))
 
     def profile(self, *buffers, grid=None, push=None, repeat: int = 50, warmup: int = 1):
         """Device seconds per run of the checked shader (see ShaderKernel.profile)."""
         self._count(buffers)
-        return self.kernel.profile(*buffers, self._initial(buffers), grid=grid, push=push, repeat=repeat,
-                                   warmup=warmup)
+        return self.kernel.profile(*self._with_record(buffers, self._initial(buffers)),
+                                   grid=grid, push=push, repeat=repeat, warmup=warmup)
 
 
 class _Check:
