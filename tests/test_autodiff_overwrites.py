@@ -111,9 +111,26 @@ def test_outputs_stored_once_need_no_flags():
             else:
                 y[i] = -x[i]
 
-    for func in (rows, either, twice):
+    @T.prim_func
+    def flat(x: T.Buffer(("n", "m"), "float32"), y: T.Buffer(("n * m",), "float32")):
+        for i in T.parallel(n):
+            for j in T.serial(m):       # a symbolic stride: i * m is fixed in an invocation
+                y[i * m + j] = x[i, j] * x[i, j]
+
+    @T.prim_func
+    def stripes(x: T.Buffer((16,), "float32"), y: T.Buffer((16,), "float32")):
+        for i in T.parallel(2):
+            for j in T.serial(4):       # two index expressions that never meet
+                y[i * 8 + 2 * j] = x[i * 8 + 2 * j]
+                y[i * 8 + 2 * j + 1] = T.float32(2) * x[i * 8 + 2 * j + 1]
+
+    for func in (rows, either, flat, stripes, twice):
         script = vkir.grad(func, "x").script()
         assert ("_last" in script) == (func is twice), script
+    dx = np.zeros(16, np.float32)
+    vkir.interpret(vkir.grad(stripes, "x"), X16.copy(), np.zeros(16, np.float32),
+                   np.ones(16, np.float32), dx)
+    np.testing.assert_array_equal(dx, np.tile(np.float32([1, 2]), 8))
     dx = np.zeros(4, np.float32)
     vkir.interpret(vkir.grad(either, "x"), X4.copy(), np.zeros(4, np.float32),
                    np.ones(4, np.float32), dx)
@@ -141,9 +158,17 @@ def test_refused_where_the_last_store_cannot_be_told():
             y[i] = x[i]
             y[idx[i]] = T.float32(2) * x[i]
 
+    @T.prim_func
+    def shifted(x: T.Buffer((16,), "float32"), y: T.Buffer((17,), "float32")):
+        for i in T.parallel(1):
+            for j in T.serial(16):      # y[j + 1] is stored again as y[j] one iteration later
+                y[j] = x[j]
+                y[j + 1] = T.float32(2) * x[j]
+
     for func, words in ((halves, "several iterations of a serial loop"),
                         (outer, "several iterations of a serial loop"),
-                        (scatter, "which of them is last cannot be told")):
+                        (scatter, "which of them is last cannot be told"),
+                        (shifted, "across iterations")):
         with pytest.raises(UnsupportedError, match=words) as info:
             vkir.grad(func, "x")
         assert "line" in str(info.value) and "'y'" in str(info.value)

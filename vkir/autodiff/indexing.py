@@ -104,16 +104,67 @@ def radix_step(form, serial) -> int | None:
     return terms[0][0] if terms else 0
 
 
+def split_affine(e, loops, lets, depth=0):
+    """Integer expression e as an affine function of the loop variables `loops` (a container):
+    ({loop var: coefficient, None: constant}, [(term, multiplier)]) where the terms are the
+    parts of e that use no loop variable (a parallel index, a size, `i * m`), kept whole; None
+    where a loop variable enters otherwise (`j // 2`, `j * m`, a read at an index using j).
+    Integer lets are looked through."""
+    if depth > 64:
+        return None
+    if isinstance(e, IntImm):
+        return {None: e.value}, []
+    if isinstance(e, Var):
+        if e in loops:
+            return {e: 1}, []
+        if e in lets:
+            return split_affine(lets[e], loops, lets, depth + 1)
+        return {}, [(e, 1)]
+    if isinstance(e, (Add, Sub)):
+        a, b = split_affine(e.a, loops, lets, depth + 1), split_affine(e.b, loops, lets, depth + 1)
+        if a is None or b is None:
+            return None
+        sign = 1 if isinstance(e, Add) else -1
+        coeffs = dict(a[0])
+        for k, v in b[0].items():
+            coeffs[k] = coeffs.get(k, 0) + sign * v
+        return coeffs, a[1] + [(t, sign * m) for t, m in b[1]]
+    if not _uses(e, loops, lets, depth):
+        return {}, [(e, 1)]
+    if isinstance(e, Mul):
+        a, b = split_affine(e.a, loops, lets, depth + 1), split_affine(e.b, loops, lets, depth + 1)
+        if a is None or b is None:
+            return None
+        if set(a[0]) <= {None} and not a[1]:
+            a, b = b, a
+        if not (set(b[0]) <= {None} and not b[1]):
+            return None   # a loop variable times a runtime value
+        c = b[0].get(None, 0)
+        return {k: v * c for k, v in a[0].items()}, [(t, m * c) for t, m in a[1]]
+    return None
+
+
+def _uses(e, loops, lets, depth=0) -> bool:
+    """Whether e uses a loop variable of `loops`, looking through integer lets."""
+    from ..ir import walk
+
+    for n in walk(e):
+        if isinstance(n, Var) and (n in loops or n in lets and depth < 64 and
+                                   _uses(lets[n], loops, lets, depth + 1)):
+            return True
+    return False
+
+
 def distinct_iterations(indices, loops, serial, lets) -> bool:
     """Whether the access buffer[indices] reaches a different element in every iteration of the
     serial loops `loops` (their variables; the other variables held fixed): each moving loop's
     variable has a nonzero coefficient in one index whose loop coefficients form a mixed radix.
     `serial` maps every serial loop variable to its extent, `lets` inlines integer lets."""
-    forms = [linear(i, lets) for i in indices]
+    forms = [split_affine(i, serial, lets) for i in indices]
     for var in loops:
         if not _moving(serial[var]):
             continue
-        if not any(f is not None and f.get(var, 0) != 0 and radix_step(f, serial)
+        if not any(f is not None and f[0].get(var, 0) != 0 and radix_step(f[0], serial)
                    for f in forms):
             return False
     return True
@@ -122,16 +173,22 @@ def distinct_iterations(indices, loops, serial, lets) -> bool:
 def disjoint(a, b, serial, lets) -> bool:
     """Whether buffer[a] and buffer[b] never reach one element, in any iterations of the serial
     loops (`serial`: {var: extent}): in some dimension the two indices differ by a nonzero
-    constant smaller than every step that iterations of the loops they share can make."""
+    constant smaller than every step that iterations of the loops they share can make (the
+    parts that use no loop variable structurally equal)."""
+    from ..ir import structural_equal
+
     for ia, ib in zip(a, b):
-        fa, fb = linear(ia, lets), linear(ib, lets)
-        if fa is None or fb is None:
+        fa, fb = split_affine(ia, serial, lets), split_affine(ib, serial, lets)
+        if fa is None or fb is None or len(fa[1]) != len(fb[1]):
             continue
-        diff = {k: fa.get(k, 0) - fb.get(k, 0) for k in set(fa) | set(fb)}
+        if not all(ma == mb and structural_equal(ta, tb)
+                   for (ta, ma), (tb, mb) in zip(fa[1], fb[1])):
+            continue
+        diff = {k: fa[0].get(k, 0) - fb[0].get(k, 0) for k in set(fa[0]) | set(fb[0])}
         if any(v for k, v in diff.items() if k is not None):
             continue
         gap = abs(diff.get(None, 0))
-        step = radix_step(fa, serial)
+        step = radix_step(fa[0], serial)
         if gap and step is not None and (step == 0 or gap < step):
             return True
     return False

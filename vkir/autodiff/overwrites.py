@@ -122,8 +122,9 @@ def plan(body, outputs) -> Plan:
                     f"{buffer.name!r}{where(later.node)} may write an "
                     f"element that the {'atomic_add' if other.add else 'store'}"
                     f"{where(other.node)} also writes, and which of them is last cannot be told "
-                    "(indices that differ by more than a constant, or that depend on data); "
-                    "write each element through one index expression")
+                    "(indices that may meet, in one iteration of a serial loop or across "
+                    "iterations, or that depend on data); write each element through one "
+                    "index expression")
     return Plan(flags, {k: tuple(v) for k, v in scopes.items()})
 
 
