@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..ir import expr as E
 from ..ir.dtype import type_range
 from .analyzer import EnvAnalyzer
 
@@ -73,12 +72,63 @@ def _union(a, b):
     return (min(a[0], b[0]), max(a[1], b[1]))
 
 
-def _const(e) -> int | None:
-    if isinstance(e, E.IntImm):
-        return e.value
-    if isinstance(e, E.Broadcast):
-        return _const(e.value)
-    return None
+def _shift_amounts(k, bits: int) -> tuple:
+    """The amounts a shift of a `bits`-wide value applies for amount values in interval `k`:
+    taken modulo the width (vkir's definition), so [0, bits) unless k lies in one period."""
+    if k[0] // bits == k[1] // bits:
+        return (k[0] % bits, k[1] % bits)
+    return (0, bits - 1)
+
+
+_BITWISE = {"bitwise_and": int.__and__, "bitwise_or": int.__or__, "bitwise_xor": int.__xor__}
+
+
+def _bitwise(op: str, a, b):
+    """Bounds of `a & b`, `a | b` or `a ^ b` on operands of intervals `a` and `b` (signed values
+    as two's complement, which Python's ints follow): exact for two constants; within the
+    smallest [0, 2**p) or [-2**p, 2**p) holding both operands otherwise, as no bit above them
+    changes, and nearer where the operands' signs say more."""
+    if a[0] == a[1] and b[0] == b[1]:
+        v = _BITWISE[op](a[0], b[0])
+        return (v, v)
+    if op == "bitwise_and":
+        if a[0] >= 0 and b[0] >= 0:
+            return (0, min(a[1], b[1]))   # the result's bits are a subset of each operand's
+        for x in (a, b):
+            if x[0] >= 0:
+                return (0, x[1])
+    p = max(_magnitude_bits(a), _magnitude_bits(b))
+    if a[0] >= 0 and b[0] >= 0:
+        if op == "bitwise_or":   # the result's bits include each operand's
+            return (max(a[0], b[0]), (1 << p) - 1)
+        return (0, (1 << p) - 1)
+    if op == "bitwise_or" and (a[1] < 0 or b[1] < 0):
+        return (-(1 << p), -1)   # a negative operand's sign bit stays set
+    return (-(1 << p), (1 << p) - 1)
+
+
+_BIT_COUNTS = ("popcount", "clz", "ctz")
+
+
+def _bit_count(op: str, x, bits: int):
+    """Bounds of popcount, clz or ctz of a `bits`-wide value in interval `x`: exact for a
+    constant (counted on its two's complement bits), else anything from 0 to the width."""
+    if x[0] != x[1]:
+        return (0, bits)
+    u = x[0] & ((1 << bits) - 1)
+    if op == "popcount":
+        n = bin(u).count("1")
+    elif op == "clz":
+        n = bits - u.bit_length()
+    else:
+        n = (u & -u).bit_length() - 1 if u else bits
+    return (n, n)
+
+
+def _magnitude_bits(x) -> int:
+    """The fewest bits p with both ends of interval `x` in [-2**p, 2**p)."""
+    return max(x[0].bit_length() if x[0] >= 0 else (-x[0] - 1).bit_length(),
+               x[1].bit_length() if x[1] >= 0 else (-x[1] - 1).bit_length())
 
 
 class _Analyzer(EnvAnalyzer):
@@ -215,17 +265,24 @@ class _Analyzer(EnvAnalyzer):
     def visit_Call(self, e):
         if e.op == "if_then_else":
             return self.branches(e.args[1], e.args[2])
-        if e.op == "bitwise_and":
-            a, b = self.visit(e.args[0]), self.visit(e.args[1])
-            for x in (a, b):
-                if x[0] >= 0:
-                    return (0, x[1])  # the result's bits are a subset of x's
+        if e.op in _BITWISE:
+            return _bitwise(e.op, *(self.visit(a) for a in e.args))
+        if e.op == "bitwise_not":
+            a = self.visit(e.args[0])
+            if e.dtype.is_uint:   # ~x is max - x
+                top = type_range(e.dtype)[1]
+                return (top - a[1], top - a[0])
+            return (-a[1] - 1, -a[0] - 1)   # ~x is -x - 1 in two's complement
+        if e.op in _BIT_COUNTS:
+            return _bit_count(e.op, self.visit(e.args[0]), e.dtype.bits)
         if e.op in ("shift_right", "shift_left"):
-            a, k = self.visit(e.args[0]), _const(e.args[1])
-            if k is not None and 0 <= k < e.dtype.bits:
-                if e.op == "shift_left":
-                    return mul_interval(a, (1 << k, 1 << k))  # x * 2**k, wrapped
-                return (a[0] >> k, a[1] >> k)  # arithmetic shift for signed types
+            a = self.visit(e.args[0])
+            k = _shift_amounts(self.visit(e.args[1]), e.dtype.bits)
+            if e.op == "shift_left":   # x * 2**k, wrapped
+                return mul_interval(a, (1 << k[0], 1 << k[1]))
+            # x >> k (arithmetic for signed types) moves x toward 0 or -1 as k grows
+            ends = [x >> s for x in a for s in k]
+            return (min(ends), max(ends))
         return _UNBOUNDED
 
     def _bool(self, e):

@@ -6,7 +6,8 @@ call runs whole.
 llvmpipe gives every invocation one budget of 65535 loop iterations, shared by all loops of the
 kernel; past it every loop exits silently. A Kernel therefore compiles its loops plainly and, at
 call time, computes from the push-constant values an upper bound of the iterations each loop runs
-(`loops_for_call`); only when the sum exceeds the budget does it pick a variant with some loops
+(`loops_for_call`: each size and scalar is its one value, so an extent of them, `1 << s`, `m * m`,
+`m ^ k`, an int64 `n // 3`, is bounded by what it computes, vkir.arith.bound); only when the sum exceeds the budget does it pick a variant with some loops
 split into unrolled chunks (`choose_split`), and where no variant fits it raises UnsupportedError
 before the dispatch. A while loop that counts (a serial loop that may break becomes one) is
 bounded like a serial loop. A loop whose trip count comes from buffer data, or any other while
