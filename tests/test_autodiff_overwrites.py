@@ -165,7 +165,27 @@ def test_refused_where_the_last_store_cannot_be_told():
                 y[j] = x[j]
                 y[j + 1] = T.float32(2) * x[j]
 
+    @T.prim_func
+    def bump(x: T.Buffer((8,), "float32"), y: T.Buffer((8,), "float32")):
+        for i in T.parallel(1):
+            k = T.alloc_buffer((1,), "int32", scope="local")
+            k[0] = 2
+            y[k[0] + 1] = x[0]
+            k[0] = k[0] + 1
+            y[k[0]] = x[1]              # the same element: k[0] changed in between
+
+    @T.prim_func
+    def walk_down(x: T.Buffer((8,), "float32"), y: T.Buffer((8,), "float32")):
+        for i in T.parallel(1):
+            k = T.alloc_buffer((1,), "int32", scope="local")
+            k[0] = 4
+            for j in T.serial(4):
+                k[0] = k[0] - 1
+                y[k[0] + j] = x[j]      # y[3] in every iteration
+
     for func, words in ((halves, "several iterations of a serial loop"),
+                        (bump, "which of them is last cannot be told"),
+                        (walk_down, "several iterations of a serial loop"),
                         (outer, "several iterations of a serial loop"),
                         (scatter, "which of them is last cannot be told"),
                         (shifted, "across iterations")):

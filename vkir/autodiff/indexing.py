@@ -108,8 +108,9 @@ def split_affine(e, loops, lets, depth=0):
     """Integer expression e as an affine function of the loop variables `loops` (a container):
     ({loop var: coefficient, None: constant}, [(term, multiplier)]) where the terms are the
     parts of e that use no loop variable (a parallel index, a size, `i * m`), kept whole; None
-    where a loop variable enters otherwise (`j // 2`, `j * m`, a read at an index using j).
-    Integer lets are looked through."""
+    where a loop variable enters otherwise (`j // 2`, `j * m`, a read at an index using j) and
+    where e reads a local buffer (a mutable value: two equal-looking terms may differ). Integer
+    lets are looked through."""
     if depth > 64:
         return None
     if isinstance(e, IntImm):
@@ -145,10 +146,13 @@ def split_affine(e, loops, lets, depth=0):
 
 
 def _uses(e, loops, lets, depth=0) -> bool:
-    """Whether e uses a loop variable of `loops`, looking through integer lets."""
-    from ..ir import walk
+    """Whether e uses a loop variable of `loops` or reads a local buffer, looking through
+    integer lets."""
+    from ..ir import BufferLoad, walk
 
     for n in walk(e):
+        if isinstance(n, BufferLoad) and n.buffer.scope != "global":
+            return True
         if isinstance(n, Var) and (n in loops or n in lets and depth < 64 and
                                    _uses(lets[n], loops, lets, depth + 1)):
             return True
