@@ -13,7 +13,9 @@ VkPipelineCache. Cache entries are counted: each `get_pipeline` is paired with o
 and the launches recorded for it, so building many kernels does not grow the device's caches.
 Every limit is checked (runtime.limits) before the driver sees the module: here, unless the
 caller says with `checked=True` that it checked them itself (vkir's kernels do, once per build,
-through the Vulkan backend's Runtime).
+through the Vulkan backend's Runtime). A driver whose compiler fails on a module (lavapipe answers
+VK_ERROR_UNKNOWN for a few valid ones) raises a DeviceError that says so, naming the driver and
+the module's SHA-256.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import time
 
 from typing import NamedTuple
 
-from vkir.errors import UnsupportedError
+from vkir.errors import DeviceError, UnsupportedError
 
 from ._vk import call, ffi, lib, vk
 from .info import COMPUTE_FULL_SUBGROUPS, SUBGROUP_SIZE_CONTROL
@@ -142,8 +144,7 @@ class Pipeline:
                                                        module=module, pName=entry_point,
                                                        pSpecializationInfo=spec or ffi.NULL)
             info = vk.VkComputePipelineCreateInfo(stage=stage, layout=self.layout)
-            self.handle = call("vkCreateComputePipelines", vk.vkCreateComputePipelines, dev,
-                               device.pipeline_cache, 1, [info], None)[0]
+            self.handle = _create_pipeline(device, info, spirv, entry_point)
             # the driver's compile of the module: what a first call waits for beyond vkir's own
             self.create_seconds = time.perf_counter() - started
         except BaseException:
@@ -180,6 +181,40 @@ _DESCRIPTOR_TYPES = {"storage": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                      "uniform_texel_buffer": vk.VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER,
                      "storage_texel_buffer": vk.VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER}
 DESCRIPTOR_KINDS = tuple(_DESCRIPTOR_TYPES)   # the kinds a ProgramSpec's descriptor_types name
+
+
+# what vkCreateComputePipelines answers when the driver's compiler fails on a module (not a
+# lack of memory): lavapipe gives VK_ERROR_UNKNOWN
+_COMPILE_FAILURES = {vk.VkErrorUnknown: "VK_ERROR_UNKNOWN",
+                     vk.VkErrorInitializationFailed: "VK_ERROR_INITIALIZATION_FAILED",
+                     vk.VkErrorInvalidShaderNv: "VK_ERROR_INVALID_SHADER_NV"}
+
+
+def _create_pipeline(device, info, spirv: bytes, entry_point: str):
+    """The VkPipeline of VkComputePipelineCreateInfo `info`; a failure of the driver's compiler
+    is a DeviceError saying what happened and what to report, other failures as `call` says."""
+    def create():
+        try:
+            return vk.vkCreateComputePipelines(device.handle, device.pipeline_cache, 1, [info],
+                                               None)[0]
+        except tuple(_COMPILE_FAILURES) as exc:
+            raise DeviceError(compile_failure(_COMPILE_FAILURES[type(exc)], device.info, spirv,
+                                              entry_point)) from None
+    return call("vkCreateComputePipelines", create)
+
+
+def compile_failure(result: str, info, spirv: bytes, entry_point: str) -> str:
+    """The message of a driver (DeviceInfo `info`) that answered `result` when compiling entry
+    point `entry_point` of module `spirv`: a driver bug, since vkir hands drivers only modules
+    SPIRV-Tools validated, to be reported with the module (named by its SHA-256)."""
+    digest = hashlib.sha256(spirv).hexdigest()
+    return (f"vkCreateComputePipelines failed: {result}: the driver {info.driver!r} of "
+            f"{info.name!r} failed to compile entry point {entry_point!r} of a SPIR-V module "
+            f"that spirv-val accepts ({len(spirv)} bytes, sha256 {digest}). This is a driver "
+            "bug, not an error of the module: please report it to the driver's maintainers "
+            "with the module (a kernel's or shader's `.spirv` bytes, saved as a .spv file; "
+            "`vkir dis` prints it), and meanwhile rewrite the code it trips on or run on "
+            "another device (VKIR_DEVICE)")
 
 
 def _specialization_info(entries: tuple):
