@@ -1,16 +1,24 @@
-"""Known driver bugs, by driver: the names a device's `DeviceInfo.quirks` lists. This is the one
-table of them: the runtime reads a device's quirks from it, `Target.lavapipe()` and the lowering
-name theirs through it.
+"""Known driver bugs, by driver and driver release: the names a device's `DeviceInfo.quirks`
+lists. This is the one table of them: the runtime reads a device's quirks from it,
+`Target.lavapipe()` and the lowering name theirs through it.
+
+Each entry holds for the releases of its driver before the first one measured without it (None:
+every release measured has it). The release is read from the driver text (Vulkan's driverName and
+driverInfo: "llvmpipe Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6)"); where it cannot be read, every quirk
+of the driver is assumed. The llvmpipe bugs below were measured on Mesa 22.3.6 and gone on Mesa
+25.0.7 (Debian's bookworm-backports build, with the same LLVM 15.0.6), except
+storage_loads_per_lane; the releases in between were not measured and keep the workarounds,
+which compute the same on a driver without the bug.
 
 Each quirk is worked around by lowering for the devices that have it (vkir.lowering.pipeline
 reads `Target.quirks`), so that a kernel computes the interpreter's result everywhere.
 
-- "loop_trip_limit_65535": llvmpipe (lavapipe) leaves any loop after 65535 iterations, silently
-  (a hand-written GLSL shader does the same); the budget is shared by every loop of an
-  invocation. A Kernel compiles its loops plainly and picks, per call, a variant with the loops
-  that need it split into unrolled chunks (vkir.driver.loop_budget), or raises UnsupportedError where
-  none fits; a kernel with loops the call cannot bound (a count read from a buffer) checks them on
-  the device and raises LoopLimitError for a cut (vkir.driver.loop_cut).
+- "loop_trip_limit_65535": llvmpipe (lavapipe) before Mesa 25.0 leaves any loop after 65535
+  iterations, silently (a hand-written GLSL shader does the same); the budget is shared by every
+  loop of an invocation. A Kernel compiles its loops plainly and picks, per call, a variant with
+  the loops that need it split into unrolled chunks (vkir.driver.loop_budget), or raises
+  UnsupportedError where none fits; a kernel with loops the call cannot bound (a count read from
+  a buffer) checks them on the device and raises LoopLimitError for a cut (vkir.driver.loop_cut).
 
 - "int64_signed_compare": llvmpipe (Mesa 22.3, LLVM 15) evaluates a signed 64-bit `<` or `<=`
   on a value sign-extended from the invocation id as false where it holds (`tx < 32` for an
@@ -29,19 +37,20 @@ reads `Target.quirks`), so that a kernel computes the interpreter's result every
   NVIDIA's driver does the same for float32 (it offers DenormPreserve for float16 only; measured
   on an H200, driver 580.159: 0.0 // 1e-45 is NaN and float32 -> float64 flushes 1e-45).
 
-- "storage_loads_per_lane": llvmpipe (Mesa 22.3) turns each storage-buffer load whose address
-  it cannot prove uniform into a loop over the 8 lanes of its SIMD registers (extract the lane's
-  offset, test its exec-mask bit and the bound, one scalar load), while a texel fetch is one
-  vector load per lane (docs/performance.md). Not a wrong result but a slow one: codegen for
+- "storage_loads_per_lane": llvmpipe (Mesa 22.3 and 25.0) turns each storage-buffer load whose
+  address it cannot prove uniform into a loop over the 8 lanes of its SIMD registers (extract the
+  lane's offset, test its exec-mask bit and the bound, one scalar load), while a texel fetch is
+  one vector load per lane (docs/performance.md). Not a wrong result but a slow one: codegen for
   Vulkan reads the read-only 32-bit scalar and 4-lane parameter buffers of a kernel through
   uniform texel buffers (spirv/codegen/texel_reads.py), and a Kernel binds a VkBufferView over
   each such argument, or runs its storage-buffer variant for a call whose argument cannot be
   viewed (vkir.driver.texel_views).
-- "broadcast_first_float_crash": llvmpipe's compiler (LLVM 15) aborts the whole process ("LLVM
-  ERROR: Cannot select") on a subgroup broadcast-first of a float computed inside a loop (a
-  hand-written GLSL `subgroupBroadcastFirst(x * 2.0)` in a loop does the same); integers and
-  values computed outside the loop compile. Codegen broadcasts the first active lane's number
-  instead and shuffles the float from that lane (spirv/codegen/sync.py), which computes the same.
+- "broadcast_first_float_crash": llvmpipe's compiler (Mesa 22.3, LLVM 15) aborts the whole
+  process ("LLVM ERROR: Cannot select") on a subgroup broadcast-first of a float computed inside
+  a loop (a hand-written GLSL `subgroupBroadcastFirst(x * 2.0)` in a loop does the same);
+  integers and values computed outside the loop compile. Codegen broadcasts the first active
+  lane's number instead and shuffles the float from that lane (spirv/codegen/sync.py), which
+  computes the same.
 - "subgroups_split_rows": llvmpipe forms its subgroups from each row of a workgroup: where the
   workgroup has several rows (y or z size above 1) and its x size is not a multiple of the
   subgroup size, a subgroup holds only the x-chunk of one row, the lanes past the row's end
@@ -77,6 +86,9 @@ infinity or NaN, even at texel centres where the weight of b is 0 (docs/semantic
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 LOOP_TRIP_LIMIT = "loop_trip_limit_65535"
 FLUSHES_DENORMALS = "flushes_denormals"
 UINT_TO_FLOAT_RTZ = "uint_to_float_rtz"
@@ -88,25 +100,62 @@ BROADCAST_FIRST_FLOAT_CRASH = "broadcast_first_float_crash"
 SUBGROUPS_SPLIT_ROWS = "subgroups_split_rows"
 FLOAT16_TEXEL_OVERFLOW_NAN = "float16_texel_overflow_nan"
 
-# (substring of the device or driver name, lowercase) -> the quirks of that driver
-_TABLE = (
-    ("llvmpipe", frozenset({LOOP_TRIP_LIMIT, NUM_SUBGROUPS_PARTIAL, INT64_SIGNED_COMPARE,
-                            STORAGE_LOADS_PER_LANE, BROADCAST_FIRST_FLOAT_CRASH,
-                            SUBGROUPS_SPLIT_ROWS})),
-    ("swiftshader", frozenset({FLUSHES_DENORMALS, UINT_TO_FLOAT_RTZ,
-                               BUFFER_REFERENCE_MERGE_CRASH, FLOAT16_TEXEL_OVERFLOW_NAN})),
-    ("nvidia", frozenset({FLUSHES_DENORMALS})),
+MESA_25_0 = (25, 0)   # the first Mesa release measured without llvmpipe's functional bugs
+
+
+@dataclass(frozen=True)
+class Entry:
+    """Quirk `name` of the drivers whose device name or driver text contains `needle`
+    (lowercase), up to (not including) release `fixed_in` (None: no release is known without
+    it)."""
+
+    needle: str
+    name: str
+    fixed_in: tuple | None = None
+
+    def holds(self, text: str, release: tuple | None) -> bool:
+        """True for a device whose lowercase name and driver text is `text`, of driver release
+        `release` (None: unknown, so assumed to have the bug)."""
+        if self.needle not in text:
+            return False
+        return self.fixed_in is None or release is None or release < self.fixed_in
+
+
+TABLE = (
+    Entry("llvmpipe", LOOP_TRIP_LIMIT, MESA_25_0),
+    Entry("llvmpipe", NUM_SUBGROUPS_PARTIAL, MESA_25_0),
+    Entry("llvmpipe", INT64_SIGNED_COMPARE, MESA_25_0),
+    Entry("llvmpipe", BROADCAST_FIRST_FLOAT_CRASH, MESA_25_0),
+    Entry("llvmpipe", SUBGROUPS_SPLIT_ROWS, MESA_25_0),
+    # Mesa 25.0 still reads storage buffers lane by lane: texel buffers stay about 1.5x faster
+    # for a per-lane vec4 (benchmarks/access_forms.py loads)
+    Entry("llvmpipe", STORAGE_LOADS_PER_LANE),
+    Entry("swiftshader", FLUSHES_DENORMALS),
+    Entry("swiftshader", UINT_TO_FLOAT_RTZ),
+    Entry("swiftshader", BUFFER_REFERENCE_MERGE_CRASH),
+    Entry("swiftshader", FLOAT16_TEXEL_OVERFLOW_NAN),
+    Entry("nvidia", FLUSHES_DENORMALS),
 )
+
+_MESA_RELEASE = re.compile(r"\bmesa (\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def driver_release(driver: str) -> tuple | None:
+    """The driver's release as a tuple of numbers, read from its driver text (Mesa's
+    driverInfo: "Mesa 25.0.7-2~bpo12+1" -> (25, 0, 7)), or None where it names none. Mesa's
+    drivers report driverVersion 1, so the text is the one source."""
+    found = _MESA_RELEASE.search(driver.lower())
+    if found is None:
+        return None
+    return tuple(int(part) for part in found.groups() if part is not None)
 
 
 def quirks_of(device_name: str, driver: str) -> frozenset:
-    """The quirks of a device, from its name and driver description (case-insensitive)."""
+    """The quirks of a device, from its name and driver text (case-insensitive), for the driver
+    release that text names (every quirk of the driver where it names none)."""
     text = f"{device_name} {driver}".lower()
-    found = frozenset()
-    for needle, names in _TABLE:
-        if needle in text:
-            found |= names
-    return found
+    release = driver_release(driver)
+    return frozenset(e.name for e in TABLE if e.holds(text, release))
 
 
-LAVAPIPE = quirks_of("llvmpipe", "")   # what Mesa's lavapipe (llvmpipe) gets wrong
+LAVAPIPE = quirks_of("llvmpipe", "")   # lavapipe of an unknown release: all of llvmpipe's quirks

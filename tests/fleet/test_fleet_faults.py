@@ -8,6 +8,7 @@ tests that kill actors add their own.
 import base64
 import hashlib
 import os
+import re
 import signal
 import sys
 import time
@@ -20,6 +21,7 @@ from vkir import T
 from vkir.cache import compile as compile_cache
 from vkir.cache.compile import compile_vulkan, entry, prebuilt
 from vkir.driver.arrays import target_for
+from vkir.fleet.fingerprint import Fingerprint
 from vkir.fleet.tuning import tune_on_fleet
 from vkir.tools.demo import vadd
 
@@ -71,6 +73,16 @@ def fleet(fleets):
     if "fleet" not in fleets or fleets["fleet"].closed:
         fleets["fleet"] = vkir.fleet.connect(local=("lavapipe", "swiftshader"), env=ENV)
     return fleets["fleet"]
+
+
+@pytest.fixture
+def own_fleet(fleets, device):
+    """A fleet of one actor on this process's device, selected by its index: the actor keeps
+    this process's Vulkan drivers (a "lavapipe" actor runs the system's lavapipe, while this
+    process may run a second one, Mesa 25's, chosen by its manifest)."""
+    own = vkir.fleet.connect(local=(str(device.info.index),), env=ENV)
+    yield own
+    own.close()
 
 
 def _nap(device, seconds):
@@ -138,11 +150,11 @@ def test_an_actor_times_the_candidate_the_job_sent_not_one_it_timed_before(fleet
         assert report.best is None
 
 
-def test_fleet_tuning_records_are_what_a_local_build_on_that_device_reads(fleet, device, tmp_path,
-                                                                          monkeypatch):
+def test_fleet_tuning_records_are_what_a_local_build_on_that_device_reads(own_fleet, device,
+                                                                          tmp_path, monkeypatch):
     monkeypatch.setenv("VKIR_CACHE_DIR", str(tmp_path))
-    reports = tune_on_fleet(doubled, fleet, {"n": 512})
-    [mine] = [r for r in reports if r.device.name == device.info.name]
+    reports = tune_on_fleet(doubled, own_fleet, {"n": 512})
+    [mine] = [r for r in reports if r.device == Fingerprint.of(device.info)]
     assert mine.best is not None
     assert doubled.cached(device.info, n=512) == mine.best.config
     kernel = doubled.build(device=device, tune=False, n=512)
@@ -153,10 +165,11 @@ def test_fleet_tuning_records_are_what_a_local_build_on_that_device_reads(fleet,
     np.testing.assert_array_equal(c, 2 * a)
 
 
-def test_build_with_a_fleet_uses_its_winner_here_even_without_a_cache(fleet, device, monkeypatch):
+def test_build_with_a_fleet_uses_its_winner_here_even_without_a_cache(own_fleet, device,
+                                                                      monkeypatch):
     monkeypatch.setenv("VKIR_CACHE_DIR", "0")   # nothing is recorded: the report must serve
-    kernel = doubled.build(fleet=fleet, device=device, n=1024)
-    [mine] = [r for r in doubled.fleet_report if r.device.name == device.info.name]
+    kernel = doubled.build(fleet=own_fleet, device=device, n=1024)
+    [mine] = [r for r in doubled.fleet_report if r.device == Fingerprint.of(device.info)]
     assert kernel.config == mine.best.config
     assert not any(note.startswith("best") for note in doubled.last_log), doubled.last_log
 
@@ -261,8 +274,57 @@ def test_a_job_that_crashes_every_device_it_reaches_stops_after_two(fleet):
     assert len(lavapipes) == 3
     [r] = fleet.apply(_crash, devices=lavapipes[-1])
     assert not r.ok and "crashed" in r.error and str(lavapipes[-1]) in r.error, r.error
+    crashed = [int(pid) for pid in re.findall(r"actor pid (\d+)", r.error)]
+    assert len(crashed) == 2 and crashed[0] == lavapipes[-1]   # one move, then it is the suspect
     left = [m.pid for m in fleet.members("lavapipe")]
-    assert len(left) == 1 and lavapipes[-1] not in left   # one move, then the job is the suspect
+    # each crashed actor was replaced by a fresh one on its device, as after a timeout
+    assert len(left) == 3 and not set(crashed) & set(left), (crashed, left)
+
+
+def test_crashed_actors_are_replaced_and_a_fleet_left_empty_refuses_jobs(fleet):
+    """A job that crashes every actor of a local fleet leaves fresh actors behind; where none
+    can take a dead actor's place (a served actor), the empty fleet raises instead of returning
+    no results (an empty list would pass `for r in results: assert r.ok`)."""
+    alone = vkir.fleet.connect(local="lavapipe", env=ENV)
+    try:
+        [first] = alone.actor_pids()
+        [r] = alone.apply(_crash)
+        assert not r.ok and "crashed" in r.error, r.error
+        [fresh] = alone.actor_pids()
+        assert fresh != first
+        a = np.arange(64, dtype=np.float32)
+        [ok] = alone.check(triple, a, np.zeros(64, np.float32))
+        assert ok.ok and ok.pid == fresh, ok.error
+        alone.members()[0].origin = None   # as a served actor: its node's to restart
+        [r] = alone.apply(_crash)
+        assert not r.ok and "device lost" in r.error, r.error
+        assert alone.devices() == []
+        for job in (lambda: alone.check(triple, a, np.zeros(64, np.float32)),
+                    lambda: alone.run(triple, a, np.zeros(64, np.float32)),
+                    lambda: alone.apply(_nap, 0)):
+            with pytest.raises(vkir.DeviceError, match="the fleet has no live device"):
+                job()
+    finally:
+        alone.close()
+    assert all(r.ok for r in fleet.apply(_nap, 0))   # the module's fleet is untouched
+
+
+def test_a_local_fleets_ray_listens_on_loopback_only(fleets, fleet):
+    """Every listening socket of this process and the Ray processes under it (GCS, raylet,
+    workers, agents) is on 127.0.0.1: a local fleet is not reachable from the network."""
+    import ipaddress
+
+    import psutil
+
+    if fleets["ray_was_up"]:
+        pytest.skip("Ray was started before this module, not by connect(local=...)")
+    me = psutil.Process()
+    pids = {me.pid} | {p.pid for p in me.children(recursive=True)}
+    listening = [c.laddr for c in psutil.net_connections("tcp")
+                 if c.status == psutil.CONN_LISTEN and c.pid in pids]
+    assert len(listening) >= 4, listening   # GCS, raylet, this driver, the actors
+    outside = [a for a in listening if not ipaddress.ip_address(a.ip.removeprefix("::ffff:")).is_loopback]
+    assert not outside, outside
 
 
 def test_a_hanging_job_takes_one_device_not_one_per_round(fleet):

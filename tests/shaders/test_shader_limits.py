@@ -2,10 +2,13 @@
 the number of uniform buffers, shared memory sized by a specialization constant, and compute
 inputs that no built-in feeds."""
 
+from dataclasses import replace
+
 import pytest
 
 import vkir
 from vkir.errors import UnsupportedError
+from vkir.runtime.limits import MAX_BINDING_NUMBER
 from vkir.spirv import assemble
 
 
@@ -21,8 +24,15 @@ void main() {{ result[0] = {total}; }}
 
 
 @pytest.mark.device
-def test_more_uniform_buffers_than_the_device_allows_are_refused():
-    limit = vkir.device().info.limits.max_per_stage_uniform_buffers
+def test_more_uniform_buffers_than_the_device_allows_are_refused(monkeypatch):
+    dev = vkir.device()
+    limit = dev.info.limits.max_per_stage_uniform_buffers
+    if limit + 1 >= MAX_BINDING_NUMBER:
+        # more than binding numbers can name (Mesa 25's lavapipe allows 1000000): the check is
+        # the same against a lower limit
+        limit = 15
+        monkeypatch.setattr(dev, "info", replace(dev.info, limits=replace(
+            dev.info.limits, max_per_stage_uniform_buffers=limit)))
     vkir.compile_glsl(uniform_shader(limit))    # at the limit: fine
     with pytest.raises(UnsupportedError, match=rf"binds {limit + 1} uniform buffers; "
                                                r"maxPerStageDescriptorUniformBuffers"):

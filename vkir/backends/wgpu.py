@@ -288,10 +288,12 @@ class WgpuRuntime(Runtime):
             required_features=["immediates"] if self.immediates else [],
             required_limits={k: v for k, v in adapter.limits.items() if k in wanted})
         self.allocator = WgpuAllocator(self.device)
-        # the driver under WebGPU keeps its quirks (a loop budget on llvmpipe)
-        from ..quirks import LAVAPIPE
+        # the driver under WebGPU keeps its quirks (a loop budget on llvmpipe before Mesa 25.0);
+        # the adapter's description is the driver's info ("Mesa 25.0.7 ...") that dates them
+        from ..quirks import LAVAPIPE, quirks_of
 
-        self.quirks = LAVAPIPE if "llvmpipe" in str(info.get("device", "")) else frozenset()
+        self.quirks = LAVAPIPE & quirks_of(str(info.get("device", "")),
+                                           str(info.get("description", "")))
         self._fence = self.device.create_buffer(size=4, usage=wgpu.BufferUsage.COPY_SRC)
 
     @property
