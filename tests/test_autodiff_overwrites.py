@@ -208,3 +208,29 @@ def test_float64_shared_reads_are_refused_at_grad():
     dx = np.zeros(8)
     vkir.interpret(g, np.ones(8), np.float64([1.5]), np.zeros(8), np.ones(8), dx)
     np.testing.assert_array_equal(dx, np.full(8, 1.5))
+
+
+def test_equal_indices_under_different_bindings_are_not_one_element():
+    """Two sibling loops binding one Var object (what a pass copying a loop could make): y[j]
+    in the first and y[j] in the second are one element only within one iteration each, so
+    they are not one group (one flag would give the seed to a single iteration)."""
+    from vkir.ir import For, SeqStmt, substitute
+
+    @T.prim_func
+    def two(x: T.Buffer((4,), "float32"), y: T.Buffer((4,), "float32")):
+        for i in T.parallel(1):
+            for j in T.serial(4):
+                y[j] = x[j]
+            for k in T.serial(4):
+                y[k] = T.float32(2) * x[k]
+
+    par = two.body
+    first, second = par.body.seq
+    j = first.loop_var
+    second = For(j, second.min, second.extent, second.kind,
+                 substitute(second.body, {second.loop_var: j}))
+    shared = two.with_body(For(par.loop_var, par.min, par.extent, par.kind,
+                               SeqStmt((first, second)), par.thread, par.annotations))
+    for func in (two, shared):
+        with pytest.raises(UnsupportedError, match="which of them is last cannot be told"):
+            vkir.grad(func, "x")

@@ -154,12 +154,27 @@ def _collect(node, outputs, chain, out) -> None:
         _collect(node.body, outputs, chain + ((node, None),), out)
 
 
+def _binders(site) -> tuple:
+    """For each variable the site's indices use, the enclosing statement that binds it (its
+    id; None for parameters and sizes): equal indices mean one element only under one binding."""
+    used = sorted({n for i in site.indices for n in _nodes(i) if isinstance(n, Var)}, key=id)
+    out = []
+    for var in used:
+        found = None
+        for n, _ in site.chain:
+            if isinstance(n, For) and n.loop_var is var or isinstance(n, LetStmt) and n.var is var:
+                found = id(n)
+        out.append((id(var), found))
+    return tuple(out)
+
+
 def _groups(sites) -> list:
-    """The sites grouped by structurally equal indices, in order of first appearance."""
+    """The sites grouped by structurally equal indices under the same bindings of their
+    variables, in order of first appearance."""
     groups = []
     for s in sites:
         for g in groups:
-            if len(g[0].indices) == len(s.indices) and all(
+            if len(g[0].indices) == len(s.indices) and _binders(s) == _binders(g[0]) and all(
                     structural_equal(a, b) for a, b in zip(g[0].indices, s.indices)):
                 g.append(s)
                 break
