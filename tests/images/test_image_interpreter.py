@@ -49,6 +49,36 @@ def test_sampling_rules():
     assert w8 == pytest.approx(153 / 256) and w4 == pytest.approx(9 / 16)
 
 
+@pytest.mark.parametrize("scaled, address, texel", [
+    (1e30, "clamp", 2), (-1e30, "clamp", 0), (2.0 ** 41, "repeat", 2), (-(2.0 ** 41), "repeat", 1),
+    (2.0 ** 41, "mirror", 2), (2.0 ** 62, "repeat", 1),
+])
+def test_sampling_far_from_the_image_follows_the_formulas(scaled, address, texel):
+    """Finite coordinates of any magnitude are addressed as Vulkan's formulas say: texel
+    floor(u * width) clamped, or modulo the width (2^41 = 2 mod 3). Before, u * width = 1e30 read
+    texel 0 under "clamp" (its index overflowed int64)."""
+    row = np.array([[10, 20, 30]], np.float32)
+    u = np.float32(scaled) / np.float32(3)
+    index = int(np.floor(np.float64(u * np.float32(3))))
+    assert index == scaled or abs(scaled) > 2 ** 62   # the scaled coordinate survives float32
+    got = sample(FORMATS["r32f"], row[..., None], np.array([u, 0.5], np.float32),
+                 vkir.Sampler(address=address))
+    assert got[0] == row[0, texel]
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_coordinates_give_a_value_not_an_error(bad):
+    """A NaN or infinite coordinate has no defined result (devices differ): the interpreter
+    reads as for the largest finite value of its sign, NaN as 0. A NaN layer raised IndexError
+    (its index converted to -2^63)."""
+    raw = np.array([10, 20, 30, 40], np.float32).reshape(2, 1, 2, 1)
+    got = sample(FORMATS["r32f"], raw, np.array([0.2, 0.5, bad], np.float32), vkir.Sampler(),
+                 layered=True)
+    assert got[0] == (30 if bad == np.inf else 10)
+    got = sample(FORMATS["r32f"], raw[0], np.array([bad, 0.5], np.float32), vkir.Sampler())
+    assert got[0] == (20 if bad == np.inf else 10)
+
+
 @T.prim_func
 def shade(img: T.Image(("h", "w"), "rgba8"), tex: T.Texture((4, 4), "rgba8"),
           hist: T.Image((256,), "r32ui")):

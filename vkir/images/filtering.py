@@ -14,6 +14,12 @@ For coordinates (x first; the layer last for a layered texture), level of detail
   (Vulkan replaces the texel before its conversion to RGBA, so the channels a format lacks read
   0, 0 and 1 there too: white is (1, 0, 0, 1) for an "r" format);
 - texels are converted as vkir.images.texels.decode says, then weighted in float32.
+
+Finite coordinates follow these formulas up to 2^62 texels from the origin (farther ones are
+addressed as at 2^62: the same under "clamp" and "border"). Vulkan does not say what a NaN or
+infinite coordinate reads, and devices differ there (lavapipe reads texel 0 at u = +inf under
+"clamp"): the interpreter computes it as the largest finite value of its sign (NaN as 0), which
+is a value, not a definition devices keep (docs/semantics.md, "Images").
 """
 
 from __future__ import annotations
@@ -61,7 +67,8 @@ def sample(fmt: ImageFormat, raw: np.ndarray, coords, sampler, *, layered: bool 
     border = border.astype(lane)
     layer = None
     if layered:
-        layer = np.clip(np.rint(coords[..., dims]), 0, raw.shape[0] - 1).astype(np.int64)
+        layer = np.clip(np.rint(np.nan_to_num(coords[..., dims], nan=0.0)), 0,
+                        raw.shape[0] - 1).astype(np.int64)
     u = coords[..., :dims]
     if sampler.normalized:
         u = u * np.asarray(sizes, np.float32)
@@ -73,7 +80,10 @@ def sample(fmt: ImageFormat, raw: np.ndarray, coords, sampler, *, layered: bool 
         base = np.floor(u)
         scale = np.float32(1 << sub_texel_bits)
         fraction = np.floor((u - base) * scale) / scale        # the device's weight precision
-    base = np.nan_to_num(base, nan=0.0, posinf=2**30, neginf=-2**30).astype(np.int64)
+    # whole numbers in float32; limited to +-2^62 so that the int64 index and its neighbour are
+    # exact (a float beyond int64 converted to -2^63: "clamp" read texel 0 at u = 1e30)
+    limit = np.float32(2.0 ** 62)
+    base = np.clip(np.nan_to_num(base, nan=0.0), -limit, limit).astype(np.int64)
     out = np.zeros(coords.shape[:-1] + (4,), np.float32 if not fmt.is_integer else lane)
     corners = [(0,) * dims] if fraction is None else itertools.product((0, 1), repeat=dims)
     for corner in corners:
