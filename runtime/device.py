@@ -290,13 +290,17 @@ class Device:
 
     def _release(self, serial):
         """Free a collected buffer's memory now (a weakref finalizer: it may run in any thread and
-        at any point, so it touches no container that is iterated; its launches go at collect())."""
+        at any point, so it touches no container that is iterated; its launches go at collect()).
+        Memory that work whose wait gave up still uses is freed when that work ends."""
+        from .submission import after_work
+
         with self._lock:
             entry = self._live_buffers.pop(serial, None)
             if entry is None or self.closed:
                 return
             self._dead_serials.add(serial)
-            entry[1]()
+            if not self._inflight or not after_work(self, lambda s: serial in s.serials, entry[1]):
+                entry[1]()
 
     def release_pipeline(self, pipeline) -> None:
         """Give back one hold on `pipeline` (from get_pipeline), destroying it with its launches
@@ -377,12 +381,13 @@ class Device:
         """Submit one prepared VkSubmitInfo* and wait for it (the hot path: raw C calls), in
         slices so Ctrl-C works; DeviceError after `timeout` s (None: $VKIR_TIMEOUT, else none).
         A wait that times out or is interrupted leaves the work registered as in flight, keeping
-        `keep` alive and `owner` (the launch submitted) busy until it finishes."""
-        from .submission import wait_fence
+        `keep` alive and `owner` (the launch submitted) busy until it finishes; later submits wait
+        for such work first, and are refused naming it when their timeout passes (wait_ahead)."""
+        from .submission import wait_ahead, wait_fence
 
         with self.lifetime:
-            if self._inflight:
-                self.wait_for(owner=owner, timeout=timeout)
+            if self._inflight:   # work whose wait gave up is waited for first (submission.py)
+                timeout = wait_ahead(self, owner, timeout, what)
             with self._lock:
                 if self.closed:
                     self.check_open()
@@ -402,7 +407,9 @@ class Device:
         from .submission import Submission, create_fence
 
         self._all_fences.append(self._fence_ptr)
-        self._inflight.append(Submission(self, self._fence_ptr, owner, serials, keep, what))
+        sub = Submission(self, self._fence_ptr, owner, serials, keep, what)
+        sub.given_up = True
+        self._inflight.append(sub)
         self._fence_ptr = create_fence(self.handle)
         self.fence = self._fence_ptr[0]
 

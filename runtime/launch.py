@@ -85,13 +85,14 @@ class Launch:
                 raise DeviceError("this launch was destroyed (evicted, or its pipeline or one of "
                                   "its buffers was released); look it up again with get_launch")
             pipeline = self.pipeline
+            what = f"dispatch of {pipeline.entry_point!r}"
             if pipeline.first_run_seconds is None:
                 # drivers may compile lazily (llvmpipe does at the first dispatch): time it
                 started = time.perf_counter()
-                device.submit(self.submit_info, self, keep, self.serials, timeout)
+                device.submit(self.submit_info, self, keep, self.serials, timeout, what)
                 pipeline.first_run_seconds = time.perf_counter() - started
             else:
-                device.submit(self.submit_info, self, keep, self.serials, timeout)
+                device.submit(self.submit_info, self, keep, self.serials, timeout, what)
         return True
 
     def submit(self, keep=None, what: str = "launch"):
@@ -120,21 +121,38 @@ class Launch:
         return ticks * self.device.info.limits.timestamp_period_ns * 1e-9
 
     def destroy(self) -> None:
-        """Free the command buffer, descriptor set and query pool (the caller holds the lock);
-        waits first for a submission of it still in flight."""
-        if self.device._inflight:
-            self.device.wait_for(owner=self)
-        dev = self.device.handle
-        if self.cmd is not None:
-            cmds = ffi.new("VkCommandBuffer[]", [self.cmd])
-            lib.vkFreeCommandBuffers(dev, self.device.command_pool, 1, cmds)
-            self.cmd = None
-        for _, pool, dset in self.sets:
-            lib.vkFreeDescriptorSets(dev, pool, 1, ffi.new("VkDescriptorSet[]", [dset]))
-        self.sets = []
-        if self.query_pool is not None:
-            lib.vkDestroyQueryPool(dev, self.query_pool, ffi.NULL)
-            self.query_pool = None
+        """Free the command buffer, descriptor sets and query pool (the caller holds the lock).
+        The launch counts as destroyed at once; where a submission of it still runs (its wait
+        timed out), its objects, and its pipeline's should the pipeline be destroyed meanwhile,
+        are freed when that work ends, so a release never blocks on it."""
+        from .submission import after_work
+
+        device = self.device
+        objects = (self.cmd, self.sets, self.query_pool)
+        self.cmd, self.sets, self.query_pool = None, [], None
+        pipeline = self.pipeline
+
+        def free():
+            pipeline.running_launches -= 1
+            free_launch(device, *objects)
+            if pipeline.destroy_pending and not pipeline.running_launches:
+                pipeline.destroy()
+
+        pipeline.running_launches += 1
+        if not after_work(device, lambda s: s.owner is self, free):
+            free()
+
+
+def free_launch(device, cmd, sets, query_pool) -> None:
+    """Free a launch's command buffer, descriptor sets and query pool (any may be None or
+    empty; the caller holds the lock and none of them is in use)."""
+    dev = device.handle
+    if cmd is not None:
+        lib.vkFreeCommandBuffers(dev, device.command_pool, 1, ffi.new("VkCommandBuffer[]", [cmd]))
+    for _, pool, dset in sets:
+        lib.vkFreeDescriptorSets(dev, pool, 1, ffi.new("VkDescriptorSet[]", [dset]))
+    if query_pool is not None:
+        lib.vkDestroyQueryPool(dev, query_pool, ffi.NULL)
 
 
 def bind_sets(cmd, pipeline, sets) -> None:

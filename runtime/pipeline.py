@@ -105,6 +105,8 @@ class Pipeline:
         self.handle = self.layout = self.set_layout = None
         self.set_layouts = []   # one per set 0 .. set_count - 1 (set_layout: set 0's)
         self.first_run_seconds = None    # wall time of the first synchronous dispatch (launch.py)
+        self.running_launches = 0        # destroyed launches whose work still runs (launch.py)
+        self.destroy_pending = False     # destroy() waits for them: the last one destroys it
         dev = device.handle
         started = time.perf_counter()
         module = call("vkCreateShaderModule", vk.vkCreateShaderModule, dev,
@@ -161,8 +163,12 @@ class Pipeline:
 
     def destroy(self) -> None:
         """Destroy the Vulkan objects (the caller holds the device lock; launches using it are
-        destroyed first)."""
+        destroyed first). While a destroyed launch's work still runs it is only marked: that
+        launch destroys it when the work ends (Launch.destroy)."""
         if self.handle is None:
+            return
+        if self.running_launches:
+            self.destroy_pending = True
             return
         dev = self.device.handle
         lib.vkDestroyPipeline(dev, self.handle, ffi.NULL)
