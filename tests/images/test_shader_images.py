@@ -140,6 +140,26 @@ def test_texel_buffers_and_image_atomics(shaders):
     assert np.array_equal(hist, np.bincount(values.astype(int) & 3, minlength=4))
 
 
+def test_launch_takes_numpy_images_and_texel_buffers(shaders):
+    """A shader's launch copies numpy images and texel buffers in at the launch and the written
+    ones back at the wait, as a call does (it said "inside a sequence images must be
+    DeviceImages" outside any sequence)."""
+    values = np.arange(16, dtype=np.float32)
+    doubled, hist = np.zeros(16, np.float32), np.zeros(4, np.uint32)
+    h = shaders["texel"].launch(values, doubled, hist, grid=(1,))
+    values[:] = 0     # copied at the launch
+    h.wait()
+    assert np.array_equal(doubled, 2 * np.arange(16, dtype=np.float32))
+    assert np.array_equal(hist, [4, 4, 4, 4])
+    src = np.linspace(0, 1, 16 * 16 * 4, dtype=np.float32).reshape(16, 16, 4)
+    dst = np.zeros((16, 16, 4), np.uint8)
+    shaders["store"].launch(src, dst, grid=(2, 2)).wait()
+    assert np.abs(dst.astype(int) - _unorm8(src * 0.5).astype(int)).max() <= 1
+    with pytest.raises(ArgumentError, match="texel buffer, which takes numpy data only; inside "
+                                            "a sequence"), vkir.sequence():
+        shaders["texel"](values, doubled, vkir.image(hist, "r32ui"), grid=(1,))
+
+
 def test_bindings_list_every_positional_argument_in_order(shaders):
     # images and texel buffers are arguments too (they were missing from `bindings`); the
     # separate sampler is not one

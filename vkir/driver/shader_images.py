@@ -178,7 +178,11 @@ class ShaderImages:
 
     def _texel(self, b, a, given, what: str, copies: list, device_only: bool):
         """The backend texel buffer for argument `a` of texel-buffer binding `b`."""
-        if device_only or not isinstance(a, np.ndarray):
+        if device_only:
+            raise ArgumentError(f"{what} is a texel buffer, which takes numpy data only; inside "
+                                "a sequence nothing numpy can be bound, since a sequence makes "
+                                "no hidden copies: call the shader outside the sequence")
+        if not isinstance(a, np.ndarray):
             raise ArgumentError(f"{what} is a texel buffer: pass a numpy array of shape (n,) or "
                                 f"(n, channels), got {type(a).__name__}")
         a = self._host(a, what, b.written)
