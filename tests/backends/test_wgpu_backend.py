@@ -142,3 +142,23 @@ def test_sequences_and_written_aliases_are_refused_on_webgpu(wgpu_runtime):
                                                     "written"):
         k(x, np.ones(8, np.float32), x)
     np.testing.assert_array_equal(x, 1)      # refused before anything ran
+
+
+def test_a_buffer_over_the_binding_size_names_the_limit(wgpu_runtime):
+    """An argument larger than the adapter's maxStorageBufferBindingSize is refused by vkir,
+    naming the limit and the size (before: wgpu's GPUValidationError from the bind group)."""
+    @T.prim_func
+    def bump(x: T.Buffer(("n",), "float32")):
+        for bx in T.thread_binding((n + 63) // 64, "blockIdx.x"):
+            for tx in T.thread_binding(64, "threadIdx.x"):
+                if bx * 64 + tx < n:
+                    x[bx * 64 + tx] = x[bx * 64 + tx] + T.float32(1)
+
+    k = vkir.build(bump, device="wgpu")
+    cap = wgpu_runtime.limits.max_storage_buffer_range
+    x = np.zeros(cap // 4 + 1, np.float32)         # pages untouched: refused before the copy
+    with pytest.raises(vkir.UnsupportedError, match=f"a buffer of {x.nbytes} bytes exceeds "
+                                                    f"WebGPU's maxStorageBufferBindingSize = {cap}"):
+        k(x)
+    with pytest.raises(vkir.UnsupportedError, match="maxStorageBufferBindingSize"):
+        k.launch(x)

@@ -63,13 +63,20 @@ class WgpuBuffer:
 
 
 class WgpuAllocator(Allocator):
-    """Storage buffers of one wgpu device; copies through its queue."""
+    """Storage buffers of one wgpu device (`runtime`'s); copies through its queue."""
 
-    def __init__(self, device):
-        self.device = device
+    def __init__(self, device, runtime: "WgpuRuntime"):
+        self.device, self.runtime = device, runtime
 
     def allocate(self, nbytes: int) -> WgpuBuffer:
-        """A storage buffer (size rounded up to 4 bytes, as WebGPU binds and copies)."""
+        """A storage buffer (size rounded up to 4 bytes, as WebGPU binds and copies);
+        UnsupportedError where it exceeds the adapter's maxStorageBufferBindingSize (every
+        buffer is bound whole), before wgpu's own validation error."""
+        cap = self.runtime.limits.max_storage_buffer_range
+        if _padded(nbytes) > cap:
+            raise UnsupportedError(f"a buffer of {nbytes} bytes exceeds WebGPU's "
+                                   f"maxStorageBufferBindingSize = {cap} of "
+                                   f"{self.runtime.name!r}")
         usage = _wgpu().BufferUsage
         gpu = self.device.create_buffer(size=_padded(nbytes),
                                         usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
@@ -287,7 +294,7 @@ class WgpuRuntime(Runtime):
         self.device = adapter.request_device_sync(
             required_features=["immediates"] if self.immediates else [],
             required_limits={k: v for k, v in adapter.limits.items() if k in wanted})
-        self.allocator = WgpuAllocator(self.device)
+        self.allocator = WgpuAllocator(self.device, self)
         # the driver under WebGPU keeps its quirks (a loop budget on llvmpipe before Mesa 25.0);
         # the adapter's description is the driver's info ("Mesa 25.0.7 ...") that dates them
         from ..quirks import LAVAPIPE, quirks_of
