@@ -46,10 +46,9 @@ def test_llvmpipe_quirks_hold_before_mesa_25_only():
     assert quirks_of(LLVMPIPE, "") == LAVAPIPE   # no release named: every quirk
 
 
-def test_a_newer_llvmpipe_gets_no_loop_budget():
-    """Through the DeviceInfo of a Mesa 25 lavapipe: its target neither splits long loops nor
-    checks loops for a cut."""
-    info = DeviceInfo(name=LLVMPIPE, kind="cpu", driver=MESA_25, api_version="1.4.305",
+def _mesa25_info() -> DeviceInfo:
+    """The DeviceInfo of Mesa 25.0.7's lavapipe (its limits abridged)."""
+    return DeviceInfo(name=LLVMPIPE, kind="cpu", driver=MESA_25, api_version="1.4.305",
                       limits=Limits(max_workgroup_size=(1024, 1024, 1024),
                                     max_workgroup_invocations=1024,
                                     max_workgroup_count=(65535, 65535, 65535),
@@ -57,10 +56,16 @@ def test_a_newer_llvmpipe_gets_no_loop_budget():
                                     max_storage_buffer_range=1 << 27,
                                     min_storage_buffer_offset_alignment=16,
                                     non_coherent_atom_size=64, timestamp_period_ns=1.0,
-                                    max_memory_allocation_count=1 << 32 - 1),
+                                    max_memory_allocation_count=(1 << 32) - 1),
                       features=frozenset(), index=0, subgroup_size=8,
                       subgroup_operations=frozenset(), unified_memory=True,
                       quirks=quirks_of(LLVMPIPE, MESA_25))
+
+
+def test_a_newer_llvmpipe_gets_no_loop_budget():
+    """Through the DeviceInfo of a Mesa 25 lavapipe: its target neither splits long loops nor
+    checks loops for a cut."""
+    info = _mesa25_info()
     target = Target.from_device(info)
     assert LOOP_TRIP_LIMIT not in target.quirks
     assert "SplitLongLoops" not in [p.name for p in pipeline(target).passes]
@@ -182,3 +187,13 @@ def test_the_broadcast_crash_is_listed_where_the_compiler_aborts(device):
     else:
         assert run.stdout.strip() == "ran", run.stderr[-2000:]
     assert (BROADCAST_FIRST_FLOAT_CRASH in device.info.quirks) == crashed
+
+
+def test_doctor_names_the_release_the_quirks_are_for():
+    from vkir.tools.doctor import quirk_summary
+
+    mesa25 = replace(_mesa25_info(), quirks=quirks_of(LLVMPIPE, MESA_25))
+    assert quirk_summary(mesa25) == "worked around for Mesa 25.0.7: storage_loads_per_lane"
+    unnamed = replace(mesa25, driver="llvmpipe", quirks=LAVAPIPE)
+    assert quirk_summary(unnamed).startswith("worked around for this driver (it names no Mesa")
+    assert "loop_trip_limit_65535" in quirk_summary(unnamed)

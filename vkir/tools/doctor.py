@@ -168,8 +168,19 @@ def _devices(r: Report) -> None:
                  "where missing; the rest raise UnsupportedError when a kernel needs them)"))
         pinning = "can pin a size" if "subgroup_size_control" in d.subgroup_size_control else \
             "fixed size" if d.subgroup_size_range[0] == d.subgroup_size_range[1] else "size not pinnable"
-        r.add("  subgroups", f"size {d.subgroup_size_range[0]}..{d.subgroup_size_range[1]} ({pinning}); "
-                             f"quirks worked around: {', '.join(sorted(d.quirks)) or 'none'}")
+        r.add("  subgroups", f"size {d.subgroup_size_range[0]}..{d.subgroup_size_range[1]} ({pinning})")
+        r.add("  quirks", quirk_summary(d))
+
+
+def quirk_summary(info) -> str:
+    """The quirks vkir works around on a device, and the driver release they were chosen for
+    (vkir.quirks: llvmpipe's bugs depend on the Mesa release)."""
+    from ..quirks import driver_release
+
+    release = driver_release(info.driver)
+    which = f"Mesa {'.'.join(map(str, release))}" if release else \
+        "this driver (it names no Mesa release: all its known quirks)"
+    return f"worked around for {which}: {', '.join(sorted(info.quirks)) or 'none'}"
 
 
 def _tools(r: Report) -> None:
