@@ -20,18 +20,20 @@ pipeline and the launches; it imports no vkir.runtime.
 
 from __future__ import annotations
 
-import struct
 import threading
 import weakref
 
 import numpy as np
 
 from ..errors import ArgumentError, SpirvValidationError, UnsupportedError
-from .shader_addresses import ShaderAddresses, is_address, pack_block
+from .shader_addresses import ShaderAddresses, pack_block
 from .shader_images import ShaderImages
 from .dispatch import ScratchBuffers, check_profile_counts, copy_back, run, stage, submit
 from .shader_needs import check_shader_needs
 from .shader_slots import check_slots
+from .shader_values import dtype_of as _dtype
+from .shader_values import pack_into as _pack_into
+from .shader_values import scalar_bytes as _scalar_bytes
 from .pointer_merges import check_pointer_merges
 
 _AXES = "xyz"
@@ -45,13 +47,6 @@ def runtime_for(device):
     from ..backends.vulkan import VulkanBackend
 
     return device if isinstance(device, Runtime) else VulkanBackend().runtime(device)
-
-
-def _dtype(t):
-    """The vkir DataType of a reflected scalar type."""
-    from ..ir import DataType
-
-    return DataType.parse(t.dtype)
 
 
 class ShaderKernel:
@@ -477,9 +472,9 @@ class ShaderKernel:
 
     def launch(self, *args, grid=None, push=None, samplers=None, formats=None):
         """Submit `self(*args, grid=..., push=...)` without waiting: a handle with
-        `wait(timeout=None)` and `done()`. Numpy arrays (buffers, images and texel buffers) are
-        copied in now (each launch has its own device copies) and the written ones back when
-        the wait observes the end."""
+        `wait(timeout=None)` and `done()`. Numpy arrays are copied in now (each launch has its
+        own device copies) and the written ones back when the wait observes the end; images
+        must be DeviceImages."""
         from .arrays import DeviceArray
         from .profiling import active_profiler
         from .sequences import LaunchHandle, current
@@ -494,7 +489,7 @@ class ShaderKernel:
         addresses = ShaderAddresses(self.name, self._rt)
         buffers = self._blocks(buffers, addresses)
         self._check_buffers(buffers)
-        images, image_copies = self._images.bind(image_args, samplers, formats)
+        images, _ = self._images.bind(image_args, samplers, formats, device_only=True)
         groups, data = self._groups(grid), self._push(push, addresses)
         aliases, program = self._aliases(buffers)
         device_arrays = {i: a.buffer for i, a in enumerate(buffers) if isinstance(a, DeviceArray)}
@@ -504,7 +499,6 @@ class ShaderKernel:
                         {i: a for i, a in enumerate(buffers) if not isinstance(a, DeviceArray)},
                         self._writes.__getitem__, [g for g in aliases if not g.on_device])
         handle._copies.extend(addresses.readbacks())   # numpy pointees, back at the end
-        handle._copies.extend(self._images.readbacks(image_copies))   # and numpy images
         return handle
 
     def profile(self, *buffers, grid=None, push=None, repeat: int = 50, warmup: int = 1,
@@ -522,69 +516,9 @@ class ShaderKernel:
         return t
 
 
-# -- packing values ------------------------------------------------------------------------------
+# -- access ---------------------------------------------------------------------------------
 def _access(views) -> str:
     """"r", "w" or "rw": how the shader accesses a binding through all its views."""
     reads = any(not v.writeonly or v.kind == "uniform" for v in views)
     writes = any(not v.readonly and v.kind == "storage" for v in views)
     return ("r" if reads or not writes else "") + ("w" if writes else "")
-
-
-def _scalar_bytes(t, value) -> bytes:
-    """The bytes of one scalar of reflected type `t` (bool as a 32-bit VkBool32)."""
-    if t.kind == "bool":
-        return struct.pack("<I", int(bool(value)))
-    dt = _dtype(t)
-    return np.array(value).astype(dt.numpy_dtype()).tobytes()
-
-
-def _pack_into(out: bytearray, offset: int, t, value, what: str, addresses=None) -> None:
-    """Write `value` laid out as type `t` into `out` at `offset` (std430/explicit layout); a
-    buffer_reference member's value becomes an address through `addresses` (ShaderAddresses)."""
-    from ..binding import scalar_value
-
-    if is_address(t):
-        if addresses is None:
-            raise UnsupportedError(f"{what} is a buffer_reference ({t.dtype}), which takes a "
-                                   "device address only in calls")
-        out[offset:offset + 8] = struct.pack("<Q", addresses.resolve(value, t, what))
-        return
-    if t.kind in ("bool", "int", "float"):
-        raw = _scalar_bytes(t, scalar_value(value, _dtype(t), what))
-        out[offset:offset + len(raw)] = raw
-        return
-    if t.kind == "struct":
-        if not isinstance(value, dict):
-            raise ArgumentError(f"{what} is a struct: give a dict of its members "
-                                f"({', '.join(m.name for m in t.members)})")
-        names = [m.name for m in t.members]
-        extra = [k for k in value if k not in names] + [n for n in names if n not in value]
-        if extra:
-            raise ArgumentError(f"{what}: member {extra[0]!r} is unknown or missing "
-                                f"(members: {', '.join(names)})")
-        for m in t.members:
-            _pack_into(out, offset + m.offset, m.type, value[m.name], f"{what}.{m.name}",
-                       addresses)
-        return
-    if t.kind not in ("vector", "matrix", "array"):
-        raise UnsupportedError(f"{what} has type {t.dtype}, which vkir cannot pack")
-    items = value.tolist() if isinstance(value, np.ndarray) else value
-    if not isinstance(items, (list, tuple)) or len(items) != t.count:
-        kind = {"vector": "components", "matrix": "columns", "array": "elements"}[t.kind]
-        raise ArgumentError(f"{what} ({t.dtype}) needs {t.count} {kind}, got {value!r}")
-    if t.kind == "matrix" and t.row_major:
-        # RowMajor: `stride` (MatrixStride) separates rows; column i's component j lies at
-        # row j, component i
-        col, scalar = t.element, t.element.element
-        for i, column in enumerate(items):
-            column = column.tolist() if isinstance(column, np.ndarray) else column
-            if not isinstance(column, (list, tuple)) or len(column) != col.count:
-                raise ArgumentError(f"{what}[{i}] ({col.dtype}) needs {col.count} components, "
-                                    f"got {column!r}")
-            for j, value in enumerate(column):
-                _pack_into(out, offset + j * t.stride + i * scalar.size, scalar, value,
-                           f"{what}[{i}][{j}]", addresses)
-        return
-    step = t.stride or t.element.size
-    for i, item in enumerate(items):
-        _pack_into(out, offset + i * step, t.element, item, f"{what}[{i}]", addresses)
