@@ -16,8 +16,10 @@ range, hence OpArrayLength, may be larger than the array passed). The host reads
 dispatch and raises OutOfBoundsError naming the array (vkir.driver.shader_bounds).
 
 Not covered (documented): pointers passed to functions, OpCopyMemory, OpPtrAccessChain, physical
-pointers, a specialization-constant length of another width than its index, and an access in a
-loop header block (it is clamped into the array, not dropped, and not reported).
+pointers, a specialization-constant length of another width than its index, an access in a
+loop header block (it is clamped into the array, not dropped, and not reported), and image and
+texel-buffer coordinates (OpImageRead, OpImageWrite, OpImageFetch, OpImageTexelPointer), which
+index no array.
 """
 
 from __future__ import annotations
