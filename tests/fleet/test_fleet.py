@@ -152,6 +152,8 @@ def test_an_actor_killed_during_a_check_moves_its_job_to_a_matching_device(fleet
 
 def test_an_actor_killed_with_no_matching_device_left_is_reported_lost(fleet):
     victim = _pid_of(fleet, "swiftshader")
+    [member] = [m for m in fleet.members() if m.pid == victim]
+    member.origin = None   # as a served actor (its node's to restart): not replaced
     os.kill(victim, signal.SIGKILL)
     results = fleet.check(vadd, np.ones(64, np.float32), np.ones(64, np.float32),
                           np.zeros(64, np.float32))
@@ -167,7 +169,7 @@ def test_an_actor_killed_during_tuning_leaves_its_candidates_to_the_others(fleet
     monkeypatch.setenv("VKIR_CACHE_DIR", str(tmp_path))
     fleet.add_local("lavapipe", env={"VKIR_CACHE_DIR": "0"})
     lavapipes = [pid for fp, pid in zip(fleet.devices(), fleet.actor_pids()) if "llvmpipe" in fp.name]
-    assert len(lavapipes) == 2
+    assert len(lavapipes) >= 2   # more where an earlier test's killed actor was replaced
     os.kill(lavapipes[-1], signal.SIGKILL)   # the fleet learns it from the jobs sent to it
     reports = tune_on_fleet(scaled, fleet, {"n": 8192})
     for report in reports:
@@ -190,6 +192,18 @@ def test_a_hung_job_is_killed_and_reported(fleet):
 
 def _sleep(device, seconds):
     time.sleep(seconds)
+
+
+def test_check_and_run_take_a_timeout(fleet):
+    fleet.add_local("lavapipe", env={"VKIR_NATIVE_LOOPS": "0", "VKIR_CACHE_DIR": "0"})
+    pid = fleet.actor_pids()[-1]
+    a = np.arange(20000, dtype=np.float32)
+    [result] = fleet.check(slow_sum, a, np.zeros(1, np.float32), devices=pid, timeout=0.2)
+    assert not result.ok and "no result after 0.2 s" in result.error and result.pid == pid
+    assert pid not in fleet.actor_pids()
+    [result] = fleet.run(slow_sum, a, np.zeros(1, np.float32), devices=fleet.actor_pids()[-1],
+                         timeout=60)   # its replacement
+    assert result.ok, result.error
 
 
 def test_the_fleet_page_runs(fleet, tmp_path):

@@ -20,6 +20,7 @@ from ..errors import ArgumentError, DeviceError, UnsupportedError
 from .dispatch import Job, Member, run_jobs
 from .fingerprint import Fingerprint
 from .jobs import entries_or_error
+from .ray_instance import CONNECT_TIMEOUT, join, start_local
 
 __all__ = ["connect", "Fleet", "FleetResult", "NAMESPACE", "ACTOR_PREFIX", "require_ray", "local_env",
            "served_actor_names"]
@@ -97,13 +98,16 @@ def _travelling(value):
     return value.numpy() if isinstance(value, DeviceArray) else value
 
 
-def connect(address: str | None = None, local=None, env: dict | None = None) -> "Fleet":
-    """A Fleet. `address`: a Ray cluster to join (its served device actors are the fleet);
-    `local`: device selectors (VKIR_DEVICE syntax) to start one actor each for on this machine,
-    in a local Ray instance when `address` is None and no Ray is running. With neither, one local
-    actor per device this machine's Vulkan loader reports. `address` "local:SEL,SEL" is
-    `local=(SEL, SEL)` (how command-line options name a local fleet). `env`: environment
-    variables for the local actors (VKIR_VALIDATION, VKIR_CACHE_DIR, ...)."""
+def connect(address: str | None = None, local=None, env: dict | None = None,
+            timeout: float = CONNECT_TIMEOUT) -> "Fleet":
+    """A Fleet. `address`: a Ray cluster to join (its served device actors are the fleet); an
+    address where nothing accepts a connection within `timeout` seconds is a DeviceError naming
+    it. `local`: device selectors (VKIR_DEVICE syntax) to start one actor each for on this
+    machine, in a local Ray instance (listening on loopback: vkir.fleet.ray_instance) when
+    `address` is None and no Ray is running. With neither, one local actor per device this
+    machine's Vulkan loader reports. `address` "local:SEL,SEL" is `local=(SEL, SEL)` (how
+    command-line options name a local fleet). `env`: environment variables for the local actors
+    (VKIR_VALIDATION, VKIR_CACHE_DIR, ...)."""
     if address is not None and address.startswith("local:"):
         local = tuple(s for s in address[len("local:"):].split(",") if s) or None
         address = None
@@ -115,11 +119,9 @@ def connect(address: str | None = None, local=None, env: dict | None = None) -> 
     started = False
     if not ray.is_initialized():
         if address is None:
-            count = len(local) if local else 1
-            ray.init(num_cpus=max(2, count), include_dashboard=False, log_to_driver=False,
-                     namespace=NAMESPACE)
+            start_local(ray, max(2, len(local) if local else 1), NAMESPACE)
         else:
-            ray.init(address=address, log_to_driver=False, namespace=NAMESPACE)
+            join(ray, address, NAMESPACE, timeout)
         started = True
         _SHARING_LOCAL_RAY.clear()   # fleets of an earlier instance (shut down under them)
     fleet = Fleet(started or bool(_SHARING_LOCAL_RAY))
@@ -199,13 +201,17 @@ class Fleet:
             self._members.append(Member(handle, info, Fingerprint.of(info), pid, origin=origin))
 
     def _replacement(self, member: Member):
-        """A fresh local actor on the device of `member` (killed because a job hung it), or
-        None where this fleet did not start it (a served actor is its node's to restart)."""
+        """A fresh local actor on the device of `member` (its actor died, or was killed because
+        a job hung it), or None where this fleet did not start it (a served actor is its node's
+        to restart) or the device no longer opens."""
         if member.origin is None or self.closed:
             return None
         selector, env = member.origin
         before = len(self._members)
-        self._start_local([selector], env)
+        try:
+            self._start_local([selector], env)
+        except DeviceError:   # the device no longer opens: `member` stays lost
+            return None
         return self._members.pop(before)   # run_jobs adds it to the members it runs on
 
     def _live(self) -> list:
@@ -234,6 +240,9 @@ class Fleet:
         process id (`actor_pids()`), a predicate on a Fingerprint, or a list, tuple or set of
         these (the devices any of them selects)."""
         live = self._live()
+        if not live:   # every actor died: a job now would pass with no device having run it
+            raise DeviceError("the fleet has no live device: every actor died and none could be "
+                              "replaced (fleet.add_local, or connect again)")
         if devices is None:
             return live
         if isinstance(devices, (list, tuple, set, frozenset)):
@@ -267,7 +276,7 @@ class Fleet:
                             "Fingerprint, or a list of these")
 
     # -- jobs ------------------------------------------------------------------------------
-    def _run(self, method, func, plan, check_bounds, extra=()) -> list:
+    def _run(self, method, func, plan, check_bounds, extra=(), timeout=CHECK_TIMEOUT) -> list:
         """Run `method` on `func` (built here once per kind of device) for each (member, args)
         of `plan`: FleetResults in plan order. A job whose actor died moves to a matching
         device (`note` says so) or ends with the lost device named."""
@@ -286,7 +295,7 @@ class Fleet:
                 results[i] = FleetResult(m.fingerprint, False, error, 0.0, m.pid)
                 continue
             jobs.append(Job(m, method, (func, tuple(args), entries) + tuple(extra),
-                            CHECK_TIMEOUT, tag=i))
+                            timeout, tag=i))
         for out in run_jobs(jobs, self._members, self._replacement):
             i, origin = out.job.tag, out.job.member
             moved = ", ".join(str(m) for m in out.moved_from)
@@ -306,31 +315,36 @@ class Fleet:
             return f"the fleet was closed before the job finished ({out.message})"
         return out.message
 
-    def check(self, func, *args, devices=None, rtol=None, atol=None) -> list:
+    def check(self, func, *args, devices=None, rtol=None, atol=None,
+              timeout=CHECK_TIMEOUT) -> list:
         """vkir_check on every selected device: `func` built here per kind of device, run on
         each device and in the interpreter with that device's parameters (subgroup size, float
         behaviour), on copies of `args`. [FleetResult], one per device; `arrays` are the
-        device's arrays where it agreed."""
+        device's arrays where it agreed. A device that gives no result within `timeout`
+        seconds is taken as hung (see `apply`). A fleet with no live device is a DeviceError."""
         plan = [(m, args) for m in self.members(devices)]
-        return self._run("check", func, plan, True, (rtol, atol))
+        return self._run("check", func, plan, True, (rtol, atol), timeout)
 
-    def run(self, func, *args, devices=None) -> list:
+    def run(self, func, *args, devices=None, timeout=CHECK_TIMEOUT) -> list:
         """One call of `func` on `args` on every selected device: [FleetResult] whose `arrays`
-        are the arguments after the call (written buffers updated)."""
-        return self._run("run", func, [(m, args) for m in self.members(devices)], False)
+        are the arguments after the call (written buffers updated); `timeout` as in `check`."""
+        return self._run("run", func, [(m, args) for m in self.members(devices)], False,
+                         timeout=timeout)
 
-    def map(self, func, arg_sets, devices=None) -> list:
+    def map(self, func, arg_sets, devices=None, timeout=CHECK_TIMEOUT) -> list:
         """One call of `func` per argument tuple in `arg_sets`, spread over the selected
-        devices (round robin): [FleetResult] in `arg_sets` order."""
+        devices (round robin): [FleetResult] in `arg_sets` order; `timeout` (per call) as in
+        `check`."""
         members = self.members(devices)
         plan = [(members[i % len(members)], args) for i, args in enumerate(arg_sets)]
-        return self._run("run", func, plan, False)
+        return self._run("run", func, plan, False, timeout=timeout)
 
     def apply(self, fn, *args, devices=None, timeout=None) -> list:
         """`fn(device, *args)` in every selected device's actor (`fn` must be picklable: a
         module-level function): [FleetResult] whose `value` is what it returned. Used for jobs
         that are not one kernel, such as `vkir bench --fleet`. A device that gives no result
-        within `timeout` seconds is taken as hung: its actor is killed and its result says so."""
+        within `timeout` seconds is taken as hung: its actor is killed and its result says so.
+        `fn` is any code: whoever can reach the fleet's Ray instance can run it on the actors."""
         members = self.members(devices)
         jobs = [Job(m, "apply", (fn, args), timeout, tag=m) for m in members]
         results = []

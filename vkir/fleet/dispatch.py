@@ -8,10 +8,10 @@ member with the same fingerprint; where none is left, the job's result says whic
 lost. A job whose actor dies under it a second time is taken for the cause (it crashes devices)
 and ends "crashed" rather than taking every device of its kind down in turn; jobs that were only
 waiting for a dead actor move freely. A job that outlives its timeout has its actor killed (a
-hung device cannot be trusted with more work) and is reported as timed out; where the fleet can
-start a fresh actor on the same device (`replace`), the jobs that were waiting go to it. Nothing
-is dropped
-silently: every job ends with exactly one `Outcome`.
+hung device cannot be trusted with more work) and is reported as timed out. Where the fleet can start a fresh actor on the same device (`replace`),
+an actor that died or was killed here is replaced, and jobs that were waiting for it or move
+from it may go to the fresh one. Nothing is dropped silently: every job ends with exactly one
+`Outcome`.
 
 A run cut short (a job's method raised a bug, or the caller was interrupted) leaves calls
 running on their actors; each member keeps its call in flight, and the next run waits for it
@@ -83,8 +83,9 @@ def run_jobs(jobs: list, members: list, replace=None) -> list:
     exception a job's method raised (a bug, not a device fault) propagates; the calls still
     running then stay with their members for the next run to wait for.
 
-    `replace(member)`: a new Member for one whose actor was killed here because a job hung it
-    (it joins `members`; the jobs that were waiting for the killed actor go to it), or None."""
+    `replace(member)`: a new Member on the device of one whose actor died or was killed here
+    because a job hung it (it joins `members`, so the jobs that were waiting for the dead actor
+    can go to it), or None."""
     import ray
 
     died = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
@@ -135,7 +136,11 @@ def run_jobs(jobs: list, members: list, replace=None) -> list:
             f"other device of fingerprint {member.fingerprint.key} is left")
 
     def lose(member):
-        """`member` is dead: the jobs waiting for it go elsewhere."""
+        """`member` is dead: a fresh actor takes its place where the fleet can start one, and
+        the jobs waiting for it go elsewhere."""
+        fresh = replace(member) if replace is not None and member.alive else None
+        if fresh is not None:
+            members.append(fresh)
         member.alive = False
         busy.discard(member)
         for job in queues.pop(member, []):
@@ -166,10 +171,7 @@ def run_jobs(jobs: list, members: list, replace=None) -> list:
                         if job is not None:
                             end(job, "timeout", member,
                                 f"{member}: no result after {timeout:g} s; the actor was killed")
-                        fresh = replace(member) if replace is not None else None
-                        if fresh is not None:   # the hang was the job's, not the device's
-                            members.append(fresh)
-                        lose(member)
+                        lose(member)   # replaced where it can be: the hang was the job's
                 continue
             ref = ready[0]
             job, member, _, _ = running.pop(ref)

@@ -4,27 +4,32 @@
 device this node's Vulkan loader reports, or `--devices SEL,SEL` in VKIR_DEVICE syntax, which
 also reaches SwiftShader), named after the device's fingerprint, so `vkir.fleet.connect(ADDRESS)`
 finds them and jobs can select devices by kind. The actors outlive the command; `vkir fleet stop`
-ends them.
+ends them. Each command gives up on an address where nothing accepts a connection within
+`--timeout` seconds, with an error naming the address.
 """
 
 from __future__ import annotations
 
 import sys
 
+from .ray_instance import CONNECT_TIMEOUT
+
 __all__ = ["add_command", "serve", "stop"]
 
 
-def _init(address):
+def _init(address, timeout):
     from .connection import NAMESPACE, require_ray
+    from .ray_instance import join
 
     ray = require_ray()
     if not ray.is_initialized():
-        ray.init(address=address or "auto", namespace=NAMESPACE, log_to_driver=False)
+        join(ray, address, NAMESPACE, timeout)
     return ray
 
 
-def serve(address=None, selectors=None) -> list:
-    """Start this node's device actors on the cluster at `address`; their names."""
+def serve(address=None, selectors=None, timeout=CONNECT_TIMEOUT) -> list:
+    """Start this node's device actors on the cluster at `address` (DeviceError naming it
+    where nothing accepts a connection within `timeout` seconds); their names."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     from ..errors import DeviceError
@@ -32,7 +37,7 @@ def serve(address=None, selectors=None) -> list:
     from .fingerprint import Fingerprint
     from .worker import DeviceWorker
 
-    ray = _init(address)
+    ray = _init(address, timeout)
     node = ray.get_runtime_context().get_node_id()
     if not selectors:
         from ..runtime import devices
@@ -60,11 +65,12 @@ def serve(address=None, selectors=None) -> list:
     return names
 
 
-def stop(address=None) -> int:
-    """Kill every served device actor of the cluster; how many."""
+def stop(address=None, timeout=CONNECT_TIMEOUT) -> int:
+    """Kill every served device actor of the cluster at `address` (joined as `serve` does);
+    how many."""
     from .connection import NAMESPACE, served_actor_names
 
-    ray = _init(address)
+    ray = _init(address, timeout)
     names = served_actor_names(ray)
     for name in names:
         ray.kill(ray.get_actor(name, namespace=NAMESPACE), no_restart=True)
@@ -74,13 +80,13 @@ def stop(address=None) -> int:
 def _cmd(args) -> int:
     if args.action == "serve":
         sels = [s for s in (args.devices or "").split(",") if s]
-        serve(args.address, sels or None)
+        serve(args.address, sels or None, args.timeout)
     elif args.action == "stop":
-        print(f"stopped {stop(args.address)} device actor(s)")
+        print(f"stopped {stop(args.address, args.timeout)} device actor(s)")
     else:
         from .connection import connect
 
-        fleet = connect(args.address or "auto")
+        fleet = connect(args.address or "auto", timeout=args.timeout)
         try:
             for fp, pid in zip(fleet.devices(), fleet.actor_pids()):
                 print(f"{fp}  actor pid {pid}")
@@ -97,4 +103,7 @@ def add_command(sub) -> None:
     p.add_argument("--address", default=None, help="the Ray cluster (default: auto)")
     p.add_argument("--devices", default=None, metavar="SEL,SEL",
                    help="device selectors to serve (default: every device the loader reports)")
+    p.add_argument("--timeout", type=float, default=CONNECT_TIMEOUT, metavar="SECONDS",
+                   help="give up when nothing at the address accepts a connection within this "
+                        f"many seconds (default {CONNECT_TIMEOUT:g})")
     p.set_defaults(fn=_cmd)
