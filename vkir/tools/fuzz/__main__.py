@@ -1,5 +1,6 @@
 """`python -m vkir.tools.fuzz --count N --seed S`: run the campaign, print a table of outcomes per
-feature and the findings; exit status 1 when there is any finding. Each program runs in a worker
+feature, the mismatches each known driver class explained (known.py: counted, not findings) and
+the findings; exit status 1 when there is any finding. Each program runs in a worker
 process and may take at most --timeout seconds (interpretation, build and run): one that takes
 longer is killed and recorded as a "timeout" finding, and the campaign goes on."""
 
@@ -46,6 +47,10 @@ def main(argv=None) -> int:
     print(f"seed {args.seed}: {len(report.outcomes)} programs in {report.seconds:.1f} s on "
           f"{where}\n")
     print(report.table())
+    known = report.known
+    print(f"\n{sum(known.values())} mismatch(es) of known driver classes")
+    for name, count in sorted(known.items()):
+        print(f"- {name}: {count}")
     findings = report.findings
     print(f"\n{len(findings)} finding(s)")
     for o in findings:

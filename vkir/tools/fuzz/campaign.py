@@ -8,7 +8,9 @@ exception that is not a VkirError), "rejected" (a generated, valid kernel refuse
 (the interpreter ran a kernel that vkir.build refused: they must accept the same programs),
 "call-refused" (the same, at the kernel call),
 "validation" (SPIRV-Tools or the Vulkan validation layer complained), "mismatch" (device and
-interpreter results differ), and "mutant-mismatch" (a mismatch of a mutant, which may read
+interpreter results differ, and no known driver class explains it), "known:<class>" (a mismatch
+a known driver bug explains, by the rule of that class in known.py: counted, not a finding),
+"mutant-mismatch" (a mismatch of a mutant, which may read
 memory it never wrote: undefined on a device, not a finding), and "timeout" (with a time limit:
 the program's interpretation, build and run took longer; it ran in a worker process, which was
 killed, and the campaign went on). Everything is derived from (seed, index): a finding is
@@ -26,11 +28,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import SpirvValidationError, UnsupportedError, VkirError
+from .bits import equal, same_bits
+from .known import Case, explain
 from .programs import DTYPES, NEEDS, generate
 from .mutation import mutate
 
 FINDINGS = ("crash", "rejected", "build-refused", "call-refused", "validation", "mismatch",
             "timeout")
+KNOWN_PREFIX = "known:"   # the kind of a mismatch a known driver class explains, before its name
 MAX_WORK = 200_000  # loop iterations x invocations a program may take to be interpreted
 SIZE = 64           # the value of symbolic sizes
 
@@ -60,6 +65,12 @@ class Report:
     def findings(self) -> list:
         """The outcomes that are findings (the kinds in FINDINGS: crashes, mismatches, ...)."""
         return [o for o in self.outcomes if o.kind in FINDINGS]
+
+    @property
+    def known(self) -> Counter:
+        """How many mismatches each known driver class explained (known.py), by class name."""
+        return Counter(o.kind.removeprefix(KNOWN_PREFIX) for o in self.outcomes
+                       if o.kind.startswith(KNOWN_PREFIX))
 
     def table(self) -> str:
         """A Markdown table: rows are features, columns outcome kinds."""
@@ -189,11 +200,14 @@ def _run_one(source: str, device, mutant: bool) -> tuple[str, str]:
     except VkirError as err:
         return "call-refused", _first(err)
     for p, want, have in zip(func.params, expected, got):
-        if isinstance(want, np.ndarray) and not _same_bits(want, have):
-            bad = np.flatnonzero(~_equal(want, have))
+        if isinstance(want, np.ndarray) and not same_bits(want, have):
+            bad = np.flatnonzero(~equal(want, have))
             k = bad[0]
-            return "mismatch", (f"{func.buffer_map[p].name}[{k}]: device {have.ravel()[k]!r}, "
-                                f"interpreter {want.ravel()[k]!r} ({bad.size} differ)")
+            detail = (f"{func.buffer_map[p].name}[{k}]: device {have.ravel()[k]!r}, "
+                      f"interpreter {want.ravel()[k]!r} ({bad.size} differ)")
+            known = None if mutant else explain(
+                Case(func, args, got, func.attrs.get("subgroup_size") or size), device.info)
+            return ("mismatch", detail) if known is None else (KNOWN_PREFIX + known, detail)
     return "ok", ""
 
 
@@ -221,18 +235,6 @@ def _build_refused(err: VkirError) -> tuple[str, str]:
 
 def _first(err: Exception) -> str:
     return f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
-
-
-def _equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a, b = a.ravel(), b.ravel()
-    if a.dtype.kind == "f":
-        u = {2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]
-        return (a.view(u) == b.view(u)) | (np.isnan(a) & np.isnan(b))
-    return a == b
-
-
-def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    return bool(_equal(a, b).all())
 
 
 def _arguments(func):

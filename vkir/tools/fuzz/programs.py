@@ -5,8 +5,10 @@ over its elements of two input buffers and writes one output element, optionally
 accumulation loop, a shared-memory stage behind a barrier, 4-lane vector accesses, an atomic
 histogram and a subgroup operation (a reduction, scan, broadcast, shuffle, vote or elect).
 Everything it computes is defined (integer division by a nonzero divisor, constant shift
-amounts in range, shuffles from active lanes only), so the interpreter's result is the answer
-the device must reproduce bit for bit (kernels are built with precise=True).
+amounts in range, shuffles from active lanes only, float-to-int conversions of values the
+integer type holds: `convert` sends NaN, infinities and out-of-range values to 0 first), so the
+interpreter's result is the answer the device must reproduce bit for bit (kernels are built with
+precise=True).
 """
 
 from __future__ import annotations
@@ -41,6 +43,29 @@ def _bits(dtype: str) -> int:
     return int("".join(c for c in dtype if c.isdigit()))
 
 
+# the largest finite value of each float type
+_FLOAT_MAX = {"float16": 65504.0, "float32": 3.4028234663852886e38,
+              "float64": 1.7976931348623157e308}
+
+
+def convert(value: str, src: str, dst: str, lanes: int, name: str) -> str:
+    """`T.cast(value, dst)` (vectors of `lanes` lanes) for `value` of type `src`. A float
+    converted to an integer type has no defined result where it is NaN, infinite or out of the
+    type's range (docs/semantics.md), so such a value becomes 0 first, through a let-bound
+    `name`: the bounds are exclusive powers of two, exact in every float type or rounded
+    toward the range (never admitting an undefined value)."""
+    vt = dst if lanes == 1 else f"{dst}x{lanes}"
+    if not (src.startswith("float") and not dst.startswith("float")):
+        return f'T.cast({value}, "{vt}")'
+    bits = _bits(dst)
+    lo, hi = (-(1 << (bits - 1)) - 1, 1 << (bits - 1)) if dst.startswith("int") else (-1, 1 << bits)
+    top = _FLOAT_MAX[src]
+    above = f"{name} > {float(lo)!r}" if -lo <= top else f"{name} >= {-top!r}"
+    below = f"{name} < {float(hi)!r}" if hi <= top else f"{name} <= {top!r}"
+    return (f'T.cast(T.let({name} := {value}, T.select({above} and {below}, {name}, 0.0)), '
+            f'"{vt}")')
+
+
 class _Expr:
     """Random expressions of one dtype (as script text)."""
 
@@ -51,6 +76,16 @@ class _Expr:
         self.leaves = leaves
         self.is_float = dtype.startswith("float")
         self.vt = dtype if lanes == 1 else f"{dtype}x{lanes}"
+        self.names = 0   # let-bound names made so far (each program's names are distinct)
+
+    def name(self) -> str:
+        """A fresh name for a let binding."""
+        self.names += 1
+        return f"v{self.names}"
+
+    def convert(self, value: str, src: str, dst: str) -> str:
+        """`value` of type `src` converted to `dst`, defined for every value (`convert`)."""
+        return convert(value, src, dst, self.lanes, self.name())
 
     def literal(self) -> str:
         r = self.rng
@@ -87,8 +122,7 @@ class _Expr:
             return f"T.select({a} {cmp} {b}, {c}, {d})"
         if kind < 0.9:
             other = r.choice([t for t in DTYPES if t != self.dtype])
-            ot = other if self.lanes == 1 else f"{other}x{self.lanes}"
-            return f'T.cast(T.cast({a}, "{ot}"), "{self.vt}")'
+            return self.convert(self.convert(a, self.dtype, other), other, self.dtype)
         if self.is_float:
             return f"{r.choice(['T.fabs', 'T.floor', 'T.ceil', 'T.trunc'])}({a})"
         op = r.choice(["<<", ">>"])
@@ -162,7 +196,6 @@ def generate(rng: random.Random, dtypes=DTYPES, atomics: bool = True,
     use_subgroup = subgroups and rng.random() < 0.5 and lanes == 1 and dtype in (
         "int32", "uint32", "float32")
     vt = dtype if lanes == 1 else f"{dtype}x{lanes}"
-    ot = out if lanes == 1 else f"{out}x{lanes}"
     size = '"n"' if symbolic else str(n * lanes)
     idx = "i" if lanes == 1 else "T.ramp(i * 4, 1, 4)"
     leaves = [f"A[{idx}]", f"B[{idx}]"]
@@ -194,12 +227,12 @@ def generate(rng: random.Random, dtypes=DTYPES, atomics: bool = True,
         value = "acc[0]"
     else:
         value = ex.typed(3)
-    conv = value if out == dtype else f'T.cast({value}, "{ot}")'
+    conv = value if out == dtype else ex.convert(value, dtype, out)
     body.append(f"C[{idx}] = {conv}")
     if use_atomic:
         body.append("T.atomic_add(H[i % 16], 1)")
     if use_subgroup:   # (drawn last: programs without one stay as they were)
-        body.append(f"C[i] = C[i] + T.cast({_subgroup_expr(rng, dtype, width, symbolic)}, \"{out}\")")
+        body.append(f"C[i] = C[i] + {ex.convert(_subgroup_expr(rng, dtype, width, symbolic), dtype, out)}")
     if symbolic:
         lines.append(f"{pad}if {'i' if lanes == 1 else 'i * 4 + 3'} < n:")
         lines += [pad + "    " + b for b in body]
