@@ -12,6 +12,8 @@ from pathlib import Path
 
 from .errors import ArgumentError
 
+CACHE_MAX_BYTES_LIMIT = 1 << 62   # the largest VKIR_CACHE_MAX_BYTES: reads of cap + 1 bytes fit
+
 VARIABLES = {
     "VKIR_DEVICE": "the device vkir opens: an index, a name fragment, lavapipe, swiftshader, "
                    "cpu or gpu (default: the best device)",
@@ -102,7 +104,8 @@ def cache_root() -> Path | None:
 
 def cache_max_bytes() -> int:
     """$VKIR_CACHE_MAX_BYTES in bytes (K, M and G are powers of 1024), 1 GiB when unset or
-    empty; ArgumentError when it is not a positive whole number of bytes."""
+    empty; ArgumentError when it is not a positive whole number of bytes, or is more than
+    CACHE_MAX_BYTES_LIMIT (file sizes and reads must fit in a signed 64-bit count)."""
     raw = (_get("VKIR_CACHE_MAX_BYTES") or "").strip()
     if not raw:
         return 1 << 30
@@ -111,6 +114,9 @@ def cache_max_bytes() -> int:
     if not (digits.isascii() and digits.isdigit()) or int(digits) == 0:
         raise ArgumentError(f"VKIR_CACHE_MAX_BYTES={raw!r} must be a positive number of bytes "
                             f"(a K, M or G suffix allowed)")
+    if int(digits) * scale > CACHE_MAX_BYTES_LIMIT:
+        raise ArgumentError(f"VKIR_CACHE_MAX_BYTES={raw!r} is more than the largest cap, "
+                            f"{CACHE_MAX_BYTES_LIMIT} bytes (4 EiB)")
     return int(digits) * scale
 
 

@@ -310,9 +310,12 @@ def _read_key(path: str, uid: int | None) -> bytes:
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or (uid is not None and (st.st_uid != uid
-                                                                  or st.st_mode & 0o077)):
-            raise ValueError(f"not a private file of this user (mode {stat.S_IMODE(st.st_mode):04o})")
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("not a regular file")
+        if uid is not None and st.st_uid != uid:
+            raise ValueError(f"owned by another user (uid {st.st_uid}), not by this user ({uid})")
+        if uid is not None and st.st_mode & 0o077:
+            raise ValueError(f"others may read or write it (mode {stat.S_IMODE(st.st_mode):04o})")
         key = os.read(fd, KEY_BYTES + 1)
     finally:
         os.close(fd)

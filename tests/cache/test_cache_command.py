@@ -110,13 +110,15 @@ def test_builds_stay_under_the_cap(device, root, monkeypatch):
 
 
 @pytest.mark.parametrize("raw, value", [("", 1 << 30), ("2048", 2048), ("3k", 3072),
-                                         ("1M", 1 << 20), ("2G", 2 << 30)])
+                                         ("1M", 1 << 20), ("2G", 2 << 30),
+                                         ("4294967296G", 1 << 62)])
 def test_max_bytes_setting(monkeypatch, raw, value):
     monkeypatch.setenv("VKIR_CACHE_MAX_BYTES", raw)
     assert config.cache_max_bytes() == value
 
 
-@pytest.mark.parametrize("raw", ["0", "-5", "1.5G", "lots", "G"])
+@pytest.mark.parametrize("raw", ["0", "-5", "1.5G", "lots", "G", "99999999999999999999999G",
+                                 "4294967297G"])
 def test_max_bytes_setting_refused(monkeypatch, raw):
     monkeypatch.setenv("VKIR_CACHE_MAX_BYTES", raw)
     with pytest.raises(ArgumentError, match="VKIR_CACHE_MAX_BYTES"):

@@ -153,8 +153,9 @@ def test_an_edited_or_planted_tuning_record_is_a_miss(root):
     assert tuned.cached(_info(), n=8) == {"w": 64}
 
 
-@pytest.mark.parametrize("mode", [0o644, 0o600])
-def test_a_key_others_could_read_or_write_is_not_used(tmp_path, monkeypatch, caplog, mode):
+@pytest.mark.parametrize("mode, why", [(0o644, "others may read or write it (mode 0644)"),
+                                       (0o600, "owned by another user (uid 12345)")])
+def test_a_key_others_could_read_or_write_is_not_used(tmp_path, monkeypatch, caplog, mode, why):
     import hashlib
     import hmac
     import logging
@@ -172,4 +173,5 @@ def test_a_key_others_could_read_or_write_is_not_used(tmp_path, monkeypatch, cap
         tag = store.mac("kernels/x", b"payload")
     assert tag != hmac.new(b"k" * 32, b"kernels/x\0payload", hashlib.sha256).hexdigest()
     assert "cannot use the cache key" in caplog.text
+    assert why in caplog.text                           # the reason: its mode, or its owner
     assert store.verify("kernels/x", b"payload", tag)   # this process's own key, consistently
