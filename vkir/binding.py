@@ -234,17 +234,23 @@ class Signature:
     def _logical_shape(self, p: _Param, shape: tuple) -> tuple:
         """The buffer-shaped extents of an array of `shape` (lanes folded away)."""
         dims, lanes = p.dims, p.lanes
-        if lanes > 1 and len(shape) == len(dims) + 1 and shape[-1] == lanes:
-            return shape[:-1]
         if p.image is not None:   # an image: extent + (channels,), or the extent for 1 channel
             if len(shape) == len(dims) + 1 and shape[-1] == lanes:
-                return shape[:-1]
-            if lanes == 1 and len(shape) == len(dims):
-                return shape
-            want = ", ".join(str(e) for e, _ in dims)
-            raise ArgumentError(f"{self.where}: argument {p.name!r} ({p.image.kind} of format "
-                                f"{p.image.format}) needs an array of shape ({want}, {lanes}), "
-                                f"got {list(shape)}")
+                extent = shape[:-1]
+            elif lanes == 1 and len(shape) == len(dims):
+                extent = shape
+            else:
+                want = ", ".join(str(e) for e, _ in dims)
+                raise ArgumentError(f"{self.where}: argument {p.name!r} ({p.image.kind} of "
+                                    f"format {p.image.format}) needs an array of shape ({want}, "
+                                    f"{lanes}), got {list(shape)}")
+            if 0 in extent:   # Vulkan has no empty images (interpreter and device alike)
+                raise ArgumentError(f"{self.where}: argument {p.name!r} ({p.image.kind} of "
+                                    f"format {p.image.format}): image extents must be positive, "
+                                    f"got an array of shape {list(shape)}")
+            return extent
+        if lanes > 1 and len(shape) == len(dims) + 1 and shape[-1] == lanes:
+            return shape[:-1]
         if not dims and lanes > 1:
             raise ArgumentError(f"{self.where}: argument {p.name!r} is a 0-d buffer of "
                                 f"{p.dtype} elements; no array shape holds its {lanes} lanes "

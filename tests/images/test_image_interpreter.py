@@ -163,6 +163,13 @@ def test_argument_checks():
     args = (np.zeros((2, 2, 4), np.uint8), np.zeros((4, 4, 4), np.uint8), hist)
     with pytest.raises(ArgumentError, match="not a texture parameter"):
         vkir.interpret(shade, *args, samplers={"img": vkir.Sampler()})
+    # an empty image (a size name bound to 0) is refused as vkir.build's calls refuse it; the
+    # interpreter ran the kernel and reported an index out of "dim 0 of extent 0"
+    empty = (np.zeros((0, 2, 4), np.uint8),) + args[1:]
+    with pytest.raises(ArgumentError, match=r"argument 'img' \(image of format rgba8\): image "
+                                            r"extents must be positive, got an array of shape "
+                                            r"\[0, 2, 4\]"):
+        vkir.interpret(shade, *empty)
 
 
 @T.prim_func
