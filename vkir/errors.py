@@ -66,11 +66,12 @@ class ArgumentError(VkirError, TypeError, ValueError):
 
 
 class OutOfBoundsError(VkirError, IndexError):
-    """A load or store outside its buffer, found by the interpreter or by the device-side checks
-    of `vkir.build(f, check_bounds=True)`. Besides the message it carries `buffer` (name),
-    `index` (the offending index value), `invocation` (e.g. {"blockIdx.x": 1, "threadIdx.x": 3},
-    empty when the kernel has no thread bindings) and `location` (the "file:line:col" of the
-    access in the kernel's source, or None when the IR has no span)."""
+    """A load, store or atomic outside its buffer or storage image, found by the interpreter or
+    by the device-side checks of `vkir.build(f, check_bounds=True)`. Besides the message it
+    carries `buffer` (the buffer's or image's name), `index` (the offending index value; the
+    device-side checks give all of the access's indices), `invocation` (e.g. {"blockIdx.x": 1,
+    "threadIdx.x": 3}, empty when the kernel has no thread bindings) and `location` (the
+    "file:line:col" of the access in the kernel's source, or None when the IR has no span)."""
 
     def __init__(self, message: str, buffer: str | None = None, index=None,
                  invocation: dict | None = None, location: str | None = None):
