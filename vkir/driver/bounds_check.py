@@ -73,6 +73,7 @@ def _target(access) -> tuple:
 
 
 def _shape(access) -> tuple:
+    """The extents `access`'s indices index (see _target)."""
     return _target(access)[1]
 
 
@@ -119,7 +120,8 @@ def _vars(expr) -> set:
 
 def _accesses(expr, cond=None, bound=frozenset()):
     """(load, path condition) for every checkable buffer or image load evaluated by `expr` (the
-    element of an atomic too); loads in a branch of if_then_else carry that branch's condition, loads using Let-bound variables are left out."""
+    element of an atomic too); loads in a branch of if_then_else carry that branch's condition,
+    loads using Let-bound variables are left out."""
     out, stack = [], [(expr, cond, bound)]
     while stack:
         node, c, b = stack.pop()
