@@ -4,7 +4,8 @@ writes, samples, sizes and atomics.
 An image argument is its numpy array (shape extent + (channels,), the format's storage dtype)
 viewed as a buffer of `channels`-lane texels over the array's bytes (a `BoundBuffer`), so texel
 positions, bounds errors (OutOfBoundsError, as for buffers, naming the image as an image:
-`image_error`) and the race checker are the buffers' own: two invocations touching one texel, one writing, without a barrier, race.
+`image_error`) and the race checker are the buffers' own: two invocations touching one texel,
+one writing, without a barrier, race.
 Conversions and sampling are vkir.images.texels and vkir.images.filtering; a texture also
 holds the Sampler the call gave it and the device's sub-texel precision.
 """
