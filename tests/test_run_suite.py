@@ -1,6 +1,7 @@
 """`make test`'s runner (tools/run_suite.py): its concurrent sessions together run every test
-on lavapipe once and every device test on SwiftShader once, all with the validation layer, and
-the suite fails when any session does."""
+on lavapipe once, every device test on SwiftShader once and the quirk-sensitive, image and golden
+device tests on Mesa 25's lavapipe, all with the validation layer, and the suite fails when any
+session does (or, under CI, when a session's driver is missing)."""
 
 import importlib.util
 import subprocess
@@ -18,16 +19,18 @@ def _run_suite():
 
 
 def _test_files(args):
-    """The test files a session's positional paths and --ignore options select."""
+    """The test files a session's positional paths (folders or files) and --ignore options
+    select."""
     paths = [ROOT / a for a in args if a.startswith("tests")] or [ROOT / "tests"]
     ignored = [ROOT / a.split("=", 1)[1] for a in args if a.startswith("--ignore=")]
-    files = {f for p in paths for f in p.rglob("test_*.py")}
+    files = {f for p in paths for f in ([p] if p.is_file() else p.rglob("test_*.py"))}
     return {f for f in files if not any(f.is_relative_to(i) for i in ignored)}
 
 
 def test_the_lavapipe_shards_partition_the_suite_and_swiftshader_runs_its_device_tests():
     sessions = _run_suite().sessions([])
-    lavapipe = [args for _, env, args in sessions if env["VKIR_DEVICE"] == "lavapipe"]
+    lavapipe = [args for _, env, args in sessions
+                if env["VKIR_DEVICE"] == "lavapipe" and "VK_ICD_FILENAMES" not in env]
     swift = [(env, args) for _, env, args in sessions if env["VKIR_DEVICE"] == "swiftshader"]
     assert len(lavapipe) == 2 and len(swift) == 1
     a, b = (_test_files(args) for args in lavapipe)
@@ -38,6 +41,35 @@ def test_the_lavapipe_shards_partition_the_suite_and_swiftshader_runs_its_device
     assert args[:2] == ["-m", "device and not timing"]
     assert env["VK_ICD_FILENAMES"].endswith("vk_swiftshader_icd.json")
     assert all(env["VKIR_VALIDATION"] == "1" for _, env, _ in sessions)
+
+
+def test_mesa25_runs_the_quirk_image_and_golden_device_tests():
+    run_suite = _run_suite()
+    [(env, args)] = [(env, args) for _, env, args in run_suite.sessions(["-x"])
+                     if env.get("VK_ICD_FILENAMES") == str(run_suite.MESA25_ICD)]
+    assert env["VKIR_DEVICE"] == "lavapipe" and env["VKIR_VALIDATION"] == "1"
+    assert args[:2] == ["-m", "device and not timing"] and args[-1] == "-x"
+    paths = [a for a in args if a.startswith("tests")]
+    assert all((ROOT / p).exists() for p in paths)
+    files = {f.relative_to(ROOT).as_posix() for f in _test_files(args)}
+    assert {"tests/test_quirk_releases.py", "tests/test_golden_images.py",
+            "tests/driver/test_loop_cut.py", "tests/images/test_image_kernels.py"} <= files
+    assert run_suite.MESA25_ICD.relative_to(ROOT).as_posix() == "build/mesa25/lvp_icd.json"
+
+
+def test_a_session_without_its_driver_is_skipped_outside_ci_and_fails_under_ci(monkeypatch,
+                                                                               capsys, tmp_path):
+    run_suite, started = _run_suite(), []
+    monkeypatch.setattr(run_suite, "MESA25_ICD", tmp_path / "missing.json")
+    monkeypatch.setattr(subprocess, "Popen",
+                        lambda cmd, **kw: started.append(cmd) or _Session(0, kw["stdout"]))
+    monkeypatch.delenv("VKIR_CI", raising=False)
+    assert run_suite.main([]) == 0 and len(started) == 3
+    assert "Mesa 25, quirk, image and golden device tests: skipped" in capsys.readouterr().out
+    monkeypatch.setenv("VKIR_CI", "1")
+    assert run_suite.main([]) == 1 and len(started) == 6
+    out = capsys.readouterr().out
+    assert "FAILED under CI" in out and "missing.json does not exist (make setup" in out
 
 
 class _Session:
@@ -51,15 +83,18 @@ class _Session:
         return self.code
 
 
-def test_the_suite_fails_when_any_session_fails_and_prints_every_output(monkeypatch, capsys):
+def test_the_suite_fails_when_any_session_fails_and_prints_every_output(monkeypatch, capsys,
+                                                                        tmp_path):
     run_suite = _run_suite()
-    codes = iter([0, 1, 0])
+    monkeypatch.setattr(run_suite, "MESA25_ICD", tmp_path / "lvp_icd.json")
+    (tmp_path / "lvp_icd.json").write_text("{}")   # every session's driver is present
+    codes = iter([0, 1, 0, 0])
     monkeypatch.setattr(subprocess, "Popen",
                         lambda cmd, **kw: _Session(next(codes), kw["stdout"]))
     assert run_suite.main([]) == 1
     out = capsys.readouterr().out
-    assert out.count("session output") == 3 and "suite: exit 1" in out
-    codes = iter([0, 0, 0])
+    assert out.count("session output") == 4 and "suite: exit 1" in out
+    codes = iter([0, 0, 0, 0])
     assert run_suite.main(["-x"]) == 0
 
 

@@ -1,11 +1,17 @@
-"""`make test`'s runner: the whole suite on lavapipe and its device tests on SwiftShader, as
-concurrent pytest sessions so that a 2-core machine keeps both cores busy.
+"""`make test`'s runner: the whole suite on lavapipe, its device tests on SwiftShader and the
+quirk-sensitive, image and golden device tests on a second lavapipe (Mesa 25, whose llvmpipe has
+fewer quirks than the system's 22.3), as concurrent pytest sessions so that a 2-core machine keeps
+both cores busy.
 
 The lavapipe pass is cut into two shards by test folder (SHARD_A, and every other test); the
 SwiftShader pass runs the device tests of the whole tree. Each shard is a complete pytest session
 of its own (its own Vulkan instance, validation layer, leak check at exit and CI skip check), so
 nothing about a test changes with the split; only the wall time does. Each session's output is
 printed whole when it ends; the exit status is the first nonzero one (0 when all pass).
+
+Mesa 25's lavapipe is unpacked into build/mesa25 by .ci/mesa-backports.sh (`make setup`) and
+selected by its manifest. A session whose manifest is missing is not run: under CI (VKIR_CI=1)
+that fails the suite, elsewhere it is reported as skipped.
 
 Usage: python tools/run_suite.py [--serial] [pytest arguments for every session]
 """
@@ -23,6 +29,16 @@ ROOT = Path(__file__).resolve().parent.parent
 SWIFTSHADER_ICD = "/usr/lib/chromium/vk_swiftshader_icd.json"
 # the folders of the first lavapipe shard: about half of the lavapipe pass's time
 SHARD_A = ("tests/tvm", "tests/tvm_parity", "tests/fleet", "tests/ops")
+# Mesa 25's lavapipe, beside the system's (made by .ci/mesa-backports.sh)
+MESA25_ICD = ROOT / "build" / "mesa25" / "lvp_icd.json"
+# what runs on it: the tests whose outcome depends on a driver quirk, the image and golden tests
+MESA25_TESTS = ("tests/driver", "tests/images", "tests/test_quirk_releases.py",
+                "tests/test_int64_compare_quirk.py", "tests/test_broadcast_first_quirk.py",
+                "tests/test_subgroup_rows_quirk.py", "tests/test_any_device.py",
+                "tests/test_semantics_device.py", "tests/spirv/test_spirv_device_numerics.py",
+                "tests/transform/test_split_long_loops.py", "tests/runtime/test_runtime_devices.py",
+                "tests/shaders/test_shader_limits.py", "tests/test_golden_images.py",
+                "tests/test_golden_fixture.py", "tests/test_render_demo.py")
 
 
 def sessions(extra: list[str]) -> list[tuple[str, dict, list[str]]]:
@@ -30,12 +46,24 @@ def sessions(extra: list[str]) -> list[tuple[str, dict, list[str]]]:
     lavapipe = {"VKIR_VALIDATION": "1", "VKIR_DEVICE": "lavapipe"}
     swiftshader = {"VKIR_VALIDATION": "1", "VKIR_DEVICE": "swiftshader",
                    "VK_ICD_FILENAMES": SWIFTSHADER_ICD}
+    mesa25 = {**lavapipe, "VK_ICD_FILENAMES": str(MESA25_ICD)}
     rest = [f"--ignore={folder}" for folder in SHARD_A]
     return [
         ("lavapipe, " + " ".join(SHARD_A), lavapipe, ["-m", "not timing", *SHARD_A, *extra]),
         ("lavapipe, the other tests", lavapipe, ["-m", "not timing", *rest, *extra]),
         ("SwiftShader, device tests", swiftshader, ["-m", "device and not timing", *extra]),
+        ("lavapipe of Mesa 25, quirk, image and golden device tests", mesa25,
+         ["-m", "device and not timing", *MESA25_TESTS, *extra]),
     ]
+
+
+def missing_driver(env: dict) -> str | None:
+    """Why a session cannot run here (the driver manifest it selects does not exist), or None."""
+    manifest = env.get("VK_ICD_FILENAMES")
+    if manifest and not os.path.isfile(manifest):
+        return f"{manifest} does not exist (make setup unpacks it: .ci/mesa-backports.sh)" \
+            if manifest == str(MESA25_ICD) else f"{manifest} does not exist"
+    return None
 
 
 def main(argv: list[str]) -> int:
@@ -43,6 +71,13 @@ def main(argv: list[str]) -> int:
     extra = [a for a in argv if a != "--serial"]
     started, running, status = time.monotonic(), [], 0
     for name, env, args in sessions(extra):
+        why = missing_driver(env)
+        if why is not None:
+            in_ci = os.environ.get("VKIR_CI") == "1"
+            print(f"\n===== {name}: {'FAILED under CI' if in_ci else 'skipped'}: {why} =====",
+                  flush=True)
+            status = status or int(in_ci)
+            continue
         log = tempfile.TemporaryFile(mode="w+")
         proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", *args], cwd=ROOT,
                                 env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT)
