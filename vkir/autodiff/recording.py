@@ -21,9 +21,9 @@ Writes the tape does not see (host writes, calls outside the block) are the call
 between recording and `backward`. Inside the block every buffer argument must be a DeviceArray,
 and a call may not write an array that another of its arguments shares memory with.
 
-The tape knows arrays by their memory, not by Python object: DeviceArrays over one runtime
-buffer (views of one array, a fresh object for the same memory) are one array to it, and share
-one adjoint (an array of the buffer's size; each array's adjoint is its view of it). `vkir.ops`
+The tape knows arrays by their memory, not by Python object (vkir.autodiff.memory): DeviceArrays
+over the same bytes (views of one buffer, a fresh object for the same memory) are one array to
+it and share one adjoint (each array's adjoint is its view of the region's). `vkir.ops`
 calls inside the block are refused (UnsupportedError naming the op): their kernels run on
 temporary arrays the tape cannot differentiate.
 """
@@ -39,6 +39,7 @@ from ..driver.tape_hook import ACTIVE_TAPE
 from ..errors import ArgumentError, UnsupportedError
 from ..ir import BufferLoad, BufferStore, Call, walk
 from .adjoint import grad as _grad
+from .memory import Memories, extent, overlap
 
 # forward Kernel -> (wrt names, adjoint Kernel or None when nothing is read): a cache, so that a
 # training loop with a fresh tape per step builds each adjoint once
@@ -63,12 +64,6 @@ def _accesses(func) -> tuple[set, dict]:
                 id(node) not in targets:
             reads.add(node.buffer.name)
     return reads, writes
-
-
-def _memory(array) -> int:
-    """What the tape knows an array by: its runtime buffer (every DeviceArray over a buffer
-    starts at its first byte, so arrays over one buffer overlap unless one is empty)."""
-    return id(array.buffer)
 
 
 class _Call:
@@ -98,8 +93,9 @@ class Tape:
 
     def __init__(self):
         self._calls: list[_Call] = []
-        self._adjoints: dict = {}   # _memory(array) -> adjoint DeviceArray of the buffer's size
-        self._seen: dict = {}       # _memory(array) -> (array, [(call, name, read/write/add)])
+        self._memories = Memories()  # the regions of memory the recorded calls used
+        self._adjoints: dict = {}   # region key -> adjoint DeviceArray (flat, the region's size)
+        self._seen: dict = {}       # region key -> (array, [(call, name, read/write/add)])
         self._tokens: list = []
 
     # -- recording ------------------------------------------------------------------------------
@@ -141,9 +137,10 @@ class Tape:
         self._calls.append(call)
         for i, name, r, w, add in call.params:
             a = args[i]
-            if a.size == 0:
-                continue
-            uses = self._seen.setdefault(_memory(a), (a, []))[1]
+            key = self._memories.key(a, add=True)
+            if key is None:
+                continue   # an empty array
+            uses = self._seen.setdefault(key, (a, []))[1]
             if r:
                 uses.append((index, name, "read"))
             if w:
@@ -151,17 +148,24 @@ class Tape:
 
     def _check_shared_memory(self, call) -> None:
         """ArgumentError for a call that writes an array another of its arguments shares
-        memory with (`k(x, x)`): backward would read the written values as the inputs."""
-        for i, name, _, w, _ in call.params:
-            a = call.args[i]
-            if not w or a.size == 0:
-                continue
-            for j, other, *_ in call.params:
-                b = call.args[j]
-                if j != i and b.size and _memory(b) == _memory(a):
+        memory with (`k(x, x)`): backward would read the written values as the inputs; and
+        (from vkir.autodiff.memory) for arguments that overlap recorded memory, or each other,
+        without starting where it starts. Checked before the call runs."""
+        for i, *_ in call.params:
+            self._memories.key(call.args[i])
+        params = call.params
+        for n, (i, name, _, w, _) in enumerate(params):
+            for j, other, _, w_other, _ in params[n + 1:]:
+                a, b = call.args[i], call.args[j]
+                if not overlap(a, b):
+                    continue
+                if extent(a)[1] != extent(b)[1]:
+                    raise Memories.overlap_error(b)
+                if w or w_other:
+                    writer, user = (name, other) if w else (other, name)
                     raise ArgumentError(
                         f"vkir.Tape: call {len(self._calls)} (kernel {call.kernel.name}) writes "
-                        f"argument {name!r}, whose memory argument {other!r} of the same call "
+                        f"argument {writer!r}, whose memory argument {user!r} of the same call "
                         "also uses; backward needs the values the call read, so a recorded "
                         "call may not write into its own inputs: write into a new array")
 
@@ -170,8 +174,8 @@ class Tape:
         for i, name, _, w, add in call.params:
             if not w:
                 continue
-            a = call.args[i]
-            uses = self._seen.get(_memory(a), (None, ()))[1] if a.size else ()
+            key = self._memories.key(call.args[i])
+            uses = self._seen[key][1] if key is not None else ()
             for earlier, earlier_name, use in uses:
                 if use == "read" or not add:
                     prior = self._calls[earlier].kernel.name
@@ -205,7 +209,7 @@ class Tape:
                                 f"DeviceArray, got {type(seeds).__name__}")
         pending = []
         for array, seed in seeds.items():
-            if not isinstance(array, DeviceArray) or _memory(array) not in self._seen:
+            if not isinstance(array, DeviceArray) or self._memories.key(array) is None:
                 raise ArgumentError("Tape.backward: a seed's key must be a DeviceArray that a "
                                     "recorded call used")
             if not np.dtype(array.dtype).kind == "f":
@@ -230,15 +234,20 @@ class Tape:
             ACTIVE_TAPE.reset(token)
             found, self._adjoints = self._adjoints, saved
         for key, adj in found.items():
-            if key in saved:
-                total = saved[key]
-                total.write(total.numpy() + adj.numpy())
-            else:
+            total = saved.get(key)
+            if total is None:
                 saved[key] = adj
+                continue
+            a, b = total.numpy(), adj.numpy()
+            if a.size < b.size:   # the region grew during this pass: the longer one keeps the sum
+                a, b, total = b, a, adj
+            a[:b.size] += b
+            total.write(a)
+            saved[key] = total
 
     def _backward_call(self, index, call) -> None:
         written = [(a, n) for a, n in call.arrays("written")]
-        if not any(_memory(a) in self._adjoints for a, _ in written):
+        if not any(self._memories.key(a) in self._adjoints for a, _ in written):
             return   # no gradient reaches this call's outputs
         kernel = call.kernel
         adjoint, wrt = _adjoint_kernel(kernel, call, index)
@@ -249,30 +258,37 @@ class Tape:
         taken = set()
         for a, _ in written:
             extra.append(self._adjoint(a))
-            taken.add(_memory(a))
+            taken.add(self._memories.key(a))
         for name in wrt:
             a = by_name[name]
-            if _memory(a) in taken:   # one memory under two parameters: a buffer of its own
+            if self._memories.key(a) in taken:   # one memory under two parameters: a buffer of its own
                 tmp = _zeros_like(a)
                 repeats.append((a, tmp))
                 extra.append(tmp)
             else:
                 extra.append(self._adjoint(a))
-                taken.add(_memory(a))
+                taken.add(self._memories.key(a))
         adjoint(*call.args, *extra)
         for a, tmp in repeats:
             self._add(a, tmp.numpy())
 
     def _adjoint(self, array):
-        """The adjoint of `array`: its view of the adjoint of its memory (made on first use,
-        zeros the size of the array's buffer)."""
+        """The adjoint of `array` (of recorded memory): its view of its region's adjoint, made
+        on first use (zeros) and grown, keeping its values, for a longer array over the region."""
         from ..driver.arrays import DeviceArray, zeros
 
-        adj = self._adjoints.get(_memory(array))
-        if adj is None:
-            n = max(array.buffer.nbytes // array.dtype.itemsize, array.size)
-            adj = self._adjoints[_memory(array)] = zeros((n,), array.dtype,
-                                                         device=array.device)
+        key = self._memories.key(array)
+        if key is None:   # an empty array: nothing to keep
+            assert array.size == 0, "an adjoint of memory no recorded call used"
+            return _zeros_like(array)
+        adj = self._adjoints.get(key)
+        if adj is None or adj.size < array.size:
+            grown = zeros((array.size,), array.dtype, device=array.device)
+            if adj is not None:
+                values = np.zeros(array.size, adj.dtype)
+                values[:adj.size] = adj.numpy()
+                grown.write(values)
+            adj = self._adjoints[key] = grown
         if adj.dtype != array.dtype:
             raise ArgumentError(f"Tape: a {array.dtype} array over memory whose adjoint the tape "
                                 f"keeps as {adj.dtype}: gradients need one float dtype per array")
@@ -286,7 +302,7 @@ class Tape:
         """The adjoint accumulated for `array` (a DeviceArray of its shape and dtype, the
         tape's own); zeros for an array the recorded calls used that no gradient reached.
         ArgumentError for an array no recorded call used."""
-        if _memory(array) not in self._seen:
+        if self._memories.key(array) is None:
             raise ArgumentError("Tape.grad: the array is not an argument of any recorded call")
         if np.dtype(array.dtype).kind != "f":
             raise ArgumentError(f"Tape.grad: a {array.dtype} array has no gradient")
@@ -302,6 +318,7 @@ class Tape:
         self._calls.clear()
         self._adjoints.clear()
         self._seen.clear()
+        self._memories.clear()
 
     def __len__(self) -> int:
         """The number of recorded calls."""
