@@ -472,9 +472,9 @@ class ShaderKernel:
 
     def launch(self, *args, grid=None, push=None, samplers=None, formats=None):
         """Submit `self(*args, grid=..., push=...)` without waiting: a handle with
-        `wait(timeout=None)` and `done()`. Numpy arrays are copied in now (each launch has its
-        own device copies) and the written ones back when the wait observes the end; images
-        must be DeviceImages."""
+        `wait(timeout=None)` and `done()`. Numpy arrays (buffers, images and texel buffers) are
+        copied in now (each launch has its own device copies) and the written ones back when
+        the wait observes the end."""
         from .arrays import DeviceArray
         from .profiling import active_profiler
         from .sequences import LaunchHandle, current
@@ -489,7 +489,7 @@ class ShaderKernel:
         addresses = ShaderAddresses(self.name, self._rt)
         buffers = self._blocks(buffers, addresses)
         self._check_buffers(buffers)
-        images, _ = self._images.bind(image_args, samplers, formats, device_only=True)
+        images, image_copies = self._images.bind(image_args, samplers, formats)
         groups, data = self._groups(grid), self._push(push, addresses)
         aliases, program = self._aliases(buffers)
         device_arrays = {i: a.buffer for i, a in enumerate(buffers) if isinstance(a, DeviceArray)}
@@ -499,6 +499,7 @@ class ShaderKernel:
                         {i: a for i, a in enumerate(buffers) if not isinstance(a, DeviceArray)},
                         self._writes.__getitem__, [g for g in aliases if not g.on_device])
         handle._copies.extend(addresses.readbacks())   # numpy pointees, back at the end
+        handle._copies.extend(self._images.readbacks(image_copies))   # and numpy images
         return handle
 
     def profile(self, *buffers, grid=None, push=None, repeat: int = 50, warmup: int = 1,
