@@ -15,6 +15,7 @@ from ..aliasing import Arg, plan
 from ..errors import ArgumentError
 from ..timing import Timing
 from .arrays import DeviceArray
+from .same_device import check_same_device
 from .dispatch import check_profile_counts, copy_back, run, stage, submit
 from .profiling import ACTIVE_PROFILER
 from .sequences import ACTIVE_SEQUENCE, LaunchHandle
@@ -118,11 +119,7 @@ class KernelCalls:
         """The device buffer of DeviceArray argument `a` for parameter `p`; ArgumentError where
         it lives on another device than the kernel (DeviceError when the kernel's was closed:
         an array made after a shutdown is on the new device, and the kernel is what is stale)."""
-        if a.device is not self.device:
-            self._rt.check_open()
-            raise ArgumentError(f"kernel {self.name}: argument {p.name!r} lives on "
-                                f"{a.device.info.name!r}, the kernel on "
-                                f"{self._rt.name!r}")
+        check_same_device(f"kernel {self.name}: argument {p.name!r}", a.device, self._rt)
         return a.buffer
 
     def _copy_back(self, copies):

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import ArgumentError, SpirvValidationError, UnsupportedError
 from .shader_addresses import ShaderAddresses, pack_block
+from .same_device import check_same_device
 from .shader_images import ShaderImages
 from .dispatch import ScratchBuffers, check_profile_counts, copy_back, run, stage, submit
 from .shader_needs import check_shader_needs
@@ -330,9 +331,7 @@ class ShaderKernel:
                                                   self._writes):
             what = self._what(b, element)
             if isinstance(a, DeviceArray):
-                if a.device is not self.device:
-                    raise ArgumentError(f"{what} lives on {a.device.info.name!r}, the kernel on "
-                                        f"{self._rt.name!r}")
+                check_same_device(what, a.device, self._rt)
             elif isinstance(a, np.ndarray):
                 if not a.flags.c_contiguous:
                     raise ArgumentError(f"{what} is not C-contiguous (use np.ascontiguousarray)")

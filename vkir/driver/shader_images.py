@@ -136,11 +136,10 @@ class ShaderImages:
     def _image(self, b, a, given, what: str, copies: list, device_only: bool):
         """The backend image for argument `a` of image binding `b`."""
         from .device_images import DeviceImage
+        from .same_device import check_same_device
 
         if isinstance(a, DeviceImage):
-            if a.device is not self.rt.device:
-                raise ArgumentError(f"{what} lives on {a.runtime.name!r}, the shader on "
-                                    f"{self.rt.name!r}")
+            check_same_device(what, a.device, self.rt, "the shader")
             declared = format_of_spirv(b.format)
             if declared is not None and a.image_format != declared:
                 raise ArgumentError(f"{what} declares format {declared.name}; the DeviceImage "
