@@ -174,19 +174,18 @@ def distinct_iterations(indices, loops, serial, lets) -> bool:
     return True
 
 
-def disjoint(a, b, serial, lets) -> bool:
-    """Whether buffer[a] and buffer[b] never reach one element, in any iterations of the serial
-    loops (`serial`: {var: extent}): in some dimension the two indices differ by a nonzero
-    constant smaller than every step that iterations of the loops they share can make (the
-    parts that use no loop variable structurally equal)."""
-    from ..ir import structural_equal
+def index_forms(indices, serial, lets) -> list:
+    """split_affine of each index over the serial loops `serial` (what `disjoint` compares)."""
+    return [split_affine(i, serial, lets) for i in indices]
 
-    for ia, ib in zip(a, b):
-        fa, fb = split_affine(ia, serial, lets), split_affine(ib, serial, lets)
-        if fa is None or fb is None or len(fa[1]) != len(fb[1]):
-            continue
-        if not all(ma == mb and structural_equal(ta, tb)
-                   for (ta, ma), (tb, mb) in zip(fa[1], fb[1])):
+
+def disjoint(a, b, serial) -> bool:
+    """Whether two accesses of one buffer, given as index_forms, never reach one element in any
+    iterations of the serial loops (`serial`: {var: extent}): in some dimension the indices
+    differ by a nonzero constant smaller than every step that iterations of the loops they
+    share can make (their parts that use no loop variable equal in structure)."""
+    for fa, fb in zip(a, b):
+        if fa is None or fb is None or fa[1] != fb[1]:
             continue
         diff = {k: fa[0].get(k, 0) - fb[0].get(k, 0) for k in set(fa[0]) | set(fb[0])}
         if any(v for k, v in diff.items() if k is not None):

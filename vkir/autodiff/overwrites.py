@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from ..errors import UnsupportedError
 from ..ir import (EQ, AllocBuffer, BufferLoad, BufferStore, Call, DeclBuffer, Evaluate, For,
-                  IfThenElse, IntImm, LetStmt, SeqStmt, Var, decl_buffer, seq, structural_equal)
+                  IfThenElse, IntImm, LetStmt, SeqStmt, Var, decl_buffer, seq)
 from ..ir import walk as _nodes
 from .derivatives import where
 
@@ -72,7 +72,7 @@ class Plan:
 def plan(body, outputs) -> Plan:
     """The last-store flags for the stores of `outputs` (global buffers) in kernel body `body`;
     UnsupportedError where which store is last cannot be told (see the module's docstring)."""
-    from .indexing import disjoint, distinct_iterations
+    from .indexing import disjoint, distinct_iterations, index_forms
 
     sites = []
     _collect(body, set(outputs), (), sites)
@@ -106,14 +106,15 @@ def plan(body, outputs) -> Plan:
                     f"vkir.grad: {buffer.name!r} is stored more than once{where(stores[-1].node)} "
                     "at an index read from a local variable, so which store is last cannot be "
                     "told; compute the index from loop variables and lets")
-            flag = decl_buffer((1,), "int32", f"{buffer.name}_last{len(flags)}", scope="local")
+            count = sum(len(v) for v in scopes.values())
+            flag = decl_buffer((1,), "int32", f"{buffer.name}_last{count}", scope="local")
             for s in g:
                 flags[id(s.node)] = flag
             scopes.setdefault(id(scope) if scope is not None else None, []).append(flag)
+        forms = [index_forms(g[0].indices, serial, lets) for g in groups]
         for i, g in enumerate(groups):
-            for h in groups[i + 1:]:
-                if all(s.add for s in g + h) or disjoint(g[0].indices, h[0].indices, serial,
-                                                         lets):
+            for k, h in enumerate(groups[i + 1:], i + 1):
+                if all(s.add for s in g + h) or disjoint(forms[i], forms[k], serial):
                     continue
                 later = max(g + h, key=lambda s: _line(s.node))
                 other = (h if any(s is later for s in g) else g)[0]
@@ -169,18 +170,12 @@ def _binders(site) -> tuple:
 
 
 def _groups(sites) -> list:
-    """The sites grouped by structurally equal indices under the same bindings of their
-    variables, in order of first appearance."""
-    groups = []
+    """The sites grouped by equal indices (IR expressions compare by structure, variables by
+    identity) under the same bindings of their variables, in order of first appearance."""
+    groups = {}
     for s in sites:
-        for g in groups:
-            if len(g[0].indices) == len(s.indices) and _binders(s) == _binders(g[0]) and all(
-                    structural_equal(a, b) for a, b in zip(g[0].indices, s.indices)):
-                g.append(s)
-                break
-        else:
-            groups.append([s])
-    return groups
+        groups.setdefault((s.indices, _binders(s)), []).append(s)
+    return list(groups.values())
 
 
 def _common(group) -> int:
