@@ -15,7 +15,7 @@ from vkir import T
 from vkir.errors import DeviceError
 
 TIMEOUT = 0.2
-LONG_RUN = 2.0   # seconds the timed-out work should last: well past the few 0.2 s waits below
+LONG_RUN = 1.5   # seconds the timed-out work should last: well past the few 0.2 s waits below
 
 
 @T.prim_func
@@ -42,9 +42,11 @@ def plus_one(x: T.Buffer(("n",), "float32")):
                 x[i] = x[i] + T.float32(1)
 
 
-def _long_spin(device):
-    """(kernel, out, iters): `kernel(out, iters)` runs about LONG_RUN seconds on this device,
-    sized by timing smaller runs (the device's speed decides, not a constant)."""
+@pytest.fixture(scope="module")
+def spin_size(_vulkan_device):
+    """The `m` for which `spin` with 60000 iterations runs about LONG_RUN seconds on this
+    device, found by timing smaller runs (the device's speed decides, not a constant)."""
+    device = _vulkan_device
     k = vkir.build(spin, device=device)
     iters = vkir.array(np.array([60000], np.int32), device=device)
     k(vkir.zeros(64, device=device), iters)            # a lazy driver compiles here
@@ -55,9 +57,14 @@ def _long_spin(device):
         k(out, iters)
         took = time.perf_counter() - started
         if took >= 0.1:
-            break
+            return int(m * LONG_RUN / took) // 64 * 64
         m *= 4
-    m = int(m * LONG_RUN / took) // 64 * 64
+
+
+def _long_spin(device, m):
+    """(kernel, out, iters): `kernel(out, iters)` runs about LONG_RUN seconds."""
+    k = vkir.build(spin, device=device)
+    iters = vkir.array(np.array([60000], np.int32), device=device)
     return k, vkir.zeros(m, device=device), iters
 
 
@@ -74,8 +81,9 @@ def unraisable(monkeypatch):
     return seen
 
 
-def test_a_call_after_a_timeout_is_refused_naming_the_work_then_runs(device, monkeypatch):
-    k, out, iters = _long_spin(device)
+def test_a_call_after_a_timeout_is_refused_naming_the_work_then_runs(device, monkeypatch,
+                                                                      spin_size):
+    k, out, iters = _long_spin(device, spin_size)
     add = vkir.build(plus_one, device=device)
     monkeypatch.setenv("VKIR_TIMEOUT", str(TIMEOUT))
     with pytest.raises(DeviceError, match="dispatch of 'spin' did not finish within 0.2 s"):
@@ -92,8 +100,9 @@ def test_a_call_after_a_timeout_is_refused_naming_the_work_then_runs(device, mon
     np.testing.assert_allclose(out.numpy(), 2.0, rtol=1e-6)
 
 
-def test_a_launch_behind_timed_out_work_names_it_when_its_wait_times_out(device, monkeypatch):
-    k, out, iters = _long_spin(device)
+def test_a_launch_behind_timed_out_work_names_it_when_its_wait_times_out(device, monkeypatch,
+                                                                          spin_size):
+    k, out, iters = _long_spin(device, spin_size)
     add = vkir.build(plus_one, device=device)
     monkeypatch.setenv("VKIR_TIMEOUT", str(TIMEOUT))
     with pytest.raises(DeviceError, match="did not finish"):
@@ -108,8 +117,9 @@ def test_a_launch_behind_timed_out_work_names_it_when_its_wait_times_out(device,
     np.testing.assert_array_equal(x, 1)
 
 
-def test_dropping_a_timed_out_kernel_neither_blocks_nor_prints(device, monkeypatch, unraisable):
-    k, out, iters = _long_spin(device)
+def test_dropping_a_timed_out_kernel_neither_blocks_nor_prints(device, monkeypatch, unraisable,
+                                                              spin_size):
+    k, out, iters = _long_spin(device, spin_size)
     monkeypatch.setenv("VKIR_TIMEOUT", str(TIMEOUT))
     with pytest.raises(DeviceError, match="did not finish"):
         k(out, iters)
