@@ -3,7 +3,8 @@ type-checks, prints back to an equal function and runs in the interpreter; every
 (a block starting with `import`) of the language reference, the Warp/Taichi page and the interop
 page runs on the device, its asserts against numpy included; the golden-image page's
 example test passes against its committed golden (tests/golden/docs/) in a pytest session of its
-own, and its comparison snippet runs; the README links every document."""
+own, and its comparison snippet runs; the fleet page's programs run in order on a local Ray
+fleet; the README links every document."""
 
 import re
 import runpy
@@ -97,3 +98,20 @@ def test_golden_images_example_passes_against_its_golden(pytester):
 def test_golden_images_snippet_runs():
     [snippet] = [b for b in _golden_page_blocks() if "assert_image_matches(actual" in b]
     exec(compile(snippet, "golden-images.md", "exec"), {})
+
+
+@pytest.mark.device   # template.build(fleet=...) returns this process's device's kernel
+def test_fleet_page_programs_run_in_order(tmp_path, monkeypatch):
+    """docs/fleet.md's Python blocks, as written, one after another in one program (the tuning
+    block goes on with the first block's fleet and closes it), on the local Ray instance the
+    page starts; tuning records go to a cache folder of the test's own."""
+    pytest.importorskip("ray")   # the extra vkir[fleet]
+    blocks = re.findall(r"```python\n(.*?)```", (DOCS / "fleet.md").read_text(), re.S)
+    assert len(blocks) == 2 and blocks[0].startswith("import ")
+    monkeypatch.setenv("VKIR_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "fleet_page.py"
+    path.write_text("\n".join(blocks))
+    namespace = runpy.run_path(str(path), run_name="__main__")
+    reports = namespace["matmul_template"].fleet_report
+    assert namespace["fleet"].closed and len(reports) == 2   # one per kind of device
+    assert all(r.best is not None for r in reports), [r.table() for r in reports]

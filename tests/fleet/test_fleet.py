@@ -206,19 +206,6 @@ def test_check_and_run_take_a_timeout(fleet):
     assert result.ok, result.error
 
 
-def test_the_fleet_page_runs(fleet, tmp_path):
-    """docs/fleet.md's one-machine program, as written (joining this module's Ray instance)."""
-    import re
-    import runpy
-    from pathlib import Path
-
-    page = (Path(__file__).resolve().parents[2] / "docs" / "fleet.md").read_text()
-    [program] = [b for b in re.findall(r"```python\n(.*?)```", page, re.S) if b.startswith("import ")]
-    path = tmp_path / "fleet_page.py"
-    path.write_text(program)
-    runpy.run_path(str(path), run_name="__main__")
-
-
 def test_the_plugins_fleet_check_names_each_device_that_fails(fleet):
     from vkir.pytest_plugin import fleet_check
 
