@@ -84,6 +84,40 @@ def known_zero(A: T.Buffer((1,), "float32"), B: T.Buffer((1,), "float32"),
     assert explain(case, LLVMPIPE) == "llvmpipe-zero-fold"
 
 
+@pytest.mark.parametrize("zero", ["T.ceil(T.cast(tx, \"float32\"))",
+                                  "T.select(B[0] > B[0], B[0], T.cast(tx, \"float32\"))"])
+def test_zeros_of_rounding_and_self_comparison_are_known_too(zero):
+    source = f'''
+@T.prim_func
+def known_zero(A: T.Buffer((1,), "float32"), B: T.Buffer((1,), "float32"),
+               C: T.Buffer((1,), "float32")):
+    for tx in T.thread_binding(1, thread="threadIdx.x"):
+        C[0] = {zero} * A[0]
+'''
+    inputs = (np.array([-3.0], np.float32), np.array([np.nan], np.float32))
+    case = Case(vkir.from_script(source), [*inputs, np.zeros(1, np.float32)],
+                [*inputs, np.zeros(1, np.float32)], 32)   # IEEE: -0.0; the fold: 0.0
+    assert explain(case, LLVMPIPE) == "llvmpipe-zero-fold"
+
+
+def test_float64_to_float16_rounded_twice_is_an_llvmpipe_class():
+    source = '''
+@T.prim_func
+def narrow(A: T.Buffer((3,), "float64"), C: T.Buffer((3,), "float16")):
+    for tx in T.thread_binding(3, thread="threadIdx.x"):
+        C[tx] = T.cast(A[tx], "float16")
+'''
+    a = np.array([1304.5 + 2.0**-20, 1 + 2.0**-11 + 2.0**-40, 3.0])
+    assert a.astype(np.float16).tolist() == [1305.0, 1.0009765625, 3.0]   # rounded once
+    twice = a.astype(np.float32).astype(np.float16)
+    assert twice.tolist() == [1304.0, 1.0, 3.0]
+    case = Case(vkir.from_script(source), [a, np.zeros(3, np.float16)], [a, twice], 32)
+    assert explain(case, LLVMPIPE) == "llvmpipe-float64-to-float16-twice"
+    assert explain(case, SWIFTSHADER) is None
+    wrong = Case(case.func, case.inputs, [a, np.array([1306, 1, 3], np.float16)], 32)
+    assert explain(wrong, LLVMPIPE) is None
+
+
 def test_flushed_denormals_are_the_swiftshader_class():
     source = '''
 @T.prim_func

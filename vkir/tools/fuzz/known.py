@@ -4,13 +4,19 @@ fails only on new findings and counts the known ones by class.
 
 A class holds for a mismatch when the device's results equal, bit for bit, what the interpreter
 computes for the program as the driver is known to treat it; the rule reruns the interpreter
-that way. The classes (vkir/quirks.py and docs/semantics.md describe the bugs):
+that way. The classes (docs/semantics.md describes the bugs):
 
-- "llvmpipe-zero-fold": llvmpipe folds float `x * 0.0` to 0.0 and `x + 0.0`, `x - 0.0` to x
-  in some expression shapes, even where SignedZeroInfNanPreserve is declared (so an infinite or
-  NaN x times 0.0 gives 0, and -0.0 + 0.0 gives -0.0). Rule: on llvmpipe, some choice of the
-  program's float multiplies, adds and subtracts with a constant zero operand, folded so,
-  gives the device's results.
+- "llvmpipe-zero-fold": llvmpipe (Mesa 22.3.6) folds float `x * 0.0` and `0.0 / x` to 0.0
+  and `x + 0.0`, `x - 0.0` to x in some expression shapes, even where SignedZeroInfNanPreserve
+  is declared (so an infinite or NaN x times 0.0 gives 0, and -0.0 + 0.0 gives -0.0). Rule: on
+  llvmpipe, every element of the device's results is the interpreter's for some choice of the
+  program's float multiplies, divisions, adds and subtracts with a constant zero operand
+  folded so (the zeros the driver knows included: `T.cast(tx, "float32")` in a workgroup of
+  one invocation, a constant through a let, a select on `x < x`, `T.ceil` of 0.0).
+- "llvmpipe-float64-to-float16-twice": llvmpipe converts float64 to float16 through float32,
+  rounding twice (1304.50005 becomes 1304.5, then 1304 by ties-to-even, not 1305). Rule: on
+  llvmpipe, the interpreter with each such conversion made in those two steps gives the
+  device's results.
 - "swiftshader-denormal-flush": SwiftShader flushes some float32 denormal operands to zero
   (quirk flushes_denormals, docs/semantics.md). Rule: on SwiftShader, the interpreter with
   denormals flushed (`vkir.interpret(..., denormals="flush")`) gives the device's results.
@@ -19,6 +25,7 @@ that way. The classes (vkir/quirks.py and docs/semantics.md describe the bugs):
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -26,7 +33,9 @@ import numpy as np
 
 from ...errors import VkirError
 from ...ir import expr as E
+from ...arith.folding import has_side_effects
 from ...ir.functor import Mutator
+from ...ir.structural import structural_equal
 from .bits import equal, same_results
 
 
@@ -144,6 +153,29 @@ class _ConstantIds(Mutator):
             return self.visit(e.body)
         return self.generic_visit(e)
 
+    def _strict(self, e):   # x < x and x > x are false for every x, NaN included
+        e = self.generic_visit(e)
+        if e.dtype.lanes == 1 and structural_equal(e.a, e.b) and not has_side_effects(e.a):
+            return E.IntImm(e.dtype, 0)
+        return e
+
+    visit_LT = visit_GT = _strict
+
+    def visit_Call(self, e):   # the rounding functions of a float constant
+        e = self.generic_visit(e)
+        if e.op in _ROUNDING and isinstance(e.args[0], E.FloatImm):
+            x = e.args[0].value
+            if e.op == "fabs":
+                return E.FloatImm(e.dtype, abs(x))
+            # (the sign stays the argument's: ceil(-0.5) is -0.0)
+            return E.FloatImm(e.dtype, math.copysign(_ROUNDING[e.op](x), x)
+                              if math.isfinite(x) else x)
+        return e
+
+
+_ROUNDING = {"floor": math.floor, "ceil": math.ceil, "trunc": math.trunc, "fabs": abs,
+             "round": round}   # (Python's round is to even, as T.round)
+
 
 def constants(func):
     """`func` with the constants of `_ConstantIds` folded by Simplify (which folds exactly, as
@@ -193,6 +225,31 @@ def _zero_fold(case: Case) -> bool:
     return False
 
 
+class _ViaFloat32(Mutator):
+    """Every float64 -> float16 conversion made in two steps, through float32, as llvmpipe
+    converts (rounding twice: 1304.50005 becomes 1304.5, then 1304, not 1305)."""
+
+    def visit_Cast(self, e):
+        e = self.generic_visit(e)
+        if e.dtype.is_float and e.dtype.bits == 16 and e.value.dtype.is_float and \
+                e.value.dtype.bits == 64:
+            return replace(e, value=E.Cast(_float32(e.value.dtype), e.value))
+        return e
+
+
+def _float32(dt):
+    """The float32 type of `dt`'s lanes."""
+    return "float32" if dt.lanes == 1 else f"float32x{dt.lanes}"
+
+
+def _double_rounding(case: Case) -> bool:
+    func = case.func.with_body(_ViaFloat32().visit(case.func.body))
+    if func.body is case.func.body:
+        return False
+    want = _interpreted(func, case)
+    return want is not None and same_results(want, case.got)
+
+
 def _denormal_flush(case: Case) -> bool:
     want = _interpreted(case.func, case, denormals="flush")
     return want is not None and same_results(want, case.got)
@@ -200,5 +257,6 @@ def _denormal_flush(case: Case) -> bool:
 
 KNOWN = (
     KnownClass("llvmpipe-zero-fold", "llvmpipe", _zero_fold),
+    KnownClass("llvmpipe-float64-to-float16-twice", "llvmpipe", _double_rounding),
     KnownClass("swiftshader-denormal-flush", "swiftshader", _denormal_flush),
 )
