@@ -9,7 +9,9 @@
 
 One Ray actor owns one device (vkir.fleet.worker); `vkir fleet serve` starts a node's actors on a
 cluster. Kernels are built where a job starts and only runs travel (vkir.fleet.jobs); faults are
-accounted for job by job (vkir.fleet.dispatch); tuning is vkir.fleet.tuning.
+accounted for job by job (vkir.fleet.dispatch); tuning is vkir.fleet.tuning. The Ray instance
+(a local one listening on loopback, or a cluster joined within a timeout) is
+vkir.fleet.ray_instance.
 """
 
 from .connection import Fleet, FleetResult, connect

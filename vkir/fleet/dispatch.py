@@ -8,10 +8,10 @@ member with the same fingerprint; where none is left, the job's result says whic
 lost. A job whose actor dies under it a second time is taken for the cause (it crashes devices)
 and ends "crashed" rather than taking every device of its kind down in turn; jobs that were only
 waiting for a dead actor move freely. A job that outlives its timeout has its actor killed (a
-hung device cannot be trusted with more work) and is reported as timed out. Where the fleet can start a fresh actor on the same device (`replace`),
-an actor that died or was killed here is replaced, and jobs that were waiting for it or move
-from it may go to the fresh one. Nothing is dropped silently: every job ends with exactly one
-`Outcome`.
+hung device cannot be trusted with more work) and is reported as timed out. Where the fleet can
+start a fresh actor on the same device (`replace`), an actor that died or was killed here is
+replaced, and jobs that were waiting for it or move from it may go to the fresh one. Nothing is
+dropped silently: every job ends with exactly one `Outcome`.
 
 A run cut short (a job's method raised a bug, or the caller was interrupted) leaves calls
 running on their actors; each member keeps its call in flight, and the next run waits for it
