@@ -31,9 +31,9 @@ from typing import Callable
 
 import numpy as np
 
+from ...arith.folding import has_side_effects
 from ...errors import VkirError
 from ...ir import expr as E
-from ...arith.folding import has_side_effects
 from ...ir.functor import Mutator
 from ...ir.structural import structural_equal
 from .bits import equal, same_results
@@ -90,9 +90,9 @@ def _is_zero(e) -> bool:
 
 
 class _ZeroFold(Mutator):
-    """Folds the float multiplies, adds and subtracts with a constant zero operand whose
-    numbers (in visiting order) are in `chosen` as llvmpipe does: x * 0.0 -> 0.0 (the
-    constant), x + 0.0 and x - 0.0 -> x, and those that become such an operation by a fold
+    """Folds the float multiplies, divisions, adds and subtracts with a constant zero operand
+    whose numbers (in visiting order) are in `chosen` as llvmpipe does: x * 0.0 and 0.0 / x ->
+    0.0 (the constant), x + 0.0 and x - 0.0 -> x, and those that become such an operation by a fold
     inside them (0.0 + y, once x * 0.0 is 0.0). `sites` counts the operations of the program
     as written."""
 
@@ -128,10 +128,11 @@ class _ZeroFold(Mutator):
 
 
 class _ConstantIds(Mutator):
-    """The program with every thread-binding variable of extent 1 replaced by 0 and every let
-    binding of a constant inlined (the same program: the driver sees those constants too,
-    T.cast(tx, "float32") in a workgroup of one invocation); Simplify then folds what they
-    make constant, exactly (`constants`)."""
+    """The program with every thread-binding variable of extent 1 replaced by 0, every let
+    binding of a constant inlined, `x < x` and `x > x` made false and the rounding functions of
+    a constant folded (the same program: the driver sees those constants too, T.cast(tx,
+    "float32") in a workgroup of one invocation); Simplify then folds what they make constant,
+    exactly (`constants`)."""
 
     def __init__(self):
         self.known = {}
@@ -195,11 +196,9 @@ _MAX_SITES = 6   # the most fold sites whose every combination is tried (else al
 
 def _fold_choices(sites: int):
     """The sets of sites to fold: all of them first, then each alone, then the rest."""
-    everything = frozenset(range(sites))
-    yield everything
-    for k in range(sites):
-        if sites > 1:
-            yield frozenset({k})
+    yield frozenset(range(sites))
+    if sites > 1:
+        yield from (frozenset({k}) for k in range(sites))
     if sites <= _MAX_SITES:
         for size in range(2, sites):
             for chosen in itertools.combinations(range(sites), size):

@@ -232,7 +232,8 @@ def generate(rng: random.Random, dtypes=DTYPES, atomics: bool = True,
     if use_atomic:
         body.append("T.atomic_add(H[i % 16], 1)")
     if use_subgroup:   # (drawn last: programs without one stay as they were)
-        body.append(f"C[i] = C[i] + {ex.convert(_subgroup_expr(rng, dtype, width, symbolic), dtype, out)}")
+        group_value = _subgroup_expr(rng, dtype, width, symbolic)
+        body.append(f"C[i] = C[i] + {ex.convert(group_value, dtype, out)}")
     if symbolic:
         lines.append(f"{pad}if {'i' if lanes == 1 else 'i * 4 + 3'} < n:")
         lines += [pad + "    " + b for b in body]
