@@ -90,10 +90,9 @@ def wait_fence(device, fence_ptr, timeout, what: str, behind=None) -> None:
 def wait_ahead(device, owner, timeout, what: str):
     """Before `what` (a synchronous dispatch or copy of `owner`) is submitted: wait for the
     earlier submissions of `owner` (a command buffer is never pending twice; None: all) and for
-    work whose
-    wait gave up (the queue would run `what` only after it). DeviceError naming the work still
-    running once `timeout` passes first: `what` is then not submitted. Returns the timeout left
-    for `what` itself."""
+    work whose wait gave up (the queue would run `what` only after it). DeviceError naming the
+    work still running once `timeout` passes first: `what` is then not submitted. Returns the
+    timeout left for `what` itself."""
     blocking = [s for s in list(device._inflight)
                 if not s.finished and (owner is None or s.owner is owner or s.given_up)]
     if not blocking:
