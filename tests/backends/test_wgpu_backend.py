@@ -162,3 +162,29 @@ def test_a_buffer_over_the_binding_size_names_the_limit(wgpu_runtime):
         k(x)
     with pytest.raises(vkir.UnsupportedError, match="maxStorageBufferBindingSize"):
         k.launch(x)
+
+
+class _Described:
+    """A wgpu adapter whose info names another llvmpipe release (its description is the
+    driver's info)."""
+
+    def __init__(self, adapter, description):
+        self._adapter = adapter
+        self.info = {**adapter.info, "device": "llvmpipe (LLVM 15.0.6, 256 bits)",
+                     "description": description}
+
+    def __getattr__(self, name):
+        return getattr(self._adapter, name)
+
+
+def test_llvmpipe_under_webgpu_keeps_the_quirks_of_its_release(wgpu_runtime):
+    import wgpu
+
+    from vkir.backends.wgpu import WgpuRuntime
+    from vkir.quirks import LAVAPIPE, STORAGE_LOADS_PER_LANE
+
+    def runtime(description):
+        return WgpuRuntime(_Described(wgpu.gpu.request_adapter_sync(), description))
+
+    assert runtime("Mesa 22.3.6 (LLVM 15.0.6)").quirks == LAVAPIPE
+    assert runtime("Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6)").quirks == {STORAGE_LOADS_PER_LANE}
