@@ -84,6 +84,15 @@ def known_zero(A: T.Buffer((1,), "float32"), B: T.Buffer((1,), "float32"),
     assert explain(case, LLVMPIPE) == "llvmpipe-zero-fold"
 
 
+def test_zero_minus_x_folded_to_minus_x_is_known():
+    """llvmpipe computes 0.0 - x as -x: 0.0 - 0.0 gives -0.0, not 0.0."""
+    source = ZERO_TIMES.replace("A[tx] * 0.0 + B[tx]", "0.0 - A[tx] * B[tx]")
+    a, b = np.array([0, 1, 2, 0, -0.0, 3, 4, 5], np.float32), np.ones(8, np.float32)
+    negated = -(a * b)
+    assert explain(_case(source, negated, (a, b)), LLVMPIPE) == "llvmpipe-zero-fold"
+    assert explain(_case(source, negated + 1, (a, b)), LLVMPIPE) is None
+
+
 @pytest.mark.parametrize("zero", ["T.ceil(T.cast(tx, \"float32\"))",
                                   "T.select(B[0] > B[0], B[0], T.cast(tx, \"float32\"))"])
 def test_zeros_of_rounding_and_self_comparison_are_known_too(zero):

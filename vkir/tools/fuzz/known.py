@@ -6,9 +6,10 @@ A class holds for a mismatch when the device's results equal, bit for bit, what 
 computes for the program as the driver is known to treat it; the rule reruns the interpreter
 that way. The classes (docs/semantics.md describes the bugs):
 
-- "llvmpipe-zero-fold": llvmpipe (Mesa 22.3.6) folds float `x * 0.0` and `0.0 / x` to 0.0
-  and `x + 0.0`, `x - 0.0` to x in some expression shapes, even where SignedZeroInfNanPreserve
-  is declared (so an infinite or NaN x times 0.0 gives 0, and -0.0 + 0.0 gives -0.0). Rule: on
+- "llvmpipe-zero-fold": llvmpipe (Mesa 22.3.6) folds float `x * 0.0` and `0.0 / x` to 0.0,
+  `x + 0.0`, `x - 0.0` to x and `0.0 - x` to -x in some expression shapes, even where
+  SignedZeroInfNanPreserve is declared (so an infinite or NaN x times 0.0 gives 0, -0.0 + 0.0
+  gives -0.0 and 0.0 - 0.0 gives -0.0). Rule: on
   llvmpipe, every element of the device's results is the interpreter's for some choice of the
   program's float multiplies, divisions, adds and subtracts with a constant zero operand
   folded so (the zeros the driver knows included: `T.cast(tx, "float32")` in a workgroup of
@@ -89,12 +90,26 @@ def _is_zero(e) -> bool:
     return isinstance(e, E.FloatImm) and e.value == 0.0
 
 
+def _is_plus_zero(e) -> bool:
+    """The float constant 0.0 (not -0.0), a scalar or broadcast."""
+    if isinstance(e, E.Broadcast):
+        e = e.value
+    return _is_zero(e) and math.copysign(1.0, e.value) > 0
+
+
+def _minus_zero(e):
+    """The constant -0.0 in the type and form (scalar or broadcast) of the zero `e`."""
+    if isinstance(e, E.Broadcast):
+        return replace(e, value=_minus_zero(e.value))
+    return E.FloatImm(e.dtype, -0.0)
+
+
 class _ZeroFold(Mutator):
     """Folds the float multiplies, divisions, adds and subtracts with a constant zero operand
     whose numbers (in visiting order) are in `chosen` as llvmpipe does: x * 0.0 and 0.0 / x ->
-    0.0 (the constant), x + 0.0 and x - 0.0 -> x, and those that become such an operation by a fold
-    inside them (0.0 + y, once x * 0.0 is 0.0). `sites` counts the operations of the program
-    as written."""
+    0.0 (the constant), x + 0.0 and x - 0.0 -> x, 0.0 - x -> -x, and those that become such an
+    operation by a fold inside them (0.0 + y, once x * 0.0 is 0.0). `sites` counts the
+    operations of the program as written."""
 
     def __init__(self, chosen=frozenset()):
         self.chosen = chosen
@@ -118,8 +133,9 @@ class _ZeroFold(Mutator):
     def visit_Add(self, e):
         return self._site(e, lambda n: n.a if _is_zero(n.b) else n.b if _is_zero(n.a) else None)
 
-    def visit_Sub(self, e):
-        return self._site(e, lambda n: n.a if _is_zero(n.b) else None)
+    def visit_Sub(self, e):   # (0.0 - x becomes -x: -0.0 - x, which negates exactly)
+        return self._site(e, lambda n: n.a if _is_zero(n.b) else
+                          replace(n, a=_minus_zero(n.a)) if _is_plus_zero(n.a) else None)
 
     def visit_Div(self, e):   # 0.0 / x is 0.0 * (1 / x) to llvmpipe
         return self._site(e, lambda n: n.a if _is_zero(n.a) else None)
