@@ -19,8 +19,10 @@ def check_same_device(what: str, device, rt, holder: str = "the kernel") -> None
     if device is getattr(rt, "device", None):
         return
     rt.check_open()            # the kernel's device closed: the kernel is what is stale
+    check_open = getattr(device, "check_open", None)   # a vkir.runtime Device's
     try:
-        device.check_open()    # the argument's: the array is
+        if check_open is not None:
+            check_open()       # the argument's: the array is
     except DeviceError as exc:
         raise DeviceError(f"{what}: {exc}") from None
     raise ArgumentError(f"{what} lives on {device.info.name!r}, {holder} on {rt.name!r}")
