@@ -27,6 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .host_numpy import timed_calls
+from .report import format_table  # noqa: F401  (the table `main` prints; fleet_bench's too)
+
 SHADERS = Path(__file__).resolve().parents[1] / "shaders"
 WORKLOADS = ("vadd", "sum", "sum_subgroup", "matmul_1024", "softmax", "layer_norm", "conv2d",
              "batched_matmul", "cumsum", "sort", "histogram", "latency", "compile", "interop",
@@ -53,6 +56,9 @@ class Measurement:
     gbps: float | None = None
     size: list | None = None
     quick: bool = False
+    cpu_s: float | None = None   # median process CPU seconds per call (every thread)
+    gflops_cpu: float | None = None   # work per CPU-second
+    gbps_cpu: float | None = None
 
     def json(self) -> str:
         return json.dumps(self.__dict__)
@@ -72,14 +78,7 @@ def mismatch(name, got, want, rtol, atol) -> str | None:
 
 def wall_samples(fn, repeat, warmup=1):
     """Host seconds of `repeat` calls of `fn`, after `warmup` untimed ones."""
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return samples
+    return timed_calls(fn, repeat, warmup)[0]
 
 
 class Bench:
@@ -96,17 +95,22 @@ class Bench:
         self.results: list[Measurement] = []
         self.rng = np.random.default_rng(0)
         self.size = None  # the size of the workload being measured, recorded in every result
+        self.notes: list[str] = []   # what the table's columns ran (printed under it)
         from . import peers
 
         self.iree = peers.available()
 
     # -- helpers ---------------------------------------------------------------------------
-    def add(self, workload, impl, metric, samples, flops=None, nbytes=None):
+    def add(self, workload, impl, metric, samples, flops=None, nbytes=None, cpu=None):
+        """Record a Measurement of `samples` (seconds per call); `cpu`: the process CPU
+        seconds of the same calls, for the per-CPU-second rates."""
         med, lo, hi, n = _stats(samples)
+        c = statistics.median(cpu) if cpu else None
+        per = (lambda work, t: None if work is None or not t else work / t / 1e9)
         m = Measurement(workload, impl, self.dev.info.name, metric, med, lo, hi, n,
-                        None if flops is None else flops / med / 1e9,
-                        None if nbytes is None else nbytes / med / 1e9,
-                        None if self.size is None else list(self.size), self.quick)
+                        per(flops, med), per(nbytes, med),
+                        None if self.size is None else list(self.size), self.quick,
+                        c, per(flops, c), per(nbytes, c))
         self.results.append(m)
         return m
 
@@ -116,6 +120,11 @@ class Bench:
 
         words = compile_glsl(SHADERS / f"{name}.comp", defines=defines or None)
         return runtime.get_pipeline(self.dev, words, "main", bindings, push_size)
+
+    def host(self, workload, impl, fn, flops=None, nbytes=None):
+        """A wall_s row (with CPU seconds) of host calls `fn` (numpy), `self.repeat` of them."""
+        wall, cpu = timed_calls(fn, self.repeat)
+        return self.add(workload, impl, "wall_s", wall, flops, nbytes, cpu)
 
     def _timed(self, workload, impls, flops=None, nbytes=None, peers=None):
         """device_s and wall_s of each implementation (`impls`: name -> list of steps, each a
@@ -132,15 +141,17 @@ class Bench:
         names = list(impls)
         device = {name: [] for name in names}
         wall = {name: [] for name in names}
+        cpu = {name: [] for name in names}
         for r in range(self.repeat):
             k = r % len(names)
             for name in names[k:] + names[:k]:
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 device[name].append(sum(step().median for step in impls[name]))
                 wall[name].append(time.perf_counter() - t0)
+                cpu[name].append(time.process_time() - c0)
         for name in names:
             self.add(workload, name, "device_s", device[name], flops, nbytes)
-            self.add(workload, name, "wall_s", wall[name], flops, nbytes)
+            self.add(workload, name, "wall_s", wall[name], flops, nbytes, cpu[name])
         for name, samples in (peers or {}).items():
             self.add(workload, name, "wall_s", samples, flops, nbytes)
 
@@ -152,6 +163,34 @@ class Bench:
         return [lambda arrs=arrs, p=p, g=g: runtime.profile(
             self.dev, pipeline, [a.buffer for a in arrs], p, g, repeat=1, warmup=0)
             for arrs, p, g in launches]
+
+    def glsl_matmul(self, A, B, C, m, n, k):
+        """Steps timing the GLSL matmul reference (benchmarks/glsl_reference.py: the 8 x 8
+        register tile, texel-buffer reads where the device allows them); the shared-memory
+        shader of shaders/matmul.comp where the tile does not fit the sizes."""
+        from vkir import runtime
+
+        from . import glsl_reference
+
+        if not (m == n == k and glsl_reference.fits(m, n, k)):
+            g = (m + 15) // 16, (n + 15) // 16
+            return self.glsl_steps(self.glsl("matmul", (0, 1, 2), 12), [
+                ([A, B, C], struct.pack("<III", m, n, k), (g[1], g[0], 1))])
+        pipe, res, groups, form = glsl_reference.matmul_launch(self.dev, A, B, C, m, n, k)
+        self.notes.append(f"matmul GLSL reference: 8x8 register tile, {form} reads")
+        return [lambda: runtime.profile(self.dev, pipe, res, b"", groups, repeat=1, warmup=0)]
+
+    def numpy_native(self, workload, child, shape, flops):
+        """A "numpy_native" row: numpy's `child` call timed in a child process with the
+        OpenBLAS variables unset (benchmarks/host_numpy.py)."""
+        from .host_numpy import native_samples
+
+        got = native_samples(child, shape, self.repeat)
+        if isinstance(got, str):
+            self.notes.append(f"{workload}: {got}")
+            return
+        self.add(workload, "numpy_native", "wall_s", got["wall"], flops, None, got["cpu"])
+        self.notes.append(f"{workload}: numpy* ran {got['blas']}")
 
     def vkir_steps(self, kernel, calls):
         """Steps timing vkir kernel calls (`calls`: a list of argument tuples, run in order)."""
@@ -202,7 +241,7 @@ class Bench:
         for name, C in (("vkir", C0), ("vkir_mirror", C1), ("glsl", C2)):
             self.check(f"vadd {name}", C.numpy(), a + b)
         c = np.empty_like(a)
-        self.add("vadd", "numpy", "wall_s", wall_samples(lambda: np.add(a, b, out=c), self.repeat), nbytes=nbytes)
+        self.host("vadd", "numpy", lambda: np.add(a, b, out=c), nbytes=nbytes)
 
     def sum(self):
         from vkir.ops.reduce import final_sum, rows_kernel
@@ -235,7 +274,7 @@ class Bench:
         self.check("sum vkir", S0.numpy().reshape(-1)[0], want, rtol=1e-5)
         self.check("sum vkir_mirror", S.numpy()[0], want, rtol=1e-5)
         self.check("sum glsl", S2.numpy()[0], want, rtol=1e-5)
-        self.add("sum", "numpy", "wall_s", wall_samples(lambda: x.sum(), self.repeat), nbytes=4 * n)
+        self.host("sum", "numpy", lambda: x.sum(), nbytes=4 * n)
 
     def _matmul(self, workload, batch, s_m, s_n, s_k):
         from vkir.ops import matmul
@@ -260,18 +299,16 @@ class Bench:
             impls = {"vkir": self.vkir_steps(k, [(A, B, Cs[0])])}
             if batch is None:
                 mirror = vk.build(kernels.matmul, device=dev)
-                pipe = self.glsl("matmul", (0, 1, 2), 12)
-                g = (s_m + 15) // 16, (s_n + 15) // 16
                 impls["vkir_mirror"] = self.vkir_steps(mirror, [(A, B, Cs[1])])
-                impls["glsl"] = self.glsl_steps(pipe, [([A, B, Cs[2]], struct.pack("<III", s_m, s_n, s_k),
-                                                        (g[1], g[0], 1))])
+                impls["glsl"] = self.glsl_matmul(A, B, Cs[2], s_m, s_n, s_k)
             peer = self.iree_samples("matmul" if batch is None else "bmm",
                                      (*lead, s_m, s_n, s_k), [a, b], want, rtol=1e-3, atol=1e-3)
             self._timed(workload, impls, flops=flops, peers=peer)
             for name, C in zip(("vkir", "vkir_mirror", "glsl"), Cs):
                 if name in impls:
                     self.check(f"{workload} {name}", C.numpy(), want, rtol=1e-3, atol=1e-3)
-            self.add(workload, "numpy", "wall_s", wall_samples(lambda: a @ b, self.repeat), flops=flops)
+            self.host(workload, "numpy", lambda: a @ b, flops=flops)
+            self.numpy_native(workload, "matmul" if batch is None else "bmm", self.size, flops)
         finally:
             self.repeat = repeat
 
@@ -311,10 +348,17 @@ class Bench:
         X = self.vkir.array(x, self.dev)
         got = vkir_call(X)
         check(got)
-        self.add(workload, "vkir", "wall_s", wall_samples(lambda: vkir_call(X), self.repeat),
-                 nbytes=x.nbytes)
-        self.add(workload, "numpy", "wall_s", wall_samples(lambda: numpy_call(x), self.repeat),
-                 nbytes=x.nbytes)
+        numpy_call(x)   # warm-up
+        samples = {}
+        for r in range(self.repeat):   # in alternation, as _timed: both see the same load
+            pair = (("vkir", lambda: vkir_call(X)), ("numpy", lambda: numpy_call(x)))
+            for impl, fn in (pair if r % 2 == 0 else pair[::-1]):
+                samples.setdefault(impl, ([], []))
+                wall, cpu = timed_calls(fn, 1, warmup=0)
+                samples[impl][0].extend(wall)
+                samples[impl][1].extend(cpu)
+        for impl, (wall, cpu) in samples.items():
+            self.add(workload, impl, "wall_s", wall, nbytes=x.nbytes, cpu=cpu)
 
     def cumsum(self):
         from vkir import ops
@@ -378,7 +422,7 @@ class Bench:
                                                   atol=1e-6))
         for name, Y in zip(("vkir", "vkir_mirror", "glsl"), Ys):
             self.check(f"softmax {name}", Y.numpy(), want, rtol=1e-4, atol=1e-6)
-        self.add("softmax", "numpy", "wall_s", wall_samples(np_softmax, self.repeat), nbytes=nbytes)
+        self.host("softmax", "numpy", np_softmax, nbytes=nbytes)
 
     def layer_norm(self):
         from vkir.ops.norm import layer_norm_kernel
@@ -401,7 +445,7 @@ class Bench:
         nbytes = 8 * rows * cols
         self._timed("layer_norm", {"vkir": self.vkir_steps(k, [(X, G, Bt, Y)])}, nbytes=nbytes)
         self.check("layer_norm vkir", Y.numpy(), want, rtol=1e-3, atol=1e-4)
-        self.add("layer_norm", "numpy", "wall_s", wall_samples(np_layer_norm, self.repeat), nbytes=nbytes)
+        self.host("layer_norm", "numpy", np_layer_norm, nbytes=nbytes)
 
     def conv2d(self):
         from vkir.ops.conv import conv2d_kernel, conv2d_plan, pad_kernel
@@ -444,7 +488,7 @@ class Bench:
         }, flops=flops, peers=self.iree_samples("conv2d", (nb, c, hw, hw, o, kk, kk, pad), [x, w],
                                                 want, rtol=1e-3, atol=1e-3))
         self.check("conv2d vkir", Y.numpy(), want, rtol=1e-3, atol=1e-3)
-        self.add("conv2d", "numpy", "wall_s", wall_samples(np_conv, self.repeat), flops=flops)
+        self.host("conv2d", "numpy", np_conv, flops=flops)
 
     def interop(self):
         """numpy and torch data to vkir and back (benchmarks/zero_copy.py)."""
@@ -468,12 +512,13 @@ class Bench:
         repeat = max(200, self.repeat * 20)
         A = vk.empty(1, "float32", dev)
         k = vk.build(kernels.noop, device=dev)
-        self.add("latency", "vkir", "latency_s", wall_samples(lambda: k(A), repeat, warmup=20))
         pipe = self.glsl("noop", (0,), 0)
         launch = runtime.get_launch(dev, pipe, [A.buffer], b"", (1, 1, 1))
-        self.add("latency", "glsl", "latency_s", wall_samples(launch.run, repeat, warmup=20))
         a = np.zeros(1, np.float32)
-        self.add("latency", "numpy", "latency_s", wall_samples(lambda: np.add(a, 0, out=a), repeat, warmup=20))
+        for impl, fn in (("vkir", lambda: k(A)), ("glsl", launch.run),
+                         ("numpy", lambda: np.add(a, 0, out=a))):
+            wall, cpu = timed_calls(fn, repeat, warmup=20)
+            self.add("latency", impl, "latency_s", wall, cpu=cpu)
 
     def compile(self):
         from vkir import runtime
@@ -503,39 +548,13 @@ class Bench:
         self.add("compile", "glsl", "compile_s", [glsl_cold() for _ in range(repeat)])
 
 
-def format_table(results: list[Measurement]) -> str:
-    rows = {}
-    for m in results:
-        rows.setdefault((m.workload, m.metric), {})[m.impl] = m
-    impls = ("vkir", "vkir_mirror", "glsl", "iree", "numpy")
-    head = ("workload", "metric", "vkir", "mirror", "glsl", "iree", "numpy", "vkir/mirror",
-            "vkir/GLSL", "vkir/IREE", "vkir/numpy", "vkir rate")
-    body = []
+def main(device=None, workloads=None, repeat=None, json_path=None, quick=False,
+         compare_path=None) -> int:
+    """Run `workloads` (default all), print the table; `json_path`: write the measurements;
+    `compare_path`: a baseline JSON file of an earlier run, whose vkir rows this run is
+    compared with (benchmarks/report.py); the exit status is 1 when one regressed."""
+    from . import host_numpy, report
 
-    def fmt(m):
-        if m is None:
-            return "-"
-        v = m.median
-        return f"{v * 1e3:.3f} ms" if v >= 1e-3 else f"{v * 1e6:.1f} us"
-
-    for (workload, metric), got in rows.items():
-        v = got.get("vkir")
-        rate = ""
-        if v is not None and v.gflops is not None:
-            rate = f"{v.gflops:.1f} GFLOP/s"
-        elif v is not None and v.gbps is not None:
-            rate = f"{v.gbps:.1f} GB/s"
-        ratios = [f"{v.median / got[k].median:.2f}" if v and got.get(k) else "-"
-                  for k in impls[1:]]
-        body.append((workload, metric, *(fmt(got.get(k)) for k in impls), *ratios, rate))
-    widths = [max(len(str(r[i])) for r in (head, *body)) for i in range(len(head))]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in (head, *body)]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines) + ("\n(time ratios: below 1, vkir is faster; vkir is the vkir.ops "
-                                "kernel tuned for the device, mirror the GLSL's algorithm)")
-
-
-def main(device=None, workloads=None, repeat=None, json_path=None, quick=False) -> int:
     names = workloads or list(WORKLOADS)
     unknown = [w for w in names if w not in WORKLOADS]
     if unknown:
@@ -544,14 +563,23 @@ def main(device=None, workloads=None, repeat=None, json_path=None, quick=False) 
         raise ArgumentError(f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
     bench = Bench(device, repeat, quick)
     print(f"device: {bench.dev.info}   repeat: {bench.repeat}{'   (quick sizes)' if quick else ''}")
+    print(f"numpy's BLAS: {host_numpy.blas_kernels()}   host sets: {host_numpy.host_setting()}")
     for name in names:
         t0 = time.perf_counter()
         getattr(bench, name)()
         print(f"  {name}: {time.perf_counter() - t0:.1f} s", flush=True)
     print(format_table(bench.results))
+    for note in dict.fromkeys(bench.notes):
+        print(f"  {note}")
+    status = 0
+    if compare_path:
+        lines, bad = report.compare(bench.results, report.load(compare_path))
+        print(f"compared with {compare_path}: {len(lines)} rows, {bad} regression(s)")
+        print("\n".join(lines))
+        status = int(bad > 0)
     if json_path:
         with open(json_path, "w") as f:
             for m in bench.results:
                 f.write(m.json() + "\n")
         print(f"wrote {len(bench.results)} measurements to {json_path}")
-    return 0
+    return status

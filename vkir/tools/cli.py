@@ -6,7 +6,8 @@
                  [--print-after PASS|all ...] [--time-passes]
     vkir run FILE.py[:FUNC] [--size NAME=VALUE ...] [--seed N] [--device SEL]
     vkir demo [--device SEL] [--out DIR] [--size WxH]
-    vkir bench [--device SEL] [--workload NAME ...] [--repeat N] [--json FILE] [--quick]
+    vkir bench [--device SEL] [--workload NAME ...] [--repeat N] [--json FILE] [--compare BASE]
+               [--quick]
     vkir validate FILE... [--target-env ENV] [--format text|json|junit] [-o REPORT]  (vkir.tools.validate)
     vkir dis FILE.spv [-o OUT]
     vkir doctor                                                                      (vkir.tools.doctor)
@@ -288,7 +289,7 @@ def cmd_bench(args) -> int:
     from vkir.benchmarks import suite  # installed with the package (benchmarks/ in a checkout)
 
     return suite.main(device=args.device, workloads=args.workload, repeat=args.repeat,
-                      json_path=args.json, quick=args.quick)
+                      json_path=args.json, quick=args.quick, compare_path=args.compare)
 
 
 # -- entry point ---------------------------------------------------------------------------------
@@ -341,6 +342,9 @@ def parser() -> argparse.ArgumentParser:
                    help=f"{', '.join(WORKLOADS)} (repeatable; default all)")
     p.add_argument("--repeat", type=int, default=None, help="runs per measurement")
     p.add_argument("--json", metavar="FILE", help="write one JSON object per measurement")
+    p.add_argument("--compare", metavar="BASELINE.json", default=None,
+                   help="flag vkir rows over 1.25x their cost (CPU seconds per call) in a "
+                        "baseline written by --json; exit status 1 when one regressed")
     p.add_argument("--quick", action="store_true", help="small sizes and few repeats (smoke run)")
     p.add_argument("--fleet", metavar="ADDRESS", default=None,
                    help="run on every device of a Ray fleet (a cluster address with `vkir fleet "
