@@ -36,6 +36,7 @@ from ..ir import walk as _nodes
 from .derivatives import NOP, Propagate, build, fconst, is_float, where
 from .indexing import injective
 from .overwrites import plan as _last_stores
+from .vector_locals import scalarize as _scalarize_vector_locals
 
 PARALLEL = ("thread_binding", "parallel")
 
@@ -54,6 +55,7 @@ def grad(f: PrimFunc, wrt) -> PrimFunc:
     d(wrt) into the d_<wrt> buffers, the seeds being the d_<output> buffers."""
     if not isinstance(f, PrimFunc):
         raise ArgumentError(f"vkir.grad: expected a PrimFunc, got {type(f).__name__}")
+    f = _scalarize_vector_locals(f)   # vector locals and lets: one scalar per lane
     wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
     by_name = {f.buffer_map[p].name: f.buffer_map[p] for p in f.params if p in f.buffer_map}
     written = _written(f.body)

@@ -289,6 +289,9 @@ class Parser(LoopParser):
             raise self.error(node, "chained assignment is not supported")
         target = node.targets[0]
         if isinstance(target, ast.Subscript):
+            variable = self._lane_target(target)
+            if variable is not None:   # `acc[1] = s`: one lane of a vector variable
+                return self._lane_store(node, variable, target.slice, node.value)
             return self._store(node, target, node.value)
         if isinstance(target, ast.Name):
             variable = self.scope.lookup(target.id)
@@ -303,8 +306,55 @@ class Parser(LoopParser):
         value = self.expr_as(value_node, buf.dtype)
         return S.BufferStore(buf, value, (E.IntImm(DataType("int", 32), 0),), span=self.span(node))
 
+    def _lane_target(self, target: ast.Subscript):
+        """The vector variable a subscript target names (`acc` of `acc[1] = s`), else None."""
+        if not isinstance(target.value, ast.Name):
+            return None
+        variable = self.scope.lookup(target.value.id)
+        if isinstance(variable, MutableScalar) and variable.buffer.dtype.lanes > 1:
+            return variable
+        return None
+
+    def _lane_store(self, node, variable, index_node, value_node) -> S.BufferStore:
+        """`acc[k] = s`: the variable's vector with lane k replaced by s (k a constant lane, or an
+        int expression: then every lane whose number equals k), stored back whole, so the IR
+        stays a load and a store of the one-element local buffer."""
+        buf = variable.buffer
+        lanes = buf.dtype.lanes
+        if isinstance(index_node, ast.Slice):
+            raise self.error(index_node, f"a lane store names one lane of '{buf.name}'; slices "
+                                         f"are read-only")
+        zero = (E.IntImm(DataType("int", 32), 0),)
+        old = E.BufferLoad(buf, zero, span=self.span(node))
+        lane = self.value(index_node)
+        value = self.expr_as(value_node, buf.dtype.element_of())
+        if value.dtype != buf.dtype.element_of():
+            raise self.error(value_node, f"a lane of '{buf.name}' is {buf.dtype.element_of()}; "
+                                         f"got {value.dtype} (use T.cast)")
+        if type(lane) is int:
+            if not -lanes <= lane < lanes:
+                raise self.error(index_node, f"lane {lane} of the {lanes}-lane variable "
+                                             f"'{buf.name}'")
+            lane %= lanes
+            picks = tuple(lanes if k == lane else k for k in range(lanes))
+            new = E.Shuffle((old, value), picks, span=self.span(node))
+        else:
+            k = self._to_expr(index_node, lane)
+            if not (isinstance(k.dtype, DataType) and k.dtype.is_integer and k.dtype.lanes == 1):
+                raise self.error(index_node, f"a lane index must be an int, got {k.dtype}")
+            numbers = E.Ramp(E.IntImm(k.dtype, 0), E.IntImm(k.dtype, 1), lanes)
+            new = E.Select(E.EQ(numbers, E.Broadcast(k, lanes)), E.Broadcast(value, lanes), old,
+                           span=self.span(node))
+        return S.BufferStore(buf, new, zero, span=self.span(node))
+
     def _s_AugAssign(self, node):
         target = node.target
+        if isinstance(target, ast.Subscript) and self._lane_target(target) is not None:
+            fake = ast.BinOp(left=ast.Subscript(value=target.value, slice=target.slice,
+                                                ctx=ast.Load()), op=node.op, right=node.value)
+            ast.copy_location(fake, node)
+            ast.copy_location(fake.left, target)
+            return self._lane_store(node, self._lane_target(target), target.slice, fake)
         if isinstance(target, ast.Name) and isinstance(self.scope.lookup(target.id), MutableScalar):
             fake = ast.BinOp(left=ast.Name(id=target.id, ctx=ast.Load()), op=node.op,
                              right=node.value)
@@ -410,8 +460,9 @@ class Parser(LoopParser):
         """The first assignment of a variable (a name assigned again later): a one-element local
         buffer holding the value, over the rest of the block."""
         val = self._to_expr(value, self.value(value))
-        if not isinstance(val.dtype, DataType) or val.dtype.lanes != 1:
-            raise self.error(value, f"variable '{target.id}' must hold a scalar; got {val.dtype}")
+        if not isinstance(val.dtype, DataType):
+            raise self.error(value, f"variable '{target.id}' must hold a scalar or a vector; "
+                                    f"got {val.dtype}")
         dtype = val.dtype
         data = E.Var(target.id, PointerType(dtype, "local"), span=span)
         buf = Buffer(target.id, data, dtype, (1,), scope="local", span=span)
@@ -476,15 +527,22 @@ def _seq(stmts: list) -> S.Stmt:
 
 def _assigned_after(stmts: list) -> list:
     """For each statement of a block, the names assigned (`=`, `+=`, ...) by the statements after
-    it, nested ones included: a name bound there and assigned again is a variable."""
+    it, nested ones included: a name bound there and assigned again is a variable. A lane store
+    `v[k] = s` assigns `v` too (buffers are never implicit bindings, so this names only values)."""
     out = [frozenset()] * len(stmts)
     later: set = set()
     for k in range(len(stmts) - 1, -1, -1):
         out[k] = frozenset(later)
         for node in ast.walk(stmts[k]):
             if isinstance(node, ast.Assign):
-                later.update(t.id for t in node.targets if isinstance(t, ast.Name))
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and \
-                    isinstance(node.target, ast.Name):
-                later.add(node.target.id)
+                later.update(filter(None, map(_assigned_name, node.targets)))
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and _assigned_name(node.target):
+                later.add(_assigned_name(node.target))
     return out
+
+
+def _assigned_name(target) -> str | None:
+    """The name an assignment target assigns: `x` of `x = ...` and of `x[k] = ...`."""
+    if isinstance(target, ast.Subscript):
+        target = target.value
+    return target.id if isinstance(target, ast.Name) else None
