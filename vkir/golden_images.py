@@ -21,6 +21,7 @@ types, multi-channel uint16) as .npy.
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,8 @@ import numpy as np
 from .errors import ArgumentError
 
 __all__ = ["assert_image_matches", "compare_images", "as_image", "ImageComparison", "load_image",
-           "save_image", "golden_suffix", "diff_picture"]
+           "save_image", "golden_suffix", "diff_picture", "difference", "channel_tolerance",
+           "judge", "failure_text"]
 
 _INTEGER_KINDS = "ui"
 
@@ -120,6 +122,10 @@ class ImageComparison:
     worst: tuple
     worst_actual: tuple
     worst_golden: tuple
+    edge_pixels: int = 0          # the golden's edge pixels (with edges=)
+    edge_tolerated: int = 0       # pixels beyond max_diff that edges= let pass
+    ssim: float | None = None     # with ssim=
+    flip: float | None = None     # with flip=
 
     @property
     def fraction(self) -> float:
@@ -127,7 +133,7 @@ class ImageComparison:
         return self.differing / self.pixels if self.pixels else 0.0
 
 
-def _channel_tolerance(max_diff, channels: int, dtype) -> np.ndarray:
+def channel_tolerance(max_diff, channels: int, dtype) -> np.ndarray:
     if max_diff is None:
         max_diff = 0 if dtype.kind in _INTEGER_KINDS else 1e-6
     tol = np.asarray(max_diff, dtype=np.float64)
@@ -141,7 +147,7 @@ def _channel_tolerance(max_diff, channels: int, dtype) -> np.ndarray:
     return tol
 
 
-def _difference(actual: np.ndarray, golden: np.ndarray) -> np.ndarray:
+def difference(actual: np.ndarray, golden: np.ndarray) -> np.ndarray:
     """|actual - golden| per channel as float64; NaN in both (or equal infinities) is no
     difference, NaN in one only is an infinite one."""
     a, g = actual.astype(np.float64), golden.astype(np.float64)
@@ -158,8 +164,8 @@ def compare_images(actual, golden, *, max_diff=None) -> ImageComparison:
     arguments); the statistics, without judging them."""
     a, g = as_image(actual, "actual"), as_image(golden, "golden")
     _check_alike(a, g)
-    tol = _channel_tolerance(max_diff, a.shape[2], a.dtype)
-    d = _difference(a, g)
+    tol = channel_tolerance(max_diff, a.shape[2], a.dtype)
+    d = difference(a, g)
     beyond = (d > tol).any(axis=2)
     h, w, c = a.shape
     if d.size == 0:
@@ -195,7 +201,7 @@ def diff_picture(actual: np.ndarray, golden: np.ndarray, tol: np.ndarray) -> np.
     """A uint8 RGB picture of the difference between two (h, w, c) integer images: the golden as
     dim gray where the pixels agree, yellow where they differ within the tolerance, red (brighter
     for a larger difference) where they differ beyond it."""
-    d = _difference(actual, golden)
+    d = difference(actual, golden)
     gray = golden.astype(np.float64)
     if gray.shape[2] >= 3:
         gray = gray[:, :, :3].mean(axis=2)
@@ -228,7 +234,7 @@ def _write_failure(out_dir, name: str, a: np.ndarray, g: np.ndarray | None, tol)
             paths.append(save_image(folder / f"{name}.diff.png", diff_picture(a, g, tol)))
         else:
             paths.append(save_image(folder / f"{name}.diff.npy",
-                                    _difference(a, g).astype(np.float32)))
+                                    difference(a, g).astype(np.float32)))
     return paths
 
 
@@ -236,8 +242,80 @@ def _fmt(values) -> str:
     return "(" + ", ".join(f"{v:.6g}" for v in values) + ")"
 
 
+def _check_options(max_fraction, mean, ssim, flip) -> None:
+    if not 0.0 <= float(max_fraction) <= 1.0:
+        raise ArgumentError(f"max_fraction is a fraction of the pixels in [0, 1], got {max_fraction}")
+    if mean is not None and not float(mean) >= 0:
+        raise ArgumentError(f"mean must be a non-negative bound, got {mean}")
+    if ssim is not None and not -1.0 <= float(ssim) <= 1.0:
+        raise ArgumentError(f"ssim is a similarity in [-1, 1] (1: equal), got {ssim}")
+    if flip is not None and not 0.0 <= float(flip) <= 1.0:
+        raise ArgumentError(f"flip bounds the mean FLIP error, in [0, 1], got {flip}")
+
+
+def judge(a: np.ndarray, g: np.ndarray, *, max_diff=None, max_fraction: float = 0.0, mean=None,
+          edges=None, ssim=None, flip=None) -> tuple[ImageComparison, list[str]]:
+    """Compare two checked images of equal shape and dtype with every requested mode: the
+    statistics, and one sentence per bound they break (none: they match)."""
+    from . import golden_matching as matching
+
+    result = compare_images(a, g, max_diff=max_diff)
+    tol = channel_tolerance(max_diff, a.shape[2], a.dtype)
+    problems = []
+    differing = result.differing
+    if edges is not None and result.differing:
+        d = difference(a, g)
+        mask = matching.edge_mask(g)
+        rest, tolerated, budget = matching.check_edges((d > tol).any(axis=2), d.max(axis=2),
+                                                       mask, edges)
+        differing = int(rest.sum())
+        result = dataclasses.replace(result, differing=differing, edge_pixels=int(mask.sum()),
+                                     edge_tolerated=int(tolerated.sum()))
+        if result.edge_tolerated > budget:
+            problems.append(f"{result.edge_tolerated} of the golden's {result.edge_pixels} edge "
+                            f"pixels differ (within edges max_diff={edges[0]:g}); the edge "
+                            f"budget is max_fraction={edges[1]:g} ({int(budget)} pixels)")
+    if differing > max_fraction * result.pixels:
+        where = " off the golden's edges" if edges is not None else ""
+        problems.append(f"{differing} of {result.pixels} pixels "
+                        f"({differing / result.pixels:.4%}) differ by more than "
+                        f"max_diff={_fmt(tol)}{where}; the budget is "
+                        f"max_fraction={max_fraction:g} ({int(max_fraction * result.pixels)} "
+                        f"pixels)")
+    if mean is not None and max(result.mean_diff, default=0.0) > float(mean):
+        problems.append(f"the mean absolute difference per channel {_fmt(result.mean_diff)} "
+                        f"exceeds mean={float(mean):g}")
+    if ssim is not None:
+        result = dataclasses.replace(result, ssim=matching.ssim_score(a, g))
+        if result.ssim < float(ssim):
+            problems.append(f"SSIM {result.ssim:.5f} is below ssim={float(ssim):g}")
+    if flip is not None:
+        result = dataclasses.replace(result, flip=matching.flip_score(a, g))
+        if result.flip > float(flip):
+            problems.append(f"the mean FLIP error {result.flip:.5f} exceeds flip={float(flip):g}")
+    return result, problems
+
+
+def failure_text(a: np.ndarray, result: ImageComparison, problems: list[str], paths,
+                 device=None) -> str:
+    """The message of a failed comparison: what broke which bound, the statistics, the device
+    and the paths of the actual, golden and diff images."""
+    y, x = result.worst
+    scores = "".join(f"  {k}: {v:.5f}\n" for k, v in (("SSIM", result.ssim),
+                                                      ("FLIP", result.flip)) if v is not None)
+    return (f"image differs from the golden ({a.shape[0]}x{a.shape[1]}, {a.shape[2]} "
+            f"channel(s), {a.dtype}): " + "; ".join(problems) + "\n"
+            f"  largest difference per channel: {_fmt(result.max_diff)}\n"
+            f"  mean difference per channel:    {_fmt(result.mean_diff)}\n"
+            f"  worst pixel (y={y}, x={x}): actual {result.worst_actual}, golden "
+            f"{result.worst_golden}\n" + scores +
+            f"  device: {device if device is not None else 'none opened by this process'}\n"
+            f"  actual: {paths[0]}\n  golden: {paths[1]}\n  diff:   {paths[2]}")
+
+
 def assert_image_matches(actual, golden, *, max_diff=None, max_fraction: float = 0.0,
-                         mean=None, out_dir=None, name: str | None = None) -> ImageComparison:
+                         mean=None, edges=None, ssim=None, flip=None, out_dir=None,
+                         name: str | None = None, device=None) -> ImageComparison:
     """Assert that image `actual` matches `golden` (arrays of shape (h, w, c) or (h, w), uint8,
     uint16, other integers or floats; a DeviceImage or DeviceArray; or `golden` as a .png/.npy
     path).
@@ -245,43 +323,39 @@ def assert_image_matches(actual, golden, *, max_diff=None, max_fraction: float =
     A pixel differs when any channel's absolute difference exceeds `max_diff` (one number or one
     per channel; default 0 for integer images, 1e-6 for float ones); at most `max_fraction` of the
     pixels may differ; with `mean`, every channel's mean absolute difference must be at most
-    `mean`. Shapes and dtypes must be equal (an AssertionError names both). On failure the actual
-    image, the golden and a diff (a PNG picture for integer images, the float differences as .npy
-    for float ones) are written to `out_dir` (default: a new temporary folder) as
-    `<name>.actual.png`, `<name>.golden.png`, `<name>.diff.png` (`name`: the golden file's stem,
-    else "image"), and the AssertionError names them with the statistics. Returns the
-    ImageComparison when the images match."""
+    `mean`. With `edges=(edge_diff, edge_fraction)`, a differing pixel that lies on an edge of the
+    golden (Sobel magnitude above zero) and differs by at most edge_diff does not count against
+    max_fraction; at most edge_fraction of the golden's edge pixels may be such pixels. With
+    `ssim`, the structural similarity (scikit-image) must be at least `ssim`; with `flip`, the
+    mean FLIP error (flip-evaluator) at most `flip` (vkir.golden_matching). Shapes and dtypes
+    must be equal (an AssertionError names both). On failure the actual image, the golden and a
+    diff (a PNG picture for integer images, the float differences as .npy for float ones) are
+    written to `out_dir` (default: a new temporary folder) as `<name>.actual.png`,
+    `<name>.golden.png`, `<name>.diff.png` (`name`: the golden file's stem, else "image"), and
+    the AssertionError names them with the statistics and the device (`device`: a text, e.g. a
+    vkir.golden_baselines.DeviceLabel; default: the device this process uses, where it has
+    created its Vulkan instance). Returns the ImageComparison when the images match."""
     if name is None:
         name = Path(golden).stem if isinstance(golden, (str, Path)) else "image"
     a, g = as_image(actual, "actual"), as_image(golden, "golden")
-    if not 0.0 <= float(max_fraction) <= 1.0:
-        raise ArgumentError(f"max_fraction is a fraction of the pixels in [0, 1], got {max_fraction}")
-    if mean is not None and not float(mean) >= 0:
-        raise ArgumentError(f"mean must be a non-negative bound, got {mean}")
+    _check_options(max_fraction, mean, ssim, flip)
     try:
-        result = compare_images(a, g, max_diff=max_diff)
+        _check_alike(a, g)
     except _Mismatch as exc:
         paths = _write_failure(out_dir, name, a, None, None)
-        raise AssertionError(f"{exc}; actual image written to {paths[0]}") from None
-    tol = _channel_tolerance(max_diff, a.shape[2], a.dtype)
-    problems = []
-    if result.fraction > max_fraction:
-        problems.append(f"{result.differing} of {result.pixels} pixels "
-                        f"({result.fraction:.4%}) differ by more than max_diff={_fmt(tol)}; the "
-                        f"budget is max_fraction={max_fraction:g} "
-                        f"({int(max_fraction * result.pixels)} pixels)")
-    if mean is not None and max(result.mean_diff, default=0.0) > float(mean):
-        problems.append(f"the mean absolute difference per channel {_fmt(result.mean_diff)} "
-                        f"exceeds mean={float(mean):g}")
+        raise AssertionError(f"{exc}; actual image written to {paths[0]}; device: "
+                             f"{_device(device)}") from None
+    result, problems = judge(a, g, max_diff=max_diff, max_fraction=max_fraction, mean=mean,
+                             edges=edges, ssim=ssim, flip=flip)
     if not problems:
         return result
-    paths = _write_failure(out_dir, name, a, g, tol)
-    y, x = result.worst
-    raise AssertionError(
-        f"image differs from the golden ({a.shape[0]}x{a.shape[1]}, {a.shape[2]} channel(s), "
-        f"{a.dtype}): " + "; ".join(problems) + "\n"
-        f"  largest difference per channel: {_fmt(result.max_diff)}\n"
-        f"  mean difference per channel:    {_fmt(result.mean_diff)}\n"
-        f"  worst pixel (y={y}, x={x}): actual {result.worst_actual}, golden "
-        f"{result.worst_golden}\n"
-        f"  actual: {paths[0]}\n  golden: {paths[1]}\n  diff:   {paths[2]}")
+    paths = _write_failure(out_dir, name, a, g, channel_tolerance(max_diff, a.shape[2], a.dtype))
+    raise AssertionError(failure_text(a, result, problems, paths, _device(device)))
+
+
+def _device(device):
+    if device is not None:
+        return device
+    from .golden_baselines import opened_device
+
+    return opened_device()

@@ -4,7 +4,11 @@ Options:
     --vkir-device=SEL     the device tests run on ("cpu"/"lavapipe", "gpu", an index, a name);
                           sets VKIR_DEVICE, so `vkir.device()` and `vkir.build` pick it too
     --vkir-validation     enable the Khronos validation layer (VKIR_VALIDATION=1)
-    --vkir-bless          vkir_golden writes (or updates) the golden images instead of failing
+    --vkir-bless          vkir_golden writes (or updates) the generic golden images instead of
+                          failing
+    --vkir-bless-device   the same, as this device's baselines (golden/<test>@<device-key>.png)
+    --vkir-report=DIR     writes DIR/index.html, a static triage page of every image comparison
+                          of the run (vkir.golden_report)
     --vkir-fleet=ADDRESS  vkir_check also checks on every device of a Ray fleet (vkir.fleet: a
                           cluster address, or local:SEL,SEL for actors on this machine) and fails
                           with one line per device that disagrees
@@ -20,11 +24,18 @@ Fixtures:
                           offers them), runs it on the device and in the interpreter on copies of
                           `args`, and asserts that the arrays agree: exactly for integers and
                           bools, to rounding for floats; returns the device's arrays
-    vkir_golden           vkir_golden(image, **options) compares a picture with the golden
-                          `<test file's folder>/golden/<test name>.png` (.npy for float images)
+    vkir_golden           vkir_golden(image, **options) compares a picture with the test's
+                          approved images in `<test file's folder>/golden/` (this device's
+                          baseline `<test>@<device-key>.png`, the generic `<test>.png` (.npy for
+                          float images), the images of `<test>/`; any one matching passes)
                           through vkir.testing.assert_image_matches (options: max_diff,
-                          max_fraction, mean; name= for a second picture in one test); on failure
-                          the actual, golden and diff images go to the test's tmp_path
+                          max_fraction, mean, edges, ssim, flip; name= for a second picture in
+                          one test); on failure the actual, golden and diff images go to the
+                          test's tmp_path and the message names the device; every comparison is
+                          recorded in golden/.cache/runs/ (vkir.golden_baselines)
+
+When a session has device tests, the header names the Vulkan device, its driver and driver
+version, and its device key.
 
 Marker:
     @pytest.mark.vkir_device   the test needs a Vulkan device (skipped with the reason without one)
@@ -60,6 +71,12 @@ def pytest_addoption(parser):
     group.addoption("--vkir-bless", action="store_true", default=False,
                     help="vkir_golden writes the golden images from this run (new ones, and those "
                          "that no longer match) instead of comparing")
+    group.addoption("--vkir-bless-device", action="store_true", default=False,
+                    help="like --vkir-bless, but writes this device's baselines "
+                         "(golden/<test>@<device-key>.png)")
+    group.addoption("--vkir-report", default=None, metavar="DIR",
+                    help="write DIR/index.html: every image comparison of the run, failures "
+                         "first, with actual, golden and diff pictures and the bless commands")
 
 
 def pytest_configure(config):
@@ -198,6 +215,31 @@ def fleet_check(fleet, func, args, options) -> None:
 
 # -- golden images -------------------------------------------------------------------------------
 _BLESSED = pytest.StashKey[list]()
+_REPORT = pytest.StashKey[list]()
+_DEVICE = pytest.StashKey[object]()
+
+
+def session_device(config):
+    """The DeviceLabel of the device this session's tests run on (vkir.golden_baselines), looked
+    up once per session."""
+    from vkir.golden_baselines import current_device
+
+    if _DEVICE not in config.stash:
+        config.stash[_DEVICE] = current_device()
+    return config.stash[_DEVICE]
+
+
+_DEVICE_MARKERS = ("vkir_device", "device")
+
+
+def pytest_report_collectionfinish(config, start_path, items):
+    """The header's device line: where a collected test uses a device, the Vulkan device, its
+    driver and driver version, and its device key (sessions without one create no instance)."""
+    if not any(m in getattr(item, "fixturenames", ()) or item.get_closest_marker(m) is not None
+               for item in items for m in ("_vkir_session_device", *_DEVICE_MARKERS)):
+        return []
+    label = session_device(config)
+    return [f"vkir device: {label.description} (device key {label.key})"]
 
 
 def golden_stem(node, name: str | None = None) -> str:
@@ -210,51 +252,133 @@ def golden_stem(node, name: str | None = None) -> str:
     return stem
 
 
+def bless_commands(nodeid: str) -> tuple[str, str]:
+    """The commands that bless test `nodeid`'s pictures as generic goldens and as this device's
+    baselines (with the environment variables that select this session's device)."""
+    import shlex
+
+    env = " ".join(f"{k}={shlex.quote(os.environ[k])}" for k in ("VKIR_DEVICE", "VK_ICD_FILENAMES")
+                   if os.environ.get(k))
+    prefix = env + " " if env else ""
+    return (f"{prefix}pytest --vkir-bless {shlex.quote(nodeid)}",
+            f"{prefix}pytest --vkir-bless-device {shlex.quote(nodeid)}")
+
+
+def _best(a, candidates, options):
+    """The first approved image that `a` matches (with its ImageComparison), else None."""
+    from vkir.golden_images import as_image, judge
+
+    for path in candidates:
+        g = as_image(path, str(path))
+        if g.shape == a.shape and g.dtype == a.dtype:
+            result, problems = judge(a, g, **options)
+            if not problems:
+                return path, result
+    return None
+
+
 @pytest.fixture
 def vkir_golden(request):
     """vkir_golden(image, *, name=None, **options): compare `image` (a numpy array, DeviceArray
-    or DeviceImage) with the test's golden image (see the module docstring); with --vkir-bless,
-    write it instead. Returns the ImageComparison (None when a golden was written)."""
-    from vkir.golden_images import (as_image, assert_image_matches, golden_suffix,
-                                    save_image)
+    or DeviceImage) with the test's approved images (see the module docstring); with
+    --vkir-bless or --vkir-bless-device, write the golden or this device's baseline where none
+    matches. Returns the ImageComparison (None when an image was written)."""
+    from vkir.golden_baselines import approved_images, baseline_path, record_run
+    from vkir.golden_images import as_image, golden_suffix, save_image
 
+    config = request.config
     used = set()
-    bless = request.config.getoption("--vkir-bless", default=False)
+    bless = config.getoption("--vkir-bless", default=False)
+    bless_device = config.getoption("--vkir-bless-device", default=False)
+    reporting = config.getoption("--vkir-report", default=None) is not None
+    device = session_device(config)
+    nodeid = request.node.nodeid
+    commands = bless_commands(nodeid)
+
+    def note(status, stem, a, path, result=None, problems=(), options=None):
+        if not reporting:
+            return
+        from vkir.golden_images import channel_tolerance
+        from vkir.golden_report import ReportEntry
+
+        g = as_image(path, str(path)) if path is not None else None
+        options = options or {}
+        config.stash.setdefault(_REPORT, []).append(ReportEntry(
+            nodeid, stem, status, a, g, None if path is None else str(path), result,
+            list(problems), dict(options),
+            channel_tolerance(options.get("max_diff"), a.shape[2], a.dtype), str(device),
+            *commands))
 
     def compare(image, *, name=None, **options):
         a = as_image(image, "vkir_golden")
         stem = golden_stem(request.node, name)
         if stem in used:
-            pytest.fail(f"vkir_golden: {request.node.nodeid} compared a second image with golden "
+            pytest.fail(f"vkir_golden: {nodeid} compared a second image with golden "
                         f"{stem!r}; give each picture its own name= ", pytrace=False)
         used.add(stem)
-        path = Path(request.path).parent / "golden" / (stem + golden_suffix(a))
+        folder = Path(request.path).parent / "golden"
+        suffix = golden_suffix(a)
+        candidates = approved_images(folder, stem, suffix, device.key)
         out_dir = request.getfixturevalue("tmp_path")
         stored = a[:, :, 0] if a.shape[2] == 1 else a
-        if bless:
-            if path.is_file():
-                try:
-                    return assert_image_matches(a, path, out_dir=out_dir, name=stem, **options)
-                except AssertionError:
-                    pass     # differs: written again below
+        found = _best(a, candidates, options)
+        if found is not None:
+            record_run(folder, stem, device.key, nodeid, found[0])
+            note("passed", stem, a, found[0], found[1], options=options)
+            return found[1]
+        if bless or bless_device:
+            path = baseline_path(folder, stem, suffix, device.key if bless_device else None)
             save_image(path, stored)
-            request.config.stash.setdefault(_BLESSED, []).append(str(path))
+            config.stash.setdefault(_BLESSED, []).append(str(path))
+            record_run(folder, stem, device.key, nodeid, path)
+            note("blessed", stem, a, path, options=options)
             return None
-        if not path.is_file():
-            actual = save_image(out_dir / f"{stem}.actual{golden_suffix(a)}", stored)
-            pytest.fail(f"no golden image {path} (this run's image is {actual}): run "
-                        f"`pytest --vkir-bless {request.node.nodeid}` to write it, look at it, "
-                        f"and commit it", pytrace=False)
-        return assert_image_matches(a, path, out_dir=out_dir, name=stem, **options)
+        if not candidates:
+            actual = save_image(out_dir / f"{stem}.actual{suffix}", stored)
+            note("missing", stem, a, None, problems=["no approved image"], options=options)
+            pytest.fail(f"no golden image {baseline_path(folder, stem, suffix)} (this run's "
+                        f"image is {actual}; device: {device}): run `pytest --vkir-bless "
+                        f"{nodeid}` to write it, look at it, and commit it", pytrace=False)
+        record_run(folder, stem, device.key, nodeid, None)
+        _fail(a, candidates, folder, out_dir, stem, options, note)
+
+    def _fail(a, candidates, folder, out_dir, stem, options, note):
+        from vkir.golden_images import assert_image_matches, judge
+
+        first = candidates[0]
+        tried = "" if len(candidates) == 1 else (
+            "\n  approved images tried (none matched): "
+            + ", ".join(str(p.relative_to(folder)) for p in candidates))
+        try:
+            assert_image_matches(a, first, out_dir=out_dir, name=stem, device=device, **options)
+        except AssertionError as exc:
+            g = as_image(first, str(first))
+            result, problems = ((None, [str(exc).split(";")[0]]) if g.shape != a.shape or
+                                g.dtype != a.dtype else judge(a, g, **options))
+            note("failed", stem, a, first, result, problems, options)
+            raise AssertionError(f"{exc}\n  compared with: {first}{tried}\n  to approve this "
+                                 f"picture: {commands[0]} (generic golden) or {commands[1]} "
+                                 f"(this device's baseline)") from None
+        raise AssertionError(f"vkir_golden: {stem} matched {first} on a second look")
 
     return compare
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    """Name the golden images that --vkir-bless wrote (to review and commit)."""
+    """Name the golden images that --vkir-bless wrote (to review and commit), and the triage
+    page --vkir-report wrote."""
     blessed = config.stash.get(_BLESSED, [])
     if blessed:
         terminalreporter.write_sep("-", f"vkir: {len(blessed)} golden image(s) written "
                                         f"(--vkir-bless); review and commit them")
         for path in blessed:
             terminalreporter.write_line(path)
+    folder = config.getoption("--vkir-report", default=None)
+    if folder is not None:
+        from vkir.golden_report import write_report
+
+        entries = config.stash.get(_REPORT, [])
+        device = str(config.stash[_DEVICE]) if _DEVICE in config.stash else "no device used"
+        page = write_report(folder, entries, device)
+        terminalreporter.write_line(f"vkir: triage page of {len(entries)} image comparison(s): "
+                                    f"{page}")

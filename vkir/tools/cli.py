@@ -353,6 +353,7 @@ def parser() -> argparse.ArgumentParser:
 
     from . import caches
     from . import doctor
+    from . import golden
     from . import validate
 
     from ..fleet import serving
@@ -361,6 +362,7 @@ def parser() -> argparse.ArgumentParser:
     validate.add_commands(sub)
     doctor.add_command(sub)
     caches.add_command(sub)
+    golden.add_command(sub)
     return ap
 
 
