@@ -3,9 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-SYSTEM_PACKAGES := python3 python3-venv libvulkan1 mesa-vulkan-drivers vulkan-validationlayers chromium-common
+SYSTEM_PACKAGES := python3 python3-venv libvulkan1 mesa-vulkan-drivers vulkan-validationlayers chromium-common chromium
 # two independent Vulkan drivers: Mesa's lavapipe (found by the loader) and SwiftShader, which
-# Debian's chromium-common ships outside the loader's folders
+# Debian's chromium-common ships outside the loader's folders; chromium (headless) screenshots
+# the golden-image triage page in its test
 SWIFTSHADER_ICD := /usr/lib/chromium/vk_swiftshader_icd.json
 # a second lavapipe, Mesa 25 from Debian's bookworm-backports, unpacked here beside the system's
 # 22.3 (which stays installed) and selected by VK_ICD_FILENAMES=$(MESA25)/lvp_icd.json
