@@ -10,9 +10,14 @@ in place (`importable` says why not) and callers copy instead. Only host-coheren
 are used, so host and device see each other's writes after a waited submission without flushes.
 
 A HostBuffer holds `owner` (the source of the memory) until its VkDeviceMemory is freed: the
-memory is freed by the Buffer finalizer, which runs before the owner is released. `HostImports`
-keeps the imports of the numpy arguments of kernel calls, one per array object, weakly: an
-entry goes when its array is collected (before numpy frees the memory).
+memory is freed by the Buffer finalizer, which runs before the owner is released. Holding the
+source does not pin its memory everywhere: a torch tensor's `resize_` (or its storage's) frees
+the bytes under a live tensor, a numpy `resize(refcheck=False)` moves them. So a HostBuffer
+made with a `probe` (a callable: None while the source still holds the imported bytes at the
+imported address, else why not) answers `stale()`, which the driver asks before every use of
+the memory (calls, launches, sequences, host reads); mmap truncation cannot be probed (SIGBUS).
+`HostImports` keeps the imports of the numpy arguments of kernel calls, one per array object,
+weakly: an entry goes when its array is collected (before numpy frees the memory).
 
 The other way, `host_memory` hands numpy and torch the mapped bytes of a buffer as a ctypes
 array that holds the DeviceArray; the device counts those alive (`Device.host_views`), and a
@@ -89,10 +94,10 @@ class HostBuffer(Buffer):
     `owner` (the memory's source) stays alive as long as the device memory. A Buffer in every
     use: host reads and writes go straight to the host bytes."""
 
-    __slots__ = ("owner",)
+    __slots__ = ("owner", "probe")
     imported = True
 
-    def __init__(self, device, address: int, nbytes: int, owner):
+    def __init__(self, device, address: int, nbytes: int, owner, probe=None):
         why = importable(device, address, nbytes)
         if why is not None:
             raise ArgumentError(f"cannot use host memory in place: {why}")
@@ -100,6 +105,7 @@ class HostBuffer(Buffer):
         check_allocation(device.info, nbytes)
         self._ptr = None
         self.owner = owner
+        self.probe = probe
         self.device = device
         self.nbytes = self.alloc_bytes = int(nbytes)
         with device.lifetime, device._lock:   # no close() in between
@@ -167,6 +173,12 @@ class HostBuffer(Buffer):
         device._track(self, handle, self.memory)
         self.host_visible = self.coherent = True
         self._ptr = ffi.cast("char*", address)
+
+    def stale(self) -> str | None:
+        """None while the source still holds the imported bytes where they were imported (or
+        nothing can tell: no probe), else why not (a phrase for messages): the memory may be
+        freed, and no kernel or host copy may touch it."""
+        return None if self.probe is None else self.probe()
 
     def __repr__(self):
         return (f"<vkir HostBuffer #{self.serial} {self.nbytes} host bytes on "
@@ -250,6 +262,18 @@ def host_memory(buffer, owner):
                     views = device.host_views = weakref.WeakValueDictionary()
                 views[id(keeper)] = keeper
         return keeper
+
+
+def buffer_address(buffer) -> int | None:
+    """The host address of `buffer`'s bytes where the host maps them (a mapped or imported
+    buffer; a BufferView: its buffer's plus the view's place in it), else None. Nothing is
+    waited for and no view is made: what aliasing compares (vkir.aliasing)."""
+    inner = getattr(buffer, "buffer", None)
+    if inner is not None:      # a BufferView
+        base = buffer_address(inner)
+        return None if base is None else base + buffer.offset - inner.offset
+    ptr = getattr(buffer, "_ptr", None)
+    return None if ptr is None else int(ffi.cast("uintptr_t", ptr))
 
 
 def host_address(buffer) -> int | None:

@@ -361,3 +361,28 @@ def test_closing_the_device_under_views_is_an_error_not_a_crash():
                           timeout=120, env=env)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
     assert "validation message" not in proc.stderr, proc.stderr
+
+
+def _owning_aligned(n, align=256):
+    """A float32 numpy array of `n` elements that owns its memory (so numpy can resize it) at an
+    `align`-byte boundary: allocated until malloc returns one (kept misses ensure progress)."""
+    misses = []
+    for _ in range(4096):
+        a = np.zeros(n, np.float32)
+        if a.ctypes.data % align == 0:
+            return a
+        misses.append(a)
+    raise AssertionError("no aligned allocation")
+
+
+def test_a_numpy_source_resized_without_refcheck_is_refused(device, k):
+    src = _owning_aligned(N)
+    out = vkir.asarray(src, device=device, copy=False)
+    x, y, _ = _inputs(6)
+    k(x, y, out)
+    src.resize(4 * N, refcheck=False)            # numpy moves (and frees) the memory
+    with pytest.raises(vkir.ArgumentError, match=r"argument 'out' is memory imported in place "
+                                                 r"and its ndarray was resized or moved"):
+        k(x, y, out)
+    with pytest.raises(vkir.ArgumentError, match="resized or moved"):
+        out.numpy()

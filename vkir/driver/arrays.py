@@ -11,7 +11,7 @@ from ..errors import ArgumentError
 from ..ir import DataType
 
 __all__ = ["devices", "device", "resolve_device", "target_for", "DeviceArray", "array", "empty",
-           "zeros", "full", "host_copies"]
+           "zeros", "full", "host_copies", "recorded_imports", "check_recorded"]
 
 
 # -- devices -------------------------------------------------------------------------------------
@@ -133,9 +133,33 @@ class DeviceArray:
 
     def numpy(self) -> np.ndarray:
         """A new numpy array with the buffer's contents."""
+        self.check_source()
         out = np.empty(self.shape, dtype=self.dtype)
         self.buffer.read(out)
         return out
+
+    def host_range(self) -> tuple[int, int] | None:
+        """(first, end) host addresses of the array's bytes where the host maps its memory (a
+        host-visible buffer, or host memory used in place by `vkir.asarray`), else None
+        (device-local memory). Nothing is waited for: what tells which arguments of a call are
+        one memory (vkir.aliasing), whichever way each arrived."""
+        from ..runtime.host_import import buffer_address
+
+        start = buffer_address(self.buffer)
+        return None if start is None else (start, start + self.size * self.dtype.itemsize)
+
+    def check_source(self, what: str | None = None) -> None:
+        """ArgumentError where the array is memory of another object (`vkir.asarray`) that no
+        longer holds it where it was imported: a torch tensor resized (or its storage), a numpy
+        array resized with refcheck=False. The memory may be freed then, so every use of the
+        array (calls, launches, sequences, host reads) asks this first. `what` names the array
+        in the message (a kernel parameter)."""
+        stale = getattr(self.buffer, "stale", None)
+        why = None if stale is None else stale()
+        if why is not None:
+            raise ArgumentError(f"{what or 'this vkir.asarray array'} is memory imported in place "
+                                f"and {why}; import the source again (vkir.asarray) after "
+                                "resizing it")
 
     @property
     def is_view(self) -> bool:
@@ -149,6 +173,7 @@ class DeviceArray:
         first), else None. The view keeps the array alive."""
         from ..runtime.host_import import host_memory
 
+        self.check_source()
         keeper = host_memory(self.buffer, self)
         if keeper is None:
             return None
@@ -161,6 +186,7 @@ class DeviceArray:
         `__array__` (a copy)."""
         from ..runtime.host_import import host_memory
 
+        self.check_source()
         keeper = host_memory(self.buffer, self)
         if keeper is None:
             raise AttributeError("__array_interface__: this array's memory is not host-visible")
@@ -205,6 +231,7 @@ class DeviceArray:
         if arr.shape != self.shape or arr.dtype != self.dtype:
             raise ArgumentError(f"write of {arr.dtype}{list(arr.shape)} into a "
                                 f"{self.dtype}{list(self.shape)} device array")
+        self.check_source()
         self.buffer.write(np.ascontiguousarray(arr))
 
     def __len__(self) -> int:
@@ -216,6 +243,10 @@ class DeviceArray:
         where = self.device.info.name
         if getattr(self.device, "closed", False):
             return f"DeviceArray({self.dtype}{list(self.shape)}, device={where!r}, closed)"
+        stale = getattr(self.buffer, "stale", None)
+        if stale is not None and stale() is not None:
+            return (f"DeviceArray({self.dtype}{list(self.shape)}, device={where!r}, "
+                    "source resized)")
         body = np.array2string(self.numpy(), separator=", ", threshold=20, edgeitems=3,
                                prefix="DeviceArray(")
         return f"DeviceArray({body}, dtype={self.dtype}, device={where!r})"
@@ -292,14 +323,20 @@ def full(shape, value, dtype="float32", device=None) -> DeviceArray:
 
 def host_copies(arrays) -> tuple:
     """(host arrays, write-back) for a call that runs device arrays on the host (the
-    interpreter): `arrays` with each DeviceArray replaced by numpy memory, one host copy per
-    runtime buffer so that views of one buffer stay views of one memory; `write-back()` copies
-    every host copy the run changed back to its buffer."""
+    interpreter): `arrays` with each DeviceArray replaced by numpy memory: the memory itself
+    where the host maps it (`host_view`: an array imported by `vkir.asarray` is then the very
+    bytes of its source, so it and the source passed beside it are one memory, as on the
+    device), else one host copy per runtime buffer so that views of one buffer stay views of
+    one memory; `write-back()` copies every host copy the run changed back to its buffer."""
     copies = {}     # id(runtime buffer) -> (buffer, host bytes, bytes before)
     out = []
     for a in arrays:
         if not isinstance(a, DeviceArray):
             out.append(a)
+            continue
+        view = a.host_view()
+        if view is not None:
+            out.append(view)
             continue
         entry = copies.get(id(a.buffer))
         if entry is None:
@@ -314,3 +351,38 @@ def host_copies(arrays) -> tuple:
                 buffer.write(host)
 
     return out, write_back
+
+
+def recorded_imports(dispatches) -> tuple:
+    """((what, buffer), ...): the memory of recorded dispatches (vkir.runtime Dispatches)
+    imported with a probe (`vkir.asarray` of a torch tensor or a numpy array): what their
+    bindings bind and the arrays they were recorded with (an import bound in another's memory,
+    vkir.aliasing), for `check_recorded` before each replay."""
+    out, seen = [], set()
+
+    def add(what, b):
+        while b is not None and getattr(b, "stale", None) is None:
+            b = getattr(b, "buffer", None)     # a BufferView or texel view: its buffer
+        if b is not None and getattr(b, "probe", None) is not None and id(b) not in seen:
+            seen.add(id(b))
+            out.append((what, b))
+
+    for d in dispatches:
+        for i, b in enumerate(list(d.buffers) + [b for b, _ in d.addressed]):
+            add(f"{d.name}: the array at binding {i}", b)
+        kept = [k for item in d.keep for k in (item if isinstance(item, tuple) else (item,))]
+        for a in kept:
+            if isinstance(a, DeviceArray):
+                add(f"{d.name}: an array it was recorded with", a.buffer)
+    return tuple(out)
+
+
+def check_recorded(imports) -> None:
+    """ArgumentError where the source of a recorded import (`recorded_imports`) was resized
+    since: a replay would run on memory that may be freed."""
+    for what, b in imports:
+        why = b.stale()
+        if why is not None:
+            raise ArgumentError(f"{what} is memory imported in place and {why}; record the "
+                                "sequence again with a new import (vkir.asarray) of the resized "
+                                "source")

@@ -8,6 +8,15 @@ are imported when they are C-contiguous, writeable, of a dtype vkir arrays hold,
 the device can bind; the DeviceArray (`is_view` True) then holds the view, and through it the
 source (a torch tensor through its DLPack manager, a bytearray through its buffer export, which
 also keeps it from being resized), for as long as the device memory exists.
+
+Keeping the source alive does not keep its memory in place: `tensor.resize_(...)` and
+`tensor.untyped_storage().resize_(0)` free the bytes under a live tensor, and numpy's
+`resize(refcheck=False)` moves them. An import of a torch tensor or a numpy array therefore
+carries a probe (`_probe`) that compares the source's current data pointer and size with what
+was imported; every use of the array (kernel calls, launches, sequences and their replays,
+shaders, host reads, the interpreter) asks it first and raises ArgumentError naming the array
+where the memory is no longer the source's (docs/interop.md lists the hazards, mmap truncation
+among them, which no probe sees).
 """
 
 from __future__ import annotations
@@ -45,6 +54,43 @@ def _host_view(obj, copy):
     except (TypeError, ValueError) as exc:
         raise ArgumentError(f"asarray: cannot read a {type(obj).__name__} as an array "
                             f"({exc})") from None
+
+
+def _probe(obj, address: int, nbytes: int):
+    """A callable that says why `obj` no longer holds the `nbytes` bytes imported at
+    `address` (None while it does), for the sources that can move or free their memory under
+    a live object: torch tensors (`resize_`, a storage's `resize_`, `set_`) and numpy arrays
+    (`resize(refcheck=False)`); None for the others (a buffer export pins its object)."""
+    kind = type(obj).__name__
+    if isinstance(obj, np.ndarray):
+        def numpy_probe():
+            now, size = obj.__array_interface__["data"][0], obj.nbytes
+            if now != address or size != nbytes:
+                return (f"its {kind} was resized or moved since vkir.asarray imported it "
+                        f"({nbytes} bytes at {address:#x}, now {size} at {now:#x}), so the "
+                        "imported memory may be freed")
+            return None
+        return numpy_probe
+    data_ptr, storage = getattr(obj, "data_ptr", None), getattr(obj, "untyped_storage", None)
+    if not (callable(data_ptr) and callable(storage)):
+        return None
+
+    def torch_probe():
+        try:
+            now = int(obj.data_ptr())
+            size = int(obj.nbytes)
+            held = obj.untyped_storage()
+            start, length = int(held.data_ptr()), int(held.nbytes())
+        except Exception as exc:   # noqa: BLE001 - whatever the source says is the reason
+            return f"its {kind} cannot say where its memory is ({type(exc).__name__}: {exc})"
+        if now != address or size != nbytes or not (
+                start <= address and address + nbytes <= start + length):
+            return (f"its {kind} was resized or its storage freed since vkir.asarray imported "
+                    f"it ({nbytes} bytes at {address:#x}; the tensor now has {size} at "
+                    f"{now:#x}, its storage {length} at {start:#x}), so the imported memory "
+                    "may be freed")
+        return None
+    return torch_probe
 
 
 def _why_not_in_place(dev, host: np.ndarray) -> str | None:
@@ -91,7 +137,9 @@ def asarray(obj, device=None, copy=None) -> DeviceArray:
         from ..runtime.host_import import HostBuffer
 
         try:
-            buf = HostBuffer(dev, host.ctypes.data, host.nbytes, (host, obj))
+            address = host.ctypes.data
+            buf = HostBuffer(dev, address, host.nbytes, (host, obj),
+                             _probe(obj, address, host.nbytes))
         except ArgumentError as exc:   # no host-coherent memory type for these pages
             why = str(exc)
         else:

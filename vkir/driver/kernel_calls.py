@@ -2,6 +2,13 @@
 in place where the backend can, `Allocator.in_place`; else staged copies), run (or record
 inside `vkir.sequence()`, or time inside `vkir.profile()`), launch without waiting, profile, and
 write results back; a repeated call on the same device arrays reuses its launch.
+
+Arguments over one memory with a written one (vkir.aliasing, whatever each is: a numpy array, a
+`vkir.asarray` import of it, a device array) are bound as one buffer: in the memory of the
+device array that spans them (`aliasing.bind`: the others as views of it at their offsets, in
+place), or, numpy arrays alone, staged together. Every device array is checked at every use
+(`DeviceArray.check_source`: an import whose source was resized since is refused), the
+repeated-call fast path included.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ import weakref
 
 import numpy as np
 
-from ..aliasing import Arg, plan
+from ..aliasing import Arg, bind, overlaps, plan
 from ..errors import ArgumentError
 from ..timing import Timing
 from .arrays import DeviceArray
@@ -55,6 +62,7 @@ class KernelCalls:
                 host[p.index] = a
         aliases = self._alias_groups(args)
         program = self._for_aliases(self._storage_if_aliased(program, aliases), aliases)
+        self._bind_in_place(aliases, args, buffers, host)
         # every check passed: only now is anything imported or copied (aliased arrays into one
         # buffer)
         numpy_groups = [g for g in aliases if not g.on_device]
@@ -97,17 +105,27 @@ class KernelCalls:
         which keep the copy semantics they had); the rest, which are staged, as a dict like
         `host`."""
         grouped = {m.position for g in numpy_groups for m in g.members}
-        imported = [np.asarray(a) for a in args if isinstance(a, DeviceArray) and a.is_view]
+        imported = [a for a in args if isinstance(a, DeviceArray) and a.is_view]
         allocator = self._rt.allocator
         rest = {}
         for position, a in host.items():
-            shared = position in grouped or any(np.may_share_memory(a, v) for v in imported)
+            shared = position in grouped or any(overlaps(a, v) for v in imported)
             buf = None if shared else allocator.in_place(a, position in self._writes)
             if buf is None:
                 rest[position] = a
             else:
                 buffers[position] = buf
         return rest
+
+    def _bind_in_place(self, aliases, args, buffers: dict, host: dict) -> None:
+        """Bind the members of the groups bound in device memory (`aliasing.bind`: a device
+        array's, or an import of the union) into `buffers`, numpy members too (taken out of
+        `host`: they are that memory)."""
+        allocator = self._rt.allocator
+        bound = bind(aliases, args, allocator.view, allocator.in_place, f"kernel {self.name}")
+        buffers.update(bound)
+        for position in bound:
+            host.pop(position, None)
 
     def _alias_groups(self, args) -> tuple:
         """The groups of buffer arguments over one memory with a writer (vkir.aliasing);
@@ -120,6 +138,7 @@ class KernelCalls:
         it lives on another device than the kernel (DeviceError when the kernel's was closed:
         an array made after a shutdown is on the new device, and the kernel is what is stale)."""
         check_same_device(f"kernel {self.name}: argument {p.name!r}", a.device, self._rt)
+        a.check_source(f"kernel {self.name}: argument {p.name!r}")
         return a.buffer
 
     def _copy_back(self, copies):
@@ -138,6 +157,8 @@ class KernelCalls:
                     return None
             elif _scalar_key(a) != key:
                 return None
+        for i in memo[2]:   # imported arrays: their sources may have been resized since
+            args[i].check_source(f"kernel {self.name}: argument {self._params[i].name!r}")
         return memo[1]
 
     def __call__(self, *args, samplers=None, **kwargs) -> None:
@@ -177,7 +198,9 @@ class KernelCalls:
         launch = program.launch(buffers, push, groups)
         launch.run(keep=args)
         self._memo = (tuple(weakref.ref(a) if isinstance(a, DeviceArray) else _scalar_key(a)
-                            for a in args), launch)
+                            for a in args), launch,
+                      tuple(i for i, a in enumerate(args)
+                            if isinstance(a, DeviceArray) and a.is_view))
 
     # -- sequences, launches, profiles -------------------------------------------------------
     def _device_buffers(self, args, samplers=None, image_copies=None):
@@ -199,6 +222,7 @@ class KernelCalls:
         if copies:
             image_copies.extend(copies)
         program = self._for_aliases(self._storage_if_aliased(program, aliases), aliases)
+        self._bind_in_place(aliases, bound.args, buffers, host)
         return push, groups, buffers, host, program, aliases, images
 
     def dispatch_spec(self, *args, samplers=None, **kwargs):
@@ -207,7 +231,8 @@ class KernelCalls:
         a DeviceArray (every image a DeviceImage)."""
         args = self._signature.arguments(args, kwargs)
         push, groups, buffers, host, program, _, images = self._device_buffers(args, samplers)
-        if host:
+        host = [p.index for p in self._buffer_params() if isinstance(args[p.index], np.ndarray)]
+        if host:   # (numpy memory bound in place with a device array's is refused too)
             p = self._params[min(host)]
             raise ArgumentError(f"kernel {self.name}: argument {p.name!r} is a numpy array; "
                                 "inside a sequence buffers must be DeviceArrays (vkir.array), "
@@ -250,9 +275,8 @@ class KernelCalls:
         push, groups, buffers, host, program, aliases, images = \
             self._device_buffers(args, samplers, image_copies)
         numpy_groups = [g for g in aliases if not g.on_device]
-        in_place = dict(buffers)
         host = self._in_place(host, numpy_groups, buffers, args)
-        in_place = tuple(b for i, b in buffers.items() if i not in in_place)
+        in_place = tuple(buffers.values())   # imports and views of aliases: kept while it runs
         self.last_call_copies = sum(a.nbytes * (1 + (i in self._writes))
                                     for i, a in host.items()) + \
             sum(out.nbytes * 2 for _, _, out in image_copies)

@@ -60,6 +60,7 @@ class Sequence:
         self._open = False
         self._verified = True
         self._failed = None   # "ExcType: message" of the error that ended the recording block
+        self._imports = None  # the recorded imports to check before each run (arrays.py)
 
     # -- recording ---------------------------------------------------------------------------
     def __enter__(self) -> "Sequence":
@@ -139,11 +140,21 @@ class Sequence:
         if profiler is not None:
             profiler.add_sequence(self)
             return self
+        self._check_imports()
         for check in self._checks():
             check.reset()
         self._verified = False
         self._submission = self._recorded(False).submit("sequence")
         return self
+
+    def _check_imports(self) -> None:
+        """ArgumentError where the source of an imported array a dispatch binds was resized
+        since it was recorded (vkir.driver.arrays.check_recorded): its memory may be freed."""
+        from .arrays import check_recorded, recorded_imports
+
+        if self._imports is None:
+            self._imports = recorded_imports(self._dispatches)
+        check_recorded(self._imports)
 
     def _checks(self) -> list:
         return [c for d in self._dispatches for c in d.checks]
@@ -189,6 +200,7 @@ class Sequence:
         if self._open:
             raise ArgumentError("a sequence runs when its `with` block ends, not inside it")
         self._check_recorded()
+        self._check_imports()
         rec = self._recorded(True)
         if not rec.timed:
             raise DeviceError(f"{self.device.info.name!r} has no timestamp queries on its "

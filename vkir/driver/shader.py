@@ -25,6 +25,7 @@ import weakref
 
 import numpy as np
 
+from ..aliasing import bind
 from ..errors import ArgumentError, SpirvValidationError, UnsupportedError
 from .shader_addresses import ShaderAddresses, pack_block
 from .same_device import check_same_device
@@ -332,6 +333,7 @@ class ShaderKernel:
             what = self._what(b, element)
             if isinstance(a, DeviceArray):
                 check_same_device(what, a.device, self._rt)
+                a.check_source(what)
             elif isinstance(a, np.ndarray):
                 if not a.flags.c_contiguous:
                     raise ArgumentError(f"{what} is not C-contiguous (use np.ascontiguousarray)")
@@ -378,6 +380,12 @@ class ShaderKernel:
             self._aliased = program
         return groups, self._aliased
 
+    def _bind(self, aliases, buffers) -> dict:
+        """{position: buffer} of the aliases bound in device memory, in place (vkir.aliasing:
+        a device array's, or an import of the union), numpy members included."""
+        allocator = self._rt.allocator
+        return bind(aliases, buffers, allocator.view, allocator.in_place, self.name)
+
     def _split(self, args) -> tuple:
         """(buffer arguments, image arguments) of a call's positional arguments, which are every
         binding but the separate samplers, in binding order."""
@@ -408,11 +416,14 @@ class ShaderKernel:
         groups = self._groups(grid)
         data = self._push(push, addresses)
         aliases, pipeline = self._aliases(buffers)
-        host = {i: a for i, a in enumerate(buffers) if not isinstance(a, DeviceArray)}
+        in_place = self._bind(aliases, buffers)   # aliases bound in device memory
+        host = {i: a for i, a in enumerate(buffers)
+                if not isinstance(a, DeviceArray) and i not in in_place}
         staged, copies = stage(host, self._writes.__getitem__,
                                [g for g in aliases if not g.on_device], self._scratch.copy_in,
                                self._scratch.view)
-        out = [a.buffer if isinstance(a, DeviceArray) else staged[i] for i, a in enumerate(buffers)]
+        staged.update(in_place)
+        out = [staged[i] if i in staged else a.buffer for i, a in enumerate(buffers)]
         return out + images, data, groups, (copies, host, image_copies), pipeline
 
     def dispatch_spec(self, *args, grid=None, push=None, samplers=None, formats=None):
@@ -436,9 +447,11 @@ class ShaderKernel:
                                     "sequence buffers must be DeviceArrays (vkir.array), since "
                                     "a sequence makes no hidden copies")
         access = tuple(_access(self._views_of(b)) for b, _ in self._slots) + self._images.access
-        _, program = self._aliases(buffers)
+        aliases, program = self._aliases(buffers)
+        in_place = self._bind(aliases, buffers)   # aliases bound in device memory
         data = self._push(push, addresses)
-        return program.dispatch(tuple(a.buffer for a in buffers) + tuple(images), access,
+        return program.dispatch(tuple(in_place.get(i, a.buffer) for i, a in enumerate(buffers))
+                                + tuple(images), access,
                                 data, self._groups(grid), self.name,
                                 (self, args, tuple(addresses.keep)), tuple(addresses.addressed))
 
@@ -492,10 +505,11 @@ class ShaderKernel:
         groups, data = self._groups(grid), self._push(push, addresses)
         aliases, program = self._aliases(buffers)
         device_arrays = {i: a.buffer for i, a in enumerate(buffers) if isinstance(a, DeviceArray)}
+        device_arrays.update(self._bind(aliases, buffers))
         device_arrays.update({len(buffers) + j: r for j, r in enumerate(images)})
         handle = submit(self._rt, program, device_arrays, data, groups, self.name,
-                        (args, images, addresses.keep),
-                        {i: a for i, a in enumerate(buffers) if not isinstance(a, DeviceArray)},
+                        (args, images, addresses.keep, tuple(device_arrays.values())),
+                        {i: a for i, a in enumerate(buffers) if i not in device_arrays},
                         self._writes.__getitem__, [g for g in aliases if not g.on_device])
         handle._copies.extend(addresses.readbacks())   # numpy pointees, back at the end
         handle._copies.extend(self._images.readbacks(image_copies))   # and numpy images

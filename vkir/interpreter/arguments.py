@@ -2,7 +2,9 @@
 interpreter's convention, `exact=False`); this module lays the arrays out as the buffers' strides
 and offsets say, copying where needed and writing copies back after the run. Arguments that
 share memory with a written one see one memory, as on the device (vkir.aliasing: one
-buffer, each at its offset, or the same ArgumentError).
+buffer, each at its offset, or the same ArgumentError). Device arrays reach the interpreter as
+their host memory itself where the host maps it (vkir.driver.arrays.host_copies), so an import
+(`vkir.asarray(x)`) and `x` passed beside it are one memory here too.
 """
 
 from __future__ import annotations
