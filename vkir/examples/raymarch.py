@@ -5,7 +5,9 @@ device and checks it against the interpreter; the golden-image tests render it s
 The scene is a signed distance field (the distance from a point to the nearest surface). A
 primary ray marches from the camera until it is within HIT of a surface or past FAR; a hit point
 is shaded by the light's angle to the surface normal (analytic for the spheres and the floor) and
-darkened where a second march, toward the light, hits something first. Each invocation shades
+darkened where a second march, toward the light, hits something first. A ray that goes down but
+leaves the march's reach meets the floor analytically, and far surfaces fade into the horizon's
+haze, so the floor runs smoothly into the sky. Each invocation shades
 one pixel of an (h, w) float32x4 buffer (RGBA in [0, 1], row 0 at the top); `to_rgba8` turns it
 into the (h, w, 4) uint8 picture a PNG stores. `render_scene_rgba8` is the same kernel drawing
 into an rgba8 storage image (`T.Image`), which converts on the device (what `vkir demo` renders).
@@ -74,6 +76,12 @@ def render_scene(img: T.Buffer(("h", "w"), "float32x4")):
                             t += d
                             if t > 30.0:
                                 break
+                        # past the march's reach a ray going down meets the floor where it
+                        # crosses y = 0 (without this, FAR would cut the floor off in an arc of
+                        # sky below the horizon)
+                        if not hit and dy < 0.0:
+                            t = -1.2 / dy
+                            hit = True
                         # the hit point, the surface it lies on and that surface's normal
                         px = dx * t
                         py = dy * t + 1.2
@@ -105,16 +113,27 @@ def render_scene(img: T.Buffer(("h", "w"), "float32x4")):
                         lambert = T.max(nx * -0.48 + ny * 0.8 + nz * -0.36, 0.0)
                         shade = 0.15 + 0.85 * lambert * lit
                         # surface colors: orange and blue spheres, a checkered floor
+                        # (a check narrower than a few pixels would alias into arcs: the checks
+                        # fade to their mean where one pixel covers more floor, about t * t / h)
                         check = T.cast(T.floor(px * 2.0) + T.floor(pz * 2.0), "int32") & 1
-                        r = T.select(on_a, 0.95, T.select(on_b, 0.25, T.select(check == 0, 0.85, 0.35)))
-                        g = T.select(on_a, 0.55, T.select(on_b, 0.45, T.select(check == 0, 0.85, 0.35)))
-                        bl = T.select(on_a, 0.2, T.select(on_b, 0.95, T.select(check == 0, 0.8, 0.4)))
-                        # the sky: light blue above, gray toward the horizon
-                        sky = 0.5 + 0.5 * v
+                        fade = T.min(T.max((t * t / (T.cast(h, "float32") * 1.2) - 0.05) * 8.0,
+                                           0.0), 1.0)
+                        light = T.select(check == 0, 0.25, -0.25) * (1.0 - fade)
+                        r = T.select(on_a, 0.95, T.select(on_b, 0.25, 0.6 + light))
+                        g = T.select(on_a, 0.55, T.select(on_b, 0.45, 0.6 + light))
+                        bl = T.select(on_a, 0.2, T.select(on_b, 0.95, 0.6 + 0.8 * light))
+                        # the sky: pale haze at the horizon, blue above; far surfaces fade into
+                        # the same haze (fog), so the floor meets the sky without a seam and its
+                        # distant checks do not alias
+                        up = T.min(T.max(dy, 0.0) * 3.0, 1.0)
+                        fog = T.select(hit, 1.0 - T.exp(-(t * 0.05) * (t * 0.05)), 1.0)
+                        haze_r = 0.7 + (0.35 - 0.7) * up
+                        haze_g = 0.74 + (0.55 - 0.74) * up
+                        haze_b = 0.8 + (0.92 - 0.8) * up
                         img[y, x] = T.float32x4(
-                            T.select(hit, r * shade, 0.55 * sky + 0.3 * (1.0 - sky)),
-                            T.select(hit, g * shade, 0.7 * sky + 0.3 * (1.0 - sky)),
-                            T.select(hit, bl * shade, 0.95 * sky + 0.3 * (1.0 - sky)),
+                            T.select(hit, r * shade, 0.0) * (1.0 - fog) + haze_r * fog,
+                            T.select(hit, g * shade, 0.0) * (1.0 - fog) + haze_g * fog,
+                            T.select(hit, bl * shade, 0.0) * (1.0 - fog) + haze_b * fog,
                             T.float32(1))
 
 
