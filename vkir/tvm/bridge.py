@@ -199,20 +199,23 @@ def _launcher(kernel, func):
 
 def _view(array, buf, scalars: dict, kernel: str):
     """The 1-d view of `array` with `buf`'s dtype and size (the imported kernels index flat
-    buffers), its symbolic dimensions read from TVM's scalar arguments `scalars`."""
+    buffers): the size is `buf`'s shape evaluated with TVM's scalar arguments `scalars` (by
+    name), so that a pooled allocation, which TVM's memory planner rounds up, is bound with the
+    size the kernel's shape needs; only a size no argument gives is the whole allocation."""
     from ..api import DeviceArray
+    from ..driver.shape_eval import evaluate
     from ..ir import expr as E
+    from ..ir.traversal import walk
 
+    dtype = buf.dtype.numpy_dtype()
     size = 1
     for d in buf.shape:
-        if isinstance(d, E.IntImm):
-            size *= d.value
-        elif isinstance(d, E.Var) and d.name in scalars:
-            size *= int(scalars[d.name])
-        else:
+        free = {v for v in walk(d) if isinstance(v, E.Var)}
+        if any(v.name not in scalars for v in free):
             size = None
             break
-    dtype = buf.dtype.numpy_dtype()
+        size *= int(evaluate(d, {v: int(getattr(scalars[v.name], "value", scalars[v.name]))
+                                 for v in free}))
     if size is None:   # a size vkir infers: the whole allocation in the buffer's dtype
         size = array.buffer.nbytes // dtype.itemsize
     if size * dtype.itemsize > array.buffer.nbytes:

@@ -19,7 +19,9 @@ from ..ir import stmt as S
 from ..ir.buffer import Buffer
 from ..ir.dtype import DataType, PointerType
 from ..ir.function import PrimFunc
+from ..ir.functor import Mutator
 from ..ir.intrinsics import INTRINSICS
+from ..ir.traversal import walk
 
 # TVM's ForKind values
 _FOR_KINDS = {0: "serial", 1: "parallel", 2: "vectorized", 3: "unrolled", 4: "thread_binding"}
@@ -146,6 +148,7 @@ class _Importer:
         if unbound:
             raise self.fail(f"handle parameter(s) {', '.join(unbound)} with no buffer declared "
                             "over them")
+        buffer_map, body = self.unshared_sizes(params, buffer_map, body)
         params, body = self.user_signature(params, buffer_map, body)
         # a scalar parameter that is a dimension of a buffer parameter: a size vkir infers
         dims = {d for buf in buffer_map.values() for d in buf.shape if isinstance(d, E.Var)}
@@ -155,6 +158,39 @@ class _Importer:
             if key in func.attrs:
                 attrs[key] = _value(func.attrs[key])
         return PrimFunc(tuple(params), body, buffer_map, attrs)
+
+    def unshared_sizes(self, params, buffer_map, body) -> tuple:
+        """`buffer_map` with each size Var that TVM left free in the kernel (declared in a
+        buffer parameter's shape, e.g. `cse_v1`, but neither a parameter nor used by the body or
+        another buffer) made one per buffer: TVM's memory planner pools allocations and rounds
+        them up, so buffers TVM declares with one such size arrive with different sizes, and
+        the kernel never reads the value."""
+        used = {v for v in walk(body) if isinstance(v, E.Var)} | set(params)
+        params_of = {id(b) for b in buffer_map.values()}
+        for buf in self.buffers.values():
+            if id(buf) not in params_of:
+                for e in (*buf.shape, *buf.strides, buf.elem_offset):
+                    used |= {v for v in walk(e) if isinstance(v, E.Var)}
+        for buf in buffer_map.values():
+            for e in (*buf.strides, buf.elem_offset):
+                used |= {v for v in walk(e) if isinstance(v, E.Var)}
+        owners: dict = {}
+        for buf in buffer_map.values():
+            for d in buf.shape:
+                if isinstance(d, E.Var) and d not in used:
+                    owners.setdefault(d, []).append(buf)
+        renamed: dict = {}   # id of a buffer -> the buffer with sizes of its own
+        for buf in buffer_map.values():
+            shared = [d for d in buf.shape if isinstance(d, E.Var) and len(owners.get(d, ())) > 1]
+            if shared:
+                own = {d: E.Var(f"{buf.name}_{d.name}", d.dtype) for d in shared}
+                shape = tuple(own.get(d, d) if isinstance(d, E.Var) else d for d in buf.shape)
+                renamed[id(buf)] = Buffer(buf.name, buf.data, buf.dtype, shape, buf.strides,
+                                          buf.elem_offset, buf.scope)
+        if not renamed:
+            return buffer_map, body
+        out = {data: renamed.get(id(buf), buf) for data, buf in buffer_map.items()}
+        return out, _BufferSwap(renamed).visit(body)
 
     def user_signature(self, params, buffer_map, body):
         """The parameters in the order of the user's function, and each flattened buffer
@@ -423,6 +459,16 @@ class _Importer:
         if name in _CALLS:
             return E.Call(dtype, _CALLS[name], tuple(self.expr(a) for a in e.args))
         raise self.fail(f"call to {op}")
+
+
+class _BufferSwap(Mutator):
+    """A statement with the buffers of `renamed` (id -> new buffer) replaced."""
+
+    def __init__(self, renamed: dict):
+        self.renamed = renamed
+
+    def visit_buffer(self, buffer: Buffer) -> Buffer:
+        return self.renamed.get(id(buffer), buffer)
 
 
 def _value(v):
