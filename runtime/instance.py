@@ -277,12 +277,6 @@ def _forget_after_fork() -> None:
 os.register_at_fork(after_in_child=_forget_after_fork)
 
 
-def on_shutdown(fn) -> None:
-    """Register `fn` to run at the next shutdown, before the current instance is destroyed (LIFO
-    order; devices register their close themselves)."""
-    get_instance().on_close(fn)
-
-
 def shutdown() -> list[str]:
     """Close every device of the process-wide instance and destroy it (Instance.shutdown): calls
     in flight on other threads finish first, later ones raise DeviceError, and the next use opens

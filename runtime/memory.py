@@ -223,17 +223,6 @@ class Buffer:
             self.device.one_shot(lambda cmd: _fill_zero(cmd, self.handle, self.offset,
                                                         self.alloc_bytes))
 
-    def copy_from(self, other: "Buffer") -> None:
-        """Device-side copy of `other`'s bytes into this buffer (same size)."""
-        check_alive(self)
-        assert other.nbytes == self.nbytes
-        if self.device._inflight:
-            self.device.wait_for(serial=self.serial)
-            self.device.wait_for(serial=other.serial)
-        if self.nbytes:
-            self.device.one_shot(lambda cmd: _copy(cmd, other.handle, self.handle, self.nbytes,
-                                                   src_offset=other.offset, dst_offset=self.offset))
-
     def _range(self):
         return vk.VkMappedMemoryRange(memory=self.memory, offset=0, size=WHOLE_SIZE)
 

@@ -137,10 +137,6 @@ def _canonical(value) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
 
 
-def _config_key(config: dict) -> str:
-    return json.dumps(_jsonable(config), sort_keys=True)
-
-
 class Tuned:
     """A kernel template with configs and an autotuning `build`. Calling it calls the template."""
 
