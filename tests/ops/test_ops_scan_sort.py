@@ -100,3 +100,31 @@ def test_errors(device):
         ops.histogram(np.array([1, np.inf], np.float32), 4, device=device)
     with pytest.raises(ArgumentError, match="increasing"):
         ops.histogram(np.zeros(3, np.float32), [2.0, 1.0], device=device)
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_cumsum_vector_configs_equal_the_scalar_ones(device, exclusive, dtype):
+    """The v=4 scan and chunk-sum templates (4-element loads and stores) give exactly what the
+    scalar ones give: the scan adds in the same order; chunk sums are exact for ints."""
+    from vkir.ops.scan import chunk_sum_kernel, scan_kernel
+
+    R, chunk = 1000, 200
+    x = data((3 * R,), dtype)
+    P = R // chunk
+    offsets = data((3 * P,), dtype)
+    got = {}
+    for v in (1, 4):
+        k = vkir.build(scan_kernel(3, R, 1, dtype, exclusive, chunk, True, w=8, v=v), device=device)
+        y = np.zeros_like(x)
+        k(x, offsets, y)
+        s = np.zeros((3 * P,), dtype)
+        vkir.build(chunk_sum_kernel(3, R, 1, dtype, chunk, w=8, v=v), device=device)(x, s)
+        got[v] = y, s
+    np.testing.assert_array_equal(got[4][0], got[1][0])
+    if dtype == "int32":
+        np.testing.assert_array_equal(got[4][1], got[1][1])
+    np.testing.assert_allclose(got[4][1], x.reshape(3, P, chunk).sum(-1).reshape(-1), rtol=1e-5,
+                               atol=1e-3)
+    with pytest.raises(ArgumentError, match="v=4"):
+        scan_kernel(3, 1001, 1, dtype, exclusive, chunk, True, v=4)
