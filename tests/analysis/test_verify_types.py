@@ -102,7 +102,9 @@ def test_decl_buffer_is_the_explicit_pointer_cast():
     ai = decl_buffer((16,), "int32", "ai", data=a.data)
     body = DeclBuffer(a4, DeclBuffer(ai, ir.seq(
         BufferStore(a4, a4[1], (0,)), BufferStore(ai, ai[2], (3,)))))
-    verify_types(func_of(body, a))
+    assert verify_types(func_of(body, a)) is None
+    # ai read without its DeclBuffer is the implicit pointer cast that rule 2 refuses
+    fails(func_of(BufferStore(a, ai[2], (3,)), a), 2)
 
 
 def test_buffer_map_pointer_cast_is_implicit():

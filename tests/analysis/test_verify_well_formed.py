@@ -78,7 +78,12 @@ def test_size_vars_are_defined():
     n = Var("n")
     a = decl_buffer((n,), "int32", "a")
     i = Var("i")
-    verify_well_formed(func_of(For(i, 0, n, "serial", BufferStore(a, i, (i,))), a))
+    func = func_of(For(i, 0, n, "serial", BufferStore(a, i, (i,))), a)
+    assert n in func.size_vars    # n is defined by the buffer's shape, not a parameter
+    assert verify_well_formed(func) is None
+    # without the buffer that declares it, n is an undefined variable
+    m = Var("m")
+    fails(func_of(For(i, 0, m, "serial", BufferStore(a, i, (i,))), a), "variable m")
 
 
 def test_buffer_used_outside_its_allocation():
@@ -152,7 +157,9 @@ def test_block_dependent_condition_is_uniform():
     bx, tx = Var("bx"), Var("tx")
     body = For(bx, 0, 4, "thread_binding", _threads(IfThenElse(ir.LT(bx, 2), Barrier()), tx),
                thread="blockIdx.x")
-    verify_well_formed(func_of(body, a))
+    assert verify_well_formed(func_of(body, a)) is None
+    # the same barrier under a condition on the thread index is refused
+    fails(func_of(_threads(IfThenElse(ir.LT(tx, 2), Barrier()), tx), a), "non-uniform")
 
 
 def test_message_has_span():
