@@ -113,7 +113,8 @@ class Image:
         assert dim in (1, 2, 3) and len(self.extent) == 3 and not (arrayed and dim == 3)
         self.handle = self.memory = self.view = None
         features, _ = format_features(device, fmt)
-        self.usages = frozenset(u for u in ("storage", "sampled") if features & IMAGE_FEATURES[u])
+        self.usages = frozenset(u for u in ("storage", "sampled") if features & IMAGE_FEATURES[u]
+                                and (u != "storage" or fmt.storable))   # never sRGB storage
         if not self.usages:
             check_format(device, fmt, "sampled", what)
         usage = vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT

@@ -6,6 +6,10 @@ combined image sampler (OpTypeSampledImage over Sampled=1, format Unknown as Vul
 format), its sampler chosen at call time. Their bindings follow the storage buffers', in
 parameter order.
 
+A storage image of a format SPIR-V has no ImageFormat for (bgra8) is declared "Unknown" and
+may only be written (StorageImageWriteWithoutFormat); a read is refused, since devices do not
+read such images.
+
 The IR indexes images in numpy order (`img[y, x]`, the layer first); SPIR-V coordinates are x
 first (the layer last), so index tuples are reversed. Reads are OpImageRead, writes
 OpImageWrite, `T.sample` OpImageSampleExplicitLod at Lod 0, `T.image_size` OpImageQuerySize (a
@@ -88,6 +92,15 @@ class ImageMixin:
             else:
                 if fmt.extended:
                     self.b.capability("StorageImageExtendedFormats")
+                if fmt.spirv_format == "Unknown":   # bgra8: SPIR-V names no such format
+                    if read:
+                        raise UnsupportedError(
+                            f"kernel {self.func.name!r}: storage image {p.name!r} of format "
+                            f"{fmt.name} is read, but SPIR-V has no {fmt.name} format and "
+                            "devices do not read storage images without one (lavapipe and "
+                            "SwiftShader report no STORAGE_READ_WITHOUT_FORMAT); only write "
+                            "it, or read it as a T.Texture")
+                    self.b.capability("StorageImageWriteWithoutFormat")
                 image_t = type_id = self.b.type_image(lane, dim, itype.layered, 2,
                                                       fmt.spirv_format)
                 kind, readonly, writeonly = "storage_image", not written, not read and written

@@ -33,8 +33,9 @@ def _copy_kernel(fmt: str):
     return from_script(COPY, {"T": T, "fmt": fmt})
 
 
-@pytest.mark.parametrize("fmt", sorted(FORMATS))
+@pytest.mark.parametrize("fmt", sorted(f for f in FORMATS if FORMATS[f].spirv_format != "Unknown"))
 def test_every_format_declares_its_image_type(fmt):
+    """(bgra8 and the sRGB formats, which SPIR-V names no format for: test_srgb_bgra_formats)"""
     row = FORMATS[fmt]
     module, asm = _asm(_copy_kernel(fmt))
     sampled_type = {"float32": "%float", "uint32": "%uint", "int32": "%int"}[row.lane_dtype]

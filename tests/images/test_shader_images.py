@@ -223,7 +223,7 @@ def test_device_image_dims_and_layers(vkir_device):
     layered = vkir.empty_image((6,), "rgba8ui", layers=2, device=vkir_device)
     assert layered.shape == (2, 6) and layered.numpy().shape == (2, 6, 4)
     with pytest.raises(ArgumentError, match="unknown image format"):
-        vkir.empty_image((4, 4), "bgra8", device=vkir_device)
+        vkir.empty_image((4, 4), "bgra4", device=vkir_device)
 
 
 def test_unsupported_format_is_refused_by_name(vkir_device):

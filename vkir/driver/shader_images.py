@@ -123,7 +123,7 @@ class ShaderImages:
         return img
 
     def _format(self, b, given, dtype, channels: int, what: str):
-        declared = format_of_spirv(b.format)
+        declared = _declared_format(b)
         if given is not None and declared is not None and given != declared:
             raise ArgumentError(f"{what} declares format {declared.name}; formats= gives "
                                 f"{given.name}")
@@ -140,7 +140,7 @@ class ShaderImages:
 
         if isinstance(a, DeviceImage):
             check_same_device(what, a.device, self.rt, "the shader")
-            declared = format_of_spirv(b.format)
+            declared = _declared_format(b)
             if declared is not None and a.image_format != declared:
                 raise ArgumentError(f"{what} declares format {declared.name}; the DeviceImage "
                                     f"is {a.format}")
@@ -235,6 +235,14 @@ class _Readback:
 
     def read(self, host) -> None:
         self.images.copy_back([(self.kind, self.obj, host)])
+
+
+def _declared_format(b):
+    """The format binding `b` declares: a vkir kernel's parameter names its own (`image_format`:
+    a texture's too, and bgra8, which SPIR-V declares "Unknown"); a reflected shader's binding
+    only its SPIR-V ImageFormat (None for "Unknown": the data decides)."""
+    name = getattr(b, "image_format", None)
+    return image_format(name) if name else format_of_spirv(b.format)
 
 
 def _elements(a, b, what: str, noun: str) -> tuple:

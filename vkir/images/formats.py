@@ -23,7 +23,12 @@ class ImageFormat:
     "uint32" or "int32"); `vk_format` the VkFormat enumerant's value; `spirv_format` the SPIR-V
     ImageFormat enumerant's name; `extended` whether SPIR-V declares it only with the
     StorageImageExtendedFormats capability; `guaranteed` whether Vulkan requires storage-image
-    support for it on every device."""
+    support for it on every device; `order` the channels in memory order ("bgra": a stored
+    texel holds blue, green, red, alpha, and the host array keeps that order, while a kernel
+    reads and writes red first as for every format); `srgb` whether the color channels are
+    sRGB-encoded (a read converts them to linear; such a format is sampled only: Vulkan has no
+    sRGB storage images). A format SPIR-V has no ImageFormat for (bgra8) is declared "Unknown"
+    in a kernel."""
 
     name: str
     vk_format: int
@@ -34,6 +39,8 @@ class ImageFormat:
     encoding: str
     extended: bool = False
     guaranteed: bool = False
+    order: str = "rgba"
+    srgb: bool = False
 
     @property
     def texel_dtype(self) -> str:
@@ -44,6 +51,11 @@ class ImageFormat:
     def is_integer(self) -> bool:
         """True for the uint/sint formats (reads are integers, never normalized)."""
         return self.encoding in ("uint", "sint")
+
+    @property
+    def storable(self) -> bool:
+        """Whether the format can be a storage image at all (sRGB formats cannot)."""
+        return not self.srgb
 
     @property
     def texel_bytes(self) -> int:
@@ -93,8 +105,14 @@ def _rows():
     ]
     lane = {"unorm": "float32", "snorm": "float32", "float": "float32", "uint": "uint32",
             "sint": "int32"}
-    return {name: ImageFormat(name, vk, ch, dt, lane[enc], spv, enc, ext, guaranteed)
+    rows = {name: ImageFormat(name, vk, ch, dt, lane[enc], spv, enc, ext, guaranteed)
             for name, vk, ch, dt, enc, spv, ext, guaranteed in table}
+    # the swapped and sRGB 8-bit formats renderers and window systems use (SPIR-V names none)
+    for name, vk, order, srgb in (("bgra8", 44, "bgra", False), ("rgba8_srgb", 43, "rgba", True),
+                                  ("bgra8_srgb", 50, "bgra", True)):
+        rows[name] = ImageFormat(name, vk, 4, "uint8", "float32", "Unknown", "unorm",
+                                 order=order, srgb=srgb)
+    return rows
 
 
 FORMATS: dict[str, ImageFormat] = _rows()

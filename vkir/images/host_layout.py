@@ -15,7 +15,7 @@ from ..errors import ArgumentError
 from .formats import FORMATS, ImageFormat
 
 __all__ = ["texel_shape", "infer_format", "format_of_spirv"]
-_BY_SPIRV = {f.spirv_format: f for f in FORMATS.values()}
+_BY_SPIRV = {f.spirv_format: f for f in FORMATS.values() if f.spirv_format != "Unknown"}
 
 
 def texel_shape(fmt: ImageFormat, shape: tuple, what: str) -> tuple:

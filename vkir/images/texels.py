@@ -10,12 +10,19 @@ vkir.images.formats. The interpreter uses them as the definition; tests and tool
 - integer formats: read zero- or sign-extended to 32 bits; a write keeps the low bits (Vulkan
   leaves a value the format cannot represent undefined: devices may differ there).
 - Channels the format lacks read as 0, 0, 0 and 1; a write drops them.
+- bgra formats store blue, green, red, alpha (the host array keeps that memory order); reads and
+  writes are red first, as for every format.
+- sRGB formats: a read converts red, green and blue from sRGB to linear as Vulkan's
+  specification states (c <= 0.04045: c / 12.92, else ((c + 0.055) / 1.055) ^ 2.4, computed in
+  float64 and rounded to float32); alpha is plain unorm. They cannot be written: Vulkan has no
+  sRGB storage images.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..errors import UnsupportedError
 from .formats import ImageFormat
 
 _LANE = {"float32": np.float32, "uint32": np.uint32, "int32": np.int32}
@@ -26,9 +33,17 @@ def decode(fmt: ImageFormat, raw) -> np.ndarray:
     texels `raw` (shape `(..., channels)` of the format's storage dtype)."""
     raw = np.asarray(raw)
     lane = _LANE[fmt.lane_dtype]
+    if fmt.order == "bgra":
+        raw = raw[..., [2, 1, 0, 3]]
     if fmt.encoding == "unorm":
         top = float(np.iinfo(raw.dtype).max)
-        values = (raw.astype(np.float64) / top).astype(np.float32)
+        values = raw.astype(np.float64) / top
+        if fmt.srgb:
+            color = values[..., :3]
+            values = np.concatenate([np.where(color <= 0.04045, color / 12.92,
+                                              ((color + 0.055) / 1.055) ** 2.4),
+                                     values[..., 3:]], axis=-1)
+        values = values.astype(np.float32)
     elif fmt.encoding == "snorm":
         top = float(np.iinfo(raw.dtype).max)
         values = np.maximum(raw.astype(np.float64) / top, -1.0).astype(np.float32)
@@ -45,7 +60,12 @@ def decode(fmt: ImageFormat, raw) -> np.ndarray:
 def encode(fmt: ImageFormat, texel) -> np.ndarray:
     """The stored texels (shape `(..., channels)`, the format's storage dtype) that writing the
     4-lane `texel` values (float32, uint32 or int32, shape `(..., 4)`) leaves."""
+    if fmt.srgb:
+        raise UnsupportedError(f"format {fmt.name} is sRGB, which cannot be written: Vulkan has "
+                               "no sRGB storage images")
     texel = np.asarray(texel)[..., :fmt.channels]
+    if fmt.order == "bgra":
+        texel = texel[..., [2, 1, 0, 3]]
     storage = np.dtype(fmt.storage_dtype)
     if fmt.encoding in ("unorm", "snorm"):
         top = float(np.iinfo(storage).max)

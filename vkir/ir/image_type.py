@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, UnsupportedError
 from ..images.formats import ImageFormat, image_format
 from .dtype import DataType
 
@@ -32,7 +32,9 @@ class ImageType:
     def __post_init__(self):
         from .expr import convert
 
-        image_format(self.format)
+        fmt = image_format(self.format)
+        if not self.sampled and not fmt.storable:
+            raise UnsupportedError(storage_refusal(fmt.name))
         object.__setattr__(self, "shape", tuple(convert(s) for s in self.shape))
         dims = len(self.shape) - self.layered
         if not 1 <= dims <= 3:
@@ -111,6 +113,13 @@ def nonpositive_extent(shape, layered: bool) -> str | None:
                     f"({shown}{',' if len(spatial) == 1 else ''})"
                     f"{f', layers={shape[0]}' if layered else ''})")
     return None
+
+
+def storage_refusal(fmt_name: str) -> str:
+    """Why format `fmt_name` (an sRGB one) cannot be a storage image, and what to do instead."""
+    return (f"format {fmt_name} is sRGB, and Vulkan has no sRGB storage format: it can only be "
+            f"a texture (T.Texture, read with T.sample); store linear values in "
+            f"{fmt_name.replace('_srgb', '')} instead")
 
 
 def is_image(var) -> bool:

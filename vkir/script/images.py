@@ -12,7 +12,8 @@ import ast
 from ..ir import expr as E
 from ..ir.dtype import DataType
 from ..ir.image import ImageSample, ImageSize
-from ..ir.image_type import ImageType, is_image, nonpositive_extent
+from ..errors import UnsupportedError
+from ..ir.image_type import ImageType, is_image, nonpositive_extent, storage_refusal
 from ..images.formats import FORMATS
 from . import builtins as B
 
@@ -35,6 +36,12 @@ def image_param(parser, a: ast.arg) -> E.Var:
         raise parser.error(fmt_node if isinstance(fmt_node, ast.AST) else a.annotation,
                            f"{parser.t_name}.{kind}: unknown image format {fmt!r}; one of "
                            f"{', '.join(FORMATS)}")
+    if not IMAGE_ANNOTATIONS[kind] and not FORMATS[fmt].storable:
+        # UnsupportedError (what Vulkan lacks), located like a ScriptError
+        raise UnsupportedError(str(parser.error(fmt_node if isinstance(fmt_node, ast.AST)
+                                                else a.annotation,
+                                                f"{parser.t_name}.{kind}: "
+                                                f"{storage_refusal(fmt)}")))
     parser.in_shape = True
     try:
         shape = parser._shape(args["shape"])
