@@ -12,6 +12,7 @@ from ._vk import cstr, ffi, lib, version_string, vk
 from vkir.features import CORE as CORE_STRUCT
 from vkir.features import EXTENSION_FEATURES
 from vkir.features import TABLE as FEATURE_TABLE
+from vkir.limits import Limits
 from vkir.quirks import quirks_of
 
 KINDS = {
@@ -37,42 +38,6 @@ SUBGROUP_FEATURES = ("basic", "vote", "arithmetic", "ballot", "shuffle", "shuffl
 # device features of subgroup size control (pipeline creation, not kernel code)
 SUBGROUP_SIZE_CONTROL = "subgroup_size_control"
 COMPUTE_FULL_SUBGROUPS = "compute_full_subgroups"
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The device limits a compute kernel can run into."""
-
-    max_workgroup_size: tuple          # (x, y, z) maxComputeWorkGroupSize
-    max_workgroup_invocations: int     # maxComputeWorkGroupInvocations
-    max_workgroup_count: tuple         # (x, y, z) maxComputeWorkGroupCount
-    max_shared_memory_bytes: int       # maxComputeSharedMemorySize
-    max_push_constant_bytes: int       # maxPushConstantsSize
-    max_storage_buffer_range: int      # maxStorageBufferRange
-    min_storage_buffer_offset_alignment: int
-    non_coherent_atom_size: int
-    timestamp_period_ns: float         # nanoseconds per timestamp tick
-    max_memory_allocation_count: int
-    max_uniform_buffer_range: int = 16384  # maxUniformBufferRange (the Vulkan minimum)
-    # descriptor limits: a kernel binds one storage buffer per buffer argument, in one set
-    max_per_stage_storage_buffers: int = 4          # maxPerStageDescriptorStorageBuffers
-    max_per_stage_uniform_buffers: int = 12         # maxPerStageDescriptorUniformBuffers
-    max_descriptor_set_uniform_buffers: int = 72    # maxDescriptorSetUniformBuffers
-    max_descriptor_set_storage_buffers: int = 24    # maxDescriptorSetStorageBuffers
-    max_per_stage_resources: int = 128              # maxPerStageResources
-    # image-like descriptors (image parameters, texel reads, shaders' images and samplers)
-    max_per_stage_storage_images: int = 4           # maxPerStageDescriptorStorageImages
-    max_per_stage_sampled_images: int = 16          # maxPerStageDescriptorSampledImages
-    max_per_stage_samplers: int = 16                # maxPerStageDescriptorSamplers
-    max_descriptor_set_storage_images: int = 24     # maxDescriptorSetStorageImages
-    max_descriptor_set_sampled_images: int = 96     # maxDescriptorSetSampledImages
-    max_descriptor_set_samplers: int = 96           # maxDescriptorSetSamplers
-    max_bound_descriptor_sets: int = 4              # maxBoundDescriptorSets
-    # the largest single VkDeviceMemory (VkPhysicalDeviceMaintenance3Properties, Vulkan 1.1)
-    max_memory_allocation_size: int = 1 << 30       # maxMemoryAllocationSize
-    # bits of the fraction linear filtering keeps of a texel coordinate (what
-    # vkir.interpret(..., sub_texel_precision_bits=) takes to sample as the device does)
-    sub_texel_precision_bits: int = 4               # subTexelPrecisionBits
 
 
 @dataclass(frozen=True)

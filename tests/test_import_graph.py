@@ -23,7 +23,7 @@ def test_no_forbidden_imports():
     # the runtime sees configuration, errors, device facts and the image format table (a leaf
     # package: vkir.images -> vkir.errors), never the IR, the front end or the driver
     assert "vkir.runtime       -> vkir.config, vkir.errors, vkir.features, vkir.images, " \
-        "vkir.quirks, vkir.store, vkir.timing\n" in run.stdout
+        "vkir.limits, vkir.quirks, vkir.store, vkir.timing\n" in run.stdout
     assert "vkir.images        -> vkir.errors\n" in run.stdout
     assert "no forbidden imports" in run.stdout
 

@@ -12,7 +12,8 @@ module (`vkir.ir`, `vkir.api`, ...); the top-level folders spirv/ and runtime/ a
 and `vkir.runtime`, as they install.
 
 The layering, bottom to top: errors, config (the VKIR_* environment variables), store (files
-kept between processes), timing; target (the compilation target, plain data); ir;
+kept between processes), timing, limits (the one Limits type of devices, below both the target
+and the runtime); target (the compilation target, plain data); ir;
 abi (a compiled kernel's dispatch description); arith; analysis; script, transform, schedule, binding,
 aliasing (which arguments share memory), interpreter; spirv (the IR -> SPIR-V backend); runtime
 (Vulkan, knows no IR); and the facade (api, lowering, cli, demo, ops, ...) that joins them. A package imports only packages below it
@@ -42,9 +43,10 @@ ALLOWED = {
     "vkir.errors": set(),
     "vkir.quirks": set(),
     "vkir.features": set(),
+    "vkir.limits": set(),
     "vkir.config": {"vkir.errors"},
     "vkir.store": {"vkir.errors", "vkir.config"},
-    "vkir.target": {"vkir.errors", "vkir.quirks", "vkir.features"},
+    "vkir.target": {"vkir.errors", "vkir.quirks", "vkir.features", "vkir.limits"},
     "vkir.images": {"vkir.errors"},
     "vkir.ir": {"vkir.errors", "vkir.images"},
     "vkir.abi": {"vkir.errors", "vkir.ir"},
@@ -64,7 +66,7 @@ ALLOWED = {
                    "vkir.abi", "vkir.features", "vkir.images"},
     "vkir.timing": set(),
     "vkir.runtime": {"vkir.errors", "vkir.timing", "vkir.config", "vkir.quirks",
-                     "vkir.features", "vkir.store", "vkir.images"},
+                     "vkir.features", "vkir.store", "vkir.images", "vkir.limits"},
 }
 
 # module -> the packages it must not import at all (lazy imports included)

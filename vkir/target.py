@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 
 from .errors import ArgumentError
 from .features import NAMES
+from .limits import UNLIMITED, Limits
 from .quirks import LAVAPIPE
 
 KINDS = ("vulkan", "interp", "wgpu")   # a backend of vkir.backends.BACKENDS each
@@ -36,34 +37,6 @@ LAVAPIPE_LACKS = frozenset({"float16_denorm_preserve", "float32_denorm_preserve"
                             "float64_denorm_preserve", "storage_image_read_without_format",
                             "sampled_image_array_dynamic_indexing",
                             "storage_image_array_dynamic_indexing"})
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The device limits compilation checks against. The defaults are Vulkan's required minimums,
-    so a kernel within them runs on every conformant device."""
-
-    max_workgroup_size: tuple = (128, 128, 64)        # maxComputeWorkGroupSize (x, y, z)
-    max_workgroup_invocations: int = 128              # maxComputeWorkGroupInvocations
-    max_workgroup_count: tuple = (65535, 65535, 65535)  # maxComputeWorkGroupCount
-    max_shared_memory_bytes: int = 16384              # maxComputeSharedMemorySize
-    max_push_constant_bytes: int = 128                # maxPushConstantsSize
-    max_storage_buffer_range: int = 1 << 27           # maxStorageBufferRange
-
-    def __post_init__(self):
-        object.__setattr__(self, "max_workgroup_size", tuple(int(v) for v in self.max_workgroup_size))
-        object.__setattr__(self, "max_workgroup_count", tuple(int(v) for v in self.max_workgroup_count))
-
-    @staticmethod
-    def of(limits) -> "Limits":
-        """The compile-time limits read from any object with the same attribute names (a
-        vkir.runtime Limits, or another Limits)."""
-        return Limits(**{f.name: getattr(limits, f.name) for f in fields(Limits)})
-
-
-UNLIMITED = Limits(max_workgroup_size=(1 << 20,) * 3, max_workgroup_invocations=1 << 20,
-                   max_workgroup_count=((1 << 31) - 1,) * 3, max_shared_memory_bytes=1 << 30,
-                   max_push_constant_bytes=1 << 16, max_storage_buffer_range=(1 << 62))
 
 
 @dataclass(frozen=True)

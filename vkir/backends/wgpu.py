@@ -22,12 +22,12 @@ import functools
 import os
 import tempfile
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import ArgumentError, UnsupportedError
 from ..ir import PrimFunc
+from ..limits import Limits
 from .base import Backend
 from .protocol import Allocator, Launch, Program, ProgramSpec, Runtime, Waitable
 
@@ -236,32 +236,22 @@ def _naga_message(exc) -> str:
     return "; ".join(out[:4]) or type(exc).__name__
 
 
-@dataclass(frozen=True)
-class WgpuLimits:
-    """An adapter's limits under vkir.target.Limits' names, plus the ones the seam asks for."""
-
-    max_workgroup_size: tuple
-    max_workgroup_invocations: int
-    max_workgroup_count: tuple
-    max_shared_memory_bytes: int
-    max_push_constant_bytes: int
-    max_storage_buffer_range: int
-    max_storage_buffers: int
-    min_storage_buffer_offset_alignment: int
-
-    @staticmethod
-    def of(adapter_limits: dict, immediates: bool) -> "WgpuLimits":
-        """The limits of a wgpu adapter's `limits` mapping."""
-        lim = adapter_limits
-        count = lim["max-compute-workgroups-per-dimension"]
-        return WgpuLimits(
-            (lim["max-compute-workgroup-size-x"], lim["max-compute-workgroup-size-y"],
-             lim["max-compute-workgroup-size-z"]),
-            lim["max-compute-invocations-per-workgroup"], (count, count, count),
-            lim["max-compute-workgroup-storage-size"],
-            lim.get("max-immediate-size", 0) if immediates else 0,
-            lim["max-storage-buffer-binding-size"], lim["max-storage-buffers-per-shader-stage"],
-            lim["min-storage-buffer-offset-alignment"])
+def wgpu_limits(adapter_limits: dict, immediates: bool) -> Limits:
+    """vkir's Limits of a wgpu adapter's `limits` mapping (what WebGPU does not report keeps
+    Vulkan's minimum)."""
+    lim = adapter_limits
+    count = lim["max-compute-workgroups-per-dimension"]
+    return Limits(
+        max_workgroup_size=(lim["max-compute-workgroup-size-x"],
+                            lim["max-compute-workgroup-size-y"],
+                            lim["max-compute-workgroup-size-z"]),
+        max_workgroup_invocations=lim["max-compute-invocations-per-workgroup"],
+        max_workgroup_count=(count, count, count),
+        max_shared_memory_bytes=lim["max-compute-workgroup-storage-size"],
+        max_push_constant_bytes=lim.get("max-immediate-size", 0) if immediates else 0,
+        max_storage_buffer_range=lim["max-storage-buffer-binding-size"],
+        max_per_stage_storage_buffers=lim["max-storage-buffers-per-shader-stage"],
+        min_storage_buffer_offset_alignment=lim["min-storage-buffer-offset-alignment"])
 
 
 class WgpuRuntime(Runtime):
@@ -283,7 +273,7 @@ class WgpuRuntime(Runtime):
         self.name = f"{info.get('device') or info.get('vendor') or 'adapter'} (WebGPU, " \
                     f"{info.get('backend_type', '?')})"
         self.immediates = "immediates" in adapter.features
-        self._limits = WgpuLimits.of(dict(adapter.limits), self.immediates)
+        self._limits = wgpu_limits(dict(adapter.limits), self.immediates)
         wanted = {"max-compute-workgroup-size-x", "max-compute-workgroup-size-y",
                   "max-compute-workgroup-size-z", "max-compute-invocations-per-workgroup",
                   "max-compute-workgroup-storage-size", "max-storage-buffers-per-shader-stage",
@@ -304,7 +294,7 @@ class WgpuRuntime(Runtime):
         self._fence = self.device.create_buffer(size=4, usage=wgpu.BufferUsage.COPY_SRC)
 
     @property
-    def limits(self) -> WgpuLimits:
+    def limits(self) -> Limits:
         """The adapter's limits."""
         return self._limits
 
@@ -315,14 +305,10 @@ class WgpuRuntime(Runtime):
     def target(self, precise: bool = False):
         """Vulkan SPIR-V 1.3 (what naga reads) with no optional feature, the adapter's limits
         and its driver's quirks; `precise` as on Vulkan."""
-        from ..target import Limits, Target
+        from ..target import Target
 
-        lim = self._limits
         return Target(kind="wgpu", env="vulkan1.1", spirv_version=(1, 3), precise=precise,
-                      quirks=self.quirks,
-                      limits=Limits(lim.max_workgroup_size, lim.max_workgroup_invocations,
-                                    lim.max_workgroup_count, lim.max_shared_memory_bytes,
-                                    lim.max_push_constant_bytes, lim.max_storage_buffer_range))
+                      quirks=self.quirks, limits=self._limits)
 
     def check_limits(self, bindings: int, push_bytes: int, local_size: tuple, shared_bytes: int,
                      what: str, images: tuple = ()) -> None:
@@ -333,10 +319,10 @@ class WgpuRuntime(Runtime):
             raise UnsupportedError(f"{what} binds images, samplers or texel buffers; vkir binds "
                                    f"none on WebGPU devices such as {self.name!r}")
         lim = self._limits
-        if bindings > lim.max_storage_buffers:
+        if bindings > lim.max_per_stage_storage_buffers:
             raise UnsupportedError(f"{what} binds {bindings} storage buffers; WebGPU's "
                                    f"maxStorageBuffersPerShaderStage on {self.name!r} is "
-                                   f"{lim.max_storage_buffers}")
+                                   f"{lim.max_per_stage_storage_buffers}")
         if push_bytes and not self.immediates:
             raise UnsupportedError(f"{what} takes {push_bytes} bytes of push constants; "
                                    f"{self.name!r} lacks WebGPU's 'immediates' feature")
