@@ -72,6 +72,45 @@ _SCATTER_USE = """\
 """
 
 
+# the walk with `v` = 4: the chunk is read 4 elements per access into the local t (a vector
+# load: on llvmpipe a loop over the SIMD lanes whatever its width, through a texel view for
+# read-only data), then its elements are taken in order as the scalar walk takes them
+_WALK_HEAD = """\
+                for i in T.serial(C):
+                    e = p * C + i
+                    if e < N:
+"""
+_WALK4_HEAD = """\
+                t = T.alloc_buffer((4,), "{st}", scope="local")
+                for i in T.serial(C // 4):
+                    if p * C + i * 4 < N:
+                        for q in T.vectorized(4):
+                            t[q] = src[p * C + i * 4 + q]
+                        for j in T.unroll(4):
+                            e = p * C + i * 4 + j
+"""
+
+
+def _vector_walk(text: str, st: str) -> str:
+    """The `v=4` form of a walk's text: the element loop read 4 elements at a time, its body
+    (every line indented 24 or more after the loop's head) one level deeper, reading t[j]."""
+    head, rest = text.split(_WALK_HEAD)
+    body, tail = [], []
+    for line in rest.splitlines(keepends=True):
+        if not tail and (len(line) - len(line.lstrip(" ")) >= 24 or not line.strip()):
+            body.append("    " + line.replace("src[e]", "t[j]") if line.strip() else line)
+        else:
+            tail.append(line)
+    return head + _WALK4_HEAD.format(st=st) + "".join(body) + "".join(tail)
+
+
+def _check_v(v, N, C):
+    if v not in (1, 4):
+        raise ArgumentError(f"radix sort kernel: v must be 1 or 4, got {v!r}")
+    if v == 4 and (N % 4 or C % 4):
+        raise ArgumentError(f"radix sort kernel: v=4 needs N ({N}) and C ({C}) multiples of 4")
+
+
 def _key_text(dtype, first):
     if not first:
         return f"{_PAD}key = src[e]"
@@ -88,27 +127,33 @@ def _src(dtype, first):
     return f'src: T.Buffer((N,), "{dtype if first else "uint32"}")'
 
 
-@autotune(configs={"cpu": [dict(w=8), dict(w=1)], "default": [dict(w=64)]},
-          key=("N", "P", "C", "dtype", "first"))
-def radix_count_kernel(N, P, C, dtype="float32", first=True, w=8):
+CONFIGS = {"cpu": [dict(w=8, v=4), dict(w=8), dict(w=1)], "default": [dict(w=64)]}
+
+
+@autotune(configs=CONFIGS, key=("N", "P", "C", "dtype", "first"))
+def radix_count_kernel(N, P, C, dtype="float32", first=True, w=8, v=1):
     """The PrimFunc writing counts[d * P + p], the number of elements of chunk p (C elements
     of the N) whose digit (key >> shift) & 255 is d; `first`: src is the data (dtype), else
-    the keys of the previous pass (uint32)."""
+    the keys of the previous pass (uint32); `v=4`: src read 4 elements per access."""
     _check(N, P, C, w)
+    _check_v(v, N, C)
     text = _WALK.format(name="radix_count", params=f'{_src(dtype, first)}, counts: '
                         'T.Buffer((256 * P,), "int32"), shift: T.int32', c="c", init="0",
                         key=_key_text(dtype, first), use=_COUNT_USE)
+    if v == 4:
+        text = _vector_walk(text, dtype if first else "uint32")
     return from_script(text, env=dict(N=N, P=P, C=C, W=w), file="<vkir.ops.radix count>")
 
 
-@autotune(configs={"cpu": [dict(w=8), dict(w=1)], "default": [dict(w=64)]},
-          key=("N", "P", "C", "dtype", "first", "with_index"))
-def radix_scatter_kernel(N, P, C, dtype="float32", first=True, with_index=False, w=8):
+@autotune(configs=CONFIGS, key=("N", "P", "C", "dtype", "first", "with_index"))
+def radix_scatter_kernel(N, P, C, dtype="float32", first=True, with_index=False, w=8, v=1):
     """The PrimFunc moving every element of chunk p, in order, to offsets[d * P + p] + (how
     many of its digit came before it in the chunk): the keys into kout, the payload (the
     position when `with_index`, else the value) into pout. The first pass reads the data and
-    makes the payload; later ones read keys (src) and the payload (pin)."""
+    makes the payload; later ones read keys (src) and the payload (pin); `v=4`: src read 4
+    elements per access."""
     _check(N, P, C, w)
+    _check_v(v, N, C)
     pt = "int32" if with_index else dtype
     if first:
         pay_in, payload = "", ("e" if with_index else "v")
@@ -118,6 +163,8 @@ def radix_scatter_kernel(N, P, C, dtype="float32", first=True, with_index=False,
               f'kout: T.Buffer((N,), "uint32"), pout: T.Buffer((N,), "{pt}"), shift: T.int32')
     text = _WALK.format(name="radix_scatter", params=params, c="o", init="offsets[d * P + p]",
                         key=_key_text(dtype, first), use=_SCATTER_USE.format(payload=payload))
+    if v == 4:
+        text = _vector_walk(text, dtype if first else "uint32")
     return from_script(text, env=dict(N=N, P=P, C=C, W=w), file="<vkir.ops.radix scatter>")
 
 
