@@ -11,6 +11,7 @@ import pytest
 import vkir
 from vkir import T
 from vkir.examples import raymarch
+from vkir.golden_baselines import device_label
 from vkir.testing import assert_image_matches
 
 H, W = 48, 64
@@ -150,5 +151,7 @@ def test_picture(device, vkir_golden, picture):
     assert img.shape[2] == 4 and img.dtype == np.uint8 and img.std() > 10   # not blank
     vkir_golden(img, **tolerances)
     for axis in (0, 1):
-        with pytest.raises(AssertionError, match="image differs from the golden"):
+        with pytest.raises(AssertionError, match="image differs from the golden") as info:
             assert_image_matches(np.roll(img, 1, axis=axis), img, **tolerances)
+        # the failure names the device and its driver
+        assert f"device: {device_label(device.info)}" in str(info.value)

@@ -4,6 +4,7 @@ against a numpy reference, the vkir_device marker and fixture work (a device aga
 shut the runtime down), a validation-layer message fails the test that caused it, and without a
 Vulkan device the device tests skip with the reason."""
 
+import re
 from pathlib import Path
 
 SCALE = Path(__file__).resolve().parents[1] / "shaders" / "scale.comp"
@@ -80,6 +81,9 @@ def test_plugin_session(pytester):
                                            "no:cacheprovider", "-rA")
     result.assert_outcomes(passed=4, failed=2)
     out = result.stdout.str()
+    # the header names the device, its driver and driver version, and its device key
+    assert re.search(r"vkir device: .+, driver .+ \(driverVersion 0x[0-9a-f]+\) \(device key "
+                     r"[a-z0-9.-]+\)", out), out[:2000]
     assert "PASSED test_user.py::test_correct_kernel" in out
     assert "PASSED test_user.py::test_user_shader" in out
     assert "PASSED test_user.py::test_after_a_shutdown" in out
