@@ -38,7 +38,8 @@ MESA25_TESTS = ("tests/driver", "tests/images", "tests/test_quirk_releases.py",
                 "tests/test_semantics_device.py", "tests/spirv/test_spirv_device_numerics.py",
                 "tests/transform/test_split_long_loops.py", "tests/runtime/test_runtime_devices.py",
                 "tests/shaders/test_shader_limits.py", "tests/test_golden_images.py",
-                "tests/test_golden_fixture.py", "tests/test_render_demo.py")
+                "tests/test_golden_fixture.py", "tests/test_render_demo.py",
+                "tests/test_golden_pictures.py")
 
 
 def sessions(extra: list[str]) -> list[tuple[str, dict, list[str]]]:
