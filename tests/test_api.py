@@ -303,12 +303,25 @@ def test_arrays(device):
     assert vkir.device(device.info.index) is device
 
 
-def test_empty_arrays_dispatch_nothing(device):
+def test_empty_arrays_dispatch_nothing(device, monkeypatch):
+    """n = 0 (numpy or device arrays) launches a grid of zero workgroups and leaves the empty
+    outputs empty; one element launches one workgroup, so the recorder sees every call."""
     k = vkir.build(vadd, device=device)
+    grids = []
+    real = type(k)._prepare
+    monkeypatch.setattr(type(k), "_prepare", lambda self, *a, **kw:
+                        (lambda got: grids.append(tuple(got[2])) or got)(real(self, *a, **kw)))
     a = np.zeros(0, np.float32)
-    k(a, a.copy(), a.copy())
+    out = a.copy()
+    k(a, a.copy(), out)
     A = vkir.array(a, device)
-    k(A, A, vkir.empty(0, "float32", device))
+    C = vkir.empty(0, "float32", device)
+    k(A, A, C)
+    assert len(grids) == 2 and all(np.prod(g) == 0 for g in grids), grids
+    assert out.shape == (0,) and C.numpy().shape == (0,)
+    one = np.ones(1, np.float32)
+    k(one, one, out := np.zeros(1, np.float32))
+    assert np.prod(grids[-1]) == 1 and out[0] == 2.0
 
 
 def test_profile_falls_back_to_wall_time(device, monkeypatch):

@@ -176,6 +176,7 @@ def test_each_row_compiles_to_valid_spirv_with_and_without_8bit_support(name):
     emulates the 8-bit operands in 32 bits."""
     from vkir.lowering import lower
     from vkir.spirv import codegen
+    from vkir.spirv.tools import diagnose
     from vkir.target import Target
 
     row = INTRINSICS[name]
@@ -183,7 +184,9 @@ def test_each_row_compiles_to_valid_spirv_with_and_without_8bit_support(name):
         for dt in _operand_types(row):
             if target.features and dt in ("int16", "int64", "uint64") or \
                     dt in ("int8", "uint8", "int32", "uint32", "float32"):
-                codegen(lower(_kernel([row], dt), target), target)
+                module = codegen(lower(_kernel([row], dt), target), target)
+                problem = diagnose(module.words, target.env)
+                assert problem is None, f"{name} {dt}: {problem.report()}"
 
 
 def test_cse_takes_commutativity_from_the_table():

@@ -278,10 +278,12 @@ def test_lowered_kernel_is_checked_and_interprets_like_the_original(lowered, nam
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_lowered_kernel_generates_valid_spirv(lowered, name):
     from vkir import spirv
+    from vkir.spirv.tools import diagnose
 
     target = spirv.Target.lavapipe()
     module = spirv.codegen(lowered[name][1], target)
-    spirv.validate(module.words, target.env)
+    problem = diagnose(module.words, target.env)
+    assert problem is None, f"{name}: {problem.report()}"
 
 
 def test_what_the_pipeline_did():

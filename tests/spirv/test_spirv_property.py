@@ -10,6 +10,7 @@ from vkir.ir import (Add, And, Broadcast, BufferLoad, BufferStore, Call, Cast, D
                      FloorDiv, FloorMod, For, GE, GT, IfThenElse, LE, LT, Let, LetStmt, Max, Min,
                      Mod, Mul, NE, Not, Or, Ramp, Select, Shuffle, Sub, Var, const, decl_buffer)
 from vkir.spirv import Target, codegen
+from vkir.spirv.tools import diagnose
 
 import spirv_kernels as K
 
@@ -109,5 +110,7 @@ def _wrap(out, e, index):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kernels())
 def test_random_expressions_validate(func):
-    codegen(func, Target())          # validated for vulkan1.1 inside codegen
-    codegen(func, Target.vulkan13())  # and for vulkan1.3 / SPIR-V 1.6
+    for target in (Target(), Target.vulkan13()):   # vulkan1.1, and vulkan1.3 / SPIR-V 1.6
+        module = codegen(func, target)              # (codegen validates, raising on a bug)
+        problem = diagnose(module.words, target.env)
+        assert problem is None, problem.report()
