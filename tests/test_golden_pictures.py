@@ -155,3 +155,22 @@ def test_picture(device, vkir_golden, picture):
             assert_image_matches(np.roll(img, 1, axis=axis), img, **tolerances)
         # the failure names the device and its driver
         assert f"device: {device_label(device.info)}" in str(info.value)
+
+
+def test_the_documented_image_kernel_test_passes(device, pytester):
+    """docs/golden-images.md's image-kernel test, as written, against the rotation's golden (the
+    same picture), in a pytest session of its own on this run's driver, validation on."""
+    import re
+    import shutil
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent
+    page = (root.parent / "docs" / "golden-images.md").read_text()
+    [example] = [b for b in re.findall(r"```python\n(.*?)```", page, re.S)
+                 if b.startswith("# test_rotated_texture.py")]
+    pytester.makepyfile(test_rotated_texture=example)
+    (pytester.path / "golden").mkdir()
+    shutil.copy(root / "golden" / "test_picture_rotation.png",
+                pytester.path / "golden" / "test_rotated_texture.png")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--vkir-validation", "-rA")
+    result.assert_outcomes(passed=1)

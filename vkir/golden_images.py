@@ -9,12 +9,13 @@ intrinsics differ in their last bits), so the comparison has three knobs:
 - `max_fraction`: the budget of pixels allowed to differ beyond that tolerance (0.001 = one pixel
   in a thousand); a pixel differs when any of its channels does;
 - `mean`: an optional bound on the mean absolute difference of every channel (catches a picture
-  that is slightly off everywhere, within the tolerance, e.g. a brightness shift).
+  that is slightly off everywhere, within the tolerance, e.g. a brightness shift);
+- `edges`, `ssim`, `flip`: an edge-tolerant budget, SSIM and FLIP bounds (vkir.golden_matching).
 
 On failure the actual image, the golden and a visual diff are written to a folder and the
-AssertionError names their paths and the statistics (pixels beyond the tolerance, the largest
-and mean difference per channel, the worst pixel), so a CI log says what changed and where the
-pictures are. Images are numpy arrays of shape (h, w, c) or (h, w), origin top-left: uint8 and
+AssertionError names their paths, the statistics (pixels beyond the tolerance, the largest
+and mean difference per channel, the worst pixel, SSIM and FLIP where asked) and the device, so a
+CI log says what changed, where, on which driver, and where the pictures are. Images are numpy arrays of shape (h, w, c) or (h, w), origin top-left: uint8 and
 single-channel uint16 ones are stored as PNG (through Pillow), others (float, other integer
 types, multi-channel uint16) as .npy.
 """

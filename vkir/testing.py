@@ -23,9 +23,11 @@ Helpers for pass tests, shared by the whole suite (a test file never keeps its o
   shows where, and both scripts).
 
 Golden-image tests (vkir.golden_images): `assert_image_matches(actual, golden, max_diff=...,
-max_fraction=..., mean=...)` compares a rendered picture with a committed one per channel, with a
-budget of differing pixels, and writes actual, golden and diff images on failure; the pytest
-plugin's `vkir_golden` fixture keeps the goldens beside the tests.
+max_fraction=..., mean=..., edges=..., ssim=..., flip=...)` compares a rendered picture with a
+committed one per channel, with a budget of differing pixels, an edge-tolerant budget, SSIM and
+FLIP bounds (vkir.golden_matching), and writes actual, golden and diff images on failure, naming
+the device; the pytest plugin's `vkir_golden` fixture keeps the goldens (and per-device
+baselines, vkir.golden_baselines) beside the tests.
 """
 
 from __future__ import annotations
