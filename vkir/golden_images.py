@@ -15,8 +15,8 @@ intrinsics differ in their last bits), so the comparison has three knobs:
 On failure the actual image, the golden and a visual diff are written to a folder and the
 AssertionError names their paths, the statistics (pixels beyond the tolerance, the largest
 and mean difference per channel, the worst pixel, SSIM and FLIP where asked) and the device, so a
-CI log says what changed, where, on which driver, and where the pictures are. Images are numpy arrays of shape (h, w, c) or (h, w), origin top-left: uint8 and
-single-channel uint16 ones are stored as PNG (through Pillow), others (float, other integer
+CI log says what changed, where, on which driver, and where the pictures are. Images are numpy
+arrays of shape (h, w, c) or (h, w), origin top-left: uint8 and single-channel uint16 ones are stored as PNG (through Pillow), others (float, other integer
 types, multi-channel uint16) as .npy.
 """
 
@@ -30,84 +30,13 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ArgumentError
+from .golden_files import as_image, difference, golden_suffix, load_image, save_image
 
 __all__ = ["assert_image_matches", "compare_images", "as_image", "ImageComparison", "load_image",
            "save_image", "golden_suffix", "diff_picture", "difference", "channel_tolerance",
            "judge", "failure_text"]
 
 _INTEGER_KINDS = "ui"
-
-
-def as_image(image, what: str) -> np.ndarray:
-    """`image` as a numpy image of shape (h, w, c) (`what` names it in errors): an array, a device array or image with
-    `.numpy()`, or a path to a .png/.npy file; (h, w) becomes (h, w, 1)."""
-    if isinstance(image, (str, Path)):
-        image = load_image(image)
-    elif hasattr(image, "numpy") and not isinstance(image, np.ndarray):
-        image = image.numpy()
-    a = np.asarray(image)
-    if a.dtype.kind not in "uif":
-        raise ArgumentError(f"{what}: an image is an integer or float array, got dtype {a.dtype}")
-    if a.ndim == 2:
-        a = a[:, :, None]
-    if a.ndim != 3 or a.shape[2] < 1:
-        raise ArgumentError(f"{what}: an image has shape (h, w, channels) or (h, w), got shape "
-                            f"{tuple(a.shape)}")
-    return a
-
-
-def golden_suffix(image) -> str:
-    """".png" where the image can be a PNG without loss (uint8 with 1-4 channels, uint16 with one
-    channel), else ".npy"."""
-    a = np.asarray(image)
-    channels = a.shape[2] if a.ndim == 3 else 1
-    if a.dtype == np.uint8 and a.ndim in (2, 3) and 1 <= channels <= 4:
-        return ".png"
-    if a.dtype == np.uint16 and channels == 1 and a.ndim in (2, 3):
-        return ".png"
-    return ".npy"
-
-
-def load_image(path) -> np.ndarray:
-    """The image stored at `path`: a .npy array as saved, or a PNG as (h, w) for gray (uint8, or
-    uint16 for 16-bit gray) and (h, w, c) uint8 for gray+alpha, RGB and RGBA (palette images are
-    expanded to RGB or RGBA)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ArgumentError(f"no image file {path}")
-    if path.suffix.lower() == ".npy":
-        return np.load(path, allow_pickle=False)
-    if path.suffix.lower() != ".png":
-        raise ArgumentError(f"{path}: images are read from .png or .npy files")
-    from PIL import Image
-
-    with Image.open(path) as im:
-        if im.mode == "P":
-            im = im.convert("RGBA" if "transparency" in im.info else "RGB")
-        elif im.mode not in ("L", "LA", "RGB", "RGBA", "I;16"):
-            raise ArgumentError(f"{path}: PNG mode {im.mode} is not an 8-bit gray/RGB(A) or "
-                                f"16-bit gray image")
-        return np.array(im)
-
-
-def save_image(path, image) -> Path:
-    """Write `image` to `path` (.png where golden_suffix allows it, .npy for any array); creates
-    the folder; returns the path."""
-    path = Path(path)
-    a = np.ascontiguousarray(np.asarray(image))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() == ".npy":
-        np.save(path, a, allow_pickle=False)
-        return path
-    if golden_suffix(a) != ".png" or path.suffix.lower() != ".png":
-        raise ArgumentError(f"{path}: a {a.dtype} image of shape {tuple(a.shape)} is stored as "
-                            f".npy (PNG holds uint8 images and single-channel uint16 ones)")
-    from PIL import Image
-
-    if a.ndim == 3 and a.shape[2] == 1:
-        a = a[:, :, 0]
-    Image.fromarray(a).save(path, format="PNG")
-    return path
 
 
 @dataclass(frozen=True)
@@ -135,6 +64,8 @@ class ImageComparison:
 
 
 def channel_tolerance(max_diff, channels: int, dtype) -> np.ndarray:
+    """`max_diff` as one float64 tolerance per channel (None: 0 for integer images, 1e-6 for
+    float ones); a precise ArgumentError for a wrong count or a negative value."""
     if max_diff is None:
         max_diff = 0 if dtype.kind in _INTEGER_KINDS else 1e-6
     tol = np.asarray(max_diff, dtype=np.float64)
@@ -146,112 +77,6 @@ def channel_tolerance(max_diff, channels: int, dtype) -> np.ndarray:
     if (tol < 0).any() or np.isnan(tol).any():
         raise ArgumentError(f"max_diff must not be negative, got {tol.tolist()}")
     return tol
-
-
-def difference(actual: np.ndarray, golden: np.ndarray) -> np.ndarray:
-    """|actual - golden| per channel as float64; NaN in both (or equal infinities) is no
-    difference, NaN in one only is an infinite one."""
-    a, g = actual.astype(np.float64), golden.astype(np.float64)
-    with np.errstate(invalid="ignore"):
-        d = np.abs(a - g)
-    if actual.dtype.kind == "f":
-        same = (a == g) | (np.isnan(a) & np.isnan(g))
-        d = np.where(same, 0.0, np.where(np.isnan(d), np.inf, d))
-    return d
-
-
-def compare_images(actual, golden, *, max_diff=None) -> ImageComparison:
-    """Compare two images of the same shape and dtype (see assert_image_matches for the
-    arguments); the statistics, without judging them."""
-    a, g = as_image(actual, "actual"), as_image(golden, "golden")
-    _check_alike(a, g)
-    tol = channel_tolerance(max_diff, a.shape[2], a.dtype)
-    d = difference(a, g)
-    beyond = (d > tol).any(axis=2)
-    h, w, c = a.shape
-    if d.size == 0:
-        return ImageComparison(0, 0, (0.0,) * c, (0.0,) * c, (0, 0), (), ())
-    with np.errstate(invalid="ignore"):
-        score = np.nan_to_num((d - tol).max(axis=2), nan=0.0)   # how far beyond its tolerance
-    y, x = np.unravel_index(int(np.argmax(score)), (h, w))
-    return ImageComparison(
-        pixels=h * w, differing=int(beyond.sum()),
-        max_diff=tuple(float(v) for v in d.max(axis=(0, 1))),
-        mean_diff=tuple(float(v) for v in d.mean(axis=(0, 1))),
-        worst=(int(y), int(x)), worst_actual=tuple(a[y, x].tolist()),
-        worst_golden=tuple(g[y, x].tolist()))
-
-
-def _check_alike(a: np.ndarray, g: np.ndarray) -> None:
-    if a.shape != g.shape:
-        raise _Mismatch(f"image shape {_shape(a)} differs from the golden's {_shape(g)}")
-    if a.dtype != g.dtype:
-        raise _Mismatch(f"image dtype {a.dtype} differs from the golden's {g.dtype}")
-
-
-class _Mismatch(AssertionError):
-    """Shape or dtype differ (no pixel statistics)."""
-
-
-def _shape(a: np.ndarray) -> str:
-    h, w, c = a.shape
-    return f"(h={h}, w={w}, channels={c})"
-
-
-def diff_picture(actual: np.ndarray, golden: np.ndarray, tol: np.ndarray) -> np.ndarray:
-    """A uint8 RGB picture of the difference between two (h, w, c) integer images: the golden as
-    dim gray where the pixels agree, yellow where they differ within the tolerance, red (brighter
-    for a larger difference) where they differ beyond it."""
-    d = difference(actual, golden)
-    gray = golden.astype(np.float64)
-    if gray.shape[2] >= 3:
-        gray = gray[:, :, :3].mean(axis=2)
-    else:
-        gray = gray[:, :, 0]
-    top = float(np.iinfo(golden.dtype).max) if golden.dtype.kind in _INTEGER_KINDS else 1.0
-    base = (gray / top * 80).clip(0, 80)
-    out = np.repeat(base[:, :, None], 3, axis=2)
-    worst = d.max(axis=2)
-    beyond = (d > tol).any(axis=2)
-    within = (worst > 0) & ~beyond
-    out[within] = (200, 200, 0)
-    if beyond.any():
-        level = worst[beyond] / max(float(worst[beyond].max()), 1e-300)
-        out[beyond, 0] = 128 + 127 * level
-        out[beyond, 1] = 0
-        out[beyond, 2] = 0
-    return out.round().astype(np.uint8)
-
-
-def _write_failure(out_dir, name: str, a: np.ndarray, g: np.ndarray | None, tol) -> list[Path]:
-    """Write actual, golden and diff images for a failed comparison; their paths."""
-    folder = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="vkir-image-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    squeeze = (lambda x: x[:, :, 0] if x.shape[2] == 1 else x)  # noqa: E731
-    paths = [save_image(folder / f"{name}.actual{golden_suffix(a)}", squeeze(a))]
-    if g is not None:
-        paths.append(save_image(folder / f"{name}.golden{golden_suffix(g)}", squeeze(g)))
-        if a.dtype.kind in _INTEGER_KINDS:
-            paths.append(save_image(folder / f"{name}.diff.png", diff_picture(a, g, tol)))
-        else:
-            paths.append(save_image(folder / f"{name}.diff.npy",
-                                    difference(a, g).astype(np.float32)))
-    return paths
-
-
-def _fmt(values) -> str:
-    return "(" + ", ".join(f"{v:.6g}" for v in values) + ")"
-
-
-def _check_options(max_fraction, mean, ssim, flip) -> None:
-    if not 0.0 <= float(max_fraction) <= 1.0:
-        raise ArgumentError(f"max_fraction is a fraction of the pixels in [0, 1], got {max_fraction}")
-    if mean is not None and not float(mean) >= 0:
-        raise ArgumentError(f"mean must be a non-negative bound, got {mean}")
-    if ssim is not None and not -1.0 <= float(ssim) <= 1.0:
-        raise ArgumentError(f"ssim is a similarity in [-1, 1] (1: equal), got {ssim}")
-    if flip is not None and not 0.0 <= float(flip) <= 1.0:
-        raise ArgumentError(f"flip bounds the mean FLIP error, in [0, 1], got {flip}")
 
 
 def judge(a: np.ndarray, g: np.ndarray, *, max_diff=None, max_fraction: float = 0.0, mean=None,
