@@ -2,8 +2,14 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
-SYSTEM_PACKAGES := python3 python3-venv libvulkan1 mesa-vulkan-drivers vulkan-validationlayers chromium-common chromium
+# two stamps: vkir with its own dependencies (all `make demo` needs), then the extras the suite
+# needs (`make test`: torch, TVM, IREE, wgpu, Ray...), installed into the same .venv
+CORE_STAMP := $(VENV)/.installed-core
+TEST_STAMP := $(VENV)/.installed-test
+TEST_EXTRAS := test,peers,tvm,wgpu,fleet
+# the Vulkan loader and lavapipe run vkir; the suite adds the validation layer and chromium
+CORE_PACKAGES := python3 python3-venv libvulkan1 mesa-vulkan-drivers
+SYSTEM_PACKAGES := $(CORE_PACKAGES) vulkan-validationlayers chromium-common chromium
 # two independent Vulkan drivers: Mesa's lavapipe (found by the loader) and SwiftShader, which
 # Debian's chromium-common ships outside the loader's folders; chromium (headless) screenshots
 # the golden-image triage page in its test
@@ -12,9 +18,16 @@ SWIFTSHADER_ICD := /usr/lib/chromium/vk_swiftshader_icd.json
 # 22.3 (which stays installed) and selected by VK_ICD_FILENAMES=$(MESA25)/lvp_icd.json
 MESA25 := build/mesa25
 
-.PHONY: setup system-deps mesa25 demo test bench fuzz clean
+.PHONY: setup setup-core core-deps system-deps mesa25 demo test test-full bench fuzz clean
 
-setup: system-deps $(STAMP) mesa25
+# what `make demo` needs: vkir alone
+setup-core: core-deps $(CORE_STAMP)
+
+# what the suite (and bench, fuzz) needs: the extras, the test drivers and the second lavapipe
+setup: system-deps $(TEST_STAMP) mesa25
+
+core-deps:
+	@./.ci/system-deps.sh $(CORE_PACKAGES)
 
 system-deps:
 	@./.ci/system-deps.sh $(SYSTEM_PACKAGES)
@@ -25,13 +38,17 @@ mesa25:
 	@./.ci/mesa-backports.sh $(MESA25) || { [ "$${VKIR_CI:-0}" != 1 ] && \
 		echo "no Mesa 25 lavapipe (see above): make test skips its session"; }
 
-$(STAMP): pyproject.toml
+$(CORE_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,peers,tvm,wgpu,fleet]'
-	touch $(STAMP)
+	$(PY) -m pip install -q -e .
+	touch $@
 
-demo: setup
+$(TEST_STAMP): $(CORE_STAMP)
+	$(PY) -m pip install -q -e '.[$(TEST_EXTRAS)]'
+	touch $@
+
+demo: setup-core
 	$(VENV)/bin/vkir demo
 
 # the whole suite on lavapipe, the device tests again on SwiftShader and the quirk-sensitive,
@@ -39,9 +56,15 @@ demo: setup
 # driver; tests/conftest.py keeps the `device` marker and the device fixtures in agreement), as
 # four concurrent pytest sessions (tools/run_suite.py: the lavapipe pass in two shards by folder;
 # `python tools/run_suite.py --serial` runs them one after another). Tests marked `timing`
-# assert wall-clock bounds and run only on request (-m timing).
+# assert wall-clock bounds and run only on request (-m timing). Tests marked `full` (the long
+# end-to-end cases beyond one representative of each heavy kind) run only in `make test-full`,
+# which keeps make test (what CI runs) under 10 minutes on 2 cores.
 test: setup
 	$(PY) tools/run_suite.py
+
+# the same sessions with every test, the `full` ones included
+test-full: setup
+	$(PY) tools/run_suite.py --full
 
 bench: setup
 	$(VENV)/bin/vkir bench

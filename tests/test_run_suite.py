@@ -4,6 +4,7 @@ device tests on Mesa 25's lavapipe, all with the validation layer, and the suite
 session does (or, under CI, when a session's driver is missing)."""
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -36,9 +37,9 @@ def test_the_lavapipe_shards_partition_the_suite_and_swiftshader_runs_its_device
     a, b = (_test_files(args) for args in lavapipe)
     assert a and b and not a & b
     assert a | b == _test_files([]) == _test_files(swift[0][1])
-    assert all(args[:2] == ["-m", "not timing"] for args in lavapipe)
+    assert all(args[:2] == ["-m", "not timing and not full"] for args in lavapipe)
     env, args = swift[0]
-    assert args[:2] == ["-m", "device and not timing"]
+    assert args[:2] == ["-m", "device and not timing and not full"]
     assert env["VK_ICD_FILENAMES"].endswith("vk_swiftshader_icd.json")
     assert all(env["VKIR_VALIDATION"] == "1" for _, env, _ in sessions)
 
@@ -48,7 +49,7 @@ def test_mesa25_runs_the_quirk_image_and_golden_device_tests():
     [(env, args)] = [(env, args) for _, env, args in run_suite.sessions(["-x"])
                      if env.get("VK_ICD_FILENAMES") == str(run_suite.MESA25_ICD)]
     assert env["VKIR_DEVICE"] == "lavapipe" and env["VKIR_VALIDATION"] == "1"
-    assert args[:2] == ["-m", "device and not timing"] and args[-1] == "-x"
+    assert args[:2] == ["-m", "device and not timing and not full"] and args[-1] == "-x"
     paths = [a for a in args if a.startswith("tests")]
     assert all((ROOT / p).exists() for p in paths)
     files = {f.relative_to(ROOT).as_posix() for f in _test_files(args)}
@@ -109,3 +110,29 @@ def test_sessions_run_pytest_with_this_interpreter(monkeypatch):
     assert run_suite.main(["--serial", "-x"]) == 0
     assert all(c[:4] == [sys.executable, "-m", "pytest", "-q"] and c[-1] == "-x"
                for c in commands)
+
+
+def test_make_test_deselects_full_tests_and_make_test_full_runs_them(monkeypatch):
+    """`full` is a registered marker; make test's sessions deselect it, make test-full's (the
+    same sessions, `--full`) select it too; `timing` stays out of both."""
+    import tomllib
+
+    run_suite = _run_suite()
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    markers = config["tool"]["pytest"]["ini_options"]["markers"]
+    assert any(m.startswith("full:") for m in markers)
+    quick, full = run_suite.sessions(["-x"]), run_suite.sessions(["-x"], full=True)
+    assert [(n, e) for n, e, _ in quick] == [(n, e) for n, e, _ in full]
+    for (_, _, q), (_, _, f) in zip(quick, full):
+        assert q[0] == f[0] == "-m" and q[2:] == f[2:]
+        assert q[1] == f[1] + " and not full" and "full" not in f[1] and "not timing" in f[1]
+    commands = []
+    monkeypatch.setattr(subprocess, "Popen",
+                        lambda cmd, **kw: commands.append(cmd) or _Session(0, kw["stdout"]))
+    monkeypatch.setattr(run_suite, "missing_driver", lambda env: None)
+    assert run_suite.main(["--full", "-x"]) == 0
+    assert [c[4:] for c in commands] == [args for _, _, args in full]
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = lambda target: re.search(rf"^{target}:.*\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    assert recipe("test").strip() == "$(PY) tools/run_suite.py"
+    assert recipe("test-full").strip() == "$(PY) tools/run_suite.py --full"

@@ -13,7 +13,12 @@ Mesa 25's lavapipe is unpacked into build/mesa25 by .ci/mesa-backports.sh (`make
 selected by its manifest. A session whose manifest is missing is not run: under CI (VKIR_CI=1)
 that fails the suite, elsewhere it is reported as skipped.
 
-Usage: python tools/run_suite.py [--serial] [pytest arguments for every session]
+Tests marked `full` (the long end-to-end cases: every browser page, torch.compile model and
+LLM-sized TVM model beyond one representative of each kind) are deselected, which keeps `make
+test` (what CI runs) under 10 minutes on 2 cores; `--full` (`make test-full`) runs them too.
+Tests marked `timing` run in neither (they assert wall-clock bounds: `pytest -m timing`).
+
+Usage: python tools/run_suite.py [--serial] [--full] [pytest arguments for every session]
 """
 
 from __future__ import annotations
@@ -42,19 +47,22 @@ MESA25_TESTS = ("tests/driver", "tests/images", "tests/test_quirk_releases.py",
                 "tests/test_golden_pictures.py")
 
 
-def sessions(extra: list[str]) -> list[tuple[str, dict, list[str]]]:
-    """(name, environment additions, pytest arguments) of each session."""
+def sessions(extra: list[str], full: bool = False) -> list[tuple[str, dict, list[str]]]:
+    """(name, environment additions, pytest arguments) of each session; `full`: with the tests
+    marked `full`."""
     lavapipe = {"VKIR_VALIDATION": "1", "VKIR_DEVICE": "lavapipe"}
     swiftshader = {"VKIR_VALIDATION": "1", "VKIR_DEVICE": "swiftshader",
                    "VK_ICD_FILENAMES": SWIFTSHADER_ICD}
     mesa25 = {**lavapipe, "VK_ICD_FILENAMES": str(MESA25_ICD)}
     rest = [f"--ignore={folder}" for folder in SHARD_A]
+    every = "not timing" if full else "not timing and not full"
+    device = f"device and {every}"
     return [
-        ("lavapipe, " + " ".join(SHARD_A), lavapipe, ["-m", "not timing", *SHARD_A, *extra]),
-        ("lavapipe, the other tests", lavapipe, ["-m", "not timing", *rest, *extra]),
-        ("SwiftShader, device tests", swiftshader, ["-m", "device and not timing", *extra]),
+        ("lavapipe, " + " ".join(SHARD_A), lavapipe, ["-m", every, *SHARD_A, *extra]),
+        ("lavapipe, the other tests", lavapipe, ["-m", every, *rest, *extra]),
+        ("SwiftShader, device tests", swiftshader, ["-m", device, *extra]),
         ("lavapipe of Mesa 25, quirk, image and golden device tests", mesa25,
-         ["-m", "device and not timing", *MESA25_TESTS, *extra]),
+         ["-m", device, *MESA25_TESTS, *extra]),
     ]
 
 
@@ -68,10 +76,10 @@ def missing_driver(env: dict) -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    serial = "--serial" in argv
-    extra = [a for a in argv if a != "--serial"]
+    serial, full = "--serial" in argv, "--full" in argv
+    extra = [a for a in argv if a not in ("--serial", "--full")]
     started, running, status = time.monotonic(), [], 0
-    for name, env, args in sessions(extra):
+    for name, env, args in sessions(extra, full):
         why = missing_driver(env)
         if why is not None:
             in_ci = os.environ.get("VKIR_CI") == "1"
