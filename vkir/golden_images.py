@@ -79,6 +79,102 @@ def channel_tolerance(max_diff, channels: int, dtype) -> np.ndarray:
     return tol
 
 
+
+def compare_images(actual, golden, *, max_diff=None) -> ImageComparison:
+    """Compare two images of the same shape and dtype (see assert_image_matches for the
+    arguments); the statistics, without judging them."""
+    a, g = as_image(actual, "actual"), as_image(golden, "golden")
+    _check_alike(a, g)
+    tol = channel_tolerance(max_diff, a.shape[2], a.dtype)
+    d = difference(a, g)
+    beyond = (d > tol).any(axis=2)
+    h, w, c = a.shape
+    if d.size == 0:
+        return ImageComparison(0, 0, (0.0,) * c, (0.0,) * c, (0, 0), (), ())
+    with np.errstate(invalid="ignore"):
+        score = np.nan_to_num((d - tol).max(axis=2), nan=0.0)   # how far beyond its tolerance
+    y, x = np.unravel_index(int(np.argmax(score)), (h, w))
+    return ImageComparison(
+        pixels=h * w, differing=int(beyond.sum()),
+        max_diff=tuple(float(v) for v in d.max(axis=(0, 1))),
+        mean_diff=tuple(float(v) for v in d.mean(axis=(0, 1))),
+        worst=(int(y), int(x)), worst_actual=tuple(a[y, x].tolist()),
+        worst_golden=tuple(g[y, x].tolist()))
+
+
+def _check_alike(a: np.ndarray, g: np.ndarray) -> None:
+    if a.shape != g.shape:
+        raise _Mismatch(f"image shape {_shape(a)} differs from the golden's {_shape(g)}")
+    if a.dtype != g.dtype:
+        raise _Mismatch(f"image dtype {a.dtype} differs from the golden's {g.dtype}")
+
+
+class _Mismatch(AssertionError):
+    """Shape or dtype differ (no pixel statistics)."""
+
+
+def _shape(a: np.ndarray) -> str:
+    h, w, c = a.shape
+    return f"(h={h}, w={w}, channels={c})"
+
+
+def diff_picture(actual: np.ndarray, golden: np.ndarray, tol: np.ndarray) -> np.ndarray:
+    """A uint8 RGB picture of the difference between two (h, w, c) integer images: the golden as
+    dim gray where the pixels agree, yellow where they differ within the tolerance, red (brighter
+    for a larger difference) where they differ beyond it."""
+    d = difference(actual, golden)
+    gray = golden.astype(np.float64)
+    if gray.shape[2] >= 3:
+        gray = gray[:, :, :3].mean(axis=2)
+    else:
+        gray = gray[:, :, 0]
+    top = float(np.iinfo(golden.dtype).max) if golden.dtype.kind in _INTEGER_KINDS else 1.0
+    base = (gray / top * 80).clip(0, 80)
+    out = np.repeat(base[:, :, None], 3, axis=2)
+    worst = d.max(axis=2)
+    beyond = (d > tol).any(axis=2)
+    within = (worst > 0) & ~beyond
+    out[within] = (200, 200, 0)
+    if beyond.any():
+        level = worst[beyond] / max(float(worst[beyond].max()), 1e-300)
+        out[beyond, 0] = 128 + 127 * level
+        out[beyond, 1] = 0
+        out[beyond, 2] = 0
+    return out.round().astype(np.uint8)
+
+
+def _write_failure(out_dir, name: str, a: np.ndarray, g: np.ndarray | None, tol) -> list[Path]:
+    """Write actual, golden and diff images for a failed comparison; their paths."""
+    folder = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="vkir-image-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    squeeze = (lambda x: x[:, :, 0] if x.shape[2] == 1 else x)  # noqa: E731
+    paths = [save_image(folder / f"{name}.actual{golden_suffix(a)}", squeeze(a))]
+    if g is not None:
+        paths.append(save_image(folder / f"{name}.golden{golden_suffix(g)}", squeeze(g)))
+        if a.dtype.kind in _INTEGER_KINDS:
+            paths.append(save_image(folder / f"{name}.diff.png", diff_picture(a, g, tol)))
+        else:
+            paths.append(save_image(folder / f"{name}.diff.npy",
+                                    difference(a, g).astype(np.float32)))
+    return paths
+
+
+def _fmt(values) -> str:
+    return "(" + ", ".join(f"{v:.6g}" for v in values) + ")"
+
+
+def _check_options(max_fraction, mean, ssim, flip) -> None:
+    if not 0.0 <= float(max_fraction) <= 1.0:
+        raise ArgumentError(f"max_fraction is a fraction of the pixels in [0, 1], got "
+                            f"{max_fraction}")
+    if mean is not None and not float(mean) >= 0:
+        raise ArgumentError(f"mean must be a non-negative bound, got {mean}")
+    if ssim is not None and not -1.0 <= float(ssim) <= 1.0:
+        raise ArgumentError(f"ssim is a similarity in [-1, 1] (1: equal), got {ssim}")
+    if flip is not None and not 0.0 <= float(flip) <= 1.0:
+        raise ArgumentError(f"flip bounds the mean FLIP error, in [0, 1], got {flip}")
+
+
 def judge(a: np.ndarray, g: np.ndarray, *, max_diff=None, max_fraction: float = 0.0, mean=None,
           edges=None, ssim=None, flip=None) -> tuple[ImageComparison, list[str]]:
     """Compare two checked images of equal shape and dtype with every requested mode: the

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import ArgumentError
-from .golden_images import as_image, difference
+from .golden_files import as_image, difference
 
 __all__ = ["edge_mask", "ssim_score", "flip_score", "data_range", "check_edges", "Fit",
            "fit_tolerances"]
