@@ -217,3 +217,27 @@ def f(x: T.Buffer(({n},), "float32"), y: T.Buffer(({n},), "float32")):
     k = tuned.build(device=device, n=256)
     assert k.config in ({"w": 32}, {"w": 64})
     assert any("no longer builds" in line for line in tuned.last_log)
+
+
+def test_family_order_interleaves_config_families():
+    from vkir.autotuning import family_order
+
+    configs = [dict(w=8), dict(w=16), dict(w=32), dict(w=8, v=4), dict(form="window", w=8),
+               dict(form="window", w=16)]
+    assert family_order(configs) == [dict(w=8), dict(w=8, v=4), dict(form="window", w=8),
+                                     dict(w=16), dict(form="window", w=16), dict(w=32)]
+
+
+def scale_template_v(n, w=64, v=1):
+    """scale_template with a second family of configs (those that set v)."""
+    return scale_template(n, w)
+
+
+def test_a_spent_budget_still_times_every_family(device, cache, caplog):
+    tuned = Tuned(scale_template_v, [dict(w=32), dict(w=64), dict(w=16), dict(w=64, v=2)],
+                  ("n",), budget_s=0.0)
+    with caplog.at_level(logging.INFO, logger="vkir.autotune"):
+        tuned.build(device=device, n=1000)
+    timed = [m for m in tuned.last_log if m.endswith(" ms")]
+    assert any("'v': 2" in m for m in timed) and len(timed) == 2
+    assert sum("budget" in m for m in tuned.last_log) == 2

@@ -137,6 +137,28 @@ def _canonical(value) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
 
 
+def family(config: dict):
+    """The family of a config: its "form" where it names one (a template with several
+    algorithms), else the set of parameters it sets (e.g. matmul's register tiles with and
+    without a vector width)."""
+    form = config.get("form")
+    return ("form", str(form)) if form is not None else tuple(sorted(config))
+
+
+def family_order(configs: list) -> list:
+    """`configs` in tuning order: the first of every family, then the second of every family,
+    and so on (each family keeping its own order). With the budget check in `_tune`, which
+    skips a config only once its family has been timed, a spent budget never leaves a family
+    unseen: the cost of one family's many configs falls on that family alone."""
+    groups: dict = {}
+    for c in configs:
+        groups.setdefault(family(c), []).append(c)
+    out = []
+    for i in range(max((len(g) for g in groups.values()), default=0)):
+        out += [g[i] for g in groups.values() if i < len(g)]
+    return out
+
+
 class Tuned:
     """A kernel template with configs and an autotuning `build`. Calling it calls the template."""
 
@@ -262,10 +284,8 @@ class Tuned:
         The kernel returned is still this process's device's."""
         from .api import resolve_device
 
-        if fleet is not None:
-            from .fleet.tuning import tune_on_fleet
-
-            self.fleet_report = tune_on_fleet(self, fleet, shape)
+        if fleet is not None:   # vkir.fleet.Fleet.tune (vkir.fleet.tuning)
+            self.fleet_report = fleet.tune(self, shape)
 
         dev = resolve_device(device)
         info = dev.info
@@ -331,10 +351,13 @@ class Tuned:
 
         best = None  # (seconds, config, kernel)
         t_start = time.perf_counter()
+        configs = family_order(configs)
+        timed_families = set()
         bar = tqdm(configs, desc=f"autotune {self.fn.__module__}.{self.fn.__qualname__}", file=sys.stderr,
                    leave=False, unit="config")
         for config in bar:
-            if best is not None and time.perf_counter() - t_start > self.budget_s:
+            if best is not None and time.perf_counter() - t_start > self.budget_s \
+                    and family(config) in timed_families:
                 self._note(f"skipped {config}: the tuning budget of {self.budget_s:.0f} s is spent")
                 continue
             kernel, reason = self._try_build(dev, shape, config)
@@ -352,6 +375,7 @@ class Tuned:
             if best is None or first < 3 * best[0]:
                 seconds = min(first, kernel.profile(*args, repeat=self.repeat, warmup=0).median)
             self._note(f"{config}: {seconds * 1e3:.3f} ms")
+            timed_families.add(family(config))
             if best is None or seconds < best[0]:
                 best = (seconds, config, kernel)
             bar.set_postfix(best=f"{best[0] * 1e3:.3f} ms")
