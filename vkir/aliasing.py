@@ -112,7 +112,14 @@ def _extent(a) -> tuple:
     span = a.host_range()
     if span is not None:
         return _HOST, span[0], span[1], True
-    return (1, id(a.buffer)), 0, a.size * a.dtype.itemsize, True
+    start = getattr(a.buffer, "start", 0)   # a view at an offset of its parent's buffer
+    return (1, id(_root(a.buffer))), start, start + a.size * a.dtype.itemsize, True
+
+
+def _root(buffer):
+    """The runtime buffer that owns `buffer`'s memory: its parent for a DeviceArray view at an
+    offset (vkir.runtime.slices), else itself."""
+    return getattr(buffer, "parent", None) or buffer
 
 
 def _same_view(a, b) -> bool:
@@ -133,8 +140,10 @@ def overlaps(a, b, extents=None) -> bool:
     if not (host_a or host_b):
         if a.buffer is b.buffer:
             return a.size > 0 and b.size > 0
-        # distinct buffers of the device's own memory never share bytes: only an import can
-        if not (getattr(a.buffer, "imported", False) or getattr(b.buffer, "imported", False)):
+        # distinct buffers of the device's own memory never share bytes (views of one parent
+        # aside): only an import can
+        if _root(a.buffer) is not _root(b.buffer) and not (
+                getattr(a.buffer, "imported", False) or getattr(b.buffer, "imported", False)):
             return False
     ea, eb = (extents or _extent)(a), (extents or _extent)(b)
     return ea[0] == eb[0] and ea[1] < ea[2] and eb[1] < eb[2] and ea[1] < eb[2] and eb[1] < ea[2]

@@ -13,8 +13,9 @@ Each parameter takes an array of its element type; a vector parameter (`T.float3
 array whose last axis has the vector's lanes (that axis is the vector), and a vector result adds
 such an axis. The other axes broadcast as numpy's do (a Python number is a 0-d array of the
 parameter's type). numpy arrays in give a numpy array out; any vkir DeviceArray in gives a
-DeviceArray out, on its device (all device arrays must share one). `out=` takes the result array
-(numpy or DeviceArray, of the result's exact shape and dtype) and is returned.
+DeviceArray out, on its device (all device arrays must share one); torch CPU tensors are read in
+place (numpy views of their memory) and give a torch tensor out. `out=` takes the result array
+(numpy, torch or DeviceArray, of the result's exact shape and dtype) and is returned.
 
 The kernel is written once per (function, argument dimensions) and built once per device: it is
 the script
@@ -63,8 +64,15 @@ class Mapped:
 
     def __call__(self, *arrays, out=None):
         from .driver.arrays import DeviceArray
+        from .driver.call_args import is_tensor, tensor_as_numpy
 
         fn = self.func
+        # torch tensors as numpy views of their memory; a torch result for torch arguments
+        tensors = [a for a in arrays if is_tensor(a)]
+        arrays = tuple(tensor_as_numpy(a, f"{self!r}") if is_tensor(a) else a for a in arrays)
+        out_tensor = out if is_tensor(out) else None
+        if out_tensor is not None:
+            out = tensor_as_numpy(out, f"{self!r}: out=")
         if len(arrays) != len(fn.params):
             raise ArgumentError(f"{self!r}: {fn.signature()} takes {len(fn.params)} arrays, got "
                                 f"{len(arrays)}")
@@ -108,6 +116,12 @@ class Mapped:
         kernel = self._kernel(tuple(len(s) for s in shapes), len(inner) - len(lanes), device)
         kernel(*[a if len(s) or fn.params[k][1].lanes > 1 else _one_d(a)
                  for k, (a, s) in enumerate(zip(args, shapes))], target)
+        if out_tensor is not None:
+            return out_tensor
+        if tensors and isinstance(out, np.ndarray):
+            import torch
+
+            return torch.from_numpy(out)
         return out
 
     def _argument(self, value, name: str, dtype: DataType):

@@ -4,8 +4,8 @@ second `vkir.asarray` of the same host memory) is the same array to the tape.
 
 An array's extent is (memory space, first byte, end byte): host addresses where the host maps
 its memory (one space for all such memory, however it arrived), else its runtime buffer from
-byte 0 (every DeviceArray over a buffer starts at its first byte). A tape's regions are
-disjoint: an array starting where a region starts is that region (which grows to cover it);
+byte 0 (a view at an offset, `a[16:48]`: its parent's buffer, from the view's first byte). A
+tape's regions are disjoint: an array starting where a region starts is that region (which grows to cover it);
 one that overlaps a region elsewhere is an ArgumentError (its adjoint could not be a view of
 the region's).
 """
@@ -22,7 +22,10 @@ def extent(array) -> tuple:
     found = array.host_range()
     if found is not None:
         return ("host", found[0], found[1])
-    return (id(array.buffer), 0, array.size * array.dtype.itemsize)
+    buffer = array.buffer
+    start = getattr(buffer, "start", 0)   # a view at an offset of its parent (`a[16:48]`)
+    root = getattr(buffer, "parent", None) or buffer
+    return (id(root), start, start + array.size * array.dtype.itemsize)
 
 
 def overlap(a, b) -> bool:

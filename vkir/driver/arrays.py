@@ -234,6 +234,71 @@ class DeviceArray:
         self.check_source()
         self.buffer.write(np.ascontiguousarray(arr))
 
+    # -- views: the same memory as another array ----------------------------------------------
+    def reshape(self, *shape) -> "DeviceArray":
+        """A view of the same memory with another shape of the same size (one -1 is inferred)."""
+        wanted = shape[0] if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)) \
+            else shape
+        try:
+            wanted = list(wanted)
+        except TypeError:
+            raise ArgumentError(f"reshape: a shape is ints, got {shape!r}") from None
+        if wanted.count(-1) > 1:
+            raise ArgumentError(f"reshape{tuple(wanted)}: only one dimension can be -1")
+        if -1 in wanted:
+            known = math.prod(_shape([s for s in wanted if s != -1]))
+            if known == 0 or self.size % known:
+                raise ArgumentError(f"cannot reshape a DeviceArray of shape {self.shape} into "
+                                    f"{tuple(wanted)}")
+            wanted[wanted.index(-1)] = self.size // known
+        new = _shape(wanted)
+        if math.prod(new) != self.size:
+            raise ArgumentError(f"cannot reshape a DeviceArray of shape {self.shape} (size "
+                                f"{self.size}) into {new}")
+        return DeviceArray(self.buffer, new, self.dtype, self.device)
+
+    def flatten(self) -> "DeviceArray":
+        """A 1-d view of the same memory (not a copy, unlike numpy's)."""
+        return DeviceArray(self.buffer, (self.size,), self.dtype, self.device)
+
+    def view(self, dtype) -> "DeviceArray":
+        """The same bytes as another dtype ("int32", np.uint8, ...): the last dimension scales
+        by the ratio of the item sizes, as numpy's `view`."""
+        npd = _numpy_dtype(dtype)
+        if npd.itemsize == self.dtype.itemsize:
+            return DeviceArray(self.buffer, self.shape, npd, self.device)
+        last = self.shape[-1] if self.shape else 1
+        nbytes = last * self.dtype.itemsize
+        if not self.shape or nbytes % npd.itemsize:
+            raise ArgumentError(f"view({npd}): a {self.dtype}{list(self.shape)} array's last "
+                                f"dimension ({nbytes} bytes) is not a whole number of {npd} items")
+        return DeviceArray(self.buffer, (*self.shape[:-1], nbytes // npd.itemsize), npd,
+                           self.device)
+
+    def __getitem__(self, key) -> "DeviceArray":
+        """A view of contiguous memory: `a[i]` (a row of the first dimension) or `a[i:j]` (rows,
+        step 1). Other indexing is an ArgumentError: read the values with `numpy()` first."""
+        from ..runtime.slices import slice_buffer
+
+        if not self.shape:
+            raise ArgumentError("a 0-d DeviceArray cannot be indexed")
+        n = self.shape[0]
+        row = math.prod(self.shape[1:]) * self.dtype.itemsize
+        if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
+            i = int(key) + n if key < 0 else int(key)
+            if not 0 <= i < n:
+                raise ArgumentError(f"index {key} is out of range for {n} rows")
+            start, rows, shape = i, 1, self.shape[1:]
+        elif isinstance(key, slice) and key.step in (None, 1):
+            first, stop, _ = key.indices(n)
+            start, rows = first, max(0, stop - first)
+            shape = (rows, *self.shape[1:])
+        else:
+            raise ArgumentError(f"DeviceArray[{key!r}]: views take an int or a slice of step 1 "
+                                "over the first dimension (contiguous memory)")
+        buffer = slice_buffer(self.buffer, start * row, rows * row)
+        return DeviceArray(buffer, shape, self.dtype, self.device)
+
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a 0-d DeviceArray")

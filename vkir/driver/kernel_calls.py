@@ -22,6 +22,7 @@ from ..aliasing import Arg, bind, overlaps, plan
 from ..errors import ArgumentError
 from ..timing import Timing
 from .arrays import DeviceArray
+from .call_args import call_arguments, misaligned_error
 from .same_device import check_same_device
 from .dispatch import check_profile_counts, copy_back, run, stage, submit
 from .profiling import ACTIVE_PROFILER
@@ -139,6 +140,8 @@ class KernelCalls:
         an array made after a shutdown is on the new device, and the kernel is what is stale)."""
         check_same_device(f"kernel {self.name}: argument {p.name!r}", a.device, self._rt)
         a.check_source(f"kernel {self.name}: argument {p.name!r}")
+        if getattr(a.buffer, "misaligned", False):   # in a sequence: no host staging
+            raise misaligned_error(f"kernel {self.name}: argument {p.name!r}", a)
         return a.buffer
 
     def _copy_back(self, copies):
@@ -172,7 +175,11 @@ class KernelCalls:
         if tape is not None:   # inside `with vkir.Tape()`: the tape runs and records the call
             tape.call(self, tuple(args), samplers)
             return
-        if ACTIVE_SEQUENCE.get() is not None or ACTIVE_PROFILER.get() is not None:
+        in_sequence = ACTIVE_SEQUENCE.get() is not None
+        # torch tensors (and views the device cannot bind at their offset) as numpy memory
+        args = call_arguments(args, self._params, f"kernel {self.name}", not in_sequence,
+                              self._writes)
+        if in_sequence or ACTIVE_PROFILER.get() is not None:
             self._call_recorded(args, samplers)
             return
         if self._image_params:   # no launch memo: the images and samplers are bound per call
@@ -268,6 +275,7 @@ class KernelCalls:
         if ACTIVE_TAPE.get() is not None:
             raise ArgumentError(f"kernel {self.name}: launch() inside a vkir.Tape is not "
                                 "recorded; call the kernel instead")
+        args = call_arguments(args, self._params, f"kernel {self.name}", True, self._writes)
         if ACTIVE_PROFILER.get() is not None:
             self._call_recorded(args, samplers)
             return LaunchHandle(None, (), self.name)
@@ -294,6 +302,9 @@ class KernelCalls:
         """Run `repeat` times; device seconds per run from timestamp queries (wall time where
         the queue has none). Numpy arguments are copied in once and written ones back at the end."""
         check_profile_counts(f"kernel {self.name}", repeat, warmup)
+        if kwargs:
+            args, kwargs = self._signature.arguments(args, kwargs), None
+        args = call_arguments(args, self._params, f"kernel {self.name}", True, self._writes)
         with self._lock:
             buffers, push, groups, copies, program = self._prepare(args, kwargs, samplers)
             t = program.profile(buffers, push, groups, repeat, warmup)

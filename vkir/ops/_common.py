@@ -64,10 +64,13 @@ def _wrap(loops, body):
 # -- arguments -------------------------------------------------------------------------------------
 class Call:
     """The arguments of one op call, resolved: the device, the inputs as DeviceArrays, and
-    whether the caller gets a DeviceArray back."""
+    whether the caller gets a DeviceArray back (or a torch tensor: torch CPU tensors in, read
+    as numpy views of their memory, give a tensor out; `out=` may be a contiguous tensor,
+    written in place)."""
 
     def __init__(self, op: str, inputs: dict, device=None, out=None, dtypes=("float32",)):
         from ..api import DeviceArray, resolve_device
+        from ..driver.call_args import is_tensor, tensor_as_numpy
         from ..driver.tape_hook import ACTIVE_TAPE
 
         if ACTIVE_TAPE.get() is not None:   # its kernels would be recorded on temporaries
@@ -75,6 +78,15 @@ class Call:
                                    "differentiate vkir.ops calls; call it outside the tape's "
                                    "block, or write the step as a kernel")
         self.op = op
+        self.returns_torch = any(is_tensor(a) for a in inputs.values())
+        inputs = {name: tensor_as_numpy(a, f"vkir.ops.{op}: {name}") if is_tensor(a) else a
+                  for name, a in inputs.items()}
+        self.out_tensor = out if is_tensor(out) else None
+        if self.out_tensor is not None:
+            out = tensor_as_numpy(out, f"vkir.ops.{op}: out")
+            if not out.flags.c_contiguous:
+                raise ArgumentError(f"vkir.ops.{op}: out is a non-contiguous tensor; pass a "
+                                    "contiguous one")
         devs = {id(a.device): a.device for a in inputs.values() if isinstance(a, DeviceArray)}
         if len(devs) > 1:
             raise ArgumentError(f"vkir.ops.{op}: inputs live on different devices")
@@ -142,9 +154,13 @@ class Call:
 
         if self.out is not None and not isinstance(self.out, DeviceArray):
             self.out[...] = result.numpy()
-            return self.out
+            return self.out if self.out_tensor is None else self.out_tensor
         if self.out is not None or self.returns_device:
             return result
+        if self.returns_torch:
+            import torch
+
+            return torch.from_numpy(result.numpy())
         return result.numpy()
 
 

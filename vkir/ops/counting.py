@@ -172,8 +172,12 @@ def histogram(x, bins=10, range=None, device=None, out=None):  # noqa: A002 - nu
         return res, edges
     counts = res.numpy().astype(np.int64)
     if out is not None:
-        out[...] = counts
-        return out, edges
+        call.out[...] = counts
+        return (out if call.out_tensor is None else call.out_tensor), edges
+    if call.returns_torch:
+        import torch
+
+        return torch.from_numpy(counts), torch.from_numpy(np.asarray(edges))
     return counts, edges
 
 
