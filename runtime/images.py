@@ -106,10 +106,12 @@ class Image:
     `usages` holds "storage" and/or "sampled"."""
 
     def __init__(self, device, fmt: ImageFormat, extent: tuple, layers: int = 1, dim: int = 2,
-                 arrayed: bool = False, what: str = "an image"):
+                 arrayed: bool = False, what: str = "an image", levels: int = 1):
         self.device, self.format, self.dim = device, fmt, dim
         self.extent = tuple(int(n) for n in extent)
-        self.layers, self.arrayed = int(layers), bool(arrayed)
+        self.layers, self.arrayed, self.levels = int(layers), bool(arrayed), int(levels)
+        self.level_views = []   # views of single levels (vkir.runtime.mips), freed with it
+        self.level_objects = {}   # level index -> its vkir.runtime.mips.ImageLevel
         assert dim in (1, 2, 3) and len(self.extent) == 3 and not (arrayed and dim == 3)
         self.handle = self.memory = self.view = None
         features, _ = format_features(device, fmt)
@@ -154,6 +156,9 @@ class Image:
                 raise UnsupportedError(f"{what}: extent {n} along {axis} exceeds the "
                                        f"{self.format.name} {self.dim}-D image limit {cap} of "
                                        f"{self.device.info.name!r}")
+        if self.levels > props.maxMipLevels:
+            raise UnsupportedError(f"{what}: {self.levels} mip levels exceed maxMipLevels "
+                                   f"{props.maxMipLevels} of {self.device.info.name!r}")
         if self.layers > props.maxArrayLayers:
             raise UnsupportedError(f"{what}: {self.layers} layers exceed maxArrayLayers "
                                    f"{props.maxArrayLayers} of {self.device.info.name!r}")
@@ -164,7 +169,7 @@ class Image:
         w, h, d = self.extent
         info = vk.VkImageCreateInfo(
             imageType=_TYPES[self.dim], format=self.format.vk_format,
-            extent=vk.VkExtent3D(width=w, height=h, depth=d), mipLevels=1,
+            extent=vk.VkExtent3D(width=w, height=h, depth=d), mipLevels=self.levels,
             arrayLayers=self.layers, samples=vk.VK_SAMPLE_COUNT_1_BIT,
             tiling=vk.VK_IMAGE_TILING_OPTIMAL, usage=usage,
             sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE, initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED)
@@ -186,9 +191,11 @@ class Image:
             image=image, viewType=_VIEWS[self.dim, self.arrayed], format=self.format.vk_format,
             subresourceRange=self._range())
         self.view = call("vkCreateImageView", vk.vkCreateImageView, dev, view_info, None)
-        handle, memory, view = self.handle, self.memory, self.view
+        handle, memory, view, level_views = self.handle, self.memory, self.view, self.level_views
 
         def destroy():
+            for one in level_views:
+                lib.vkDestroyImageView(dev, one, ffi.NULL)
             lib.vkDestroyImageView(dev, view, ffi.NULL)
             lib.vkDestroyImage(dev, handle, ffi.NULL)
             lib.vkFreeMemory(dev, memory, ffi.NULL)
@@ -196,8 +203,10 @@ class Image:
         device.track(self, destroy)
 
     def _range(self):
-        return vk.VkImageSubresourceRange(aspectMask=_COLOR, baseMipLevel=0, levelCount=1,
-                                          baseArrayLayer=0, layerCount=self.layers)
+        """Every level and layer (what layout barriers move and the image's own view covers)."""
+        return vk.VkImageSubresourceRange(aspectMask=_COLOR, baseMipLevel=0,
+                                          levelCount=self.levels, baseArrayLayer=0,
+                                          layerCount=self.layers)
 
     def _record_clear(self, cmd) -> None:
         layout_barrier(cmd, [self], vk.VK_IMAGE_LAYOUT_UNDEFINED, TO_DEVICE, 0,
@@ -205,47 +214,53 @@ class Image:
                        TRANSFER)
         color = ffi.new("VkClearColorValue*")   # all zero bits: 0 for every format kind
         lib.vkCmdClearColorImage(cmd, self.handle, TO_DEVICE, color, 1, ffi.new(
-            "VkImageSubresourceRange*", {"aspectMask": _COLOR, "levelCount": 1,
+            "VkImageSubresourceRange*", {"aspectMask": _COLOR, "levelCount": self.levels,
                                          "layerCount": self.layers}))
         layout_barrier(cmd, [self], TO_DEVICE, GENERAL, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
                        _ANY_ACCESS, TRANSFER, SHADER | TRANSFER)
 
     # -- host copies ----------------------------------------------------------------------------
-    def _pitch(self) -> int:
+    def level_extent(self, level: int) -> tuple:
+        """(width, height, depth) of mip level `level`."""
+        return tuple(max(1, n >> level) for n in self.extent)
+
+    def _pitch(self, level: int = 0) -> int:
         """Bytes per staged row: the packed row rounded up to the device's
         optimalBufferCopyRowPitchAlignment (and to whole texels)."""
         texel = self.format.texel_bytes
         align = max(1, device_limits(self.device)["optimalBufferCopyRowPitchAlignment"])
         step = texel * align // math.gcd(texel, align)
-        return -(-self.extent[0] * texel // step) * step
+        return -(-self.level_extent(level)[0] * texel // step) * step
 
-    def _region(self, pitch: int):
-        w, h, d = self.extent
-        sub = vk.VkImageSubresourceLayers(aspectMask=_COLOR, mipLevel=0, baseArrayLayer=0,
+    def _region(self, pitch: int, level: int = 0):
+        w, h, d = self.level_extent(level)
+        sub = vk.VkImageSubresourceLayers(aspectMask=_COLOR, mipLevel=level, baseArrayLayer=0,
                                           layerCount=self.layers)
         return ffi.new("VkBufferImageCopy*", {
             "bufferOffset": 0, "bufferRowLength": pitch // self.format.texel_bytes,
             "bufferImageHeight": h, "imageSubresource": sub,
             "imageExtent": {"width": w, "height": h, "depth": d}})
 
-    def _planes(self) -> int:
-        return self.layers * self.extent[2] * self.extent[1]
+    def _planes(self, level: int = 0) -> int:
+        _, h, d = self.level_extent(level)
+        return self.layers * d * h
 
-    def write(self, array: np.ndarray) -> None:
-        """Copy the host array (this image's shape and format.storage_dtype, C-contiguous) in."""
-        src = self._checked(array)
+    def write(self, array: np.ndarray, level: int = 0) -> None:
+        """Copy the host array (this image's shape, or mip level `level`'s, and
+        format.storage_dtype, C-contiguous) in."""
+        src = self._checked(array, level)
         device = self.device
-        pitch = self._pitch()
-        row = self.extent[0] * self.format.texel_bytes
-        staged = np.zeros((self._planes(), pitch), np.uint8)
-        staged[:, :row] = src.reshape(-1).view(np.uint8).reshape(self._planes(), row)
+        pitch = self._pitch(level)
+        row = self.level_extent(level)[0] * self.format.texel_bytes
+        staged = np.zeros((self._planes(level), pitch), np.uint8)
+        staged[:, :row] = src.reshape(-1).view(np.uint8).reshape(self._planes(level), row)
         if device._inflight:
             device.wait_for(serial=self.serial)
         with device.lifetime, device._lock:
             check_alive(self)
             stage = device.staging(staged.nbytes)
             stage.write_prefix(staged.reshape(-1))
-            region = self._region(pitch)
+            region = self._region(pitch, level)
 
             def record(cmd):
                 layout_barrier(cmd, [self], GENERAL, TO_DEVICE, _ANY_ACCESS,
@@ -256,22 +271,22 @@ class Image:
 
             device.one_shot(record)
 
-    def read(self, out: np.ndarray | None = None) -> np.ndarray:
-        """Copy the image into `out` (this image's shape and dtype, C-contiguous) or a new
-        array, and return it."""
+    def read(self, out: np.ndarray | None = None, level: int = 0) -> np.ndarray:
+        """Copy the image (mip level `level` of it) into `out` (that level's shape and dtype,
+        C-contiguous) or a new array, and return it."""
         if out is None:
-            out = np.empty(self.shape, np.dtype(self.format.storage_dtype))
-        dst = self._checked(out)
+            out = np.empty(self.level_shape(level), np.dtype(self.format.storage_dtype))
+        dst = self._checked(out, level)
         device = self.device
-        pitch = self._pitch()
-        row = self.extent[0] * self.format.texel_bytes
-        staged = np.empty((self._planes(), pitch), np.uint8)
+        pitch = self._pitch(level)
+        row = self.level_extent(level)[0] * self.format.texel_bytes
+        staged = np.empty((self._planes(level), pitch), np.uint8)
         if device._inflight:
             device.wait_for(serial=self.serial)
         with device.lifetime, device._lock:
             check_alive(self)
             stage = device.staging(staged.nbytes)
-            region = self._region(pitch)
+            region = self._region(pitch, level)
 
             def record(cmd):
                 layout_barrier(cmd, [self], GENERAL, TO_HOST, _ANY_ACCESS,
@@ -284,14 +299,21 @@ class Image:
 
             device.one_shot(record)
             stage._read_prefix(staged.reshape(-1))
-        dst.reshape(-1).view(np.uint8).reshape(self._planes(), row)[:] = staged[:, :row]
+        dst.reshape(-1).view(np.uint8).reshape(self._planes(level), row)[:] = staged[:, :row]
         return out
 
-    def _checked(self, array) -> np.ndarray:
+    def level_shape(self, level: int) -> tuple:
+        """The host array's shape for mip level `level`."""
+        w, h, d = self.level_extent(level)
+        axes = {1: (w,), 2: (h, w), 3: (d, h, w)}[self.dim]
+        return ((self.layers,) if self.arrayed else ()) + axes + (self.format.channels,)
+
+    def _checked(self, array, level: int = 0) -> np.ndarray:
+        shape = self.level_shape(level)
         if not isinstance(array, np.ndarray) or array.dtype != np.dtype(self.format.storage_dtype) or \
-                array.size * array.itemsize != self.nbytes or not array.flags.c_contiguous:
+                array.size != math.prod(shape) or not array.flags.c_contiguous:
             raise ArgumentError(f"{self!r} copies C-contiguous {self.format.storage_dtype} arrays of "
-                                f"shape {self.shape}, got {getattr(array, 'dtype', type(array))} "
+                                f"shape {shape}, got {getattr(array, 'dtype', type(array))} "
                                 f"{getattr(array, 'shape', '')}")
         return array
 

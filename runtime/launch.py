@@ -182,7 +182,8 @@ def descriptor_sets(device, pipeline, buffers, read_only: bool = True) -> list:
         raise
     handles = {index: dset for index, _, dset in sets}
     if pipeline.bindings:
-        general = {id(r) for r, kind in zip(buffers, pipeline.resource_types)
+        general = {id(getattr(r, "parent", r))   # a mip level (runtime.mips): its image
+                   for r, kind in zip(buffers, pipeline.resource_types)
                    if kind == vk.VK_DESCRIPTOR_TYPE_STORAGE_IMAGE}
         writes, keep = [], []
         resources = iter(buffers)
@@ -235,7 +236,7 @@ def sampled_images(pipeline, resources) -> list:
     storage, out = set(), {}
     for kind, r in zip(pipeline.resource_types, resources):
         if kind == vk.VK_DESCRIPTOR_TYPE_STORAGE_IMAGE:
-            storage.add(id(r))
+            storage.add(id(getattr(r, "parent", r)))   # a mip level (runtime.mips): its image
         elif kind == _COMBINED:
             out[id(r.image)] = r.image
         elif kind == vk.VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE:

@@ -3,8 +3,10 @@ sampler binding takes.
 
 `get_sampler(device, sampler, integer)` makes (once) the VkSampler of a `vkir.images.sampling.Sampler`:
 filter, address mode on every axis, border colour (the INT_ variant for integer formats, where
-Vulkan reads integer borders), unnormalized coordinates where asked; mipmaps are not used (one
-level, LOD clamped to 0). Samplers live until the device closes (there are few distinct ones).
+Vulkan reads integer borders), unnormalized coordinates where asked; mip levels are selected by
+the explicit level of detail with the filter's own mode (nearest filtering reads the nearest
+level, linear filtering blends two: vkir.images.filtering), the lod clamped only to the image's
+levels. Samplers live until the device closes (there are few distinct ones).
 `ImageSampler(image, sampler)` is what a launch binds to a combined image sampler.
 """
 
@@ -15,6 +17,8 @@ from vkir.images.sampling import BORDER_COLORS, Sampler
 from ._vk import call, vk
 
 _FILTERS = {"nearest": vk.VK_FILTER_NEAREST, "linear": vk.VK_FILTER_LINEAR}
+_MIPMAP = {"nearest": vk.VK_SAMPLER_MIPMAP_MODE_NEAREST,
+           "linear": vk.VK_SAMPLER_MIPMAP_MODE_LINEAR}
 _ADDRESS = {"clamp": vk.VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE,
             "repeat": vk.VK_SAMPLER_ADDRESS_MODE_REPEAT,
             "mirror": vk.VK_SAMPLER_ADDRESS_MODE_MIRRORED_REPEAT,
@@ -34,10 +38,11 @@ class DeviceSampler:
         kind = "INT" if integer else "FLOAT"
         border = getattr(vk, f"VK_BORDER_COLOR_{kind}_{BORDER_COLORS[description.border]}")
         info = vk.VkSamplerCreateInfo(
-            magFilter=f, minFilter=f, mipmapMode=vk.VK_SAMPLER_MIPMAP_MODE_NEAREST,
+            magFilter=f, minFilter=f, mipmapMode=_MIPMAP[description.filter],
             addressModeU=a, addressModeV=a, addressModeW=a, mipLodBias=0.0,
             anisotropyEnable=vk.VK_FALSE, maxAnisotropy=1.0, compareEnable=vk.VK_FALSE,
-            compareOp=vk.VK_COMPARE_OP_ALWAYS, minLod=0.0, maxLod=0.0, borderColor=border,
+            compareOp=vk.VK_COMPARE_OP_ALWAYS, minLod=0.0, maxLod=vk.VK_LOD_CLAMP_NONE,
+            borderColor=border,
             unnormalizedCoordinates=vk.VK_FALSE if description.normalized else vk.VK_TRUE)
         self.handle = call("vkCreateSampler", vk.vkCreateSampler, device.handle, info, None)
         self.serial = device.next_serial()

@@ -12,7 +12,7 @@ read such images.
 
 The IR indexes images in numpy order (`img[y, x]`, the layer first); SPIR-V coordinates are x
 first (the layer last), so index tuples are reversed. Reads are OpImageRead, writes
-OpImageWrite, `T.sample` OpImageSampleExplicitLod at Lod 0, `T.image_size` OpImageQuerySize (a
+OpImageWrite, `T.sample` OpImageSampleExplicitLod at its Lod (0 by default), `T.image_size` OpImageQuerySize (a
 texture: OpImageQuerySizeLod at level 0), and atomics go through OpImageTexelPointer. On a
 device with the "float16_texel_overflow_nan" quirk a write to a float16 format clamps lanes
 beyond +-65536 first (vkir.quirks).
@@ -166,13 +166,13 @@ class ImageMixin:
         return self.op("OpSelect", t, big, clamped, value)
 
     def e_image_sample(self, e: ImageSample) -> int:
-        """OpImageSampleExplicitLod at level of detail 0."""
+        """OpImageSampleExplicitLod at the sample's level of detail (0 when it names none)."""
         im = self._image(e.texture)
         coords = self.expr(e.coords)
+        level = self.const(_FLOAT32, 0.0) if e.lod is None else self.expr(e.lod)
         image = self.op("OpLoad", im.type_id, im.var)
         lod = self.b.g.bits("ImageOperands", "Lod")
-        return self.op("OpImageSampleExplicitLod", self.ty(e.dtype), image, coords, lod,
-                       self.const(_FLOAT32, 0.0))
+        return self.op("OpImageSampleExplicitLod", self.ty(e.dtype), image, coords, lod, level)
 
     def e_image_size(self, e: ImageSize) -> int:
         """OpImageQuerySize (a texture's level 0 through OpImageQuerySizeLod)."""

@@ -79,7 +79,8 @@ def check_store(checker, s) -> None:
 
 
 def check_sample(checker, e) -> DataType:
-    """`T.sample(tex, uv)`: float32 coordinates, one lane per coordinate."""
+    """`T.sample(tex, uv, lod=)`: float32 coordinates, one lane per coordinate; a float32
+    level of detail."""
     itype = image_of(checker, e, e.texture, sampled=True, what="T.sample")
     got = checker.expr(e.coords)
     want = DataType("float", 32, len(itype.shape))
@@ -87,6 +88,11 @@ def check_sample(checker, e) -> DataType:
         layer = " (x first, the layer last)" if itype.layered else " (x first)"
         checker.fail(3, e, f"T.sample of {e.texture.name} takes float32 coordinates, one per "
                      f"coordinate{layer}", want, got)
+    if e.lod is not None:
+        lod = checker.expr(e.lod)
+        if lod != DataType("float", 32):
+            checker.fail(3, e, f"the lod= of T.sample of {e.texture.name} is a float32 level of "
+                         "detail", DataType("float", 32), lod)
     return itype.texel
 
 

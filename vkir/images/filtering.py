@@ -1,7 +1,7 @@
 """Texture sampling as the Vulkan specification defines it, on numpy arrays: what `T.sample`
 returns in the interpreter (the definition devices are compared with).
 
-For coordinates (x first; the layer last for a layered texture), level of detail 0:
+For coordinates (x first; the layer last for a layered texture), at one level:
 - normalized coordinates are scaled by the extent (u' = u * width), unnormalized ones are used
   as they are; a layer coordinate is rounded to the nearest integer (ties to even) and clamped;
 - "nearest" reads texel floor(u'); "linear" reads the 2, 4 or 8 texels around u' - 0.5 and
@@ -14,6 +14,10 @@ For coordinates (x first; the layer last for a layered texture), level of detail
   (Vulkan replaces the texel before its conversion to RGBA, so the channels a format lacks read
   0, 0 and 1 there too: white is (1, 0, 0, 1) for an "r" format);
 - texels are converted as vkir.images.texels.decode says, then weighted in float32.
+
+A texture with mip levels (a list of arrays, level 0 first) selects levels by the explicit level
+of detail as `_sample_levels` says (the device's `mipmapPrecisionBits` bounds how exactly it
+blends two levels: compare at whole levels, or within that precision).
 
 Finite coordinates follow these formulas up to 2^62 texels from the origin (farther ones are
 addressed as at 2^62: the same under "clamp" and "border"). Vulkan does not say what a NaN or
@@ -45,11 +49,15 @@ def _address(i: np.ndarray, n: int, mode: str):
     return np.clip(i, 0, n - 1), inside
 
 
-def sample(fmt: ImageFormat, raw: np.ndarray, coords, sampler, *, layered: bool = False,
-           sub_texel_bits: int = 8) -> np.ndarray:
+def sample(fmt: ImageFormat, raw, coords, sampler, *, layered: bool = False,
+           sub_texel_bits: int = 8, lod=None) -> np.ndarray:
     """The texels `T.sample` returns for texture `raw` (shape `[layers,] [depth,] [height,]
-    width, channels`, the format's storage dtype) at `coords` (float32, shape `(..., n)`),
-    sampled with `sampler` (a vkir.Sampler): shape `(..., 4)`, the format's lane type."""
+    width, channels`, the format's storage dtype; or a list of such arrays, its mip levels from
+    level 0) at `coords` (float32, shape `(..., n)`) and level of detail `lod` (float32, shape
+    `(...)`, or None for 0), sampled with `sampler` (a vkir.Sampler): shape `(..., 4)`, the
+    format's lane type."""
+    if isinstance(raw, (list, tuple)):
+        return _sample_levels(fmt, list(raw), coords, sampler, layered, sub_texel_bits, lod)
     raw = np.asarray(raw)
     coords = np.asarray(coords, np.float32)
     if coords.ndim == 0:
@@ -108,3 +116,26 @@ def sample(fmt: ImageFormat, raw: np.ndarray, coords, sampler, *, layered: bool 
         else:
             out = out + weight[..., None].astype(np.float32) * texel
     return out
+
+
+def _sample_levels(fmt, levels: list, coords, sampler, layered, bits, lod) -> np.ndarray:
+    """Sampling with mip levels, as Vulkan selects them for an explicit level of detail: lod is
+    clamped to [0, q] (q the last level; NaN reads as 0); nearest filtering reads level
+    ceil(lod + 0.5) - 1, linear filtering blends levels floor(lod) and the next one (at most q)
+    by the fraction of lod (the sampler's mipmap mode follows its filter)."""
+    coords = np.asarray(coords, np.float32)
+    q = len(levels) - 1
+    shape = coords.shape[:-1] if coords.ndim else ()
+    lam = np.zeros(shape, np.float32) if lod is None else np.broadcast_to(
+        np.asarray(lod, np.float32), shape)
+    lam = np.clip(np.nan_to_num(lam, nan=0.0), 0, q)
+    texels = [sample(fmt, level, coords, sampler, layered=layered, sub_texel_bits=bits)
+              for level in levels]
+    if sampler.filter == "nearest":
+        pick = np.clip(np.ceil(lam + np.float32(0.5)) - 1, 0, q).astype(np.int64)
+        return np.choose(pick[..., None], texels)
+    hi = np.floor(lam).astype(np.int64)
+    lo = np.minimum(hi + 1, q)
+    delta = (lam - hi).astype(np.float32)[..., None]
+    return (np.float32(1) - delta) * np.choose(hi[..., None], texels) + \
+        delta * np.choose(lo[..., None], texels)

@@ -14,15 +14,15 @@ vkir.images.formats. The interpreter uses them as the definition; tests and tool
   writes are red first, as for every format.
 - sRGB formats: a read converts red, green and blue from sRGB to linear as Vulkan's
   specification states (c <= 0.04045: c / 12.92, else ((c + 0.055) / 1.055) ^ 2.4, computed in
-  float64 and rounded to float32); alpha is plain unorm. They cannot be written: Vulkan has no
-  sRGB storage images.
+  float64 and rounded to float32); alpha is plain unorm. Kernels cannot write them (Vulkan has
+  no sRGB storage images); `encode` converts linear to sRGB (12.92 c, or 1.055 c ^ (1 / 2.4) -
+  0.055 above 0.0031308) for what a blit stores into a mip level.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UnsupportedError
 from .formats import ImageFormat
 
 _LANE = {"float32": np.float32, "uint32": np.uint32, "int32": np.int32}
@@ -60,10 +60,12 @@ def decode(fmt: ImageFormat, raw) -> np.ndarray:
 def encode(fmt: ImageFormat, texel) -> np.ndarray:
     """The stored texels (shape `(..., channels)`, the format's storage dtype) that writing the
     4-lane `texel` values (float32, uint32 or int32, shape `(..., 4)`) leaves."""
-    if fmt.srgb:
-        raise UnsupportedError(f"format {fmt.name} is sRGB, which cannot be written: Vulkan has "
-                               "no sRGB storage images")
     texel = np.asarray(texel)[..., :fmt.channels]
+    if fmt.srgb:   # (what a blit into an sRGB mip level stores; kernels never write sRGB)
+        color = np.clip(np.nan_to_num(texel[..., :3].astype(np.float64), nan=0.0), 0.0, 1.0)
+        color = np.where(color <= 0.0031308, color * 12.92,
+                         1.055 * color ** (1 / 2.4) - 0.055)
+        texel = np.concatenate([color, texel[..., 3:]], axis=-1)
     if fmt.order == "bgra":
         texel = texel[..., [2, 1, 0, 3]]
     storage = np.dtype(fmt.storage_dtype)

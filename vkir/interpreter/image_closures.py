@@ -148,9 +148,12 @@ class ImageClosures:
         return image_store
 
     def e_ImageSample(self, e):
-        """T.sample: the texture's sampler applied at the coordinates (vkir.images.filtering)."""
+        """T.sample: the texture's sampler applied at the coordinates (vkir.images.filtering);
+        a texture argument of the interpreter is one level, where any lod reads level 0 (as
+        Vulkan clamps it to a one-level image's levels)."""
         get = self.image_getter(e.texture)
         fc = self.expr(e.coords)
+        flod = None if e.lod is None else self.expr(e.lod)
         layered = e.texture.dtype.layered
         lanes = e.coords.dtype.lanes
 
@@ -159,6 +162,10 @@ class ImageClosures:
             coords = np.asarray(fc(fr), np.float32)
             if lanes == 1:
                 coords = coords[..., None]
+            if flod is not None:   # a host array is one level: every lod reads level 0
+                return sample(image.fmt, [image.array()], coords, image.sampler,
+                              layered=layered, sub_texel_bits=image.sub_texel_bits,
+                              lod=flod(fr))
             return sample(image.fmt, image.array(), coords, image.sampler, layered=layered,
                           sub_texel_bits=image.sub_texel_bits)
         return image_sample

@@ -55,12 +55,13 @@ class ImageStore(Stmt):
 
 @dataclass(frozen=True, slots=True)
 class ImageSample(PrimExpr):
-    """`T.sample(texture, coords)`: the filtered texel at float32 coordinates `coords` (x first;
-    the layer index last for a layered texture), level of detail 0, with the sampler the call
-    binds to the texture."""
+    """`T.sample(texture, coords, lod=...)`: the filtered texel at float32 coordinates `coords`
+    (x first; the layer index last for a layered texture) at the float32 level of detail `lod`
+    (None: level 0), with the sampler the call binds to the texture."""
 
     texture: Var
     coords: PrimExpr
+    lod: PrimExpr | None = None
 
     @property
     def dtype(self) -> DataType:

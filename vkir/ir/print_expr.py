@@ -194,7 +194,8 @@ class ExprPrinter:
         return f"{self.var_name(e.image)}[{self.indices(e.indices)}]", ATOM
 
     def _e_ImageSample(self, e):
-        return f"T.sample({self.var_name(e.texture)}, {self.expr(e.coords)})", ATOM
+        lod = "" if e.lod is None else f", lod={self.expr(e.lod)}"
+        return f"T.sample({self.var_name(e.texture)}, {self.expr(e.coords)}{lod})", ATOM
 
     def _e_ImageSize(self, e):
         return f"T.image_size({self.var_name(e.image)})", ATOM

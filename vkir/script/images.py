@@ -77,13 +77,18 @@ def _image_arg(value, what: str, arg: int, sampled: bool | None):
     return value
 
 
-def sample(texture, coords, *, span=None):
-    """`T.sample(tex, uv)`: the texel of texture `tex` at float32 coordinates `uv` (x first,
-    normalized by default; the layer last for a layered texture), filtered by the sampler the
-    call gives for `tex`, level of detail 0. The result is the format's 4-lane type."""
+def sample(texture, coords, lod=None, *, span=None):
+    """`T.sample(tex, uv, lod=0.0)`: the texel of texture `tex` at float32 coordinates `uv` (x
+    first, normalized by default; the layer last for a layered texture), filtered by the sampler
+    the call gives for `tex`, at level of detail `lod` (a float32: 0 is the full image, 1 the
+    first mip level, ...; clamped to the texture's levels). The result is the format's 4-lane
+    type."""
     tex = _image_arg(texture, "a texture (a T.Texture parameter)", 0, True)
     uv = B.to_expr(coords, 1)
-    return ImageSample(tex, uv, span=span)
+    if lod is not None:
+        lod = B.literal_as(lod, DataType("float", 32)) if B.is_literal(lod) else \
+            B.to_expr(lod, 2)
+    return ImageSample(tex, uv, lod, span=span)
 
 
 def image_size(image, *, span=None):
