@@ -71,6 +71,10 @@ def test_ssim_threshold():
     with pytest.raises(AssertionError, match=rf"SSIM {score:.5f} is below ssim=0.999") as info:
         assert_image_matches(noisy, golden, max_diff=255, ssim=0.999)
     assert f"SSIM: {score:.5f}" in str(info.value)
+    # without max_diff, SSIM decides alone; with it, both bounds hold
+    assert assert_image_matches(noisy, golden, ssim=0.9).differing == 0
+    with pytest.raises(AssertionError, match="differ by more than max_diff=.1, 1, 1, 1."):
+        assert_image_matches(noisy, golden, max_diff=1, ssim=0.9)
     with pytest.raises(vkir.ArgumentError, match=r"ssim is a similarity in \[-1, 1\]"):
         assert_image_matches(golden, golden, ssim=2)
 
@@ -81,6 +85,7 @@ def test_flip_threshold():
     score = flip_score(shifted, golden)
     assert flip_score(golden, golden) == 0.0 and 0.0 < score < 1.0
     assert_image_matches(shifted, golden, max_diff=255, flip=score + 1e-6)
+    assert_image_matches(shifted, golden, flip=score + 1e-6)           # FLIP alone decides
     with pytest.raises(AssertionError, match=r"the mean FLIP error 0\.\d+ exceeds flip=0.001"):
         assert_image_matches(shifted, golden, max_diff=255, flip=0.001)
     gray = golden[..., 0]

@@ -181,6 +181,8 @@ def judge(a: np.ndarray, g: np.ndarray, *, max_diff=None, max_fraction: float = 
     statistics, and one sentence per bound they break (none: they match)."""
     from . import golden_matching as matching
 
+    if max_diff is None and (ssim is not None or flip is not None):
+        max_diff = np.inf       # SSIM or FLIP alone decides
     result = compare_images(a, g, max_diff=max_diff)
     tol = channel_tolerance(max_diff, a.shape[2], a.dtype)
     problems = []
@@ -249,7 +251,8 @@ def assert_image_matches(actual, golden, *, max_diff=None, max_fraction: float =
     golden (Sobel magnitude above zero) and differs by at most edge_diff does not count against
     max_fraction; at most edge_fraction of the golden's edge pixels may be such pixels. With
     `ssim`, the structural similarity (scikit-image) must be at least `ssim`; with `flip`, the
-    mean FLIP error (flip-evaluator) at most `flip` (vkir.golden_matching). Shapes and dtypes
+    mean FLIP error (flip-evaluator) at most `flip` (vkir.golden_matching); given without
+    `max_diff`, these two decide alone (no per-pixel tolerance applies). Shapes and dtypes
     must be equal (an AssertionError names both). On failure the actual image, the golden and a
     diff (a PNG picture for integer images, the float differences as .npy for float ones) are
     written to `out_dir` (default: a new temporary folder) as `<name>.actual.png`,

@@ -137,8 +137,8 @@ class Fit:
     """The tightest tolerances that pass every image given to fit_tolerances: `max_diff` alone
     (max_fraction 0); `budgets`, (max_diff, max_fraction) pairs; `mean`; `edges` as
     (max_diff off the edges, (max_diff, max_fraction) on them); `ssim` (the lowest score) and
-    `flip` (the highest), None where the package is missing. `lines()` pairs the mean, SSIM and
-    FLIP bounds with the max_diff that lets every pixel through, so that they alone decide."""
+    `flip` (the highest), None where the package is missing. `lines()` pairs the mean bound with
+    the max_diff that lets every pixel through; SSIM and FLIP, given alone, decide alone."""
 
     images: int
     max_diff: float
@@ -156,10 +156,9 @@ class Fit:
         base, (edge_diff, edge_fraction) = self.edges
         out.append(f"max_diff={_num(base)}, edges=({_num(edge_diff)}, {_up(edge_fraction)})")
         if self.ssim is not None:
-            out.append(f"max_diff={_num(self.max_diff)}, "
-                       f"ssim={math.floor(self.ssim * 1e4) / 1e4:g}")
+            out.append(f"ssim={math.floor(self.ssim * 1e4) / 1e4:g}")
         if self.flip is not None:
-            out.append(f"max_diff={_num(self.max_diff)}, flip={_up(self.flip)}")
+            out.append(f"flip={_up(self.flip)}")
         return out
 
 

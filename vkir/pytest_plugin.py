@@ -291,7 +291,6 @@ def vkir_golden(request):
     bless = config.getoption("--vkir-bless", default=False)
     bless_device = config.getoption("--vkir-bless-device", default=False)
     reporting = config.getoption("--vkir-report", default=None) is not None
-    device = session_device(config)
     nodeid = request.node.nodeid
     commands = bless_commands(nodeid)
 
@@ -306,11 +305,13 @@ def vkir_golden(request):
         config.stash.setdefault(_REPORT, []).append(ReportEntry(
             nodeid, stem, status, a, g, None if path is None else str(path), result,
             list(problems), dict(options),
-            channel_tolerance(options.get("max_diff"), a.shape[2], a.dtype), str(device),
+            channel_tolerance(options.get("max_diff"), a.shape[2], a.dtype),
+            str(session_device(config)),
             *commands))
 
     def compare(image, *, name=None, **options):
         a = as_image(image, "vkir_golden")
+        device = session_device(config)     # looked up at the first comparison of the session
         stem = golden_stem(request.node, name)
         if stem in used:
             pytest.fail(f"vkir_golden: {nodeid} compared a second image with golden "
@@ -340,9 +341,9 @@ def vkir_golden(request):
                         f"image is {actual}; device: {device}): run `pytest --vkir-bless "
                         f"{nodeid}` to write it, look at it, and commit it", pytrace=False)
         record_run(folder, stem, device.key, nodeid, None)
-        _fail(a, candidates, folder, out_dir, stem, options, note)
+        _fail(a, candidates, folder, out_dir, stem, options, note, device)
 
-    def _fail(a, candidates, folder, out_dir, stem, options, note):
+    def _fail(a, candidates, folder, out_dir, stem, options, note, device):
         from vkir.golden_images import assert_image_matches, judge
 
         first = candidates[0]
