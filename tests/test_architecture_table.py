@@ -10,7 +10,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _allowed() -> dict:
-    spec = importlib.util.spec_from_file_location("import_graph", ROOT / "tools" / "import_graph.py")
+    spec = importlib.util.spec_from_file_location("import_graph",
+                                                  ROOT / "tools" / "import_graph.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.ALLOWED
@@ -39,6 +40,7 @@ def _documented() -> dict:
 def test_the_package_table_is_the_allowed_imports():
     documented, allowed = _documented(), _allowed()
     assert set(documented) == set(allowed), set(documented) ^ set(allowed)
-    wrong = {name: (sorted(documented[name] - allowed[name]), sorted(allowed[name] - documented[name]))
+    wrong = {name: (sorted(documented[name] - allowed[name]),
+                    sorted(allowed[name] - documented[name]))
              for name in allowed if documented[name] != allowed[name]}
     assert not wrong, f"package: (documented only, ALLOWED only) {wrong}"
