@@ -61,7 +61,8 @@ _LAZY = {
     "map": "vkir.mapping:map",
 }
 _SUBMODULES = {"analysis", "transform", "schedule", "spirv", "runtime", "script", "interpreter", "api",
-               "ops", "lowering", "target", "tvm", "driver", "cache", "tools", "testing", "fleet", "autodiff"}
+               "ops", "lowering", "target", "tvm", "driver", "cache", "tools", "testing", "fleet", "autodiff",
+               "torch"}
 
 
 # `from vkir import *`: the errors, the IR package and every lazily resolved name (never the

@@ -47,7 +47,7 @@ _ADJOINTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _ADJOINTS_LOCK = threading.Lock()
 
 
-def _accesses(func) -> tuple[set, dict]:
+def accesses(func) -> tuple[set, dict]:
     """(the names of the global buffers `func` reads, {name: True when every write of it is an
     atomic_add statement, False when it is also stored to}); atomic targets are not reads."""
     reads, writes, targets = set(), {}, set()
@@ -116,7 +116,7 @@ class Tape:
             return
         from ..driver.arrays import DeviceArray
 
-        reads, writes = _accesses(func)
+        reads, writes = accesses(func)
         params = []
         for i, var in enumerate(func.params):
             buf = func.buffer_map.get(var)
