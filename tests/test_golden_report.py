@@ -101,7 +101,7 @@ def _sample_entries():
     return out
 
 
-def test_report_in_a_browser(tmp_path):
+def test_report_in_a_browser(tmp_path, request):
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.skip("Debian's chromium is not installed (make setup installs it)")
@@ -120,3 +120,6 @@ def test_report_in_a_browser(tmp_path):
     # the page as drawn: text may render a little differently (other font hinting: SSIM 0.93),
     # the layout may not (the failure shown as a pass: SSIM 0.77)
     assert_image_matches(picture, GOLDEN, max_diff=255, ssim=0.85, out_dir=tmp_path)
+    # recorded like a vkir_golden comparison, so that `vkir golden stale` knows it is in use
+    golden_baselines.record_run(GOLDEN.parent, GOLDEN.stem, "chromium", request.node.nodeid,
+                                GOLDEN)
