@@ -57,7 +57,8 @@ NO_DEVICE = ("no Vulkan device ({why}): device tests skipped; the tests that nee
 
 
 def pytest_addoption(parser):
-    """The plugin's options: --vkir-device and --vkir-validation."""
+    """The plugin's options: --vkir-device, --vkir-fleet, --vkir-validation, --vkir-bless,
+    --vkir-bless-device and --vkir-report."""
     group = parser.getgroup("vkir", "vkir (Vulkan compute)")
     group.addoption("--vkir-device", default=None, metavar="SEL",
                     help="device selector for tests: cpu/lavapipe, gpu, an index or a name "
