@@ -47,7 +47,7 @@ print(json.dumps({"seconds": time.perf_counter() - t0}))
 def case_kernel(name: str, constant: bool):
     """The demo kernel `name` ("sum" or "matmul"), its sizes symbolic or written as constants."""
     import vkir
-    from vkir.tools import demo
+    from vkir.examples import demo_kernels as demo
 
     func = {"sum": demo.block_sum, "matmul": demo.matmul}[name]
     if not constant:

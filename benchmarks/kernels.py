@@ -3,7 +3,7 @@ algorithm of its GLSL reference in shaders/ so the vkir/GLSL ratio compares code
 not algorithms."""
 
 from vkir import T
-from vkir.tools.demo import VADD_SOURCE, block_sum, matmul  # noqa: F401  (the same kernels as the demo)
+from vkir.examples.demo_kernels import VADD_SOURCE, block_sum, matmul  # noqa: F401  (the demo's)
 
 
 @T.prim_func

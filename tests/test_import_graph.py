@@ -59,3 +59,21 @@ def test_kernel_reaches_devices_only_through_the_seam():
     assert tool.module_violations() == []
     found = tool.module_violations({"vkir.backends.vulkan": {"vkir.runtime"}})
     assert "vkir.backends.vulkan -> vkir.runtime (lazy)" in found
+
+
+def test_no_cycle_between_packages_lazy_imports_included():
+    """vkir's first-level modules and packages form no cycle, counting imports inside
+    functions: each layer can be understood (and tested) without the ones above it."""
+    tool = _tool()
+    assert tool.package_cycles(tool.graph()) == []
+
+
+def test_a_package_cycle_through_a_lazy_import_fails_the_check(monkeypatch, capsys):
+    tool = _tool()
+    edges = {"vkir.driver": {"vkir.tools": True, "vkir.ir": False},
+             "vkir.tools": {"vkir.api": False}, "vkir.api": {"vkir.driver": True},
+             "vkir.ir": {}}
+    assert tool.package_cycles(edges) == [["vkir.api", "vkir.driver", "vkir.tools", "vkir.api"]]
+    monkeypatch.setattr(tool, "graph", lambda: edges)
+    assert tool.main(["--quiet"]) == 1
+    assert "package cycle: vkir.api -> vkir.driver -> vkir.tools -> vkir.api" in capsys.readouterr().out

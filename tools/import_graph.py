@@ -1,7 +1,8 @@
 """Print which vkir packages import which, and fail on an arrow the layering forbids.
 
     python tools/import_graph.py            # the graph, then the violations (exit 1 if any):
-                                            # forbidden arrows, import-time module cycles and
+                                            # forbidden arrows, cycles between packages (lazy
+                                            # imports included), import-time module cycles and
                                             # imports of another module's private names
     python tools/import_graph.py --quiet    # only the violations
 
@@ -10,6 +11,9 @@ Every import counts, including the ones inside functions (marked "lazy" in the g
 import is still a dependency, only a deferred one. A "package" is vkir's first-level package or
 module (`vkir.ir`, `vkir.api`, ...); the top-level folders spirv/ and runtime/ are `vkir.spirv`
 and `vkir.runtime`, as they install.
+
+No two packages import each other, directly or around a circle, counting lazy imports too
+(`package_cycles`): a cycle through a lazy import is still two layers that each need the other.
 
 The layering, bottom to top: errors, config (the VKIR_* environment variables), store (files
 kept between processes), timing, limits (the one Limits type of devices, below both the target
@@ -20,7 +24,10 @@ aliasing (which arguments share memory), interpreter; spirv (the IR -> SPIR-V ba
 (ALLOWED); anything not listed there is facade and may import anything, but nothing below the
 facade may import it.
 
-Inside the facade, the device seam (vkir.backends.protocol) is a rule on modules (FORBIDDEN):
+The device seam (vkir.seam: the Runtime protocol, its capabilities and the backend registry) sits
+below the kernels that use it (vkir.driver) and the backends that implement it (vkir.backends);
+the registry names backends by text ("module:attribute") and imports them only when asked.
+Inside the facade, the seam is also a rule on modules (FORBIDDEN):
 `Kernel` (vkir.driver.kernel and its parts kernel_calls, kernel_values, kernel_variants,
 building), `ShaderKernel` (vkir.driver.shader) and the dispatch helpers every kernel shares
 (vkir.driver.dispatch) reach a device only through a backend's Runtime, so they import no
@@ -46,7 +53,7 @@ ALLOWED = {
     "vkir.limits": set(),
     "vkir.config": {"vkir.errors"},
     "vkir.store": {"vkir.errors", "vkir.config"},
-    "vkir.target": {"vkir.errors", "vkir.quirks", "vkir.features", "vkir.limits"},
+    "vkir.target": {"vkir.errors", "vkir.quirks", "vkir.features", "vkir.limits", "vkir.seam"},
     "vkir.images": {"vkir.errors"},
     "vkir.ir": {"vkir.errors", "vkir.images"},
     "vkir.abi": {"vkir.errors", "vkir.ir"},
@@ -67,6 +74,7 @@ ALLOWED = {
     "vkir.timing": set(),
     "vkir.runtime": {"vkir.errors", "vkir.timing", "vkir.config", "vkir.quirks",
                      "vkir.features", "vkir.store", "vkir.images", "vkir.limits"},
+    "vkir.seam": {"vkir.errors", "vkir.timing", "vkir.limits"},
 }
 
 # module -> the packages it must not import at all (lazy imports included)
@@ -78,7 +86,6 @@ FORBIDDEN = {
     "vkir.driver.building": {"vkir.runtime"},
     "vkir.driver.dispatch": {"vkir.runtime"},
     "vkir.driver.shader": {"vkir.runtime"},
-    "vkir.backends.protocol": {"vkir.runtime", "vkir.driver"},
 }
 
 
@@ -218,6 +225,34 @@ def cycles(edges: dict) -> list:
     return sorted(out)
 
 
+def package_cycles(edges: dict) -> list:
+    """One cycle of packages per strongly connected set of the package graph `edges` (lazy
+    imports included), each as the list of packages around it, the first repeated at the end."""
+    plain = {src: set(targets) for src, targets in edges.items()}
+    out = []
+    for group in cycles(plain):
+        members = set(group)
+        start = group[0]
+        # breadth-first from start's successors back to start, inside the group
+        previous = {}
+        frontier = [start]
+        while frontier and start not in previous:
+            following = []
+            for node in frontier:
+                for nxt in sorted(plain.get(node, ())):
+                    if nxt in members and nxt not in previous:
+                        previous[nxt] = node
+                        following.append(nxt)
+            frontier = following
+        path = [start]
+        node = previous[start]
+        while node != start:
+            path.append(node)
+            node = previous[node]
+        out.append([start, *reversed(path[1:]), start])
+    return out
+
+
 def private_imports() -> list:
     """'module: from X import _name' for every import of another module's private name (a name
     that module keeps to itself; a name a second module needs is public)."""
@@ -276,7 +311,9 @@ def main(argv=None) -> int:
             targets = edges[src]
             shown = ", ".join(f"{d}{' (lazy)' if targets[d] else ''}" for d in sorted(targets))
             print(f"{src:18} -> {shown or '-'}")
-    bad = violations(edges) + module_violations() + [f"import cycle: {' -> '.join(c)}" for c in cycles(module_graph())] \
+    bad = violations(edges) + module_violations() \
+        + [f"package cycle: {' -> '.join(c)}" for c in package_cycles(edges)] \
+        + [f"import cycle: {' -> '.join(c)}" for c in cycles(module_graph())] \
         + [f"private import in {line}" for line in private_imports()]
     if bad:
         print(f"\n{len(bad)} forbidden import(s):")

@@ -14,13 +14,22 @@ from dataclasses import dataclass, field, fields
 from .errors import ArgumentError
 from .features import NAMES
 from .limits import UNLIMITED, Limits
+from .seam.registry import backend_names, has_backend
 from .quirks import LAVAPIPE
 
-KINDS = ("vulkan", "interp", "wgpu")   # a backend of vkir.backends.BACKENDS each
-# the kinds whose kernels are SPIR-V for a Vulkan environment (WebGPU: through its translator)
-SPIRV_KINDS = ("vulkan", "wgpu")
+# the built-in kinds; any backend registered in the entry point group "vkir.backends" is a kind
+# too (vkir.seam.registry), so a package installed beside vkir adds one
+KINDS = ("vulkan", "interp", "wgpu")
+# the kinds that run on the host, without SPIR-V; every other kind's kernels are SPIR-V for a
+# Vulkan environment (WebGPU's through its translator, another package's as its backend runs it)
+HOST_KINDS = ("interp",)
+SPIRV_KINDS = tuple(k for k in KINDS if k not in HOST_KINDS)
 
 FEATURES = NAMES   # every device feature vkir knows (vkir.features)
+
+# the SPIRV-Tools Vulkan environments an existing shader is assembled and validated for
+# (vkir.load_spirv's target_env, `vkir validate --target-env`)
+TARGET_ENVS = ("vulkan1.0", "vulkan1.1", "vulkan1.2", "vulkan1.3")
 
 # the SPIR-V version vkir emits for each SPIRV-Tools Vulkan environment (the highest it accepts);
 # Vulkan 1.0 is absent: vkir needs SPIR-V 1.3's StorageBuffer storage class
@@ -44,7 +53,8 @@ class Target:
     """What a kernel is compiled for. `Target()` is the Vulkan 1.1 baseline with no optional
     feature and Vulkan's minimum limits.
 
-    `kind` is the backend ("vulkan", "interp" or "wgpu": WebGPU, which takes Vulkan SPIR-V). `features` names the optional device features
+    `kind` is the backend ("vulkan", "interp", "wgpu": WebGPU, which takes Vulkan SPIR-V, or
+    any backend registered in the entry point group "vkir.backends"). `features` names the optional device features
     a kernel may use (see FEATURES); codegen raises UnsupportedError naming a missing one.
     `subgroup_size` is the device's (None when unknown offline). `quirks` names driver bugs that
     passes work around (e.g. "loop_trip_limit_65535"). For Vulkan, `env` is the SPIRV-Tools
@@ -64,8 +74,10 @@ class Target:
     precise: bool = False
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ArgumentError(f"unknown target kind {self.kind!r}; expected one of {KINDS}")
+        if not has_backend(self.kind):
+            raise ArgumentError(f"unknown target kind {self.kind!r}; expected one of "
+                                f"{backend_names()} (the backends registered in the entry point "
+                                "group 'vkir.backends')")
         if not isinstance(self.limits, Limits):
             object.__setattr__(self, "limits", Limits.of(self.limits))
         object.__setattr__(self, "spirv_version", tuple(int(v) for v in self.spirv_version))
@@ -74,7 +86,7 @@ class Target:
         unknown = self.features - FEATURES
         if unknown:
             raise ArgumentError(f"unknown target features {sorted(unknown)}; known: {sorted(FEATURES)}")
-        if self.kind not in SPIRV_KINDS:
+        if not self.is_vulkan:
             return
         limit = SPIRV_VERSIONS.get(self.env)
         if limit is None:
@@ -182,7 +194,7 @@ class Target:
     def is_vulkan(self) -> bool:
         """True for targets that get Vulkan SPIR-V (codegen, bool buffers stored as int8): Vulkan
         and WebGPU."""
-        return self.kind in SPIRV_KINDS
+        return self.kind not in HOST_KINDS
 
     @property
     def denormals(self) -> str:

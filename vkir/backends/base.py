@@ -1,4 +1,6 @@
-"""The backend interface, and the Kernel every backend other than Vulkan is called through."""
+"""The backend interface: `Backend` (a host backend, whose kernels are BackendKernels) and
+`DeviceBackend` (a backend that drives a device through the seam, whose kernels are vkir
+Kernels)."""
 
 from __future__ import annotations
 
@@ -54,6 +56,43 @@ class Backend:
         return f"<vkir backend {self.name}>"
 
 
+class DeviceBackend(Backend):
+    """A backend that drives a device through the seam (vkir.seam): it gives the `runtime()` of
+    a device, and its kernels are vkir Kernels compiled for that runtime's target. What a new
+    device needs is its Runtime and this class's `name` and `runtime`; `kernel` binds
+    T.parallel loops onto the grid and refuses what needs Vulkan's device arrays (bounds
+    checks, and loop-cut checks on a driver with a loop budget)."""
+
+    def runtime(self, device=None):
+        """The seam Runtime of `device` (None: the default device); `device` itself when it is
+        already one of this backend's runtimes."""
+        raise NotImplementedError
+
+    def target(self, precise: bool = False):
+        """The Target of the default device."""
+        return self.runtime().target(precise)
+
+    def kernel(self, func: PrimFunc, device=None, *, pointer_casts: bool = False,
+               precise: bool = False, check_bounds: bool = False):
+        """The Kernel of `func` on `device` (see the class docstring)."""
+        from ..driver.loop_cut import needs_checks
+        from ..transform.bind_parallel import BindParallel
+
+        if check_bounds:
+            raise UnsupportedError(f"kernel {func.name}: check_bounds=True is not supported by the "
+                                   f"{self.name} backend (run it with device='interp', which always "
+                                   "checks bounds, or on Vulkan)")
+        rt = self.runtime(device)
+        func = BindParallel(target=rt.target(precise))(func)   # T.parallel onto the grid
+        if needs_checks(func, rt.quirks):
+            raise UnsupportedError(
+                f"kernel {func.name}: a loop whose length depends on buffer data, on a driver "
+                f"that cuts long loops ({rt.name!r}); the checks that catch a cut read a vkir "
+                f"device array, which the {self.name} backend does not have: pass loop counts as "
+                "scalar arguments, or run it on Vulkan")
+        return Kernel(func, rt, pointer_casts, precise)
+
+
 class BackendKernel:
     """A Kernel run by a `Backend` instead of a Vulkan device: same call signature, argument
     errors, write-back and `profile()` as a device kernel. `device` is the backend, `ir` the
@@ -97,7 +136,7 @@ class BackendKernel:
     def report(self) -> str:
         """Which vector accesses of the lowered kernel are done lane by lane, and why, then
         vkir's compile time (there is no driver compile)."""
-        from ..tools.vector_report import report
+        from ..transform.vector_report import report
 
         return report(self.ir) + f"\ncompile: {self.compile_seconds * 1e3:.1f} ms in vkir"
 

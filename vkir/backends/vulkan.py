@@ -2,15 +2,15 @@
 lowers for the device's Target, generates and validates SPIR-V and creates the pipeline; the
 result is a vkir Kernel (vkir.driver.kernel), bounds-checked where asked.
 
-`VulkanRuntime` is the device seam (protocol.py) as a thin adapter over vkir.runtime: the
+`VulkanRuntime` is the device seam (vkir.seam) as a thin adapter over vkir.runtime: the
 only backend module that imports it. Memory is vkir.runtime's suballocated buffers, a Program
 is a cached runtime Pipeline, a Launch a cached recorded command buffer."""
 
 from __future__ import annotations
 
 from ..ir import PrimFunc
-from .base import Backend
-from .protocol import Allocator, Program, ProgramSpec, Runtime
+from ..seam import CAPABILITIES, Allocator, Program, ProgramSpec, Runtime, ShaderRuntime
+from .base import DeviceBackend
 from .vulkan_images import VulkanImages
 
 
@@ -113,8 +113,9 @@ class VulkanProgram(Program):
         release_pipeline(self.device, self.handle)
 
 
-class VulkanRuntime(VulkanImages, Runtime):
-    """An opened vkir.runtime Device behind the device seam (images too: vulkan_images.py)."""
+class VulkanRuntime(VulkanImages, ShaderRuntime, Runtime):
+    """An opened vkir.runtime Device behind the device seam, with every capability (images:
+    vulkan_images.py; timestamps where the compute queue has them)."""
 
     kind = "vulkan"
 
@@ -159,9 +160,11 @@ class VulkanRuntime(VulkanImages, Runtime):
         return frozenset(getattr(self.device.info, "extensions", frozenset()))
 
     @property
-    def timestamps(self) -> bool:
-        """Whether the compute queue has timestamp queries."""
-        return self.device.timestamp_bits > 0
+    def capabilities(self) -> frozenset:
+        """Every capability of the seam; "timestamps" where the compute queue has timestamp
+        queries."""
+        timed = self.device.timestamp_bits > 0
+        return frozenset(c for c in CAPABILITIES if timed or c != "timestamps")
 
     @property
     def limits(self):
@@ -243,13 +246,7 @@ class VulkanRuntime(VulkanImages, Runtime):
         self.device.check_open()
 
 
-def runtime_of(device) -> Runtime:
-    """`device` as a seam Runtime: itself when it is one, else the VulkanRuntime of an opened
-    vkir.runtime Device."""
-    return device if isinstance(device, Runtime) else VulkanRuntime(device)
-
-
-class VulkanBackend(Backend):
+class VulkanBackend(DeviceBackend):
     """Kernels on Vulkan devices."""
 
     name = "vulkan"
@@ -262,7 +259,9 @@ class VulkanBackend(Backend):
 
     def runtime(self, device=None) -> VulkanRuntime:
         """The seam Runtime of `device` (a selector as for vkir.device, an opened Device, or
-        None for the default one)."""
+        None for the default one); a VulkanRuntime is itself."""
+        if isinstance(device, VulkanRuntime):
+            return device
         from ..driver.arrays import resolve_device
 
         return VulkanRuntime(resolve_device(device))

@@ -1,21 +1,34 @@
-"""The Vulkan backend's ImageRuntime (vkir.backends.image_seam): vkir.runtime Images, samplers
+"""The Vulkan backend's ImageRuntime (vkir.seam.images): vkir.runtime Images, samplers
 and texel buffers behind the seam. VulkanRuntime (vulkan.py) inherits it; `self.device` is the
 opened vkir.runtime Device."""
 
 from __future__ import annotations
 
-from .image_seam import ImageRuntime
+from ..seam.images import ImageRuntime
 
 
 class VulkanImages(ImageRuntime):
     """Images of a vkir.runtime Device (`self.device`)."""
 
     def create_image(self, fmt, extent: tuple, layers: int = 1, dim: int = 2,
-                     arrayed: bool = False, what: str = "an image"):
+                     arrayed: bool = False, what: str = "an image", levels: int = 1,
+                     cube: bool = False):
         """A vkir.runtime Image (cleared to zero, resting in GENERAL)."""
         from ..runtime.images import Image
 
-        return Image(self.device, fmt, extent, layers, dim, arrayed, what)
+        return Image(self.device, fmt, extent, layers, dim, arrayed, what, levels, cube)
+
+    def image_level(self, image, index: int):
+        """A vkir.runtime.mips ImageLevel: a view of one level, copied like an Image."""
+        from ..runtime.mips import level
+
+        return level(image, index)
+
+    def generate_mips(self, image, what: str) -> None:
+        """vkir.runtime.mips.generate_mips: a chain of blits."""
+        from ..runtime.mips import generate_mips
+
+        generate_mips(image, what)
 
     def image_copy_in(self, image, array) -> None:
         """Image.write: staged with the device's row pitch."""

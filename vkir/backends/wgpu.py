@@ -26,10 +26,9 @@ import time
 import numpy as np
 
 from ..errors import ArgumentError, UnsupportedError
-from ..ir import PrimFunc
 from ..limits import Limits
-from .base import Backend
-from .protocol import Allocator, Launch, Program, ProgramSpec, Runtime, Waitable
+from .base import DeviceBackend
+from ..seam import Allocator, Launch, Program, ProgramSpec, Runtime
 
 INSTALL = "pip install 'vkir[wgpu]'"
 _STORAGE_ALIGN = 4   # WebGPU copies move multiples of 4 bytes
@@ -112,17 +111,6 @@ class WgpuAllocator(Allocator):
         return WgpuBuffer(buffer.gpu, buffer.offset + offset, nbytes)
 
 
-class _Done(Waitable):
-    """Work that ended when it was submitted."""
-
-    def wait(self, timeout=None) -> None:
-        """Nothing to wait for."""
-
-    def done(self) -> bool:
-        """Always True."""
-        return True
-
-
 class WgpuLaunch(Launch):
     """A program bound to buffers, immediates and group counts (one bind group)."""
 
@@ -158,11 +146,6 @@ class WgpuLaunch(Launch):
         if program.first_run is None:
             program.first_run = time.perf_counter() - started
         return True
-
-    def submit(self, keep=None, what: str = "launch") -> Waitable:
-        """Run to the end now (wgpu-py cannot wait on its queue later): a done Waitable."""
-        self.run(keep=keep)
-        return _Done()
 
 
 class WgpuProgram(Program):
@@ -204,23 +187,6 @@ class WgpuProgram(Program):
                                 f"{len(buffers)} buffers")
         return WgpuLaunch(self, buffers, push, groups)
 
-    def profile(self, buffers, push: bytes, groups: tuple, repeat: int, warmup: int):
-        """Wall seconds of each of `repeat` waited runs after `warmup`."""
-        from ..timing import Timing
-
-        launch = self.launch(buffers, push, groups)
-        for _ in range(warmup):
-            launch.run()
-        samples = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            launch.run()
-            samples.append(time.perf_counter() - t0)
-        return Timing.of(samples, "wall")
-
-    def release(self) -> None:
-        """Nothing to do: wgpu objects are freed when collected."""
-
 
 def _naga_message(exc) -> str:
     """What wgpu's error says naga refused (its reason lines, without the frame and the
@@ -258,9 +224,8 @@ class WgpuRuntime(Runtime):
     """A wgpu adapter and device behind the device seam. `adapter` is wgpu's (None: the default
     one wgpu picks, high performance first)."""
 
-    kind = "wgpu"
-    timestamps = False
-    aliasing = False    # naga ignores SPIR-V's Aliased decoration
+    kind = "wgpu"   # no capability: naga ignores SPIR-V's Aliased decoration, wgpu-py times
+                    # nothing and records no sequences
 
     def __init__(self, adapter=None):
         wgpu = _wgpu()
@@ -344,21 +309,6 @@ class WgpuRuntime(Runtime):
                                    f"WebGPU's maxComputeWorkgroupStorageSize = "
                                    f"{lim.max_shared_memory_bytes}")
 
-    def check_grid(self, groups: tuple, what: str) -> None:
-        """The adapter's workgroups per dimension (maxComputeWorkgroupsPerDimension)."""
-        for axis, (n, cap) in enumerate(zip(groups, self._limits.max_workgroup_count)):
-            if n > cap:
-                raise UnsupportedError(f"{what}: {n} workgroups on blockIdx.{'xyz'[axis]} exceed "
-                                       f"maxComputeWorkGroupCount = {cap} on {self.name!r} "
-                                       "(WebGPU's maxComputeWorkgroupsPerDimension)")
-
-    def subgroup_requirement(self, size: int, workgroup_x: int, what: str):
-        """Refused: WebGPU cannot pin a subgroup size (UnsupportedError naming subgroup
-        operations)."""
-        raise UnsupportedError(f"{what} uses subgroup operations built for subgroup size {size}; "
-                               "WebGPU cannot pin a subgroup size (subgroup operations are "
-                               "not supported by the wgpu backend)")
-
     def program(self, spec: ProgramSpec) -> WgpuProgram:
         """A new WgpuProgram of `spec`."""
         return WgpuProgram(self, spec)
@@ -371,7 +321,7 @@ def default_runtime() -> WgpuRuntime:
     return WgpuRuntime()
 
 
-class WgpuBackend(Backend):
+class WgpuBackend(DeviceBackend):
     """Kernels on WebGPU through wgpu-py (`device="wgpu"`)."""
 
     name = "wgpu"
@@ -379,30 +329,3 @@ class WgpuBackend(Backend):
     def runtime(self, device=None) -> WgpuRuntime:
         """`device` when it is a WgpuRuntime, else the default one."""
         return device if isinstance(device, WgpuRuntime) else default_runtime()
-
-    def target(self, precise: bool = False):
-        """The Target of the default adapter."""
-        return self.runtime().target(precise)
-
-    def kernel(self, func: PrimFunc, device=None, *, pointer_casts: bool = False,
-               precise: bool = False, check_bounds: bool = False):
-        """The Kernel of `func` on WebGPU. `check_bounds` is refused (the device-side record it
-        reads back is a vkir device array, which lives on Vulkan)."""
-        from ..driver.kernel import Kernel
-
-        if check_bounds:
-            raise UnsupportedError(f"kernel {func.name}: check_bounds=True is not supported by the "
-                                   "wgpu backend (run it with device='interp', which always "
-                                   "checks bounds, or on Vulkan)")
-        from ..driver.loop_cut import needs_checks
-        from ..transform.bind_parallel import BindParallel
-
-        rt = self.runtime(device)
-        func = BindParallel(target=rt.target(precise))(func)   # T.parallel onto the grid
-        if needs_checks(func, rt.quirks):
-            raise UnsupportedError(
-                f"kernel {func.name}: a loop whose length depends on buffer data, on a driver "
-                f"that cuts long loops ({rt.name!r}); the checks that catch a cut read a vkir "
-                "device array, which the wgpu backend does not have: pass loop counts as scalar "
-                "arguments, or run it on Vulkan")
-        return Kernel(func, rt, pointer_casts, precise)

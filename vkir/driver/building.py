@@ -37,14 +37,18 @@ def lower(func: PrimFunc, target=None, *, instruments=(), verify_each: bool = Fa
 
 
 def _build(func: PrimFunc, device, pointer_casts: bool, precise: bool, check_bounds: bool):
-    """The Kernel `build` returns (see there): the backend a name in BACKENDS selects ("interp",
-    "vulkan"), else Vulkan on the device `device` selects."""
-    from ..backends import BACKENDS
+    """The Kernel `build` returns (see there): the backend a registered name selects ("interp",
+    "vulkan", "wgpu", or one of another package: vkir.seam.registry), the backend of a seam
+    Runtime on it, else Vulkan on the device `device` selects."""
+    from ..seam import Runtime
+    from ..seam.registry import backend_class, has_backend
 
-    if isinstance(device, str) and device in BACKENDS:
-        backend, device = BACKENDS[device](), None
+    if isinstance(device, str) and has_backend(device):
+        backend, device = backend_class(device)(), None
+    elif isinstance(device, Runtime):   # a backend's runtime: that backend, on it
+        backend = backend_class(device.kind)()
     else:
-        backend = BACKENDS["vulkan"]()
+        backend = backend_class("vulkan")()
     return backend.kernel(func, device, pointer_casts=pointer_casts, precise=precise,
                           check_bounds=check_bounds)
 

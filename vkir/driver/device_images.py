@@ -4,7 +4,7 @@
 A DeviceImage's `shape` is the image's own, as `T.Image(shape, format)` declares it: ([layers,]
 [depth,] [height,] width); `.numpy()` returns `shape + (channels,)` of the format's storage dtype
 (uint8 for rgba8, float16 for rgba16f, ...), origin top-left. Row pitch, alignment and layouts are
-the backend's (vkir.backends.image_seam); this module goes through that seam only.
+the backend's (vkir.seam.images); this module goes through that seam only.
 """
 
 from __future__ import annotations
@@ -19,16 +19,14 @@ __all__ = ["DeviceImage", "image", "empty_image", "image_runtime"]
 
 
 def image_runtime(device):
-    """The ImageRuntime (vkir.backends.image_seam) of `device`: a seam Runtime, an opened
+    """The ImageRuntime (vkir.seam.images) of `device`: a seam Runtime, an opened
     Device, a selector as for vkir.device, or None for the default device."""
-    from ..backends.image_seam import images_of
-    from ..backends.protocol import Runtime
+    from ..seam import Runtime, images_of
+    from ..seam.registry import backend_class
 
     if isinstance(device, Runtime):
         return images_of(device)
-    from ..backends.vulkan import VulkanBackend
-
-    return VulkanBackend().runtime(device)
+    return backend_class("vulkan")().runtime(device)
 
 
 class DeviceImage:

@@ -5,7 +5,7 @@ with aliased ones in one buffer (`stage`, see vkir.aliasing). `Kernel` (vkir.bui
 `ShaderKernel` (existing shaders) and the backends' kernels call these, so the behaviour a call
 has does not depend on where the kernel came from.
 
-Everything here goes through the device seam (vkir.backends.protocol): a `Runtime`'s allocator
+Everything here goes through the device seam (vkir.seam): a `Runtime`'s allocator
 and a `Program`'s launches. A bare vkir.runtime Device is taken as the Vulkan backend's
 (`as_runtime`).
 """
@@ -21,11 +21,14 @@ SCRATCH_BUFFERS = 32  # per kernel: device copies of numpy arguments kept for th
 
 
 def as_runtime(device):
-    """`device` as a seam Runtime (vkir.backends.protocol): itself when it is one, else the
-    Vulkan backend's runtime of an opened vkir.runtime Device."""
-    from ..backends.vulkan import runtime_of
+    """`device` as a seam Runtime (vkir.seam): itself when it is one, else the Vulkan
+    backend's runtime of an opened vkir.runtime Device."""
+    from ..seam import Runtime
+    from ..seam.registry import backend_class
 
-    return runtime_of(device)
+    if isinstance(device, Runtime):
+        return device
+    return backend_class("vulkan")().runtime(device)
 
 
 class ScratchBuffers:

@@ -8,7 +8,7 @@ Aliased variants); kernel_calls.py runs calls, launches, recordings and profiles
 
 `build` joins the two halves that know nothing of each other: the SPIR-V backend (vkir.spirv: a
 lowered PrimFunc -> SpirvModule) and a device backend behind the device seam
-(vkir.backends.protocol: SPIR-V bytes + buffers + push-constant bytes + group counts -> a
+(vkir.seam.protocol: SPIR-V bytes + buffers + push-constant bytes + group counts -> a
 dispatch). A Kernel is backend-neutral: it binds the signature, computes push bytes and the grid,
 plans aliasing and writes results back, and leaves memory, programs and launches to the
 backend's `Runtime` (Vulkan's, vkir.backends.vulkan, is the only one that imports
@@ -84,7 +84,7 @@ class Kernel(CallValues, ProgramVariants, KernelCalls, TexelBinding, metaclass=a
     device arrays, numpy arrays and Python scalars.
 
     It runs on any device backend behind the seam: `dev` is a backend's Runtime
-    (vkir.backends.protocol) or an opened Vulkan device; `device` is the backend's device object
+    (vkir.seam.protocol) or an opened Vulkan device; `device` is the backend's device object
     and `pipeline` its compiled program (a vkir.runtime Pipeline on Vulkan). Host backends'
     kernels and bounds-checked kernels are registered as Kernels too (`isinstance(k,
     vkir.Kernel)` holds for every `vkir.build` result), each with the same calls, launches,
@@ -210,9 +210,9 @@ class Kernel(CallValues, ProgramVariants, KernelCalls, TexelBinding, metaclass=a
 
     def report(self) -> str:
         """Which vector accesses of the lowered kernel are done lane by lane, and why (see
-        vkir.tools.vector_report), then what a first call waits for: vkir's compile, the driver's
-        pipeline creation and the first dispatch."""
-        from ..tools.vector_report import report
+        vkir.transform.vector_report), then what a first call waits for: vkir's compile, the
+        driver's pipeline creation and the first dispatch."""
+        from ..transform.vector_report import report
 
         first = self.first_run_seconds
         return (report(self.ir) + f"\ncompile: {self.compile_seconds * 1e3:.1f} ms in vkir, "

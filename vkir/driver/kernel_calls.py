@@ -236,6 +236,10 @@ class KernelCalls:
         """The recordable dispatch of `self(*args, **kwargs)` (checked as a call is; a
         vkir.runtime.Dispatch on Vulkan): what a sequence records. Every buffer argument must be
         a DeviceArray (every image a DeviceImage)."""
+        from ..seam import require
+
+        require(self._rt, "sequences", f"kernel {self.name}: vkir.sequence() records Vulkan "
+                "command buffers; recording it")
         args = self._signature.arguments(args, kwargs)
         push, groups, buffers, host, program, _, images = self._device_buffers(args, samplers)
         host = [p.index for p in self._buffer_params() if isinstance(args[p.index], np.ndarray)]

@@ -26,7 +26,7 @@ class ProgramVariants:
         workgroup size and subgroup requirement (every variant has the same; `module`, the
         variant's SpirvModule where its descriptor kinds differ: the storage-buffer variant of
         a kernel with texel bindings, vkir.driver.texel_views)."""
-        from ..backends.protocol import ProgramSpec
+        from ..seam import ProgramSpec
 
         module = module or self.module
         kinds = None
@@ -87,7 +87,8 @@ class ProgramVariants:
             names = [self._params[m.position].name for m in aliases[0].members]
             raise UnsupportedError(f"kernel {self.name}: arguments {', '.join(map(repr, names))} "
                                    f"share memory and one is written; {self._rt.name!r} cannot "
-                                   "bind one memory to several buffers of a dispatch (pass copies)")
+                                   "bind one memory to several buffers of a dispatch (pass copies; "
+                                   f"the {self._rt.kind} backend lacks the 'aliasing' capability)")
         variant = self._aliased.get(program.handle)
         if variant is None:
             from .aliased_spirv import aliased

@@ -13,7 +13,7 @@ elements and within the device's storage (or uniform) buffer range; numpy arrays
 and copied back unless the binding is read-only (NonWritable) or a uniform buffer. Arrays that
 share memory with a written binding are bound as one buffer, each at its offset (vkir.aliasing).
 
-A ShaderKernel reaches its device only through the device seam (vkir.backends.protocol): the
+A ShaderKernel reaches its device only through the device seam (vkir.seam): the
 Vulkan backend's Runtime gives it the device's queries and limit checks, a Program for its
 pipeline and the launches; it imports no vkir.runtime.
 """
@@ -44,11 +44,12 @@ _AXES = "xyz"
 def runtime_for(device):
     """The seam Runtime a shader runs on: `device` itself when it is one, else the Vulkan
     backend's runtime of `device` (a selector as for vkir.device, an opened Device, or None for
-    the default one)."""
-    from ..backends.protocol import Runtime
-    from ..backends.vulkan import VulkanBackend
+    the default one); UnsupportedError where it lacks the "shaders" capability."""
+    from ..seam import Runtime, shaders_of
+    from ..seam.registry import backend_class
 
-    return device if isinstance(device, Runtime) else VulkanBackend().runtime(device)
+    rt = device if isinstance(device, Runtime) else backend_class("vulkan")().runtime(device)
+    return shaders_of(rt)
 
 
 class ShaderKernel:
@@ -134,7 +135,7 @@ class ShaderKernel:
     def _spec(self, words: bytes):
         """The ProgramSpec of SPIR-V `words` with this shader's entry point, bindings (and their
         kinds), push-constant block, local size and specialization."""
-        from ..backends.protocol import ProgramSpec
+        from ..seam import ProgramSpec
 
         images = self._images.images
         return ProgramSpec(words, self.entry, tuple(b.binding for b in self.buffer_bindings)
@@ -157,7 +158,7 @@ class ShaderKernel:
     # -- properties ----------------------------------------------------------------------------
     @property
     def runtime(self):
-        """The seam Runtime (vkir.backends.protocol) the shader runs on."""
+        """The seam Runtime (vkir.seam) the shader runs on."""
         return self._rt
 
     @property

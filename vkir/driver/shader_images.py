@@ -12,7 +12,7 @@ copied back (a launch's when its wait observes the end: `readbacks`). An array o
 (`image2D mips[13]`) takes a list or tuple of that many images; a separate sampler array binds
 `samplers[name]` (one Sampler or a list) to each element.
 
-Everything goes through the image seam (vkir.backends.image_seam); no vkir.runtime here.
+Everything goes through the image seam (vkir.seam.images); no vkir.runtime here.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class ShaderImages:
     `rt`; `name` names the shader in messages."""
 
     def __init__(self, name: str, images: tuple, rt):
-        from ..backends.image_seam import images_of
+        from ..seam import images_of
 
         self.name, self.images = name, tuple(images)
         self.rt = images_of(rt) if self.images else rt

@@ -57,7 +57,8 @@ def load_spirv(path_or_bytes, entry: str = "main", specialization=None, device=N
     value}; `check_bounds`: run it bounds-checked (vkir.driver.shader_bounds). Assembly is
     assembled for `target_env` (as spirv-as --target-env; by default the device's), never for
     the version a "; Version" comment names."""
-    from ..tools.validate import TARGET_ENVS, assemble_text
+    from ..spirv import assemble
+    from ..target import TARGET_ENVS
 
     src, path = _read_source(path_or_bytes, "vkir.load_spirv")
     name = path.name if path is not None else entry
@@ -79,7 +80,7 @@ def load_spirv(path_or_bytes, entry: str = "main", specialization=None, device=N
     if text is None:
         return kind(data, rt, entry, specialization, name=name)
     try:
-        return kind(assemble_text(text, env), rt, entry, specialization, name=name)
+        return kind(assemble(text, env), rt, entry, specialization, name=name)
     except SpirvValidationError as exc:
         if target_env is not None:
             raise

@@ -154,6 +154,14 @@ class Fleet:
         if shares_local_ray:
             _SHARING_LOCAL_RAY.add(self)
 
+    def tune(self, tuned, shape: dict) -> list:
+        """Tune the template `tuned` (a vkir.autotuning.Tuned) for `shape` on every kind of
+        device here (vkir.fleet.tuning.tune_on_fleet): what `Tuned.build(fleet=self)` calls, so
+        that autotuning, below the fleet, imports none of it."""
+        from .tuning import tune_on_fleet
+
+        return tune_on_fleet(tuned, self, shape)
+
     # -- members ---------------------------------------------------------------------------
     def add_local(self, *selectors, env: dict | None = None) -> list:
         """Start one more actor per device selector on this machine (VKIR_DEVICE syntax), as

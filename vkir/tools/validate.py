@@ -34,11 +34,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import ArgumentError, SpirvValidationError
+from ..target import TARGET_ENVS
 from .validate_input import (DEFAULT_MAX_BYTES, annotation_data, annotation_property,
                              check_input, parse_size, printable, read_head, read_input,
                              shown)
 
-TARGET_ENVS = ("vulkan1.0", "vulkan1.1", "vulkan1.2", "vulkan1.3")
 SPIRV_SUFFIXES = (".spv",)
 ASM_SUFFIXES = (".spvasm",)
 GLSL_SUFFIXES = (".comp", ".glsl", ".vert", ".frag", ".geom", ".tesc", ".tese", ".mesh", ".task",

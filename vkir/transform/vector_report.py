@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from ..arith import modular_set
 from ..ir import BufferLoad, BufferStore, PrimFunc, Ramp, Visitor
 from ..ir.printer import script
-from ..transform.pointer_cast_vectorize import VULKAN_LANES
-from ..transform.vector_type_rewrite import ContextMixin, const_stride, plan
+from .pointer_cast_vectorize import VULKAN_LANES
+from .vector_type_rewrite import ContextMixin, const_stride, plan
 
 
 @dataclass(frozen=True)

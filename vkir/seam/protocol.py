@@ -1,13 +1,17 @@
 """The device seam: the small runtime protocol a device backend implements, and the only thing
 `vkir.Kernel` (vkir.driver.kernel) talks to.
 
-A backend gives one `Runtime` per device. Its `allocator` makes and fills buffers; its
-`program(spec)` turns SPIR-V plus a dispatch description (`ProgramSpec`) into a `Program`;
-`Program.launch(buffers, push, groups)` gives a `Launch` that runs and waits (`run`) or is
-submitted without waiting (`submit`, a `Waitable`); the runtime's queries (`name`, `target`,
-`limits`, `subgroup_size`, `timestamps`, `check_limits`, `subgroup_requirement`) are what
-compilation and argument checking need to know of the device. Vulkan (vulkan.py) and WebGPU
-(wgpu.py) implement it; the interpreter is a host backend (base.py) and needs none of it.
+A backend gives one `Runtime` per device, and its core is what every device has: an
+`allocator` (allocate, free, copy in, copy out), `program(spec)` turning SPIR-V plus a dispatch
+description (`ProgramSpec`) into a `Program` whose `launch(buffers, push, groups)` runs and
+waits (`Launch.run`) or is submitted (`Launch.submit`, a `Waitable`), the device's `limits`
+(vkir.limits.Limits) and the `target` kernels are compiled for; a `name` and a `kind` say which
+it is in messages. Everything else has a default made from those (limit checks from `limits`,
+wall-clock profiles from `run`). What only some devices do is a capability the runtime
+declares in `capabilities` (vkir.seam.capabilities: existing shaders, images, sequences,
+timestamps, aliasing); a kernel that needs one the runtime lacks is refused by name before
+anything runs. Vulkan (vkir.backends.vulkan) and WebGPU (vkir.backends.wgpu) implement it; the
+interpreter is a host backend (vkir.backends.base) and needs none of it.
 
 The classes are abstract bases rather than typing protocols so that `isinstance(x, Runtime)`
 tells a backend's runtime from a bare Vulkan device (vkir.driver.dispatch adapts the latter).
@@ -18,7 +22,7 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass
 
-__all__ = ["ProgramSpec", "Allocator", "Waitable", "Launch", "Program", "Runtime"]
+__all__ = ["ProgramSpec", "Allocator", "Waitable", "Done", "Launch", "Program", "Runtime"]
 
 
 @dataclass(frozen=True)
@@ -66,10 +70,15 @@ class Allocator(abc.ABC):
         """Read the start of `buffer` into the numpy array `out` (waiting for work that writes
         it)."""
 
-    @abc.abstractmethod
     def view(self, buffer, offset: int, nbytes: int):
         """A binding of `nbytes` bytes at `offset` in `buffer` (offset aligned as the device's
-        storage-buffer offset alignment asks), which launches take like a buffer."""
+        storage-buffer offset alignment asks), which launches take like a buffer; by default
+        the buffer itself when the view is all of it, else UnsupportedError."""
+        if offset == 0 and nbytes == getattr(buffer, "nbytes", None):
+            return buffer
+        from ..errors import UnsupportedError
+
+        raise UnsupportedError(f"{type(self).__name__}: buffers cannot be bound in part here")
 
     def address(self, buffer) -> int:
         """The device address of `buffer`'s first byte (what a SPIR-V PhysicalStorageBuffer
@@ -97,6 +106,17 @@ class Waitable(abc.ABC):
         """Whether the work finished (never blocks)."""
 
 
+class Done(Waitable):
+    """Work that ended when it was submitted (what a runtime without a queue of its own gives)."""
+
+    def wait(self, timeout=None) -> None:
+        """Nothing to wait for."""
+
+    def done(self) -> bool:
+        """Always True."""
+        return True
+
+
 class Launch(abc.ABC):
     """One dispatch of a Program on fixed buffers, push bytes and group counts."""
 
@@ -106,9 +126,11 @@ class Launch(abc.ABC):
         with `if_recorded` (the caller looks it up again) and raises DeviceError otherwise.
         `keep` stays alive while the work may run."""
 
-    @abc.abstractmethod
     def submit(self, keep=None, what: str = "launch") -> Waitable:
-        """Submit without waiting; `keep` stays alive until the work finished."""
+        """Submit without waiting; `keep` stays alive until the work finished. By default: run
+        now and give a `Done`."""
+        self.run(keep=keep)
+        return Done()
 
     def elapsed(self) -> float:
         """Device seconds of the last run of a timed launch."""
@@ -135,115 +157,116 @@ class Program(abc.ABC):
         `groups` (x, y, z) workgroups; `timed` (only where `Runtime.timestamps`) records device
         time for `Launch.elapsed`."""
 
-    @abc.abstractmethod
     def profile(self, buffers, push: bytes, groups: tuple, repeat: int, warmup: int):
-        """A vkir.timing.Timing of `repeat` runs after `warmup` untimed ones."""
+        """A vkir.timing.Timing of `repeat` runs after `warmup` untimed ones; by default the
+        wall seconds of each waited run."""
+        import time
+
+        from ..timing import Timing
+
+        launch = self.launch(buffers, push, groups)
+        for _ in range(warmup):
+            launch.run()
+        samples = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            launch.run()
+            samples.append(time.perf_counter() - t0)
+        return Timing.of(samples, "wall")
 
     def dispatch(self, buffers, access: tuple, push: bytes, groups: tuple, name: str, keep,
                  addressed: tuple = ()):
-        """The recordable dispatch of a sequence (vkir.sequence), where the backend has them;
-        `addressed`: (buffer, access) of the buffers the program reaches through device
-        addresses. UnsupportedError by default."""
+        """The recordable dispatch of a sequence (vkir.sequence), where the runtime has the
+        "sequences" capability; `addressed`: (buffer, access) of the buffers the program
+        reaches through device addresses. UnsupportedError by default."""
         from ..errors import UnsupportedError
 
         raise UnsupportedError(f"{name}: vkir.sequence() records Vulkan command buffers; this "
-                               "kernel runs on another backend (call it instead)")
+                               "kernel runs on a backend without the 'sequences' capability "
+                               "(call it instead)")
 
-    @abc.abstractmethod
     def release(self) -> None:
-        """Give the program back (a kernel that is collected releases its programs)."""
+        """Give the program back (a kernel that is collected releases its programs); nothing
+        to do by default."""
 
 
 class Runtime(abc.ABC):
-    """One device as a backend drives it: memory, programs and the queries compilation needs.
-    `device` is what `Kernel.device` shows (the backend's device object), `name` the device's
-    name in messages, `allocator` its memory, `timestamps` whether launches can be timed on it,
-    `limits` an object with vkir.target.Limits' fields (at least `max_workgroup_count` and
-    `min_storage_buffer_offset_alignment`), `subgroup_size` the device's default subgroup size,
-    `quirks` the driver quirks (vkir.quirks) it has, `aliasing` whether one memory may be bound
-    to several buffers of a dispatch that writes one of them (SPIR-V's Aliased decoration),
-    `features` and `subgroup_operations` the optional device features and subgroup operation
-    kinds it offers (named as vkir.features and DeviceInfo name them), `extensions` the Vulkan
-    device extensions it offers (what an existing shader's OpExtensions are checked against).
+    """One device as a backend drives it. The core a backend implements: `kind` (its name, the
+    Target kind), `name` (the device's, in messages), `allocator`, `program`, `limits` and
+    `target`. `device` is what `Kernel.device` shows (the backend's device object), `capabilities` the optional ones it has (vkir.seam.capabilities),
+    `quirks` the driver quirks (vkir.quirks) compilation works around, `features` the optional
+    device features it offers (vkir.features' names) and `subgroup_size` its default subgroup
+    size (None: unknown).
 
     Device limits are checked through the runtime, once when a kernel is built
-    (`check_limits`; an existing shader: `check_shader`, `check_bindings`) and once per call
-    (`check_grid`; an existing shader: `check_groups`, `check_binding_range`); `program` and
-    `Program.launch` trust their callers to have done so."""
+    (`check_limits`) and once per call (`check_grid`); the defaults compare with `limits`, and
+    `program` and `Program.launch` trust their callers to have checked."""
 
     kind: str = "?"
-    aliasing: bool = True
-    device: object = None
     name: str = "?"
+    device: object = None
     allocator: Allocator = None
-    timestamps: bool = False
-    subgroup_size: int | None = None
+    capabilities: frozenset = frozenset()
     quirks: frozenset = frozenset()
     features: frozenset = frozenset()
-    subgroup_operations: frozenset = frozenset()
-    extensions: frozenset = frozenset()
+    subgroup_size: int | None = None
 
     @property
     @abc.abstractmethod
     def limits(self):
-        """The device limits (see the class docstring)."""
+        """The device's vkir.limits.Limits (what it does not know stays at the defaults)."""
 
     @abc.abstractmethod
     def target(self, precise: bool = False):
-        """The vkir.Target kernels are compiled for on this device."""
-
-    @abc.abstractmethod
-    def check_limits(self, bindings: int, push_bytes: int, local_size: tuple, shared_bytes: int,
-                     what: str, images: tuple = ()) -> None:
-        """UnsupportedError naming the limit a module with `bindings` storage buffers, a
-        `push_bytes` push-constant block, `local_size` and `shared_bytes` of shared memory
-        exceeds on this device; `images`: its image-like descriptors as (kind, descriptor count)
-        pairs (image parameters, and the uniform texel buffers of texel reads, whose kernel also
-        has a variant binding them as storage buffers: vkir.driver.texel_views)."""
-
-    @abc.abstractmethod
-    def check_grid(self, groups: tuple, what: str) -> None:
-        """UnsupportedError naming the limit the workgroup counts (x, y, z) of a kernel's
-        grid (blockIdx) exceed on this device."""
-
-    def check_shader(self, local_size: tuple, shared_bytes: int, push_bytes: int,
-                     what: str) -> None:
-        """UnsupportedError naming the limit an existing shader's local size, shared memory or
-        push constants exceed (or, by default, that this backend runs no existing shaders)."""
-        self._no_shaders(what)
-
-    def check_bindings(self, count: int, what: str, uniform: int = 0, numbers: tuple = (),
-                       images: tuple = ()) -> None:
-        """UnsupportedError naming the limit an existing shader's `count` buffer bindings
-        (`uniform` of them uniform buffers) and `images` (its images, samplers and texel buffers
-        as (kind, descriptor count) pairs) with binding `numbers` exceed."""
-        self._no_shaders(what)
-
-    def check_groups(self, groups: tuple, what: str) -> None:
-        """ArgumentError or UnsupportedError for an existing shader's workgroup counts
-        (x, y, z) this device cannot dispatch."""
-        self._no_shaders(what)
-
-    def check_binding_range(self, nbytes: int, kind: str, what: str) -> None:
-        """UnsupportedError where `nbytes` exceed the range of a "storage" or "uniform" buffer
-        binding on this device."""
-        self._no_shaders(what)
-
-    def _no_shaders(self, what: str):
-        from ..errors import UnsupportedError
-
-        raise UnsupportedError(f"{what}: existing shaders (vkir.load_spirv, vkir.compile_glsl) "
-                               f"run on Vulkan devices; {self.name!r} is a {self.kind} device")
-
-    @abc.abstractmethod
-    def subgroup_requirement(self, size: int, workgroup_x: int, what: str):
-        """What a ProgramSpec carries to run with `size` invocations per subgroup (None: nothing
-        to ask), or UnsupportedError where the device cannot."""
+        """The vkir.Target kernels are compiled for on this device (kind `kind`)."""
 
     @abc.abstractmethod
     def program(self, spec: ProgramSpec) -> Program:
         """The Program of `spec` (backends may share one between equal specs), whose limits
         the caller checked."""
+
+    # -- capabilities ----------------------------------------------------------------------
+    @property
+    def timestamps(self) -> bool:
+        """Whether launches can be timed on the device (the "timestamps" capability)."""
+        return "timestamps" in self.capabilities
+
+    @property
+    def aliasing(self) -> bool:
+        """Whether one memory may be bound to several buffers of a dispatch that writes one of
+        them (SPIR-V's Aliased decoration; the "aliasing" capability)."""
+        return "aliasing" in self.capabilities
+
+    # -- limits, from `limits` -------------------------------------------------------------
+    def check_limits(self, bindings: int, push_bytes: int, local_size: tuple, shared_bytes: int,
+                     what: str, images: tuple = ()) -> None:
+        """UnsupportedError naming the limit a module with `bindings` storage buffers, a
+        `push_bytes` push-constant block, `local_size` and `shared_bytes` of shared memory
+        exceeds on this device; `images`: its image-like descriptors as (kind, descriptor count)
+        pairs (image parameters, and the uniform texel buffers of texel reads), which need the
+        "images" capability."""
+        from .capabilities import check_module
+
+        check_module(self, bindings, push_bytes, local_size, shared_bytes, what, images)
+
+    def check_grid(self, groups: tuple, what: str) -> None:
+        """UnsupportedError naming the limit the workgroup counts (x, y, z) of a kernel's
+        grid (blockIdx) exceed on this device."""
+        from .capabilities import check_grid
+
+        check_grid(self, groups, what)
+
+    def subgroup_requirement(self, size: int, workgroup_x: int, what: str):
+        """What a ProgramSpec carries to run with `size` invocations per subgroup (None:
+        nothing to ask), or UnsupportedError where the device cannot; by default None when
+        `size` is the device's own subgroup size."""
+        if size == self.subgroup_size:
+            return None
+        from ..errors import UnsupportedError
+
+        raise UnsupportedError(f"{what} uses subgroup operations built for subgroup size {size}; "
+                               f"the {self.kind} backend cannot pin a subgroup size on "
+                               f"{self.name!r}")
 
     def check_open(self) -> None:
         """DeviceError when the device was closed."""

@@ -1,5 +1,6 @@
 """The device seam for images: what a backend implements so kernels and existing shaders can
-bind images, samplers and texel buffers (vkir.backends.protocol is the seam for buffers).
+bind images, samplers and texel buffers (vkir.seam.protocol is the seam for buffers); a runtime that has them declares the "images"
+capability (vkir.seam.capabilities).
 
 How a backend binds an image (the Vulkan backend: vulkan_images.py):
 
@@ -51,8 +52,18 @@ class ImageRuntime(abc.ABC):
 
     @abc.abstractmethod
     def create_image(self, fmt, extent: tuple, layers: int = 1, dim: int = 2,
-                     arrayed: bool = False, what: str = "an image"):
-        """A new image, cleared to zero."""
+                     arrayed: bool = False, what: str = "an image", levels: int = 1,
+                     cube: bool = False):
+        """A new image of `levels` mip levels, cleared to zero (`cube`: its six layers are the
+        faces of a cube, sampled by direction)."""
+
+    def image_level(self, image, index: int):
+        """What binds mip level `index` of `image` alone (and copies it: image_copy_in/out)."""
+        raise UnsupportedError(f"mip levels of images are a Vulkan feature; {self!r} has none")
+
+    def generate_mips(self, image, what: str) -> None:
+        """Fill levels 1.. of `image` from level 0 (vkir.images.mips defines the result)."""
+        raise UnsupportedError(f"{what}: mip levels of images are a Vulkan feature")
 
     @abc.abstractmethod
     def image_copy_in(self, image, array) -> None:
@@ -87,8 +98,8 @@ class ImageRuntime(abc.ABC):
 
 def images_of(runtime) -> ImageRuntime:
     """`runtime` as an ImageRuntime, or UnsupportedError naming its backend."""
-    if isinstance(runtime, ImageRuntime):
+    if isinstance(runtime, ImageRuntime) and "images" in runtime.capabilities:
         return runtime
     raise UnsupportedError(f"images, samplers and texel buffers run on Vulkan devices; "
                            f"{getattr(runtime, 'name', runtime)!r} is a "
-                           f"{getattr(runtime, 'kind', '?')} device")
+                           f"{getattr(runtime, 'kind', '?')} device (no 'images' capability)")
