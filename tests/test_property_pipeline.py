@@ -35,6 +35,7 @@ new ones and VKIR_PROPERTY_EXAMPLES=N for more of them.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,6 +47,7 @@ import vkir
 from vkir.testing import interpret_lowered
 from vkir.analysis import verify_types, verify_well_formed
 from vkir.ir import DataType
+from vkir.ir.intrinsics import INTRINSICS
 
 SETTINGS = settings(max_examples=int(os.environ.get("VKIR_PROPERTY_EXAMPLES", 30)), deadline=None,
                     derandomize=not os.environ.get("VKIR_PROPERTY_RANDOM"),
@@ -56,6 +58,49 @@ FLOAT_CONSTS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, -0.25, -1.0, -2.5)
 INT_CONSTS = (0, 1, 2, 3, 5, 7, -1, -3, 100, -1000, 65535)
 DIVISORS = (1, 2, 3, 4, 5, 7, 8, 16, -2, -3, -4, -7)  # never 0, never -1 (INT_MIN // -1 overflows)
 NARROW = (-200, 199)  # int inputs of narrow kernels; wide ones span all of int32
+
+# How the generator calls each intrinsic of the table (vkir.ir.intrinsics): a float math function
+# on the domain where every device computes it within the comparison's tolerance ({a}, {b}: float
+# operands; {k:VALUE}: a float constant), the discontinuous ones on exact values only, the rest
+# by the ops named. The op lists below are derived from the table: a row in none of these fails
+# test_every_intrinsic_is_generated_or_excluded until it gets a form or a reason.
+MATH_DOMAINS = {
+    "exp": "T.exp(T.min({a}, {k:4.0}))",
+    "exp2": "T.exp2(T.min({a}, {k:4.0}))",
+    "log": "T.log(T.fabs({a}) + {k:1.0})",
+    "log2": "T.log2(T.fabs({a}) + {k:1.0})",
+    "sqrt": "T.sqrt(T.fabs({a}))",
+    "rsqrt": "T.rsqrt(T.fabs({a}) + {k:1.0})",
+    "tanh": "T.tanh({a})",
+    "sin": "T.sin(T.max(T.min({a}, {k:3.0}), {k:-3.0}))",
+    "cos": "T.cos(T.max(T.min({a}, {k:3.0}), {k:-3.0}))",
+    "tan": "T.tan(T.max(T.min({a}, {k:1.0}), {k:-1.0}))",
+    "asin": "T.asin(T.max(T.min({a}, {k:0.5}), {k:-0.5}))",
+    "acos": "T.acos(T.max(T.min({a}, {k:0.5}), {k:-0.5}))",
+    "atan": "T.atan({a})",
+    "sinh": "T.sinh(T.max(T.min({a}, {k:3.0}), {k:-3.0}))",
+    "cosh": "T.cosh(T.max(T.min({a}, {k:3.0}), {k:-3.0}))",
+    "asinh": "T.asinh({a})",
+    "acosh": "T.acosh(T.fabs({a}) + {k:2.0})",
+    "atanh": "T.atanh(T.max(T.min({a}, {k:0.5}), {k:-0.5}))",
+    "sigmoid": "T.sigmoid(T.max({a}, {k:-30.0}))",
+    "erf": "T.erf({a})",
+    "pow": "T.pow(T.fabs({a}) + {k:1.0}, {k:1.5})",
+    "atan2": "T.atan2({a}, T.fabs({b}) + {k:1.0})",
+}
+ROUNDING = ("floor", "ceil", "trunc", "round")   # discontinuous: on exact values ("round" op)
+EXACT_MATH = {"fmod": "T.fmod({a}, {k:1.5})"}   # on exact values, by a constant: exact
+PREDICATES = ("isnan", "isinf")                 # bool ops on exact values
+INT_UNARY = ("popcount", "clz", "ctz")          # the "bits" int op, in [0, 32]
+OTHER_OPS = {"fma": "fma", "fabs": "abs", "if_then_else": "select", "bitwise_and": "bitwise",
+             "bitwise_or": "bitwise", "bitwise_xor": "bitwise", "bitwise_not": "not",
+             "shift_left": "shift", "shift_right": "shift"}
+NOT_GENERATED = {
+    "reinterpret": "the kernels' one int type is int32: its bits read as float32 may be a "
+                   "denormal or NaN a device flushes or quiets (the fuzzer covers bit casts)",
+}
+MATH = tuple(n for n, row in INTRINSICS.items()
+             if row.type_rule == "float" and n in MATH_DOMAINS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,8 +191,8 @@ class ExprGen:
     def float_op(self, d: int, exact_only: bool) -> Val:
         exact_ops = ["min", "max", "neg", "abs", "select", "cast", "round"]
         ops = exact_ops if exact_only else exact_ops + [
-            "add", "sub", "literal", "add", "mul", "div", "fma", "exp", "tanh", "sin", "cos",
-            "sqrt", "log", "sigmoid", "erf", "rsqrt", "pow", "if_then_else", "mul"]
+            "add", "sub", "literal", "add", "mul", "div", "fma", "math", "math", "math", "math",
+            "if_then_else", "mul"]
         op = self.pick(ops)
         g = lambda: self.gen("float", d, exact_only)  # noqa: E731
         if op in ("add", "sub", "mul"):
@@ -175,7 +220,10 @@ class ExprGen:
             return Val(f"T.cast({a.text}, \"{self.dtype('float')}\")")
         if op == "round":  # discontinuous: only on exact values
             a = self.gen("float", d, exact_only=True)
-            return Val(f"T.{self.pick(['floor', 'ceil', 'trunc', 'round'])}({a.text})")
+            name = self.pick(list(ROUNDING) + list(EXACT_MATH))
+            if name in EXACT_MATH:
+                return Val(self.form(EXACT_MATH[name], a))
+            return Val(f"T.{name}({a.text})")
         a = g()
         one = self.const("float", 1.0)
         if op == "div":
@@ -184,21 +232,15 @@ class ExprGen:
         if op == "fma":
             b, c = g(), g()
             return Val(f"T.fma({a.text}, {b.text}, {c.text})", False)
-        domain = {
-            "exp": f"T.exp(T.min({a.text}, {self.const('float', 4.0)}))",
-            "tanh": f"T.tanh({a.text})",
-            "sin": f"T.sin(T.max(T.min({a.text}, {self.const('float', 3.0)}), "
-                   f"{self.const('float', -3.0)}))",
-            "cos": f"T.cos(T.max(T.min({a.text}, {self.const('float', 3.0)}), "
-                   f"{self.const('float', -3.0)}))",
-            "sqrt": f"T.sqrt(T.fabs({a.text}))",
-            "log": f"T.log(T.fabs({a.text}) + {one})",
-            "sigmoid": f"T.sigmoid(T.max({a.text}, {self.const('float', -30.0)}))",
-            "erf": f"T.erf({a.text})",
-            "rsqrt": f"T.rsqrt(T.fabs({a.text}) + {one})",
-            "pow": f"T.pow(T.fabs({a.text}) + {one}, {self.const('float', 1.5)})",
-        }
-        return Val(domain[op], False)
+        name = self.pick(MATH)
+        template = MATH_DOMAINS[name]
+        return Val(self.form(template, a, g() if "{b}" in template else None), False)
+
+    def form(self, template: str, a: Val, b: Val | None = None) -> str:
+        """`template` (MATH_DOMAINS) with its operands and float constants filled in."""
+        text = template.replace("{a}", a.text).replace("{b}", b.text if b else "")
+        return re.sub(r"\{k:([-0-9.]+)\}", lambda m: self.const("float", float(m.group(1))),
+                      text)
 
     # -- ints ------------------------------------------------------------------------------------
     def int_op(self, d: int, exact_only: bool) -> Val:
@@ -212,7 +254,7 @@ class ExprGen:
     def _int_op(self, d: int) -> Val:
         op = self.pick(["add", "sub", "mul", "min", "max", "neg", "select", "floordiv", "floormod",
                         "truncdiv", "truncmod", "rtdiv", "bitwise", "not", "shift", "from_float",
-                        "from_bool", "literal"])
+                        "from_bool", "literal", "bits", "abs"])
         g = lambda: self.gen("int", d)  # noqa: E731
         if op in ("add", "sub", "mul", "literal"):
             a = g()
@@ -259,6 +301,13 @@ class ExprGen:
             if op == "not":
                 return Val(f"(~{a.text})", lo=-a.hi - 1, hi=-a.lo - 1)
             return Val(f"({a.text} {self.pick(['&', '|', '^'])} {b.text})", lo=-2**k, hi=2**k - 1)
+        if op == "bits":
+            return Val(f"T.{self.pick(INT_UNARY)}({g().text})", lo=0, hi=32)
+        if op == "abs":   # wraps at INT_MIN, which only a wide kernel reaches
+            a = g()
+            top = max(abs(a.lo), abs(a.hi))
+            low = 0 if a.lo <= 0 <= a.hi else min(abs(a.lo), abs(a.hi))
+            return Val(f"T.fabs({a.text})", lo=low, hi=top)
         if op == "shift":
             a, c = g(), self.draw(st.integers(0, 31))
             if self.draw(st.booleans()):
@@ -278,9 +327,12 @@ class ExprGen:
         return Val(f"({a.text} {self.pick(['<', '<=', '>', '>=', '==', '!='])} {b.text})")
 
     def bool_op(self, d: int, exact_only: bool) -> Val:
-        op = self.pick(["cmp", "cmp", "and", "or", "not"])
+        op = self.pick(["cmp", "cmp", "and", "or", "not", "predicate"])
         if op == "cmp":
             return self.compare(d)
+        if op == "predicate":   # on exact values (never NaN nor infinite, but compiled alike)
+            a = self.gen("float", d, exact_only=True)
+            return Val(f"T.{self.pick(PREDICATES)}({a.text})")
         if op == "not":
             return Val(f"(not {self.gen('bool', d).text})")
         return Val(f"({self.gen('bool', d).text} {op} {self.gen('bool', d).text})")
@@ -626,6 +678,19 @@ def assert_outputs_match(kernel: Kernel, got: list, want: list, approx: bool) ->
             finite = np.abs(w[np.isfinite(w)])
             scale = max(1.0, float(finite.max())) if finite.size else 1.0
             np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-3 * scale, err_msg=msg)
+
+
+def test_every_intrinsic_is_generated_or_excluded():
+    """The generator's op lists come from the intrinsic table: each row has a form (a math
+    domain, a rounding or exact op, a predicate, a bit count, or an op of its own) or a reason it
+    is not generated, and no form names an intrinsic the table lacks."""
+    forms = [set(MATH_DOMAINS), set(ROUNDING), set(EXACT_MATH), set(PREDICATES), set(INT_UNARY),
+             set(OTHER_OPS), set(NOT_GENERATED)]
+    assert sum(map(len, forms)) == len(set().union(*forms)), "an intrinsic has two forms"
+    assert set().union(*forms) == set(INTRINSICS), set().union(*forms) ^ set(INTRINSICS)
+    assert set(MATH) == set(MATH_DOMAINS) and all(NOT_GENERATED.values())
+    assert all(INTRINSICS[n].type_rule == "float" for n in MATH_DOMAINS)
+    assert all(template.startswith(f"T.{n}(") for n, template in MATH_DOMAINS.items())
 
 
 def _show(kernel):

@@ -28,6 +28,7 @@ from vkir.analysis import verify_types
 from vkir.errors import TypeCheckError
 from vkir.ir import DataType, PointerType
 from vkir.ir.functor import Mutator
+from vkir.ir.intrinsics import INTRINSICS
 from vkir.ir.op import OPS
 
 from test_property_pipeline import kernels
@@ -60,6 +61,13 @@ def _binary(n):
 
 def _math(n, op):
     return ir.Call(n.dtype, op, (n,) * OPS[op].arity)
+
+
+# the intrinsics that take float operands only, and those that take integer operands only (their
+# rows' type rules in vkir.ir.intrinsics): either applied to the other kind is ill-typed
+FLOAT_ONLY = sorted(n for n, row in INTRINSICS.items()
+                    if row.type_rule in ("float", "float_predicate"))
+INTEGER_ONLY = sorted(n for n, row in INTRINSICS.items() if row.type_rule in ("integer", "shift"))
 
 
 def _access(n):
@@ -98,8 +106,9 @@ MUTATIONS = {
     "let value dtype": (lambda n: isinstance(n, ir.LetStmt), lambda n, d: dataclasses.replace(
         n, value=ir.Cast(_other(n.value.dtype, d), n.value))),
     "float math on ints": (lambda n: isinstance(n, ir.BufferLoad) and n.dtype.is_integer,
-                           lambda n, d: _math(n, d(st.sampled_from(
-                               ["exp", "sqrt", "log", "sin", "floor", "pow", "fma"])))),
+                           lambda n, d: _math(n, d(st.sampled_from(FLOAT_ONLY)))),
+    "integer math on floats": (lambda n: isinstance(n, ir.BufferLoad) and n.dtype.is_float,
+                               lambda n, d: _math(n, d(st.sampled_from(INTEGER_ONLY)))),
     "loop bounds": (lambda n: isinstance(n, ir.For), lambda n, d: dataclasses.replace(
         n, extent=ir.Cast(d(st.sampled_from(["int64", "float32", "int8"])), n.extent))),
     "ramp mixed types": (lambda n: isinstance(n, ir.Ramp), lambda n, d: dataclasses.replace(

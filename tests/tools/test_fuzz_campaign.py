@@ -36,6 +36,24 @@ def test_generated_programs_are_valid_and_deterministic():
     assert prog.features and "fuzz" in prog.source
 
 
+def test_every_intrinsic_is_fuzzed_or_listed_as_not_fuzzable():
+    """The fuzzer's intrinsics are the table's rows (vkir.ir.intrinsics) less NOT_FUZZED, which
+    gives each of its rows a reason; generated programs call every fuzzed one."""
+    from vkir.ir.intrinsics import INTRINSICS
+    from vkir.tools.fuzz.programs import NOT_FUZZED, fuzzed_intrinsics
+
+    fuzzed = set(fuzzed_intrinsics("float")) | set(fuzzed_intrinsics("int"))
+    assert fuzzed | set(NOT_FUZZED) == set(INTRINSICS), set(INTRINSICS) - fuzzed - set(NOT_FUZZED)
+    assert not fuzzed & set(NOT_FUZZED) and all(r.strip() for r in NOT_FUZZED.values())
+    called = set()
+    for k in range(2000):
+        source = generate(random.Random(k)).source
+        called |= {name for name in fuzzed - called if f"T.{name}(" in source}
+        if called == fuzzed:
+            break
+    assert called == fuzzed, fuzzed - called
+
+
 def test_offline_campaign_builds_and_validates():
     report = fuzz.run(10, seed=5, device=None)
     assert not report.findings

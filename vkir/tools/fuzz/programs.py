@@ -16,12 +16,40 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from ...ir.intrinsics import INTRINSICS
+
 INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 FLOAT_TYPES = ("float16", "float32", "float64")
 DTYPES = INT_TYPES + FLOAT_TYPES
 # the device feature each dtype needs (vkir.Target feature names)
 NEEDS = {"int8": "int8", "uint8": "int8", "int16": "int16", "uint16": "int16", "int64": "int64",
          "uint64": "int64", "float16": "float16", "float64": "float64"}
+
+
+NOT_FUZZED = {
+    **{name: "its result is only as accurate as Vulkan requires, not bit-exact" for name in (
+        "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sin", "cos", "tan", "asin",
+        "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "sigmoid", "pow",
+        "atan2")},
+    "fma": "a device may round the product before the add (Vulkan bounds Fma as OpFMul then "
+           "OpFAdd)",
+}
+"""The intrinsics of vkir.ir.intrinsics that generated programs never call, with the reason: a
+program's result must be exact on every device. Every other row of the table is fuzzed through
+the form its type rule gives it (`_Expr.intrinsic`), so a new intrinsic is fuzzed unless it is
+listed here (tests/tools/test_fuzz_campaign.py checks that the two cover the table)."""
+
+# the type rules whose rows take a float operand, or an integer one (vkir.ir.intrinsics)
+_FLOAT_RULES = ("float", "numeric", "float_predicate", "if_then_else", "reinterpret")
+_INT_RULES = ("integer", "numeric", "shift", "if_then_else", "reinterpret")
+
+
+def fuzzed_intrinsics(kind: str) -> tuple[str, ...]:
+    """The intrinsics generated for operands of `kind` ("float" or "int"), in table order: every
+    row of a type rule that takes such operands and is not in NOT_FUZZED."""
+    rules = _FLOAT_RULES if kind == "float" else _INT_RULES
+    return tuple(name for name, row in INTRINSICS.items()
+                 if row.type_rule in rules and name not in NOT_FUZZED)
 
 
 @dataclass(frozen=True)
@@ -123,12 +151,33 @@ class _Expr:
         if kind < 0.9:
             other = r.choice([t for t in DTYPES if t != self.dtype])
             return self.convert(self.convert(a, self.dtype, other), other, self.dtype)
-        if self.is_float:
-            return f"{r.choice(['T.fabs', 'T.floor', 'T.ceil', 'T.trunc'])}({a})"
+        if self.is_float or r.random() < 0.5:
+            return self.intrinsic(a, depth)
         op = r.choice(["<<", ">>"])
         if r.random() < 0.5:  # a run-time amount: taken modulo the width
             return f"({a} {op} {self.typed(depth - 1)})"
         return f"({a} {op} {r.randrange(_bits(self.dtype))})"
+
+    def intrinsic(self, a: str, depth: int) -> str:
+        """A call of an intrinsic of the table (`fuzzed_intrinsics`) on `a` (and further typed
+        operands), in the form its type rule defines for every value."""
+        r = self.rng
+        name = r.choice(fuzzed_intrinsics("float" if self.is_float else "int"))
+        row = INTRINSICS[name]
+        more = [self.typed(depth - 1) for _ in range(row.arity - 1)]
+        if row.type_rule == "float_predicate":   # a bool: it chooses between two operands
+            return f"T.select(T.{name}({a}), {a}, {self.typed(depth - 1)})"
+        if row.type_rule == "if_then_else":
+            cmp = r.choice(["<", "<=", "==", "!=", ">"])
+            return f"T.{name}({a} {cmp} {more[0]}, {more[0]}, {more[1]})"
+        if row.type_rule == "shift":             # a constant amount in [0, bits)
+            return f"T.{name}({a}, {r.randrange(_bits(self.dtype))})"
+        if row.type_rule == "reinterpret":       # to the same-width (other-signed) integer and
+            bits = _bits(self.dtype)             # back: no float is made of arbitrary bits
+            twin = f"uint{bits}" if not self.dtype.startswith("uint") else f"int{bits}"
+            twin += "" if self.lanes == 1 else f"x{self.lanes}"
+            return f'T.{name}(T.{name}({a}, "{twin}"), "{self.vt}")'
+        return f"T.{name}({', '.join([a, *more])})"
 
     def literal_small(self) -> str:
         return str(self.rng.choice([1, 3, 7, 15]))
