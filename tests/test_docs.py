@@ -6,6 +6,7 @@ example test passes against its committed golden (tests/golden/docs/) in a pytes
 own, and its comparison snippet runs; the fleet page's programs run in order on a local Ray
 fleet; the README links every document."""
 
+import ast
 import re
 import runpy
 import shutil
@@ -65,9 +66,17 @@ def test_each_program_page_has_programs():
 @pytest.mark.parametrize("page, program", _programs())
 def test_program_examples_run(device, tmp_path, page, program):
     """The program as a file (so @T.func can read its source), run on this run's device."""
+    tree = ast.parse(program)
+    assert any(isinstance(n, (ast.Assert, ast.Raise)) or isinstance(n, ast.Call) and
+               "assert" in ast.unparse(n.func) for n in ast.walk(tree)), \
+        f"a program of {page} checks nothing it computes"
     path = tmp_path / f"{page[:-3].replace('-', '_')}.py"
     path.write_text(program)
-    runpy.run_path(str(path), run_name="__main__")
+    namespace = runpy.run_path(str(path), run_name="__main__")   # its own checks pass
+    # it ran to its end: every name its top-level statements bind is bound
+    bound = {t.id for n in tree.body if isinstance(n, ast.Assign)
+             for t in n.targets if isinstance(t, ast.Name)}
+    assert bound <= set(namespace), bound - set(namespace)
 
 
 def test_readme_links_every_document():
@@ -97,7 +106,11 @@ def test_golden_images_example_passes_against_its_golden(pytester):
 
 def test_golden_images_snippet_runs():
     [snippet] = [b for b in _golden_page_blocks() if "assert_image_matches(actual" in b]
-    exec(compile(snippet, "golden-images.md", "exec"), {})
+    namespace = {}
+    exec(compile(snippet, "golden-images.md", "exec"), namespace)
+    # the one pixel 3 steps off is within the budget of 1 pixel in 16
+    result = namespace["result"]
+    assert result.differing == 1 and result.max_diff == (3.0, 0.0, 0.0)
 
 
 @pytest.mark.device   # template.build(fleet=...) returns this process's device's kernel
