@@ -13,6 +13,7 @@ the region's).
 from __future__ import annotations
 
 import bisect
+import zlib
 
 from ..errors import ArgumentError
 
@@ -26,6 +27,14 @@ def extent(array) -> tuple:
     start = getattr(buffer, "start", 0)   # a view at an offset of its parent (`a[16:48]`)
     root = getattr(buffer, "parent", None) or buffer
     return (id(root), start, start + array.size * array.dtype.itemsize)
+
+
+def fingerprint(array) -> int:
+    """A checksum of a DeviceArray's bytes (CRC-32; in place where the host maps the memory):
+    what the tape compares at backward to find an input changed since a call read it."""
+    view = array.host_view()
+    data = array.numpy() if view is None else view
+    return zlib.crc32(memoryview(data.reshape(-1)).cast("B"))
 
 
 def overlap(a, b) -> bool:

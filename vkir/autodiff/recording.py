@@ -17,15 +17,18 @@ Backward reads the arrays as they are when it runs, so the tape refuses (Argumen
 call) a recorded call that writes an array an earlier recorded call read, or that stores into
 an array an earlier recorded call wrote (a kernel that only `T.atomic_add`s into an array that
 no earlier call read accumulates, which is allowed: zero a buffer, then add a loss into it).
-Writes the tape does not see (host writes, calls outside the block) are the caller's to avoid
-between recording and `backward`. Inside the block every buffer argument must be a DeviceArray,
+Writes the tape does not see (host writes, calls outside the block, writes through a torch
+tensor over the same memory) are found at `backward`: each call keeps a checksum of the float
+arrays it read (vkir.autodiff.memory.fingerprint), and a changed one is an ArgumentError naming
+the call and the argument, never a different gradient. Inside the block every buffer argument must be a DeviceArray,
 and a call may not write an array that another of its arguments shares memory with.
 
 The tape knows arrays by their memory, not by Python object (vkir.autodiff.memory): DeviceArrays
 over the same bytes (views of one buffer, a fresh object for the same memory) are one array to
 it and share one adjoint (each array's adjoint is its view of the region's). `vkir.ops`
-calls inside the block are refused (UnsupportedError naming the op): their kernels run on
-temporary arrays the tape cannot differentiate.
+calls inside the block are recorded as one step each where the op is differentiable (sum, mean,
+cumsum, softmax, layer_norm, matmul, conv2d, sort's values: vkir.autodiff.op_tape) and refused
+by name otherwise (histogram, argsort, argmax, min, max: UnsupportedError at the call).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from ..driver.tape_hook import ACTIVE_TAPE
 from ..errors import ArgumentError, UnsupportedError
 from ..ir import BufferLoad, BufferStore, Call, walk
 from .adjoint import grad as _grad
-from .memory import Memories, extent, overlap
+from .memory import Memories, extent, fingerprint, overlap
 
 # forward Kernel -> (wrt names, adjoint Kernel or None when nothing is read): a cache, so that a
 # training loop with a fresh tape per step builds each adjoint once
@@ -72,6 +75,20 @@ class _Call:
 
     def __init__(self, kernel, args, params):
         self.kernel, self.args, self.params = kernel, args, params
+        # (argument index, name, checksum) of the float arrays the adjoint reads
+        self.read_sums = tuple((i, name, fingerprint(args[i])) for i, name, r, w, _ in params
+                               if r and not w and args[i].size)
+
+    def check_unchanged(self, index: int) -> None:
+        """ArgumentError where an array this call read changed since (a host write, a call
+        outside the tape): backward would compute another function's gradient."""
+        for i, name, total in self.read_sums:
+            if fingerprint(self.args[i]) != total:
+                raise ArgumentError(
+                    f"vkir.Tape.backward: argument {name!r} of recorded call {index} (kernel "
+                    f"{self.kernel.name}) changed after the call read it (written outside the "
+                    "tape or by the host); backward needs the values the call saw: record the "
+                    "calls again")
 
     def arrays(self, which):
         return [(self.args[i], name) for i, name, r, w, _ in self.params
@@ -133,7 +150,27 @@ class Tape:
         self._check_shared_memory(call)
         self._check_overwrites(call)
         self._run(kernel, args, samplers)
+        self._append(call)
+
+    def record_op(self, call, run):
+        """Run `run()` (a vkir.ops call, with the tape set aside) and record it as `call` (a
+        vkir.autodiff.op_tape.OpCall, whose result is its last argument); an `out=` array is
+        checked as a kernel call's output is, before the op runs. Returns the op's result."""
+        if call.args[-1] is not None:
+            self._check_shared_memory(call)
+            self._check_overwrites(call)
+        token = ACTIVE_TAPE.set(None)
+        try:
+            result = run()
+        finally:
+            ACTIVE_TAPE.reset(token)
+        call.seal(result)
+        self._append(call)
+        return result
+
+    def _append(self, call) -> None:
         index = len(self._calls)
+        args = call.args
         self._calls.append(call)
         for i, name, r, w, add in call.params:
             a = args[i]
@@ -207,6 +244,8 @@ class Tape:
         if not isinstance(seeds, dict):
             raise ArgumentError("Tape.backward: seeds must be a dict {array: seed} or a "
                                 f"DeviceArray, got {type(seeds).__name__}")
+        for index, call in enumerate(self._calls):
+            call.check_unchanged(index)
         pending = []
         for array, seed in seeds.items():
             if not isinstance(array, DeviceArray) or self._memories.key(array) is None:
@@ -229,7 +268,11 @@ class Tape:
             for array, value in pending:
                 self._add(array, value)
             for index in range(len(self._calls) - 1, -1, -1):
-                self._backward_call(index, self._calls[index])
+                call = self._calls[index]
+                if hasattr(call, "backward"):   # a vkir.ops call: its adjoint
+                    call.backward(self)
+                else:
+                    self._backward_call(index, call)
         finally:
             ACTIVE_TAPE.reset(token)
             found, self._adjoints = self._adjoints, saved
@@ -293,6 +336,15 @@ class Tape:
             raise ArgumentError(f"Tape: a {array.dtype} array over memory whose adjoint the tape "
                                 f"keeps as {adj.dtype}: gradients need one float dtype per array")
         return DeviceArray(adj.buffer, array.shape, array.dtype, array.device)
+
+    def adjoint_if_reached(self, array):
+        """The adjoint of `array` where this backward pass reached it, else None."""
+        key = self._memories.key(array)
+        return self._adjoint(array) if key is not None and key in self._adjoints else None
+
+    def add_gradient(self, array, value) -> None:
+        """Add numpy `value` into the adjoint of `array` (an op's adjoint's result)."""
+        self._add(array, value)
 
     def _add(self, array, value) -> None:
         adj = self._adjoint(array)

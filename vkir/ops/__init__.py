@@ -17,6 +17,11 @@ from .norm import layer_norm, softmax
 from .reduce import argmax, max, mean, min, sum
 from .scan import cumsum
 from .sorting import argsort, sort
+from ..autodiff.op_tape import differentiable as _differentiable
+
+# inside a vkir.Tape these are recorded and differentiated; the others are refused by name
+conv2d, cumsum, layer_norm, matmul, mean, softmax, sort, sum = (
+    _differentiable(f) for f in (conv2d, cumsum, layer_norm, matmul, mean, softmax, sort, sum))
 
 __all__ = ["argmax", "argsort", "conv2d", "cumsum", "histogram", "layer_norm", "matmul", "max",
            "mean", "min", "softmax", "sort", "sum", "transpose"]

@@ -74,9 +74,10 @@ class Call:
         from ..driver.tape_hook import ACTIVE_TAPE
 
         if ACTIVE_TAPE.get() is not None:   # its kernels would be recorded on temporaries
-            raise UnsupportedError(f"vkir.ops.{op} inside a vkir.Tape: the tape does not "
-                                   "differentiate vkir.ops calls; call it outside the tape's "
-                                   "block, or write the step as a kernel")
+            raise UnsupportedError(f"vkir.ops.{op} inside a vkir.Tape: {op} is not "
+                                   "differentiable (the tape records sum, mean, cumsum, "
+                                   "softmax, layer_norm, matmul, conv2d and sort); call it "
+                                   "outside the tape's block")
         self.op = op
         self.returns_torch = any(is_tensor(a) for a in inputs.values())
         inputs = {name: tensor_as_numpy(a, f"vkir.ops.{op}: {name}") if is_tensor(a) else a
