@@ -1,7 +1,8 @@
 """Device images and texel buffers: VkImage + memory + VkImageView, and VkBuffer + VkBufferView.
 
 An `Image` holds one vkir.images format, an extent (width, height, depth), a layer count
-and a dimensionality (1, 2 or 3; `arrayed` for 1-D and 2-D arrays). Tiling is optimal; the
+and a dimensionality (1, 2 or 3; `arrayed` for 1-D and 2-D arrays; `cube`: six square layers
+viewed as a cube, faces +x, -x, +y, -y, +z, -z), and `levels` mip levels (vkir.runtime.mips). Tiling is optimal; the
 usages are every one of storage and sampled that the device's VkFormatProperties allow for the
 format, plus transfers. Whether the device supports the format is asked before the driver sees
 it (`check_format`), and refused with UnsupportedError naming the format and the device.
@@ -35,15 +36,15 @@ GENERAL = vk.VK_IMAGE_LAYOUT_GENERAL
 READ_ONLY = vk.VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL
 TO_DEVICE = vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL   # during host -> image copies and clears
 TO_HOST = vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL     # during image -> host copies
-_ANY_ACCESS = (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
-               | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+ANY_ACCESS = (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
+              | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
 SHADER = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
 TRANSFER = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
-_COLOR = vk.VK_IMAGE_ASPECT_COLOR_BIT
+COLOR = vk.VK_IMAGE_ASPECT_COLOR_BIT
 _TYPES = {1: vk.VK_IMAGE_TYPE_1D, 2: vk.VK_IMAGE_TYPE_2D, 3: vk.VK_IMAGE_TYPE_3D}
-_VIEWS = {(1, False): vk.VK_IMAGE_VIEW_TYPE_1D, (1, True): vk.VK_IMAGE_VIEW_TYPE_1D_ARRAY,
-          (2, False): vk.VK_IMAGE_VIEW_TYPE_2D, (2, True): vk.VK_IMAGE_VIEW_TYPE_2D_ARRAY,
-          (3, False): vk.VK_IMAGE_VIEW_TYPE_3D}
+VIEWS = {(1, False): vk.VK_IMAGE_VIEW_TYPE_1D, (1, True): vk.VK_IMAGE_VIEW_TYPE_1D_ARRAY,
+         (2, False): vk.VK_IMAGE_VIEW_TYPE_2D, (2, True): vk.VK_IMAGE_VIEW_TYPE_2D_ARRAY,
+         (3, False): vk.VK_IMAGE_VIEW_TYPE_3D}
 # what each use of an image needs of the format (VkFormatFeatureFlags)
 IMAGE_FEATURES = {"storage": vk.VK_FORMAT_FEATURE_STORAGE_IMAGE_BIT,
                   "sampled": vk.VK_FORMAT_FEATURE_SAMPLED_IMAGE_BIT,
@@ -76,12 +77,12 @@ def check_format(device, fmt: ImageFormat, use: str, what: str = "an image") -> 
     have = image if bits is not None else buffer
     bits = bits if bits is not None else BUFFER_FEATURES[use if use != "atomic" else "atomic"]
     if not have & bits:
-        raise UnsupportedError(f"{what}: format {fmt.name} ({_vk_name(fmt.vk_format)}) does not "
+        raise UnsupportedError(f"{what}: format {fmt.name} ({vk_format_name(fmt.vk_format)}) does not "
                                f"support {_USE_NAMES[use]} on {device.info.name!r} "
                                "(VkFormatProperties)")
 
 
-def _vk_name(value: int) -> str:
+def vk_format_name(value: int) -> str:
     for name in dir(vk):
         if name.startswith("VK_FORMAT_") and getattr(vk, name) == value:
             return name
@@ -106,8 +107,11 @@ class Image:
     `usages` holds "storage" and/or "sampled"."""
 
     def __init__(self, device, fmt: ImageFormat, extent: tuple, layers: int = 1, dim: int = 2,
-                 arrayed: bool = False, what: str = "an image", levels: int = 1):
+                 arrayed: bool = False, what: str = "an image", levels: int = 1,
+                 cube: bool = False):
         self.device, self.format, self.dim = device, fmt, dim
+        self.cube = bool(cube)   # six square 2-D layers viewed as a cube (sampled only)
+        assert not cube or (dim == 2 and arrayed and layers == 6)
         self.extent = tuple(int(n) for n in extent)
         self.layers, self.arrayed, self.levels = int(layers), bool(arrayed), int(levels)
         self.level_views = []   # views of single levels (vkir.runtime.mips), freed with it
@@ -146,7 +150,7 @@ class Image:
         try:
             props = vk.vkGetPhysicalDeviceImageFormatProperties(
                 self.device.physical, self.format.vk_format, _TYPES[self.dim],
-                vk.VK_IMAGE_TILING_OPTIMAL, usage, 0)
+                vk.VK_IMAGE_TILING_OPTIMAL, usage, self._flags())
         except vk.VkErrorFormatNotSupported:
             raise UnsupportedError(f"{what}: a {self.dim}-D image of format {self.format.name} is "
                                    f"not supported on {self.device.info.name!r}") from None
@@ -163,11 +167,15 @@ class Image:
             raise UnsupportedError(f"{what}: {self.layers} layers exceed maxArrayLayers "
                                    f"{props.maxArrayLayers} of {self.device.info.name!r}")
 
+    def _flags(self) -> int:
+        return vk.VK_IMAGE_CREATE_CUBE_COMPATIBLE_BIT if self.cube else 0
+
     def _create(self, usage: int) -> None:
         device = self.device
         dev = device.handle
         w, h, d = self.extent
         info = vk.VkImageCreateInfo(
+            flags=self._flags(),
             imageType=_TYPES[self.dim], format=self.format.vk_format,
             extent=vk.VkExtent3D(width=w, height=h, depth=d), mipLevels=self.levels,
             arrayLayers=self.layers, samples=vk.VK_SAMPLE_COUNT_1_BIT,
@@ -188,7 +196,8 @@ class Image:
         self.handle, self.memory = image, mem[0]
         check(lib.vkBindImageMemory(dev, image, mem[0], 0), "vkBindImageMemory")
         view_info = vk.VkImageViewCreateInfo(
-            image=image, viewType=_VIEWS[self.dim, self.arrayed], format=self.format.vk_format,
+            image=image, viewType=vk.VK_IMAGE_VIEW_TYPE_CUBE if self.cube else
+            VIEWS[self.dim, self.arrayed], format=self.format.vk_format,
             subresourceRange=self._range())
         self.view = call("vkCreateImageView", vk.vkCreateImageView, dev, view_info, None)
         handle, memory, view, level_views = self.handle, self.memory, self.view, self.level_views
@@ -204,7 +213,7 @@ class Image:
 
     def _range(self):
         """Every level and layer (what layout barriers move and the image's own view covers)."""
-        return vk.VkImageSubresourceRange(aspectMask=_COLOR, baseMipLevel=0,
+        return vk.VkImageSubresourceRange(aspectMask=COLOR, baseMipLevel=0,
                                           levelCount=self.levels, baseArrayLayer=0,
                                           layerCount=self.layers)
 
@@ -214,10 +223,10 @@ class Image:
                        TRANSFER)
         color = ffi.new("VkClearColorValue*")   # all zero bits: 0 for every format kind
         lib.vkCmdClearColorImage(cmd, self.handle, TO_DEVICE, color, 1, ffi.new(
-            "VkImageSubresourceRange*", {"aspectMask": _COLOR, "levelCount": self.levels,
+            "VkImageSubresourceRange*", {"aspectMask": COLOR, "levelCount": self.levels,
                                          "layerCount": self.layers}))
         layout_barrier(cmd, [self], TO_DEVICE, GENERAL, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                       _ANY_ACCESS, TRANSFER, SHADER | TRANSFER)
+                       ANY_ACCESS, TRANSFER, SHADER | TRANSFER)
 
     # -- host copies ----------------------------------------------------------------------------
     def level_extent(self, level: int) -> tuple:
@@ -234,7 +243,7 @@ class Image:
 
     def _region(self, pitch: int, level: int = 0):
         w, h, d = self.level_extent(level)
-        sub = vk.VkImageSubresourceLayers(aspectMask=_COLOR, mipLevel=level, baseArrayLayer=0,
+        sub = vk.VkImageSubresourceLayers(aspectMask=COLOR, mipLevel=level, baseArrayLayer=0,
                                           layerCount=self.layers)
         return ffi.new("VkBufferImageCopy*", {
             "bufferOffset": 0, "bufferRowLength": pitch // self.format.texel_bytes,
@@ -263,11 +272,11 @@ class Image:
             region = self._region(pitch, level)
 
             def record(cmd):
-                layout_barrier(cmd, [self], GENERAL, TO_DEVICE, _ANY_ACCESS,
+                layout_barrier(cmd, [self], GENERAL, TO_DEVICE, ANY_ACCESS,
                                vk.VK_ACCESS_TRANSFER_WRITE_BIT, SHADER | TRANSFER, TRANSFER)
                 lib.vkCmdCopyBufferToImage(cmd, stage.handle, self.handle, TO_DEVICE, 1, region)
                 layout_barrier(cmd, [self], TO_DEVICE, GENERAL, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                               _ANY_ACCESS, TRANSFER, SHADER | TRANSFER)
+                               ANY_ACCESS, TRANSFER, SHADER | TRANSFER)
 
             device.one_shot(record)
 
@@ -289,10 +298,10 @@ class Image:
             region = self._region(pitch, level)
 
             def record(cmd):
-                layout_barrier(cmd, [self], GENERAL, TO_HOST, _ANY_ACCESS,
+                layout_barrier(cmd, [self], GENERAL, TO_HOST, ANY_ACCESS,
                                vk.VK_ACCESS_TRANSFER_READ_BIT, SHADER | TRANSFER, TRANSFER)
                 lib.vkCmdCopyImageToBuffer(cmd, self.handle, TO_HOST, stage.handle, 1, region)
-                layout_barrier(cmd, [self], TO_HOST, GENERAL, 0, _ANY_ACCESS, TRANSFER,
+                layout_barrier(cmd, [self], TO_HOST, GENERAL, 0, ANY_ACCESS, TRANSFER,
                                SHADER | TRANSFER)
                 memory_barrier(cmd, TRANSFER, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
                                vk.VK_PIPELINE_STAGE_HOST_BIT, vk.VK_ACCESS_HOST_READ_BIT)

@@ -20,8 +20,8 @@ from __future__ import annotations
 from vkir.errors import ArgumentError, UnsupportedError
 
 from ._vk import call, vk
-from .images import GENERAL, SHADER, TRANSFER, TO_DEVICE, TO_HOST, _ANY_ACCESS, _COLOR, _VIEWS, \
-    format_features, _vk_name
+from .images import GENERAL, SHADER, TRANSFER, TO_DEVICE, TO_HOST, ANY_ACCESS, COLOR, VIEWS, \
+    format_features, vk_format_name
 from .memory import check_alive
 
 __all__ = ["ImageLevel", "level", "generate_mips"]
@@ -59,7 +59,7 @@ class ImageLevel:
         return self.image.level_shape(self.index)
 
     def _range(self):
-        return vk.VkImageSubresourceRange(aspectMask=_COLOR, baseMipLevel=self.index,
+        return vk.VkImageSubresourceRange(aspectMask=COLOR, baseMipLevel=self.index,
                                           levelCount=1, baseArrayLayer=0,
                                           layerCount=self.image.layers)
 
@@ -87,10 +87,10 @@ def level(image, index: int) -> ImageLevel:
     with device.lifetime, device._lock:
         check_alive(image)
         info = vk.VkImageViewCreateInfo(
-            image=image.handle, viewType=_VIEWS[image.dim, image.arrayed],
+            image=image.handle, viewType=VIEWS[image.dim, image.arrayed],
             format=image.format.vk_format,
             subresourceRange=vk.VkImageSubresourceRange(
-                aspectMask=_COLOR, baseMipLevel=index, levelCount=1, baseArrayLayer=0,
+                aspectMask=COLOR, baseMipLevel=index, levelCount=1, baseArrayLayer=0,
                 layerCount=image.layers))
         view = call("vkCreateImageView", vk.vkCreateImageView, device.handle, info, None)
         image.level_views.append(view)
@@ -104,7 +104,7 @@ def _barrier(cmd, image, index: int, old: int, new: int, src_access: int, dst_ac
         srcAccessMask=src_access, dstAccessMask=dst_access, oldLayout=old, newLayout=new,
         srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
         dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED, image=image.handle,
-        subresourceRange=vk.VkImageSubresourceRange(aspectMask=_COLOR, baseMipLevel=index,
+        subresourceRange=vk.VkImageSubresourceRange(aspectMask=COLOR, baseMipLevel=index,
                                                     levelCount=1, baseArrayLayer=0,
                                                     layerCount=image.layers))
     vk.vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 0, None, 0, None, 1, [barrier])
@@ -119,7 +119,7 @@ def generate_mips(image, what: str = "generate_mips") -> None:
     if not fmt.is_integer:
         need |= vk.VK_FORMAT_FEATURE_SAMPLED_IMAGE_FILTER_LINEAR_BIT
     if features & need != need:
-        raise UnsupportedError(f"{what}: format {fmt.name} ({_vk_name(fmt.vk_format)}) cannot be "
+        raise UnsupportedError(f"{what}: format {fmt.name} ({vk_format_name(fmt.vk_format)}) cannot be "
                                f"blitted{'' if fmt.is_integer else ' with linear filtering'} on "
                                f"{device.info.name!r} (VkFormatProperties)")
     if image.levels == 1:
@@ -135,23 +135,23 @@ def generate_mips(image, what: str = "generate_mips") -> None:
     def record(cmd):
         read, write = vk.VK_ACCESS_TRANSFER_READ_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT
         for i in range(1, image.levels):
-            _barrier(cmd, image, i - 1, GENERAL, TO_HOST, _ANY_ACCESS, read, SHADER | TRANSFER,
+            _barrier(cmd, image, i - 1, GENERAL, TO_HOST, ANY_ACCESS, read, SHADER | TRANSFER,
                      TRANSFER)
-            _barrier(cmd, image, i, GENERAL, TO_DEVICE, _ANY_ACCESS, write, SHADER | TRANSFER,
+            _barrier(cmd, image, i, GENERAL, TO_DEVICE, ANY_ACCESS, write, SHADER | TRANSFER,
                      TRANSFER)
             region = vk.VkImageBlit(
                 srcSubresource=vk.VkImageSubresourceLayers(
-                    aspectMask=_COLOR, mipLevel=i - 1, baseArrayLayer=0,
+                    aspectMask=COLOR, mipLevel=i - 1, baseArrayLayer=0,
                     layerCount=image.layers),
                 srcOffsets=corner(image.level_extent(i - 1)),
                 dstSubresource=vk.VkImageSubresourceLayers(
-                    aspectMask=_COLOR, mipLevel=i, baseArrayLayer=0, layerCount=image.layers),
+                    aspectMask=COLOR, mipLevel=i, baseArrayLayer=0, layerCount=image.layers),
                 dstOffsets=corner(image.level_extent(i)))
             vk.vkCmdBlitImage(cmd, image.handle, TO_HOST, image.handle, TO_DEVICE, 1, [region],
                               flt)
-            _barrier(cmd, image, i - 1, TO_HOST, GENERAL, read, _ANY_ACCESS, TRANSFER,
+            _barrier(cmd, image, i - 1, TO_HOST, GENERAL, read, ANY_ACCESS, TRANSFER,
                      SHADER | TRANSFER)
-            _barrier(cmd, image, i, TO_DEVICE, GENERAL, write, _ANY_ACCESS, TRANSFER,
+            _barrier(cmd, image, i, TO_DEVICE, GENERAL, write, ANY_ACCESS, TRANSFER,
                      SHADER | TRANSFER)
 
     with device.lifetime, device._lock:

@@ -44,7 +44,8 @@ class ImageBinding:
     @property
     def axes(self) -> int:
         """Axes of a host array's extent: the image's dimensions plus one for layers."""
-        return {"1d": 1, "2d": 2, "3d": 3, "buffer": 1}.get(self.dim, 0) + int(self.arrayed)
+        return {"1d": 1, "2d": 2, "3d": 3, "buffer": 1, "cube": 3}.get(self.dim, 0) + \
+            int(self.arrayed)
 
     @property
     def written(self) -> bool:

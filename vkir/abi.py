@@ -65,8 +65,9 @@ class ImageParam:
 
     @property
     def axes(self) -> int:
-        """Axes of a host array's extent: the image's dimensions plus one for layers."""
-        return int(self.dim[0]) + int(self.arrayed)
+        """Axes of a host array's extent: the image's dimensions plus one for layers (a cube:
+        its faces, height and width)."""
+        return 3 if self.dim == "cube" else int(self.dim[0]) + int(self.arrayed)
 
     @property
     def written(self) -> bool:

@@ -1,6 +1,7 @@
 """Image parameters in SPIR-V (mixed into the kernel emitter).
 
-A `T.Image` parameter is a UniformConstant storage image (OpTypeImage, Sampled=2, the declared
+A `T.TextureCube` is a combined image sampler of Dim Cube (not arrayed), sampled by a float32x3
+direction. A `T.Image` parameter is a UniformConstant storage image (OpTypeImage, Sampled=2, the declared
 format, NonReadable/NonWritable where the kernel only writes/reads it); a `T.Texture` is a
 combined image sampler (OpTypeSampledImage over Sampled=1, format Unknown as Vulkan samples any
 format), its sampler chosen at call time. Their bindings follow the storage buffers', in
@@ -79,14 +80,15 @@ class ImageMixin:
             fmt = itype.fmt
             read, written = access[p]
             lane = self.ty(DataType.parse(fmt.lane_dtype))
-            dim = _DIMS[itype.dims]
+            dim = "Cube" if itype.cube else _DIMS[itype.dims]
+            arrayed = itype.layered and not itype.cube   # a cube's faces are no array
             if itype.dims == 3 and itype.layered:
                 raise UnsupportedError(f"kernel {self.func.name!r}: image {p.name!r} is a "
                                        "layered 3-D image, which Vulkan has no view for")
             if itype.dims == 1:
                 self.b.capability("Sampled1D" if itype.sampled else "Image1D")
             if itype.sampled:
-                image_t = self.b.type_image(lane, dim, itype.layered, 1, "Unknown")
+                image_t = self.b.type_image(lane, dim, arrayed, 1, "Unknown")
                 type_id = self.b.type_sampled_image(image_t)
                 kind, readonly, writeonly = "combined_image_sampler", True, False
             else:
@@ -115,7 +117,7 @@ class ImageMixin:
                 if writeonly:
                     self.b.decorate(var, "NonReadable")
             self.interface_vars.append((var, "UniformConstant"))
-            param = ImageParam(number, index, kind, p.name, dim.lower(), itype.layered,
+            param = ImageParam(number, index, kind, p.name, dim.lower(), arrayed,
                                fmt.spirv_format, fmt.name, fmt.lane_dtype, readonly, writeonly)
             self.images[p] = _Image(param, var, type_id, image_t, itype)
             number += 1

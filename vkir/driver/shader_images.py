@@ -39,9 +39,12 @@ class ShaderImages:
         self.rt = images_of(rt) if self.images else rt
         for b in self.images:
             what = f"{name}: binding {b.binding} ({b.name!r})"
-            if b.dim not in ("1d", "2d", "3d", "buffer", ""):
-                raise UnsupportedError(f"{what} is a {b.dim} image; vkir binds 1-D, 2-D and 3-D "
-                                       "images (and arrays of 1-D and 2-D ones)")
+            if b.dim not in ("1d", "2d", "3d", "buffer", "", "cube") or \
+                    (b.dim == "cube" and (b.arrayed or b.kind not in _SAMPLED)):
+                shown = f"{b.dim}{' array' if b.arrayed else ''}"
+                raise UnsupportedError(f"{what} is a {shown} image; vkir binds 1-D, 2-D and 3-D "
+                                       "images (and arrays of 1-D and 2-D ones) and sampled "
+                                       "cube images")
             if getattr(b, "multisampled", False):   # (vkir's own image parameters never are)
                 raise UnsupportedError(f"{what} is a multisampled image; vkir binds images of "
                                        "one sample per texel")
@@ -146,6 +149,11 @@ class ShaderImages:
                                     f"is {a.format}")
             if a.image_format.lane_dtype != b.lane:
                 raise ArgumentError(f"{what} reads {b.lane}; the image is {a.format}")
+            if (b.dim == "cube") != a.cube:
+                raise ArgumentError(f"{what} is a {b.dim} image; got a DeviceImage of shape "
+                                    f"{a.shape}{' (a cube)' if a.cube else ''}")
+            if b.dim == "cube":
+                return a.handle
             if a.dim != int(b.dim[0]) or a.layered != b.arrayed:
                 raise ArgumentError(f"{what} is a {b.dim}{' array' if b.arrayed else ''} image; "
                                     f"got a DeviceImage of shape {a.shape}"
@@ -164,10 +172,16 @@ class ShaderImages:
         if a.dtype != np.dtype(fmt.storage_dtype):
             raise ArgumentError(f"{what} holds {fmt.name} texels ({fmt.storage_dtype} channels), "
                                 f"got an array of {a.dtype}")
-        dim = int(b.dim[0])
-        space = extent[1:] if b.arrayed else extent
+        cube = b.dim == "cube"   # six faces: a 2-D image of six layers, viewed as a cube
+        dim = 2 if cube else int(b.dim[0])
+        arrayed = b.arrayed or cube
+        space = extent[1:] if arrayed else extent
         size = tuple(reversed(space)) + (1,) * (3 - dim)
-        img = self.rt.create_image(fmt, size, extent[0] if b.arrayed else 1, dim, b.arrayed, what)
+        if cube and (extent[0] != 6 or extent[1] != extent[2]):
+            raise ArgumentError(f"{what} is a cube image: an array of shape (6, size, size, "
+                                f"channels), got {a.shape}")
+        img = self.rt.create_image(fmt, size, extent[0] if arrayed else 1, dim, arrayed, what,
+                                   **({"cube": True} if cube else {}))
         full = a.reshape(img.shape)
         if not b.writeonly or not b.written:
             self.rt.image_copy_in(img, full)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ArgumentError
+from ..images.cube import sample_cube
 from ..images.filtering import sample
 from ..images.formats import ImageFormat
 from ..images.texels import decode, encode
@@ -156,6 +157,13 @@ class ImageClosures:
         flod = None if e.lod is None else self.expr(e.lod)
         layered = e.texture.dtype.layered
         lanes = e.coords.dtype.lanes
+        if e.texture.dtype.cube:
+            def cube_sample(fr):
+                image = get(fr)
+                return sample_cube(image.fmt, image.array(), np.asarray(fc(fr), np.float32),
+                                   image.sampler, sub_texel_bits=image.sub_texel_bits,
+                                   lod=None if flod is None else flod(fr))
+            return cube_sample
 
         def image_sample(fr):
             image = get(fr)
@@ -175,6 +183,8 @@ class ImageClosures:
         get = self.image_getter(e.image)
         itype = e.image.dtype
         one = len(itype.shape) == 1
+        if itype.cube:   # a face's width and height
+            return lambda fr: np.array(get(fr).bb.shape[:0:-1], np.int32)
 
         def image_size(fr):
             shape = get(fr).bb.shape

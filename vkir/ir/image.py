@@ -72,14 +72,15 @@ class ImageSample(PrimExpr):
 @dataclass(frozen=True, slots=True)
 class ImageSize(PrimExpr):
     """`T.image_size(img)`: the extent in Vulkan's order (width, height, depth, then layers): an
-    int32 for a 1-D image, an int32xN vector otherwise."""
+    int32 for a 1-D image, an int32xN vector otherwise (a cube texture: a face's int32x2)."""
 
     image: Var
 
     @property
     def dtype(self) -> DataType:
-        """int32 with one lane per coordinate."""
-        return DataType("int", 32, len(self.image.dtype.shape))
+        """int32 with one lane per coordinate (a cube: width and height of a face)."""
+        itype = self.image.dtype
+        return DataType("int", 32, 2 if itype.cube else len(itype.shape))
 
 
 IMAGE_NODES = (ImageLoad, ImageStore, ImageSample, ImageSize)

@@ -19,7 +19,8 @@ from .dtype import DataType
 class ImageType:
     """`format` (a vkir.images format name), `shape` (PrimExprs, the layer count first when
     `layered`; then depth, height, width as numpy orders them), `sampled` (a texture, read only
-    through T.sample) or a storage image.
+    through T.sample) or a storage image; `cube` a cube texture (`T.TextureCube`): layered, its
+    six faces the layers (+x, -x, +y, -y, +z, -z, as Vulkan orders them), sampled by direction.
 
     Equality compares format, layering, kind and the shape's nodes (size Vars by identity, as
     the IR compares Vars); structural equality maps size Vars (vkir.ir.structural)."""
@@ -28,6 +29,7 @@ class ImageType:
     shape: tuple
     layered: bool = False
     sampled: bool = False
+    cube: bool = False
 
     def __post_init__(self):
         from .expr import convert
@@ -42,16 +44,21 @@ class ImageType:
         problem = nonpositive_extent(self.shape, self.layered)
         if problem is not None:
             raise ArgumentError(problem)
+        if self.cube:
+            problem = cube_problem(self.shape, self.layered, self.sampled)
+            if problem is not None:
+                raise ArgumentError(problem)
 
     def __eq__(self, other):
         if not isinstance(other, ImageType):
             return NotImplemented
-        return (self.format, self.layered, self.sampled) == \
-            (other.format, other.layered, other.sampled) and len(self.shape) == len(other.shape) \
+        return (self.format, self.layered, self.sampled, self.cube) == \
+            (other.format, other.layered, other.sampled, other.cube) \
+            and len(self.shape) == len(other.shape) \
             and all(a is b or a == b for a, b in zip(self.shape, other.shape))
 
     def __hash__(self):
-        return hash((self.format, self.layered, self.sampled, len(self.shape)))
+        return hash((self.format, self.layered, self.sampled, self.cube, len(self.shape)))
 
     @property
     def fmt(self) -> ImageFormat:
@@ -70,8 +77,8 @@ class ImageType:
 
     @property
     def kind(self) -> str:
-        """"texture" or "image" (for messages)."""
-        return "texture" if self.sampled else "image"
+        """"texture", "cube texture" or "image" (for messages)."""
+        return "cube texture" if self.cube else "texture" if self.sampled else "image"
 
     @property
     def spatial_shape(self) -> tuple:
@@ -89,6 +96,9 @@ class ImageType:
         return 1
 
     def __str__(self) -> str:
+        if self.cube:
+            return f"T.TextureCube(({', '.join(str(s) for s in self.spatial_shape)}), " \
+                f"\"{self.format}\")"
         kind = "T.Texture" if self.sampled else "T.Image"
         shape = ", ".join(str(s) for s in self.spatial_shape)
         layers = f", layers={self.shape[0]}" if self.layered else ""
@@ -112,6 +122,21 @@ def nonpositive_extent(shape, layered: bool) -> str | None:
             return (f"image extents must be positive: the {what} is {extent.value} (shape "
                     f"({shown}{',' if len(spatial) == 1 else ''})"
                     f"{f', layers={shape[0]}' if layered else ''})")
+    return None
+
+
+def cube_problem(shape, layered: bool, sampled: bool) -> str | None:
+    """What is wrong with a cube image of `shape` (6 faces first, then height and width: ints or
+    PrimExprs), else None: a cube is a sampled, square 2-D image of six faces."""
+    from .expr import IntImm
+
+    if not (sampled and layered and len(shape) == 3):
+        return "a cube image is a sampled 2-D image of six faces (T.TextureCube((size, size), fmt))"
+    faces, h, w = (n.value if isinstance(n, IntImm) else n for n in shape)
+    if isinstance(faces, int) and faces != 6:
+        return f"a cube image has 6 faces, got {faces}"
+    if isinstance(h, int) and isinstance(w, int) and h != w:
+        return f"the faces of a cube image are square, got {h} x {w}"
     return None
 
 

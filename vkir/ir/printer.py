@@ -119,6 +119,8 @@ class Printer(ExprPrinter):
 
     def image_type(self, itype: ImageType) -> str:
         """The `T.Image(...)` / `T.Texture(...)` annotation of an image parameter."""
+        if itype.cube:
+            return f'T.TextureCube({self.shape(itype.spatial_shape)}, "{itype.format}")'
         kind = "Texture" if itype.sampled else "Image"
         layers = f", layers={self.expr(itype.shape[0])}" if itype.layered else ""
         return f'T.{kind}({self.shape(itype.spatial_shape)}, "{itype.format}"{layers})'

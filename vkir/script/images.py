@@ -1,5 +1,6 @@
-"""Images in the script: `T.Image(shape, format, layers=None)` and `T.Texture(shape, format,
-layers=None)` parameters, and the builders of `T.sample(tex, uv)` and `T.image_size(img)`.
+"""Images in the script: `T.Image(shape, format, layers=None)`, `T.Texture(shape, format,
+layers=None)` and `T.TextureCube((size, size), format)` parameters, and the builders of
+`T.sample(tex, uv)` (a cube texture: `T.sample(cube, direction)`) and `T.image_size(img)`.
 
 Reading `img[y, x]` and writing `img[y, x] = v` are parsed where buffer subscripts are
 (exprs.py, parser.py); they become `ImageLoad`/`ImageStore` nodes (vkir.ir.image).
@@ -13,11 +14,12 @@ from ..ir import expr as E
 from ..ir.dtype import DataType
 from ..ir.image import ImageSample, ImageSize
 from ..errors import UnsupportedError
-from ..ir.image_type import ImageType, is_image, nonpositive_extent, storage_refusal
+from ..ir.image_type import ImageType, cube_problem, is_image, nonpositive_extent, \
+    storage_refusal
 from ..images.formats import FORMATS
 from . import builtins as B
 
-IMAGE_ANNOTATIONS = {"Image": False, "Texture": True}
+IMAGE_ANNOTATIONS = {"Image": False, "Texture": True, "TextureCube": True}
 """The T names of image parameter annotations -> whether the image is sampled."""
 
 
@@ -60,6 +62,15 @@ def image_param(parser, a: ast.arg) -> E.Var:
     problem = nonpositive_extent((*layer_shape, *shape), layers is not None)
     if problem is not None:
         raise parser.error(a.annotation, f"{parser.t_name}.{kind}: {problem}")
+    if kind == "TextureCube":
+        if layers is not None or len(shape) != 2:
+            raise parser.error(a.annotation, f"{parser.t_name}.TextureCube takes the (size, size) "
+                                             "of one face and no layers (its six faces are them)")
+        problem = cube_problem((6, *shape), True, True)
+        if problem is not None:
+            raise parser.error(a.annotation, f"{parser.t_name}.TextureCube: {problem}")
+        return E.Var(a.arg, ImageType(fmt, (6, *shape), layered=True, sampled=True, cube=True),
+                     span=parser.span(a))
     if layers is not None and len(shape) == 3:
         raise parser.error(a.annotation, f"{parser.t_name}.{kind}: a 3-D image has no layers "
                                          f"(Vulkan has no 3-D image arrays)")

@@ -70,6 +70,12 @@ class _Namespace:
         return ImageAnnotation(shape, format, layers, True)
 
     @staticmethod
+    def TextureCube(shape, format):  # noqa: N802,A002
+        """What `T.TextureCube((size, size), format)` evaluates to in an annotation: a cube
+        texture parameter (six faces, read only through `T.sample(cube, direction)`)."""
+        return ImageAnnotation(shape, format, 6, True)
+
+    @staticmethod
     def Ptr(dtype, scope="global"):  # noqa: N802
         return PointerType(dtype, scope)
 
@@ -91,7 +97,8 @@ class _Namespace:
         raise AttributeError(f"T has no attribute {name!r}")
 
     def __dir__(self):
-        return sorted({"prim_func", "func", "Buffer", "Ptr", "Image", "Texture", "let", *BUILDERS,
+        return sorted({"prim_func", "func", "Buffer", "Ptr", "Image", "Texture", "TextureCube",
+                       "let", *BUILDERS,
                        *IMAGE_BUILDERS, *OPS, *STMT_NAMES})
 
     def __repr__(self):
