@@ -6,17 +6,10 @@ passed to the converted function as its int8 bytes."""
 import numpy as np
 
 import vkir
-from vkir.analysis import verify_types, verify_well_formed
 from vkir import T
 from vkir.ir import PointerType
-from vkir.testing import random_arguments
+from vkir.testing import check_pass, random_arguments
 from vkir.transform import BoolToInt8
-
-
-def _check_types(f):
-    """The explicit-cast checker and the scoping/SSA checker accept the pass output."""
-    verify_types(f)
-    verify_well_formed(f)
 
 
 def _run_both(before, after, seeds=range(3)):
@@ -31,9 +24,7 @@ def _run_both(before, after, seeds=range(3)):
 
 
 def _check(before, expected):
-    after = BoolToInt8()(before)
-    _check_types(after)
-    vkir.assert_structural_equal(after, expected)
+    after = check_pass(BoolToInt8(), before, expected)
     _run_both(before, after)
     return after
 

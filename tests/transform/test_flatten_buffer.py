@@ -7,8 +7,7 @@ computes what its input computes (interpreter, random inputs)."""
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import vkir
-from vkir.testing import random_arguments, same_results
+from vkir.testing import check_pass, random_arguments, same_results
 from vkir import T
 from vkir.ir import walk
 from vkir.analysis import verify_types, verify_well_formed
@@ -21,10 +20,7 @@ def _same_results(before, after, sizes=None, seeds=range(3)):
 
 
 def _check(before, expected, sizes=None, run=True):
-    after = FlattenBuffer()(before)
-    verify_types(after)
-    verify_well_formed(after)
-    vkir.assert_structural_equal(after, expected)
+    after = check_pass(FlattenBuffer(), before, expected)
     assert after.params == before.params and after.buffer_map == before.buffer_map
     if run:
         _same_results(before, after, sizes)

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 import vkir
 from vkir import T, ir
 from vkir.analysis import verify_types, verify_well_formed
-from vkir.testing import random_arguments, same_results
+from vkir.testing import check_pass, random_arguments, same_results
 from vkir.transform import InjectSoftwarePipeline
 
 
@@ -25,10 +25,7 @@ def _same_results(before, after, seeds=range(2), sizes=None):
 
 
 def _check(before, expected):
-    after = InjectSoftwarePipeline()(before)
-    verify_types(after)
-    verify_well_formed(after)
-    vkir.assert_structural_equal(after, expected)
+    after = check_pass(InjectSoftwarePipeline(), before, expected)
     _same_results(before, after)
     return after
 

@@ -9,7 +9,7 @@ import pytest
 import vkir
 from vkir import T, ir
 from vkir.analysis import verify_types, verify_well_formed
-from vkir.testing import random_arguments
+from vkir.testing import check_pass, random_arguments
 from vkir.transform import InjectSoftwarePipeline, LowerAsync
 
 from pipeline_reference import synchronous
@@ -68,7 +68,7 @@ def two_stage_lowered(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32
 
 
 def test_single_invocation_needs_no_barrier():
-    vkir.assert_structural_equal(_lower(two_stage_async), two_stage_lowered)
+    check_pass(_lower, two_stage_async, two_stage_lowered)
 
 
 @T.prim_func
@@ -149,8 +149,7 @@ def matmul_lowered(A: T.Buffer((8, 16), "float32"), B: T.Buffer((16, 8), "float3
 
 
 def test_double_buffered_matmul_gets_one_barrier_per_iteration():
-    lowered = _lower(matmul)
-    vkir.assert_structural_equal(lowered, matmul_lowered)
+    lowered = check_pass(_lower, matmul, matmul_lowered)
     a, b = random_arguments(matmul, 0)[:2]
     c = np.zeros((8, 8), "float32")
     vkir.interpret(lowered, a, b, c)

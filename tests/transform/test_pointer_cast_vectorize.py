@@ -7,21 +7,16 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import vkir
-from vkir.testing import same_results
+from vkir.testing import check_pass, same_results
 from vkir import T, ir
 from vkir.analysis import verify_types
 from vkir.transform import PointerCastVectorize, VectorTypeRewrite
 
 
-def _same_results(before, after, seeds=range(3)):
-    same_results(before, after, seeds=seeds)
-
-
 def _check(before, expected, **options):
-    after = PointerCastVectorize(**options)(before)
-    verify_types(after)
-    vkir.assert_structural_equal(after, expected)
-    _same_results(before, after)
+    """check_pass (the expected script, both checkers), then the same results."""
+    after = check_pass(PointerCastVectorize(**options), before, expected)
+    same_results(before, after)
     return after
 
 
@@ -112,9 +107,7 @@ def symbolic_cast(A: T.Buffer(("n",), "float32"), B: T.Buffer(("n",), "float32")
 
 
 def test_symbolic_extent_casts_the_whole_vectors():
-    after = PointerCastVectorize(target="vulkan")(symbolic)
-    verify_types(after)
-    vkir.assert_structural_equal(after, symbolic_cast)
+    after = check_pass(PointerCastVectorize(target="vulkan"), symbolic, symbolic_cast)
     a = np.random.default_rng(1).standard_normal(10).astype("float32")
     b = np.zeros(10, "float32")
     vkir.interpret(after, a, b)
@@ -166,7 +159,7 @@ def test_local_cast_is_unsupported_on_vulkan():
     after = PointerCastVectorize()(local_stage)
     verify_types(after)
     assert [c.name for c in _casts(after)] == ["B_x4", "L_x4"]
-    _same_results(local_stage, after)
+    same_results(local_stage, after)
 
 
 def test_unknown_target():
@@ -205,4 +198,4 @@ def test_random_offsets(lanes, offset, vectors, seed):
     expected = [f"A_x{lanes}", f"B_x{lanes}"] if aligned else []
     assert [c.name for c in _casts(after)] == (expected if lanes in (2, 4) else [])
     assert [c.name for c in _casts(PointerCastVectorize()(before))] == expected
-    _same_results(before, after, seeds=[seed])
+    same_results(before, after, seeds=[seed])

@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 import vkir
-from vkir.testing import CompareBeforeAfter, random_arguments, same_results
+from vkir.testing import CompareBeforeAfter, check_pass, random_arguments, same_results
 from vkir.analysis import verify_types, verify_well_formed
 from vkir import T, ir
 from vkir.ir import FloorDiv, FloorMod, For, Min, PrimFunc, Var, const, decl_buffer
@@ -217,9 +217,7 @@ def test_grid_index_arithmetic_is_free_of_wrap_around():
                 if i < n:
                     b[i] = bx + tx + (i + 1) // 2 * 2 + (a[i] * 4 + 1) // 4 + 2
 
-    after = Simplify()(before)
-    _check_types(after)
-    vkir.assert_structural_equal(after, expected)
+    after = check_pass(Simplify(), before, expected)
     for n in (1, 100, 130):
         a = np.random.default_rng(n).integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
         want, got = np.zeros(n, np.int32), np.zeros(n, np.int32)
@@ -239,8 +237,7 @@ def test_flat_matmul_indices_divide_exactly():
         for i, k in T.grid(1024, 1024):
             C[i, k] = A[i * 1024 + (k + 5) // 32 * 32]
 
-    after = Simplify()(before)
-    vkir.assert_structural_equal(after, expected)
+    check_pass(Simplify(), before, expected)
 
 
 def test_conditions_bound_variables_in_their_branches():
@@ -260,9 +257,7 @@ def test_conditions_bound_variables_in_their_branches():
             else:
                 A[i] = (i * 4 + 1) // 4
 
-    after = Simplify()(before)
-    _check_types(after)
-    vkir.assert_structural_equal(after, expected)
+    check_pass(Simplify(), before, expected)
 
 
 def test_wrapping_arithmetic_is_kept():
@@ -280,8 +275,7 @@ def test_wrapping_arithmetic_is_kept():
             B[i] = (A[i] * 4 + 1) // 4 + T.cast(A[i] + 1 > A[i], "int32") \
                 + (A[i] + 2147483647) // 2 + 3
 
-    after = Simplify()(f)
-    vkir.assert_structural_equal(after, expected)
+    after = check_pass(Simplify(), f, expected)
     a = np.array([2**30, 2**31 - 1, -2**31, 5], np.int32)
     want, got = np.zeros(4, np.int32), np.zeros(4, np.int32)
     vkir.interpret(f, a, want)

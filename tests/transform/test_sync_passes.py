@@ -10,6 +10,7 @@ import pytest
 import vkir
 from vkir import T
 from vkir.analysis import verify_types, verify_well_formed
+from vkir.testing import check_pass
 from vkir.transform import (CommonSubexprElim, FlattenBuffer, Simplify, VectorizeLoop,
                             VectorTypeRewrite)
 
@@ -53,8 +54,7 @@ def test_vectorize_keeps_atomics_and_subgroups_serial():
                 T.atomic_add(h[r, x[r, tx] % 8], x[r, tx] * 2 + 1)
                 y[r, tx] = T.subgroup_add(x[r, tx] * 2 + 1) + T.subgroup_add(x[r, tx] * 2 + 1)
 
-    after = VectorizeLoop()(twice)
-    vkir.assert_structural_equal(after, expected)
+    after = check_pass(VectorizeLoop(), twice, expected)
     _same(twice, after)
 
 
@@ -75,8 +75,7 @@ def test_cse_never_commons_atomics_or_subgroup_ops():
             y[tx] = T.atomic_add(h[cse_v2], 1) + T.atomic_add(h[cse_v2], 1) \
                 + T.subgroup_max(cse_v1) + T.subgroup_max(cse_v1)
 
-    after = CommonSubexprElim()(before)
-    vkir.assert_structural_equal(after, expected)
+    after = check_pass(CommonSubexprElim(), before, expected)
     args = [np.zeros(64, np.int32), np.zeros(8, np.int32), np.zeros(64, np.int32)]
     copies = [a.copy() for a in args]
     vkir.interpret(before, *args)
@@ -112,8 +111,7 @@ def test_flatten_buffer_flattens_atomic_elements():
                 y_flat[r * 64 + tx] = T.subgroup_add(x_flat[r * 64 + tx] * 2 + 1) \
                     + T.subgroup_add(x_flat[r * 64 + tx] * 2 + 1)
 
-    after = FlattenBuffer()(twice)
-    vkir.assert_structural_equal(after, expected)
+    after = check_pass(FlattenBuffer(), twice, expected)
     _same(twice, after)
 
 

@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 import vkir
-from vkir.testing import CompareBeforeAfter, same_results
+from vkir.testing import CompareBeforeAfter, check_pass, same_results
 from vkir import T, ir
 from vkir.analysis import verify_types
 from vkir.transform import VectorTypeRewrite
@@ -15,15 +15,10 @@ from vkir.arith import ModularSet
 from vkir.transform.vector_type_rewrite import rewritten_buffers, split_index
 
 
-def _same_results(before, after, seeds=range(3)):
-    same_results(before, after, seeds=seeds)
-
-
 def _check(before, expected):
-    after = VectorTypeRewrite()(before)
-    verify_types(after)
-    vkir.assert_structural_equal(after, expected)
-    _same_results(before, after)
+    """check_pass (the expected script, both checkers), then the same results."""
+    after = check_pass(VectorTypeRewrite(), before, expected)
+    same_results(before, after)
     return after
 
 
@@ -106,9 +101,7 @@ def symbolic_rows_vector(A: T.Buffer(("n", 1), "float32x4"), B: T.Buffer(("n", 1
 
 
 def test_symbolic_extent_with_constant_factor():
-    after = VectorTypeRewrite()(symbolic_rows)
-    verify_types(after)
-    vkir.assert_structural_equal(after, symbolic_rows_vector)
+    after = check_pass(VectorTypeRewrite(), symbolic_rows, symbolic_rows_vector)
     a = np.random.default_rng(0).standard_normal((5, 4)).astype("float32")
     b1, b2 = np.zeros_like(a), np.zeros_like(a)
     vkir.interpret(symbolic_rows, a, b1)
@@ -200,7 +193,7 @@ def test_each_storage_gets_its_own_width():
     verify_types(after)
     assert [_param_dtype(after, n) for n in "ABCD"] == ["float32x2", "int32x4", "float32x2",
                                                         "int32x4"]
-    _same_results(two_widths_two_buffers, after)
+    same_results(two_widths_two_buffers, after)
 
 
 def test_split_index_is_exact_under_wrap_around():
@@ -230,7 +223,7 @@ def _refused(func, name, reason, **options):
     verify_types(after)
     assert _param_dtype(after, name) == _param_dtype(func, name)
     assert reason in rewritten_buffers(func, **options)[name]
-    _same_results(func, after)
+    same_results(func, after)
     return after
 
 
@@ -275,9 +268,7 @@ def symbolic_extent(A: T.Buffer(("n",), "float32"), B: T.Buffer(("n",), "float32
 
 
 def test_refuses_symbolic_extent_without_a_factor():
-    after = VectorTypeRewrite()(symbolic_extent)
-    verify_types(after)
-    vkir.assert_structural_equal(after, symbolic_extent)
+    check_pass(VectorTypeRewrite(), symbolic_extent, symbolic_extent)
     assert "not a provable multiple" in rewritten_buffers(symbolic_extent)["A"]
 
 
@@ -412,7 +403,7 @@ def test_random_offsets(lanes, offset, vectors, seed):
     aligned = offset % lanes == 0
     want = f"float32x{lanes}" if aligned else "float32"
     assert _param_dtype(after, "A") == want and _param_dtype(after, "B") == want
-    _same_results(before, after, seeds=[seed])
+    same_results(before, after, seeds=[seed])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -480,4 +471,4 @@ def test_model_of_the_rule(stmts, vectors, pad, seed):
     assert _param_dtype(after, "A") == ("float32" if lanes is None else f"float32x{lanes}")
     for j, (w, _, _) in enumerate(reads):
         assert _param_dtype(after, f"C{j}") == ("float32" if w == 1 else f"float32x{w}")
-    _same_results(before, after, seeds=[seed])
+    same_results(before, after, seeds=[seed])

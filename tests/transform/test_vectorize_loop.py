@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import vkir
-from vkir.testing import random_arguments, same_results
+from vkir.testing import check_pass, random_arguments, same_results
 from vkir.analysis import verify_types, verify_well_formed
 from vkir import T, ir
 from vkir.errors import TransformError
@@ -34,9 +34,7 @@ def _same_results(before, after, scalars=None, seeds=range(3)):
 
 
 def _check(before, expected, scalars=None, runs=range(3)):
-    after = VectorizeLoop()(before)
-    _check_types(after)
-    vkir.assert_structural_equal(after, expected)
+    after = check_pass(VectorizeLoop(), before, expected)
     _same_results(before, after, scalars, seeds=runs)
     return after
 
@@ -74,9 +72,7 @@ def test_inside_thread_loops_with_guard():
                     B[T.ramp(bx * 256 + tx * 4, 1, 4)] = \
                         A[T.ramp(bx * 256 + tx * 4, 1, 4)] + T.broadcast(1.0, 4)
 
-    after = VectorizeLoop()(before)
-    _check_types(after)
-    vkir.assert_structural_equal(after, expected)
+    after = check_pass(VectorizeLoop(), before, expected)
     for seed, size in enumerate((256, 300, 1024)):
         rng = np.random.default_rng(seed)
         a = rng.standard_normal(size).astype(np.float32)
@@ -122,9 +118,7 @@ def test_loop_invariant_if_keeps_vector_form():
         else:
             A[T.ramp(4, 1, 4)] = T.select(n > 1, A[T.ramp(4, 1, 4)], A[T.ramp(0, 1, 4)])
 
-    after = VectorizeLoop()(before)
-    _check_types(after)
-    vkir.assert_structural_equal(after, expected)
+    after = check_pass(VectorizeLoop(), before, expected)
     for n_value in (0, 2, 3):
         _same_results(before, after, scalars={"n": n_value}, seeds=[n_value])
 
