@@ -23,7 +23,8 @@ def vulkan(_vulkan_device):
 
 
 def _results(mod, inputs_list, vulkan, fn="main"):
-    """(llvm's, vulkan's) results of `fn` of `mod` for each input list, one build per target."""
+    """(llvm's, vulkan's) results of `fn` of `mod` for each input list, one build per target
+    (a tuple of arrays where `fn` returns a tuple)."""
     pairs = []
     vms = {t: relax.VirtualMachine(tvm.compile(mod, target=t), d)
            for t, d in (("llvm", tvm.cpu()), ("vulkan", vulkan))}
@@ -31,7 +32,7 @@ def _results(mod, inputs_list, vulkan, fn="main"):
         got = []
         for t, d in (("llvm", tvm.cpu()), ("vulkan", vulkan)):
             out = vms[t][fn](*[tvm.runtime.tensor(a, device=d) for a in inputs])
-            got.append(out.numpy())
+            got.append(out.numpy() if hasattr(out, "numpy") else tuple(o.numpy() for o in out))
         pairs.append(tuple(got))
     return pairs
 
@@ -95,3 +96,109 @@ def test_cumsum_with_static_shapes(vulkan):
     planner's pools do not share."""
     x = np.arange(16, dtype=np.int32).reshape(2, 8) - 5
     _check(_Cumsum, [[x]], vulkan)
+
+
+@I.ir_module
+class _Argmax:
+    @R.function
+    def main(x: R.Tensor((3, 10), "float32")):
+        return R.argmax(x, axis=1)
+
+
+def test_argmax(vulkan, _vulkan_device):
+    """argmax reduces an int64 index, which TVM's NarrowDataType cannot narrow: where the
+    device has int64 the kernel keeps it; without int64, UnsupportedError naming the kernel."""
+    x = np.random.default_rng(3).standard_normal((3, 10)).astype(np.float32)
+    if "int64" in _vulkan_device.info.features:
+        _check(_Argmax, [[x]], vulkan)
+        return
+    with pytest.raises(vkir.UnsupportedError, match="argmax_kernel.*no int64"):
+        tvm.compile(_Argmax, target="vulkan")
+
+
+@I.ir_module
+class _Masks:
+    @R.function
+    def main(x: R.Tensor((4, 8), "float32"), y: R.Tensor((4, 8), "float32")):
+        less = R.less(x, y)
+        both = R.bitwise_and(less, R.greater(x, R.const(0.0)))
+        either = R.bitwise_or(R.isnan(x), R.isinf(y))
+        return R.where(R.bitwise_or(both, either), x, y)
+
+
+@I.ir_module
+class _Mask:
+    @R.function
+    def main(x: R.Tensor((4, 8), "float32"), y: R.Tensor((4, 8), "float32")):
+        return R.less(x, y)
+
+
+def test_bool_tensors_cross_kernel_boundaries(vulkan):
+    """Masks as TVM stores them (one byte per element) between kernels and as a result."""
+    rng = np.random.default_rng(4)
+    x, y = (rng.standard_normal((4, 8)).astype(np.float32) for _ in range(2))
+    x[0, 1], y[1, 2], y[3, 3] = np.nan, np.inf, -np.inf
+    _check(_Masks, [[x, y]], vulkan)
+    ((want, got),) = _results(_Mask, [[x, y]], vulkan)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("axes", [[3, 2, 1, 0], [0, 2, 1, 3]])
+def test_a_transpose_over_a_symbolic_dimension(vulkan, axes):
+    """TVM's index arithmetic binds its let variable `rmod` twice in one expression."""
+    @I.ir_module
+    class Transpose:
+        @R.function
+        def main(x: R.Tensor(("b", "s", 2, 8), "float32")):
+            return R.permute_dims(x, axes)
+
+    rng = np.random.default_rng(5)
+    _check(Transpose, [[rng.standard_normal((b, s, 2, 8)).astype(np.float32)]
+                       for b, s in ((1, 1), (2, 3))], vulkan)
+
+
+@I.ir_module
+class _Sort:
+    @R.function
+    def main(x: R.Tensor((2, 16), "float32")):
+        s = R.sort(x, axis=1, descending=True)
+        i = R.argsort(x, axis=1, descending=True, dtype="int32")
+        return R.tuple(s, i)
+
+
+def test_sort_and_argsort(vulkan):
+    x = np.random.default_rng(6).permutation(32).astype(np.float32).reshape(2, 16)
+    pairs = _results(_Sort, [[x]], vulkan)
+    for want, got in zip(*pairs[0]):
+        np.testing.assert_array_equal(got, want)
+
+
+class _TopP(nn.Module):
+    def forward(self, logits, top_p, top_k, uniform):
+        prob = nn.softmax(logits, axis=-1)
+        ranked = nn.op.sort(prob, axis=-1, descending=True)
+        index = nn.op.argsort(prob, axis=-1, descending=True, dtype="int32")
+        return nn.op.sample_top_p_top_k_from_sorted_prob(ranked, index, top_p, top_k, uniform)
+
+
+def test_top_p_sampling_and_position_ids(vulkan):
+    """Sampling as LLM decoders do it (softmax, sort, argsort, cumsum over the sorted
+    probabilities), and position ids as a cumsum of the attention mask."""
+    spec = {"logits": nn.spec.Tensor((2, 32), "float32"),
+            "top_p": nn.spec.Tensor((2, 1), "float32"), "top_k": nn.spec.Tensor((2, 1), "int32"),
+            "uniform": nn.spec.Tensor((2, 1), "float32")}
+    mod, _ = _TopP().export_tvm(spec={"forward": spec})
+    logits = 3 * np.random.default_rng(7).standard_normal((2, 32)).astype(np.float32)
+    picks = [[logits, np.array([[p], [0.5]], np.float32), np.array([[32], [k]], np.int32),
+              np.array([[u], [0.8]], np.float32)] for p, k, u in ((0.9, 5, 0.3), (0.2, 32, 0.7))]
+    for want, got in _results(mod, picks, vulkan, "forward"):
+        np.testing.assert_array_equal(got, want)
+
+    class Positions(nn.Module):
+        def forward(self, mask):
+            return nn.op.cumsum(mask, axis=1) - 1
+
+    mod, _ = Positions().export_tvm(spec={"forward": {"mask": nn.spec.Tensor((1, "s"),
+                                                                           "int32")}})
+    _check(mod, [[np.ones((1, s), np.int32)] for s in (1, 5)], vulkan, "forward")

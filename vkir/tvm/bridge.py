@@ -96,9 +96,10 @@ def _build(tvm, tvm_ffi, mod, target, device):
     kernel module, which keeps each kernel's TVM JSON and saves it, so that a library written by
     `export_library` runs in another process once `install()` ran there; without that library
     (no C++ compiler), an LLVM module with a function per kernel that calls the launcher."""
+    from . import target as vkir_target
     from .lowering import narrow
 
-    mod = narrow(mod, target)
+    mod = narrow(mod, vkir_target(device))   # the device's types, whatever target TVM was given
     shims, kernels = {}, ([], [], [], [])
     for gv, func in mod.functions.items():
         name = gv.name_hint
@@ -142,7 +143,7 @@ def _kernel_launcher(key: str, text: str, name: str, built: str = "", func=None)
     source = import_prim_func(func, name)
     with prebuilt(json.loads(built) if built else {}):
         kernel = api.build(source, device=device)
-    got = _launcher(kernel, func)
+    got = _launcher(kernel, func, source)
     got.source = source
     with _LOCK:
         _KERNELS[(key, id(device))] = got
@@ -168,13 +169,15 @@ def _shim(tvm, name: str, func, key: str, text: str, built: str):
     return tirx.PrimFunc(params + launch, body).with_attr("global_symbol", name)
 
 
-def _launcher(kernel, func):
+def _launcher(kernel, func, source):
     """The Python function TVM's host code calls: handles become the device arrays they stand
-    for, each viewed with the kernel buffer's dtype and exact size (TVM pools allocations and
+    for, each viewed with the dtype and exact size of the buffer of `source` (the kernel as
+    imported, which the kernel's signature checks: a bool buffer is bool there, one byte per
+    element as TVM stores it, whatever the lowered kernel made of it) (TVM pools allocations and
     rounds them up; its scalar arguments give the symbolic sizes); scalars stay; launch extents
     are vkir's."""
     names = [str(p.name) for p in func.params]
-    ir = kernel.ir
+    ir = source
 
     def launch(*args):
         by_name = dict(zip(names, args))

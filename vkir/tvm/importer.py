@@ -13,6 +13,8 @@ else raises UnsupportedError naming the construct.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from ..errors import UnsupportedError
 from ..ir import expr as E
 from ..ir import stmt as S
@@ -31,6 +33,8 @@ _BINARY = {"Add": E.Add, "Sub": E.Sub, "Mul": E.Mul, "Div": E.Div, "Mod": E.Mod,
            "And": E.And, "Or": E.Or}
 _BITWISE = {"BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor",
             "LShift": "shift_left", "RShift": "shift_right"}
+# bitwise operations of two bools, which TVM writes for masks (bitwise_and(less, greater))
+_BOOL_BITWISE = {"BitwiseAnd": E.And, "BitwiseOr": E.Or, "BitwiseXor": E.NE}
 # TVM intrinsics (without the "tirx." prefix) and C extern functions, by the intrinsic table
 _CALLS = {tvm: name for name, row in INTRINSICS.items() for tvm in row.tvm.ops}
 _LIBM = {extern: name for name, row in INTRINSICS.items() for extern in row.tvm.externs}
@@ -66,6 +70,7 @@ class _Importer:
         self.buffers: dict = {}    # TVM handle -> vkir Buffer
         self.param_buffers: dict = {}   # vkir data var of a handle parameter -> its Buffer
         self.threads = 0           # thread_extent attributes around the statement being read
+        self.bound: set = set()    # TVM handles of the let variables bound so far
 
     def fail(self, what: str):
         return UnsupportedError(f"from_tvm: kernel {self.name!r}: {what} has no vkir meaning")
@@ -97,6 +102,27 @@ class _Importer:
         if _kind(ty) == "BufferType":
             raise self.fail(f"buffer {v.name!r} used as a value")
         return DataType.parse(str(ty))
+
+    @contextmanager
+    def binding(self, v):
+        """The vkir Var that a let binding of TVM var `v` defines, for the scope of the `with`:
+        a fresh one where `v` is bound already (TVM's lowering reuses a let variable, e.g.
+        `rmod` of its index arithmetic, twice in one expression; vkir's IR is SSA), after
+        which `v` means the outer binding again."""
+        key = _handle(v)
+        if key not in self.bound:
+            self.bound.add(key)
+            yield self.var(v)
+            return
+        outer = self.vars.get(key)
+        fresh = self.vars[key] = E.Var(str(v.name), self.var_type(v))
+        try:
+            yield fresh
+        finally:
+            if outer is None:
+                del self.vars[key]
+            else:
+                self.vars[key] = outer
 
     def buffer(self, b) -> Buffer:
         got = self.buffers.get(_handle(b))
@@ -160,11 +186,12 @@ class _Importer:
         return PrimFunc(tuple(params), body, buffer_map, attrs)
 
     def unshared_sizes(self, params, buffer_map, body) -> tuple:
-        """`buffer_map` with each size Var that TVM left free in the kernel (declared in a
-        buffer parameter's shape, e.g. `cse_v1`, but neither a parameter nor used by the body or
-        another buffer) made one per buffer: TVM's memory planner pools allocations and rounds
-        them up, so buffers TVM declares with one such size arrive with different sizes, and
-        the kernel never reads the value."""
+        """`buffer_map` (and `body`) with the sizes that TVM left free in the kernel made one per
+        buffer: a size Var declared in a buffer parameter's shape (`cse_v1`, `s27 * 96`) but
+        neither a parameter nor used by the body or another buffer. TVM's memory planner pools
+        allocations and rounds them up, so buffers TVM declares with one such size arrive with
+        different sizes, and a size like `s27 * 96` names no value the kernel could be given;
+        the kernel never reads it, so each such dimension becomes a size of its own buffer."""
         used = {v for v in walk(body) if isinstance(v, E.Var)} | set(params)
         params_of = {id(b) for b in buffer_map.values()}
         for buf in self.buffers.values():
@@ -177,16 +204,19 @@ class _Importer:
         owners: dict = {}
         for buf in buffer_map.values():
             for d in buf.shape:
-                if isinstance(d, E.Var) and d not in used:
-                    owners.setdefault(d, []).append(buf)
+                if isinstance(d, E.Var):
+                    owners[d] = owners.get(d, 0) + 1
         renamed: dict = {}   # id of a buffer -> the buffer with sizes of its own
         for buf in buffer_map.values():
-            shared = [d for d in buf.shape if isinstance(d, E.Var) and len(owners.get(d, ())) > 1]
-            if shared:
-                own = {d: E.Var(f"{buf.name}_{d.name}", d.dtype) for d in shared}
-                shape = tuple(own.get(d, d) if isinstance(d, E.Var) else d for d in buf.shape)
-                renamed[id(buf)] = Buffer(buf.name, buf.data, buf.dtype, shape, buf.strides,
-                                          buf.elem_offset, buf.scope)
+            shape = []
+            for k, d in enumerate(buf.shape):
+                free = [v for v in walk(d) if isinstance(v, E.Var) and v not in used]
+                if free and not (isinstance(d, E.Var) and owners[d] == 1):
+                    d = E.Var(f"{buf.name}_{d.name if isinstance(d, E.Var) else k}", d.dtype)
+                shape.append(d)
+            if any(a is not b for a, b in zip(shape, buf.shape)):
+                renamed[id(buf)] = Buffer(buf.name, buf.data, buf.dtype, tuple(shape),
+                                          buf.strides, buf.elem_offset, buf.scope)
         if not renamed:
             return buffer_map, body
         out = {data: renamed.get(id(buf), buf) for data, buf in buffer_map.items()}
@@ -268,8 +298,8 @@ class _Importer:
             kind = _kind(s)
             if kind in ("Bind", "LetStmt") and getattr(s, "body", None) is None:
                 value = self.expr(s.value)
-                var = self.var(s.var)
-                rest = self.seq(items[k + 1:], handles)
+                with self.binding(s.var) as var:
+                    rest = self.seq(items[k + 1:], handles)
                 out.append(S.LetStmt(var, value, rest))
                 break
             if kind == "AllocBuffer":
@@ -386,6 +416,8 @@ class _Importer:
             return _BINARY[kind](self.expr(e.a), self.expr(e.b))
         if kind in _BITWISE:
             a, b = self.expr(e.a), self.expr(e.b)
+            if a.dtype.is_bool and b.dtype.is_bool and kind in _BOOL_BITWISE:
+                return _BOOL_BITWISE[kind](a, b)   # TVM's & | ^ of bools: logical
             return E.Call(a.dtype, _BITWISE[kind], (a, b))
         method = getattr(self, "e_" + kind, None)
         if method is None:
@@ -409,6 +441,8 @@ class _Importer:
 
     def e_BitwiseNot(self, e):
         a = self.expr(e.a)
+        if a.dtype.is_bool:
+            return E.Not(a)
         return E.Call(a.dtype, "bitwise_not", (a,))
 
     def e_Select(self, e):
@@ -430,7 +464,8 @@ class _Importer:
 
     def e_Let(self, e):
         value = self.expr(e.value)
-        return E.Let(self.var(e.var), value, self.expr(e.body))
+        with self.binding(e.var) as var:
+            return E.Let(var, value, self.expr(e.body))
 
     def e_TensorLoad(self, e):
         if getattr(e, "predicate", None) is not None:
@@ -534,10 +569,21 @@ def import_prim_func(func, name: str | None = None, user_signature=()) -> PrimFu
     """The vkir PrimFunc of one TVM PrimFunc, read as it is (no TVM pass runs). With
     `user_signature` (vkir.tvm.importer.signature of the function the user wrote), a lowered
     kernel's parameters follow that function's order and shapes."""
+    from ..analysis.type_checker import verify_types
+    from ..analysis.well_formed import verify_well_formed
+    from ..errors import TypeCheckError, WellFormedError
+
     if name is None:
         attrs = func.attrs if func.attrs is not None else {}
         name = str(attrs["global_symbol"]) if "global_symbol" in attrs else "main"
-    return _Importer(func, name, user_signature).run()
+    out = _Importer(func, name, user_signature).run()
+    try:   # a construct read node by node but meaning nothing in vkir is refused here, named
+        verify_well_formed(out)
+        verify_types(out)
+    except (TypeCheckError, WellFormedError) as exc:
+        raise UnsupportedError(f"from_tvm: kernel {name!r}: a TVM construct with no vkir "
+                               f"meaning: {exc}") from None
+    return out
 
 
 __all__ = ["import_prim_func", "signature"]

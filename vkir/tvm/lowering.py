@@ -31,9 +31,9 @@ def device_functions(mod, target) -> dict:
     pipeline, _, finalize_device = tvm.tirx.get_default_tir_pipeline(target)
     try:
         lowered = pipeline(bound)
-    except tvm.error.TVMError as exc:   # TVM's own verdict on the schedule (e.g. unbound loops)
+    except TVM_ERRORS as exc:   # TVM's own verdict on the schedule (e.g. unbound loops)
         raise UnsupportedError(f"from_tvm: TVM could not lower the module for Vulkan: "
-                               f"{str(exc).strip().splitlines()[-1]}") from None
+                               f"{_last_line(exc)}") from None
     build = sys.modules[tvm.tirx.build.__module__]
     _, devices = build.split_host_device_mods(lowered)
     out = {}
@@ -43,22 +43,50 @@ def device_functions(mod, target) -> dict:
     return out
 
 
+# what TVM 0.27's FFI raises for an error inside a pass (its C++ errors arrive as
+# tvm.error.InternalError, a RuntimeError, or as the Python error their kind names)
+TVM_ERRORS = (RuntimeError, ValueError, TypeError, IndexError)
+
+
+def _last_line(exc) -> str:
+    """TVM's reason in an error from a pass: its last line, or, where the message goes on to
+    print the function (NarrowDataType: "... has dtype T.int64. The function is ..."), the
+    sentences before it."""
+    text = str(exc).strip()
+    if " The function is " in text:
+        return text.split(" The function is ", 1)[0].strip().splitlines()[-1]
+    lines = text.splitlines()
+    return lines[-1].strip() if lines else type(exc).__name__
+
+
 def narrow(device_mod, target):
-    """`device_mod` with int64 indices narrowed to int32 where TVM proves it safe (its
-    NarrowDataType pass), and on a device without int64 everywhere (ForceNarrowIndexToInt32, which
-    refuses an index that does not fit): Relax and dlight index even small extents with int64,
-    which SwiftShader lacks and lavapipe compares slowly (the "int64_signed_compare" quirk)."""
+    """`device_mod` with int64 indices narrowed to int32 function by function. Where the device
+    has int64, TVM's NarrowDataType(32) narrows what it proves safe and a function it cannot
+    narrow (e.g. argmax's int64 index reduction) keeps its int64 arithmetic, which the device
+    computes natively (lavapipe's int64 compares exactly, vkir's "int64_signed_compare" quirk
+    lowering). Where the device lacks int64, ForceNarrowIndexToInt32 narrows every index too
+    (it refuses an index that does not fit), and a function TVM cannot narrow is an
+    UnsupportedError naming it."""
     import tvm
 
     transform = tvm.tirx.transform
-    try:
-        device_mod = transform.NarrowDataType(32)(device_mod)
-        if not bool(target.attrs.get("supports_int64", False)):
-            device_mod = transform.ForceNarrowIndexToInt32()(device_mod)
-    except tvm.error.TVMError as exc:
-        raise UnsupportedError(f"this device has no int64 and TVM could not narrow the kernel's "
-                               f"indices to int32: {str(exc).strip().splitlines()[-1]}") from None
-    return device_mod
+    has_int64 = bool(target.attrs.get("supports_int64", False))
+    out = {}
+    for gv, func in device_mod.functions.items():
+        one = tvm.IRModule({gv: func})
+        try:
+            one = transform.NarrowDataType(32)(one)
+            if not has_int64:
+                one = transform.ForceNarrowIndexToInt32()(one)
+        except TVM_ERRORS as exc:
+            if has_int64:
+                out[gv] = func
+                continue
+            raise UnsupportedError(f"kernel {gv.name_hint!r}: this device has no int64 and TVM "
+                                   f"could not narrow the kernel's integers to int32: "
+                                   f"{_last_line(exc)}") from None
+        out[gv] = one[gv]
+    return tvm.IRModule(out, attrs=device_mod.attrs)
 
 
 def shared_bytes(mod, target) -> int:
