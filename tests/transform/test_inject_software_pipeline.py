@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 import vkir
 from vkir import T, ir
 from vkir.analysis import verify_types, verify_well_formed
-from vkir.testing import check_pass, random_arguments, same_results
+from vkir.testing import CompareBeforeAfter, random_arguments, same_results
 from vkir.transform import InjectSoftwarePipeline
 
 
@@ -24,10 +24,12 @@ def _same_results(before, after, seeds=range(2), sizes=None):
     same_results(before, after, lambda seed: random_arguments(before, seed, sizes=sizes), seeds)
 
 
-def _check(before, expected):
-    after = check_pass(InjectSoftwarePipeline(), before, expected)
-    _same_results(before, after)
-    return after
+class _PipelineCase(CompareBeforeAfter):
+    """InjectSoftwarePipeline turns `before` into `expected`, which passes the checkers and
+    computes the same."""
+
+    transform = InjectSoftwarePipeline()
+    same_results = True
 
 
 # ----------------------------------------------------------------------------------------------
@@ -53,8 +55,8 @@ def two_stage_expected(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float3
     C[15] = B[1, 0] + T.float32(1)
 
 
-def test_two_stage():
-    _check(two_stage, two_stage_expected)
+class TestTwoStage(_PipelineCase):
+    before, expected = two_stage, two_stage_expected
 
 
 @T.prim_func
@@ -83,8 +85,8 @@ def two_stage_async_expected(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "
         C[15] = B[1, 0] + T.float32(1)
 
 
-def test_two_stage_async():
-    _check(two_stage_async, two_stage_async_expected)
+class TestTwoStageAsync(_PipelineCase):
+    before, expected = two_stage_async, two_stage_async_expected
 
 
 class _SetWaitCounts(ir.Mutator):
@@ -154,8 +156,8 @@ def three_stage_expected(A: T.Buffer((16,), "float32"), D: T.Buffer((16,), "floa
             D[i + 14] = C[(i + 14) % 2, 0] + T.float32(1)
 
 
-def test_three_stage_two_async():
-    _check(three_stage, three_stage_expected)
+class TestThreeStageTwoAsync(_PipelineCase):
+    before, expected = three_stage, three_stage_expected
 
 
 # ----------------------------------------------------------------------------------------------
@@ -191,8 +193,8 @@ def distance3_expected(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float3
             C[i + 13] = B[(i + 13) % 4, 0] - T.float32(1)
 
 
-def test_stage_distance_3():
-    _check(distance3, distance3_expected)
+class TestStageDistance3(_PipelineCase):
+    before, expected = distance3, distance3_expected
 
 
 # ----------------------------------------------------------------------------------------------
@@ -241,8 +243,8 @@ def interleaved_expected(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "floa
             C[i + 13] = A_sh[(i + 13) % 4, 0] * B_sh[(i + 13) % 4, 0]
 
 
-def test_interleaved_producers():
-    _check(interleaved, interleaved_expected)
+class TestInterleavedProducers(_PipelineCase):
+    before, expected = interleaved, interleaved_expected
 
 
 def test_interleaved_grouped_prologue_would_be_wrong():
@@ -316,8 +318,8 @@ def gemm_expected(A: T.Buffer((128,), "float32"), B: T.Buffer((128,), "float32")
         D[k + 125] = X[(k + 125) % 2, 0] + B_sh[(k + 125) % 4, 0]
 
 
-def test_multi_buffered_gemm():
-    _check(gemm, gemm_expected)
+class TestMultiBufferedGemm(_PipelineCase):
+    before, expected = gemm, gemm_expected
 
 
 @T.prim_func
@@ -493,9 +495,10 @@ def offset_loop_expected(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "floa
         C[15] = B[0, 0] + T.float32(1)
 
 
-def test_loop_with_nonzero_min():
+class TestLoopWithNonzeroMin(_PipelineCase):
     """Versions count from the loop's first iteration: (j - min) % versions."""
-    _check(offset_loop, offset_loop_expected)
+
+    before, expected = offset_loop, offset_loop_expected
 
 
 @T.prim_func
@@ -542,8 +545,8 @@ def alloc_inside_expected(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float
     C[7] = B[1, 0]
 
 
-def test_buffer_allocated_in_the_loop_is_hoisted_and_versioned():
-    _check(alloc_inside, alloc_inside_expected)
+class TestBufferAllocatedInTheLoopIsHoistedAndVersioned(_PipelineCase):
+    before, expected = alloc_inside, alloc_inside_expected
 
 
 @T.prim_func
@@ -563,8 +566,8 @@ def same_stage_expected(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32
         C[i] = B[0]
 
 
-def test_single_stage_keeps_the_loop_and_buffer():
-    _check(same_stage, same_stage_expected)
+class TestSingleStageKeepsTheLoopAndBuffer(_PipelineCase):
+    before, expected = same_stage, same_stage_expected
 
 
 @T.prim_func

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import vkir
-from vkir.testing import check_pass, same_results
+from vkir.testing import CompareBeforeAfter, check_pass, same_results
 from vkir import T, ir
 from vkir.analysis import verify_types
 from vkir.transform import PointerCastVectorize, VectorTypeRewrite
@@ -18,6 +18,14 @@ def _check(before, expected, **options):
     after = check_pass(PointerCastVectorize(**options), before, expected)
     same_results(before, after)
     return after
+
+
+class _CastCase(CompareBeforeAfter):
+    """PointerCastVectorize turns `before` into `expected`, which passes the checkers and computes
+    the same."""
+
+    transform = PointerCastVectorize()
+    same_results = True
 
 
 def _casts(func):
@@ -71,8 +79,9 @@ def flat_alias_cast(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4, 8), "float32
     B_flat_x4[1] = A_flat_x4[2] + T.broadcast(A_flat[3], 4)
 
 
-def test_casts_of_flat_aliases_at_the_alias_scope_with_mixed_widths():
-    _check(flat_alias, flat_alias_cast, target="vulkan")
+class TestCastsOfFlatAliasesAtTheAliasScopeWithMixedWidths(_CastCase):
+    transform = PointerCastVectorize(target="vulkan")
+    before, expected = flat_alias, flat_alias_cast
 
 
 @T.prim_func
@@ -88,8 +97,8 @@ def unaligned_cast(A: T.Buffer((20,), "float32"), B: T.Buffer((16,), "float32"))
         B_x4[i] = A[T.ramp(i * 4 + 1, 1, 4)] + A[T.ramp(i, 4, 4)]
 
 
-def test_unaligned_and_strided_ramps_stay_on_the_scalar_buffer():
-    _check(unaligned, unaligned_cast)
+class TestUnalignedAndStridedRampsStayOnTheScalarBuffer(_CastCase):
+    before, expected = unaligned, unaligned_cast
 
 
 @T.prim_func
@@ -135,8 +144,8 @@ def shared_stage_cast(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32
         B[tx * 4] = S[(15 - tx) * 4 + 3]
 
 
-def test_shared_cast_without_target():
-    _check(shared_stage, shared_stage_cast)
+class TestSharedCastWithoutTarget(_CastCase):
+    before, expected = shared_stage, shared_stage_cast
 
 
 def test_shared_cast_is_unsupported_on_vulkan():
