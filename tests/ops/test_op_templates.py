@@ -54,6 +54,16 @@ MATMUL = all_configs(matmul.kernel)
 
 @pytest.mark.parametrize("config", MATMUL, ids=ids(MATMUL))
 def test_matmul_configs(device, config):
+    if config.get("ka") == 4:   # A as float32x4 along k: whole tiles and plain operands only
+        M, N, K = config["tm"] * config["wy"], 2 * config["tn"] * config["wx"], 12
+        a, b = rand(2, M, K), rand(2, K, N)
+        f = matmul.kernel(M, N, K, batch=2, **config)
+        check(f, device, [a, b], [np.zeros((2, M, N), np.float32)], [a @ b])
+        with pytest.raises(vkir.errors.ArgumentError, match="ka=4"):
+            matmul.kernel(M, N, K, bias="n", **config)
+        with pytest.raises(vkir.errors.ArgumentError, match="ka=4"):
+            matmul.kernel(M + 1, N, K - 1, trans_a=True, **config)
+        return
     # 20 x 36 is covered by no tile exactly: the guarded path; bias + clip exercises the fusion
     M, N, K = 20, 36, 5
     a, b, bias = rand(M, K), rand(K, N), rand(N)
@@ -62,7 +72,10 @@ def test_matmul_configs(device, config):
           [np.clip(a @ b + bias, -1.0, 1.5)])
 
 
-@pytest.mark.parametrize("config", MATMUL[:2], ids=ids(MATMUL[:2]))
+PLAIN = [c for c in MATMUL if "ka" not in c]   # the ka=4 family takes plain operands only
+
+
+@pytest.mark.parametrize("config", PLAIN[:2], ids=ids(PLAIN[:2]))
 def test_matmul_exact_tiles_batched_transposed(device, config):
     M = config["tm"] * config["wy"]
     N = config["tn"] * config["wx"]
