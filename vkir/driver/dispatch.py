@@ -112,7 +112,7 @@ def copy_back(copies: list, host: dict, copy_out=None) -> None:
 def run(rt, program, buffers, push, groups, name: str, keep, profiler=None) -> None:
     """Dispatch and wait; inside `vkir.profile()` (`profiler`), timed and recorded under `name`
     where the device has timestamps. `rt` is a seam Runtime, `program` its Program."""
-    timed = profiler is not None and rt.timestamps
+    timed = profiler is not None and "timestamps" in rt.capabilities
     launch = program.launch(buffers, push, groups, timed=timed)
     if timed:
         profiler.add_launch(name, launch, keep)

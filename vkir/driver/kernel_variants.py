@@ -83,7 +83,7 @@ class ProgramVariants:
         made on first use)."""
         if not aliases:
             return program
-        if not self._rt.aliasing:
+        if "aliasing" not in self._rt.capabilities:
             names = [self._params[m.position].name for m in aliases[0].members]
             raise UnsupportedError(f"kernel {self.name}: arguments {', '.join(map(repr, names))} "
                                    f"share memory and one is written; {self._rt.name!r} cannot "

@@ -42,9 +42,11 @@ class ShaderRuntime(abc.ABC):
     """A runtime that runs existing shaders (the "shaders" capability): the limit checks of a
     shader loaded as published, and what its code is checked against. `extensions` are the
     device extensions it offers (an OpExtension's), `subgroup_operations` the subgroup
-    operation kinds ("vote", "ballot", ...)."""
+    operation kinds ("vote", "ballot", ...), `features` the optional device features
+    (vkir.features' names) a shader's capabilities are checked against."""
 
     extensions: frozenset = frozenset()
+    features: frozenset = frozenset()
     subgroup_operations: frozenset = frozenset()
 
     @abc.abstractmethod

@@ -194,9 +194,8 @@ class Runtime(abc.ABC):
     """One device as a backend drives it. The core a backend implements: `kind` (its name, the
     Target kind), `name` (the device's, in messages), `allocator`, `program`, `limits` and
     `target`. `device` is what `Kernel.device` shows (the backend's device object), `capabilities` the optional ones it has (vkir.seam.capabilities),
-    `quirks` the driver quirks (vkir.quirks) compilation works around, `features` the optional
-    device features it offers (vkir.features' names) and `subgroup_size` its default subgroup
-    size (None: unknown).
+    `quirks` the driver quirks (vkir.quirks) compilation works around and `subgroup_size` its
+    default subgroup size (None: unknown); the target carries the features kernels may use.
 
     Device limits are checked through the runtime, once when a kernel is built
     (`check_limits`) and once per call (`check_grid`); the defaults compare with `limits`, and
@@ -208,7 +207,6 @@ class Runtime(abc.ABC):
     allocator: Allocator = None
     capabilities: frozenset = frozenset()
     quirks: frozenset = frozenset()
-    features: frozenset = frozenset()
     subgroup_size: int | None = None
 
     @property
@@ -224,18 +222,6 @@ class Runtime(abc.ABC):
     def program(self, spec: ProgramSpec) -> Program:
         """The Program of `spec` (backends may share one between equal specs), whose limits
         the caller checked."""
-
-    # -- capabilities ----------------------------------------------------------------------
-    @property
-    def timestamps(self) -> bool:
-        """Whether launches can be timed on the device (the "timestamps" capability)."""
-        return "timestamps" in self.capabilities
-
-    @property
-    def aliasing(self) -> bool:
-        """Whether one memory may be bound to several buffers of a dispatch that writes one of
-        them (SPIR-V's Aliased decoration; the "aliasing" capability)."""
-        return "aliasing" in self.capabilities
 
     # -- limits, from `limits` -------------------------------------------------------------
     def check_limits(self, bindings: int, push_bytes: int, local_size: tuple, shared_bytes: int,

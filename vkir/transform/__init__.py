@@ -2,7 +2,7 @@
 
 from importlib import import_module
 
-from .base import Pass, Sequential
+from .base import Pass
 from .instruments import CheckTypes, Instrument, PrintAfter, TimePasses
 from .pipeline import Pipeline
 
@@ -23,7 +23,7 @@ _PASSES = {
 }
 
 
-__all__ = ["Pass", "Sequential", "Pipeline", "Instrument", "CheckTypes", "PrintAfter", "TimePasses",
+__all__ = ["Pass", "Pipeline", "Instrument", "CheckTypes", "PrintAfter", "TimePasses",
            *_PASSES]
 
 

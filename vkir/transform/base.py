@@ -50,18 +50,3 @@ class Pass:
     def transform(self, func: PrimFunc) -> PrimFunc:
         """The pass itself: a new PrimFunc computed from `func` (subclasses implement it)."""
         raise NotImplementedError
-
-
-@dataclass(frozen=True)
-class Sequential(Pass):
-    """Runs passes in order; with `verify=True` the explicit-cast checker runs after each."""
-
-    passes: tuple = ()
-    verify: bool = False
-
-    def transform(self, func: PrimFunc) -> PrimFunc:
-        """Run the passes in order (each checked like a direct call)."""
-        from .instruments import CheckTypes
-        from .pipeline import Pipeline
-
-        return Pipeline(tuple(self.passes))(func, instruments=(CheckTypes(),) if self.verify else ())
