@@ -1,8 +1,8 @@
 """The documentation in docs/: every `@T.prim_func` example of the language reference parses,
 type-checks, prints back to an equal function and runs in the interpreter; every example program
-(a block starting with `import`) of the language reference, the Warp/Taichi page and the interop
-page runs on the device, its asserts against numpy included; the golden-image page's
-example test passes against its committed golden (tests/golden/docs/) in a pytest session of its
+(a block starting with `import`) of the language reference, the Warp/Taichi page, the interop,
+autodiff and torch pages runs on the device, its asserts against numpy included; the
+golden-image page's example test passes against its committed golden (tests/golden/docs/) in a pytest session of its
 own, and its comparison snippet runs; the fleet page's programs run in order on a local Ray
 fleet; the README links every document."""
 
@@ -46,7 +46,8 @@ def test_language_examples_parse_check_print_and_run(source):
     vkir.interpret(func, *_arguments(func, np.random.default_rng(0)))
 
 
-PROGRAM_PAGES = ("language.md", "coming-from-warp-taichi.md", "interop.md", "autodiff.md")
+PROGRAM_PAGES = ("language.md", "coming-from-warp-taichi.md", "interop.md", "autodiff.md",
+                 "torch.md")
 
 
 def _programs():
@@ -82,7 +83,8 @@ def test_program_examples_run(device, tmp_path, page, program):
 def test_readme_links_every_document():
     readme = (DOCS.parent / "README.md").read_text()
     for name in ("architecture.md", "language.md", "semantics.md", "golden-images.md",
-                 "coming-from-warp-taichi.md", "fleet.md", "interop.md", "autodiff.md"):
+                 "coming-from-warp-taichi.md", "fleet.md", "interop.md", "autodiff.md",
+                 "torch.md"):
         assert (DOCS / name).is_file(), name
         assert f"(docs/{name})" in readme, name
 

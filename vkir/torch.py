@@ -50,8 +50,8 @@ _MADE_LOCK = threading.Lock()
 def op(func, *, outputs, name=None):
     """The torch custom op `vkir::<name or func.name>` that runs `func` (a @T.prim_func or a
     Kernel): inputs are the parameters not in `outputs`, outputs new tensors (a tuple for
-    several, in `outputs` order). The same function and name again give the same op; the
-    name of another function is an ArgumentError."""
+    several, in `outputs` order). The same function (or a structurally equal one: the script
+    run again) and name give the same op; the name of another function is an ArgumentError."""
     from .driver.kernel import Kernel
     from .ir import PrimFunc
 
@@ -68,7 +68,7 @@ def op(func, *, outputs, name=None):
     with _MADE_LOCK:
         found = _MADE.get(qualname)
         if found is not None:
-            if found[0] is not prim or found[2] != outputs:
+            if found[2] != outputs or not (found[0] is prim or _same(found[0], prim)):
                 raise ArgumentError(f"vkir.torch.op: {qualname!r} is already the op of "
                                     f"{found[0].name} (outputs {list(found[2])}); give this one "
                                     "another name=")
@@ -257,6 +257,14 @@ def _register(spec: _Spec, qualname: str):
 
     custom.register_autograd(backward, setup_context=setup_context)
     return custom
+
+
+def _same(a, b) -> bool:
+    """Whether PrimFuncs a and b are one function (the same script run again, as a notebook
+    cell or a re-run program does, parses to an equal one)."""
+    from .ir.structural import structural_equal
+
+    return structural_equal(a, b, map_free_vars=True)
 
 
 def _contiguous(a):
