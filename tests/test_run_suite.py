@@ -136,3 +136,25 @@ def test_make_test_deselects_full_tests_and_make_test_full_runs_them(monkeypatch
     recipe = lambda target: re.search(rf"^{target}:.*\n((?:\t.*\n)+)", makefile, re.M).group(1)
     assert recipe("test").strip() == "$(PY) tools/run_suite.py"
     assert recipe("test-full").strip() == "$(PY) tools/run_suite.py --full"
+
+
+def _make_dry_run(target: str) -> list[str]:
+    """The commands `make TARGET` runs on a fresh machine (-B: every stamp out of date)."""
+    proc = subprocess.run(["make", "-n", "-B", "--no-print-directory", "-C", str(ROOT), target],
+                          capture_output=True, text=True, check=True)
+    return proc.stdout.splitlines()
+
+
+def test_make_demo_installs_vkir_alone_and_make_test_adds_the_extras():
+    """make demo: vkir's own dependencies and the loader with lavapipe (the core stamp);
+    make test: that, then the extras, the suite's system packages and the Mesa 25 lavapipe."""
+    demo, test = _make_dry_run("demo"), _make_dry_run("test")
+    pip = [line for line in demo if "pip install" in line and "--upgrade pip" not in line]
+    assert pip == [".venv/bin/python -m pip install -q -e ."]
+    assert "touch .venv/.installed-core" in demo and not any("installed-test" in line for line in demo)
+    assert not any("chromium" in line or "validationlayers" in line for line in demo)
+    assert demo[-1] == ".venv/bin/vkir demo"
+    assert ".venv/bin/python -m pip install -q -e '.[test,peers,tvm,wgpu,fleet]'" in test
+    assert test.index("touch .venv/.installed-core") < test.index("touch .venv/.installed-test")
+    assert any("chromium" in line and "vulkan-validationlayers" in line for line in test)
+    assert test[-1] == ".venv/bin/python tools/run_suite.py"
