@@ -6,6 +6,7 @@ block_sum to the dispatch; what it lacks is refused by capability before anythin
 import re
 import shutil
 import struct
+import sys
 from importlib import metadata
 from pathlib import Path
 
@@ -29,21 +30,41 @@ def _readme_kernel(name: str):
     return vkir.from_script(block)
 
 
-@pytest.fixture
-def null(tmp_path, monkeypatch):
-    """The null backend installed as the distribution vkir-null (a dist-info with an
-    entry_points.txt on sys.path, as pip would leave it); its module."""
-    shutil.copy(HERE / "null_backend.py", tmp_path / "vkir_null.py")
-    info = tmp_path / "vkir_null-0.1.dist-info"
+def _install(folder: Path, monkeypatch, registered: str):
+    """null_backend.py installed in `folder` as the distribution vkir-null (its module
+    vkir_null, a dist-info whose entry_points.txt registers `registered` as "null", on sys.path
+    as pip would leave it); the module."""
+    shutil.copy(HERE / "null_backend.py", folder / "vkir_null.py")
+    info = folder / "vkir_null-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vkir-null\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[vkir.backends]\nnull = vkir_null:NullBackend\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    (info / "entry_points.txt").write_text(f"[vkir.backends]\nnull = vkir_null:{registered}\n")
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.delitem(sys.modules, "vkir_null", raising=False)
     registry.refresh()
     import vkir_null
 
-    yield vkir_null
+    return vkir_null
+
+
+@pytest.fixture
+def null(tmp_path, monkeypatch):
+    """The null backend installed beside vkir, registered by its backend class."""
+    yield _install(tmp_path, monkeypatch, "NullBackend")
     registry.refresh()
+
+
+def test_a_runtime_class_registered_alone_is_a_backend_too(tmp_path, monkeypatch):
+    try:
+        module = _install(tmp_path, monkeypatch, "NullRuntime")
+        k = vkir.build(_readme_kernel("block_sum"), device="null")
+        assert isinstance(k, vkir.Kernel) and k.target.kind == "null"
+        rt = module.NullRuntime()
+        vkir.build(_readme_kernel("block_sum"), device=rt)(np.ones(1024, np.float32),
+                                                           np.zeros(16, np.float32))
+        assert [d["grid"] for d in rt.dispatches] == [(16, 1, 1)]
+    finally:
+        registry.refresh()
 
 
 def test_the_null_backend_is_small_and_outside_the_package():

@@ -74,23 +74,11 @@ class DeviceBackend(Backend):
 
     def kernel(self, func: PrimFunc, device=None, *, pointer_casts: bool = False,
                precise: bool = False, check_bounds: bool = False):
-        """The Kernel of `func` on `device` (see the class docstring)."""
-        from ..driver.loop_cut import needs_checks
-        from ..transform.bind_parallel import BindParallel
+        """The Kernel of `func` on `device` (vkir.driver.building.runtime_kernel)."""
+        from ..driver.building import runtime_kernel
 
-        if check_bounds:
-            raise UnsupportedError(f"kernel {func.name}: check_bounds=True is not supported by the "
-                                   f"{self.name} backend (run it with device='interp', which always "
-                                   "checks bounds, or on Vulkan)")
-        rt = self.runtime(device)
-        func = BindParallel(target=rt.target(precise))(func)   # T.parallel onto the grid
-        if needs_checks(func, rt.quirks):
-            raise UnsupportedError(
-                f"kernel {func.name}: a loop whose length depends on buffer data, on a driver "
-                f"that cuts long loops ({rt.name!r}); the checks that catch a cut read a vkir "
-                f"device array, which the {self.name} backend does not have: pass loop counts as "
-                "scalar arguments, or run it on Vulkan")
-        return Kernel(func, rt, pointer_casts, precise)
+        return runtime_kernel(func, self.runtime(device), pointer_casts=pointer_casts,
+                              precise=precise, check_bounds=check_bounds)
 
 
 class BackendKernel:

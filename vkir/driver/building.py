@@ -9,7 +9,7 @@ from ..errors import ArgumentError, TypeCheckError, UnsupportedError, WellFormed
 from ..ir import IntImm, PrimFunc
 from .arrays import host_copies
 
-__all__ = ["interpret", "lower", "build", "check_layouts"]
+__all__ = ["interpret", "lower", "build", "check_layouts", "runtime_kernel"]
 
 
 def interpret(func: PrimFunc, *args, **kwargs) -> None:
@@ -36,21 +36,47 @@ def lower(func: PrimFunc, target=None, *, instruments=(), verify_each: bool = Fa
                   pointer_casts=pointer_casts)
 
 
+def runtime_kernel(func: PrimFunc, rt, *, pointer_casts: bool = False, precise: bool = False,
+                   check_bounds: bool = False):
+    """The Kernel of `func` on the seam Runtime `rt`: T.parallel loops bound onto the grid,
+    then compiled for `rt.target()`. What needs Vulkan's device arrays is refused: bounds checks,
+    and loop-cut checks on a driver with a loop budget (vkir.driver.loop_cut)."""
+    from ..transform.bind_parallel import BindParallel
+    from .kernel import Kernel
+    from .loop_cut import needs_checks
+
+    if check_bounds:
+        raise UnsupportedError(f"kernel {func.name}: check_bounds=True is not supported by the "
+                               f"{rt.kind} backend (run it with device='interp', which always "
+                               "checks bounds, or on Vulkan)")
+    func = BindParallel(target=rt.target(precise))(func)   # T.parallel onto the grid
+    if needs_checks(func, rt.quirks):
+        raise UnsupportedError(
+            f"kernel {func.name}: a loop whose length depends on buffer data, on a driver "
+            f"that cuts long loops ({rt.name!r}); the checks that catch a cut read a vkir "
+            f"device array, which the {rt.kind} backend does not have: pass loop counts as "
+            "scalar arguments, or run it on Vulkan")
+    return Kernel(func, rt, pointer_casts, precise)
+
+
 def _build(func: PrimFunc, device, pointer_casts: bool, precise: bool, check_bounds: bool):
     """The Kernel `build` returns (see there): the backend a registered name selects ("interp",
     "vulkan", "wgpu", or one of another package: vkir.seam.registry), the backend of a seam
-    Runtime on it, else Vulkan on the device `device` selects."""
+    Runtime on it, else Vulkan on the device `device` selects. A package may register its
+    Runtime class itself instead of a backend: its kernels are `runtime_kernel`s."""
     from ..seam import Runtime
     from ..seam.registry import backend_class, has_backend
 
+    options = dict(pointer_casts=pointer_casts, precise=precise, check_bounds=check_bounds)
     if isinstance(device, str) and has_backend(device):
-        backend, device = backend_class(device)(), None
+        registered, device = backend_class(device), None
     elif isinstance(device, Runtime):   # a backend's runtime: that backend, on it
-        backend = backend_class(device.kind)()
+        registered = backend_class(device.kind)
     else:
-        backend = backend_class("vulkan")()
-    return backend.kernel(func, device, pointer_casts=pointer_casts, precise=precise,
-                          check_bounds=check_bounds)
+        registered = backend_class("vulkan")
+    if isinstance(registered, type) and issubclass(registered, Runtime):
+        return runtime_kernel(func, device if device is not None else registered(), **options)
+    return registered().kernel(func, device, **options)
 
 
 def build(func: PrimFunc, *, device=None, pointer_casts: bool = False,

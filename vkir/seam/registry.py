@@ -1,7 +1,8 @@
 """The backends vkir knows: the entry point group `vkir.backends`, read once at first use.
 
 Each entry point's name is a backend's name and its target kind (`Target.kind`,
-`vkir.build(f, device=name)`); its value names the backend class, e.g.
+`vkir.build(f, device=name)`); its value names the backend class (a vkir.backends Backend, or a
+seam Runtime class alone, made with no arguments: vkir.driver.building.runtime_kernel), e.g.
 
     [project.entry-points."vkir.backends"]
     null = "my_package.null_backend:NullBackend"
