@@ -264,7 +264,8 @@ class CompareBeforeAfter:
     the class body) and inherits `test_compare`, which runs `check_pass`. `expected` may instead
     be an exception class, which the transform must raise; `checks = False` skips the checkers,
     and `same_results = True` also compares before and after in the interpreter on random
-    arguments (`arguments`: options for random_arguments, e.g. {"sizes": 16}).
+    arguments (`arguments`: options for random_arguments, e.g. {"sizes": 16}; `rtol`: the
+    comparison's relative tolerance, 0 for equal arrays).
 
         class TestFoldsConstants(CompareBeforeAfter):
             transform = vkir.transform.Simplify()
@@ -284,6 +285,7 @@ class CompareBeforeAfter:
     checks = True
     same_results = False
     arguments = None
+    rtol = 0.0
 
     def test_compare(self):
         """Apply `transform` to `before` and compare with `expected` (see the class)."""
@@ -300,4 +302,5 @@ class CompareBeforeAfter:
         after = check_pass(transform, before, expected, checks=cls.checks)
         if cls.same_results:
             options = cls.arguments or {}
-            same_results(before, after, lambda seed: random_arguments(before, seed, **options))
+            same_results(before, after, lambda seed: random_arguments(before, seed, **options),
+                         rtol=cls.rtol)

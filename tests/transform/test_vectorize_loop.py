@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import vkir
-from vkir.testing import check_pass, random_arguments, same_results
+from vkir.testing import CompareBeforeAfter, check_pass, random_arguments, same_results
 from vkir.analysis import verify_types, verify_well_formed
 from vkir import T, ir
 from vkir.errors import TransformError
@@ -33,13 +33,16 @@ def _same_results(before, after, scalars=None, seeds=range(3)):
                  rtol=1e-6)
 
 
-def _check(before, expected, scalars=None, runs=range(3)):
-    after = check_pass(VectorizeLoop(), before, expected)
-    _same_results(before, after, scalars, seeds=runs)
-    return after
+class _VectorizeCase(CompareBeforeAfter):
+    """VectorizeLoop turns `before` into `expected`, which passes the checkers and computes the
+    same within 1e-6."""
+
+    transform = VectorizeLoop()
+    same_results = True
+    rtol = 1e-6
 
 
-def test_elementwise_loop():
+class TestElementwiseLoop(_VectorizeCase):
     @T.prim_func
     def before(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
         for o in T.serial(16):
@@ -51,8 +54,6 @@ def test_elementwise_loop():
         for o in T.serial(16):
             B[T.ramp(o * 4, 1, 4)] = A[T.ramp(o * 4, 1, 4)] * T.broadcast(2.0, 4) \
                 + T.broadcast(1.0, 4)
-
-    _check(before, expected)
 
 
 def test_inside_thread_loops_with_guard():
@@ -82,7 +83,9 @@ def test_inside_thread_loops_with_guard():
         np.testing.assert_array_equal(got, want)
 
 
-def test_lets_become_vectors_and_invariants_broadcast():
+class TestLetsBecomeVectorsAndInvariantsBroadcast(_VectorizeCase):
+    arguments = {"scalars": {"s": 0.5}}
+
     @T.prim_func
     def before(A: T.Buffer((8, 4), "float32"), B: T.Buffer((8, 4), "float32"), s: T.float32):
         for i in T.serial(8):
@@ -98,8 +101,6 @@ def test_lets_become_vectors_and_invariants_broadcast():
             x = A[i, T.ramp(0, 1, 4)] + T.broadcast(k, 4)
             B[i, T.ramp(0, 1, 4)] = T.exp(x) * T.cast(T.ramp(0, 1, 4), "float32x4") \
                 + T.broadcast(k, 4)
-
-    _check(before, expected, scalars={"s": 0.5})
 
 
 def test_loop_invariant_if_keeps_vector_form():
@@ -123,7 +124,7 @@ def test_loop_invariant_if_keeps_vector_form():
         _same_results(before, after, scalars={"n": n_value}, seeds=[n_value])
 
 
-def test_lane_dependent_select_stays_vector():
+class TestLaneDependentSelectStaysVector(_VectorizeCase):
     @T.prim_func
     def before(A: T.Buffer((8,), "int32")):
         for v in T.vectorized(8):
@@ -134,8 +135,6 @@ def test_lane_dependent_select_stays_vector():
         A[T.ramp(0, 1, 8)] = T.select(A[T.ramp(0, 1, 8)] > T.broadcast(0, 8),
                                       A[T.ramp(0, 1, 8)],
                                       T.broadcast(0, 8) - A[T.ramp(0, 1, 8)])
-
-    _check(before, expected)
 
 
 @T.prim_func
@@ -174,7 +173,7 @@ def test_scalarized_when_vectors_cannot_express_it(before):
     _same_results(before, after)
 
 
-def test_vector_element_buffers_widen():
+class TestVectorElementBuffersWiden(_VectorizeCase):
     @T.prim_func
     def before(V: T.Buffer((8,), "float32x2")):
         for v in T.vectorized(4):
@@ -184,10 +183,8 @@ def test_vector_element_buffers_widen():
     def expected(V: T.Buffer((8,), "float32x2")):
         V[T.ramp(0, 1, 4)] = V[T.ramp(4, 1, 4)] * T.broadcast(T.broadcast(2.0, 2), 4)
 
-    _check(before, expected)
 
-
-def test_extent_one_binds_the_variable():
+class TestExtentOneBindsTheVariable(_VectorizeCase):
     @T.prim_func
     def before(A: T.Buffer((4,), "float32")):
         for v in T.vectorized(2, 3):
@@ -197,8 +194,6 @@ def test_extent_one_binds_the_variable():
     def expected(A: T.Buffer((4,), "float32")):
         v = 2
         A[v] = 1.0
-
-    _check(before, expected)
 
 
 @T.prim_func
