@@ -12,10 +12,11 @@ declares) and its kernels are vkir Kernels: Vulkan (vulkan.py) and WebGPU throug
 Backends are registered through the entry point group `vkir.backends` (vkir.seam.registry),
 vkir's own three too, so a package installed beside vkir adds one. BACKENDS maps their names
 (each a `Target.kind`) to their classes; `vkir.build` uses "vulkan" unless `device` names
-another.
+another. The seam's classes are re-exported here for a backend's writer.
 """
 
-from ..seam import Runtime
+from ..seam import (CAPABILITIES, Allocator, Done, ImageRuntime, Launch, Program, ProgramSpec,
+                    Runtime, ShaderRuntime, Waitable)
 from ..seam.registry import BackendTable, backend_class
 from .base import Backend, BackendKernel, DeviceBackend, Executable
 from .interp import InterpBackend
@@ -24,8 +25,11 @@ from .wgpu import WgpuBackend
 
 BACKENDS = BackendTable()
 
-__all__ = ["Backend", "BackendKernel", "DeviceBackend", "Executable", "InterpBackend", "VulkanBackend",
-           "WgpuBackend", "BACKENDS", "Runtime", "backend"]
+__all__ = ["Backend", "BackendKernel", "DeviceBackend", "Executable", "InterpBackend",
+           "VulkanBackend", "WgpuBackend", "BACKENDS", "backend",
+           # the seam a device backend implements (vkir.seam), for writers of backends
+           "Runtime", "Allocator", "Program", "ProgramSpec", "Launch", "Waitable", "Done",
+           "CAPABILITIES", "ShaderRuntime", "ImageRuntime"]
 
 
 def backend(name: str) -> Backend:
