@@ -47,6 +47,7 @@ class OpCall:
         self.read_sums = ()
 
     def arrays(self, which):
+        """[(array, name)] of the inputs (`which` "read") or of the result ("written")."""
         return [(self.args[i], name) for i, name, r, w, _ in self.params
                 if (r if which == "read" else w)]
 
@@ -57,6 +58,7 @@ class OpCall:
                                for i, name, r, _, _ in self.params if r and self.args[i].size)
 
     def check_unchanged(self, index: int) -> None:
+        """ArgumentError where an input changed since the op read it (as a kernel call's)."""
         for i, name, total in self.read_sums:
             if fingerprint(self.args[i]) != total:
                 raise ArgumentError(

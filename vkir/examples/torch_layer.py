@@ -37,6 +37,7 @@ class TanhLayer(torch.nn.Module):
         self.b = torch.nn.Parameter(torch.zeros(outputs))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """tanh(x w + b), computed by the kernel."""
         return self.op(x, self.w, self.b)
 
 
@@ -61,6 +62,7 @@ def train(steps: int = 100, n: int = 256, inputs: int = 8, outputs: int = 4, see
 
 
 def main() -> None:
+    """Train and print the losses."""
     losses = train(report=lambda step, loss: print(f"step {step:3d}  loss {loss:.5f}"))
     print(f"final loss {losses[-1]:.5f} (from {losses[0]:.5f})")
 
