@@ -1,6 +1,7 @@
 """Every call that takes arrays takes torch CPU tensors, and gives back the caller's kind: kernel
 calls and launches write tensors in place (their memory imported where the device can, else one
-copy each way, counted in `last_call_copies`); `vkir.ops` and `vkir.map` return tensors for
+copy each way, counted in `last_call_copies`; inside a sequence, which makes no hidden copies,
+imported or refused); `vkir.ops` and `vkir.map` return tensors for
 tensors (numpy for numpy, DeviceArrays for DeviceArrays); `out=` may be a tensor."""
 
 import numpy as np
@@ -91,3 +92,26 @@ def test_unsupported_tensors_are_refused_by_name(device):
     x = torch.rand(8, dtype=torch.bfloat16)
     with pytest.raises(vkir.ArgumentError, match="argument 'x'"):
         k(x, torch.rand(8), torch.empty(8))
+
+
+def _aligned(n):
+    raw = torch.zeros(n * 4 + 4096, dtype=torch.uint8)
+    start = (-raw.data_ptr()) % 4096
+    return raw[start:start + n * 4].view(torch.float32)
+
+
+def test_a_sequence_imports_tensors_or_refuses_them(device):
+    k = vkir.build(axpy, device=device)
+    x, y, out = _aligned(256), _aligned(256), _aligned(256)
+    x.copy_(torch.arange(256.0))
+    y.fill_(1)
+    with vkir.sequence() as seq:
+        k(x, y, out)
+    seq.wait()
+    assert torch.equal(out, 3 * x + 1)
+    x.fill_(2)
+    seq.run().wait()   # the recording is of the tensors' own memory
+    assert torch.equal(out, torch.full((256,), 7.0))
+    with pytest.raises(vkir.ArgumentError, match="inside a sequence a torch tensor"):
+        with vkir.sequence():
+            k(torch.rand(512)[::2], y, out)

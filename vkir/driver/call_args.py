@@ -48,12 +48,15 @@ def misaligned_error(where: str, a) -> ArgumentError:
                          "or pass a copy (vkir.array(view))")
 
 
-def call_arguments(args, params, where: str, host_ok: bool = True, written=frozenset()):
+def call_arguments(args, params, where: str, host_ok: bool = True, written=frozenset(),
+                   device=None):
     """`args` with torch tensors as numpy views, and (`host_ok`) misaligned DeviceArray views
     as numpy views of their bytes; `args` itself when there are none. `params[i].name` names
     argument i in messages (its index past the parameters); `written` holds the positions the
     kernel writes (a non-contiguous tensor there is refused: its copy would not be written
-    back)."""
+    back). Where the host may not stage (`host_ok` False: a sequence, which makes no hidden
+    copies), a tensor is imported in place on `device` as a DeviceArray (`vkir.asarray` with
+    copy=False; ArgumentError saying why where it cannot be)."""
     from .arrays import DeviceArray
 
     out = None
@@ -69,7 +72,9 @@ def call_arguments(args, params, where: str, host_ok: bool = True, written=froze
         elif is_tensor(a):
             what = f"{where}: argument {_name(params, i)!r}"
             value = tensor_as_numpy(a, what)
-            if not value.flags.c_contiguous:
+            if not host_ok:
+                value = _imported(a.detach(), device, what)
+            elif not value.flags.c_contiguous:
                 if i in written:
                     raise ArgumentError(f"{what} is a non-contiguous torch tensor, which the "
                                         "kernel writes; pass a contiguous one (.contiguous(), "
@@ -81,6 +86,18 @@ def call_arguments(args, params, where: str, host_ok: bool = True, written=froze
             out = list(args)
         out[i] = value
     return args if out is None else out
+
+
+def _imported(tensor, device, what: str):
+    """`tensor`'s memory as a DeviceArray over the same bytes, for a sequence."""
+    from .interop import asarray
+
+    try:
+        return asarray(tensor, device=device, copy=False)
+    except ArgumentError as exc:
+        raise ArgumentError(f"{what}: inside a sequence a torch tensor must be memory the device "
+                            f"can use in place, and this one is not ({exc}); pass a DeviceArray "
+                            "(vkir.asarray(tensor))") from None
 
 
 def _name(params, i: int) -> str:

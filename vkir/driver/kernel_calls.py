@@ -178,7 +178,7 @@ class KernelCalls:
         in_sequence = ACTIVE_SEQUENCE.get() is not None
         # torch tensors (and views the device cannot bind at their offset) as numpy memory
         args = call_arguments(args, self._params, f"kernel {self.name}", not in_sequence,
-                              self._writes)
+                              self._writes, self.device)
         if in_sequence or ACTIVE_PROFILER.get() is not None:
             self._call_recorded(args, samplers)
             return
