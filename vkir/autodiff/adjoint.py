@@ -12,7 +12,9 @@ its earlier statements (forward, without their global writes) from a snapshot on
 statement's adjoint reads a local that an earlier one changed, and a serial loop replays its
 first k iterations before the adjoint of iteration k only when its body's adjoint reads a local
 the body writes (otherwise the loop runs backwards in linear time: the usual accumulation
-`acc = acc + g(x)` needs no replay). Lets stay in place; each let gets an adjoint scalar.
+`acc = acc + g(x)` needs no replay). Lets stay in place; each let gets an adjoint scalar. A let
+reads the locals in its value into variables where it stands (its body's adjoint may change
+them), and its adjoint flows through those variables into the locals' adjoints.
 
 Global adjoints: a read `x[idx]` adds to `d_x[idx]`, with an atomic add unless the index is a
 one-to-one function of the invocation's thread indices and its own serial loop indices (no two
@@ -205,6 +207,7 @@ class _Adjoint:
         self.last = last  # the last-store flags (vkir.autodiff.overwrites)
         self.local_adj = {}  # local float buffer -> its adjoint buffer
         self.var_adj = {}  # float let var -> its adjoint scalar buffer
+        self.captured = {}  # variable holding a local's value at a let -> that local's load
         self.prop = Propagate(self._load_target, self._var_target)
 
     def _load_target(self, load):
@@ -216,6 +219,8 @@ class _Adjoint:
         return None
 
     def _var_target(self, var):
+        if var in self.captured:   # a local's value read by a let: its adjoint is the local's
+            return self._load_target(self.captured[var])
         adj = self.var_adj.get(var)
         return (adj, (IntImm("int32", 0),), False) if adj is not None else None
 
@@ -296,8 +301,11 @@ class _Adjoint:
             return LetStmt(s.var, s.value, self.body(s))
         adj = decl_buffer((1,), s.var.dtype, f"d_{s.var.name}", scope="local")
         self.var_adj[s.var] = adj
-        # the locals s.value reads are captured now: the body's adjoint may change them
+        # the locals s.value reads are captured now: the body's adjoint may change them. Each
+        # captured variable stands for its local element as it was at the let, so the let's
+        # adjoint flows back into that element's adjoint (d_acc) after the body's adjoint
         captured, value = _capture(s.value)
+        self.captured.update(captured)
         items = [("let", v, load) for v, load in captured]
         items.append(("let", s.var, value))
         t = Var(f"adj_l{next(_ids)}", s.var.dtype)
@@ -407,7 +415,8 @@ def _copy(snap, restore):
 
 
 def _capture(value):
-    """value with each local buffer load replaced by a fresh variable: ([(var, load)], value)."""
+    """value with each local buffer load replaced by a fresh variable: ([(var, load)], value).
+    A load's indices are captured first, so each load names the element read at the let."""
     loads = []
     walk(value, lambda n: loads.append(n) if isinstance(n, BufferLoad)
          and n.buffer.scope == "local" else None)
