@@ -20,8 +20,8 @@ from __future__ import annotations
 import math
 
 from vkir.errors import ArgumentError, UnsupportedError
-
-AXES = "xyz"
+# the checks every backend's runtime shares (vkir.seam's defaults), kept with the Limits type
+from vkir.limits import AXES, check_grid, check_push_constants, check_shared_memory, check_workgroup
 
 
 # binding numbers vkir accepts: drivers size their descriptor tables by the largest number, and a
@@ -127,36 +127,6 @@ def _parts(counts: dict, kinds) -> str:
                      for k in kinds if counts.get(k))
 
 
-def check_push_constants(info, nbytes: int, what: str = "a kernel") -> None:
-    """A push-constant block of `nbytes` bytes."""
-    cap = info.limits.max_push_constant_bytes
-    if nbytes > cap:
-        raise UnsupportedError(f"{what} needs {nbytes} bytes of push constants; maxPushConstantsSize "
-                               f"of {info.name!r} is {cap}")
-
-
-def check_workgroup(info, local_size, shared_bytes: int = 0, what: str = "a kernel") -> None:
-    """A workgroup of `local_size` (x, y, z) invocations using `shared_bytes` of shared memory."""
-    lim = info.limits
-    for axis, (n, cap) in enumerate(zip(local_size, lim.max_workgroup_size)):
-        if n > cap:
-            raise UnsupportedError(f"{what}: workgroup size {n} on axis {AXES[axis]} exceeds "
-                                   f"maxComputeWorkGroupSize[{axis}] = {cap} of {info.name!r}")
-    total = math.prod(local_size)
-    if total > lim.max_workgroup_invocations:
-        raise UnsupportedError(f"{what}: {total} invocations per workgroup exceed "
-                               f"maxComputeWorkGroupInvocations = {lim.max_workgroup_invocations} "
-                               f"of {info.name!r}")
-    _check_shared_memory(info, shared_bytes, what)
-
-
-def _check_shared_memory(info, shared_bytes: int, what: str) -> None:
-    cap = info.limits.max_shared_memory_bytes
-    if shared_bytes > cap:
-        raise UnsupportedError(f"{what}: {shared_bytes} bytes of shared memory exceed "
-                               f"maxComputeSharedMemorySize = {cap} of {info.name!r}")
-
-
 def check_shader(info, local_size, shared_bytes: int, push_bytes: int, what: str) -> None:
     """What a shader's pipeline asks of the device, checked once when it is loaded: each axis
     of its local size (named local_size_x, ... as in its source) at least 1 and within
@@ -174,7 +144,7 @@ def check_shader(info, local_size, shared_bytes: int, push_bytes: int, what: str
         raise UnsupportedError(f"{what}: local size {tuple(local_size)} is {total} invocations, "
                                f"more than maxComputeWorkGroupInvocations = "
                                f"{lim.max_workgroup_invocations} of {info.name!r}")
-    _check_shared_memory(info, shared_bytes, what)
+    check_shared_memory(info, shared_bytes, what)
     if push_bytes > lim.max_push_constant_bytes:
         raise UnsupportedError(f"{what}: push constants of {push_bytes} bytes exceed "
                                f"maxPushConstantsSize = {lim.max_push_constant_bytes} of "
@@ -202,15 +172,6 @@ def check_groups(info, groups, what: str = "a dispatch") -> None:
         if n > cap:
             raise UnsupportedError(f"{what}: {n} workgroups on axis {AXES[axis]} exceed "
                                    f"maxComputeWorkGroupCount[{axis}] = {cap} of {info.name!r}")
-
-
-def check_grid(info, groups, what: str) -> None:
-    """A kernel's grid: workgroup counts (x, y, z) on blockIdx.x, .y, .z (non-negative, as the
-    kernel computed them) within maxComputeWorkGroupCount."""
-    for axis, (n, cap) in enumerate(zip(groups, info.limits.max_workgroup_count)):
-        if n > cap:
-            raise UnsupportedError(f"{what}: {n} workgroups on blockIdx.{AXES[axis]} exceed "
-                                   f"maxComputeWorkGroupCount = {cap} on {info.name!r}")
 
 
 def check_allocation(info, nbytes: int, what: str = "a buffer") -> None:

@@ -16,8 +16,8 @@ No two packages import each other, directly or around a circle, counting lazy im
 (`package_cycles`): a cycle through a lazy import is still two layers that each need the other.
 
 The layering, bottom to top: errors, config (the VKIR_* environment variables), store (files
-kept between processes), timing, limits (the one Limits type of devices, below both the target
-and the runtime); target (the compilation target, plain data); ir;
+kept between processes), timing, limits (the one Limits type of devices and its checks, below
+the target and the runtime); target (the compilation target, plain data); ir;
 abi (a compiled kernel's dispatch description); arith; analysis; script, transform, schedule, binding,
 aliasing (which arguments share memory), interpreter; spirv (the IR -> SPIR-V backend); runtime
 (Vulkan, knows no IR); and the facade (api, lowering, cli, demo, ops, ...) that joins them. A package imports only packages below it
@@ -50,7 +50,7 @@ ALLOWED = {
     "vkir.errors": set(),
     "vkir.quirks": set(),
     "vkir.features": set(),
-    "vkir.limits": set(),
+    "vkir.limits": {"vkir.errors"},
     "vkir.config": {"vkir.errors"},
     "vkir.store": {"vkir.errors", "vkir.config"},
     "vkir.target": {"vkir.errors", "vkir.quirks", "vkir.features", "vkir.limits", "vkir.seam"},

@@ -5,14 +5,25 @@ every backend's Runtime (`Runtime.limits`) use this one type, each filling in wh
 reports. Every field has a default, Vulkan's required minimum (or, for the limits a device must
 not exceed, such as alignments, the largest value Vulkan allows), so a kernel within the defaults
 runs on every conformant device and a backend that knows only some of its limits leaves the rest
-at the defaults. It sits below both the target and the runtime and imports nothing of vkir.
+at the defaults. It sits below both the target and the runtime (it imports only vkir.errors).
+
+The checks a compiled kernel meets on every device are here too, once: each takes anything
+with `limits` and `name` (a vkir.runtime DeviceInfo, or a seam Runtime) and raises
+UnsupportedError naming the Vulkan limit, its value and the offending value. vkir.runtime.limits
+adds the descriptor, allocation and existing-shader checks of Vulkan devices.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 
-__all__ = ["Limits", "UNLIMITED"]
+from .errors import UnsupportedError
+
+__all__ = ["Limits", "UNLIMITED", "check_push_constants", "check_workgroup",
+           "check_shared_memory", "check_grid"]
+
+AXES = "xyz"
 
 
 @dataclass(frozen=True)
@@ -71,3 +82,43 @@ class Limits:
 UNLIMITED = Limits(max_workgroup_size=(1 << 20,) * 3, max_workgroup_invocations=1 << 20,
                    max_workgroup_count=((1 << 31) - 1,) * 3, max_shared_memory_bytes=1 << 30,
                    max_push_constant_bytes=1 << 16, max_storage_buffer_range=(1 << 62))
+
+
+def check_push_constants(info, nbytes: int, what: str = "a kernel") -> None:
+    """A push-constant block of `nbytes` bytes."""
+    cap = info.limits.max_push_constant_bytes
+    if nbytes > cap:
+        raise UnsupportedError(f"{what} needs {nbytes} bytes of push constants; maxPushConstantsSize "
+                               f"of {info.name!r} is {cap}")
+
+
+def check_workgroup(info, local_size, shared_bytes: int = 0, what: str = "a kernel") -> None:
+    """A workgroup of `local_size` (x, y, z) invocations using `shared_bytes` of shared memory."""
+    lim = info.limits
+    for axis, (n, cap) in enumerate(zip(local_size, lim.max_workgroup_size)):
+        if n > cap:
+            raise UnsupportedError(f"{what}: workgroup size {n} on axis {AXES[axis]} exceeds "
+                                   f"maxComputeWorkGroupSize[{axis}] = {cap} of {info.name!r}")
+    total = math.prod(local_size)
+    if total > lim.max_workgroup_invocations:
+        raise UnsupportedError(f"{what}: {total} invocations per workgroup exceed "
+                               f"maxComputeWorkGroupInvocations = {lim.max_workgroup_invocations} "
+                               f"of {info.name!r}")
+    check_shared_memory(info, shared_bytes, what)
+
+
+def check_shared_memory(info, shared_bytes: int, what: str) -> None:
+    """`shared_bytes` of workgroup (shared) memory (maxComputeSharedMemorySize)."""
+    cap = info.limits.max_shared_memory_bytes
+    if shared_bytes > cap:
+        raise UnsupportedError(f"{what}: {shared_bytes} bytes of shared memory exceed "
+                               f"maxComputeSharedMemorySize = {cap} of {info.name!r}")
+
+
+def check_grid(info, groups, what: str) -> None:
+    """A kernel's grid: workgroup counts (x, y, z) on blockIdx.x, .y, .z (non-negative, as the
+    kernel computed them) within maxComputeWorkGroupCount."""
+    for axis, (n, cap) in enumerate(zip(groups, info.limits.max_workgroup_count)):
+        if n > cap:
+            raise UnsupportedError(f"{what}: {n} workgroups on blockIdx.{AXES[axis]} exceed "
+                                   f"maxComputeWorkGroupCount = {cap} on {info.name!r}")

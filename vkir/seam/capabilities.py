@@ -18,15 +18,13 @@ the backend, raised before anything runs.
 from __future__ import annotations
 
 import abc
-import math
 
 from ..errors import ArgumentError, UnsupportedError
+from ..limits import check_grid, check_push_constants, check_workgroup
 
-__all__ = ["CAPABILITIES", "require", "ShaderRuntime", "shaders_of", "check_module",
-           "check_grid"]
+__all__ = ["CAPABILITIES", "require", "ShaderRuntime", "shaders_of", "check_module"]
 
 CAPABILITIES = ("shaders", "images", "sequences", "timestamps", "aliasing")
-_AXES = "xyz"
 
 
 def require(runtime, capability: str, what: str) -> None:
@@ -85,36 +83,14 @@ def shaders_of(runtime) -> ShaderRuntime:
 def check_module(runtime, bindings: int, push_bytes: int, local_size: tuple, shared_bytes: int,
                  what: str, images: tuple = ()) -> None:
     """A compiled kernel's needs against `runtime.limits`: storage buffers per stage, push
-    constants, workgroup size, invocations and shared memory (images need "images")."""
+    constants, workgroup size, invocations and shared memory (vkir.limits' checks; images need
+    "images"). `check_grid` (vkir.limits) is the per-call check."""
     if images:
         require(runtime, "images", f"{what} (images, samplers or texel buffers)")
-    lim, name = runtime.limits, runtime.name
+    lim = runtime.limits
     if bindings > lim.max_per_stage_storage_buffers:
         raise UnsupportedError(f"{what} binds {bindings} storage buffers; "
-                               f"maxPerStageDescriptorStorageBuffers of {name!r} is "
+                               f"maxPerStageDescriptorStorageBuffers of {runtime.name!r} is "
                                f"{lim.max_per_stage_storage_buffers}")
-    if push_bytes > lim.max_push_constant_bytes:
-        raise UnsupportedError(f"{what} needs {push_bytes} bytes of push constants; "
-                               f"maxPushConstantsSize of {name!r} is {lim.max_push_constant_bytes}")
-    for axis, (n, cap) in enumerate(zip(local_size, lim.max_workgroup_size)):
-        if n > cap:
-            raise UnsupportedError(f"{what}: workgroup size {n} on axis {_AXES[axis]} exceeds "
-                                   f"maxComputeWorkGroupSize[{axis}] = {cap} of {name!r}")
-    total = math.prod(local_size)
-    if total > lim.max_workgroup_invocations:
-        raise UnsupportedError(f"{what}: {total} invocations per workgroup exceed "
-                               f"maxComputeWorkGroupInvocations = {lim.max_workgroup_invocations} "
-                               f"of {name!r}")
-    if shared_bytes > lim.max_shared_memory_bytes:
-        raise UnsupportedError(f"{what}: {shared_bytes} bytes of shared memory exceed "
-                               f"maxComputeSharedMemorySize = {lim.max_shared_memory_bytes} of "
-                               f"{name!r}")
-
-
-def check_grid(runtime, groups, what: str) -> None:
-    """A kernel's workgroup counts (x, y, z) on blockIdx.x, .y, .z against
-    maxComputeWorkGroupCount of `runtime.limits`."""
-    for axis, (n, cap) in enumerate(zip(groups, runtime.limits.max_workgroup_count)):
-        if n > cap:
-            raise UnsupportedError(f"{what}: {n} workgroups on blockIdx.{_AXES[axis]} exceed "
-                                   f"maxComputeWorkGroupCount = {cap} on {runtime.name!r}")
+    check_push_constants(runtime, push_bytes, what)
+    check_workgroup(runtime, local_size, shared_bytes, what)

@@ -238,7 +238,7 @@ class Runtime(abc.ABC):
     def check_grid(self, groups: tuple, what: str) -> None:
         """UnsupportedError naming the limit the workgroup counts (x, y, z) of a kernel's
         grid (blockIdx) exceed on this device."""
-        from .capabilities import check_grid
+        from ..limits import check_grid
 
         check_grid(self, groups, what)
 
