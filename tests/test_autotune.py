@@ -238,6 +238,14 @@ def test_a_spent_budget_still_times_every_family(device, cache, caplog):
                   ("n",), budget_s=0.0)
     with caplog.at_level(logging.INFO, logger="vkir.autotune"):
         tuned.build(device=device, n=1000)
-    timed = [m for m in tuned.last_log if m.endswith(" ms")]
+    timed = [m for m in tuned.last_log if m.endswith(" ms") and not m.startswith("finalists")]
     assert any("'v': 2" in m for m in timed) and len(timed) == 2
     assert sum("budget" in m for m in tuned.last_log) == 2
+
+
+def test_finalists_are_timed_again_in_alternation(device, cache):
+    tuned = Tuned(scale_template, [dict(w=32), dict(w=64), dict(w=16), dict(w=8)], ("n",))
+    k = tuned.build(device=device, n=1000)
+    final = [m for m in tuned.last_log if m.startswith("finalists timed in alternation")]
+    assert len(final) == 1 and final[0].count("ms") == 3   # the 3 fastest of the 4
+    assert f"best {k.config}" in tuned.last_log[-1]
