@@ -1,4 +1,5 @@
-"""`vkir.ops` calls inside a `vkir.Tape`: the differentiable ops (sum, mean, cumsum, softmax,
+"""`vkir.ops` calls inside a `vkir.Tape` (or on torch tensors that require grad, as torch
+autograd nodes: vkir.autodiff.torch_ops): the differentiable ops (sum, mean, cumsum, softmax,
 layer_norm, matmul, conv2d and sort's values) are recorded as one step each, whose backward is
 the op's adjoint (vkir.autodiff.op_adjoints); the others (histogram, argsort, argmax, min, max,
 transpose) stay refused by name at the call (vkir.ops._common.Call raises UnsupportedError
@@ -83,6 +84,18 @@ class OpCall:
                 tape.add_gradient(self.args[i], grads[name].astype(self.args[i].dtype))
 
 
+def _torch_grad(args, kwargs) -> bool:
+    """Whether an argument is a torch tensor that requires grad, with grad mode on."""
+    from ..driver.call_args import is_tensor
+
+    found = [a for a in (*args, *kwargs.values()) if is_tensor(a) and a.requires_grad]
+    if not found:
+        return False
+    import torch
+
+    return torch.is_grad_enabled()
+
+
 def differentiable(fn):
     """`fn` (a vkir.ops function named as its entry in ADJOINTS), recorded inside a tape."""
     op = fn.__name__
@@ -92,7 +105,7 @@ def differentiable(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         tape = ACTIVE_TAPE.get()
-        if tape is None:
+        if tape is None and not _torch_grad(args, kwargs):
             return fn(*args, **kwargs)
         from ..driver.arrays import DeviceArray
 
@@ -101,7 +114,11 @@ def differentiable(fn):
         values = dict(bound.arguments)
         inputs = {n: values.pop(n) for n in names}
         out = values.pop("out", None)
-        values.pop("device", None)
+        device = values.pop("device", None)
+        if tape is None:   # tensors that require grad: a torch autograd node
+            from .torch_ops import op_with_grad
+
+            return op_with_grad(op, fn, inputs, values, device, out)
         for name, a in [*inputs.items(), ("out", out)]:
             if a is not None and not isinstance(a, DeviceArray):
                 raise ArgumentError(f"vkir.Tape: vkir.ops.{op} argument {name!r} is a "
