@@ -115,3 +115,18 @@ def test_a_sequence_imports_tensors_or_refuses_them(device):
     with pytest.raises(vkir.ArgumentError, match="inside a sequence a torch tensor"):
         with vkir.sequence():
             k(torch.rand(512)[::2], y, out)
+
+
+@T.prim_func
+def brighten(src: T.Image((6, 10), "rgba32f"), dst: T.Image((6, 10), "rgba32f")):
+    for ty in T.thread_binding(6, "threadIdx.y"):
+        for tx in T.thread_binding(10, "threadIdx.x"):
+            dst[ty, tx] = src[ty, tx] * 2.0
+
+
+def test_images_take_tensors(device):
+    k = vkir.build(brighten, device=device)
+    src = torch.rand(6, 10, 4)
+    dst = torch.zeros(6, 10, 4)
+    k(src, dst)
+    assert torch.allclose(dst, 2 * src)

@@ -307,4 +307,3 @@ def _value(expr, env, opname: str, pname: str):
         raise UnsupportedError(f"vkir::{opname}: output {pname!r} has a shape entry of kind "
                                f"{t.__name__}, which vkir.torch cannot evaluate")
     return fn(_value(expr.a, env, opname, pname), _value(expr.b, env, opname, pname))
-

@@ -81,3 +81,15 @@ def test_a_misaligned_view_is_refused_in_a_sequence(device):
     with pytest.raises(vkir.ArgumentError, match="cannot bind"):
         with vkir.sequence():
             k(a[1:33])
+
+
+def test_views_in_a_tape_share_the_parents_adjoint(device):
+    k = vkir.build(double, device=device)
+    base = vkir.array(np.arange(128, dtype=np.float32), device=device)
+    whole = vkir.zeros(128, device=device)
+    y = vkir.empty(32, device=device)
+    with vkir.Tape() as tape:
+        k(base[64:96], y)                      # a view at an offset, as an input
+        k(base.reshape(4, 32)[2], whole[:32])  # the same memory, another object
+    tape.backward({y: np.ones(32, np.float32), whole[:32]: np.full(32, 3, np.float32)})
+    np.testing.assert_array_equal(tape.grad(base[64:96]).numpy(), np.full(32, 8))
