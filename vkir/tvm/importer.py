@@ -485,14 +485,20 @@ class _Importer:
             extern = str(e.args[0].value)
             if extern not in _LIBM:
                 raise self.fail(f"extern function {extern!r}")
-            return E.Call(dtype, _LIBM[extern], tuple(self.expr(a) for a in e.args[1:]))
+            args = tuple(self.expr(a) for a in e.args[1:])
+            if _LIBM[extern] == "pow":
+                return _power(dtype, *args)
+            return E.Call(dtype, _LIBM[extern], args)
         if name == "likely":
             return self.expr(e.args[0])
         if name == "if_then_else":
             c, a, b = e.args
             return E.Call(dtype, "if_then_else", (self.condition(c), self.expr(a), self.expr(b)))
         if name in _CALLS:
-            return E.Call(dtype, _CALLS[name], tuple(self.expr(a) for a in e.args))
+            args = tuple(self.expr(a) for a in e.args)
+            if _CALLS[name] == "pow":
+                return _power(dtype, *args)
+            return E.Call(dtype, _CALLS[name], args)
         raise self.fail(f"call to {op}")
 
 
@@ -504,6 +510,19 @@ class _BufferSwap(Mutator):
 
     def visit_buffer(self, buffer: Buffer) -> Buffer:
         return self.renamed.get(id(buffer), buffer)
+
+
+def _power(dtype, base, exponent) -> E.PrimExpr:
+    """TVM's pow(x, y): with a small whole constant exponent (GPT-2's gelu takes pow(x, 3.0))
+    the product of x with itself, which is defined for a negative x as C's pow is (Vulkan's
+    Pow is undefined there); else vkir's pow."""
+    n = exponent.value if isinstance(exponent, E.FloatImm) else None
+    if n is None or n != int(n) or not 1 <= n <= 4 or not base.dtype.is_float:
+        return E.Call(dtype, "pow", (base, exponent))
+    out = base
+    for _ in range(int(n) - 1):
+        out = E.Mul(out, base)
+    return out
 
 
 def _value(v):
