@@ -202,3 +202,21 @@ def test_top_p_sampling_and_position_ids(vulkan):
     mod, _ = Positions().export_tvm(spec={"forward": {"mask": nn.spec.Tensor((1, "s"),
                                                                            "int32")}})
     _check(mod, [[np.ones((1, s), np.int32)] for s in (1, 5)], vulkan, "forward")
+
+
+def test_thread_invariant_hint_is_the_identity(device):
+    """TVM's paged KV cache marks conditions with tvm_thread_invariant, a hint for its own
+    passes: vkir reads the condition itself."""
+    from tvm.script import tirx as T
+
+    @T.prim_func
+    def fill_if(A: T.Buffer((64,), "float32"), n: T.int32):
+        for tx in T.thread_binding(64, thread="threadIdx.x"):
+            if T.tvm_thread_invariant(n > 3):
+                A[tx] = T.float32(1)
+
+    kernel = vkir.build(vkir.from_tvm(fill_if, device=device), device=device)
+    for n in (2, 5):
+        a = np.zeros(64, np.float32)
+        kernel(a, n)
+        np.testing.assert_array_equal(a, np.full(64, float(n > 3), np.float32))

@@ -33,6 +33,8 @@ _BINARY = {"Add": E.Add, "Sub": E.Sub, "Mul": E.Mul, "Div": E.Div, "Mod": E.Mod,
            "And": E.And, "Or": E.Or}
 _BITWISE = {"BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor",
             "LShift": "shift_left", "RShift": "shift_right"}
+# TVM's hint intrinsics: the value of their argument (they only inform TVM's passes)
+_HINTS = {"likely", "tvm_thread_invariant"}
 # bitwise operations of two bools, which TVM writes for masks (bitwise_and(less, greater))
 _BOOL_BITWISE = {"BitwiseAnd": E.And, "BitwiseOr": E.Or, "BitwiseXor": E.NE}
 # TVM intrinsics (without the "tirx." prefix) and C extern functions, by the intrinsic table
@@ -397,8 +399,8 @@ class _Importer:
             if scope == "warp":
                 return S.SubgroupBarrier()
             raise self.fail(f"tvm_storage_sync({scope!r})")
-        if _kind(v) == "IntImm":
-            return S.SeqStmt(())
+        if _kind(v) == "IntImm" or (_kind(v) == "Call" and str(v.op.name) == "tirx.assume"):
+            return S.SeqStmt(())   # nothing, or a fact for TVM's analyses (T.assume)
         return S.Evaluate(self.expr(v))
 
     # -- expressions ---------------------------------------------------------------------------
@@ -489,7 +491,7 @@ class _Importer:
             if _LIBM[extern] == "pow":
                 return _power(dtype, *args)
             return E.Call(dtype, _LIBM[extern], args)
-        if name == "likely":
+        if name in _HINTS:   # an identity that only informs TVM's own passes
             return self.expr(e.args[0])
         if name == "if_then_else":
             c, a, b = e.args
