@@ -9,7 +9,8 @@ Per call, y = x * 2 + 1 over 2^elements float32 (wall seconds, median of `repeat
   op              the same kernel as `vkir.torch.op` (allocates its output tensor)
 
 A training step of a dense tanh layer, x (1024 x 32) -> y (1024 x 16), mean squared error:
-forward, backward (gradients of w and b; x's too, as vkir.grad and vkir.Tape compute them):
+forward and backward to the gradients of w and b (the torch op's adjoint computes only the
+gradients torch asks for; vkir.Tape's computes x's too):
 
   torch.op        the layer as `vkir.torch.op`, the loss and its gradient in torch
   vkir.Tape       the layer kernel on DeviceArrays recorded by a vkir.Tape; the loss's gradient

@@ -116,7 +116,7 @@ class _Spec:
         self.zeroed = {p[0] for p in self.outputs if p[0] in reads or writes[p[0]]}
         self.wrt = [p[0] for p in self.inputs if p[1] is not None and p[1].dtype.is_float
                     and p[0] in reads]
-        self._kernel, self._adjoint = kernel, None
+        self._kernel, self._adjoints = kernel, {}   # wrt subset -> adjoint Kernel
         self._lock = threading.Lock()
 
     # -- schema and shapes -------------------------------------------------------------------
@@ -130,6 +130,7 @@ class _Spec:
         args = [f"{_schema_type(buf, var)} {pname}" for pname, buf, var in self.inputs]
         args += [f"Tensor {pname}" for pname, _, _ in self.outputs]
         args += [f"Tensor d_{pname}" for pname, _, _ in self.outputs]
+        args.append("bool[] needs")
         rets = "Tensor" if len(self.wrt) == 1 else \
             "(" + ", ".join("Tensor" for _ in self.wrt) + ")"
         return f"({', '.join(args)}) -> {rets}"
@@ -176,15 +177,18 @@ class _Spec:
                 self._kernel = build(self.func)
             return self._kernel
 
-    def adjoint_kernel(self):
+    def adjoint_kernel(self, wrt: tuple):
+        """The adjoint kernel for the gradients of the inputs `wrt` (built once per subset:
+        a backward computes only the gradients torch asks for)."""
         with self._lock:
-            if self._adjoint is None or self._adjoint.device.closed:
+            found = self._adjoints.get(wrt)
+            if found is None or found.device.closed:
                 from .api import build
                 from .autodiff.adjoint import grad
 
                 device = self._kernel.device if self._kernel is not None else None
-                self._adjoint = build(grad(self.func, self.wrt), device=device)
-            return self._adjoint
+                found = self._adjoints[wrt] = build(grad(self.func, wrt), device=device)
+            return found
 
     def run(self, args) -> list:
         """The forward: new output tensors, written by the kernel."""
@@ -196,16 +200,20 @@ class _Spec:
 
     def run_backward(self, args) -> list:
         """The gradients of the `wrt` inputs from the adjoint kernel: `args` are the op's
-        inputs, its outputs, then the outputs' gradients."""
+        inputs, its outputs, the outputs' gradients, then which `wrt` gradients are needed
+        (the others come back as empty tensors)."""
         n, m = len(self.inputs), len(self.outputs)
-        inputs, outs, seeds = args[:n], args[n:n + m], args[n + m:]
+        inputs, outs, seeds, needs = args[:n], args[n:n + m], args[n + m:n + 2 * m], args[-1]
         by_name = dict(zip((p[0] for p in self.inputs), (_contiguous(a) for a in inputs)))
         by_name.update(zip((p[0] for p in self.outputs), (_contiguous(a) for a in outs)))
-        grads = [torch.zeros_like(by_name[w]) for w in self.wrt]
-        # the adjoint may consume its seeds: it gets copies
-        seeds = [s.detach().clone(memory_format=torch.contiguous_format) for s in seeds]
-        self.adjoint_kernel()(*(by_name[p[0]] for p in self.params), *seeds, *grads)
-        return grads
+        wrt = tuple(w for w, need in zip(self.wrt, needs) if need)
+        grads = {w: torch.zeros_like(by_name[w]) for w in wrt}
+        if wrt:
+            # the adjoint may consume its seeds: it gets copies
+            seeds = [s.detach().clone(memory_format=torch.contiguous_format) for s in seeds]
+            self.adjoint_kernel(wrt)(*(by_name[p[0]] for p in self.params), *seeds,
+                                     *grads.values())
+        return [grads.get(w, _unneeded(by_name[w])) for w in self.wrt]
 
 
 def _register(spec: _Spec, qualname: str):
@@ -231,7 +239,8 @@ def _register(spec: _Spec, qualname: str):
 
     def backward_fake(*args):
         named = dict(zip((p[0] for p in spec.inputs), args))
-        grads = [torch.empty_like(named[w]) for w in spec.wrt]
+        grads = [torch.empty_like(named[w]) if need else _unneeded(named[w])
+                 for w, need in zip(spec.wrt, args[-1])]
         return grads[0] if len(grads) == 1 else tuple(grads)
 
     back = torch.library.custom_op(f"{qualname}_backward", backward_impl, mutates_args=(),
@@ -250,9 +259,10 @@ def _register(spec: _Spec, qualname: str):
         inputs = [saved.pop(0) if s is None else s for s in ctx.scalars]
         outs = saved
         seeds = [torch.zeros_like(o) if g is None else g for o, g in zip(outs, grads)]
-        result = back(*inputs, *outs, *seeds)
+        wanted = dict(zip((p[0] for p in spec.inputs), ctx.needs_input_grad))
+        result = back(*inputs, *outs, *seeds, [bool(wanted[w]) for w in spec.wrt])
         result = (result,) if len(spec.wrt) == 1 else tuple(result)
-        by_name = dict(zip(spec.wrt, result))
+        by_name = {w: g for w, g in zip(spec.wrt, result) if wanted[w]}
         return tuple(by_name.get(p[0]) for p in spec.inputs[:n])
 
     custom.register_autograd(backward, setup_context=setup_context)
@@ -265,6 +275,11 @@ def _same(a, b) -> bool:
     from .ir.structural import structural_equal
 
     return structural_equal(a, b, map_free_vars=True)
+
+
+def _unneeded(like):
+    """What the backward op gives for a gradient torch did not ask for: an empty tensor."""
+    return like.new_empty((0,))
 
 
 def _contiguous(a):
