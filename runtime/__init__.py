@@ -19,9 +19,9 @@ from .device import Device
 from .images import Image, TexelBuffer, check_format
 from .info import DeviceInfo, Limits
 from .instance import get_instance, shutdown, validation_requested
-from .launch import Launch, Timing, dispatch, get_launch, profile
+from .launch import RecordedLaunch, Timing, dispatch, get_launch, profile
 from .memory import Buffer
-from .pipeline import Pipeline, SubgroupRequirement, get_pipeline, release_pipeline, subgroup_requirement
+from .pipeline import ComputePipeline, SubgroupRequirement, get_pipeline, release_pipeline, subgroup_requirement
 from .recording import Dispatch, Recording
 from .samplers import DeviceSampler, ImageSampler, get_sampler
 from .submission import Submission
@@ -30,7 +30,7 @@ from .selection import devices, open_device, select, validation_messages
 
 __all__ = [
     "Buffer", "Device", "Image", "TexelBuffer", "check_format", "DeviceSampler", "ImageSampler",
-    "get_sampler", "Dispatch", "Recording", "SubBuffer", "Submission", "allocate", "DeviceInfo", "Launch", "Limits", "Pipeline", "Timing", "devices", "dispatch",
+    "get_sampler", "Dispatch", "Recording", "SubBuffer", "Submission", "allocate", "DeviceInfo", "RecordedLaunch", "Limits", "ComputePipeline", "Timing", "devices", "dispatch",
     "get_instance", "get_launch", "get_pipeline", "open_device", "profile", "release_pipeline",
     "select", "shutdown", "SubgroupRequirement", "subgroup_requirement", "validation_messages", "validation_requested",
 ]

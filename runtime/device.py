@@ -113,8 +113,8 @@ class Device:
         self._fence_ptr = create_fence(self.handle)
         self.fence = self._fence_ptr[0]
         self._descriptor_pools: list = []
-        self.pipelines: dict = {}                      # key -> Pipeline
-        self.launches: OrderedDict = OrderedDict()     # key -> Launch (LRU)
+        self.pipelines: dict = {}                      # key -> ComputePipeline
+        self.launches: OrderedDict = OrderedDict()     # key -> RecordedLaunch (LRU)
         self._live_buffers: dict = {}                  # serial -> (finalize, destroy())
         self.format_properties: dict = {}              # VkFormat -> features (runtime.images)
         self.samplers: dict = {}                       # description -> VkSampler (runtime.samplers)

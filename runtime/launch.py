@@ -1,6 +1,6 @@
 """Launches: a pipeline bound to buffers, push constants and a group count, pre-recorded.
 
-A Launch owns a descriptor set and a command buffer recorded once:
+A RecordedLaunch owns a descriptor set and a command buffer recorded once:
 
     barrier (earlier shader/transfer writes -> this shader), [timestamp], bind, push constants,
     vkCmdDispatch, [timestamp], barrier (shader writes -> host reads, later transfers)
@@ -27,7 +27,7 @@ SHADER = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
 TRANSFER = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
 
 
-class Launch:
+class RecordedLaunch:
     """One recorded dispatch; `run()` submits it and waits."""
 
     __slots__ = ("device", "pipeline", "serials", "sets", "cmd", "submit_info", "_keep",
@@ -245,8 +245,8 @@ def sampled_images(pipeline, resources) -> list:
 
 
 def get_launch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1), timed: bool = False,
-               checked: bool = False) -> Launch:
-    """The cached Launch for these exact arguments, recorded on first use. `checked=True`: the
+               checked: bool = False) -> RecordedLaunch:
+    """The cached RecordedLaunch for these exact arguments, recorded on first use. `checked=True`: the
     caller checked the group counts and buffer ranges against the device limits already (vkir's
     kernels do, once per call), so recording does not check them again."""
     key = (pipeline, tuple(b.serial for b in buffers), push, groups, timed)
@@ -262,7 +262,7 @@ def get_launch(device, pipeline, buffers, push: bytes = b"", groups=(1, 1, 1), t
             raise DeviceError("this pipeline was destroyed (device closed or pipeline cache reset); "
                               "build the kernel again")
         check_dispatch(device, pipeline, buffers, push, groups, limits=not checked)
-        launch = Launch(device, pipeline, buffers, push, groups, timed)
+        launch = RecordedLaunch(device, pipeline, buffers, push, groups, timed)
         launches[key] = launch
         while len(launches) > LAUNCH_CACHE_SIZE:
             launches.popitem(last=False)[1].destroy()

@@ -63,7 +63,7 @@ def subgroup_requirement(info, size: int, workgroup_x: int, where: str) -> "Subg
     return SubgroupRequirement(size, full)
 
 
-class Pipeline:
+class ComputePipeline:
     """A ready compute pipeline. `bindings` are buffer binding numbers, in the order launches
     pass their buffers; `descriptor_types` the VkDescriptorType of each (storage by default);
     `slots` the (descriptor set, descriptor count) of each (None: set 0, one each): a launch
@@ -164,7 +164,7 @@ class Pipeline:
     def destroy(self) -> None:
         """Destroy the Vulkan objects (the caller holds the device lock; launches using it are
         destroyed first). While a destroyed launch's work still runs it is only marked: that
-        launch destroys it when the work ends (Launch.destroy)."""
+        launch destroys it when the work ends (RecordedLaunch.destroy)."""
         if self.handle is None:
             return
         if self.running_launches:
@@ -239,12 +239,12 @@ def _specialization_info(entries: tuple):
 def get_pipeline(device, spirv: bytes, entry_point: str = "main", bindings: tuple = (),
                  push_constant_size: int = 0, descriptor_types: tuple | None = None,
                  specialization: tuple = (), subgroup: SubgroupRequirement | None = None,
-                 checked: bool = False, slots: tuple | None = None) -> Pipeline:
+                 checked: bool = False, slots: tuple | None = None) -> ComputePipeline:
     """The cached pipeline for this device and description, created on first use. The caller holds
     it until `release_pipeline(device, pipeline)`; one never released stays cached until the device
     closes. `checked=True`: the caller checked the device limits of the description already
     (vkir's kernels, through their Runtime), so its creation does not check them again.
-    `slots`: (descriptor set, count) per binding (see Pipeline)."""
+    `slots`: (descriptor set, count) per binding (see ComputePipeline)."""
     key = (hashlib.sha256(spirv).digest(), entry_point, tuple(bindings), push_constant_size)
     if descriptor_types is not None or specialization or subgroup is not None:
         key += (tuple(descriptor_types or ()), tuple(specialization), subgroup)
@@ -255,7 +255,7 @@ def get_pipeline(device, spirv: bytes, entry_point: str = "main", bindings: tupl
         device.collect()
         pipeline = device.pipelines.get(key)
         if pipeline is None:
-            pipeline = Pipeline(device, spirv, entry_point, bindings, push_constant_size,
+            pipeline = ComputePipeline(device, spirv, entry_point, bindings, push_constant_size,
                                 descriptor_types, specialization, subgroup, checked, slots)
             pipeline.key = key
             device.pipelines[key] = pipeline

@@ -3,7 +3,8 @@
 `Dispatch` is the recording interface: everything needed to record one compute dispatch (the
 pipeline, the buffers in binding order with how the shader accesses each, push-constant bytes,
 group counts) plus a name for profiles. vkir's Kernel produces one with `dispatch_spec(*args)`;
-anything else that owns a runtime Pipeline (a kernel loaded from existing SPIR-V) can do the same.
+anything else that owns a runtime ComputePipeline (a kernel loaded from existing SPIR-V) can do
+the same.
 
 `Recording` records a list of them once and can be submitted any number of times. Between two
 dispatches it inserts a compute->compute memory barrier only when the later one reads a buffer an
@@ -33,7 +34,7 @@ ACCESS_MODES = ("r", "w", "rw")
 class Dispatch:
     """One compute dispatch to record.
 
-    `pipeline`: a runtime Pipeline; `buffers`: runtime Buffers in the order of
+    `pipeline`: a runtime ComputePipeline; `buffers`: runtime Buffers in the order of
     pipeline.bindings; `access`: per buffer "r" (read only), "w" (written only) or "rw";
     `push`: push-constant bytes; `groups`: (x, y, z) workgroup counts; `name`: shown in
     profiles; `keep`: objects that must stay alive as long as the dispatch may run or be

@@ -514,6 +514,6 @@ def test_a_failed_pipeline_creation_leaves_nothing_behind(device, monkeypatch):
     monkeypatch.setattr(pipeline_module, "call", failing_call)
     monkeypatch.setattr(pipeline_module, "lib", RecordingLib())
     with pytest.raises(DeviceError, match="VK_ERROR_OUT_OF_HOST_MEMORY"):
-        pipeline_module.Pipeline(device, EMPTY_COMPUTE_SHADER, "main", (), 0)
+        pipeline_module.ComputePipeline(device, EMPTY_COMPUTE_SHADER, "main", (), 0)
     assert sorted(destroyed) == ["vkDestroyDescriptorSetLayout", "vkDestroyPipelineLayout",
                                  "vkDestroyShaderModule"]

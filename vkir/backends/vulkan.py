@@ -4,7 +4,8 @@ result is a vkir Kernel (vkir.driver.kernel), bounds-checked where asked.
 
 `VulkanRuntime` is the device seam (vkir.seam) as a thin adapter over vkir.runtime: the
 only backend module that imports it. Memory is vkir.runtime's suballocated buffers, a Program
-is a cached runtime Pipeline, a Launch a cached recorded command buffer."""
+is a cached runtime ComputePipeline, a Launch a cached RecordedLaunch (a recorded command
+buffer)."""
 
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ class VulkanAllocator(Allocator):
 
 
 class VulkanProgram(Program):
-    """A runtime Pipeline held by one holder (released once by `release`)."""
+    """A runtime ComputePipeline held by one holder (released once by `release`)."""
 
     def __init__(self, device, pipeline):
         self.device = device
@@ -81,7 +82,7 @@ class VulkanProgram(Program):
         return self.handle.first_run_seconds
 
     def launch(self, buffers, push: bytes, groups: tuple, timed: bool = False):
-        """The cached runtime Launch (vkir.runtime.get_launch), recorded on first use: its
+        """The cached runtime RecordedLaunch (vkir.runtime.get_launch), recorded on first use: its
         run, submit (an in-flight runtime Submission) and elapsed are the protocol's. The
         caller checked the group counts and buffer ranges (Runtime.check_grid, check_groups,
         check_binding_range; arrays at allocation), so recording does not check them again."""

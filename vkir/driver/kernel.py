@@ -85,7 +85,7 @@ class Kernel(CallValues, ProgramVariants, KernelCalls, TexelBinding, metaclass=a
 
     It runs on any device backend behind the seam: `dev` is a backend's Runtime
     (vkir.seam.protocol) or an opened Vulkan device; `device` is the backend's device object
-    and `pipeline` its compiled program (a vkir.runtime Pipeline on Vulkan). Host backends'
+    and `pipeline` its compiled program (a vkir.runtime ComputePipeline on Vulkan). Host backends'
     kernels and bounds-checked kernels are registered as Kernels too (`isinstance(k,
     vkir.Kernel)` holds for every `vkir.build` result), each with the same calls, launches,
     profiles and errors."""
@@ -165,7 +165,7 @@ class Kernel(CallValues, ProgramVariants, KernelCalls, TexelBinding, metaclass=a
     # -- properties --------------------------------------------------------------------------
     @property
     def pipeline(self):
-        """The backend's compiled program for the plain kernel (a vkir.runtime Pipeline on
+        """The backend's compiled program for the plain kernel (a vkir.runtime ComputePipeline on
         Vulkan, cached per device and SPIR-V)."""
         return self.program.handle
 

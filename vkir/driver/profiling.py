@@ -88,7 +88,7 @@ class Profiler:
         seq._profile_into(self.report)
 
     def add_launch(self, name: str, launch, keep) -> None:
-        """Run a timed runtime Launch once, wait, and record its device time."""
+        """Run a timed runtime RecordedLaunch once, wait, and record its device time."""
         launch.run(keep=keep)
         self.report.add(name, launch.elapsed())
 

@@ -60,7 +60,8 @@ class ShaderKernel:
     `local_size` (with the specialization applied), `spec_constants`, `specialization`
     ({SpecId: value} as given), `spirv` (bytes), `asm` (disassembly), `info` (the whole
     reflected ShaderInfo), `device` (the backend's device object), `runtime` (the seam
-    Runtime), `program` (the seam Program) and `pipeline` (its runtime Pipeline on Vulkan)."""
+    Runtime), `program` (the seam Program) and `pipeline` (its runtime ComputePipeline on
+    Vulkan)."""
 
     def __init__(self, spirv: bytes, device=None, entry: str = "main", specialization=None,
                  name: str | None = None):
@@ -163,7 +164,8 @@ class ShaderKernel:
 
     @property
     def pipeline(self):
-        """The backend's compiled program of the shader (a vkir.runtime Pipeline on Vulkan)."""
+        """The backend's compiled program of the shader (a vkir.runtime ComputePipeline on
+        Vulkan)."""
         return self.program.handle
 
     @property

@@ -139,7 +139,7 @@ class Launch(abc.ABC):
 
 class Program(abc.ABC):
     """A compiled compute program on one runtime. `handle` is the backend's own object (a
-    vkir.runtime Pipeline on Vulkan), `create_seconds` the driver's time to create it,
+    vkir.runtime ComputePipeline on Vulkan), `create_seconds` the driver's time to create it,
     `first_run_seconds` the wall time of its first waited dispatch (None before)."""
 
     handle: object = None
@@ -193,9 +193,10 @@ class Program(abc.ABC):
 class Runtime(abc.ABC):
     """One device as a backend drives it. The core a backend implements: `kind` (its name, the
     Target kind), `name` (the device's, in messages), `allocator`, `program`, `limits` and
-    `target`. `device` is what `Kernel.device` shows (the backend's device object), `capabilities` the optional ones it has (vkir.seam.capabilities),
-    `quirks` the driver quirks (vkir.quirks) compilation works around and `subgroup_size` its
-    default subgroup size (None: unknown); the target carries the features kernels may use.
+    `target`. `device` is what `Kernel.device` shows (the backend's device object),
+    `capabilities` the optional ones it has (vkir.seam.capabilities), `quirks` the driver quirks
+    (vkir.quirks) compilation works around and `subgroup_size` its default subgroup size (None:
+    unknown); the target carries the features kernels may use.
 
     Device limits are checked through the runtime, once when a kernel is built
     (`check_limits`) and once per call (`check_grid`); the defaults compare with `limits`, and
