@@ -93,3 +93,11 @@ def test_views_in_a_tape_share_the_parents_adjoint(device):
         k(base.reshape(4, 32)[2], whole[:32])  # the same memory, another object
     tape.backward({y: np.ones(32, np.float32), whole[:32]: np.full(32, 3, np.float32)})
     np.testing.assert_array_equal(tape.grad(base[64:96]).numpy(), np.full(32, 8))
+
+
+def test_iteration_gives_row_views(device):
+    a = vkir.array(np.arange(12, dtype=np.float32).reshape(3, 4), device=device)
+    rows = list(a)
+    assert len(rows) == 3 and np.array_equal(rows[2].numpy(), [8, 9, 10, 11])
+    rows[1].write(np.zeros(4, np.float32))
+    assert not a.numpy()[1].any()

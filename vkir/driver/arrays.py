@@ -299,6 +299,12 @@ class DeviceArray:
         buffer = slice_buffer(self.buffer, start * row, rows * row)
         return DeviceArray(buffer, shape, self.dtype, self.device)
 
+    def __iter__(self):
+        """The rows of the first dimension, each a view (`a[i]`)."""
+        if not self.shape:
+            raise TypeError("iteration over a 0-d DeviceArray")
+        return (self[i] for i in range(self.shape[0]))
+
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a 0-d DeviceArray")
