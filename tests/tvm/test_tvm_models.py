@@ -159,3 +159,56 @@ def test_exported_libraries_run_in_a_fresh_process(models, tmp_path):
     done = subprocess.run([sys.executable, "-c", _LOAD_AND_RUN, *libraries],
                           capture_output=True, text=True, timeout=300, env=dict(os.environ))
     assert done.returncode == 0 and "ran" in done.stdout, done.stderr[-3000:]
+
+
+def _without_compiler(tmp_path, cache: str) -> dict:
+    """An environment with no C++ compiler on PATH (nor $CXX) and vkir's cache at `cache`."""
+    import os
+
+    empty = tmp_path / "no-compilers"
+    empty.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "CXX"}
+    env.update(PATH=str(empty), VKIR_CACHE_DIR=cache)
+    return env
+
+
+def _export_mlp(models, tmp_path) -> str:
+    _, inputs, want, ex = models["mlp"]
+    library = str(tmp_path / "mlp.so")
+    ex.export_library(library)
+    np.savez(library + ".npz", **{f"arg{k}": a for k, a in enumerate(inputs)}, want=want)
+    return library
+
+
+def test_without_a_compiler_or_device_api_loading_says_why(models, tmp_path):
+    """No compiler and nothing in the cache: the load names what is missing, not TVM's "a
+    loader of that name is not registered"."""
+    import subprocess
+    import sys
+
+    library = _export_mlp(models, tmp_path)
+    done = subprocess.run([sys.executable, "-c", _LOAD_AND_RUN, library], capture_output=True,
+                          text=True, timeout=300, env=_without_compiler(tmp_path, "0"))
+    assert done.returncode != 0
+    assert "cannot load a library's Vulkan kernels" in done.stderr
+    assert "no C++ compiler" in done.stderr and "not registered" not in done.stderr
+
+
+@pytest.mark.full
+def test_an_exported_library_loads_without_a_compiler(models, tmp_path, monkeypatch):
+    """The device API built once with a compiler is found in vkir's cache by a process that
+    has none, whatever compiler built it."""
+    import subprocess
+    import sys
+
+    from vkir.tvm import device_memory
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("VKIR_CACHE_DIR", str(cache))
+    if device_memory.compiler() is None:
+        pytest.skip("needs a C++ compiler to build the device API once")
+    device_memory._library_bytes(device_memory.compiler())   # as install() does, once
+    library = _export_mlp(models, tmp_path)
+    done = subprocess.run([sys.executable, "-c", _LOAD_AND_RUN, library], capture_output=True,
+                          text=True, timeout=300, env=_without_compiler(tmp_path, str(cache)))
+    assert done.returncode == 0 and "ran" in done.stdout, done.stderr[-3000:]

@@ -78,16 +78,26 @@ def _register_errors(tvm_ffi) -> None:
 
 
 def _device_api(device) -> None:
-    """TVM's "device_api.vulkan" on vkir memory (vkir.tvm.device_memory); without a C++ compiler
-    kernels still build, and a warning says what tensors on tvm.vulkan(0) need."""
-    from .device_memory import compiler, install_device_api
+    """TVM's "device_api.vulkan" on vkir memory (vkir.tvm.device_memory), compiled here or
+    found in vkir's cache. Where neither can be, kernels still build, a warning says what
+    tvm.vulkan(0) tensors need, and loading a library from export_library raises that reason
+    instead of TVM's "a loader of that name is not registered"."""
+    import tvm_ffi
 
-    if compiler() is None:
-        warnings.warn("vkir.tvm.install: no C++ compiler (g++, clang++ or $CXX): kernels build "
-                      "with vkir, but tvm.vulkan(0) tensors and relax.VirtualMachine need TVM's "
-                      "device API, which vkir compiles once with one", stacklevel=3)
-        return
-    install_device_api(device)
+    from ..errors import UnsupportedError
+    from .device_memory import install_device_api
+
+    try:
+        install_device_api(device)
+    except UnsupportedError as exc:
+        reason = str(exc)
+        warnings.warn(reason, stacklevel=3)
+
+        def cannot_load(data):
+            raise UnsupportedError(f"vkir.tvm: cannot load a library's Vulkan kernels: {reason}")
+
+        tvm_ffi.register_global_func("ffi.Module.load_from_bytes.vkir_vulkan", cannot_load,
+                                     override=True)
 
 
 def _build(tvm, tvm_ffi, mod, target, device):

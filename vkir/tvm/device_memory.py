@@ -7,7 +7,8 @@ allocation is a vkir device array (whole 32-bit words) behind an opaque handle t
 `vkir.driver.dlpack.array_of_handle` maps back, kept alive until TVM frees it; copies move bytes
 between host addresses and arrays at byte offsets; attributes are the vkir device's limits. The
 library is cached like the native loops (sealed in vkir's cache, `tvm-device-api/`), keyed by
-TVM's and tvm_ffi's versions, the compiler and the source.
+TVM's and tvm_ffi's versions, the compiler and the source, and once more without the compiler,
+which is the copy a machine without a C++ compiler loads.
 """
 
 from __future__ import annotations
@@ -71,8 +72,34 @@ def _paths():
     return [tvm_root / "include", ffi_root / "include"], [tvm_root / "lib", ffi_root / "lib"]
 
 
+def _portable_name() -> str:
+    """The cache name of the device API whatever compiler built it: keyed by TVM's and
+    tvm_ffi's versions and the source only, so that a machine (or a container) without a C++
+    compiler loads the library another process built with one."""
+    import tvm
+    import tvm_ffi
+
+    key = hashlib.sha256("\0".join((tvm.__version__, tvm_ffi.__version__, SOURCE.read_text()))
+                         .encode()).hexdigest()[:32]
+    return f"device-api-any-{key}.so"
+
+
+def _cached(name: str) -> bytes | None:
+    folder = store.cache_folder(CACHE)
+    if folder is None:
+        return None
+    return store.unseal(f"{CACHE}/{name}", store.read(folder / name))
+
+
+def _keep(name: str, data: bytes) -> None:
+    folder = store.cache_folder(CACHE)
+    if folder is not None:
+        store.write(folder / name, store.seal(f"{CACHE}/{name}", data))
+
+
 def _library_bytes(cxx: str) -> bytes:
-    """The shared library built from device_api.cc, from the cache or compiled now."""
+    """The shared library built from device_api.cc, from the cache or compiled now (and kept
+    under the compiler's key and the portable one)."""
     import tvm
     import tvm_ffi
 
@@ -82,11 +109,16 @@ def _library_bytes(cxx: str) -> bytes:
                                     version.splitlines()[0] if version else "", source))
                          .encode()).hexdigest()[:32]
     name = f"device-api-{key}.so"
-    folder = store.cache_folder(CACHE)
-    if folder is not None:
-        data = store.unseal(f"{CACHE}/{name}", store.read(folder / name))
-        if data is not None:
-            return data
+    data = _cached(name)
+    if data is None:
+        data = _compile(cxx)
+        _keep(name, data)
+    if _cached(_portable_name()) is None:
+        _keep(_portable_name(), data)
+    return data
+
+
+def _compile(cxx: str) -> bytes:
     includes, libs = _paths()
     flags = ["-std=c++17", "-O2", "-shared", "-fPIC", *(f"-I{p}" for p in includes),
              *(f"-L{p}" for p in libs), *(f"-Wl,-rpath,{p}" for p in libs)]
@@ -97,10 +129,7 @@ def _library_bytes(cxx: str) -> bytes:
         if done.returncode != 0:
             raise UnsupportedError(f"vkir.tvm: {cxx} could not build TVM's Vulkan device API "
                                    f"against the installed apache-tvm:\n{done.stderr[-2000:]}")
-        data = out.read_bytes()
-    if folder is not None:
-        store.write(folder / name, store.seal(f"{CACHE}/{name}", data))
-    return data
+        return out.read_bytes()
 
 
 def _load(data: bytes) -> ctypes.CDLL:
@@ -113,8 +142,8 @@ def _load(data: bytes) -> ctypes.CDLL:
 
 def install_device_api(device=None) -> None:
     """Register TVM's "device_api.vulkan" backed by vkir memory on `device` (a vkir device or
-    selector; the last call's wins). UnsupportedError, saying what is needed, where no C++
-    compiler exists."""
+    selector; the last call's wins). Without a C++ compiler the cache's portable copy is
+    loaded; UnsupportedError, saying what is needed, where there is none."""
     import tvm_ffi
 
     with _LOCK:
@@ -124,13 +153,17 @@ def install_device_api(device=None) -> None:
         if "library" in _STATE:
             return
         cxx = compiler()
-        if cxx is None:
+        data = _library_bytes(cxx) if cxx is not None else _cached(_portable_name())
+        if data is None:
             raise UnsupportedError(
-                "vkir.tvm.install: TVM kernels build with vkir, but tvm.vulkan(0) tensors and "
-                "relax.VirtualMachine need TVM's device API, a small C++ library vkir compiles "
-                "once against the installed apache-tvm: install a C++ compiler (g++ or clang++, "
-                "or set CXX)")
-        library = _load(_library_bytes(cxx))
+                "vkir.tvm.install: TVM kernels build with vkir, but tvm.vulkan(0) tensors, "
+                "relax.VirtualMachine and libraries from export_library need TVM's device API, "
+                "a small C++ library vkir compiles once against the installed apache-tvm and "
+                f"keeps in its cache ({store.cache_folder(CACHE) or 'disabled: VKIR_CACHE_DIR'}"
+                "); this machine has no C++ compiler (g++, clang++ or $CXX) and the cache has "
+                "no device API for this apache-tvm: install a compiler, or run "
+                "vkir.tvm.install() once where one exists with the same cache")
+        library = _load(data)
         if library.vkir_tvm_register_device_api() != 0:
             raise UnsupportedError("vkir.tvm: TVM refused vkir's Vulkan device API")
         _STATE["library"] = library
