@@ -1,5 +1,6 @@
 """Whole TVM models on Vulkan through vkir, beside TVM's own llvm target on the same CPU: a
-`relax.frontend.nn` MLP and a pre-norm attention block, compiled with unchanged TVM code
+`relax.frontend.nn` MLP, a pre-norm attention block and (with transformers) a tiny random
+GPT-2's next token over a symbolic sequence length, compiled with unchanged TVM code
 (`tvm.compile(mod, target="vulkan")` after `vkir.tvm.install()`) and run on
 `relax.VirtualMachine`. For each: the compile, the first call (VM creation, first forward and
 the result read back) and the warm call (median), each result checked against llvm's first.
@@ -56,7 +57,40 @@ def models() -> dict:
             "attention 1x128x128, 4 heads": (Attention(), (1, 128, 128))}
 
 
-def _run(tvm, relax, mod, inputs, target, dev, repeat: int) -> tuple:
+def gpt2(layers: int = 2):
+    """(Relax module, inputs) of a tiny random transformers GPT2LMHeadModel's next-token
+    function (symbolic sequence length, attention mask, argmax in the module), or None
+    without transformers."""
+    try:
+        import torch
+        import transformers
+    except ImportError:
+        return None
+    from tvm.relax.frontend.torch import from_exported_program
+
+    class NextToken(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids, mask):
+            logits = self.model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+            return logits[:, -1:, :].argmax(-1)
+
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(vocab_size=512, n_positions=128, n_embd=128,
+                                     n_layer=layers, n_head=4, bos_token_id=0,
+                                     eos_token_id=0, attn_implementation="eager")
+    model = NextToken(transformers.GPT2LMHeadModel(config).eval())
+    ids = torch.arange(1, 33).reshape(1, 32)
+    s = torch.export.Dim("s", min=2, max=120)
+    program = torch.export.export(model, (ids, torch.ones_like(ids)),
+                                  dynamic_shapes={"ids": {1: s}, "mask": {1: s}})
+    mod = from_exported_program(program, keep_params_as_input=False)
+    return mod, [ids.numpy(), np.ones((1, 32), np.int64)]
+
+
+def _run(tvm, relax, mod, inputs, target, dev, repeat: int, fn: str = "forward") -> tuple:
     """(compile s, first call s, warm call s (median), result) of `mod` on `target`."""
     t0 = time.perf_counter()
     ex = tvm.compile(mod, target=target)
@@ -64,14 +98,19 @@ def _run(tvm, relax, mod, inputs, target, dev, repeat: int) -> tuple:
     t0 = time.perf_counter()
     vm = relax.VirtualMachine(ex, dev)
     args = [tvm.runtime.tensor(a, device=dev) for a in inputs]
-    out = vm["forward"](*args).numpy()
+    out = _value(vm[fn](*args))
     first = time.perf_counter() - t0
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        vm["forward"](*args).numpy()
+        _value(vm[fn](*args))
         times.append(time.perf_counter() - t0)
     return compiled, first, statistics.median(times), out
+
+
+def _value(out) -> np.ndarray:
+    """The numpy value of a VM result (the first tensor of a tuple)."""
+    return out.numpy() if hasattr(out, "numpy") else out[0].numpy()
 
 
 def main(argv=None) -> None:
@@ -97,12 +136,24 @@ def main(argv=None) -> None:
              for _, p in params]
         rows = {"llvm": _run(tvm, relax, mod, inputs, "llvm", tvm.cpu(), args.repeat),
                 "vulkan": _run(tvm, relax, mod, inputs, "vulkan", tvm.vulkan(0), args.repeat)}
-        want = rows["llvm"][3]
-        for target, (compiled, first, warm, out) in rows.items():
-            err = float(np.abs(out - want).max())
-            np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-3)
-            print(f"{name:30} {target:7} {compiled:10.2f} {first * 1e3:10.2f} "
-                  f"{warm * 1e3:9.2f} {err:9.1e}")
+        _report(name, rows)
+    built = gpt2()
+    if built is not None and "int64" in dev.info.features:   # token ids are int64
+        mod, inputs = built
+        rows = {"llvm": _run(tvm, relax, mod, inputs, "llvm", tvm.cpu(), args.repeat, "main"),
+                "vulkan": _run(tvm, relax, mod, inputs, "vulkan", tvm.vulkan(0), args.repeat,
+                               "main")}
+        _report("gpt2 2x128, 32 tokens -> next", rows)
+
+
+def _report(name: str, rows: dict) -> None:
+    """One line per target: times, and the largest difference from llvm's result."""
+    want = rows["llvm"][3]
+    for target, (compiled, first, warm, out) in rows.items():
+        err = float(np.abs(out.astype(np.float64) - want).max())
+        np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-3)
+        print(f"{name:30} {target:7} {compiled:10.2f} {first * 1e3:10.2f} "
+              f"{warm * 1e3:9.2f} {err:9.1e}")
 
 
 if __name__ == "__main__":
