@@ -5,8 +5,8 @@ mismatches that a known driver class explains (known.py), which are counted by c
 
 from .campaign import FINDINGS, Outcome, Report, program, run
 from .known import KNOWN, KnownClass
-from .programs import Program, generate
+from .programs import FuzzProgram, generate
 from .mutation import mutate
 
-__all__ = ["run", "program", "generate", "mutate", "Program", "Report", "Outcome", "FINDINGS",
-           "KNOWN", "KnownClass"]
+__all__ = ["run", "program", "generate", "mutate", "FuzzProgram", "Report", "Outcome",
+           "FINDINGS", "KNOWN", "KnownClass"]

@@ -1,4 +1,4 @@
-"""Random well-typed kernels as script source: one Program per (seed, index).
+"""Random well-typed kernels as script source: one FuzzProgram per (seed, index).
 
 A program is a grid of workgroups whose invocation i computes a random expression of one dtype
 over its elements of two input buffers and writes one output element, optionally with a serial
@@ -53,7 +53,7 @@ def fuzzed_intrinsics(kind: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class Program:
+class FuzzProgram:
     """A generated kernel: its `source`, the `features` it exercises (for the report), the
     dtypes of its buffers and its size `n`."""
 
@@ -229,7 +229,7 @@ def _subgroup_expr(rng: random.Random, dtype: str, width: int, symbolic: bool) -
 
 
 def generate(rng: random.Random, dtypes=DTYPES, atomics: bool = True,
-             subgroups: bool = True) -> Program:
+             subgroups: bool = True) -> FuzzProgram:
     """One random program over the dtypes in `dtypes`."""
     dtype = rng.choice(dtypes)
     out = rng.choice([dtype, dtype, rng.choice(dtypes)])
@@ -292,4 +292,4 @@ def generate(rng: random.Random, dtypes=DTYPES, atomics: bool = True,
     features |= {name for name, on in (("vector", lanes > 1), ("shared", shared),
                                         ("loop", loop), ("atomic", use_atomic),
                                         ("subgroup", use_subgroup), ("symbolic", symbolic)) if on}
-    return Program("\n".join(lines) + "\n", frozenset(features), dtype, out, n, lanes, symbolic)
+    return FuzzProgram("\n".join(lines) + "\n", frozenset(features), dtype, out, n, lanes, symbolic)
