@@ -1,6 +1,6 @@
 """What reflection reads from a SPIR-V compute module (vkir.spirv.reflection): its types
 (`SpirvType`, `SpirvMember`) and the interface an entry point has (`DescriptorBinding`,
-`PushConstant`, `SpecConstant`, `EntryPoint`, and all of it as a `ShaderInfo`), as frozen
+`ReflectedPushConstant`, `SpecConstant`, `EntryPoint`, and all of it as a `ShaderInfo`), as frozen
 dataclasses.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["SpirvType", "SpirvMember", "DescriptorBinding", "PushConstant", "SpecConstant",
-           "EntryPoint", "ShaderInfo"]
+__all__ = ["SpirvType", "SpirvMember", "DescriptorBinding", "ReflectedPushConstant",
+           "SpecConstant", "EntryPoint", "ShaderInfo"]
 
 
 # -- types ---------------------------------------------------------------------------------------
@@ -133,7 +133,7 @@ class DescriptorBinding:
 
 
 @dataclass(frozen=True)
-class PushConstant:
+class ReflectedPushConstant:
     """One push-constant block member: name, type, byte offset and size."""
 
     name: str

@@ -19,11 +19,11 @@ from ..errors import ArgumentError, UnsupportedError
 from .image_reflection import ImageBinding, image_binding
 from .khronos_grammar import grammar
 from .parsed_module import ParsedModule, enumerant_names, module_words
-from .reflected_types import (DescriptorBinding, EntryPoint, PushConstant, ShaderInfo,
+from .reflected_types import (DescriptorBinding, EntryPoint, ReflectedPushConstant, ShaderInfo,
                               SpecConstant, SpirvMember, SpirvType)
 
-__all__ = ["reflect", "ShaderInfo", "DescriptorBinding", "ImageBinding", "PushConstant", "SpecConstant",
-           "EntryPoint", "SpirvType", "SpirvMember", "module_words"]
+__all__ = ["reflect", "ShaderInfo", "DescriptorBinding", "ImageBinding", "ReflectedPushConstant",
+           "SpecConstant", "EntryPoint", "SpirvType", "SpirvMember", "module_words"]
 
 
 def reflect(data, entry: str = "main", specialization=None) -> ShaderInfo:
@@ -70,7 +70,8 @@ def reflect(data, entry: str = "main", specialization=None) -> ShaderInfo:
         elif storage == "PushConstant":
             block = ptype.element
             push_block = m.names.get(vid, "") or block.name
-            push = [PushConstant(mem.name or f"member{i}", mem.type, mem.offset, mem.type.size)
+            push = [ReflectedPushConstant(mem.name or f"member{i}", mem.type, mem.offset,
+                                          mem.type.size)
                     for i, mem in enumerate(block.members)]
     bindings.sort(key=lambda b: (b.set, b.binding))
     specs = {}   # one per SpecId (glslang may emit two constants with the same SpecId)

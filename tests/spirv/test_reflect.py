@@ -9,7 +9,8 @@ import pytest
 from vkir.errors import ArgumentError, SpirvValidationError
 from vkir.runtime.glsl import compile_glsl
 from vkir.spirv import assemble, validate
-from vkir.spirv.reflection import DescriptorBinding, PushConstant, SpecConstant, SpirvType, reflect
+from vkir.spirv.reflection import (DescriptorBinding, ReflectedPushConstant, SpecConstant,
+                                   SpirvType, reflect)
 
 SHADERS = Path(__file__).resolve().parents[1] / "shaders"
 F32, I32, U32 = SpirvType("float", 32), SpirvType("int", 32, True), SpirvType("int", 32, False)
@@ -39,9 +40,9 @@ def test_affine_shader(env):
     assert b[3].element is None and b[3].fixed_size == 24 and coeffs.name == "Coeffs"
     assert [(m.name, m.type.dtype, m.offset) for m in coeffs.members] == [
         ("weights", "float32x4", 0), ("offset", "float32", 16), ("mode", "int32", 20)]
-    assert info.push_constants == (PushConstant("n", I32, 0, 4), PushConstant("alpha", F32, 4, 4),
-                                   PushConstant("bias", SpirvType("vector", element=F32, count=4),
-                                                16, 16))
+    assert info.push_constants == (
+        ReflectedPushConstant("n", I32, 0, 4), ReflectedPushConstant("alpha", F32, 4, 4),
+        ReflectedPushConstant("bias", SpirvType("vector", element=F32, count=4), 16, 16))
     assert info.push_constant_size == 32 and info.push_block == "p"
     assert info.spec_constants == (SpecConstant(0, "", U32, 1), SpecConstant(1, "SCALE", F32, 1.0),
                                    SpecConstant(2, "USE_BIAS", SpirvType("bool", 32), True))

@@ -56,7 +56,7 @@ class ShaderKernel:
     """A compute shader ready to run on one device. `bindings` (every positional argument of a
     call, in (set, binding) order: reflected DescriptorBindings of buffers and ImageBindings of
     images and texel buffers; separate samplers are not arguments), `buffer_bindings` (the
-    buffers alone, in the order they are passed), `push_constants` (PushConstant members),
+    buffers alone, in the order they are passed), `push_constants` (ReflectedPushConstant members),
     `local_size` (with the specialization applied), `spec_constants`, `specialization`
     ({SpecId: value} as given), `spirv` (bytes), `asm` (disassembly), `info` (the whole
     reflected ShaderInfo), `device` (the backend's device object), `runtime` (the seam
