@@ -220,3 +220,53 @@ def test_thread_invariant_hint_is_the_identity(device):
         a = np.zeros(64, np.float32)
         kernel(a, n)
         np.testing.assert_array_equal(a, np.full(64, float(n > 3), np.float32))
+
+
+class _DecodeStep(nn.Module):
+    """One decode step of two-head attention with a KV cache of symbolic length t: the new
+    token's key and value appended, attention over t + 1 positions."""
+
+    def __init__(self, d=16, heads=2):
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.heads = heads
+
+    def forward(self, x, k_cache, v_cache):
+        d = x.shape[-1]
+        h = self.heads
+
+        def split(t):   # (1, s, d) -> (1, h, s, d / h)
+            return nn.permute_dims(nn.reshape(t, (1, t.shape[1], h, d // h)), [0, 2, 1, 3])
+
+        k = nn.concat([k_cache, self.k(x)], dim=1)
+        v = nn.concat([v_cache, self.v(x)], dim=1)
+        scores = nn.matmul(split(self.q(x)), nn.permute_dims(split(k), [0, 1, 3, 2]))
+        y = nn.matmul(nn.softmax(scores * (1.0 / (d // h) ** 0.5), axis=-1), split(v))
+        y = nn.reshape(nn.permute_dims(y, [0, 2, 1, 3]), (1, 1, d))
+        return self.o(y), k, v
+
+
+def test_a_decode_loop_with_a_kv_cache(vulkan):
+    """Five steps, each feeding the caches the last step returned, equal to llvm's."""
+    rng = np.random.default_rng(8)
+    spec = {"x": nn.spec.Tensor((1, 1, 16), "float32"),
+            "k_cache": nn.spec.Tensor((1, "t", 16), "float32"),
+            "v_cache": nn.spec.Tensor((1, "t", 16), "float32")}
+    mod, params = _DecodeStep().export_tvm(spec={"forward": spec})
+    weights = _params(params, rng)
+    steps = {}
+    for t, d in (("llvm", tvm.cpu()), ("vulkan", vulkan)):
+        vm = relax.VirtualMachine(tvm.compile(mod, target=t), d)
+        caches = [np.zeros((1, 1, 16), np.float32)] * 2
+        rows = []
+        for step in range(5):
+            x = np.random.default_rng(step).standard_normal((1, 1, 16)).astype(np.float32)
+            y, k, v = vm["forward"](*[tvm.runtime.tensor(a, device=d)
+                                      for a in [x, *caches, *weights]])
+            caches = [k.numpy(), v.numpy()]
+            rows.append(y.numpy())
+        steps[t] = rows, caches
+    for want, got in zip(steps["llvm"][0], steps["vulkan"][0]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    for want, got in zip(steps["llvm"][1], steps["vulkan"][1]):
+        assert got.shape == want.shape == (1, 6, 16)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
