@@ -270,3 +270,23 @@ def test_a_decode_loop_with_a_kv_cache(vulkan):
     for want, got in zip(steps["llvm"][1], steps["vulkan"][1]):
         assert got.shape == want.shape == (1, 6, 16)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@I.ir_module
+class _Bytes:
+    @R.function
+    def main(x: R.Tensor((4, 7), "uint8"), y: R.Tensor((4, 7), "int8")):
+        total = R.add(R.astype(x, "float32"), R.astype(y, "float32"))
+        return R.tuple(R.astype(total, "int8"), R.add(x, x))
+
+
+def test_8bit_tensors(vulkan):
+    """uint8/int8 tensors as TVM stores them, also where the device has no 8-bit storage
+    (SwiftShader: vkir's kernels read words and extract bytes)."""
+    rng = np.random.default_rng(9)
+    x = rng.integers(0, 255, (4, 7)).astype(np.uint8)
+    y = rng.integers(-50, 50, (4, 7)).astype(np.int8)
+    ((want, got),) = _results(_Bytes, [[x, y]], vulkan)
+    for w, g in zip(want, got):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
