@@ -290,3 +290,20 @@ def test_8bit_tensors(vulkan):
     for w, g in zip(want, got):
         assert g.dtype == w.dtype
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("kernel", ["decode", "prefill", "merge_state"])
+def test_paged_kv_cache_kernels_build(device, kernel):
+    """The attention kernels of TVM's TIRPagedKVCache (its optimize_llm tutorial's cache) import
+    and build: they mark conditions with tvm_thread_invariant."""
+    from tvm.relax.frontend.nn.llm import kv_cache
+
+    target = vkir.tvm.target(device)
+    make = {"decode": lambda: kv_cache._attention_decode(2, 4, 16, "float32", False, {},
+                                                          target),
+            "prefill": lambda: kv_cache._attention_prefill(2, 4, 16, "float32", False, {},
+                                                            target),
+            "merge_state": lambda: kv_cache._merge_state_inplace(4, 16, "float32", target)}
+    out = vkir.from_tvm(make[kernel](), device=device)
+    for func in (out.values() if isinstance(out, dict) else [out]):
+        assert vkir.build(func, device=device).spirv
