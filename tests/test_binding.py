@@ -91,6 +91,19 @@ def test_a_scalar_that_sizes_an_earlier_buffer_is_checked_against_it():
     np.testing.assert_array_equal(a, 1)
 
 
+def test_a_size_named_only_inside_shape_expressions_is_an_argument_error():
+    """A size no argument shape names on its own (EmulateInt8's word buffer of (n + 3) // 4
+    words) is reported as unbound before any shape expression is evaluated with it (found by the
+    property suite: the interpreter said "variable n is used outside its scope")."""
+    n = ir.Var("n")
+    A = ir.decl_buffer(((n + 3) // 4,), "uint32", "A")
+    f = ir.PrimFunc((A.data,), ir.Evaluate(ir.const(0, "int32")), {A.data: A},
+                    {"global_symbol": "words"})   # the parser refuses it; EmulateInt8 makes it
+    with pytest.raises(vkir.ArgumentError, match="^words: symbolic size n is not bound by any "
+                                                 "argument shape$"):
+        vkir.interpret(f, np.zeros(1, np.uint32))
+
+
 @pytest.mark.parametrize("value, dtype, message", [
     (1.0, "int32", "is int32, got the non-integer 1.0"),
     (2**31, "int32", "= 2147483648 does not fit in int32"),

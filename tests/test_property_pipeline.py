@@ -656,12 +656,14 @@ def kernels(draw, modes=("flat", "vector_typed", "vectorized", "shared"), kinds=
 # checks
 
 
-def run_interpreter(func, kernel: Kernel) -> list:
+def run_interpreter(func, kernel: Kernel, original=None) -> list:
     """Fresh arguments after `interpret(func, ...)`; bool arrays are passed as int8 views where
-    the (lowered) function stores bools as int8 (BoolToInt8 changes the signature)."""
+    the (lowered) function stores bools as int8 (BoolToInt8 changes the signature), 8-bit ones
+    as words where EmulateInt8 ran; a lowered `func` takes the symbolic sizes that only its word
+    buffers had from the signature of `original` (vkir.testing.interpret_lowered)."""
     args = kernel.arguments()
     assert len(args) == len(func.params)
-    interpret_lowered(func, *args)
+    interpret_lowered(func, *args, original=original)
     return args
 
 
@@ -713,7 +715,7 @@ def test_lowering_preserves_interpreter_results(mode, data):
     verify_types(lowered, target="vulkan")
     verify_well_formed(lowered)
     want = run_interpreter(func, kernel)
-    got = run_interpreter(lowered, kernel)
+    got = run_interpreter(lowered, kernel, original=func)
     assert_outputs_match(kernel, got, want, approx=False)
 
 
@@ -751,17 +753,9 @@ def test_int32_overflow_wraps_like_the_interpreter(device, data):
     k = vkir.build(func, device=device)
     args = kernel.arguments()
     k(*args)
-    if not _symbolic_word_buffers(k.ir):
-        assert_outputs_match(kernel, args, run_interpreter(k.ir, kernel), approx=False)
+    assert_outputs_match(kernel, args, run_interpreter(k.ir, kernel, original=func),
+                         approx=False)
     assert_outputs_match(kernel, args, run_interpreter(func, kernel), approx=False)
-
-
-def _symbolic_word_buffers(func) -> bool:
-    """Whether EmulateInt8 gave `func` a word buffer of symbolic size ((n + 3) // 4 words): the
-    lowered function alone cannot bind n from its arrays (the Kernel binds it on the user's
-    signature), so only the original is interpreted then."""
-    return any(b.name.endswith("_words") and not isinstance(b.shape[0], vkir.ir.IntImm)
-               for b in func.buffer_map.values())
 
 
 _WRAPPING = {

@@ -166,16 +166,19 @@ class Signature:
             env[p.var] = self._scalar(p, args[p.index])
         for p in self.buffer_params:
             shapes[p.index] = self._bind_array(p, args[p.index], env, deferred)
-        for p, k, expr, got in deferred:
-            value = self._evaluate(expr, env)
-            if int(value) != got:
-                raise ArgumentError(f"{self.where}: argument {p.name!r} has size {got} in dim {k}, "
-                                    f"expected {show(expr)} = {value}")
+        # every size is bound before a shape expression is checked: a size that appears only
+        # inside expressions (a word buffer's (n + 3) // 4 after EmulateInt8) is an argument
+        # error, not an expression evaluated with a variable missing
         try:
             values = tuple(env[v] for v in self.env_vars)
         except KeyError as exc:
             raise ArgumentError(f"{self.where}: symbolic size {exc.args[0].name} is not bound by "
                                 "any argument shape") from None
+        for p, k, expr, got in deferred:
+            value = self._evaluate(expr, env)
+            if int(value) != got:
+                raise ArgumentError(f"{self.where}: argument {p.name!r} has size {got} in dim {k}, "
+                                    f"expected {show(expr)} = {value}")
         return Bound(values, args, tuple(shapes))
 
     # -- buffers -------------------------------------------------------------------------------

@@ -108,14 +108,22 @@ def math_tolerance(op: str) -> tuple[float, float]:
     return _MATH_TOLERANCE.get(op, _EXACTISH)
 
 
-def interpret_lowered(lowered, *args, **options) -> None:
+def interpret_lowered(lowered, *args, original=None, **options) -> None:
     """vkir.interpret on a function lowered for a target without 8-bit support, with the
     arguments of the original function: EmulateInt8 made each 8-bit (or bool) parameter a uint32
     word buffer, so such arrays are passed as their bytes padded to whole words, and the bytes
     are copied back afterwards. Other functions are interpreted as they are (bool arrays as int8
-    where BoolToInt8 retyped them)."""
+    where BoolToInt8 retyped them).
+
+    A symbolic size that only 8-bit buffers had is named by no lowered argument shape: a word
+    buffer of (n + 3) // 4 words holds 4 sizes of n. As a Kernel does, such sizes are bound on
+    the signature of `original` (the function before lowering; required for them, an
+    ArgumentError says so) and passed to the lowered function as extra trailing scalars."""
+    from dataclasses import replace
+
     import numpy as np
 
+    from .errors import ArgumentError
     from .interpreter import interpret
 
     views, copies = [], []
@@ -130,9 +138,50 @@ def interpret_lowered(lowered, *args, **options) -> None:
             elif a.dtype == np.bool_ and str(buf.dtype) == "int8":
                 a = a.view(np.int8)
         views.append(a)
+    hidden = _hidden_sizes(lowered)
+    if hidden:
+        if original is None:
+            raise ArgumentError(f"interpret_lowered: symbolic size(s) "
+                                f"{', '.join(v.name for v in hidden)} of {lowered.name} are "
+                                "named by no argument shape (only 8-bit buffers, now words, "
+                                "had them): pass original=, the function before lowering")
+        sizes = _sizes_by_name(original, args)
+        missing = [v.name for v in hidden if v.name not in sizes]
+        if missing:
+            raise ArgumentError(f"interpret_lowered: {original.name} has no symbolic size named "
+                                f"{', '.join(missing)}")
+        lowered = replace(lowered, params=lowered.params + hidden)
+        views += [sizes[v.name] for v in hidden]
     interpret(lowered, *views, **options)
     for a, raw in copies:
         a[...] = raw[:a.size].view(a.dtype).reshape(a.shape)
+
+
+def _hidden_sizes(func) -> tuple:
+    """The symbolic sizes of `func` that no buffer or image parameter's shape names as a dim of
+    its own (so that binding arguments cannot infer them), in order."""
+    from .ir import Var
+    from .ir.image_type import ImageType
+
+    named = set()
+    for p in func.params:
+        buf = func.buffer_map.get(p)
+        if buf is not None:
+            named.update(d for d in buf.shape if isinstance(d, Var))
+        elif isinstance(p.dtype, ImageType):
+            named.update(d for d in p.dtype.shape if isinstance(d, Var))
+    return tuple(v for v in func.size_vars if v not in named)
+
+
+def _sizes_by_name(func, args: tuple) -> dict:
+    """{name: value} of the symbolic sizes of `func` bound on its signature by `args` (the
+    interpreter's argument rules)."""
+    from .binding import Signature
+    from .interpreter import evaluate
+
+    sig = Signature(func, evaluate, exact=False)
+    values = dict(zip(sig.env_vars, sig.bind(args).values))
+    return {v.name: values[v] for v in sig.size_vars}
 
 
 def same_results(before, after, arguments=None, seeds=range(3), rtol: float = 0.0,

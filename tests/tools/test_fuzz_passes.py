@@ -534,11 +534,11 @@ def _arguments(func, seed=0):
                             1.5 if p.dtype.is_float else 3)
 
 
-def _run(func, args):
+def _run(func, args, original=None):
     """Copies of `args` after interpret(func, ...) (bool arrays as int8 where BoolToInt8 changed
-    a buffer to int8)."""
+    a buffer to int8; sizes only 8-bit buffers named bound on `original`'s signature)."""
     args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    interpret_lowered(func, *args)  # 8-bit buffers as words where EmulateInt8 ran
+    interpret_lowered(func, *args, original=original)  # 8-bit buffers as words (EmulateInt8)
     return args
 
 
@@ -572,7 +572,7 @@ def apply_checked(name, func, transform, want, may_refuse=True):
     verify_types(out)
     verify_well_formed(out)
     if want is not None:
-        _same(_run(out, _ARGS[id(func)]), want, name)
+        _same(_run(out, _ARGS[id(func)], original=func), want, name)
     return out
 
 

@@ -13,7 +13,7 @@ from vkir.analysis import verify_types, verify_well_formed
 from vkir.ir import PointerType, walk
 from vkir.transform import BoolToInt8, EmulateInt8
 from vkir.transform.emulate_int8 import is_narrow
-from vkir.testing import random_arguments
+from vkir.testing import interpret_lowered, random_arguments
 
 
 @T.prim_func
@@ -154,3 +154,44 @@ def test_absolute_value_of_int8_minimum_wraps():
     words = _as_words(got)
     vkir.interpret(_emulated(absolute), _as_words(a), words)
     np.testing.assert_array_equal(words.view(np.int8)[:4], want)
+
+
+@T.prim_func
+def symbolic_bytes(a: T.Buffer(("n",), "int8")):
+    # n is named only by an 8-bit buffer: after the pass, by a word buffer of (n + 3) // 4 words
+    for i in T.parallel(n):
+        a[i] = a[i] + T.int8(1)
+
+
+def test_a_size_only_8bit_buffers_name_is_bound_on_the_original_signature():
+    """Found by the property suite (a bool/int8-only kernel of symbolic size, n = 1): the word
+    view's (n + 3) // 4 names no n of its own, so interpreting the emulated function alone
+    evaluated that shape with n unbound ("variable n is used outside its scope"). A Kernel binds
+    n on the user's signature; interpret_lowered does too, given `original`, and the binder
+    says which size is unbound instead of failing in the evaluator."""
+    after = _emulated(symbolic_bytes)
+    assert [str(b.shape[0]) for b in after.buffer_map.values()] == ["(n + 3) // 4"]
+    with pytest.raises(vkir.ArgumentError, match="symbolic size n is not bound by any argument"):
+        vkir.interpret(after, _as_words(np.zeros(1, np.int8)))
+    with pytest.raises(vkir.ArgumentError, match="pass original="):
+        interpret_lowered(after, np.zeros(1, np.int8))
+    for n in (1, 4, 5, 6):
+        want = np.arange(n, dtype=np.int8) + np.int8(126)
+        got = want.copy()
+        vkir.interpret(symbolic_bytes, want)
+        interpret_lowered(after, got, original=symbolic_bytes)
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", [1, 5, 6])
+def test_a_size_only_8bit_buffers_name_runs_on_the_device(device, n):
+    """The same kernel on the device (lavapipe natively, SwiftShader through the emulation), the
+    interpreter on it and on its lowered form: the same bytes."""
+    want = np.arange(n, dtype=np.int8) + np.int8(126)
+    got, lowered = want.copy(), want.copy()
+    vkir.interpret(symbolic_bytes, want)
+    k = vkir.build(symbolic_bytes, device=device)
+    k(got)
+    interpret_lowered(k.ir, lowered, original=symbolic_bytes)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(lowered, want)

@@ -24,7 +24,8 @@ interpreter's meaning, where int8 arithmetic wraps at 8 bits):
 
 The lowered function takes those parameters as uint32 word arrays (the bytes padded to whole
 words), which is what the device sees; a word buffer of symbolic size ((n + 3) // 4 words) does
-not name n on its own, so a Kernel binds n on the user's signature.
+not name n on its own, so a Kernel binds n on the user's signature (and
+vkir.testing.interpret_lowered, given the original function, does the same).
 
 `T.reinterpret` to or from an 8-bit type, and atomics on 8-bit elements, have no such lowering
 and raise UnsupportedError.
