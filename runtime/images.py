@@ -83,6 +83,7 @@ def check_format(device, fmt: ImageFormat, use: str, what: str = "an image") -> 
 
 
 def vk_format_name(value: int) -> str:
+    """The VK_FORMAT_* name of a VkFormat value, for messages (the number when it has none)."""
     for name in dir(vk):
         if name.startswith("VK_FORMAT_") and getattr(vk, name) == value:
             return name

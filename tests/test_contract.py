@@ -885,7 +885,8 @@ def test_cli_entry_points_and_bench_json(device, tmp_path):
     assert rows
     for row in rows:
         assert list(row) == ["workload", "impl", "device", "metric", "median", "min", "max", "n",
-                             "gflops", "gbps", "size", "quick"]
+                             "gflops", "gbps", "size", "quick", "cpu_s", "gflops_cpu",
+                             "gbps_cpu"]
         assert row["impl"] in ("vkir", "vkir_mirror", "glsl", "numpy", "iree")
         assert row["metric"] in ("device_s", "wall_s", "compile_s", "latency_s")
         assert row["min"] <= row["median"] <= row["max"] and row["n"] == 3
