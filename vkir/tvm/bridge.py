@@ -2,12 +2,13 @@
 
 `install()` registers the global functions TVM looks up for the "vulkan" device and nothing
 else: "device_api.vulkan" (TVM's device API on vkir memory, vkir.tvm.device_memory, where a C++
-compiler exists), "target.build.vulkan", which imports each device kernel into vkir, builds it, and returns a
-small LLVM module with one function per kernel that calls the vkir launcher (TVM's host code calls
-kernels by name through its imports), and "__tvm_set_device", which accepts the Vulkan device type
-and defers to TVM's own function for every other one. Tensors on vulkan:0 (from TVM's device API, or
-vkir device arrays through DLPack) hold an opaque data pointer is an opaque handle that the launcher maps back to the
-array (vkir.driver.dlpack).
+compiler exists or vkir's cache holds it), "target.build.vulkan", which imports each device
+kernel into vkir, builds it, and returns a module with one function per kernel that calls the
+vkir launcher (TVM's host code calls kernels by name through its imports), and
+"__tvm_set_device", which accepts the Vulkan device type and defers to TVM's own function for
+every other one. Tensors on vulkan:0 (from TVM's device API, or vkir device arrays through
+DLPack) hold an opaque handle as their data pointer, which the launcher maps back to the array
+(vkir.driver.dlpack).
 """
 
 from __future__ import annotations
@@ -85,11 +86,13 @@ def _device_api(device) -> None:
     import tvm_ffi
 
     from ..errors import UnsupportedError
-    from .device_memory import install_device_api
+    from .device_memory import compiler, install_device_api
 
     try:
         install_device_api(device)
     except UnsupportedError as exc:
+        if compiler() is not None:   # the compiler failed: an error, as any build's
+            raise
         reason = str(exc)
         warnings.warn(reason, stacklevel=3)
 
@@ -181,11 +184,11 @@ def _shim(tvm, name: str, func, key: str, text: str, built: str):
 
 def _launcher(kernel, func, source):
     """The Python function TVM's host code calls: handles become the device arrays they stand
-    for, each viewed with the dtype and exact size of the buffer of `source` (the kernel as
-    imported, which the kernel's signature checks: a bool buffer is bool there, one byte per
-    element as TVM stores it, whatever the lowered kernel made of it) (TVM pools allocations and
-    rounds them up; its scalar arguments give the symbolic sizes); scalars stay; launch extents
-    are vkir's."""
+    for, each viewed with the dtype and exact size of its buffer in `source`, the kernel as
+    imported, whose signature the kernel checks (a bool or uint8 buffer keeps its dtype there,
+    one byte per element as TVM stores it, whatever the lowering made of it on the device;
+    TVM pools allocations and rounds them up, and its scalar arguments give the symbolic
+    sizes); scalars stay; launch extents are vkir's."""
     names = [str(p.name) for p in func.params]
     ir = source
 
