@@ -13,15 +13,24 @@ __all__ = ["interpret", "lower", "build", "check_layouts", "runtime_kernel"]
 
 
 def interpret(func: PrimFunc, *args, **kwargs) -> None:
-    """vkir.interpreter.interpret (same arguments and options), also on vkir DeviceArrays: each
-    is copied to the host, and back when the kernel changed it, so one call site runs on the
-    device and in the interpreter (device arrays over one buffer share one host copy)."""
+    """vkir.interpreter.interpret (same arguments and options), also on vkir DeviceArrays and
+    DeviceImages: each is copied to the host, and back when the kernel changed it, so one call
+    site runs on the device and in the interpreter (device arrays over one buffer share one host
+    copy; a texture of several mip levels is read back as the list of its levels:
+    vkir.driver.interpreted_images)."""
     from ..interpreter import interpret as _interpret
+    from .interpreted_images import image_host_copies
 
+    if isinstance(func, PrimFunc):
+        args, kwargs, images_back = image_host_copies(func, args, kwargs)
+    else:   # (the interpreter says what it expects)
+        images_back = None
     keys = tuple(kwargs)
     host, write_back = host_copies(list(args) + [kwargs[k] for k in keys])
     _interpret(func, *host[:len(args)], **dict(zip(keys, host[len(args):])))
     write_back()
+    if images_back is not None:
+        images_back()
 
 
 def lower(func: PrimFunc, target=None, *, instruments=(), verify_each: bool = False,

@@ -4,7 +4,8 @@ and offsets say, copying where needed and writing copies back after the run. Arg
 share memory with a written one see one memory, as on the device (vkir.aliasing: one
 buffer, each at its offset, or the same ArgumentError). Device arrays reach the interpreter as
 their host memory itself where the host maps it (vkir.driver.arrays.host_copies), so an import
-(`vkir.asarray(x)`) and `x` passed beside it are one memory here too.
+(`vkir.asarray(x)`) and `x` passed beside it are one memory here too. A texture's mip levels
+(a list of arrays, level 0 first) are vkir.interpreter.image_levels'.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ..aliasing import Arg, gather, plan, scatter
 from ..errors import ArgumentError
 from ..ir.function import PrimFunc
 from .image_closures import bind_image
+from .image_levels import level_arrays, split_levels
 from .memory import Storage, compact_strides, extent_elements, make_bound
 
 
@@ -39,7 +41,8 @@ def bind_arguments(func: PrimFunc, args: tuple, evaluate, kwargs: dict | None = 
     convention); `evaluate(expr, env)` computes size expressions. Returns storages over the
     arrays (copies where strides, offsets or non-contiguous arrays need them)."""
     sig = Signature(func, evaluate, exact=False)
-    bound = sig.bind(args, kwargs)
+    args, levels = split_levels(sig, sig.arguments(args, kwargs))   # a texture's mip levels
+    bound = sig.bind(args)
     out = Bindings()
     for v, value in zip(sig.env_vars, bound.values):
         npdt = v.dtype.numpy_dtype()
@@ -54,6 +57,9 @@ def bind_arguments(func: PrimFunc, args: tuple, evaluate, kwargs: dict | None = 
             out.values[p.var] = shared[p.index] if p.index in shared else _raw_storage(a, out)
             if p.image is not None:   # an image: its texels over the array's bytes
                 out.values[p.var] = bind_image(p.var, out.values[p.var], shape)
+                if levels.get(p.index):
+                    out.values[p.var].levels = level_arrays(sig.where, p, shape,
+                                                            levels[p.index])
             continue
         strides = [_size(s, env, evaluate, buffer.name) for s in buffer.strides]
         offset = _size(buffer.elem_offset, env, evaluate, buffer.name)

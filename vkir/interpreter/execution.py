@@ -62,8 +62,9 @@ def interpret(func: PrimFunc, *args, check_races: bool = True, subgroup_size: in
     (`Target.denormals`; the default "preserve" is IEEE 754).
 
     Image parameters take numpy arrays of shape extent + (channels,) of the format's storage
-    dtype, written in place; `samplers` gives each texture its vkir.Sampler by parameter name
-    (nearest/clamp by default), and `sub_texel_precision_bits` is the device's
+    dtype, written in place; a texture with mip levels takes a list of such arrays, level 0
+    first (vkir.interpreter.image_levels); `samplers` gives each texture its vkir.Sampler by
+    parameter name (nearest/clamp by default), and `sub_texel_precision_bits` is the device's
     subTexelPrecisionBits, the precision of linear filtering's weights (default 8, what
     lavapipe and SwiftShader have; Vulkan's minimum is 4).
     """

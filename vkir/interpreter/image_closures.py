@@ -7,7 +7,8 @@ positions, bounds errors (OutOfBoundsError, as for buffers, naming the image as 
 `image_error`) and the race checker are the buffers' own: two invocations touching one texel,
 one writing, without a barrier, race.
 Conversions and sampling are vkir.images.texels and vkir.images.filtering; a texture also
-holds the Sampler the call gave it and the device's sub-texel precision.
+holds the Sampler the call gave it, the device's sub-texel precision and its mip levels past
+level 0 (a list of arrays passed for it: vkir.interpreter.image_levels), read only.
 """
 
 from __future__ import annotations
@@ -30,13 +31,20 @@ from .memory import BoundBuffer, Storage, load, make_bound, positions, store
 @dataclass(slots=True)
 class BoundImage:
     """An image argument: `bb` views its texels (storage dtype, `channels` lanes); `fmt` its
-    format; a texture's `sampler` (a vkir.Sampler) and `sub_texel_bits`."""
+    format; a texture's `sampler` (a vkir.Sampler), `sub_texel_bits` and `levels`: its mip
+    levels after level 0 (arrays of shape extent + (channels,), vkir.interpreter.image_levels)."""
 
     bb: BoundBuffer
     itype: ImageType
     fmt: ImageFormat
     sampler: object = None
     sub_texel_bits: int = 8
+    levels: tuple = ()
+
+    def chain(self):
+        """What vkir.images.filtering samples: the texels of level 0, or the list of every
+        level's when the texture has more than one."""
+        return [self.array(), *self.levels] if self.levels else self.array()
 
     def array(self) -> np.ndarray:
         """The texels as an array of shape extent + (channels,) over the argument's bytes."""
@@ -149,9 +157,9 @@ class ImageClosures:
         return image_store
 
     def e_ImageSample(self, e):
-        """T.sample: the texture's sampler applied at the coordinates (vkir.images.filtering);
-        a texture argument of the interpreter is one level, where any lod reads level 0 (as
-        Vulkan clamps it to a one-level image's levels)."""
+        """T.sample: the texture's sampler applied at the coordinates and level of detail
+        (vkir.images.filtering: lod clamped to the texture's levels, the nearest level or a
+        blend of two as the sampler's filter says; no lod= reads level 0)."""
         get = self.image_getter(e.texture)
         fc = self.expr(e.coords)
         flod = None if e.lod is None else self.expr(e.lod)
@@ -160,7 +168,8 @@ class ImageClosures:
         if e.texture.dtype.cube:
             def cube_sample(fr):
                 image = get(fr)
-                return sample_cube(image.fmt, image.array(), np.asarray(fc(fr), np.float32),
+                raw = image.array() if flod is None else image.chain()   # no lod: level 0
+                return sample_cube(image.fmt, raw, np.asarray(fc(fr), np.float32),
                                    image.sampler, sub_texel_bits=image.sub_texel_bits,
                                    lod=None if flod is None else flod(fr))
             return cube_sample
@@ -170,12 +179,13 @@ class ImageClosures:
             coords = np.asarray(fc(fr), np.float32)
             if lanes == 1:
                 coords = coords[..., None]
-            if flod is not None:   # a host array is one level: every lod reads level 0
-                return sample(image.fmt, [image.array()], coords, image.sampler,
-                              layered=layered, sub_texel_bits=image.sub_texel_bits,
-                              lod=flod(fr))
-            return sample(image.fmt, image.array(), coords, image.sampler, layered=layered,
-                          sub_texel_bits=image.sub_texel_bits)
+            if flod is None:   # no lod: level 0
+                return sample(image.fmt, image.array(), coords, image.sampler, layered=layered,
+                              sub_texel_bits=image.sub_texel_bits)
+            chain = image.chain()
+            return sample(image.fmt, chain if isinstance(chain, list) else [chain], coords,
+                          image.sampler, layered=layered, sub_texel_bits=image.sub_texel_bits,
+                          lod=flod(fr))
         return image_sample
 
     def e_ImageSize(self, e):
