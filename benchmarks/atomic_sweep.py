@@ -12,7 +12,10 @@ T.serial loop (a local accumulator feeding the next trip's operand), and the lay
     straight, ignored, if (under a lane-dependent condition), loop, loop_if (carried),
     contend, contend_ignored, contend_if, contend_loop (all on one element),
     2d (5 x 4 workgroups: x not a multiple of any subgroup size), 2d_contend, groups (16
-    workgroups of 8 on four elements).
+    workgroups of 8 on four elements), idle_loop, idle_contend_loop (a loop that only the first
+    12 invocations of each 32-wide workgroup enter, with a trip count known at run time: whole
+    8-lane rows skip it, as the out-of-bounds rows of a small grid do; llvmpipe before Mesa 25
+    stopped such workgroups in the loop's second trip, quirk memory_barrier_ends_loops).
 Combinations vkir does not define (float and/or/xor/sub/exchange/compare-exchange; float32 or
 64-bit atomics on a device without the feature) must be refused with an UnsupportedError naming
 the Vulkan feature: the sweep records the message ("rejected") and a refusal that does not name
@@ -59,9 +62,12 @@ CONTEXTS = {
     "2d": ("own", "used", False, False, "2d"),
     "2d_contend": ("few", "used", False, False, "2d"),
     "groups": ("few", "used", False, False, "groups"),
+    "idle_loop": ("own", "carried", True, False, "idle"),
+    "idle_contend_loop": ("one", "ignored", True, False, "idle"),
 }
-_LAYOUT = {"1d": (3, 32), "2d": (3, 20), "groups": (16, 8)}   # workgroups, invocations each
-_FEW = {"1d": 3, "2d": 3, "groups": 4}
+_LAYOUT = {"1d": (3, 32), "2d": (3, 20), "groups": (16, 8), "idle": (K, 32)}   # workgroups, width
+_FEW = {"1d": 3, "2d": 3, "groups": 4, "idle": 3}
+IDLE = 12   # the invocations of each workgroup that run the "idle" layout's loop
 
 
 def cases():
@@ -96,6 +102,8 @@ class _Case:
 
     def active(self, k: int) -> np.ndarray:
         t = np.arange(self.n) % self.width
+        if self.layout == "idle":
+            return t < IDLE
         return (t + k) % 3 != 0 if self.cond else np.ones(self.n, bool)
 
 
@@ -130,16 +138,22 @@ def source(case: str) -> str:
     if c.cond:
         body = [f"if (t + {k}) % 3 != 0:"] + ["    " + b for b in body]
     if c.loop:
-        body = [f"for k in T.serial({K}):"] + ["    " + b for b in body]
+        # the idle layout's trip count is known only at run time (A's size n = K * 32 is a
+        # push constant): llvmpipe's early exit needs such a loop, a constant one is unrolled
+        trips = f"n // {c.width}" if c.layout == "idle" else f"{K}"
+        body = [f"for k in T.serial({trips}):"] + ["    " + b for b in body]
     if c.old == "carried":
         first = "E[i]" if c.op == "atomic_compare_exchange" else f'T.cast(0, "{dt}")'
         body = [f'acc = T.alloc_buffer((1,), "{dt}", scope="local")', f"acc[0] = {first}"] + \
             body + ["O[i] = acc[0]"]
+    if c.layout == "idle":   # whole rows of the workgroup skip the loop (not its barriers)
+        body = [f"if t < {IDLE}:"] + ["    " + b for b in body]
     if c.mem == "shared":
         body = ["S[t] = C[i]", "T.barrier()"] + body + ["T.barrier()", "C[i] = S[t]"]
+    size = '"n"' if c.layout == "idle" else c.n
     lines = [
         "@T.prim_func",
-        f'def sweep(A: T.Buffer(({c.n},), "{dt}"), E: T.Buffer(({c.n},), "{dt}"),',
+        f'def sweep(A: T.Buffer(({size},), "{dt}"), E: T.Buffer(({c.n},), "{dt}"),',
         f'          {target_param}, O: T.Buffer(({c.n},), "{dt}")):',
         f'    for bx in T.thread_binding({c.groups}, thread="blockIdx.x"):',
     ]

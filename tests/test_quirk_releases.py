@@ -18,8 +18,9 @@ from vkir.driver.loop_cut import needs_checks
 from vkir.errors import UnsupportedError
 from vkir.lowering import pipeline
 from vkir.quirks import (BROADCAST_FIRST_FLOAT_CRASH, INT64_SIGNED_COMPARE, LAVAPIPE,
-                         LOOP_TRIP_LIMIT, NUM_SUBGROUPS_PARTIAL, STORAGE_LOADS_PER_LANE,
-                         SUBGROUPS_SPLIT_ROWS, driver_release, quirks_of)
+                         LOOP_TRIP_LIMIT, MEMORY_BARRIER_ENDS_LOOPS, NUM_SUBGROUPS_PARTIAL,
+                         STORAGE_LOADS_PER_LANE, SUBGROUPS_SPLIT_ROWS, driver_release,
+                         quirks_of)
 from vkir.runtime.info import DeviceInfo, Limits
 from vkir.target import Target
 
@@ -27,7 +28,7 @@ LLVMPIPE = "llvmpipe (LLVM 15.0.6, 256 bits)"
 MESA_22 = "llvmpipe Mesa 22.3.6 (LLVM 15.0.6)"
 MESA_25 = "llvmpipe Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6)"
 GONE_IN_25 = {LOOP_TRIP_LIMIT, NUM_SUBGROUPS_PARTIAL, INT64_SIGNED_COMPARE,
-              BROADCAST_FIRST_FLOAT_CRASH, SUBGROUPS_SPLIT_ROWS}
+              BROADCAST_FIRST_FLOAT_CRASH, SUBGROUPS_SPLIT_ROWS, MEMORY_BARRIER_ENDS_LOOPS}
 
 
 def test_the_release_is_read_from_the_driver_text():

@@ -61,6 +61,19 @@ reads `Target.quirks`), so that a kernel computes the interpreter's result every
   kernel's workgroup as one row of X * Y * Z invocations and computes threadIdx.x/y/z from the
   linear index (spirv/codegen/flat_workgroup.py), which gives the linear layout; a kernel whose
   workgroup exceeds maxComputeWorkGroupSize.x that way is refused with UnsupportedError.
+- "memory_barrier_ends_loops": llvmpipe (Mesa 22.3, LLVM 15) stops every invocation of a
+  workgroup at the second barrier of a loop with a run-time trip count that holds a memory
+  barrier (an OpMemoryBarrier, or the Acquire/Release semantics of an atomic) where some 8-lane
+  SIMD row of the workgroup runs none of its trips (all its lanes out of bounds or past a
+  branch): the rest of the loop and of the kernel is skipped, silently (a 256-wide workgroup
+  with 32 invocations in bounds adds `T.atomic_add(h[q], 1)` for q = 0 and 1 of k only, and
+  stores nothing after the loop; the adjoint of a dense layer from vkir.grad lost every row of
+  d_w but the last where n * m left a row of its workgroup idle: n * m = 64, 128, 240).
+  Unrolled code, constant-count loops and loops that every row enters are right; the "idle"
+  cases of benchmarks/atomic_sweep.py show it. llvmpipe compiles every atomic as a sequentially
+  consistent LLVM atomic whatever its SPIR-V semantics, so codegen gives atomics Relaxed
+  semantics and the compare-exchange loops of float atomics no fences there
+  (spirv/codegen/sync.py, images.py), which orders memory as before.
 - "float16_texel_overflow_nan": SwiftShader stores NaN, not infinity, when a kernel writes a
   float32 well beyond float16's range (70000, 1e5, 3e38, infinities) to a float16 image format
   (rgba16f, rg16f, r16f); 65520 to 65537 still become infinity. Found by
@@ -99,6 +112,7 @@ BUFFER_REFERENCE_MERGE_CRASH = "buffer_reference_merge_crash"
 BROADCAST_FIRST_FLOAT_CRASH = "broadcast_first_float_crash"
 SUBGROUPS_SPLIT_ROWS = "subgroups_split_rows"
 FLOAT16_TEXEL_OVERFLOW_NAN = "float16_texel_overflow_nan"
+MEMORY_BARRIER_ENDS_LOOPS = "memory_barrier_ends_loops"
 
 MESA_25_0 = (25, 0)   # the first Mesa release measured without llvmpipe's functional bugs
 
@@ -127,6 +141,7 @@ TABLE = (
     Entry("llvmpipe", INT64_SIGNED_COMPARE, MESA_25_0),
     Entry("llvmpipe", BROADCAST_FIRST_FLOAT_CRASH, MESA_25_0),
     Entry("llvmpipe", SUBGROUPS_SPLIT_ROWS, MESA_25_0),
+    Entry("llvmpipe", MEMORY_BARRIER_ENDS_LOOPS, MESA_25_0),
     # Mesa 25.0 still reads storage buffers lane by lane: texel buffers stay about 1.5x faster
     # for a per-lane vec4 (benchmarks/access_forms.py loads)
     Entry("llvmpipe", STORAGE_LOADS_PER_LANE),

@@ -202,12 +202,10 @@ class ImageMixin:
         ptr = self.op("OpImageTexelPointer", self.b.type_pointer("Image", t), im.var, coords,
                       self.const(_UINT32, 0))
         scope = self.const(_UINT32, self.b.enum("Scope", "Device"))
-        sem = self.const(_UINT32, self.b.g.bits("MemorySemantics", "AcquireRelease",
-                                                "ImageMemory"))
+        sem = self.atomic_semantics("AcquireRelease", "ImageMemory")   # (sync.py: quirk)
         values = [self.expr(a) for a in e.args[1:]]
         if e.op == "atomic_compare_exchange":
-            unequal = self.const(_UINT32, self.b.g.bits("MemorySemantics", "Acquire",
-                                                        "ImageMemory"))
+            unequal = self.atomic_semantics("Acquire", "ImageMemory")
             expected, desired = values
             return self.op("OpAtomicCompareExchange", t, ptr, scope, sem, unequal, desired,
                            expected)

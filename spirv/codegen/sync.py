@@ -59,6 +59,8 @@ _ARITH = {
 }
 # vkir.quirks.BROADCAST_FIRST_FLOAT_CRASH (codegen imports no vkir.quirks)
 BROADCAST_FIRST_FLOAT_QUIRK = "broadcast_first_float_crash"
+# vkir.quirks.MEMORY_BARRIER_ENDS_LOOPS: llvmpipe stops a workgroup at a loop's memory barriers
+MEMORY_BARRIER_QUIRK = "memory_barrier_ends_loops"
 _CAPABILITY = {"basic": "GroupNonUniform", "vote": "GroupNonUniformVote",
                "arithmetic": "GroupNonUniformArithmetic", "ballot": "GroupNonUniformBallot",
                "shuffle": "GroupNonUniformShuffle",
@@ -76,6 +78,16 @@ class SyncMixin:
     """`atomic(e)` and `subgroup(e)` for Call nodes of those kinds."""
 
     # -- atomics -------------------------------------------------------------------------------
+
+    def atomic_semantics(self, *bits: str) -> int:
+        """The MemorySemantics id of an atomic: `bits` ("AcquireRelease", "UniformMemory"...),
+        or Relaxed (0) on a target with the memory_barrier_ends_loops quirk (llvmpipe before
+        Mesa 25), which stops a workgroup at the memory barriers of a loop that some of its
+        rows skip, and runs every atomic as a sequentially consistent LLVM atomic whatever its
+        semantics say (vkir.quirks)."""
+        if MEMORY_BARRIER_QUIRK in self.target.quirks:
+            return self.const(_UINT32, 0)
+        return self.const(_UINT32, self.b.g.bits("MemorySemantics", *bits))
 
     def atomic(self, e: Call) -> int:
         """The result id (the old value) of an atomic on a global or shared element."""
@@ -115,11 +127,11 @@ class SyncMixin:
                                    "int32, uint32, int64, uint64 or float32 elements")
         scope = self.const(_UINT32, self.b.enum("Scope", "Workgroup" if shared else "Device"))
         storage = "WorkgroupMemory" if shared else "UniformMemory"
-        sem = self.const(_UINT32, self.b.g.bits("MemorySemantics", "AcquireRelease", storage))
+        sem = self.atomic_semantics("AcquireRelease", storage)
         values = [self.expr(a) for a in e.args[1:]]
         t = self.ty(dt)
         if e.op == "atomic_compare_exchange":
-            unequal = self.const(_UINT32, self.b.g.bits("MemorySemantics", "Acquire", storage))
+            unequal = self.atomic_semantics("Acquire", storage)
             expected, desired = values
             return self.op("OpAtomicCompareExchange", t, ptrs[0], scope, sem, unequal, desired,
                            expected)
@@ -132,7 +144,9 @@ class SyncMixin:
         ties give `value`) and publish the result with a uint32 compare-exchange on the same
         element (interface.py gave the buffer a uint32 view), until no other invocation changed
         the element in between. Returns the old value, as the OpAtomicF*EXT would. Used for
-        adds where the device has no shaderBufferFloat32AtomicAdd, and for every min and max."""
+        adds where the device has no shaderBufferFloat32AtomicAdd, and for every min and max.
+        Without the fences on a target with the memory_barrier_ends_loops quirk (see
+        atomic_semantics): there they would end the kernel's loops early."""
         view = replace(target.buffer, dtype=_UINT32)
         _, ptrs, _ = self._element_pointers(view, target.indices)
         u, f = self.ty(_UINT32), self.ty(_FLOAT32)
@@ -141,9 +155,11 @@ class SyncMixin:
         # relaxed compare-exchanges between two fences: the ordering of an AcquireRelease
         # atomic (llvmpipe loses updates when the compare-exchange in this loop carries the
         # AcquireRelease semantics itself: 12 of 20 contended runs of atomic_min were wrong)
-        fence = self.const(_UINT32, self.b.g.bits("MemorySemantics", "AcquireRelease",
-                                                  "UniformMemory"))
-        self.do("OpMemoryBarrier", scope, fence)
+        fenced = MEMORY_BARRIER_QUIRK not in self.target.quirks
+        if fenced:
+            fence = self.const(_UINT32, self.b.g.bits("MemorySemantics", "AcquireRelease",
+                                                      "UniformMemory"))
+            self.do("OpMemoryBarrier", scope, fence)
         first = self.op("OpAtomicLoad", u, ptrs[0], scope, relaxed)
         entry = self.label
         header, body, cont, merge = (self.b.new_id() for _ in range(4))
@@ -166,7 +182,8 @@ class SyncMixin:
         self.start_block(cont)
         self.do("OpBranch", header)
         self.start_block(merge)
-        self.do("OpMemoryBarrier", scope, fence)
+        if fenced:
+            self.do("OpMemoryBarrier", scope, fence)
         return self.op("OpBitcast", f, old)
 
     # -- subgroups -----------------------------------------------------------------------------

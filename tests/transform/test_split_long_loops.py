@@ -13,8 +13,8 @@ from vkir.ir import While, structural_equal
 from vkir.ir.traversal import walk
 from vkir.lowering import pipeline
 from vkir.quirks import (
-    BROADCAST_FIRST_FLOAT_CRASH, INT64_SIGNED_COMPARE, LOOP_TRIP_LIMIT, NUM_SUBGROUPS_PARTIAL,
-    STORAGE_LOADS_PER_LANE, SUBGROUPS_SPLIT_ROWS, quirks_of,
+    BROADCAST_FIRST_FLOAT_CRASH, INT64_SIGNED_COMPARE, LOOP_TRIP_LIMIT, MEMORY_BARRIER_ENDS_LOOPS,
+    NUM_SUBGROUPS_PARTIAL, STORAGE_LOADS_PER_LANE, SUBGROUPS_SPLIT_ROWS, quirks_of,
 )
 from vkir.target import Target
 from vkir.transform import SplitLongLoops
@@ -94,7 +94,7 @@ def test_only_targets_with_the_quirk_split_loops():
 def test_quirk_table_detects_llvmpipe_by_name():
     assert quirks_of("llvmpipe (LLVM 15.0.6, 256 bits)", "llvmpipe Mesa 22.3.6") == \
         {LOOP_TRIP_LIMIT, NUM_SUBGROUPS_PARTIAL, INT64_SIGNED_COMPARE, STORAGE_LOADS_PER_LANE,
-         BROADCAST_FIRST_FLOAT_CRASH, SUBGROUPS_SPLIT_ROWS}
+         BROADCAST_FIRST_FLOAT_CRASH, SUBGROUPS_SPLIT_ROWS, MEMORY_BARRIER_ENDS_LOOPS}
     assert LOOP_TRIP_LIMIT not in quirks_of("NVIDIA H100", "NVIDIA 550.54")
     assert quirks_of("NVIDIA H200", "NVIDIA 580.159.04") == {"flushes_denormals"}
 
