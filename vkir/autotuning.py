@@ -335,7 +335,7 @@ class Tuned:
         with self._kernels_lock:
             per_device = self._kernels.setdefault(dev, OrderedDict())
             k = per_device.get(key)
-            if k is not None:
+            if k is not None and k.program.alive:
                 per_device.move_to_end(key)
                 return k
         tune = config.autotune() == "always"

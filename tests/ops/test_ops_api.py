@@ -133,3 +133,12 @@ def test_bad_arguments(device):
         ops.conv2d(rand(1, 2, 5, 5), rand(3, 4, 3, 3), device=device)
     with pytest.raises(ArgumentError, match="out has"):
         ops.softmax(rand(4, 8), out=np.zeros((4, 4), np.float32), device=device)
+
+
+def test_ops_build_again_after_the_pipeline_cache_is_reset(device):
+    # `vkir demo` resets the device's pipeline cache to time cold compiles; the ops' kernel cache
+    # must not hand out the kernels whose pipelines that destroyed
+    x = np.arange(1, 65, dtype=np.float32)
+    assert float(np.asarray(ops.sum(x, device=device))) == float(x.sum())
+    device.reset_pipeline_cache()
+    assert float(np.asarray(ops.sum(x, device=device))) == float(x.sum())

@@ -81,6 +81,11 @@ class VulkanProgram(Program):
         """Wall seconds of the pipeline's first waited dispatch (a lazy driver's compile)."""
         return self.handle.first_run_seconds
 
+    @property
+    def alive(self) -> bool:
+        """False after `Device.reset_pipeline_cache` destroyed the pipeline."""
+        return self.handle.handle is not None
+
     def launch(self, buffers, push: bytes, groups: tuple, timed: bool = False):
         """The cached runtime RecordedLaunch (vkir.runtime.get_launch), recorded on first use: its
         run, submit (an in-flight runtime Submission) and elapsed are the protocol's. The

@@ -151,6 +151,12 @@ class Program(abc.ABC):
         or None before it or where the backend does not measure it."""
         return None
 
+    @property
+    def alive(self) -> bool:
+        """False once the backend destroyed the program under its holders (the device's pipeline
+        cache was reset): a cache of kernels builds such a kernel again instead of handing it out."""
+        return True
+
     @abc.abstractmethod
     def launch(self, buffers, push: bytes, groups: tuple, timed: bool = False) -> Launch:
         """The Launch of this program on `buffers` (in binding order) with `push` bytes and
