@@ -15,6 +15,7 @@ import pytest
 from vkir import golden_baselines
 from vkir.golden_baselines import DeviceLabel, device_key, stale_images
 from vkir.golden_images import load_image, save_image
+from vkir.pytest_plugin import bless_commands
 from vkir.tools import cli
 
 MESA25 = DeviceLabel("llvmpipe-25.0", "llvmpipe (LLVM 15.0.6, 256 bits), driver llvmpipe Mesa "
@@ -81,8 +82,9 @@ def test_device_baseline_before_the_generic_golden(session, pytester, monkeypatc
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert f"device: {MESA25.description} [llvmpipe-25.0]" in out
-    assert "pytest --vkir-bless test_pics.py::test_pic (generic golden) or pytest " \
-           "--vkir-bless-device test_pics.py::test_pic (this device's baseline)" in out
+    generic_cmd, device_cmd = bless_commands("test_pics.py::test_pic")
+    assert generic_cmd.endswith("pytest --vkir-bless test_pics.py::test_pic")
+    assert f"{generic_cmd} (generic golden) or {device_cmd} (this device's baseline)" in out
     assert _record(golden)["matched"] is None
 
     # --vkir-bless-device writes this device's baseline and leaves the generic golden alone

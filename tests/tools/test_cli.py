@@ -103,7 +103,7 @@ def test_bench_quick_json(device, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     keys = {"workload", "impl", "device", "metric", "median", "min", "max", "n", "gflops", "gbps",
-            "size", "quick"}
+            "size", "quick", "cpu_s", "gflops_cpu", "gbps_cpu"}
     assert rows and all(set(r) == keys for r in rows)
     assert all(r["quick"] is True for r in rows)
     assert {tuple(r["size"]) for r in rows if r["workload"] == "vadd"} == {(1 << 16,)}
