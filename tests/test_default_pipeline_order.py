@@ -25,6 +25,8 @@ ORDER = [
     ("VectorTypeRewrite", "BoolToInt8", "bool vector buffers are retyped once they exist"),
     ("SymbolicVectorCast", "BoolToInt8", "its casts are retyped like any buffer"),
     ("BoolToInt8", "EmulateInt8", "emulation widens the int8 that bools became"),
+    ("BoolToInt8", "EmulateInt64", "the int8 that bools became is emulated after it"),
+    ("EmulateInt64", "EmulateInt8", "byte addressing needs the int64 indices narrowed"),
     ("CommonSubexprElim", "SplitLongLoops", "loops are split after the last rewrite of their body"),
 ]
 ORDER_NAMES = {n for earlier, later, _ in ORDER for n in (earlier, later)}
@@ -60,6 +62,7 @@ def test_each_pass_runs_once_where_its_target_needs_it(target_name, casts):
         "BoolToInt8": target.is_vulkan,   # the interpreter stores bools as they are
         "EmulateInt8": target.is_vulkan and not (target.has("int8")
                                                  and target.has("storage_buffer_8bit")),
+        "EmulateInt64": target.is_vulkan and not target.has("int64"),
         "SplitLongLoops": LOOP_TRIP_LIMIT in target.quirks,
     }
     for name, needed in needs.items():
@@ -71,7 +74,7 @@ def test_each_pass_runs_once_where_its_target_needs_it(target_name, casts):
 def test_the_rules_are_exercised():
     """Every optional pass runs on some case and is absent on another."""
     for name in ("PointerCastVectorize", "SymbolicVectorCast", "BoolToInt8", "EmulateInt8",
-                 "SplitLongLoops"):
+                 "EmulateInt64", "SplitLongLoops"):
         present = {name in _names(t, c) for t, c in CASES}
         assert present == {True, False}, name
 

@@ -15,10 +15,11 @@ from vkir import T
 
 pytestmark = pytest.mark.device
 
-# int8/uint8 need nothing: without 8-bit support they are emulated (EmulateInt8)
+# int8/uint8 and int64/uint64 need nothing: without device support they are emulated
+# (EmulateInt8, EmulateInt64)
 _FEATURE = {"float16": ("float16", "storage_buffer_16bit"), "float64": ("float64",),
-            "int16": ("int16", "storage_buffer_16bit"), "int64": ("int64",),
-            "uint16": ("int16", "storage_buffer_16bit"), "uint64": ("int64",)}
+            "int16": ("int16", "storage_buffer_16bit"),
+            "uint16": ("int16", "storage_buffer_16bit")}
 
 
 def _supported(device, dtype: str) -> bool:

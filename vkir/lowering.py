@@ -32,8 +32,9 @@ def pipeline(target=None, *, pointer_casts: bool = False) -> Pipeline:
     VectorTypeRewriter, which then leaves the cast storages alone; without it, for Vulkan, the
     parameters the VectorTypeRewriter must leave scalar because their size is symbolic get such
     casts after it (SymbolicVectorCast). Bool buffers become int8 only for Vulkan (the
-    interpreter stores bools as they are); without 8-bit support, EmulateInt8 then widens 8-bit
-    values and reads and writes 8-bit buffers as bytes of 32-bit words. On targets with the "loop_trip_limit_65535" quirk, SplitLongLoops runs last (see
+    interpreter stores bools as they are); without int64, EmulateInt64 then holds int64/uint64
+    values and buffer elements as pairs of 32-bit words; without 8-bit support, EmulateInt8 widens
+    8-bit values and reads and writes 8-bit buffers as bytes of 32-bit words. On targets with the "loop_trip_limit_65535" quirk, SplitLongLoops runs last (see
     vkir.quirks)."""
     target = as_target(target)
     casts = (transform.PointerCastVectorize(target=target),) if pointer_casts else ()
@@ -42,6 +43,10 @@ def pipeline(target=None, *, pointer_casts: bool = False) -> Pipeline:
     symbolic = () if pointer_casts or not target.is_vulkan else \
         (transform.SymbolicVectorCast(target=target),)
     bools = (transform.BoolToInt8(),) if target.is_vulkan else ()
+    # without 64-bit integers, int64/uint64 live in pairs of 32-bit words (first: it narrows the
+    # int64 indices of 8-bit buffers, whose byte addressing is 32-bit)
+    if target.is_vulkan and not target.has("int64"):
+        bools += (transform.EmulateInt64(),)
     # without 8-bit integers or 8-bit storage, bytes live in 32-bit values and words
     if target.is_vulkan and not (target.has("int8") and target.has("storage_buffer_8bit")):
         bools += (transform.EmulateInt8(),)

@@ -112,7 +112,8 @@ def interpret_lowered(lowered, *args, original=None, **options) -> None:
     """vkir.interpret on a function lowered for a target without 8-bit support, with the
     arguments of the original function: EmulateInt8 made each 8-bit (or bool) parameter a uint32
     word buffer, so such arrays are passed as their bytes padded to whole words, and the bytes
-    are copied back afterwards. Other functions are interpreted as they are (bool arrays as int8
+    are copied back afterwards; EmulateInt64 made each int64/uint64 buffer a uint32x2 one, which
+    takes the same bytes as uint32 words. Other functions are interpreted as they are (bool arrays as int8
     where BoolToInt8 retyped them).
 
     A symbolic size that only 8-bit buffers had is named by no lowered argument shape: a word
@@ -137,6 +138,11 @@ def interpret_lowered(lowered, *args, original=None, **options) -> None:
                 a = raw.view(np.uint32)
             elif a.dtype == np.bool_ and str(buf.dtype) == "int8":
                 a = a.view(np.int8)
+        elif buf is not None and isinstance(a, np.ndarray) and a.dtype.kind in "iu" \
+                and a.dtype.itemsize == 8 and str(buf.dtype) == "uint32x2":
+            words = np.ascontiguousarray(a).view(np.uint32)   # EmulateInt64's word pairs
+            copies.append((a, words))
+            a = words
         views.append(a)
     hidden = _hidden_sizes(lowered)
     if hidden:
@@ -154,7 +160,7 @@ def interpret_lowered(lowered, *args, original=None, **options) -> None:
         views += [sizes[v.name] for v in hidden]
     interpret(lowered, *views, **options)
     for a, raw in copies:
-        a[...] = raw[:a.size].view(a.dtype).reshape(a.shape)
+        a[...] = raw.view(np.uint8)[:a.nbytes].view(a.dtype).reshape(a.shape)
 
 
 def _hidden_sizes(func) -> tuple:

@@ -9,6 +9,7 @@ import pytest
 import vkir
 from vkir.driver.loop_budget import LOOP_BUDGET, loops_for_call
 from vkir.errors import UnsupportedError
+from vkir.target import Target
 
 # (scalar parameters, extent, the call's scalars, iterations)
 EXTENTS = [
@@ -42,7 +43,7 @@ def extent(a: T.Buffer((1,), "int32"), {params}):
                          ids=[e[1] for e in EXTENTS])
 def test_the_budget_bounds_the_extent_by_the_call_values(params, extent, scalars, count):
     func = _kernel(params, extent)
-    lowered = vkir.lower(func)
+    lowered = vkir.lower(func, Target(features={"int64"}))   # int64 native: no EmulateInt64
     env = {p: v for p, v in zip(lowered.params[1:], scalars)}
     (loop,) = loops_for_call(lowered, env)
     assert (loop.trips, loop.starts) == (count, 1)

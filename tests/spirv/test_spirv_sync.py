@@ -49,7 +49,7 @@ def k(h: T.Buffer((4,), "{dtype}"), v: T.Buffer((65,), "{dtype}"),
 
 
 def _asm(func, target=LAVAPIPE) -> str:
-    return disassemble(codegen(vkir.lower(func), target).words)
+    return disassemble(codegen(vkir.lower(func, target), target).words)
 
 
 @pytest.mark.parametrize("scope", ["global", "shared"])
@@ -93,7 +93,7 @@ def test_missing_atomic_feature_is_named(dtype, op, feature):
     features = LAVAPIPE.features - {feature}
     target = Target.vulkan13(features=features)
     with pytest.raises(UnsupportedError, match=feature):
-        codegen(vkir.lower(_atomic_kernel(op, dtype, scope)), target)
+        codegen(vkir.lower(_atomic_kernel(op, dtype, scope), target), target)
 
 
 def test_float_add_on_a_buffer_without_the_feature_is_a_compare_exchange_loop():
@@ -121,9 +121,9 @@ def test_float_min_max_on_a_buffer_need_no_feature():
 
 def test_shared_atomic_features_are_separate():
     target = Target.vulkan13(features=LAVAPIPE.features - {"atomic_int64_shared"})
-    codegen(vkir.lower(_atomic_kernel("add", "int64", "global")), target)
+    codegen(vkir.lower(_atomic_kernel("add", "int64", "global"), target), target)
     with pytest.raises(UnsupportedError, match="atomic_int64_shared"):
-        codegen(vkir.lower(_atomic_kernel("add", "int64", "shared")), target)
+        codegen(vkir.lower(_atomic_kernel("add", "int64", "shared"), target), target)
 
 
 def test_int32_atomics_need_no_feature_and_make_buffers_writable():

@@ -36,6 +36,7 @@ PASSES = (
     TR.CommonSubexprElim(identify_equiv_terms=True), TR.InjectSoftwarePipeline(), TR.LowerAsync(),
     TR.SplitLongLoops(threshold=2, max_factor=4),  # small limits: the odd kernels' loops split
     TR.SymbolicVectorCast(target="vulkan"), TR.EmulateInt8(), TR.BindParallel(),
+    TR.EmulateInt64(),
 )
 
 

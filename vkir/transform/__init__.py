@@ -15,6 +15,7 @@ _PASSES = {
     "SymbolicVectorCast": "symbolic_vector_cast",
     "BoolToInt8": "bool_to_int8",
     "EmulateInt8": "emulate_int8",
+    "EmulateInt64": "emulate_int64",
     "CommonSubexprElim": "common_subexpr_elim",
     "InjectSoftwarePipeline": "inject_software_pipeline",
     "LowerAsync": "lower_async",

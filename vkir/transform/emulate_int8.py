@@ -305,10 +305,14 @@ class _Rewriter(Mutator):
             for b in range(m):
                 address = element if m == 1 else E.Add(E.Mul(element, E.IntImm(INT32, m)),
                                                          E.IntImm(INT32, b))
-                word = self.read(words, E.FloorDiv(address, E.IntImm(INT32, 4)), atomic)
-                shift = E.Cast(WORD, E.Mul(E.FloorMod(address, E.IntImm(INT32, 4)),
+                # the address is used twice: bound once where it holds a let (SSA: one binding)
+                named = self.fresh(f"{op.buffer.name}_byte", address.dtype) \
+                    if any(isinstance(n, E.Let) for n in walk(address)) else address
+                word = self.read(words, E.FloorDiv(named, E.IntImm(INT32, 4)), atomic)
+                shift = E.Cast(WORD, E.Mul(E.FloorMod(named, E.IntImm(INT32, 4)),
                                            E.IntImm(INT32, 8)))
-                lanes.append(self.byte_of(word, shift, wide))
+                byte = self.byte_of(word, shift, wide)
+                lanes.append(byte if named is address else E.Let(named, address, byte))
         return _concat(lanes)
 
     @staticmethod
