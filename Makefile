@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 # needs (`make test`: torch, TVM, IREE, wgpu, Ray...), installed into the same .venv
 CORE_STAMP := $(VENV)/.installed-core
 TEST_STAMP := $(VENV)/.installed-test
-TEST_EXTRAS := test,peers,tvm,wgpu,fleet
+TEST_EXTRAS := test,peers,tvm,wgpu,fleet,bench
 # the Vulkan loader and lavapipe run vkir; the suite adds the validation layer and chromium
 CORE_PACKAGES := python3 python3-venv libvulkan1 mesa-vulkan-drivers
 SYSTEM_PACKAGES := $(CORE_PACKAGES) vulkan-validationlayers chromium-common chromium

@@ -154,7 +154,7 @@ def test_make_demo_installs_vkir_alone_and_make_test_adds_the_extras():
     assert "touch .venv/.installed-core" in demo and not any("installed-test" in line for line in demo)
     assert not any("chromium" in line or "validationlayers" in line for line in demo)
     assert demo[-1] == ".venv/bin/vkir demo"
-    assert ".venv/bin/python -m pip install -q -e '.[test,peers,tvm,wgpu,fleet]'" in test
+    assert ".venv/bin/python -m pip install -q -e '.[test,peers,tvm,wgpu,fleet,bench]'" in test
     assert test.index("touch .venv/.installed-core") < test.index("touch .venv/.installed-test")
     assert any("chromium" in line and "vulkan-validationlayers" in line for line in test)
     assert test[-1] == ".venv/bin/python tools/run_suite.py"
