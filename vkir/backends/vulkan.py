@@ -9,10 +9,22 @@ buffer)."""
 
 from __future__ import annotations
 
+import threading
+
 from ..ir import PrimFunc
 from ..seam import CAPABILITIES, Allocator, Program, ProgramSpec, Runtime, ShaderRuntime
 from .base import DeviceBackend
 from .vulkan_images import VulkanImages
+
+
+def _get_pipeline(device, spec: ProgramSpec):
+    """vkir.runtime.get_pipeline for `spec` (limits already checked by the caller)."""
+    from ..runtime import get_pipeline
+
+    return get_pipeline(device, spec.spirv, spec.entry_point, tuple(spec.bindings),
+                        spec.push_constant_size, spec.descriptor_types,
+                        tuple(spec.specialization), spec.subgroup, checked=True,
+                        slots=spec.slots)
 
 
 class VulkanAllocator(Allocator):
@@ -65,11 +77,28 @@ class VulkanAllocator(Allocator):
 
 
 class VulkanProgram(Program):
-    """A runtime ComputePipeline held by one holder (released once by `release`)."""
+    """A runtime ComputePipeline held by one holder (released once by `release`). After
+    `Device.reset_pipeline_cache` destroyed its pipeline, the next use creates it again from the
+    same SPIR-V (a cold compile, which is what the reset is for), so kernels, ops and caches that
+    hold programs keep working."""
 
-    def __init__(self, device, pipeline):
+    def __init__(self, device, pipeline, spec: ProgramSpec | None = None):
         self.device = device
         self.handle = pipeline
+        self.spec = spec
+        self._renew = threading.Lock()   # two threads finding it destroyed renew it once
+
+    def live(self):
+        """The pipeline, created again from `spec` where a pipeline-cache reset destroyed it (a
+        closed device raises DeviceError here, as every other use of it does)."""
+        pipeline = self.handle
+        if pipeline.handle is not None or self.spec is None:
+            return pipeline
+        with self._renew:
+            if self.handle.handle is None:
+                self.device.check_open()
+                self.handle = _get_pipeline(self.device, self.spec)
+            return self.handle
 
     @property
     def create_seconds(self) -> float:
@@ -83,7 +112,8 @@ class VulkanProgram(Program):
 
     @property
     def alive(self) -> bool:
-        """False after `Device.reset_pipeline_cache` destroyed the pipeline."""
+        """False while a `Device.reset_pipeline_cache` has left the pipeline destroyed (its next
+        use creates it again)."""
         return self.handle.handle is not None
 
     def launch(self, buffers, push: bytes, groups: tuple, timed: bool = False):
@@ -93,14 +123,14 @@ class VulkanProgram(Program):
         check_binding_range; arrays at allocation), so recording does not check them again."""
         from ..runtime import get_launch
 
-        return get_launch(self.device, self.handle, buffers, push, groups, timed=timed,
+        return get_launch(self.device, self.live(), buffers, push, groups, timed=timed,
                           checked=True)
 
     def profile(self, buffers, push: bytes, groups: tuple, repeat: int, warmup: int):
         """vkir.runtime.profile: timestamp queries, or wall time where the queue has none."""
         from ..runtime import profile
 
-        return profile(self.device, self.handle, buffers, push, groups, repeat=repeat,
+        return profile(self.device, self.live(), buffers, push, groups, repeat=repeat,
                        warmup=warmup, checked=True)
 
     def dispatch(self, buffers, access: tuple, push: bytes, groups: tuple, name: str, keep,
@@ -109,7 +139,7 @@ class VulkanProgram(Program):
         `launch`; `addressed` orders barriers for buffers reached through device addresses)."""
         from ..runtime import Dispatch
 
-        return Dispatch(self.handle, tuple(buffers), access, push, groups, name, keep,
+        return Dispatch(self.live(), tuple(buffers), access, push, groups, name, keep,
                         checked=True, addressed=tuple(addressed))
 
     def release(self) -> None:
@@ -239,13 +269,7 @@ class VulkanRuntime(VulkanImages, ShaderRuntime, Runtime):
         """The device's cached pipeline for `spec` (vkir.runtime.get_pipeline), held once more;
         its limits were checked by the caller (`check_limits` or `check_shader` and
         `check_bindings`), so the pipeline's creation does not check them again."""
-        from ..runtime import get_pipeline
-
-        pipeline = get_pipeline(self.device, spec.spirv, spec.entry_point, tuple(spec.bindings),
-                                spec.push_constant_size, spec.descriptor_types,
-                                tuple(spec.specialization), spec.subgroup, checked=True,
-                                slots=spec.slots)
-        return VulkanProgram(self.device, pipeline)
+        return VulkanProgram(self.device, _get_pipeline(self.device, spec), spec)
 
     def check_open(self) -> None:
         """DeviceError when the device was closed."""
