@@ -316,7 +316,10 @@ class _Adjoint:
 
     def sequence(self, stmts):
         stmts = list(stmts)
-        needs = [self.entry_needs(x) for x in stmts]
+        adjoints = [None] * len(stmts)
+        for i in range(len(stmts) - 1, -1, -1):   # generated last to first, as they run
+            adjoints[i] = self.stmt(stmts[i])
+        needs = [_local_reads(x) for x in adjoints]
         writes = [_local_writes(x) for x in stmts]
         all_writes = set().union(*writes) if writes else set()
         snap = {b: decl_buffer(b.shape, b.dtype, f"{b.name}_snap", scope="local")
@@ -328,7 +331,7 @@ class _Adjoint:
                 used_snap = True
                 out += [_copy(snap, restore=True), self.replay(seq(*stmts[:i])) if i else NOP]
                 dirty = set(prefix)
-            out.append(self.stmt(stmts[i]))
+            out.append(adjoints[i])
             dirty |= writes[i]
         body = seq(*[x for x in out if x is not NOP]) if any(x is not NOP for x in out) else NOP
         if not used_snap:
@@ -343,31 +346,36 @@ class _Adjoint:
             return For(s.loop_var, s.min, s.extent, s.kind, self.body(s), s.thread,
                        s.annotations)
         writes = _local_writes(s.body)
-        needs = self.entry_needs(s.body)
+        adjoint = self.body(s)
         r = Var(f"{s.loop_var.name}_rev", s.loop_var.dtype)
         k = s.min + s.extent - 1 - r
-        if not needs & writes:
+        if not _local_reads(adjoint) & writes:
+            # an accumulation (`acc = acc + g(x)`): the body's adjoint never reads a value the
+            # body changes, so the loop runs backwards once, linear in its trip count
             return For(r, IntImm(r.dtype, 0), s.extent, "serial",
-                       LetStmt(s.loop_var, k, self.body(s)))
+                       LetStmt(s.loop_var, k, adjoint))
         snap = {b: decl_buffer(b.shape, b.dtype, f"{b.name}_snap", scope="local") for b in writes}
         j = Var(f"{s.loop_var.name}_re", s.loop_var.dtype)
         redo = For(j, s.min, k - s.min, "serial",
                    substitute(self.replay(s.body), {s.loop_var: j}))
         body = For(r, IntImm(r.dtype, 0), s.extent, "serial",
-                   LetStmt(s.loop_var, k, seq(_copy(snap, restore=True), redo,
-                                              self.body(s))))
+                   LetStmt(s.loop_var, k, seq(_copy(snap, restore=True), redo, adjoint)))
         body = seq(_copy(snap, restore=False), body)
         for b, s_buf in snap.items():
             body = AllocBuffer(s_buf, body)
         return body
 
-    def entry_needs(self, s) -> set:
-        """Local buffers whose values from before s the adjoint of s reads (conservative: every
-        local s reads, since partials, conditions and indices may use them)."""
-        found = set()
-        walk(s, lambda n: found.add(n.buffer) if isinstance(n, BufferLoad)
-             and n.buffer.scope == "local" else None)
-        return found
+
+
+def _local_reads(adjoint) -> set:
+    """The local buffers a generated adjoint statement loads: a superset of the locals whose
+    values from before its statement it needs (partials, conditions, indices, snapshots). Taken
+    from the generated code, not the statement: `acc = acc + x * w` reads acc, but its adjoint
+    (d_x += t * w, d_w += t * x, d_acc unchanged) does not, so no replay is needed for it."""
+    found = set()
+    walk(adjoint, lambda n: found.add(n.buffer) if isinstance(n, BufferLoad)
+         and n.buffer.scope == "local" else None)
+    return found
 
 
 def _local_writes(s) -> set:
