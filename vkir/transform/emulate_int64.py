@@ -20,8 +20,10 @@ interpreter's: two's complement wrap-around at 64 bits):
   is an ArgumentError, never a wrong result.
 
 Floor division and modulo by a constant power of two (TVM's index arithmetic) are a shift and a
-mask. Refused with UnsupportedError naming the operation: any other 64-bit division or modulo,
-int64 vectors (more than one lane), atomics on 64-bit elements, `T.reinterpret` to or from a
+mask; every other 64-bit division and modulo (truncating or flooring, signed or unsigned, by a
+run-time divisor) is straight-line code on 32-bit words (vkir.transform.int64_divide), with the
+interpreter's results for a zero divisor (0 and 0) and for -2**63 / -1. Refused with
+UnsupportedError naming the operation: int64 vectors (more than one lane), atomics on 64-bit elements, `T.reinterpret` to or from a
 64-bit integer, and any other intrinsic on 64-bit integers. float64 needs the device's
 `shaderFloat64` as before.
 """
@@ -36,6 +38,7 @@ from ..ir import stmt as S
 from ..ir import walk
 from ..ir.dtype import DataType, PointerType
 from ..ir.functor import Mutator
+from . import int64_divide as D
 from . import int64_pairs as P
 from .base import Pass
 
@@ -164,15 +167,16 @@ class _Rewriter(Mutator):
         if not is_wide(op.dtype):
             return self.generic_visit(op)
         self.scalar(op.dtype)
+        signed = op.dtype.code == "int"
+        floor = isinstance(op, (E.FloorDiv, E.FloorMod)) or not signed
+        quotient = isinstance(op, (E.FloorDiv, E.Div))
         k = _power_of_two(op.b)
-        floor = isinstance(op, (E.FloorDiv, E.FloorMod)) or op.dtype.code == "uint"
-        if k is None or not floor:
-            self.refuse(f"{type(op).__name__} of {op.dtype} by {op.b} (64-bit division; only "
-                        "floor division and modulo by a constant power of two are emulated)")
-        a = self.visit(op.a)
-        if isinstance(op, (E.FloorDiv, E.Div)):   # floor(a / 2**k): the shift that fills signs
-            return P.shift_right(a, P.constant(k), op.dtype.code == "int")
-        return P.bitwise("bitwise_and", a, P.constant(2 ** k - 1))   # in [0, 2**k)
+        if k is not None and floor:
+            a = self.visit(op.a)
+            if quotient:   # floor(a / 2**k): the shift that fills signs
+                return P.shift_right(a, P.constant(k), signed)
+            return P.bitwise("bitwise_and", a, P.constant(2 ** k - 1))   # in [0, 2**k)
+        return D.divide(self.visit(op.a), self.visit(op.b), signed, floor, not quotient)
 
     visit_Div = visit_Mod = visit_FloorDiv = visit_FloorMod = division
 
