@@ -280,20 +280,41 @@ def test_an_int64_size_becomes_an_int32_one_of_the_same_name(device):
 
 
 @T.prim_func
-def scaled(a: T.Buffer((8,), "int64"), out: T.Buffer((8,), "int64"), k: T.int64):
+def scaled(a: T.Buffer((8,), "int64"), out: T.Buffer((8, 2), "int64"), k: T.int64, u: T.uint64):
     for tx in T.thread_binding(8, "threadIdx.x"):
-        out[tx] = a[tx] * k - k
+        out[tx, 0] = a[tx] * k - k
+        out[tx, 1] = T.cast(T.cast(a[tx], "uint64") // u + u, "int64")
 
 
-def test_a_scalar_int64_parameter_is_narrowed_and_a_wider_value_refused(device):
-    """The parameter is an int32 of the same name after the pass: a value that fits computes
-    as the original does; one beyond int32 is an ArgumentError, never a wrong result."""
+SCALARS = [(-(2**31), 2**32), (2**31, 3), (-1, 2**64 - 1), (2**40 + 5, 2**63 + 7),
+           (-2**63, 1), (2**63 - 1, 2**33 - 1), (0, 2**32 + 1)]
+
+
+def test_a_scalar_int64_parameter_is_two_words():
+    """The parameter is two uint32 parameters of its name after the pass: the low word in its
+    place, the high word after the others; passed so, any 64-bit value computes as the original
+    does."""
     after = EmulateInt64()(scaled)
-    assert [str(p.dtype) for p in after.params if p not in after.buffer_map] == ["int32"]
+    assert [(p.name, str(p.dtype)) for p in after.params if p not in after.buffer_map] == \
+        [("k", "uint32"), ("u", "uint32"), ("k", "uint32"), ("u", "uint32")]
     a = np.array(EDGES[:8], np.int64)
-    want, got = np.zeros(8, np.int64), np.zeros(8, np.int64)
-    vkir.interpret(scaled, a, want, -(2**31))
-    vkir.build(after, device=device)(_words(a), _words(got), -(2**31))
-    np.testing.assert_array_equal(got, want)
+    for k, u in SCALARS:
+        want, got = np.zeros((8, 2), np.int64), np.zeros((8, 2), np.int64)
+        vkir.interpret(scaled, a, want, k, u)
+        words = [v & 0xFFFFFFFF for v in (k, u)] + [(v >> 32) & 0xFFFFFFFF for v in (k, u)]
+        vkir.interpret(after, _words(a), _words(got), *words)
+        np.testing.assert_array_equal(got, want, err_msg=f"k={k}, u={u}")
+
+
+def test_a_scalar_int64_argument_round_trips_on_the_device(device):
+    """Values beyond 2**32 and negative ones reach the kernel whole: natively where the device
+    has int64, as two push-constant words where it does not."""
+    a = np.array(EDGES[:8], np.int64)
+    kernel = vkir.build(scaled, device=device)
+    for k, u in SCALARS:
+        want, got = np.zeros((8, 2), np.int64), np.zeros((8, 2), np.int64)
+        vkir.interpret(scaled, a, want, k, u)
+        kernel(a, got, k, u)
+        np.testing.assert_array_equal(got, want, err_msg=f"k={k}, u={u}")
     with pytest.raises(vkir.ArgumentError):
-        vkir.build(after, device=device)(_words(a), _words(got), 2**31)
+        kernel(a, got, 2**63, 1)

@@ -48,6 +48,26 @@ class CallValues:
                 raise ArgumentError(f"kernel {self.name}: argument {p.name!r} has {count} elements, "
                                     f"more than its {p.dims[0][0].dtype} indices reach ({hi})")
 
+    def _wide_scalar_words(self) -> dict:
+        """Push-constant position -> (the user's int64/uint64 scalar parameter, 0 for its low
+        word or 1 for its high word), where the kernel was lowered without int64: EmulateInt64
+        gives such a parameter two uint32 parameters of its name (the low word in its place, the
+        high word after the others, so in that order here). Memoized."""
+        got = self.__dict__.get("_wide_words")
+        if got is None:
+            wide = {p.name: p for p in self.func.params if p not in self.func.buffer_map
+                    and p.dtype.code in ("int", "uint") and p.dtype.bits == 64}
+            groups = {}
+            for k, pc in enumerate(self.module.push_constants):
+                user = self._aliases.get(pc.var, pc.var)
+                user = wide.get(user.name) if user.name in wide else None
+                if user is not None and pc.dtype.bits == 32:
+                    groups.setdefault(user, []).append(k)
+            got = {k: (user, word) for user, ks in groups.items() if len(ks) == 2
+                   for word, k in enumerate(ks)}
+            self.__dict__["_wide_words"] = got
+        return got
+
     def _derive(self, values):
         """(push-constant bytes, group counts, program) for these size/scalar values
         (memoized)."""
@@ -62,7 +82,13 @@ class CallValues:
             if original in env:
                 env[lowered] = env[original]
         push = bytearray(self.module.push_constant_size)
-        for pc in self.module.push_constants:
+        words = self._wide_scalar_words()
+        for k, pc in enumerate(self.module.push_constants):
+            if k in words:   # one 32-bit word of a 64-bit scalar (EmulateInt64)
+                user, word = words[k]
+                push[pc.offset:pc.offset + 4] = struct.pack(
+                    "<I", (int(env[user]) >> (32 * word)) & 0xFFFFFFFF)
+                continue
             if pc.var not in env:
                 raise ArgumentError(f"kernel {self.name}: push constant {pc.var.name} has no value")
             value = env[pc.var]

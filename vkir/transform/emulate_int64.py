@@ -16,8 +16,8 @@ interpreter's: two's complement wrap-around at 64 bits):
   fewer than 2**31 elements on any device), and an int64 loop variable or symbolic size becomes
   an int32 one (of the same name: a call binds it as before) whose value is sign-extended where
   the body uses it as a 64-bit number (a loop runs fewer than 2**31 iterations). A scalar
-  int64 (uint64) parameter becomes an int32 (uint32) one: a call with a value beyond that range
-  is an ArgumentError, never a wrong result.
+  int64 (uint64) parameter becomes two uint32 parameters of the same name, its low word in its
+  place and its high word after every other parameter: a call passes the whole 64-bit value.
 
 Floor division and modulo by a constant power of two (TVM's index arithmetic) are a shift and a
 mask; every other 64-bit division and modulo (truncating or flooring, signed or unsigned, by a
@@ -315,12 +315,12 @@ class EmulateInt64(Pass):
             if is_wide(v.dtype):
                 rw.sizes[v] = E.Var(v.name, P.INT32)
                 rw.loops[v] = P.from_int32(rw.sizes[v], True)
-        params, buffer_map = [], {}
+        params, buffer_map, high_words = [], {}, []
         for p in func.params:
             buf = func.buffer_map.get(p)
             if buf is None:
-                if is_wide(p.dtype):   # narrowed: a call passing a wider value is refused
-                    self.scalar_param(rw, p)
+                if is_wide(p.dtype):   # two words: the low one here, the high one at the end
+                    high_words.append(self.scalar_param(rw, p))
                 params.append(rw.vars[p] if p in rw.vars else rw.visit_Var(p))
                 continue
             new_buf = rw.visit_buffer(buf)
@@ -328,17 +328,19 @@ class EmulateInt64(Pass):
             params.append(data)
             buffer_map[data] = new_buf
         body = rw.visit(func.body)
-        return replace(func, params=tuple(params), body=body, buffer_map=buffer_map)
+        return replace(func, params=(*params, *high_words), body=body, buffer_map=buffer_map)
 
     @staticmethod
-    def scalar_param(rw: _Rewriter, p: E.Var) -> None:
-        """A scalar int64 (uint64) parameter becomes an int32 (uint32) one of the same name, which
-        a call binds by position and checks against its range (ArgumentError beyond it)."""
+    def scalar_param(rw: _Rewriter, p: E.Var) -> E.Var:
+        """A scalar int64 (uint64) parameter becomes two uint32 parameters of its name: its low
+        word in its place, and its high word, returned, which goes after all the others (a
+        call binds the user's parameters by position; the launcher fills both push-constant
+        words from the one value, vkir.driver.kernel_values)."""
         rw.scalar(p.dtype)
-        signed = p.dtype.code == "int"
-        narrow = E.Var(p.name, P.INT32 if signed else P.WORD)
-        rw.vars[p] = narrow
-        rw.loops[p] = P.from_int32(narrow, signed)
+        low, high = E.Var(p.name, P.WORD), E.Var(p.name, P.WORD)
+        rw.vars[p] = low
+        rw.loops[p] = P.pair(low, high)
+        return high
 
 
 def _identical(old, new) -> bool:
