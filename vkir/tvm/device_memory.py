@@ -150,6 +150,9 @@ def install_device_api(device=None) -> None:
         _STATE["device"] = device
         for name, func in _CALLBACKS.items():
             tvm_ffi.register_global_func(_PREFIX + name, func, override=True)
+        # what tvm.target.Target.from_device(tvm.vulkan(0)) asks TVM's Vulkan runtime
+        tvm_ffi.register_global_func("device_api.vulkan.get_target_property",
+                                     _target_property, override=True)
         if "library" in _STATE:
             return
         cxx = compiler()
@@ -249,6 +252,26 @@ def _get_attr(device_id: int, kind: int):
               _DIMS: "[" + ", ".join(str(d) for d in limits.max_workgroup_size) + "]",
               _API: str(info.api_version), _DRIVER: int(info.driver_version)}
     return values.get(int(kind))
+
+
+# TVM's Vulkan target properties (Target.from_device) -> the vkir device feature each means
+_PROPERTIES = {"supports_float16": "float16", "supports_int8": "int8", "supports_int16": "int16",
+               "supports_int64": "int64", "supports_8bit_buffer": "storage_buffer_8bit",
+               "supports_16bit_buffer": "storage_buffer_16bit"}
+
+
+def _target_property(dev, name: str):
+    """TVM's "device_api.vulkan.get_target_property": whether the vkir device has the feature
+    a Vulkan target property names (every vkir device has storage buffers in their own storage
+    class); ArgumentError for a property TVM's Vulkan runtime does not define."""
+    name = str(name)
+    if name == "supports_storage_buffer_storage_class":
+        return True
+    if name not in _PROPERTIES:
+        raise ArgumentError(f"vkir.tvm: no Vulkan target property {name!r} (known: "
+                            f"{', '.join(sorted(_PROPERTIES))}, "
+                            "supports_storage_buffer_storage_class)")
+    return _PROPERTIES[name] in _device().info.features
 
 
 _CALLBACKS = {"alloc": _alloc, "free": _free, "copy": _copy, "sync": _sync,

@@ -5,7 +5,8 @@ or the before/after functions of TVM's pass tests. TVM's flat statements (`Bind`
 `DeclBuffer`, and a `LetStmt` without body) scope over the rest of their sequence and become
 vkir's nested LetStmt/AllocBuffer/DeclBuffer; `thread_extent` attributes become thread-binding
 loops; `tvm_storage_sync("shared")` becomes a barrier and `tvm_storage_sync("warp")` a subgroup
-barrier; libm externs (`expf`, ...) become vkir's math calls; int conditions get an explicit
+barrier, or a workgroup barrier with its lane condition split around it where it sits under one
+(vkir.tvm.warp_sync); libm externs (`expf`, ...) become vkir's math calls; int conditions get an explicit
 `!= 0`. Handle parameters that the body declares a buffer over become buffer parameters, and a
 scalar parameter that is a dimension of one becomes a size vkir infers at call time. Anything
 else raises UnsupportedError naming the construct.
@@ -23,6 +24,7 @@ from ..ir.dtype import DataType, PointerType
 from ..ir.function import PrimFunc
 from ..ir.intrinsics import INTRINSICS
 from . import param_shapes
+from .warp_sync import split_lane_conditions
 
 # TVM's ForKind values
 _FOR_KINDS = {0: "serial", 1: "parallel", 2: "vectorized", 3: "unrolled", 4: "thread_binding"}
@@ -471,7 +473,7 @@ def import_prim_func(func, name: str | None = None, user_signature=()) -> PrimFu
     if name is None:
         attrs = func.attrs if func.attrs is not None else {}
         name = str(attrs["global_symbol"]) if "global_symbol" in attrs else "main"
-    out = _Importer(func, name, user_signature).run()
+    out = split_lane_conditions(_Importer(func, name, user_signature).run())
     try:   # a construct read node by node but meaning nothing in vkir is refused here, named
         verify_well_formed(out)
         verify_types(out)
