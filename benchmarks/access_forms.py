@@ -1,6 +1,6 @@
 """What each way of reading memory costs on a CPU Vulkan driver, measured beside numpy.
 
-`python -m benchmarks.access_forms [loads|broadcast|vadd|matmul|peak ...] [--repeat N]` runs hand-written
+`python -m benchmarks.access_forms [loads|broadcast|vadd|vadd_layouts|matmul|peak ...] [--repeat N]` runs hand-written
 GLSL compute shaders (vkir.compile_glsl) that differ only in how they read memory, and prints
 their times with numpy's in the same process, sampled in alternation (one vkir sample, one numpy
 sample, ...) so that a change of load on a shared host falls on both: the ratio column is
@@ -172,6 +172,47 @@ def vadd(vkir, dev, repeat, n=1 << 24):
               f"{12 * n / t / 1e9:5.2f} GB/s   numpy/shader time {r:.2f}", flush=True)
 
 
+LAYOUTS = (dict(w=64, vpt=1, layout="chunk", v=8), dict(w=64, vpt=2, layout="chunk", v=8),
+           dict(w=128, vpt=2, layout="chunk", v=8), dict(w=64, vpt=4, layout="chunk"),
+           dict(w=8, vpt=2, layout="range", groups=128, v=8),
+           dict(w=8, vpt=4, layout="range", groups=256), dict(w=256, vpt=4), dict(w=64, vpt=1))
+
+
+def vadd_layouts(vkir, dev, repeat, n=1 << 24):
+    """c = a + b on 2^24 float32 through vkir (benchmarks.kernels.add_template) in each layout
+    and vector width, beside np.add(out=), per CPU-second (process CPU time, llvmpipe's threads
+    included): what an invocation's share of the work (a contiguous run or an interleaved
+    slice), the workgroup size and the access width (float32x4, or uint64x4 through a pointer
+    cast) cost. Configs a device cannot run (uint64 without shaderInt64) are reported."""
+    from .host_numpy import timed_calls
+    from .kernels import add_template
+
+    rng = np.random.default_rng(0)
+    a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    c = np.empty_like(a)
+    A, B, C = vkir.array(a, dev), vkir.array(b, dev), vkir.empty(n, "float32", dev)
+    for config in LAYOUTS:
+        try:
+            k = vkir.build(add_template(n, **config), device=dev)
+            k(A, B, C)
+        except UnsupportedError as exc:
+            print(f"vadd {config} not run: {exc}")
+            continue
+        assert np.array_equal(C.numpy(), a + b), config
+        vw, vc, nw, nc = [], [], [], []
+        for _ in range(repeat):   # alternating, so a change of load falls on both
+            w, cp = timed_calls(lambda: k(A, B, C), 1, warmup=0)
+            vw += w
+            vc += cp
+            w, cp = timed_calls(lambda: np.add(a, b, out=c), 1, warmup=0)
+            nw += w
+            nc += cp
+        v_cpu, n_cpu = 12 * n / np.median(vc) / 1e9, 12 * n / np.median(nc) / 1e9
+        print(f"vadd {str(config):58s} {12 * n / np.median(vw) / 1e9:6.2f} GB/s {v_cpu:6.2f} "
+              f"GB/CPU-s   numpy {n_cpu:6.2f} GB/CPU-s   ratio per CPU-s {v_cpu / n_cpu:.2f}",
+              flush=True)
+
+
 def matmul_glsl(tm, tn4, wx, n, texel):
     """C = A @ B (n x n float32): each invocation a `tm` x 4*`tn4` register tile of vec4
     accumulators, columns interleaved by `wx` invocations, A read as vec4 over k (k unrolled by
@@ -337,7 +378,7 @@ def main(argv=None):
     import vkir
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parts = ["loads", "broadcast", "vadd", "peak", "matmul"]
+    parts = ["loads", "broadcast", "vadd", "vadd_layouts", "peak", "matmul"]
     parser.add_argument("parts", nargs="*", default=parts, choices=parts)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)

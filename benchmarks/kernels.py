@@ -78,14 +78,22 @@ def add_template(n, w=64, vpt=4, layout="interleave", groups=256, v=4):
     workgroup costs a scheduling step). With `v=8` ("range" only) a vector is eight float32,
     loaded and stored as one uint64x4 through explicit pointer casts (`T.decl_buffer`) and
     added as two float32x4 halves: lavapipe pays a loop over its SIMD lanes per load or store
-    whatever its width, so 32-byte accesses cost least per element (needs shaderInt64)."""
+    whatever its width, so 32-byte accesses cost least per element (needs shaderInt64).
+    Layout "chunk": each invocation adds `vpt` consecutive vectors (one contiguous run of
+    `vpt * v` elements), as many workgroups of `w` as needed, no loop; with `v=8` it reads
+    float32x4 halves (texel fetches on lavapipe) and writes one uint64x4 through a pointer cast
+    of c only: on lavapipe, where stores cost a loop over the SIMD lanes per 32 or 64-bit
+    component, this is the fastest vadd measured (benchmarks.access_forms vadd_layouts)."""
     from vkir.errors import ArgumentError
     from vkir.script import from_script
 
     if n % v or v not in (4, 8):
         raise ArgumentError(f"add template: v={v} must be 4 or 8 and divide n={n}")
-    if v == 8 and layout != "range":
-        raise ArgumentError("add template: v=8 takes the range layout")
+    if v == 8 and layout not in ("range", "chunk"):
+        raise ArgumentError("add template: v=8 takes the range or chunk layout")
+    if layout == "chunk":
+        text = _ADD_CHUNK_WIDE if v == 8 else _ADD_CHUNK
+        return from_script(text, env=dict(N=n, W=w, VPT=vpt, NV=n // v), file="<benchmarks add>")
     if layout == "range":
         if (n // v) % (groups * w * vpt):
             raise ArgumentError(f"add template: {n // v} vectors do not split into "
@@ -138,10 +146,40 @@ def add(a: T.Buffer((N,), "float32"), b: T.Buffer((N,), "float32"), c: T.Buffer(
 '''
 
 
+_ADD_CHUNK = '''
+@T.prim_func
+def add(a: T.Buffer((N,), "float32"), b: T.Buffer((N,), "float32"), c: T.Buffer((N,), "float32")):
+    for bx in T.thread_binding((NV + W * VPT - 1) // (W * VPT), "blockIdx.x"):
+        for tx in T.thread_binding(W, "threadIdx.x"):
+            for u in T.unroll(VPT):
+                if (bx * W + tx) * VPT + u < NV:
+                    for v in T.vectorized(4):
+                        c[((bx * W + tx) * VPT + u) * 4 + v] = a[((bx * W + tx) * VPT + u) * 4 + v] + b[((bx * W + tx) * VPT + u) * 4 + v]
+'''
+
+_ADD_CHUNK_WIDE = '''
+@T.prim_func
+def add(a: T.Buffer((N,), "float32"), b: T.Buffer((N,), "float32"), c: T.Buffer((N,), "float32")):
+    cw = T.decl_buffer((NV,), "uint64x4", data=c.data)
+    for bx in T.thread_binding((NV + W * VPT - 1) // (W * VPT), "blockIdx.x"):
+        for tx in T.thread_binding(W, "threadIdx.x"):
+            for u in T.unroll(VPT):
+                i = (bx * W + tx) * VPT + u
+                if i < NV:
+                    lo = a[T.ramp(i * 8, 1, 4)] + b[T.ramp(i * 8, 1, 4)]
+                    hi = a[T.ramp(i * 8 + 4, 1, 4)] + b[T.ramp(i * 8 + 4, 1, 4)]
+                    cw[i] = T.shuffle([T.reinterpret(lo, "uint64x2"), T.reinterpret(hi, "uint64x2")], [0, 1, 2, 3])
+'''
+
+
 def _tuned_add():
     from vkir.autotuning import autotune
 
-    return autotune(configs={"cpu": [dict(w=8, vpt=4, layout="range", groups=64, v=8),
+    return autotune(configs={"cpu": [dict(w=64, vpt=1, layout="chunk", v=8),
+                                     dict(w=64, vpt=2, layout="chunk", v=8),
+                                     dict(w=128, vpt=2, layout="chunk", v=8),
+                                     dict(w=64, vpt=4, layout="chunk"),
+                                     dict(w=8, vpt=4, layout="range", groups=64, v=8),
                                      dict(w=8, vpt=2, layout="range", groups=128, v=8),
                                      dict(w=8, vpt=4, layout="range", groups=256),
                                      dict(w=8, vpt=4, layout="range", groups=64),
