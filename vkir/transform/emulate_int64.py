@@ -22,9 +22,16 @@ interpreter's: two's complement wrap-around at 64 bits):
 Floor division and modulo by a constant power of two (TVM's index arithmetic) are a shift and a
 mask; every other 64-bit division and modulo (truncating or flooring, signed or unsigned, by a
 run-time divisor) is straight-line code on 32-bit words (vkir.transform.int64_divide), with the
-interpreter's results for a zero divisor (0 and 0) and for -2**63 / -1. Refused with
-UnsupportedError naming the operation: int64 vectors (more than one lane), atomics on 64-bit elements, `T.reinterpret` to or from a
-64-bit integer, and any other intrinsic on 64-bit integers. float64 needs the device's
+interpreter's results for a zero divisor (0 and 0) and for -2**63 / -1. 
+Atomics: a buffer that a 64-bit atomic updates is held as uint32 words instead (two an element,
+the same bytes); `atomic_add`/`atomic_sub` (with a carry into the high word), `atomic_and`,
+`atomic_or` and `atomic_xor` are word atomics there, exact under contention, as statements
+(vkir.transform.int64_atomics says why their old value cannot be given).
+
+Refused with UnsupportedError naming the operation: int64 vectors (more than one lane), the
+old value of a 64-bit atomic, `atomic_min`/`atomic_max`/`atomic_exchange`/
+`atomic_compare_exchange` on 64-bit elements, `T.reinterpret` to or from a 64-bit integer, and
+any other intrinsic on 64-bit integers. float64 needs the device's
 `shaderFloat64` as before.
 """
 
@@ -38,6 +45,8 @@ from ..ir import stmt as S
 from ..ir import walk
 from ..ir.dtype import DataType, PointerType
 from ..ir.functor import Mutator
+from ..ir.op import is_atomic
+from . import int64_atomics as A
 from . import int64_divide as D
 from . import int64_pairs as P
 from .base import Pass
@@ -57,8 +66,9 @@ def _wide_pointer(dt) -> bool:
 class _Rewriter(Mutator):
     """Rewrites 64-bit integers into word pairs (see the module docstring)."""
 
-    def __init__(self, func_name: str):
+    def __init__(self, func_name: str, words=frozenset()):
         self.func_name = func_name
+        self.words = words  # data vars of 64-bit buffers held as uint32 words (64-bit atomics)
         self.vars = {}      # 64-bit Var (or pointer Var) -> its replacement
         self.loops = {}     # int64 loop or size Var -> the pair of its int32 replacement
         self.sizes = {}     # int64 size Var -> its int32 replacement (sizes are < 2**31)
@@ -85,7 +95,8 @@ class _Rewriter(Mutator):
                     new = E.Var(op.name, P.PAIR)
                 else:
                     self.scalar(op.dtype.element)
-                    new = E.Var(op.name, PointerType(P.PAIR, op.dtype.scope))
+                    element = P.WORD if op in self.words else P.PAIR
+                    new = E.Var(op.name, PointerType(element, op.dtype.scope))
                 self.vars[op] = new
             return new
         return op
@@ -105,6 +116,11 @@ class _Rewriter(Mutator):
             if not _wide_pointer(buf.data.dtype):
                 self.refuse(f"the {buf.dtype} view {buf.name!r} of {buf.data.dtype} memory")
             dims.update(data=self.visit_Var(buf.data), dtype=P.PAIR)
+            if buf.data in self.words:   # two uint32 words an element, in the last dimension
+                if buf.strides or not buf.shape:
+                    self.refuse(f"a 64-bit atomic on the strided or 0-d buffer {buf.name!r}")
+                dims.update(dtype=P.WORD, shape=(*dims["shape"][:-1], _doubled(dims["shape"][-1])),
+                            elem_offset=_doubled(dims["elem_offset"]))
         same = all(_identical(getattr(buf, k), v) for k, v in dims.items())
         new = self.buffers[buf] = buf if same else replace(buf, **dims)
         return new
@@ -129,11 +145,32 @@ class _Rewriter(Mutator):
         return new
 
     def visit_BufferLoad(self, op):
-        return E.BufferLoad(self.visit_buffer(op.buffer), tuple(self.index(i) for i in op.indices))
+        buf, indices = self.visit_buffer(op.buffer), tuple(self.index(i) for i in op.indices)
+        if op.buffer.data in self.words:
+            return P.pair(*(E.BufferLoad(buf, A.word_index(indices, w)) for w in (0, 1)))
+        return E.BufferLoad(buf, indices)
 
     def visit_BufferStore(self, op):
-        return S.BufferStore(self.visit_buffer(op.buffer), self.visit(op.value),
-                             tuple(self.index(i) for i in op.indices))
+        buf, indices = self.visit_buffer(op.buffer), tuple(self.index(i) for i in op.indices)
+        value = self.visit(op.value)
+        if op.buffer.data in self.words:
+            return A.bind_stmt(value, lambda v: S.SeqStmt(tuple(
+                S.BufferStore(buf, P.lo(v) if w == 0 else P.hi(v), A.word_index(indices, w))
+                for w in (0, 1))))
+        return S.BufferStore(buf, value, indices)
+
+    def visit_Evaluate(self, op):
+        call = op.value
+        if isinstance(call, E.Call) and is_atomic(call.op) and is_wide(call.dtype):
+            self.scalar(call.dtype)
+            if call.op not in A.EMULATED:
+                self.refuse(f"T.{call.op} on the {call.dtype} buffer {call.args[0].buffer.name!r} "
+                            "(64-bit atomics are emulated for add, sub, and, or and xor only: "
+                            "the others need both words updated indivisibly)")
+            at = call.args[0]
+            return A.statement(call.op, self.visit_buffer(at.buffer),
+                               tuple(self.index(i) for i in at.indices), self.visit(call.args[1]))
+        return self.generic_visit(op)
 
     def visit_For(self, op):
         if not is_wide(op.loop_var.dtype):
@@ -272,6 +309,10 @@ class _Rewriter(Mutator):
         if not wide:
             return self.generic_visit(op)
         name = op.op
+        if is_atomic(name) and is_wide(op.dtype):
+            self.refuse(f"the old value of T.{name} on the {op.dtype} buffer "
+                        f"{op.args[0].buffer.name!r} (a 64-bit atomic is emulated as a statement "
+                        "only: its two words are updated separately, so no old value is exact)")
         if name in _BITWISE and is_wide(op.dtype):
             self.scalar(op.dtype)
             return P.bitwise(name, *(self.visit(a) for a in op.args))
@@ -310,7 +351,7 @@ class EmulateInt64(Pass):
         """Rewrite 64-bit integer values into word pairs and 64-bit buffers into uint32x2 ones."""
         if not _mentions_wide(func):
             return func
-        rw = _Rewriter(func.name)
+        rw = _Rewriter(func.name, _atomic_targets(func))
         for v in func.size_vars:
             if is_wide(v.dtype):
                 rw.sizes[v] = E.Var(v.name, P.INT32)
@@ -356,6 +397,19 @@ def _power_of_two(value) -> int | None:
             and value.value < 2 ** 63:
         return value.value.bit_length() - 1
     return None
+
+
+def _doubled(e: E.PrimExpr) -> E.PrimExpr:
+    """2 * e (folded for a constant)."""
+    if isinstance(e, E.IntImm):
+        return E.IntImm(e.dtype, 2 * e.value)
+    return E.Mul(e, E.IntImm(e.dtype, 2))
+
+
+def _atomic_targets(func) -> frozenset:
+    """Data vars of the buffers that a 64-bit atomic updates (held as uint32 words)."""
+    return frozenset(node.args[0].buffer.data for node in walk(func.body)
+                     if isinstance(node, E.Call) and is_atomic(node.op) and is_wide(node.dtype))
 
 
 def _mentions_wide(func) -> bool:
