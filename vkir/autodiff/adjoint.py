@@ -36,7 +36,7 @@ from ..ir import (AllocBuffer, BufferLoad, BufferStore, Call, DeclBuffer, Evalua
                   substitute)
 from ..ir import walk as _nodes
 from .derivatives import NOP, Propagate, build, fconst, is_float, where
-from .indexing import injective
+from .indexing import injective, linear
 from .overwrites import plan as _last_stores
 from .vector_locals import scalarize as _scalarize_vector_locals
 
@@ -55,6 +55,48 @@ def grad(f: PrimFunc, wrt) -> PrimFunc:
     sequence of names): f's parameters, then `d_<name>` for each buffer f writes (parameter
     order), then `d_<name>` for each `wrt` name (its order). Running it adds d(outputs . seeds) /
     d(wrt) into the d_<wrt> buffers, the seeds being the d_<output> buffers."""
+    setup = prepare(f, wrt)
+    for buf, read in setup.shared.items():
+        if buf.dtype != "float32":
+            raise UnsupportedError(
+                f"vkir.grad: several invocations of {setup.func.name} may read the same element "
+                f"of {buf.name!r}{where(read)}, so the adjoint adds into d_{buf.name} with "
+                f"T.atomic_add, which has no {buf.dtype} form (float32 only); make each "
+                "invocation read its own elements, or take the gradient in float32")
+    return setup.adjoint(setup.stage_one(None), setup.func.name + "_grad")
+
+
+class Setup:
+    """What every adjoint of f shares: f (vector locals scalarized), the seed and gradient
+    buffers, the wrt buffers whose reads invocations may share, and the last-store flags."""
+
+    def __init__(self, func, seeds, grads, shared, last):
+        self.func, self.seeds, self.grads, self.shared, self.last = \
+            func, seeds, grads, shared, last
+
+    def stage_one(self, gather):
+        """The per-invocation adjoint body; `gather` (vkir.autodiff.gather.Plan or None): the
+        reads it leaves to gather kernels."""
+        return self.last.scoped(None, _Adjoint(self.seeds, self.grads, self.shared, self.last,
+                                               gather).stmt(self.func.body))
+
+    def params(self, extra=()):
+        """(params, buffer_map) of an adjoint kernel: f's, the seeds, the gradients, `extra`."""
+        f = self.func
+        added = list(self.seeds.values()) + list(self.grads.values()) + list(extra)
+        bmap = dict(f.buffer_map)
+        bmap.update({b.data: b for b in added})
+        return list(f.params) + [b.data for b in added], bmap
+
+    def adjoint(self, body, name, extra=()):
+        """A PrimFunc with the adjoint parameters (and `extra` buffers) and `body`."""
+        params, bmap = self.params(extra)
+        return PrimFunc(params, body, bmap, self.func.attrs.set("global_symbol", name))
+
+
+def prepare(f: PrimFunc, wrt) -> Setup:
+    """Check f and `wrt` for differentiation (ArgumentError/UnsupportedError naming what is
+    wrong) and make the adjoint buffers (see `grad`)."""
     if not isinstance(f, PrimFunc):
         raise ArgumentError(f"vkir.grad: expected a PrimFunc, got {type(f).__name__}")
     f = _scalarize_vector_locals(f)   # vector locals and lets: one scalar per lane
@@ -83,19 +125,7 @@ def grad(f: PrimFunc, wrt) -> PrimFunc:
     seeds = {b: decl_buffer(b.shape, b.dtype, f"d_{b.name}") for b in outputs}
     grads = {by_name[n]: decl_buffer(by_name[n].shape, by_name[n].dtype, f"d_{n}") for n in wrt}
     shared = _shared_reads(f.body, set(grads))
-    for buf, read in shared.items():
-        if buf.dtype != "float32":
-            raise UnsupportedError(
-                f"vkir.grad: several invocations of {f.name} may read the same element of "
-                f"{buf.name!r}{where(read)}, so the adjoint adds into d_{buf.name} with "
-                f"T.atomic_add, which has no {buf.dtype} form (float32 only); make each "
-                "invocation read its own elements, or take the gradient in float32")
-    last = _last_stores(f.body, outputs)
-    body = last.scoped(None, _Adjoint(seeds, grads, shared, last).stmt(f.body))
-    params = list(f.params) + [b.data for b in seeds.values()] + [b.data for b in grads.values()]
-    bmap = dict(f.buffer_map)
-    bmap.update({b.data: b for b in list(seeds.values()) + list(grads.values())})
-    return PrimFunc(params, body, bmap, f.attrs.set("global_symbol", f"{f.name}_grad"))
+    return Setup(f, seeds, grads, shared, _last_stores(f.body, outputs))
 
 
 # -- checks ---------------------------------------------------------------------------------------
@@ -161,6 +191,7 @@ def _shared_reads(body, grads) -> dict:
 class _Reads:
     def __init__(self, grads, shared):
         self.grads, self.shared = grads, shared
+        self.signatures = {}
 
     def visit(self, node, loops, lets):
         if isinstance(node, For):
@@ -195,16 +226,37 @@ class _Reads:
     def expr(self, e, loops, lets):
         def visit(n):
             if isinstance(n, BufferLoad) and n.buffer in self.grads and \
-                    not injective(n.indices, n.buffer, loops, lets):
+                    (not injective(n.indices, n.buffer, loops, lets) or
+                     self.signature(n, loops, lets) != self.signatures.setdefault(
+                         n.buffer, self.signature(n, loops, lets))):
                 self.shared.setdefault(n.buffer, n)
         walk(e, visit)
+
+    @staticmethod
+    def signature(n, loops, lets):
+        """What must agree between reads of one buffer, each injective, for no two invocations
+        to reach one element through different reads (`x[i]` and `x[i + 1]` do): the flat index
+        form up to renaming serial loop variables of equal extent."""
+        forms = [linear(i, lets) for i in n.indices]
+        if any(f is None for f in forms):
+            return object()   # unique: never equal to another read's
+        info = {var: (extent, parallel) for var, extent, parallel in loops}
+        dims = []
+        for form in forms:
+            fixed = tuple(sorted((var.name, id(var), c) for var, c in form.items()
+                                 if var is not None and c and info.get(var, (0, True))[1]))
+            serial = tuple(sorted((c, str(info[var][0])) for var, c in form.items()
+                                  if var is not None and c and not info.get(var, (0, True))[1]))
+            dims.append((form.get(None, 0), fixed, serial))
+        return tuple(dims)
 
 
 # -- the transformation ---------------------------------------------------------------------------
 class _Adjoint:
-    def __init__(self, seeds, grads, shared, last):
+    def __init__(self, seeds, grads, shared, last, gather=None):
         self.seeds, self.grads, self.shared = seeds, grads, shared
         self.last = last  # the last-store flags (vkir.autodiff.overwrites)
+        self.gather = gather  # reads left to gather kernels (vkir.autodiff.gather.Plan)
         self.local_adj = {}  # local float buffer -> its adjoint buffer
         self.var_adj = {}  # float let var -> its adjoint scalar buffer
         self.captured = {}  # variable holding a local's value at a let -> that local's load
@@ -213,6 +265,8 @@ class _Adjoint:
     def _load_target(self, load):
         b = load.buffer
         if b in self.grads:
+            if self.gather is not None and b in self.gather.sites:
+                return None   # every read of b is summed by its gather kernel
             return self.grads[b], load.indices, b in self.shared
         if b in self.local_adj:
             return self.local_adj[b], load.indices, False
@@ -263,6 +317,9 @@ class _Adjoint:
                 adj = self.local_adj[s.buffer]
                 items += [("let", t, BufferLoad(adj, s.indices)),
                           BufferStore(adj, fconst(0, t), s.indices)]
+                scratch = self.gather.scratch.get(id(s)) if self.gather is not None else None
+                if scratch is not None:   # the seed, for the gather kernels
+                    items.append(BufferStore(scratch[0], t, scratch[1]))
             else:
                 return NOP
             self.prop.expr(s.value, t, items)

@@ -6,9 +6,10 @@
     tape.backward({out: np.ones(1, "float32")})   # seeds: d(result) / d(out)
     tape.grad(w)                                  # a DeviceArray shaped like w
 
-Each recorded call's adjoint is `vkir.grad` of the kernel's PrimFunc with respect to every float
-buffer the kernel reads (and does not write), built once per kernel and kept while the kernel
-lives. `backward` adds the seeds into the adjoints, then runs the calls' adjoint kernels in
+Each recorded call's adjoint is `vkir.grad`'s adjoint of the kernel's PrimFunc with respect to
+every float buffer the kernel reads (and does not write), in its staged form
+(vkir.autodiff.staged: gather kernels instead of contended atomics where the index maps
+invert), built once per kernel and kept while the kernel lives. `backward` adds the seeds into the adjoints, then runs the calls' adjoint kernels in
 reverse order: each gets the call's own arguments, the adjoints of the arrays the call wrote
 (the seeds) and the adjoints of the float arrays it read (accumulated, +=). A call none of whose
 outputs has an adjoint contributes nothing and is skipped.
@@ -41,7 +42,7 @@ import numpy as np
 from ..driver.tape_hook import ACTIVE_TAPE
 from ..errors import ArgumentError, UnsupportedError
 from ..ir import BufferLoad, BufferStore, Call, walk
-from .adjoint import grad as _grad
+from .staged import adjoint_kernels
 from .memory import Memories, extent, fingerprint, overlap
 
 # forward Kernel -> (wrt names, adjoint Kernel or None when nothing is read): a cache, so that a
@@ -398,13 +399,32 @@ def _adjoint_kernel(kernel, call, index):
         adjoint = None
     else:
         try:
-            adjoint = _build(_grad(func, wrt), kernel.device)
+            adjoint = _Staged(adjoint_kernels(func, wrt), kernel.device)
         except UnsupportedError as exc:
             raise UnsupportedError(f"vkir.Tape: the adjoint of recorded call {index} (kernel "
                                    f"{kernel.name}, outputs {sorted(written)}): {exc}") from exc
     with _ADJOINTS_LOCK:
         _ADJOINTS[kernel] = (wrt, adjoint)
     return adjoint, wrt
+
+
+class _Staged:
+    """The built kernels of an adjoint (vkir.autodiff.staged: a first kernel, then gather
+    kernels), called as one: `(*args, *seeds, *grads)`; scratch buffers are made per call."""
+
+    def __init__(self, kernels, device):
+        self.plan = kernels
+        self.kernels = [_build(k, device) for k in kernels.kernels]
+        self.device = device
+
+    def __call__(self, *args):
+        from ..driver.arrays import empty
+
+        n = len(self.plan.func.params)
+        scratch = [empty(shape, b.dtype, device=args[0].device)
+                   for shape, b in zip(self.plan.scratch_shapes(args[:n]), self.plan.scratch)]
+        for k in self.kernels:
+            k(*args, *scratch)
 
 
 def _build(func, device):

@@ -1,0 +1,363 @@
+"""Gather-form adjoints of shared reads: which reads can skip the atomic add, and the kernels that
+sum their contributions instead.
+
+When invocations share an element of a wrt buffer (`w[k, j]` read by every i of a dense layer),
+the one-kernel adjoint adds into d_w with contended atomics. Where the read's index map can be
+inverted, the sum can instead be gathered by a kernel launched over d_w's own index space: each
+invocation of it owns one element e, enumerates the iterations (parallel indices p, serial
+indices s) whose read reaches e, and adds up their contributions seed(p, s) * d value / d read,
+one writer per element, no atomics.
+
+A statement's read qualifies (`plan`) when
+- its indices are affine in the loop variables, positive coefficients forming a mixed radix in
+  each dimension, each loop variable in one dimension at most (so the variables the index uses
+  are decoded from e by division, and the others are looped over), the loops rectangular;
+- the derivative of the statement's value with respect to the read, its branch conditions and the
+  lets it uses read no local (mutable) value, so the gather kernel recomputes them from the inputs;
+- its seed is known per invocation: a store into an output without a last-store flag (the seed is
+  d_<output> at the store's index), or a store into a float local outside serial loops, or an
+  accumulation `acc = acc + g(x)` / `acc - g(x)` in serial loops in which acc is only
+  accumulated (its adjoint, so the seed, is the same in every iteration). A local's seed is
+  written by the first kernel into a scratch buffer indexed by the invocation's parallel indices.
+
+A buffer is gathered when every read of it that invocations may share qualifies; the others keep
+their atomic adds (a data-dependent index such as `w[idx[i]]`, a read under a condition on a
+local, a product accumulation `acc = acc * w[k]`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir import (Add, AllocBuffer, And, BufferLoad, BufferStore, Call, DeclBuffer, Evaluate,
+                  FloorDiv, For, GE, IfThenElse, IntImm, LT, Let, LetStmt, Not, PrimFunc,
+                  SeqStmt, Sub, Var, decl_buffer, seq, substitute)
+from ..ir import walk
+from ..ir.structural import structural_equal
+from .derivatives import Propagate, build, fconst
+from .indexing import linear
+
+PARALLEL = ("thread_binding", "parallel")
+INT32 = "int32"
+
+
+@dataclass(frozen=True, eq=False)
+class Site:
+    """One statement whose reads of `buffer` are gathered: the statement, its enclosing loops
+    ((var, min, extent, parallel) outermost first), lets and conditions, and where its seed
+    comes from (`seed`: the output's seed buffer, or the scratch buffer of a local's seed)."""
+
+    node: object
+    buffer: object
+    loops: tuple
+    lets: tuple
+    conds: tuple
+    seed: object        # Buffer to read the seed from
+    seed_indices: tuple  # its indices (loop variables of the site)
+
+
+@dataclass(frozen=True, eq=False)
+class Plan:
+    """The gathered reads: {wrt buffer: [Site]}, and the scratch buffers of local seeds
+    ({id(statement): (scratch buffer, parallel index vars)})."""
+
+    sites: dict
+    scratch: dict
+
+    def gathered(self, node) -> set:
+        """The wrt buffers whose reads in statement `node` the first kernel leaves out."""
+        return {b for b, ss in self.sites.items() if any(s.node is node for s in ss)}
+
+
+def plan(body, shared, seeds, grads, last, sizes) -> Plan:
+    """Which reads of the `shared` wrt buffers are gathered (see the module's docstring).
+    `seeds`/`grads`: {buffer: adjoint buffer}; `last`: the last-store flags
+    (vkir.autodiff.overwrites); `sizes`: the size variables a scratch shape may use."""
+    found, refused = {}, set()
+    _Walk(shared, seeds, grads, last, sizes, found, refused).visit(body, (), (), (), frozenset())
+    sites = {b: ss for b, ss in found.items() if b not in refused}
+    scratch = {}
+    for ss in sites.values():
+        for s in ss:
+            if s.seed not in seeds.values():
+                scratch[id(s.node)] = (s.seed, s.seed_indices)
+    return Plan(sites, scratch)
+
+
+class _Walk:
+    def __init__(self, shared, seeds, grads, last, sizes, found, refused):
+        self.shared, self.seeds, self.grads, self.last = shared, seeds, grads, last
+        self.sizes, self.found, self.refused = sizes, found, refused
+        self.scratch = {}   # id(statement) -> scratch buffer (one per local-seeded statement)
+
+    def visit(self, node, loops, lets, conds, bad):
+        if isinstance(node, For):
+            self.visit(node.body, loops + ((node, node.kind in PARALLEL),), lets, conds, bad)
+        elif isinstance(node, LetStmt):
+            # a shared read in a let's value reaches d_<buffer> through the let's adjoint: atomic
+            self.refused.update(n.buffer for n in walk(node.value)
+                                if isinstance(n, BufferLoad) and n.buffer in self.shared)
+            if _reads_local(node.value, bad):
+                self.visit(node.body, loops, lets, conds, bad | {node.var})
+            else:
+                self.visit(node.body, loops, lets + (node,), conds, bad)
+        elif isinstance(node, SeqStmt):
+            for s in node.seq:
+                self.visit(s, loops, lets, conds, bad)
+        elif isinstance(node, IfThenElse):
+            self.visit(node.then_case, loops, lets, conds + (node.condition,), bad)
+            if node.else_case is not None:
+                self.visit(node.else_case, loops, lets, conds + (Not(node.condition),), bad)
+        elif isinstance(node, (AllocBuffer, DeclBuffer)):
+            self.visit(node.body, loops, lets, conds, bad)
+        elif isinstance(node, (BufferStore, Evaluate)):
+            self.statement(node, loops, lets, conds, bad)
+
+    def statement(self, node, loops, lets, conds, bad):
+        value = node.value
+        if isinstance(node, Evaluate):
+            if not (isinstance(value, Call) and value.op == "atomic_add"):
+                return
+            value = value.args[1]
+        buffers = {n.buffer for n in walk(value) if isinstance(n, BufferLoad)
+                   and n.buffer in self.shared}
+        for b in buffers:
+            site = self.site(node, value, b, loops, lets, conds, bad)
+            if site is None:
+                self.refused.add(b)
+            else:
+                self.found.setdefault(b, []).append(site)
+
+    def site(self, node, value, b, loops, lets, conds, bad):
+        parallel = [(f.loop_var, f.min, f.extent) for f, par in loops if par]
+        serial = [f for f, par in loops if not par]
+        if not parallel or any(isinstance(n, Let) for n in walk(value)):
+            return None
+        loop_vars = {f.loop_var for f, _ in loops}
+        for f, _ in loops:   # rectangular loops with ranges the gather can recompute
+            for e in (f.min, f.extent):
+                if _reads_local(e, bad) or any(isinstance(n, Var) and n in loop_vars
+                                               for n in walk(e)):
+                    return None
+        if any(_reads_local(c, bad) for c in conds):
+            return None
+        seed = self.seed(node, value, parallel, serial, bad)
+        if seed is None:
+            return None
+        int_lets = {s.var: s.value for s in lets if not s.value.dtype.is_float}
+        for load in _reads_of(value, b):
+            if _decode_plan(load.indices, loops, int_lets) is None:
+                return None
+        probe = Var("probe", b.dtype)
+        items = []
+        Propagate(lambda ld: (b, ld.indices, False) if ld.buffer is b else None,
+                  lambda v: None).expr(_without_self(node, value), probe, items)
+        if any(_reads_local(x if not isinstance(x, tuple) else x[2], bad) for x in items):
+            return None
+        return Site(node, b, tuple((f.loop_var, f.min, f.extent, par) for f, par in loops),
+                    lets, conds, seed[0], seed[1])
+
+    def seed(self, node, value, parallel, serial, bad):
+        """(buffer, indices) the seed of `node` is read from in the gather, or None."""
+        if isinstance(node, Evaluate):
+            target = node.value.args[0]
+            if target.buffer not in self.seeds or id(node) in self.last.flags or \
+                    any(_reads_local(i, bad) for i in target.indices):
+                return None
+            return self.seeds[target.buffer], target.indices
+        if node.buffer in self.seeds:
+            if id(node) in self.last.flags or any(_reads_local(i, bad) for i in node.indices):
+                return None
+            return self.seeds[node.buffer], node.indices
+        if node.buffer.scope != "local" or not node.buffer.dtype.is_float or \
+                not all(isinstance(i, IntImm) for i in node.indices):
+            return None
+        if serial and not _accumulates_only(serial[0], node.buffer):
+            return None
+        shape = []
+        for _, _, extent in parallel:
+            if not (isinstance(extent, IntImm) or (isinstance(extent, Var)
+                                                   and extent in self.sizes)):
+                return None
+            shape.append(extent)
+        buf = self.scratch.get(id(node))
+        if buf is None:
+            buf = self.scratch[id(node)] = decl_buffer(
+                tuple(shape), node.buffer.dtype, f"seed_{node.buffer.name}{len(self.scratch)}")
+        return buf, tuple(v - lo if not (isinstance(lo, IntImm) and lo.value == 0) else v
+                          for v, lo, _ in parallel)
+
+
+def _reads_local(e, bad) -> bool:
+    return any((isinstance(n, BufferLoad) and n.buffer.scope != "global") or
+               (isinstance(n, Var) and n in bad) for n in walk(e))
+
+
+def _reads_of(value, b):
+    found = []
+    for n in walk(value):
+        if isinstance(n, BufferLoad) and n.buffer is b and \
+                not any(structural_equal(tuple(n.indices), tuple(m.indices)) for m in found):
+            found.append(n)
+    return found
+
+
+def _self_term(node, value):
+    """For a store `acc[c] = acc[c] + g` (or g + acc[c], acc[c] - g): g with its sign as
+    (g, +1/-1); else None."""
+    if not isinstance(node, BufferStore) or node.buffer.scope != "local":
+        return None
+
+    def own(e):
+        return isinstance(e, BufferLoad) and e.buffer is node.buffer and \
+            structural_equal(tuple(e.indices), tuple(node.indices))
+
+    if isinstance(value, Add) and own(value.a):
+        return value.b
+    if isinstance(value, Add) and own(value.b):
+        return value.a
+    if isinstance(value, Sub) and own(value.a):
+        return -value.b
+    return None
+
+
+def _without_self(node, value):
+    """The part of the stored value whose derivative goes to global reads: an accumulation's
+    increment (its own term passes the seed on to the local unchanged), else the value."""
+    g = _self_term(node, value)
+    return value if g is None else g
+
+
+def _accumulates_only(loop, buf) -> bool:
+    """Whether inside `loop` the local `buf` is only accumulated (`buf[c] = buf[c] + g`, g not
+    reading buf): then its adjoint is the same in every iteration."""
+    stores = [n for n in walk(loop.body) if isinstance(n, BufferStore) and n.buffer is buf]
+    loads = [n for n in walk(loop.body) if isinstance(n, BufferLoad) and n.buffer is buf]
+    for s in stores:
+        g = _self_term(s, s.value)
+        if g is None or any(isinstance(n, BufferLoad) and n.buffer is buf for n in walk(g)):
+            return False
+    return len(loads) == len(stores)
+
+
+def _decode_plan(indices, loops, lets):
+    """Per index dimension: (constant, [(coefficient, loop var, min, extent)] by decreasing
+    coefficient) when the index is affine in the loop variables with positive coefficients in
+    a mixed radix and each loop variable in one dimension at most; else None."""
+    info = {f.loop_var: (f.min, f.extent) for f, _ in loops}
+    out, used = [], set()
+    for idx in indices:
+        form = linear(idx, lets)
+        if form is None:
+            return None
+        terms, const = [], form.get(None, 0)
+        for var, c in form.items():
+            if var is None or c == 0:
+                continue
+            if var not in info or c < 0 or var in used:
+                return None
+            used.add(var)
+            lo, extent = info[var]
+            if not isinstance(lo, IntImm):
+                return None
+            const += c * lo.value
+            if not (isinstance(extent, IntImm) and extent.value == 1):
+                terms.append((c, var, lo, extent))   # (a one-trip loop: looped over, at lo)
+        terms.sort(key=lambda t: -t[0])
+        for (c_big, *_), (c, _, _, extent) in zip(terms, terms[1:]):
+            if not isinstance(extent, IntImm) or c_big < c * extent.value:
+                return None
+        out.append((const, terms))
+    return out
+
+
+def gather_kernel(name, params, buffer_map, b, d_b, sites, attrs) -> PrimFunc:
+    """The kernel over d_b's index space that adds every gathered contribution of `sites` (reads
+    of wrt buffer b) into its element: one invocation per element, no atomics."""
+    dims = [Var(f"e{k}", INT32) for k in range(len(b.shape))]
+    acc = decl_buffer((1,), b.dtype, f"d_{b.name}_sum", scope="local")
+    blocks = [BufferStore(acc, fconst(0, acc), (IntImm(INT32, 0),))]
+    for site in sites:
+        value = site.node.value if isinstance(site.node, BufferStore) else site.node.value.args[1]
+        part = _without_self(site.node, value)
+        lets = {s.var: s.value for s in site.lets if not s.value.dtype.is_float}
+        for load in _reads_of(part, b):
+            blocks.append(_block(site, part, load, dims, acc, lets))
+    total = BufferLoad(acc, (IntImm(INT32, 0),))
+    body = seq(*blocks, BufferStore(d_b, BufferLoad(d_b, tuple(dims)) + total, tuple(dims)))
+    body = AllocBuffer(acc, body)
+    for var, extent in reversed(list(zip(dims, b.shape))):
+        body = For(var, IntImm(INT32, 0), extent, "parallel", body)
+    return PrimFunc(params, body, buffer_map, attrs.set("global_symbol", name))
+
+
+def _block(site, part, load, dims, acc, int_lets):
+    """The sum over the iterations whose read `load` (in value `part` of site's statement)
+    reaches element `dims`: the decoded loop variables, loops over the others, the site's
+    lets and conditions, its seed times the derivative."""
+    fresh = {}
+    for var, *_ in site.loops:
+        fresh[var] = Var(var.name, var.dtype)
+    for s in site.lets:
+        fresh[s.var] = Var(s.var.name, s.var.dtype)
+    decode = _decode_plan(load.indices, [(_Loop(v, lo, ext), par)
+                                         for v, lo, ext, par in site.loops], int_lets)
+    t = Var("seed", load.dtype)
+    items = [("let", t, BufferLoad(site.seed, tuple(site.seed_indices)))]
+    Propagate(lambda ld: ((acc, (IntImm(INT32, 0),), False)
+                          if ld.buffer is load.buffer and
+                          structural_equal(tuple(ld.indices), tuple(load.indices)) else None),
+              lambda v: None).expr(part, t, items)
+    inner = build(items)
+    for cond in reversed(site.conds):
+        inner = IfThenElse(cond, inner)
+    for s in reversed(site.lets):
+        inner = LetStmt(s.var, s.value, inner)
+    fixed = {var for _, terms in decode for _, var, _, _ in terms}
+    for var, lo, extent, _ in reversed(site.loops):
+        if var not in fixed:
+            inner = For(var, lo, extent, "serial", inner)
+    checks, lets = [], []
+    for dim, (const, terms) in zip(dims, decode):
+        rem = dim
+        if const:
+            rem = Var(f"{dim.name}_rem", INT32)
+            lets.append((rem, dim - IntImm(INT32, const)))
+            checks.append(GE(rem, IntImm(INT32, 0)))   # (the element index itself is >= 0)
+        for c, var, lo, extent in terms:
+            u = Var(f"{var.name}_u", INT32) if lo.value else var
+            lets.append((u, FloorDiv(rem, IntImm(INT32, c)) if c != 1 else rem))
+            if lo.value:
+                lets.append((var, u + lo))
+            checks.append(LT(u, extent))
+            if c != 1:
+                nxt = Var(f"{dim.name}_rem", INT32)
+                lets.append((nxt, rem - u * IntImm(INT32, c)))
+                rem = nxt
+            else:
+                rem = None   # a unit coefficient takes the whole remainder
+                break
+        if rem is not None:
+            checks.append(_eq0(rem))
+    body = inner
+    if checks:   # the checks use the decoded variables, so they sit inside the lets
+        cond = checks[0]
+        for c in checks[1:]:
+            cond = And(cond, c)
+        body = IfThenElse(cond, inner)
+    for var, value in reversed(lets):
+        body = LetStmt(var, value, body)
+    return substitute(body, fresh)
+
+
+def _eq0(e):
+    from ..ir import EQ
+
+    return EQ(e, IntImm(INT32, 0))
+
+
+@dataclass(frozen=True)
+class _Loop:
+    loop_var: object
+    min: object
+    extent: object

@@ -1,0 +1,87 @@
+"""`adjoint_kernels(f, wrt)`: the adjoint of f as a short sequence of kernels without contended
+atomics where the reads' index maps can be inverted.
+
+`vkir.grad` returns one kernel: each invocation runs its statements backwards and adds the
+adjoints of reads that several invocations share (`w[k, j]` of a dense layer, read by every row
+i) into d_w with atomic adds, all invocations contending for the same few elements. Here the
+first kernel is that adjoint with those reads left out; where their statement's seed is a
+local's adjoint it writes the seed into a scratch buffer indexed by the invocation (the
+`d_pre[i, j]` of the layer). Then one gather kernel per such wrt buffer, launched over its
+index space, sums each element's contributions over the iterations that read it
+(vkir.autodiff.gather): `d_w[k, j] = sum_i seed[i, j] * x[i, k]`, one writer per element. Reads
+whose map cannot be inverted (a data-dependent index, a value that depends on a local the
+gather cannot recompute) keep their atomic adds in the first kernel.
+
+Every kernel takes the same arguments: f's parameters, the seeds d_<output>, the gradients
+d_<wrt> (added into, as with vkir.grad), then the scratch buffers (`scratch_shapes(args)`
+gives their shapes for the call's arguments; their contents need no initial value).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import UnsupportedError
+from ..ir import PrimFunc, Var
+from .adjoint import prepare
+from .derivatives import where
+from .gather import gather_kernel, plan
+
+
+@dataclass(frozen=True)
+class AdjointKernels:
+    """The kernels of one adjoint, run in order with the same arguments (see the module doc).
+    `gathered`: the wrt names whose shared reads are summed by gather kernels; `atomic`: those
+    whose shared reads still use atomic adds in the first kernel."""
+
+    kernels: tuple
+    scratch: tuple
+    gathered: tuple
+    atomic: tuple
+    func: PrimFunc
+
+    def scratch_shapes(self, args) -> list:
+        """The shape of each scratch buffer for a call of f with `args` (f's parameters in
+        order: arrays with a .shape for the buffers), its size variables bound from them."""
+        sizes = {}
+        f = self.func
+        for var, arg in zip(f.params, args):
+            buf = f.buffer_map.get(var)
+            if buf is None:
+                continue
+            for dim, n in zip(buf.shape, getattr(arg, "shape", ())):
+                if isinstance(dim, Var):
+                    sizes.setdefault(dim, int(n))
+        return [tuple(d.value if not isinstance(d, Var) else sizes[d] for d in b.shape)
+                for b in self.scratch]
+
+
+def adjoint_kernels(f: PrimFunc, wrt) -> AdjointKernels:
+    """The adjoint of f with respect to `wrt` (as vkir.grad takes them) as a first kernel plus
+    one gather kernel per wrt buffer whose shared reads can be gathered (the module's doc)."""
+    setup = prepare(f, wrt)
+    func = setup.func
+    sizes = {d for b in func.buffer_map.values() for d in b.shape if isinstance(d, Var)}
+    gather = plan(func.body, set(setup.shared), setup.seeds, setup.grads, setup.last, sizes)
+    for buf, read in setup.shared.items():
+        if buf not in gather.sites and buf.dtype != "float32":
+            raise UnsupportedError(
+                f"vkir.grad: several invocations of {func.name} may read the same element of "
+                f"{buf.name!r}{where(read)} through an index vkir cannot invert, so the "
+                f"adjoint adds into d_{buf.name} with T.atomic_add, which has no {buf.dtype} "
+                "form (float32 only); make each invocation read its own elements, or take the "
+                "gradient in float32")
+    scratch = []
+    for buf, _ in gather.scratch.values():
+        if buf not in scratch:
+            scratch.append(buf)
+    kernels = [setup.adjoint(setup.stage_one(gather), func.name + "_grad", scratch)]
+    params, bmap = setup.params(scratch)
+    for buf, sites in gather.sites.items():
+        kernels.append(gather_kernel(f"{func.name}_grad_{buf.name}", params, bmap, buf,
+                                     setup.grads[buf], sites, func.attrs))
+    names = [b.name for b in setup.grads]
+    return AdjointKernels(tuple(kernels), tuple(scratch),
+                          tuple(n for n, b in zip(names, setup.grads) if b in gather.sites),
+                          tuple(n for n, b in zip(names, setup.grads)
+                                if b in setup.shared and b not in gather.sites), func)
