@@ -28,8 +28,11 @@ the same bytes); `atomic_add`/`atomic_sub` (with a carry into the high word), `a
 `atomic_or` and `atomic_xor` are word atomics there, exact under contention, as statements
 (vkir.transform.int64_atomics says why their old value cannot be given).
 
-Refused with UnsupportedError naming the operation: int64 vectors (more than one lane), the
-old value of a 64-bit atomic, `atomic_min`/`atomic_max`/`atomic_exchange`/
+Vectors: int64/uint64 vectors (vectorized loops, int64x2/int64x4 element buffers) are first
+taken apart lane by lane (vkir.transform.int64_lanes), so that each lane is a pair.
+
+Refused with UnsupportedError naming the operation: the few 64-bit vector forms that
+int64_lanes names (an impure call giving a vector, a nested vector index), the old value of a 64-bit atomic, `atomic_min`/`atomic_max`/`atomic_exchange`/
 `atomic_compare_exchange` on 64-bit elements, `T.reinterpret` to or from a 64-bit integer, and
 any other intrinsic on 64-bit integers. float64 needs the device's
 `shaderFloat64` as before.
@@ -48,6 +51,7 @@ from ..ir.functor import Mutator
 from ..ir.op import is_atomic
 from . import int64_atomics as A
 from . import int64_divide as D
+from . import int64_lanes as L
 from . import int64_pairs as P
 from .base import Pass
 
@@ -80,6 +84,7 @@ class _Rewriter(Mutator):
                                "(shaderInt64) is not emulated")
 
     def scalar(self, dt: DataType) -> None:
+        """Refuse a 64-bit vector that int64_lanes left (it takes apart every other one)."""
         if dt.lanes != 1:
             self.refuse(f"the {dt} vector")
 
@@ -351,6 +356,7 @@ class EmulateInt64(Pass):
         """Rewrite 64-bit integer values into word pairs and 64-bit buffers into uint32x2 ones."""
         if not _mentions_wide(func):
             return func
+        func = L.scalarize(func)   # 64-bit vectors: lane by lane, in int64 scalars
         rw = _Rewriter(func.name, _atomic_targets(func))
         for v in func.size_vars:
             if is_wide(v.dtype):
