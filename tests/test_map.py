@@ -104,9 +104,50 @@ def test_device_arrays_and_out(device, maps):
 
 def test_one_kernel_per_argument_dimensions(device, maps):
     m = Mapped(axpy, device)
-    for n in (3, 17, 40):
+    for n in (3, 5):           # under 8 results: the general kernel
         x = np.arange(n, dtype="float32")
         np.testing.assert_array_equal(m(x, x, 1.0), x * x + 1)
     assert len(m.kernels) == 1
     m(np.zeros((2, 2), "float32"), 1.0, 1.0)
     assert len(m.kernels) == 2
+
+
+@pytest.mark.parametrize("n", [8, 16, 17, 40, 41, 1000, 1029])
+def test_flat_kernel_whole_groups_and_tails(device, maps, n):
+    """Same-shape and one-element arguments run the flat kernel (several results per
+    invocation as 4-lane vectors); the results past the last whole group are exact too."""
+    rng = np.random.default_rng(n)
+    a, x = rng.standard_normal(n).astype("float32"), rng.standard_normal(n).astype("float32")
+    y = rng.standard_normal(n).astype("float32")
+    np.testing.assert_array_equal(maps["axpy"](a, x, y), a * x + y)
+    np.testing.assert_array_equal(maps["axpy"](np.float32(3), x, y), np.float32(3) * x + y)
+    np.testing.assert_array_equal(maps["axpy"](a.reshape(-1, 1)[:, 0], x, np.float32(-1)),
+                                  a * x - np.float32(1))
+    i = np.arange(-n, n, 2, dtype="int32")
+    np.testing.assert_array_equal(maps["wrap"](i, np.int32(7)), i % 7)
+    assert any(key[0] == "flat" for key in maps["axpy"].kernels)
+
+
+def test_flat_kernel_on_device_arrays(device, maps):
+    n = 4099
+    rng = np.random.default_rng(1)
+    a, x, y = (rng.standard_normal((n,)).astype("float32") for _ in range(3))
+    A, X, Y = (vkir.array(v, device=device) for v in (a, x, y))
+    out = maps["axpy"](A, X, Y)
+    assert isinstance(out, vkir.DeviceArray) and out.shape == (n,)
+    np.testing.assert_array_equal(out.numpy(), a * x + y)
+    # a 2-d result, and out= the same memory as an argument (in place)
+    A2, Y2 = A[:4096].reshape(64, 64), Y[:4096].reshape(64, 64)
+    assert maps["axpy"](A2, 2.0, Y2, out=Y2) is Y2
+    np.testing.assert_array_equal(Y.numpy()[:4096], a[:4096] * 2 + y[:4096])
+    np.testing.assert_array_equal(Y.numpy()[4096:], y[4096:])
+
+
+def test_flat_kernel_script_reads_vectors_and_stores_wide():
+    from vkir.mapping import flat_kernel_script
+
+    text = flat_kernel_script(axpy, ("one", "full", "full"), wide=True, tail=True)
+    assert 'a0: T.Buffer((1,), "float32")' in text
+    assert 'a1: T.Buffer(("q",), "float32x4")' in text and 't1: T.Buffer(("n",), "float32")' in text
+    assert '"uint64x4", data=out.data' in text
+    assert "uint64x4" not in flat_kernel_script(axpy, ("full", "full", "full"))

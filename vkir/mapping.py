@@ -17,8 +17,17 @@ DeviceArray out, on its device (all device arrays must share one); torch CPU ten
 place (numpy views of their memory) and give a torch tensor out. `out=` takes the result array
 (numpy, torch or DeviceArray, of the result's exact shape and dtype) and is returned.
 
-The kernel is written once per (function, argument dimensions) and built once per device: it is
-the script
+The kernel is written once per (function, argument dimensions) and built once per device. Where
+every argument either has the result's shape or holds one element, and neither the parameters
+nor the result are vectors (the common case: `vkir.map(axpy)(a, x, y)`), the arrays are taken as
+flat and the kernel is the hand-written vadd's form (`flat_kernel_script`): each invocation
+computes `ELEMENTS` consecutive results as float32x4-wide vector operations (one element-typed
+4-lane load per full-size argument, one-element arguments broadcast), 64 invocations per
+workgroup, the last partial vector element by element. On drivers whose storage accesses cost
+a loop over the SIMD lanes per 32- or 64-bit component (lavapipe: the "storage_loads_per_lane"
+quirk) and that have 64-bit integers, a 32-bit result is stored eight elements at a time as one
+uint64x4 (half the store loops; `vkir.benchmarks.access_forms vadd_layouts` measures the forms).
+Otherwise it is the script
 
     for i0 in T.parallel(n0):           # one parallel loop per result axis
         for i1 in T.parallel(n1):
@@ -58,6 +67,7 @@ class Mapped:
         self.func = func
         self.device = device
         self.kernels = {}
+        self._wide_stores = {}   # per device: (wide_stores, the device, kept alive for its id)
 
     def __repr__(self):
         return f"vkir.map({self.func.name})"
@@ -113,9 +123,13 @@ class Mapped:
                                 f"{np.dtype(out.dtype)}; the result has shape {full} and dtype "
                                 f"{out_dtype}")
         target = out.reshape(inner) if isinstance(out, np.ndarray) else out   # a view
-        kernel = self._kernel(tuple(len(s) for s in shapes), len(inner) - len(lanes), device)
-        kernel(*[a if len(s) or fn.params[k][1].lanes > 1 else _one_d(a)
-                 for k, (a, s) in enumerate(zip(args, shapes))], target)
+        flat = _flat_kinds(fn, shapes, shape)
+        if flat is not None:
+            self._run_flat(flat, args, target, device)
+        else:
+            kernel = self._kernel(tuple(len(s) for s in shapes), len(inner) - len(lanes), device)
+            kernel(*[a if len(s) or fn.params[k][1].lanes > 1 else _one_d(a)
+                     for k, (a, s) in enumerate(zip(args, shapes))], target)
         if out_tensor is not None:
             return out_tensor
         if tensors and isinstance(out, np.ndarray):
@@ -160,6 +174,156 @@ class Mapped:
             self.kernels[key] = (kernel, device)
             return kernel
         return kernel[0]
+
+
+    def _run_flat(self, kinds: tuple, args: list, target, device) -> None:
+        """Run the flat kernel (see flat_kernel_script) on `args` (by `kinds`) into `target`."""
+        n = int(np.prod(target.shape, dtype=np.int64))
+        wide = self._wide(device)
+        group = 8 if wide else 4
+        whole = n // group * group          # the elements of whole groups
+        tail = n != whole
+        kernel = self._flat_kernel(kinds, wide, tail, device)
+        call = []
+        for a, kind in zip((_flat(a) for a in args), kinds):
+            if kind == "one":
+                call.append(a)
+                continue
+            call.append(a[:whole].reshape(whole // 4, 4))   # a view: 4-lane elements
+            if tail:
+                call.append(a)
+        kernel(*call, _flat(target))
+
+    def _wide(self, device) -> bool:
+        """Whether this function's flat kernels on `device` store uint64x4 (wide_stores)."""
+        key = id(device) if device is not None else None
+        if key not in self._wide_stores:
+            self._wide_stores[key] = (wide_stores(self.func, device), device)
+        return self._wide_stores[key][0]
+
+    def _flat_kernel(self, kinds: tuple, wide: bool, tail: bool, device):
+        from .api import build
+        from .script import from_script
+
+        key = ("flat", kinds, tail, id(device) if device is not None else None)
+        kernel = self.kernels.get(key)
+        if kernel is None:
+            text = flat_kernel_script(self.func, kinds, wide, tail)
+            prim = from_script(text, env={"f": self.func}, file=f"<vkir.map({self.func.name})>")
+            built = build(prim, device=device) if device is not None else build(prim)
+            self.kernels[key] = (built, device)
+            return built
+        return kernel[0]
+
+
+# results per invocation of a flat kernel, and its workgroup size (see the module doc)
+ELEMENTS = 16
+WORKGROUP = 64
+_STORE_LOOP_QUIRK = "storage_loads_per_lane"   # vkir.quirks.STORAGE_LOADS_PER_LANE
+
+
+def wide_stores(func: DeviceFunction, device) -> bool:
+    """Whether a flat kernel of `func` on `device` stores its results as uint64x4 (eight 32-bit
+    elements at once): a 32-bit scalar result on a device with the per-lane store loops of
+    llvmpipe and with 64-bit integers (the interpreter and other devices: no)."""
+    ret = func.ret
+    if ret.lanes != 1 or ret.bits != 32:
+        return False
+    if device is None:
+        from .api import device as default_device
+
+        device = default_device()
+    info = getattr(device, "info", None)
+    return (info is not None and _STORE_LOOP_QUIRK in getattr(info, "quirks", ())
+            and "int64" in getattr(info, "features", ()))
+
+
+def _flat_kinds(func: DeviceFunction, shapes: list, shape: tuple) -> tuple | None:
+    """For each argument, "full" (it has the result's shape) or "one" (a single element), when
+    the call can run the flat kernel (no vector parameter or result, every argument one or the
+    other, at least one full one of at least 8 elements); else None."""
+    if func.ret.lanes != 1 or any(dtype.lanes != 1 for _, dtype in func.params):
+        return None
+    if int(np.prod(shape, dtype=np.int64)) < 8:
+        return None
+    kinds = []
+    for s in shapes:
+        if tuple(s) == tuple(shape):
+            kinds.append("full")
+        elif int(np.prod(s, dtype=np.int64)) == 1:
+            kinds.append("one")
+        else:
+            return None
+    return tuple(kinds) if "full" in kinds else None
+
+
+def _flat(a):
+    """`a` as a 1-d array of its elements (a view: numpy arrays here are C-contiguous)."""
+    size = int(np.prod(a.shape, dtype=np.int64))
+    return a.reshape(size) if tuple(a.shape) != (size,) else a
+
+
+def flat_kernel_script(func: DeviceFunction, kinds: tuple, wide: bool = False,
+                       tail: bool = False) -> str:
+    """The script of the flat kernel applying `func` (named `f` in its env) to arguments of
+    kinds `kinds` (see the module doc): a "full" argument k is `a{k}`, its first 4 * q elements
+    as q 4-lane vectors (plus, with `tail`, the whole array again as `t{k}` of n elements, for
+    the results past the last whole group); a "one" argument is `a{k}` of one element. Groups of
+    4 results (8 with `wide`) are computed as 4-lane vectors; each invocation takes ELEMENTS
+    consecutive results, and the invocation after the last whole group (with `tail`) computes
+    the rest one by one. With `wide`, a group of eight 32-bit results is stored as one
+    uint64x4 through a pointer cast of `out`. Parameters typed as 4-lane vectors keep
+    whole-vector reads (texel fetches on lavapipe), where a pointer cast of a scalar parameter
+    would make them storage-buffer reads."""
+    ret = func.ret
+    group = 8 if wide else 4                  # results per group (one store)
+    per = ELEMENTS // group                   # groups per invocation
+    params = []
+    for k, ((_, dtype), kind) in enumerate(zip(func.params, kinds)):
+        if kind == "one":
+            params.append(f'a{k}: T.Buffer((1,), "{dtype}")')
+        else:
+            params.append(f'a{k}: T.Buffer(("q",), "{dtype}x4")')
+            if tail:
+                params.append(f't{k}: T.Buffer(("n",), "{dtype}")')
+    params.append(f'out: T.Buffer(("n",), "{ret}")')
+
+    def call(vec: str | None, at: str = "") -> str:
+        """f of the arguments: lane v of 4-lane element `vec`, or element `at` of the tail."""
+        return "f(" + ", ".join(
+            f"a{k}[0]" if kind == "one" else
+            (f"a{k}[{vec}][v]" if vec is not None else f"t{k}[{at}]")
+            for k, kind in enumerate(kinds)) + ")"
+
+    groups = "q // 2" if wide else "q"
+    launched = f"{groups} + 1" if tail else groups
+    lines = [f"def map_{func.name}({', '.join(params)}):"]
+    if wide:
+        lines.append('    out_w = T.decl_buffer((n // 8,), "uint64x4", data=out.data)')
+    lines += [f"    for bx in T.thread_binding(({launched} + {per * WORKGROUP - 1}) // "
+              f"{per * WORKGROUP}, 'blockIdx.x'):",
+              f"        for tx in T.thread_binding({WORKGROUP}, 'threadIdx.x'):"]
+    pad = " " * 12
+    if wide:
+        lines.append(f'{pad}r = T.alloc_buffer((8,), "{ret}", scope="local")')
+    lines += [f"{pad}for u in T.unroll({per}):",
+              f"{pad}    g = (bx * {WORKGROUP} + tx) * {per} + u",
+              f"{pad}    if g < {groups}:"]
+    if wide:
+        for h in (0, 1):
+            lines += [f"{pad}        for v in T.vectorized(4):",
+                      f"{pad}            r[{4 * h} + v] = {call(f'g * 2 + {h}')}"]
+        halves = ", ".join(f'T.reinterpret(r[T.ramp({4 * h}, 1, 4)], "uint64x2")' for h in (0, 1))
+        lines.append(f"{pad}        out_w[g] = T.shuffle([{halves}], [0, 1, 2, 3])")
+    else:
+        lines += [f"{pad}        for v in T.vectorized(4):",
+                  f"{pad}            out[g * 4 + v] = {call('g')}"]
+    if tail:
+        lines += [f"{pad}    if g == {groups}:",
+                  f"{pad}        for v in T.serial({group}):",
+                  f"{pad}            if g * {group} + v < n:",
+                  f"{pad}                out[g * {group} + v] = {call(None, f'g * {group} + v')}"]
+    return "\n".join(lines) + "\n"
 
 
 def kernel_script(func: DeviceFunction, ndims: tuple, out_ndim: int) -> str:
