@@ -1,22 +1,29 @@
 """The LSD radix sort behind `vkir.ops.sort`/`argsort` for long lines, and its kernel templates
-`radix_count_kernel` and `radix_scatter_kernel`.
+`radix_count_kernel`, `radix_offsets_kernel` and `radix_scatter_kernel`.
 
 Schedule for CPU devices (one workgroup per host thread, 8 invocations per SIMD step, barriers
-expensive): no barrier and no shared memory. The keys are 32-bit and order-preserving (floats:
-the sign bit flipped for positives, all bits for negatives, -0 as 0 (they tie, as in
-numpy), every NaN the largest key; int32:
-the sign bit flipped; uint32 as they are). Four passes of 8 bits each; in each pass the line is
-cut into P chunks of C consecutive elements and
+expensive, every storage-buffer access a loop over the SIMD lanes): no shared memory in the
+passes over the data. The keys are 32-bit and order-preserving (floats: the sign bit flipped
+for positives, all bits for negatives, -0 as 0 (they tie, as in numpy), every NaN the largest
+key; int32: the sign bit flipped; uint32 as they are). Up to four passes of 8 bits each (8
+bits, not 11: an 11-bit scatter spreads its writes over 8x more places and cost twice an
+8-bit one on lavapipe, so three 11-bit passes lost to four 8-bit ones); in each pass the line
+is cut into P chunks of C consecutive elements and
 
 1. every invocation counts the digits of its chunk into a local array of 256 counters and
    writes them digit-major: counts[d * P + p];
-2. an exclusive `vkir.ops.cumsum` of those counts gives each (digit, chunk) its first output
-   position (all smaller digits first, then the same digit of earlier chunks);
+2. `radix_offsets_kernel` turns those counts into each (digit, chunk)'s first output position
+   (all smaller digits first, then the same digit of earlier chunks);
 3. every invocation walks its chunk again in order and writes each element to its digit's next
    position, so the pass is stable, and so is the sort.
 
-Each pass carries a payload: the values for `sort` (their bits kept exactly, NaN payloads
-included) or the original positions for `argsort`.
+The first count also writes, per chunk, the AND and the OR of its keys and (floats) how many
+of its elements a key does not give back exactly (-0.0, and NaNs other than numpy's own): a
+pass whose digit is the same in every key is skipped (small integers need one or two passes),
+and `sort` carries no payload when every value is its key's inverse, the last pass writing the
+inverse of each key (one store per element and pass instead of two). Otherwise each pass
+carries a payload: the values (their bits kept exactly, NaN payloads and -0.0 included) or, for
+`argsort`, the original positions. The last pass writes only the result.
 """
 
 from __future__ import annotations
@@ -26,17 +33,42 @@ from ..errors import ArgumentError
 from ..script import from_script
 from ._common import check_positive
 
+BITS = 8          # digit width
+BINS = 1 << BITS  # counters per chunk
+PASSES = 32 // BITS
+
+_PAD = " " * 28   # the indentation of an element's statements in the walk
+
+# the key of a value v (its bits `bits` for floats): order-preserving, -0 tied with 0, NaNs last;
+# zeros and NaNs told by their bits (`mag`, the bits without the sign), not by float compares,
+# which a driver that flushes subnormals to zero would answer wrongly for them
 _KEY = {
     "float32": ("bits = T.reinterpret(v, \"uint32\")\n"
-                "{p}key = T.select(v != v, T.uint32(4294967295), T.select(v == T.float32(0), "
-                "T.uint32(2147483648), T.select(bits >= T.uint32(2147483648), ~bits, "
-                "bits | T.uint32(2147483648))))"),
+                "{p}mag = bits & T.uint32(2147483647)\n"
+                "{p}key = T.select(mag > T.uint32(2139095040), T.uint32(4294967295), "
+                "T.select(mag == T.uint32(0), T.uint32(2147483648), "
+                "T.select(bits >= T.uint32(2147483648), ~bits, bits | T.uint32(2147483648))))"),
     "int32": "key = T.reinterpret(v, \"uint32\") ^ T.uint32(2147483648)",
     "uint32": "key = v",
 }
 
-# both passes: invocation p walks chunk p, starting from 256 private counters {c}[d] = {init},
-# and takes each element's key and digit d; {use} is what it does with them
+# the value a key stands for (the inverse of _KEY where it is one-to-one: 0 is +0.0 and the NaN
+# key numpy's NaN, 0x7fc00000)
+_VALUE = {
+    "float32": ('T.reinterpret(T.select(key == T.uint32(4294967295), T.uint32(2143289344), '
+                'T.select(key >= T.uint32(2147483648), key & T.uint32(2147483647), ~key)), '
+                '"float32")'),
+    "int32": 'T.reinterpret(key ^ T.uint32(2147483648), "int32")',
+    "uint32": "key",
+}
+
+# a float value its key does not give back: -0.0, or a NaN other than 0x7fc00000
+_INEXACT = ("T.select(bits == T.uint32(2147483648) or (mag > T.uint32(2139095040) and "
+            "bits != T.uint32(2143289344)), T.uint32(1), T.uint32(0))")
+
+# both passes: invocation p walks chunk p (4 elements per access with V = 4: a vector load, on
+# llvmpipe one lane loop or texel fetch for the four) from 256 private counters c[d] = {init},
+# taking each element's key and digit d; {use} is what it does with them, {tail} what follows
 _WALK = '''
 @T.prim_func
 def {name}({params}):
@@ -44,83 +76,39 @@ def {name}({params}):
         for tx in T.thread_binding(W, "threadIdx.x"):
             p = bx * W + tx
             if p < P:
-                {c} = T.alloc_buffer((256,), "int32", scope="local")
-                for d in T.serial(256):
-                    {c}[d] = {init}
-                for i in T.serial(C):
-                    e = p * C + i
-                    if e < N:
+                c = T.alloc_buffer((BINS,), "int32", scope="local")
+                for d in T.serial(BINS):
+                    c[d] = {init}
+{setup}                t = T.alloc_buffer((V,), "{st}", scope="local")
+                for i in T.serial(C // V):
+                    if p * C + i * V < N:
+                        for q in T.vectorized(V):
+                            t[q] = src[p * C + i * V + q]
+                        for j in T.unroll(V):
+                            e = p * C + i * V + j
 {key}
-                        d = T.cast((key >> T.cast(shift, "uint32")) & T.uint32(255), "int32")
-{use}'''
-
-_PAD = " " * 24
-
-# {use} of the count pass: add one to the digit's counter; at the chunk's end write them out
-_COUNT_USE = """\
-                        c[d] = c[d] + 1
-                for d in T.serial(256):
-                    counts[d * P + p] = c[d]
-"""
-
-# {use} of the scatter pass: the key and payload go to the digit's next position
-_SCATTER_USE = """\
-                        at = o[d]
-                        o[d] = at + 1
-                        kout[at] = key
-                        pout[at] = {payload}
-"""
+                            d = T.cast((key >> T.cast(shift, "uint32")) & T.uint32(MASK), "int32")
+{use}{tail}'''
 
 
-# the walk with `v` = 4: the chunk is read 4 elements per access into the local t (a vector
-# load: on llvmpipe a loop over the SIMD lanes whatever its width, through a texel view for
-# read-only data), then its elements are taken in order as the scalar walk takes them
-_WALK_HEAD = """\
-                for i in T.serial(C):
-                    e = p * C + i
-                    if e < N:
-"""
-_WALK4_HEAD = """\
-                t = T.alloc_buffer((4,), "{st}", scope="local")
-                for i in T.serial(C // 4):
-                    if p * C + i * 4 < N:
-                        for q in T.vectorized(4):
-                            t[q] = src[p * C + i * 4 + q]
-                        for j in T.unroll(4):
-                            e = p * C + i * 4 + j
-"""
+def _key_text(dtype, first):
+    if not first:
+        return f"{_PAD}key = t[j]"
+    return f"{_PAD}v = t[j]\n{_PAD}" + _KEY[dtype].format(p=_PAD)
 
 
-def _vector_walk(text: str, st: str) -> str:
-    """The `v=4` form of a walk's text: the element loop read 4 elements at a time, its body
-    (every line indented 24 or more after the loop's head) one level deeper, reading t[j]."""
-    head, rest = text.split(_WALK_HEAD)
-    body, tail = [], []
-    for line in rest.splitlines(keepends=True):
-        if not tail and (len(line) - len(line.lstrip(" ")) >= 24 or not line.strip()):
-            body.append("    " + line.replace("src[e]", "t[j]") if line.strip() else line)
-        else:
-            tail.append(line)
-    return head + _WALK4_HEAD.format(st=st) + "".join(body) + "".join(tail)
-
-
-def _check_v(v, N, C):
+def _check(N, P, C, w, v):
+    check_positive("radix sort kernel", N=N, P=P, C=C, w=w)
+    if P * C < N:
+        raise ArgumentError(f"radix sort kernel: {P} chunks of {C} do not cover {N} elements")
     if v not in (1, 4):
         raise ArgumentError(f"radix sort kernel: v must be 1 or 4, got {v!r}")
     if v == 4 and (N % 4 or C % 4):
         raise ArgumentError(f"radix sort kernel: v=4 needs N ({N}) and C ({C}) multiples of 4")
 
 
-def _key_text(dtype, first):
-    if not first:
-        return f"{_PAD}key = src[e]"
-    return f"{_PAD}v = src[e]\n{_PAD}" + _KEY[dtype].format(p=_PAD)
-
-
-def _check(N, P, C, w):
-    check_positive("radix sort kernel", N=N, P=P, C=C, w=w)
-    if P * C < N:
-        raise ArgumentError(f"radix sort kernel: {P} chunks of {C} do not cover {N} elements")
+def _env(N, P, C, w, v):
+    return dict(N=N, P=P, C=C, W=w, V=v, BINS=BINS, MASK=BINS - 1)
 
 
 def _src(dtype, first):
@@ -129,74 +117,196 @@ def _src(dtype, first):
 
 CONFIGS = {"cpu": [dict(w=8, v=4), dict(w=8), dict(w=1)], "default": [dict(w=64)]}
 
+# the first count's statistics: per chunk the AND and the OR of its keys and its inexact values
+_STATS_SETUP = """\
+                s = T.alloc_buffer((3,), "uint32", scope="local")
+                s[0] = T.uint32(4294967295)
+                s[1] = T.uint32(0)
+                s[2] = T.uint32(0)
+"""
+_STATS_USE = f"""\
+{_PAD}s[0] = s[0] & key
+{_PAD}s[1] = s[1] | key
+"""
+_STATS_TAIL = """\
+                stats[p] = s[0]
+                stats[P + p] = s[1]
+                stats[2 * P + p] = s[2]
+"""
+
 
 @autotune(configs=CONFIGS, key=("N", "P", "C", "dtype", "first"))
 def radix_count_kernel(N, P, C, dtype="float32", first=True, w=8, v=1):
     """The PrimFunc writing counts[d * P + p], the number of elements of chunk p (C elements
     of the N) whose digit (key >> shift) & 255 is d; `first`: src is the data (dtype), else
-    the keys of the previous pass (uint32); `v=4`: src read 4 elements per access."""
-    _check(N, P, C, w)
-    _check_v(v, N, C)
-    text = _WALK.format(name="radix_count", params=f'{_src(dtype, first)}, counts: '
-                        'T.Buffer((256 * P,), "int32"), shift: T.int32', c="c", init="0",
-                        key=_key_text(dtype, first), use=_COUNT_USE)
-    if v == 4:
-        text = _vector_walk(text, dtype if first else "uint32")
-    return from_script(text, env=dict(N=N, P=P, C=C, W=w), file="<vkir.ops.radix count>")
-
-
-@autotune(configs=CONFIGS, key=("N", "P", "C", "dtype", "first", "with_index"))
-def radix_scatter_kernel(N, P, C, dtype="float32", first=True, with_index=False, w=8, v=1):
-    """The PrimFunc moving every element of chunk p, in order, to offsets[d * P + p] + (how
-    many of its digit came before it in the chunk): the keys into kout, the payload (the
-    position when `with_index`, else the value) into pout. The first pass reads the data and
-    makes the payload; later ones read keys (src) and the payload (pin); `v=4`: src read 4
+    the keys of the previous pass (uint32), and it also writes stats[p], stats[P + p] and
+    stats[2P + p]: the AND and the OR of the chunk's keys, and how many of its values their
+    key does not give back (float -0.0 and NaNs other than 0x7fc00000); `v=4`: src read 4
     elements per access."""
-    _check(N, P, C, w)
-    _check_v(v, N, C)
-    pt = "int32" if with_index else dtype
+    _check(N, P, C, w, v)
+    params = f'{_src(dtype, first)}, counts: T.Buffer((BINS * P,), "int32"), '
+    use = f"{_PAD}c[d] = c[d] + 1\n"
+    tail = "                for d in T.serial(BINS):\n                    counts[d * P + p] = c[d]\n"
+    setup = ""
     if first:
-        pay_in, payload = "", ("e" if with_index else "v")
+        params += 'stats: T.Buffer((3 * P,), "uint32"), '
+        setup, tail = _STATS_SETUP, tail + _STATS_TAIL
+        use += _STATS_USE
+        if dtype == "float32":
+            use += f"{_PAD}s[2] = s[2] + {_INEXACT}\n"
+    text = _WALK.format(name="radix_count", params=params + "shift: T.int32", init="0",
+                        setup=setup, st=dtype if first else "uint32",
+                        key=_key_text(dtype, first), use=use, tail=tail)
+    return from_script(text, env=_env(N, P, C, w, v), file="<vkir.ops.radix count>")
+
+
+PAYLOADS = ("none", "value", "index")
+
+
+@autotune(configs=CONFIGS, key=("N", "P", "C", "dtype", "first", "payload", "last"))
+def radix_scatter_kernel(N, P, C, dtype="float32", first=True, payload="value", last=False,
+                         w=8, v=1):
+    """The PrimFunc moving every element of chunk p, in order, to offsets[d * P + p] + (how
+    many of its digit came before it in the chunk). `payload` is what travels with the keys:
+    "value" (the element, bit for bit), "index" (its position in the data, int32) or "none".
+    A pass that is not `last` writes the keys to kout (and the payload to pout); the `last`
+    one writes only the result to out: the payload, or with "none" the value of each key.
+    The first pass reads the data (src) and makes keys and payload; later ones read the keys
+    (src) and the payload (pin); `v=4`: src read 4 elements per access."""
+    _check(N, P, C, w, v)
+    if payload not in PAYLOADS:
+        raise ArgumentError(f"radix sort kernel: payload must be one of {', '.join(PAYLOADS)}, "
+                            f"got {payload!r}")
+    pt = "int32" if payload == "index" else dtype
+    params = _src(dtype, first) + ", "
+    if payload != "none" and not first:
+        params += f'pin: T.Buffer((N,), "{pt}"), '
+    params += 'offsets: T.Buffer((BINS * P,), "int32"), '
+    use = f"{_PAD}at = c[d]\n{_PAD}c[d] = at + 1\n"
+    value = {"value": "v" if first else "pin[e]", "index": "e" if first else "pin[e]",
+             "none": None}[payload]
+    if last:
+        params += f'out: T.Buffer((N,), "{pt}"), '
+        use += f"{_PAD}out[at] = {value if value else _VALUE[dtype]}\n"
     else:
-        pay_in, payload = f'pin: T.Buffer((N,), "{pt}"), ', "pin[e]"
-    params = (f'{_src(dtype, first)}, {pay_in}offsets: T.Buffer((256 * P,), "int32"), '
-              f'kout: T.Buffer((N,), "uint32"), pout: T.Buffer((N,), "{pt}"), shift: T.int32')
-    text = _WALK.format(name="radix_scatter", params=params, c="o", init="offsets[d * P + p]",
-                        key=_key_text(dtype, first), use=_SCATTER_USE.format(payload=payload))
-    if v == 4:
-        text = _vector_walk(text, dtype if first else "uint32")
-    return from_script(text, env=dict(N=N, P=P, C=C, W=w), file="<vkir.ops.radix scatter>")
+        params += 'kout: T.Buffer((N,), "uint32"), '
+        use += f"{_PAD}kout[at] = key\n"
+        if value:
+            params += f'pout: T.Buffer((N,), "{pt}"), '
+            use += f"{_PAD}pout[at] = {value}\n"
+    text = _WALK.format(name="radix_scatter", params=params + "shift: T.int32",
+                        init="offsets[d * P + p]", setup="", st=dtype if first else "uint32",
+                        key=_key_text(dtype, first), use=use, tail="")
+    return from_script(text, env=_env(N, P, C, w, v), file="<vkir.ops.radix scatter>")
+
+
+_OFFSETS = '''
+@T.prim_func
+def radix_offsets(counts: T.Buffer((BINS * P,), "int32"), offsets: T.Buffer((BINS * P,), "int32")):
+    for bx in T.thread_binding(1, "blockIdx.x"):
+        totals = T.alloc_buffer((BINS,), "int32", scope="shared")
+        for tx in T.thread_binding(BINS, "threadIdx.x"):
+            run = T.alloc_buffer((1,), "int32", scope="local")
+            run[0] = 0
+            for p in T.serial(P):
+                run[0] = run[0] + counts[tx * P + p]
+            totals[tx] = run[0]
+            T.barrier()
+            run[0] = 0
+            for d in T.serial(BINS):
+                if d < tx:
+                    run[0] = run[0] + totals[d]
+            for p in T.serial(P):
+                offsets[tx * P + p] = run[0]
+                run[0] = run[0] + counts[tx * P + p]
+'''
+
+
+@autotune(configs={"cpu": [dict()], "default": [dict()]}, key=("P",))
+def radix_offsets_kernel(P):
+    """The PrimFunc turning digit-major counts (counts[d * P + p]: chunk p's elements of digit
+    d) into offsets[d * P + p], the first output position of chunk p's digit-d elements: the
+    elements of all smaller digits, then those of digit d in earlier chunks. One workgroup of
+    256 invocations, one per digit, and one barrier (an exclusive scan of 256 * P counts in
+    one dispatch)."""
+    check_positive("radix offsets kernel", P=P)
+    return from_script(_OFFSETS, env=dict(P=P, BINS=BINS), file="<vkir.ops.radix offsets>")
 
 
 def chunking(n: int) -> tuple[int, int]:
-    """(P chunks, C elements each) for a line of n: about 1024 chunks (enough invocations for
-    every host thread), at least 256 elements each (the counters cost 256 steps per chunk),
-    at most 16384 (llvmpipe's loop limit is far above)."""
-    c = max(256, min(16384, -(-n // 1024)))
+    """(P chunks, C elements each) for a line of n: C a multiple of 4, at least 1024 (the 256
+    counters cost 256 steps per chunk, and 256 * P counts are scanned per pass), at most 4096
+    (measured on lavapipe, 2^20 float32: 4096 was the fastest of 1024-16384), and P at least
+    128 where n allows it (16 workgroups of 8 for the host threads)."""
+    c = max(1024, min(4096, 4 * -(-n // 512)))
     return -(-n // c), c
+
+
+def varying_passes(and_bits: int, or_bits: int) -> list[int]:
+    """The passes (0 = lowest digit) whose digit differs between keys whose AND is `and_bits`
+    and OR `or_bits`; pass 0 when every key is the same (one pass still writes the result)."""
+    varying = and_bits ^ or_bits
+    return [k for k in range(PASSES) if (varying >> (BITS * k)) & (BINS - 1)] or [0]
 
 
 def radix_sort(dev, xd, result, dtype: str, with_index: bool) -> None:
     """Sort the 1-d DeviceArray xd into result (the sorted values, or the int32 positions
-    when `with_index`) with four stable 8-bit passes."""
+    when `with_index`) with stable 8-bit passes: those whose digit varies, keys only when
+    every value is its key's inverse (`sort`), else with the values or positions.
+
+    The passes before the last alternate between two sets of buffers, the one the last pass
+    reads new and the other `result` itself (unless it is xd's memory): half the fresh memory,
+    whose first writes cost page faults on CPU devices."""
+    import numpy as np
+
+    from ..aliasing import overlaps
     from ..api import empty
-    from .scan import cumsum
 
     n = xd.size
     P, C = chunking(n)
+    counts = empty((BINS * P,), "int32", dev)
+    offsets = empty((BINS * P,), "int32", dev)
+    stats = empty((3 * P,), "uint32", dev)
+    radix_count_kernel.kernel(dev, N=n, P=P, C=C, dtype=dtype, first=True)(xd, counts, stats, 0)
+    s = stats.numpy().reshape(3, P)
+    and_bits = int(np.bitwise_and.reduce(s[0]))
+    or_bits = int(np.bitwise_or.reduce(s[1]))
+    payload = "index" if with_index else ("value" if int(s[2].sum()) else "none")
+    passes = varying_passes(and_bits, or_bits)
     pt = "int32" if with_index else dtype
-    keys = [empty((n,), "uint32", dev) for _ in range(2)]
-    pays = [empty((n,), pt, dev), result]
-    counts = empty((256 * P,), "int32", dev)
-    offsets = empty((256 * P,), "int32", dev)
-    src, pin = xd, None
-    for step in range(4):
-        first = step == 0
-        count = radix_count_kernel.kernel(dev, N=n, P=P, C=C, dtype=dtype, first=first)
-        count(src, counts, 8 * step)
-        cumsum(counts, exclusive=True, out=offsets)
+
+    in_place = overlaps(result, xd)
+    if in_place and len(passes) == 1:   # a second pass by the same digit changes nothing
+        passes = passes * 2
+
+    def new_set():
+        return [empty((n,), "uint32", dev)] + ([empty((n,), pt, dev)] if payload != "none" else [])
+
+    inner = len(passes) - 1   # the passes before the last, which write keys (and payloads)
+    a = new_set() if inner else None
+    b = None
+    if inner > 1:
+        b = new_set() if in_place else [result.view("uint32")] + (
+            [empty((n,), pt, dev)] if payload != "none" else [])
+    sets = [a if (inner - 1 - step) % 2 == 0 else b for step in range(inner)]
+    offsets_k = radix_offsets_kernel.kernel(dev, P=P)
+    src = pin = None
+    for step, k in enumerate(passes):
+        first, last = step == 0, step == len(passes) - 1
+        if first:
+            src = xd
+            if k != 0:  # pass 0 was skipped: count this pass's digit of the data
+                radix_count_kernel.kernel(dev, N=n, P=P, C=C, dtype=dtype, first=True)(
+                    xd, counts, stats, BITS * k)
+        else:
+            radix_count_kernel.kernel(dev, N=n, P=P, C=C, dtype=dtype, first=False)(
+                src, counts, BITS * k)
+        offsets_k(counts, offsets)
         scatter = radix_scatter_kernel.kernel(dev, N=n, P=P, C=C, dtype=dtype, first=first,
-                                              with_index=with_index)
-        kout, pout = keys[step % 2], pays[step % 2]   # the 4th (odd) pass writes the result
-        scatter(*([src] if first else [src, pin]), offsets, kout, pout, 8 * step)
-        src, pin = kout, pout
+                                              payload=payload, last=last)
+        ins = [src] + ([pin] if payload != "none" and not first else []) + [offsets]
+        if last:
+            scatter(*ins, result, BITS * k)
+            return
+        scatter(*ins, *sets[step], BITS * k)
+        src, pin = sets[step][0], (sets[step][1] if payload != "none" else None)
