@@ -318,3 +318,30 @@ def test_a_scalar_int64_argument_round_trips_on_the_device(device):
         np.testing.assert_array_equal(got, want, err_msg=f"k={k}, u={u}")
     with pytest.raises(vkir.ArgumentError):
         kernel(a, got, 2**63, 1)
+
+
+BITS = vkir.from_script('''
+def bits(a: T.Buffer((16,), "int64"), u: T.Buffer((16,), "uint64"), o: T.Buffer((16, 6), "int64"),
+         w: T.Buffer((16,), "int32x2")):
+    for i in T.thread_binding(16, "threadIdx.x"):
+        o[i, 0] = T.popcount(a[i])
+        o[i, 1] = T.clz(a[i])
+        o[i, 2] = T.ctz(a[i])
+        o[i, 3] = T.fabs(a[i])
+        o[i, 4] = T.reinterpret(u[i] + T.uint64(1), "int64")
+        o[i, 5] = T.cast(T.clz(u[i]) + T.ctz(u[i]), "int64") + T.reinterpret(w[i], "int64")
+''')
+
+
+def test_bit_counts_abs_and_reinterpret_of_the_same_bits(device):
+    """popcount/clz/ctz (64 for 0), wrapping abs, and reinterpret between int64, uint64 and
+    int32x2: as the interpreter computes them, emulated and on the device."""
+    a = np.array([0, 1, -1, 2**63 - 1, -2**63, 2**32, 2**31, -2**31, 5, -5, 2**40 + 7, -(2**40),
+                  3 << 33, 1 << 62, 12345, -12345], np.int64)
+    w = np.random.default_rng(0).integers(-2**31, 2**31, (16, 2), dtype=np.int32)
+    want, got, built = (np.zeros((16, 6), np.int64) for _ in range(3))
+    vkir.interpret(BITS, a, a.view(np.uint64), want, w)
+    vkir.interpret(EmulateInt64()(BITS), _words(a), _words(a), _words(got), w)
+    vkir.build(BITS, device=device)(a, a.view(np.uint64), built, w)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(built, want)

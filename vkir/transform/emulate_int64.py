@@ -330,6 +330,19 @@ class _Rewriter(Mutator):
             if name == "shift_left":
                 return P.shift_left(value, amount)
             return P.shift_right(value, amount, op.dtype.code == "int")
+        if name in ("popcount", "clz", "ctz", "fabs") and is_wide(op.dtype):
+            self.scalar(op.dtype)
+            return P.bit_count(name, self.visit(op.args[0])) if name != "fabs" else \
+                P.absolute(self.visit(op.args[0]), op.dtype.code == "int")
+        if name == "reinterpret":
+            src = op.args[0].dtype
+            if _word_bits(src) and _word_bits(op.dtype):   # the same 64 bits
+                value = self.visit(op.args[0])
+                if is_wide(src) and is_wide(op.dtype):
+                    return value
+                if is_wide(src):   # as the int32x2/uint32x2 of its words
+                    return value if op.dtype == P.PAIR else E.Cast(op.dtype, value)
+                return value if src == P.PAIR else E.Cast(P.PAIR, value)
         if name == "if_then_else" and is_wide(op.dtype):
             self.scalar(op.dtype)
             return E.Call(P.PAIR, name, tuple(self.visit(a) for a in op.args))
@@ -403,6 +416,13 @@ def _power_of_two(value) -> int | None:
             and value.value < 2 ** 63:
         return value.value.bit_length() - 1
     return None
+
+
+def _word_bits(dt) -> bool:
+    """Whether `dt` is a 64-bit integer scalar or a 2-lane 32-bit integer vector (the types
+    whose bits a pair holds as they are)."""
+    return isinstance(dt, DataType) and dt.code in ("int", "uint") and (
+        (dt.bits == 64 and dt.lanes == 1) or (dt.bits == 32 and dt.lanes == 2))
 
 
 def _doubled(e: E.PrimExpr) -> E.PrimExpr:

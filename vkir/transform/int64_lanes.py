@@ -82,8 +82,8 @@ class _Scalarizer(Mutator):
             n = buf.dtype.lanes
             if buf.strides or not buf.shape:
                 self.refuse(f"the strided or 0-d {buf.dtype} buffer {buf.name!r}")
-            data = self.datas.get(buf.data)
-            if data is None:
+            data = self.datas.get(buf.data, buf.data)
+            if data.dtype.element != buf.dtype.element_of():   # not a vector view of scalars
                 data = self.datas[buf.data] = E.Var(
                     buf.data.name, PointerType(buf.dtype.element_of(), buf.data.dtype.scope))
             last = buf.shape[-1]

@@ -222,8 +222,8 @@ def to_float32(a: E.PrimExpr, signed: bool) -> E.PrimExpr:
         def big(high, low):
             s = E.Sub(word(32), _call(WORD, "clz", high))
             return bind(s, lambda s: _scaled(high, low, s))
-        return bind_all((hi(a), lo(a)), lambda high, low: _select(
-            E.EQ(high, word(0)), E.Cast(FLOAT32, low), big(high, low)))
+        return bind(a, lambda a: bind_all((hi(a), lo(a)), lambda high, low: _select(
+            E.EQ(high, word(0)), E.Cast(FLOAT32, low), big(high, low))))
     if not signed:
         return unsigned(a)
     return bind(a, lambda a: bind(is_negative(a), lambda neg: bind(
@@ -262,3 +262,26 @@ def from_float32(f: E.PrimExpr, signed: bool) -> E.PrimExpr:
         over, top, under, bottom = limits
         return _select(fits, small, _select(over, top, _select(under, bottom, high_f)))
     return bind(f, body)
+
+
+def bit_count(op: str, a: E.PrimExpr) -> E.PrimExpr:
+    """`popcount`, `clz` or `ctz` of the 64-bit value (64 for clz and ctz of 0), as a pair:
+    from the words' own counts."""
+    def body(a):
+        count = lambda v: _call(WORD, op, v)
+        if op == "popcount":
+            n = E.Add(count(lo(a)), count(hi(a)))
+        elif op == "clz":    # the high word's, or 32 more than the low word's where it is 0
+            n = _select(E.EQ(hi(a), word(0)), E.Add(word(32), count(lo(a))), count(hi(a)))
+        else:
+            n = _select(E.EQ(lo(a), word(0)), E.Add(word(32), count(hi(a))), count(lo(a)))
+        return pair(n, word(0))
+    return bind(a, body)
+
+
+def absolute(a: E.PrimExpr, signed: bool) -> E.PrimExpr:
+    """|a| modulo 2**64 (-2**63 stays -2**63, as integers wrap); a itself unsigned."""
+    if not signed:
+        return a
+    return bind(a, lambda a: bind(negate(a), lambda n: pair(
+        _select(is_negative(a), lo(n), lo(a)), _select(is_negative(a), hi(n), hi(a)))))
