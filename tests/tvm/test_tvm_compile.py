@@ -73,3 +73,31 @@ def test_a_tensor_from_elsewhere_is_refused_by_name(device, dlight_schedule):
     vkir.tvm.install(device)
     with pytest.raises(vkir.ArgumentError, match="made by vkir.tvm.tensor/empty"):
         vkir.tvm.numpy(tvm.runtime.tensor(np.zeros(4, np.float32)))
+
+
+def test_each_kernel_is_lowered_once_per_compile(device, dlight_schedule, tmp_path, monkeypatch):
+    """The library entries `tvm.compile` embeds are recorded from the kernel its build compiled:
+    a cold compile lowers each device kernel once, and the entry holds the lowered function."""
+    import json
+
+    import vkir.lowering
+    from vkir.tvm import bridge
+
+    monkeypatch.setenv("VKIR_CACHE_DIR", str(tmp_path))
+    lowered = []
+    real = vkir.lowering.lower
+    monkeypatch.setattr(vkir.lowering, "lower",
+                        lambda func, *a, **k: lowered.append(func.name) or real(func, *a, **k))
+    vkir.tvm.install(device)
+    X = te.placeholder((64, 128), "float32", name="X")
+    func = te.create_prim_func([X, topi.nn.softmax(X)])
+    kernels = []
+    real_entries = bridge._entries
+    monkeypatch.setattr(bridge, "_entries",
+                        lambda *a: kernels.append(json.loads(real_entries(*a))) or
+                        json.dumps(kernels[-1]))
+    tvm.compile(dlight_schedule(func), target=vkir.tvm.target(device))
+    assert kernels and len(lowered) == len(kernels)
+    for entries in kernels:
+        (entry,) = entries.values()
+        assert entry["ir"] is not None and entry["words"]

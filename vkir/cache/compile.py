@@ -129,6 +129,7 @@ class Compiled:
     lower: object = field(repr=False)   # () -> the lowered PrimFunc
     _ir: PrimFunc | None = field(default=None, repr=False)
     prebuilt: bool = False   # taken from an entry built elsewhere (`prebuilt`), not this process
+    encoded_ir: dict | None = field(default=None, repr=False)   # a hit's stored IR, as stored
 
     @property
     def ir(self) -> PrimFunc:
@@ -157,14 +158,16 @@ def compile_vulkan(func: PrimFunc, target, *, pointer_casts: bool = False,
         got = _given(given.get(name), name, func, target.env)
         if got is not None:
             module, stored_ir = got
-            return Compiled(module, {}, True, _stored(stored_ir, func, lower), prebuilt=True)
+            return Compiled(module, {}, True, _stored(stored_ir, func, lower), prebuilt=True,
+                            encoded_ir=stored_ir)
     directory = cache_dir()
     key = cache_key(func, target, options) if directory is not None else None
     if key is not None:
         got = load(directory / f"{key}.json", key, func)
         if got is not None:
             module, stored_ir = got
-            return Compiled(module, {}, True, _stored(stored_ir, func, lower))
+            return Compiled(module, {}, True, _stored(stored_ir, func, lower),
+                            encoded_ir=stored_ir)
     from ..spirv import codegen
 
     ir = lower()
@@ -190,6 +193,21 @@ def entry(func: PrimFunc, target, *, pointer_casts: bool = False) -> tuple | Non
     key = job_key(func, target, {"pointer_casts": bool(pointer_casts)})
     try:
         return key, _record(key, func, compiled.module, compiled.aliases, compiled.ir)
+    except _NotStorable:
+        return None
+
+
+def recorded(func: PrimFunc, target, compiled: Compiled, *,
+             pointer_casts: bool = False) -> tuple | None:
+    """(key, entry) as `entry` gives them, of a kernel this process already compiled:
+    `compiled` is what `compile_vulkan(func, target, pointer_casts=...)` returned. Nothing is
+    lowered or compiled again: the entry holds the lowered function where `compiled` has it at
+    hand (built here, or stored in the cache entry it came from), else none (a process building
+    from the entry lowers on first access of `Kernel.ir`, as for any entry without it)."""
+    key = job_key(func, target, {"pointer_casts": bool(pointer_casts)})
+    try:
+        return key, _record(key, func, compiled.module, compiled.aliases, compiled._ir,
+                            encoded=compiled.encoded_ir if compiled._ir is None else None)
     except _NotStorable:
         return None
 
@@ -304,7 +322,10 @@ def _load_expr(d, names: dict):
     return _OPS[tag](_load_expr(d[1], names), _load_expr(d[2], names))
 
 
-def _record(key: str, func: PrimFunc, module: SpirvModule, aliases: dict, ir=None) -> dict:
+def _record(key: str, func: PrimFunc, module: SpirvModule, aliases: dict, ir=None,
+            encoded: dict | None = None) -> dict:
+    """The entry of `module` (`func` compiled) under `key`, with the lowered function `ir`
+    encoded, or `encoded`, an encoding read back from another entry of the same function."""
     names = _names(func)
     bindings = []
     for b in module.bindings:
@@ -327,7 +348,7 @@ def _record(key: str, func: PrimFunc, module: SpirvModule, aliases: dict, ir=Non
         "required_features": sorted(module.required_features),
         "folds_grid": bool(module.folds_grid),
         "images": [_dump_image(im) for im in module.images],
-        "ir": _stored_ir(ir, func, aliases),
+        "ir": encoded if encoded is not None else _stored_ir(ir, func, aliases),
     }
     rec["digest"] = _digest(rec)
     rec["mac"] = disk.mac(_entry_name(key), rec["digest"].encode())

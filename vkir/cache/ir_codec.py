@@ -90,6 +90,8 @@ class _Encoder:
             return ["b", self.buffer(v)]
         if t.__name__ in _classes() and _classes()[t.__name__] is t:
             return ["n", t.__name__, [self.value(getattr(v, f)) for f in _fields(t)]]
+        if isinstance(v, str):   # a str subclass (tvm_ffi's String in an imported TVM kernel)
+            return str(v)
         raise NotStorable(f"a {t.__name__} in the lowered function")
 
     def var(self, v):

@@ -131,10 +131,17 @@ def _build(tvm, tvm_ffi, mod, target, device):
 
 def _entries(source, kernel) -> str:
     """The JSON of the SPIR-V and dispatch description of `kernel` (vkir.build of `source`) as
-    vkir compile-cache entries (vkir.fleet.jobs.kernel_entries: {key: entry}), which a loaded
-    library builds from without lowering or code generation."""
+    vkir compile-cache entries ({key: entry}, as vkir.fleet.jobs.kernel_entries writes them),
+    which a loaded library builds from without lowering or code generation. A plain kernel's
+    entry is recorded from what its build compiled (vkir.cache.compile.recorded: nothing is
+    lowered twice); a checked kernel's (loop-cut checks) is compiled for the entry."""
+    from ..cache.compile import recorded
+    from ..driver.kernel import Kernel
     from ..fleet.jobs import kernel_entries
 
+    if type(kernel) is Kernel:
+        built = recorded(kernel.func, kernel._compile_target, kernel._compiled)
+        return json.dumps({} if built is None else {built[0]: built[1]})
     return json.dumps(kernel_entries(source, kernel.device.info))
 
 
