@@ -1,6 +1,6 @@
 """What each way of reading memory costs on a CPU Vulkan driver, measured beside numpy.
 
-`python -m benchmarks.access_forms [loads|broadcast|vadd|vadd_layouts|matmul|peak ...] [--repeat N]` runs hand-written
+`python -m benchmarks.access_forms [loads|broadcast|vadd|vadd_layouts|sum_forms|matmul|peak ...] [--repeat N]` runs hand-written
 GLSL compute shaders (vkir.compile_glsl) that differ only in how they read memory, and prints
 their times with numpy's in the same process, sampled in alternation (one vkir sample, one numpy
 sample, ...) so that a change of load on a shared host falls on both: the ratio column is
@@ -192,6 +192,9 @@ def vadd_layouts(vkir, dev, repeat, n=1 << 24):
     c = np.empty_like(a)
     A, B, C = vkir.array(a, dev), vkir.array(b, dev), vkir.empty(n, "float32", dev)
     for config in LAYOUTS:
+        if config.get("v") == 8 and "int64" not in dev.info.features:
+            print(f"vadd {config} not run: uint64x4 accesses need shaderInt64")
+            continue
         try:
             k = vkir.build(add_template(n, **config), device=dev)
             k(A, B, C)
@@ -211,6 +214,47 @@ def vadd_layouts(vkir, dev, repeat, n=1 << 24):
         print(f"vadd {str(config):58s} {12 * n / np.median(vw) / 1e9:6.2f} GB/s {v_cpu:6.2f} "
               f"GB/CPU-s   numpy {n_cpu:6.2f} GB/CPU-s   ratio per CPU-s {v_cpu / n_cpu:.2f}",
               flush=True)
+
+
+SUM_FORMS = (dict(lanes=512, w=8, v=4, u=4, layout="range"),
+             dict(lanes=256, w=8, v=4, u=4, layout="range"),
+             dict(lanes=512, w=8, v=4, u=8, layout="range"),
+             dict(lanes=2048, w=64, v=4, u=4, layout="range"),
+             dict(lanes=8192, w=64, v=4, u=4, layout="range"),
+             dict(lanes=512, w=8, v=8, u=2, layout="range"),
+             dict(lanes=512, w=64, v=4), dict(lanes=512, w=64, v=1))
+
+
+def sum_forms(vkir, dev, repeat, n=1 << 24):
+    """The first pass of vkir.ops.sum on 2^24 float32 (vkir.ops.reduce.rows_kernel: P parts,
+    each one invocation's contiguous run or interleaved slice, `u` accumulators of `v` lanes)
+    in several forms, beside numpy's x.sum(), per CPU-second: float32x4 loads (whole-texel
+    fetches on lavapipe, the parameter retyped) against uint64x4 loads through a pointer cast
+    (v=8: storage reads), few long runs against many short ones."""
+    from vkir.ops.reduce import rows_kernel
+
+    from .host_numpy import timed_calls
+
+    x = np.random.default_rng(0).random(n, dtype=np.float32)
+    X = vkir.array(x, dev).reshape(1, n)
+    want = float(x.astype(np.float64).sum())
+    for config in SUM_FORMS:
+        if config.get("v") == 8 and "int64" not in dev.info.features:
+            print(f"sum {config} not run: uint64x4 loads need shaderInt64")
+            continue
+        k = vkir.build(rows_kernel.fn(1, n, op="sum", **config), device=dev)
+        parts = k.func.buffer_map[k.func.params[1]].shape[1].value
+        Y = vkir.empty((1, parts), "float32", dev)
+        k(X, Y)
+        got = float(Y.numpy().astype(np.float64).sum())
+        assert abs(got - want) <= 1e-5 * want, (config, got, want)
+        vc, nc = [], []
+        for _ in range(repeat):   # alternating, so a change of load falls on both
+            vc += timed_calls(lambda: k(X, Y), 1, warmup=0)[1]
+            nc += timed_calls(x.sum, 1, warmup=0)[1]
+        v_cpu, n_cpu = 4 * n / np.median(vc) / 1e9, 4 * n / np.median(nc) / 1e9
+        print(f"sum {str(config):58s} {parts:6d} parts {v_cpu:6.2f} GB/CPU-s   numpy "
+              f"{n_cpu:6.2f} GB/CPU-s   ratio per CPU-s {v_cpu / n_cpu:.2f}", flush=True)
 
 
 def matmul_glsl(tm, tn4, wx, n, texel):
@@ -378,7 +422,7 @@ def main(argv=None):
     import vkir
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parts = ["loads", "broadcast", "vadd", "vadd_layouts", "peak", "matmul"]
+    parts = ["loads", "broadcast", "vadd", "vadd_layouts", "sum_forms", "peak", "matmul"]
     parser.add_argument("parts", nargs="*", default=parts, choices=parts)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)

@@ -179,8 +179,6 @@ def _tuned_add():
                                      dict(w=64, vpt=2, layout="chunk", v=8),
                                      dict(w=128, vpt=2, layout="chunk", v=8),
                                      dict(w=64, vpt=4, layout="chunk"),
-                                     dict(w=8, vpt=4, layout="range", groups=64, v=8),
-                                     dict(w=8, vpt=2, layout="range", groups=128, v=8),
                                      dict(w=8, vpt=4, layout="range", groups=256),
                                      dict(w=8, vpt=4, layout="range", groups=64),
                                      dict(w=8, vpt=2, layout="range", groups=256),
