@@ -18,6 +18,9 @@ input window its `tw` output columns need once, as float32x4 vectors, into regis
 reuses it for every filter column (a 3-wide filter reads 10 values instead of 24, a 7-wide one
 at stride 2 reads 21 instead of 56); it reads the filters in (C, KH, KW, O) layout, so the
 `toc` weights of one step are float32x4 loads too (the op transposes the filters once per call).
+The filter columns are the innermost loop, so each accumulator (a tile this large lives on
+llvmpipe's stack) is loaded and stored once per filter row rather than once per column: 1.4x per
+CPU-second on lavapipe (ResNet's 64-channel 56 x 56 3 x 3 layer, 16 x 8 tile: 20.1 -> 28.1 GFLOP).
 The autotuner picks the form per device and shape.
 """
 
@@ -68,7 +71,7 @@ _TEXT = _HEAD + '''\
 
 _WINDOW = _HEAD + '''\
                         xw = T.alloc_buffer((1, XW), "float32", scope="local")
-                        wv = T.alloc_buffer((1, TOC), "float32", scope="local")
+                        wv = T.alloc_buffer((KW, TOC), "float32", scope="local")
                         for i in T.unroll(TOC):
                             for j0 in T.unroll(TW // V):
                                 for j in T.vectorized(V):
@@ -81,11 +84,12 @@ _WINDOW = _HEAD + '''\
                                 for kw in T.unroll(KW):
                                     for i0 in T.unroll(TOC // 4):
                                         for i in T.vectorized(4):
-                                            wv[0, i0 * 4 + i] = w[c, kh, kw, {oc4}]
-                                    for i in T.unroll(TOC):
-                                        for j0 in T.unroll(TW // V):
+                                            wv[kw, i0 * 4 + i] = w[c, kh, kw, {oc4}]
+                                for i in T.unroll(TOC):
+                                    for j0 in T.unroll(TW // V):
+                                        for kw in T.unroll(KW):
                                             for j in T.vectorized(V):
-                                                acc[i, j0 * V + j] = acc[i, j0 * V + j] + wv[0, i] * xw[0, (j0 * V + j) * S + kw]
+                                                acc[i, j0 * V + j] = acc[i, j0 * V + j] + wv[kw, i] * xw[0, (j0 * V + j) * S + kw]
 ''' + _STORE
 
 
