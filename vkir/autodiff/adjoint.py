@@ -257,6 +257,7 @@ class _Adjoint:
         self.seeds, self.grads, self.shared = seeds, grads, shared
         self.last = last  # the last-store flags (vkir.autodiff.overwrites)
         self.gather = gather  # reads left to gather kernels (vkir.autodiff.gather.Plan)
+        self.current = None   # the store or evaluate statement being differentiated
         self.local_adj = {}  # local float buffer -> its adjoint buffer
         self.var_adj = {}  # float let var -> its adjoint scalar buffer
         self.captured = {}  # variable holding a local's value at a let -> that local's load
@@ -266,7 +267,9 @@ class _Adjoint:
         b = load.buffer
         if b in self.grads:
             if self.gather is not None and b in self.gather.sites:
-                return None   # every read of b is summed by its gather kernel
+                # summed by b's gather kernel; some reads leave their contribution in scratch
+                found = self.gather.contribution(self.current, load)
+                return None if found is None else (found[0], found[1], False)
             return self.grads[b], load.indices, b in self.shared
         if b in self.local_adj:
             return self.local_adj[b], load.indices, False
@@ -304,8 +307,21 @@ class _Adjoint:
 
     def stmt(self, s):
         """The adjoint of s, run with the locals as they were before s."""
-        if isinstance(s, SeqStmt):
-            return self.sequence(s.seq)
+        if isinstance(s, (BufferStore, Evaluate)):
+            self.current = s
+            found = self.leaf(s)
+            self.current = None
+            if found is NOP or self.gather is None or not self.gather.scratch.get(id(s)):
+                return found
+            # the reads' contributions left in scratch start from zero
+            zeros = [BufferStore(b, fconst(0, BufferLoad(b, idx)), idx)
+                     for b, idx, read in self.gather.scratch[id(s)]
+                     if isinstance(read, BufferLoad)]
+            return seq(*zeros, found) if zeros else found
+        return self.compound(s)
+
+    def leaf(self, s):
+        """The adjoint of store or evaluate statement s."""
         if isinstance(s, BufferStore):
             items = []
             t = Var(f"adj_s{next(_ids)}", s.value.dtype)
@@ -317,9 +333,10 @@ class _Adjoint:
                 adj = self.local_adj[s.buffer]
                 items += [("let", t, BufferLoad(adj, s.indices)),
                           BufferStore(adj, fconst(0, t), s.indices)]
-                scratch = self.gather.scratch.get(id(s)) if self.gather is not None else None
+                scratch = self.gather.seed(s) if self.gather is not None else None
                 if scratch is not None:   # the seed, for the gather kernels
-                    items.append(BufferStore(scratch[0], t, scratch[1]))
+                    keep = BufferStore(scratch[0], t, scratch[1])
+                    items.append(keep if scratch[2] is None else IfThenElse(scratch[2], keep))
             else:
                 return NOP
             self.prop.expr(s.value, t, items)
@@ -333,7 +350,12 @@ class _Adjoint:
                                                    v.args[0].indices)))
                 self.prop.expr(v.args[1], t, items)
                 return self.last.guard(s, build(items), add=True)
-            return NOP
+        return NOP
+
+    def compound(self, s):
+        """The adjoint of a statement that holds others."""
+        if isinstance(s, SeqStmt):
+            return self.sequence(s.seq)
         if isinstance(s, IfThenElse):
             return IfThenElse(s.condition, self.stmt(s.then_case),
                               None if s.else_case is None else self.stmt(s.else_case))

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir import (Add, AllocBuffer, And, BufferLoad, BufferStore, Call, DeclBuffer, Evaluate,
-                  FloorDiv, For, GE, IfThenElse, IntImm, LT, Let, LetStmt, Not, PrimFunc,
+from ..ir import (Add, AllocBuffer, And, BufferLoad, BufferStore, Call, DeclBuffer, EQ,
+                  Evaluate, FloorDiv, For, GE, IfThenElse, IntImm, LT, Let, LetStmt, Not, PrimFunc,
                   SeqStmt, Sub, Var, decl_buffer, seq, substitute)
 from ..ir import walk
 from ..ir.structural import structural_equal
@@ -43,30 +43,50 @@ INT32 = "int32"
 
 @dataclass(frozen=True, eq=False)
 class Site:
-    """One statement whose reads of `buffer` are gathered: the statement, its enclosing loops
-    ((var, min, extent, parallel) outermost first), lets and conditions, and where its seed
-    comes from (`seed`: the output's seed buffer, or the scratch buffer of a local's seed)."""
+    """One read of a wrt buffer in one statement whose contributions are gathered: the statement,
+    the read, its enclosing loops ((var, min, extent, parallel) outermost first), lets and
+    conditions, and where the gather reads each iteration's factor from (`seed` at
+    `seed_indices`): with `direct` False the statement's seed (an output's seed buffer, or a
+    scratch buffer the first kernel writes a local's seed into), which the gather multiplies by
+    the recomputed derivative; with `direct` True a scratch buffer holding the read's whole
+    contribution, written by the first kernel (a statement run once per invocation)."""
 
     node: object
-    buffer: object
+    load: object
     loops: tuple
     lets: tuple
     conds: tuple
-    seed: object        # Buffer to read the seed from
-    seed_indices: tuple  # its indices (loop variables of the site)
+    seed: object
+    seed_indices: tuple
+    direct: bool
 
 
 @dataclass(frozen=True, eq=False)
 class Plan:
-    """The gathered reads: {wrt buffer: [Site]}, and the scratch buffers of local seeds
-    ({id(statement): (scratch buffer, parallel index vars)})."""
+    """The gathered reads: {wrt buffer: [Site]}; for the first kernel, the scratch buffers it
+    writes: {id(statement): [(scratch buffer, parallel indices, read or condition)]} (a
+    BufferLoad: the read's contribution; else the statement's seed, stored where the condition
+    holds (None: always))."""
 
     sites: dict
     scratch: dict
 
-    def gathered(self, node) -> set:
-        """The wrt buffers whose reads in statement `node` the first kernel leaves out."""
-        return {b for b, ss in self.sites.items() if any(s.node is node for s in ss)}
+    def contribution(self, node, load):
+        """(scratch buffer, indices) where the first kernel puts the adjoint of `load` in
+        statement `node`, or None."""
+        for buf, idx, read in self.scratch.get(id(node), ()):
+            if isinstance(read, BufferLoad) and read.buffer is load.buffer and \
+                    structural_equal(tuple(read.indices), tuple(load.indices)):
+                return buf, idx
+        return None
+
+    def seed(self, node):
+        """(scratch buffer, indices, condition or None) where the first kernel puts statement
+        `node`'s seed, or None."""
+        for buf, idx, cond in self.scratch.get(id(node), ()):
+            if not isinstance(cond, BufferLoad):
+                return buf, idx, cond
+        return None
 
 
 def plan(body, shared, seeds, grads, last, sizes) -> Plan:
@@ -74,21 +94,27 @@ def plan(body, shared, seeds, grads, last, sizes) -> Plan:
     `seeds`/`grads`: {buffer: adjoint buffer}; `last`: the last-store flags
     (vkir.autodiff.overwrites); `sizes`: the size variables a scratch shape may use."""
     found, refused = {}, set()
-    _Walk(shared, seeds, grads, last, sizes, found, refused).visit(body, (), (), (), frozenset())
+    w = _Walk(shared, seeds, last, sizes, found, refused)
+    w.visit(body, (), (), (), frozenset())
     sites = {b: ss for b, ss in found.items() if b not in refused}
     scratch = {}
     for ss in sites.values():
         for s in ss:
-            if s.seed not in seeds.values():
-                scratch[id(s.node)] = (s.seed, s.seed_indices)
+            if s.seed in seeds.values():
+                continue
+            entry = (s.seed, s.seed_indices, s.load if s.direct else w.guards.get(s.seed))
+            kept = scratch.setdefault(id(s.node), [])
+            if not any(e[0] is entry[0] for e in kept):
+                kept.append(entry)
     return Plan(sites, scratch)
 
 
 class _Walk:
-    def __init__(self, shared, seeds, grads, last, sizes, found, refused):
-        self.shared, self.seeds, self.grads, self.last = shared, seeds, grads, last
+    def __init__(self, shared, seeds, last, sizes, found, refused):
+        self.shared, self.seeds, self.last = shared, seeds, last
         self.sizes, self.found, self.refused = sizes, found, refused
-        self.scratch = {}   # id(statement) -> scratch buffer (one per local-seeded statement)
+        self.scratch = {}   # id(statement) or (id(statement), k) -> its scratch buffer
+        self.guards = {}    # scratch buffer -> the condition the first kernel stores it under
 
     def visit(self, node, loops, lets, conds, bad):
         if isinstance(node, For):
@@ -122,13 +148,14 @@ class _Walk:
         buffers = {n.buffer for n in walk(value) if isinstance(n, BufferLoad)
                    and n.buffer in self.shared}
         for b in buffers:
-            site = self.site(node, value, b, loops, lets, conds, bad)
-            if site is None:
+            sites = self.sites(node, value, b, loops, lets, conds, bad)
+            if sites is None:
                 self.refused.add(b)
             else:
-                self.found.setdefault(b, []).append(site)
+                self.found.setdefault(b, []).extend(sites)
 
-    def site(self, node, value, b, loops, lets, conds, bad):
+    def sites(self, node, value, b, loops, lets, conds, bad):
+        """The Sites of the reads of b in statement `node`, or None where one does not invert."""
         parallel = [(f.loop_var, f.min, f.extent) for f, par in loops if par]
         serial = [f for f, par in loops if not par]
         if not parallel or any(isinstance(n, Let) for n in walk(value)):
@@ -141,51 +168,109 @@ class _Walk:
                     return None
         if any(_reads_local(c, bad) for c in conds):
             return None
-        seed = self.seed(node, value, parallel, serial, bad)
-        if seed is None:
-            return None
         int_lets = {s.var: s.value for s in lets if not s.value.dtype.is_float}
-        for load in _reads_of(value, b):
-            if _decode_plan(load.indices, loops, int_lets) is None:
+        reads = _reads_of(_without_self(node, value), b)
+        if any(_decode_plan(r.indices, loops, int_lets) is None for r in reads):
+            return None
+        where_ = tuple((f.loop_var, f.min, f.extent, par) for f, par in loops)
+        seed = self.seed(node, parallel, serial, bad)
+        if seed is not None and self.recomputable(node, value, b, bad):
+            return [Site(node, r, where_, lets, conds, seed[0], seed[1], False) for r in reads]
+        # the derivative needs a local: where the statement runs once per invocation, the first
+        # kernel stores each read's contribution for the gather
+        if serial or not self.seeded(node, bad):
+            return None
+        out = []
+        for k, r in enumerate(reads):
+            found = self.scratch_for((id(node), k), parallel, b.dtype, f"adj_{b.name}")
+            if found is None:
                 return None
+            out.append(Site(node, r, where_, lets, conds, found[0], found[1], True))
+        return out
+
+    def recomputable(self, node, value, b, bad) -> bool:
+        """Whether the derivative of the statement's value by its reads of b reads no local."""
         probe = Var("probe", b.dtype)
         items = []
         Propagate(lambda ld: (b, ld.indices, False) if ld.buffer is b else None,
                   lambda v: None).expr(_without_self(node, value), probe, items)
-        if any(_reads_local(x if not isinstance(x, tuple) else x[2], bad) for x in items):
-            return None
-        return Site(node, b, tuple((f.loop_var, f.min, f.extent, par) for f, par in loops),
-                    lets, conds, seed[0], seed[1])
+        return not any(_reads_local(x if not isinstance(x, tuple) else x[2], bad) or
+                       (not isinstance(x, tuple) and _reads_local(x, bad)) for x in items)
 
-    def seed(self, node, value, parallel, serial, bad):
-        """(buffer, indices) the seed of `node` is read from in the gather, or None."""
+    def seeded(self, node, bad) -> bool:
+        """Whether the statement's seed reaches it unguarded (no last-store flag)."""
         if isinstance(node, Evaluate):
             target = node.value.args[0]
-            if target.buffer not in self.seeds or id(node) in self.last.flags or \
-                    any(_reads_local(i, bad) for i in target.indices):
+            return target.buffer in self.seeds and id(node) not in self.last.flags
+        if node.buffer in self.seeds:
+            return id(node) not in self.last.flags
+        return node.buffer.scope == "local" and node.buffer.dtype.is_float
+
+    def seed(self, node, parallel, serial, bad):
+        """(buffer, indices) the seed of `node` is read from in the gather, or None."""
+        if not self.seeded(node, bad):
+            return None
+        if isinstance(node, Evaluate):
+            target = node.value.args[0]
+            if any(_reads_local(i, bad) for i in target.indices):
                 return None
             return self.seeds[target.buffer], target.indices
         if node.buffer in self.seeds:
-            if id(node) in self.last.flags or any(_reads_local(i, bad) for i in node.indices):
+            if any(_reads_local(i, bad) for i in node.indices):
                 return None
             return self.seeds[node.buffer], node.indices
-        if node.buffer.scope != "local" or not node.buffer.dtype.is_float or \
-                not all(isinstance(i, IntImm) for i in node.indices):
+        if not all(isinstance(i, IntImm) for i in node.indices):
             return None
         if serial and not _accumulates_only(serial[0], node.buffer):
             return None
+        found = self.scratch_for(id(node), parallel, node.buffer.dtype,
+                                 f"seed_{node.buffer.name}")
+        if found is not None and serial and not _under_branch(serial[0], node):
+            # the seed is the same in every iteration: the first kernel stores it in the last
+            # one only (which runs first backwards), so its reverse loop can do nothing else
+            last = [EQ(f.loop_var, f.min + f.extent - IntImm(f.extent.dtype, 1))
+                    for f in serial]
+            self.guards[found[0]] = _all(last)
+        return found
+
+    def scratch_for(self, key, parallel, dtype, name):
+        """(scratch buffer, indices): one element per invocation, made once per key; None where
+        a parallel extent is not a constant or a size variable."""
         shape = []
         for _, _, extent in parallel:
             if not (isinstance(extent, IntImm) or (isinstance(extent, Var)
                                                    and extent in self.sizes)):
                 return None
             shape.append(extent)
-        buf = self.scratch.get(id(node))
+        buf = self.scratch.get(key)
         if buf is None:
-            buf = self.scratch[id(node)] = decl_buffer(
-                tuple(shape), node.buffer.dtype, f"seed_{node.buffer.name}{len(self.scratch)}")
+            buf = self.scratch[key] = decl_buffer(tuple(shape), dtype,
+                                                  f"{name}{len(self.scratch)}")
         return buf, tuple(v - lo if not (isinstance(lo, IntImm) and lo.value == 0) else v
                           for v, lo, _ in parallel)
+
+
+def _all(conds):
+    out = conds[0]
+    for c in conds[1:]:
+        out = And(out, c)
+    return out
+
+
+def _under_branch(loop, node) -> bool:
+    """Whether statement `node` inside `loop` sits under a branch there."""
+    def visit(s, branched):
+        if s is node:
+            return branched
+        if isinstance(s, IfThenElse):
+            return visit(s.then_case, True) or (s.else_case is not None and
+                                                visit(s.else_case, True))
+        if isinstance(s, SeqStmt):
+            return any(visit(x, branched) for x in s.seq)
+        if isinstance(s, (For, LetStmt, AllocBuffer, DeclBuffer)):
+            return visit(s.body, branched)
+        return False
+    return visit(loop.body, False)
 
 
 def _reads_local(e, bad) -> bool:
@@ -278,11 +363,8 @@ def gather_kernel(name, params, buffer_map, b, d_b, sites, attrs) -> PrimFunc:
     acc = decl_buffer((1,), b.dtype, f"d_{b.name}_sum", scope="local")
     blocks = [BufferStore(acc, fconst(0, acc), (IntImm(INT32, 0),))]
     for site in sites:
-        value = site.node.value if isinstance(site.node, BufferStore) else site.node.value.args[1]
-        part = _without_self(site.node, value)
-        lets = {s.var: s.value for s in site.lets if not s.value.dtype.is_float}
-        for load in _reads_of(part, b):
-            blocks.append(_block(site, part, load, dims, acc, lets))
+        blocks.append(_block(site, dims, acc,
+                             {s.var: s.value for s in site.lets if not s.value.dtype.is_float}))
     total = BufferLoad(acc, (IntImm(INT32, 0),))
     body = seq(*blocks, BufferStore(d_b, BufferLoad(d_b, tuple(dims)) + total, tuple(dims)))
     body = AllocBuffer(acc, body)
@@ -291,10 +373,11 @@ def gather_kernel(name, params, buffer_map, b, d_b, sites, attrs) -> PrimFunc:
     return PrimFunc(params, body, buffer_map, attrs.set("global_symbol", name))
 
 
-def _block(site, part, load, dims, acc, int_lets):
-    """The sum over the iterations whose read `load` (in value `part` of site's statement)
-    reaches element `dims`: the decoded loop variables, loops over the others, the site's
-    lets and conditions, its seed times the derivative."""
+def _block(site, dims, acc, int_lets):
+    """The sum over the iterations whose read (site.load) reaches element `dims`: the decoded
+    loop variables, loops over the others, the site's lets and conditions, and each iteration's
+    contribution (its seed times the recomputed derivative, or the stored contribution)."""
+    load = site.load
     fresh = {}
     for var, *_ in site.loops:
         fresh[var] = Var(var.name, var.dtype)
@@ -302,13 +385,21 @@ def _block(site, part, load, dims, acc, int_lets):
         fresh[s.var] = Var(s.var.name, s.var.dtype)
     decode = _decode_plan(load.indices, [(_Loop(v, lo, ext), par)
                                          for v, lo, ext, par in site.loops], int_lets)
-    t = Var("seed", load.dtype)
-    items = [("let", t, BufferLoad(site.seed, tuple(site.seed_indices)))]
-    Propagate(lambda ld: ((acc, (IntImm(INT32, 0),), False)
-                          if ld.buffer is load.buffer and
-                          structural_equal(tuple(ld.indices), tuple(load.indices)) else None),
-              lambda v: None).expr(part, t, items)
-    inner = build(items)
+    zero = (IntImm(INT32, 0),)
+    stored = BufferLoad(site.seed, tuple(site.seed_indices))
+    if site.direct:
+        inner = BufferStore(acc, BufferLoad(acc, zero) + stored, zero)
+    else:
+        value = site.node.value if isinstance(site.node, BufferStore) \
+            else site.node.value.args[1]
+        t = Var("seed", load.dtype)
+        items = [("let", t, stored)]
+        Propagate(lambda ld: ((acc, zero, False)
+                              if ld.buffer is load.buffer and
+                              structural_equal(tuple(ld.indices), tuple(load.indices))
+                              else None),
+                  lambda v: None).expr(_without_self(site.node, value), t, items)
+        inner = build(items)
     for cond in reversed(site.conds):
         inner = IfThenElse(cond, inner)
     for s in reversed(site.lets):
