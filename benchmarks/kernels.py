@@ -20,6 +20,12 @@ def vadd4(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32"),
                     c[i] = a[i] + b[i]
 
 
+@T.func
+def add_elements(x: T.float32, y: T.float32) -> T.float32:
+    # the `vkir bench` map workload's function: vkir.map(add_elements) is a vadd
+    return x + y
+
+
 @T.prim_func
 def softmax(x: T.Buffer(("rows", "cols"), "float32"), y: T.Buffer(("rows", "cols"), "float32")):
     # one workgroup of 256 threads per row; max and sum of exp reduced in shared memory

@@ -31,13 +31,13 @@ from .host_numpy import timed_calls
 from .report import format_table  # noqa: F401  (the table `main` prints; fleet_bench's too)
 
 SHADERS = Path(__file__).resolve().parents[1] / "shaders"
-WORKLOADS = ("vadd", "sum", "sum_subgroup", "matmul_1024", "softmax", "layer_norm", "conv2d",
+WORKLOADS = ("vadd", "map", "sum", "sum_subgroup", "matmul_1024", "softmax", "layer_norm", "conv2d",
              "batched_matmul", "cumsum", "sort", "histogram", "latency", "compile", "interop",
              "images")
-FULL = {"vadd": 1 << 24, "sum": 1 << 24, "matmul": 1024, "softmax": (4096, 1024),
+FULL = {"vadd": 1 << 24, "map": 1 << 24, "sum": 1 << 24, "matmul": 1024, "softmax": (4096, 1024),
         "layer_norm": (4096, 1024), "conv2d": (1, 64, 56, 56, 64, 3), "bmm": (16, 256, 256, 256),
         "cumsum": 1 << 24, "sort": 1 << 20, "histogram": 1 << 24}
-QUICK = {"vadd": 1 << 16, "sum": 1 << 16, "matmul": 128, "softmax": (256, 256),
+QUICK = {"vadd": 1 << 16, "map": 1 << 16, "sum": 1 << 16, "matmul": 128, "softmax": (256, 256),
          "layer_norm": (256, 256), "conv2d": (1, 8, 16, 16, 8, 3), "bmm": (2, 64, 64, 64),
          "cumsum": 1 << 16, "sort": 1 << 12, "histogram": 1 << 16}
 
@@ -242,6 +242,41 @@ class Bench:
             self.check(f"vadd {name}", C.numpy(), a + b)
         c = np.empty_like(a)
         self.host("vadd", "numpy", lambda: np.add(a, b, out=c), nbytes=nbytes)
+
+    def map(self):  # noqa: A003 - the workload's name
+        """`vkir.map(add)` on DeviceArrays ("vkir": the whole call, broadcast checks and views
+        included) beside the tuned hand-written vadd (benchmarks.kernels.add, "vkir_mirror")
+        and np.add(out=), each a wall_s row with its CPU seconds, sampled in alternation:
+        vkir/mirror is what map's automatic launch costs over the hand kernel."""
+        from . import kernels
+
+        vk, dev, n = self.vkir, self.dev, self.sizes["map"]
+        self.size = [n]
+        a, b = self.rng.random(n, dtype=np.float32), self.rng.random(n, dtype=np.float32)
+        A, B = vk.array(a, dev), vk.array(b, dev)
+        C0, C1 = vk.empty(n, "float32", dev), vk.empty(n, "float32", dev)
+        c = np.empty_like(a)
+        mapped = vk.map(kernels.add_elements, device=dev)
+        hand = self.tuned(kernels.add, n=n)
+        calls = {"vkir": lambda: mapped(A, B, out=C0), "vkir_mirror": lambda: hand(A, B, C1),
+                 "numpy": lambda: np.add(a, b, out=c)}
+        wall = {name: [] for name in calls}
+        cpu = {name: [] for name in calls}
+        for f in calls.values():
+            f()   # warm-up: builds and llvmpipe's compile at the first dispatch
+        names = list(calls)
+        for r in range(self.repeat):
+            k = r % len(names)
+            for name in names[k:] + names[:k]:
+                w, cp = timed_calls(calls[name], 1, warmup=0)
+                wall[name] += w
+                cpu[name] += cp
+        for name, C in (("vkir", C0), ("vkir_mirror", C1)):
+            self.check(f"map {name}", C.numpy(), a + b, rtol=0, atol=0)
+        for name in names:
+            self.add("map", name, "wall_s", wall[name], nbytes=12 * n, cpu=cpu[name])
+        self.notes.append("map: vkir is vkir.map(add) on DeviceArrays, mirror the tuned "
+                          "hand-written vadd (benchmarks.kernels.add); wall time only")
 
     def sum(self):
         from vkir.ops.reduce import final_sum, rows_kernel
