@@ -110,3 +110,36 @@ def refused(a: T.Buffer((2,), "int64")):
 ''')
     with pytest.raises(vkir.UnsupportedError, match=what):
         EmulateInt64()(func)
+
+
+@T.prim_func
+def shared_sums(v: T.Buffer((256,), "int64"), out: T.Buffer((4, 2), "int64")):
+    for bx in T.thread_binding(4, "blockIdx.x"):
+        for tx in T.thread_binding(64, "threadIdx.x"):
+            s = T.alloc_buffer((2,), "int64", scope="shared")
+            if tx < 2:
+                s[tx] = T.int64(4294967295) * T.cast(tx, "int64")
+            T.barrier()
+            T.atomic_add(s[0], v[bx * 64 + tx])
+            T.atomic_sub(s[1], v[bx * 64 + tx] * T.int64(5))
+            T.barrier()
+            if tx < 2:
+                out[bx, tx] = s[tx]
+
+
+def test_shared_memory_64bit_atomics(device):
+    """Workgroup-shared int64 elements updated by every invocation of a workgroup: word atomics
+    on shared words, exact sums per workgroup (interpreter, device, emulated on the device)."""
+    v = _values(3)[:256]
+    with np.errstate(over="ignore"):
+        sums = v.reshape(4, 64).sum(axis=1)
+        want = np.stack([sums, np.int64(2**32 - 1) - sums * 5], axis=1)
+    got = np.zeros((4, 2), np.int64)
+    vkir.interpret(EmulateInt64()(shared_sums), v.view(np.uint32), got.view(np.uint32))
+    np.testing.assert_array_equal(got, want)
+    for func in (shared_sums, EmulateInt64()(shared_sums)):
+        got = np.zeros((4, 2), np.int64)
+        words = func is not shared_sums
+        vkir.build(func, device=device)(*((v.view(np.uint32), got.view(np.uint32)) if words
+                                          else (v, got)))
+        np.testing.assert_array_equal(got, want, err_msg=func.name)
