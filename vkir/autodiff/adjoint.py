@@ -315,8 +315,8 @@ class _Adjoint:
                 return found
             # the reads' contributions left in scratch start from zero
             zeros = [BufferStore(b, fconst(0, BufferLoad(b, idx)), idx)
-                     for b, idx, read in self.gather.scratch[id(s)]
-                     if isinstance(read, BufferLoad)]
+                     for b, idx, what in self.gather.scratch[id(s)]
+                     if isinstance(what, BufferLoad)]
             return seq(*zeros, found) if zeros else found
         return self.compound(s)
 
@@ -335,8 +335,7 @@ class _Adjoint:
                           BufferStore(adj, fconst(0, t), s.indices)]
                 scratch = self.gather.seed(s) if self.gather is not None else None
                 if scratch is not None:   # the seed, for the gather kernels
-                    keep = BufferStore(scratch[0], t, scratch[1])
-                    items.append(keep if scratch[2] is None else IfThenElse(scratch[2], keep))
+                    items.append(BufferStore(scratch[0], t, scratch[1]))
             else:
                 return NOP
             self.prop.expr(s.value, t, items)
@@ -424,6 +423,14 @@ class _Adjoint:
         if s.kind in PARALLEL:
             return For(s.loop_var, s.min, s.extent, s.kind, self.body(s), s.thread,
                        s.annotations)
+        found = self.serial_loop(s)
+        if self.gather is None or not self.gather.before(s):
+            return found
+        # the seeds of the loop's accumulations, for the gather kernels: the locals' adjoints now
+        return seq(*[BufferStore(buf, BufferLoad(self.local_adj[local], li), idx)
+                     for buf, idx, local, li in self.gather.before(s)], found)
+
+    def serial_loop(self, s):
         writes = _local_writes(s.body)
         adjoint = self.body(s)
         r = Var(f"{s.loop_var.name}_rev", s.loop_var.dtype)

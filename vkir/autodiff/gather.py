@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir import (Add, AllocBuffer, And, BufferLoad, BufferStore, Call, DeclBuffer, EQ,
+from ..ir import (Add, AllocBuffer, And, BufferLoad, BufferStore, Call, DeclBuffer,
                   Evaluate, FloorDiv, For, GE, IfThenElse, IntImm, LT, Let, LetStmt, Not, PrimFunc,
                   SeqStmt, Sub, Var, decl_buffer, seq, substitute)
 from ..ir import walk
@@ -64,9 +64,10 @@ class Site:
 @dataclass(frozen=True, eq=False)
 class Plan:
     """The gathered reads: {wrt buffer: [Site]}; for the first kernel, the scratch buffers it
-    writes: {id(statement): [(scratch buffer, parallel indices, read or condition)]} (a
-    BufferLoad: the read's contribution; else the statement's seed, stored where the condition
-    holds (None: always))."""
+    writes: {id(statement or serial loop): [(scratch buffer, parallel indices, what)]}, what
+    being a BufferLoad (a statement's: that read's contribution), None (a statement's: its
+    seed) or (local buffer, indices) (a loop's: that local's adjoint before the loop's adjoint,
+    the seed of every accumulation of it in the loop)."""
 
     sites: dict
     scratch: dict
@@ -81,12 +82,18 @@ class Plan:
         return None
 
     def seed(self, node):
-        """(scratch buffer, indices, condition or None) where the first kernel puts statement
-        `node`'s seed, or None."""
-        for buf, idx, cond in self.scratch.get(id(node), ()):
-            if not isinstance(cond, BufferLoad):
-                return buf, idx, cond
+        """(scratch buffer, indices) where the first kernel puts statement `node`'s seed, or
+        None."""
+        for buf, idx, what in self.scratch.get(id(node), ()):
+            if what is None:
+                return buf, idx
         return None
+
+    def before(self, loop):
+        """[(scratch buffer, indices, local buffer, local indices)]: the locals' adjoints the
+        first kernel stores before serial loop `loop`'s adjoint."""
+        return [(buf, idx, what[0], what[1]) for buf, idx, what in self.scratch.get(id(loop), ())
+                if isinstance(what, tuple)]
 
 
 def plan(body, shared, seeds, grads, last, sizes) -> Plan:
@@ -102,8 +109,12 @@ def plan(body, shared, seeds, grads, last, sizes) -> Plan:
         for s in ss:
             if s.seed in seeds.values():
                 continue
-            entry = (s.seed, s.seed_indices, s.load if s.direct else w.guards.get(s.seed))
-            kept = scratch.setdefault(id(s.node), [])
+            if s.seed in w.hoisted:
+                loop, local, indices = w.hoisted[s.seed]
+                key, entry = id(loop), (s.seed, s.seed_indices, (local, indices))
+            else:
+                key, entry = id(s.node), (s.seed, s.seed_indices, s.load if s.direct else None)
+            kept = scratch.setdefault(key, [])
             if not any(e[0] is entry[0] for e in kept):
                 kept.append(entry)
     return Plan(sites, scratch)
@@ -114,7 +125,7 @@ class _Walk:
         self.shared, self.seeds, self.last = shared, seeds, last
         self.sizes, self.found, self.refused = sizes, found, refused
         self.scratch = {}   # id(statement) or (id(statement), k) -> its scratch buffer
-        self.guards = {}    # scratch buffer -> the condition the first kernel stores it under
+        self.hoisted = {}   # scratch buffer -> (serial loop, local, indices): stored before it
 
     def visit(self, node, loops, lets, conds, bad):
         if isinstance(node, For):
@@ -225,12 +236,11 @@ class _Walk:
             return None
         found = self.scratch_for(id(node), parallel, node.buffer.dtype,
                                  f"seed_{node.buffer.name}")
-        if found is not None and serial and not _under_branch(serial[0], node):
-            # the seed is the same in every iteration: the first kernel stores it in the last
-            # one only (which runs first backwards), so its reverse loop can do nothing else
-            last = [EQ(f.loop_var, f.min + f.extent - IntImm(f.extent.dtype, 1))
-                    for f in serial]
-            self.guards[found[0]] = _all(last)
+        if found is not None and serial:
+            # the seed is the local's adjoint in every iteration of the outermost serial loop
+            # (it only accumulates there): the first kernel stores it once, before that loop's
+            # adjoint, whose reverse loop may then do nothing at all
+            self.hoisted[found[0]] = (serial[0], node.buffer, node.indices)
         return found
 
     def scratch_for(self, key, parallel, dtype, name):
@@ -248,29 +258,6 @@ class _Walk:
                                                   f"{name}{len(self.scratch)}")
         return buf, tuple(v - lo if not (isinstance(lo, IntImm) and lo.value == 0) else v
                           for v, lo, _ in parallel)
-
-
-def _all(conds):
-    out = conds[0]
-    for c in conds[1:]:
-        out = And(out, c)
-    return out
-
-
-def _under_branch(loop, node) -> bool:
-    """Whether statement `node` inside `loop` sits under a branch there."""
-    def visit(s, branched):
-        if s is node:
-            return branched
-        if isinstance(s, IfThenElse):
-            return visit(s.then_case, True) or (s.else_case is not None and
-                                                visit(s.else_case, True))
-        if isinstance(s, SeqStmt):
-            return any(visit(x, branched) for x in s.seq)
-        if isinstance(s, (For, LetStmt, AllocBuffer, DeclBuffer)):
-            return visit(s.body, branched)
-        return False
-    return visit(loop.body, False)
 
 
 def _reads_local(e, bad) -> bool:
