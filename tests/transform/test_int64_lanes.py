@@ -126,3 +126,27 @@ def test_vector_kernels_on_the_device_match_the_interpreter(device, func):
         np.testing.assert_array_equal(emulated[k], w, err_msg=f"emulated {func.name}, arg {k}")
         rows = defined if native else slice(None)
         np.testing.assert_array_equal(built[k][rows], w[rows], err_msg=f"built {func.name}, arg {k}")
+
+
+LETS = vkir.from_script(f'''
+def lets(a: T.Buffer(({N},), "int64"), f: T.Buffer(({N},), "float32"), c: T.Buffer(({N},), "int64")):
+    for bx in T.thread_binding({N // 32}, "blockIdx.x"):
+        for tx in T.thread_binding(8, "threadIdx.x"):
+            for v in T.vectorized(4):
+                c[(bx * 8 + tx) * 4 + v] = T.cast(T.let(y := T.let(x := f[(bx * 8 + tx) * 4 + v] * T.float32(3), T.select(x > T.float32(0), x, T.float32(0) - x)) + T.float32(1), y * T.float32(2)), "int64") + a[(bx * 8 + tx) * 4 + v]
+''')
+
+
+def test_lets_inside_lanes_are_bound_once_per_lane(device):
+    """float32x4 lets (one inside another's value) inside an int64x4 expression are evaluated
+    in every lane's copy under names of their own (the IR binds a variable once)."""
+    after = EmulateInt64()(_vectorized(LETS))
+    verify_well_formed(after)
+    a = np.arange(N, dtype=np.int64) * (2**33 + 1) - 2**40
+    f = np.linspace(-1e6, 1e6, N).astype(np.float32)
+    want, got, built = (np.zeros(N, np.int64) for _ in range(3))
+    vkir.interpret(LETS, a, f, want)
+    vkir.interpret(after, _words(a), f, _words(got))
+    vkir.build(LETS, device=device)(a, f, built)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(built, want)

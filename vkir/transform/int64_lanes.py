@@ -113,10 +113,12 @@ class _Scalarizer(Mutator):
         buf = self.visit_buffer(op.buffer)
         if not wide_vector(value.dtype) and n > 1:   # computed once, its lanes stored
             var = E.Var(f"v{next(_names)}", value.dtype)
-            stores = tuple(S.BufferStore(buf, E.Shuffle((var,), (k,)), (*rest, self.lane(last, k)))
+            stores = tuple(S.BufferStore(buf, E.Shuffle((var,), (k,)),
+                                         (*map(_renamed, rest), self.lane(last, k)))
                            for k in range(n))
             return S.LetStmt(var, self.visit(value), S.SeqStmt(stores))
-        return S.SeqStmt(tuple(S.BufferStore(buf, self.lane(value, k), (*rest, self.lane(last, k)))
+        return S.SeqStmt(tuple(S.BufferStore(buf, self.lane(value, k),
+                                             (*map(_renamed, rest), self.lane(last, k)))
                                for k in range(n)))
 
     def element_index(self, buf, index):
@@ -158,8 +160,8 @@ class _Scalarizer(Mutator):
     def lane(self, e, k: int):
         """The scalar expression of lane `k` of `e` (`e` itself, rewritten, for a scalar)."""
         dt = _dtype(e)
-        if dt.lanes == 1:
-            return self.visit(e)
+        if dt.lanes == 1:   # (each lane has its own copy: its lets get names of their own)
+            return _renamed(self.visit(e))
         method = getattr(self, "lane_" + type(e).__name__, None)
         if method is not None:
             return method(e, k)
@@ -167,7 +169,7 @@ class _Scalarizer(Mutator):
             return type(e)(self.lane(e.a, k), self.lane(e.b, k))
         if wide_vector(dt):
             self.refuse(f"lane {k} of the {dt} value {type(e).__name__}")
-        return E.Shuffle((self.visit(e),), (k,))
+        return E.Shuffle((_renamed(self.visit(e)),), (k,))
 
     def lane_Var(self, e, k):
         if e in self.lane_vars:
@@ -201,7 +203,7 @@ class _Scalarizer(Mutator):
         if not wide_vector(buf.dtype) and buf.dtype.lanes != 1:
             if wide_vector(e.dtype):
                 self.refuse(f"a {e.dtype} load from the {buf.dtype} buffer {buf.name!r}")
-            return E.Shuffle((self.visit(e),), (k,))
+            return E.Shuffle((_renamed(self.visit(e)),), (k,))
         last = self.element_index(buf, e.indices[-1])
         return E.BufferLoad(self.visit_buffer(buf), (*(self.visit(i) for i in e.indices[:-1]),
                                                      self.lane(last, k)))
@@ -227,7 +229,7 @@ class _Scalarizer(Mutator):
         """The let bound again in this lane under a fresh name (a variable is bound once); a
         64-bit vector let binds its lane `k` only."""
         per_lane = wide_vector(e.var.dtype)
-        value = self.lane(e.value, k) if per_lane else self.visit(e.value)
+        value = self.lane(e.value, k) if per_lane else _renamed(self.visit(e.value))
         fresh = E.Var(f"{e.var.name}_{next(_names)}", value.dtype)
         names = self.lane_vars if per_lane else self.current
         saved = names.get(e.var)
@@ -240,6 +242,36 @@ class _Scalarizer(Mutator):
             else:
                 names[e.var] = saved
         return E.Let(fresh, value, body)
+
+
+class _Renamer(Mutator):
+    """A copy of an expression whose lets bind fresh variables (a let's variable is bound once
+    in a function, and each lane evaluates its own copy)."""
+
+    def __init__(self):
+        self.names = {}
+
+    def visit_Var(self, op):
+        return self.names.get(op, op)
+
+    def visit_Let(self, op):
+        value = self.visit(op.value)
+        fresh = E.Var(f"{op.var.name}_{next(_names)}", op.var.dtype)
+        saved = self.names.get(op.var)
+        self.names[op.var] = fresh
+        body = self.visit(op.body)
+        if saved is None:
+            del self.names[op.var]
+        else:
+            self.names[op.var] = saved
+        return E.Let(fresh, value, body)
+
+
+def _renamed(e: E.PrimExpr) -> E.PrimExpr:
+    """`e`, or where it binds lets a copy with fresh names for them."""
+    if not any(isinstance(n, E.Let) for n in walk(e)):
+        return e
+    return _Renamer().visit(e)
 
 
 def _times(e: E.PrimExpr, n: int) -> E.PrimExpr:
