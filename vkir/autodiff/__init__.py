@@ -1,8 +1,11 @@
 """vkir.autodiff: reverse-mode differentiation of kernels. `grad(f, wrt)` builds the adjoint
-PrimFunc by source transformation (vkir.autodiff.adjoint); `Tape` records kernel calls on
-DeviceArrays and runs their adjoints backwards (vkir.autodiff.recording)."""
+PrimFunc by source transformation (vkir.autodiff.adjoint); `adjoint_kernels(f, wrt)` the same
+adjoint as kernels that gather shared reads instead of adding them atomically
+(vkir.autodiff.staged); `Tape` records kernel calls on DeviceArrays and runs their adjoints
+backwards (vkir.autodiff.recording)."""
 
 from .adjoint import grad
 from .recording import Tape
+from .staged import AdjointKernels, adjoint_kernels
 
-__all__ = ["Tape", "grad"]
+__all__ = ["AdjointKernels", "Tape", "adjoint_kernels", "grad"]
