@@ -16,6 +16,7 @@ import pytest
 
 import vkir
 from vkir import T
+from vkir.autodiff import adjoint_kernels
 from vkir.quirks import LAVAPIPE, MEMORY_BARRIER_ENDS_LOOPS, quirks_of
 from vkir.spirv import Target, codegen
 from vkir.spirv.tools import disassemble
@@ -86,6 +87,32 @@ def test_layer_adjoint_matches_the_interpreter_and_the_formula(grad_kernel, n, k
     got = _adjoint(grad_kernel, x, w, b, dy)
     for name, g_dev, g_int in zip(("d_x", "d_w", "d_b"), got, want):
         # (SwiftShader's tanh is less exact than the interpreter's: about 1e-3)
+        np.testing.assert_allclose(g_dev, g_int, rtol=1e-2, atol=3e-3,
+                                   err_msg=f"{name} of n={n} k={k} m={m} (n*m={n * m})")
+
+
+@pytest.fixture(scope="module")
+def gathered(_vulkan_device):
+    """The layer's gathered adjoint (vkir.autodiff.adjoint_kernels) built, with its plan."""
+    plan = adjoint_kernels(affine_tanh, ("x", "w", "b"))
+    return plan, [vkir.build(k, device=_vulkan_device) for k in plan.kernels]
+
+
+@pytest.mark.parametrize("n,k,m", SHAPES[:6], ids=lambda v: str(v))
+def test_gathered_layer_adjoint_matches_for_every_grid(gathered, n, k, m):
+    # the gather kernels launch over d_x (n x k), d_w (k x m) and d_b (m): other grid sizes
+    # than the layer's, each below, at or past a workgroup for some shape
+    plan, kernels = gathered
+    x, w, b, dy = _layer(n, k, m)
+    want = _adjoint(lambda *a: vkir.interpret(GRAD, *a), x, w, b, dy)
+
+    def run(*args):
+        scratch = [np.full(s, np.nan, np.float32) for s in plan.scratch_shapes(args[:4])]
+        for kernel in kernels:
+            kernel(*args, *scratch)
+
+    got = _adjoint(run, x, w, b, dy)
+    for name, g_dev, g_int in zip(("d_x", "d_w", "d_b"), got, want):
         np.testing.assert_allclose(g_dev, g_int, rtol=1e-2, atol=3e-3,
                                    err_msg=f"{name} of n={n} k={k} m={m} (n*m={n * m})")
 
