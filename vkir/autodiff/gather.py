@@ -126,6 +126,7 @@ class _Walk:
         self.sizes, self.found, self.refused = sizes, found, refused
         self.scratch = {}   # id(statement) or (id(statement), k) -> its scratch buffer
         self.hoisted = {}   # scratch buffer -> (serial loop, local, indices): stored before it
+        self.followed = {}  # id(store) -> the serial loop right after it in its sequence
 
     def visit(self, node, loops, lets, conds, bad):
         if isinstance(node, For):
@@ -139,7 +140,10 @@ class _Walk:
             else:
                 self.visit(node.body, loops, lets + (node,), conds, bad)
         elif isinstance(node, SeqStmt):
-            for s in node.seq:
+            for s, after in zip(node.seq, list(node.seq[1:]) + [None]):
+                if isinstance(s, BufferStore) and isinstance(after, For) and \
+                        after.kind not in PARALLEL:
+                    self.followed[id(s)] = after
                 self.visit(s, loops, lets, conds, bad)
         elif isinstance(node, IfThenElse):
             self.visit(node.then_case, loops, lets, conds + (node.condition,), bad)
@@ -234,13 +238,18 @@ class _Walk:
             return None
         if serial and not _accumulates_only(serial[0], node.buffer):
             return None
-        found = self.scratch_for(id(node), parallel, node.buffer.dtype,
-                                 f"seed_{node.buffer.name}")
-        if found is not None and serial:
-            # the seed is the local's adjoint in every iteration of the outermost serial loop
-            # (it only accumulates there): the first kernel stores it once, before that loop's
-            # adjoint, whose reverse loop may then do nothing at all
-            self.hoisted[found[0]] = (serial[0], node.buffer, node.indices)
+        # the seed of an accumulation is the local's adjoint in every iteration of the
+        # outermost serial loop (it only accumulates there): the first kernel stores it once,
+        # before that loop's adjoint, whose reverse loop may then do nothing at all. A store
+        # right before such a loop (`acc = b[j]`) has that seed too: one scratch for both
+        loop = serial[0] if serial else self.followed.get(id(node))
+        if loop is not None and not serial and not _accumulates_only(loop, node.buffer):
+            loop = None
+        key = id(node) if loop is None else \
+            (id(loop), node.buffer, tuple(i.value for i in node.indices))
+        found = self.scratch_for(key, parallel, node.buffer.dtype, f"seed_{node.buffer.name}")
+        if found is not None and loop is not None:
+            self.hoisted[found[0]] = (loop, node.buffer, node.indices)
         return found
 
     def scratch_for(self, key, parallel, dtype, name):
