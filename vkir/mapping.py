@@ -288,11 +288,12 @@ def flat_kernel_script(func: DeviceFunction, kinds: tuple, wide: bool = False,
                 params.append(f't{k}: T.Buffer(("n",), "{dtype}")')
     params.append(f'out: T.Buffer(("n",), "{ret}")')
 
-    def call(vec: str | None, at: str = "") -> str:
-        """f of the arguments: lane v of 4-lane element `vec`, or element `at` of the tail."""
+    def call(lane: str | None, at: str = "") -> str:
+        """f of the arguments: lane `lane` of the group's values (local copies of the loaded
+        vectors), or element `at` of the tail."""
         return "f(" + ", ".join(
             f"a{k}[0]" if kind == "one" else
-            (f"a{k}[{vec}][v]" if vec is not None else f"t{k}[{at}]")
+            (f"x{k}[{lane}]" if lane is not None else f"t{k}[{at}]")
             for k, kind in enumerate(kinds)) + ")"
 
     groups = "q // 2" if wide else "q"
@@ -304,20 +305,28 @@ def flat_kernel_script(func: DeviceFunction, kinds: tuple, wide: bool = False,
               f"{per * WORKGROUP}, 'blockIdx.x'):",
               f"        for tx in T.thread_binding({WORKGROUP}, 'threadIdx.x'):"]
     pad = " " * 12
+    # each full argument's group is loaded as whole 4-lane vectors into a local copy x{k}
+    # (indexing a loaded vector by lane in a vectorized loop would become a select chain)
+    for k, ((_, dtype), kind) in enumerate(zip(func.params, kinds)):
+        if kind == "full":
+            lines.append(f'{pad}x{k} = T.alloc_buffer(({group},), "{dtype}", scope="local")')
     if wide:
         lines.append(f'{pad}r = T.alloc_buffer((8,), "{ret}", scope="local")')
     lines += [f"{pad}for u in T.unroll({per}):",
               f"{pad}    g = (bx * {WORKGROUP} + tx) * {per} + u",
               f"{pad}    if g < {groups}:"]
+    for h in range(group // 4):
+        lines += [f"{pad}        x{k}[T.ramp({4 * h}, 1, 4)] = a{k}[g * {group // 4} + {h}]"
+                  for k, kind in enumerate(kinds) if kind == "full"]
     if wide:
         for h in (0, 1):
             lines += [f"{pad}        for v in T.vectorized(4):",
-                      f"{pad}            r[{4 * h} + v] = {call(f'g * 2 + {h}')}"]
+                      f"{pad}            r[{4 * h} + v] = {call(f'{4 * h} + v')}"]
         halves = ", ".join(f'T.reinterpret(r[T.ramp({4 * h}, 1, 4)], "uint64x2")' for h in (0, 1))
         lines.append(f"{pad}        out_w[g] = T.shuffle([{halves}], [0, 1, 2, 3])")
     else:
         lines += [f"{pad}        for v in T.vectorized(4):",
-                  f"{pad}            out[g * 4 + v] = {call('g')}"]
+                  f"{pad}            out[g * 4 + v] = {call('v')}"]
     if tail:
         lines += [f"{pad}    if g == {groups}:",
                   f"{pad}        for v in T.serial({group}):",
