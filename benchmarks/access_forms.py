@@ -1,6 +1,6 @@
 """What each way of reading memory costs on a CPU Vulkan driver, measured beside numpy.
 
-`python -m benchmarks.access_forms [loads|broadcast|vadd|vadd_layouts|sum_forms|matmul|peak ...] [--repeat N]` runs hand-written
+`python -m benchmarks.access_forms [loads|broadcast|vadd|vadd_layouts|vadd_split|sum_forms|matmul|peak ...] [--repeat N]` runs hand-written
 GLSL compute shaders (vkir.compile_glsl) that differ only in how they read memory, and prints
 their times with numpy's in the same process, sampled in alternation (one vkir sample, one numpy
 sample, ...) so that a change of load on a shared host falls on both: the ratio column is
@@ -216,6 +216,60 @@ def vadd_layouts(vkir, dev, repeat, n=1 << 24):
               flush=True)
 
 
+_SPLIT_HEAD = '''
+@T.prim_func
+def k(a: T.Buffer((N4,), "float32x4"), b: T.Buffer((N4,), "float32x4"), c: T.Buffer((N4,), "float32x4")):
+    cw = T.decl_buffer((N4 // 2,), "uint64x4", data=c.data)
+    for bx in T.thread_binding(N4 // 256, "blockIdx.x"):
+        for tx in T.thread_binding(64, "threadIdx.x"):
+            for u in T.unroll(2):
+                i = (bx * 64 + tx) * 2 + u
+'''
+SPLIT = {
+    "vadd: read 8 B, write 4 B": '''
+                lo = a[2 * i] + b[2 * i]
+                hi = a[2 * i + 1] + b[2 * i + 1]
+                cw[i] = T.shuffle([T.reinterpret(lo, "uint64x2"), T.reinterpret(hi, "uint64x2")], [0, 1, 2, 3])
+''',
+    "write 4 B only": '''
+                lo = T.broadcast(T.cast(i, "float32"), 4)
+                cw[i] = T.shuffle([T.reinterpret(lo, "uint64x2"), T.reinterpret(lo, "uint64x2")], [0, 1, 2, 3])
+''',
+    "read 8 B only": '''
+                lo = a[2 * i] + b[2 * i] + a[2 * i + 1] + b[2 * i + 1]
+                if lo[0] == T.float32(-1):
+                    c[i] = lo
+''',
+}
+
+
+def vadd_split(vkir, dev, repeat, n=1 << 24):
+    """Where vadd's time goes: the chunk form (64 invocations, two groups of eight float32
+    each: float32x4 reads, uint64x4 stores) doing the whole vadd, only its stores (values
+    from the index), or only its reads (no store), in nanoseconds per element and CPU-second;
+    numpy's np.add(out=) beside. Needs shaderInt64."""
+    from vkir.script import from_script
+
+    from .host_numpy import timed_calls
+
+    if "int64" not in dev.info.features:
+        print("vadd_split not run: uint64x4 stores need shaderInt64")
+        return
+    rng = np.random.default_rng(0)
+    a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    c = np.empty_like(a)
+    args = [vkir.array(x, dev).reshape(n // 4, 4) for x in (a, b, c)]
+    for name, body in SPLIT.items():
+        k = vkir.build(from_script(_SPLIT_HEAD + body, env=dict(N4=n // 4)), device=dev)
+        k(*args)
+        vc, nc = [], []
+        for _ in range(repeat):
+            vc += timed_calls(lambda: k(*args), 1, warmup=0)[1]
+            nc += timed_calls(lambda: np.add(a, b, out=c), 1, warmup=0)[1]
+        print(f"{name:28s} {np.median(vc) / n * 1e9:6.3f} ns per element (CPU)   numpy vadd "
+              f"{np.median(nc) / n * 1e9:6.3f}", flush=True)
+
+
 SUM_FORMS = (dict(lanes=512, w=8, v=4, u=4, layout="range"),
              dict(lanes=256, w=8, v=4, u=4, layout="range"),
              dict(lanes=512, w=8, v=4, u=8, layout="range"),
@@ -422,7 +476,8 @@ def main(argv=None):
     import vkir
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parts = ["loads", "broadcast", "vadd", "vadd_layouts", "sum_forms", "peak", "matmul"]
+    parts = ["loads", "broadcast", "vadd", "vadd_layouts", "vadd_split", "sum_forms", "peak",
+             "matmul"]
     parser.add_argument("parts", nargs="*", default=parts, choices=parts)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
