@@ -410,21 +410,29 @@ def _adjoint_kernel(kernel, call, index):
 
 class _Staged:
     """The built kernels of an adjoint (vkir.autodiff.staged: a first kernel, then gather
-    kernels), called as one: `(*args, *seeds, *grads)`; scratch buffers are made per call."""
+    kernels), called as one: `(*args, *seeds, *grads)`. The scratch buffers of the last call's
+    shapes are kept for the next (a launch on buffers it has seen before costs less); calls
+    from several threads take turns, since they share them."""
 
     def __init__(self, kernels, device):
         self.plan = kernels
         self.kernels = [_build(k, device) for k in kernels.kernels]
         self.device = device
+        self._lock = threading.Lock()
+        self._scratch = ((), [])   # (shapes, arrays)
 
     def __call__(self, *args):
         from ..driver.arrays import empty
 
         n = len(self.plan.func.params)
-        scratch = [empty(shape, b.dtype, device=args[0].device)
-                   for shape, b in zip(self.plan.scratch_shapes(args[:n]), self.plan.scratch)]
-        for k in self.kernels:
-            k(*args, *scratch)
+        shapes = tuple(self.plan.scratch_shapes(args[:n]))
+        with self._lock:
+            if self._scratch[0] != shapes or any(
+                    a.device is not args[0].device for a in self._scratch[1]):
+                self._scratch = (shapes, [empty(shape, b.dtype, device=args[0].device)
+                                          for shape, b in zip(shapes, self.plan.scratch)])
+            for k in self.kernels:
+                k(*args, *self._scratch[1])
 
 
 def _build(func, device):
