@@ -22,7 +22,10 @@ interpreter's: two's complement wrap-around at 64 bits):
 Floor division and modulo by a constant power of two (TVM's index arithmetic) are a shift and a
 mask; every other 64-bit division and modulo (truncating or flooring, signed or unsigned, by a
 run-time divisor) is straight-line code on 32-bit words (vkir.transform.int64_divide), with the
-interpreter's results for a zero divisor (0 and 0) and for -2**63 / -1. 
+interpreter's results for a zero divisor (0 and 0) and for -2**63 / -1. `popcount`, `clz`,
+`ctz` and `fabs` come from the words' own; `T.reinterpret` among int64, uint64 and 2-lane
+32-bit vectors keeps the bits.
+
 Atomics: a buffer that a 64-bit atomic updates is held as uint32 words instead (two an element,
 the same bytes); `atomic_add`/`atomic_sub` (with a carry into the high word), `atomic_and`,
 `atomic_or` and `atomic_xor` are word atomics there, exact under contention, as statements
@@ -32,10 +35,10 @@ Vectors: int64/uint64 vectors (vectorized loops, int64x2/int64x4 element buffers
 taken apart lane by lane (vkir.transform.int64_lanes), so that each lane is a pair.
 
 Refused with UnsupportedError naming the operation: the few 64-bit vector forms that
-int64_lanes names (an impure call giving a vector, a nested vector index), the old value of a 64-bit atomic, `atomic_min`/`atomic_max`/`atomic_exchange`/
-`atomic_compare_exchange` on 64-bit elements, `T.reinterpret` to or from a 64-bit integer, and
-any other intrinsic on 64-bit integers. float64 needs the device's
-`shaderFloat64` as before.
+int64_lanes names (an impure call giving a vector, a nested vector index), the old value of a
+64-bit atomic, `atomic_min`/`atomic_max`/`atomic_exchange`/`atomic_compare_exchange` on 64-bit
+elements, `T.reinterpret` between a 64-bit integer and another type (float64), and any other
+intrinsic on 64-bit integers. float64 needs the device's `shaderFloat64` as before.
 """
 
 from __future__ import annotations
