@@ -12,13 +12,16 @@ its earlier statements (forward, without their global writes) from a snapshot on
 statement's adjoint reads a local that an earlier one changed, and a serial loop replays its
 first k iterations before the adjoint of iteration k only when its body's adjoint reads a local
 the body writes (otherwise the loop runs backwards in linear time: the usual accumulation
-`acc = acc + g(x)` needs no replay). Lets stay in place; each let gets an adjoint scalar. A let
+`acc = acc + g(x)` needs no replay). What an adjoint reads is taken from the generated adjoint
+code (`_local_reads`), not from the statement: `acc = acc + x * w` reads acc, its adjoint not. Lets stay in place; each let gets an adjoint scalar. A let
 reads the locals in its value into variables where it stands (its body's adjoint may change
 them), and its adjoint flows through those variables into the locals' adjoints.
 
 Global adjoints: a read `x[idx]` adds to `d_x[idx]`, with an atomic add unless the index is a
-one-to-one function of the invocation's thread indices and its own serial loop indices (no two
-invocations share the element; float32 only: a shared float64 read is refused). A store into an
+one-to-one function of the invocation's thread indices and its own serial loop indices, the same
+for every read of x (no two invocations share the element; float32 only: a shared float64 read
+is refused). `Setup.stage_one(plan)` leaves the reads a vkir.autodiff.gather plan sums to
+gather kernels (vkir.autodiff.staged). A store into an
 output takes the element's seed only where it is the last store of that element
 (vkir.autodiff.overwrites). What is not differentiable yet raises UnsupportedError naming the
 construct and its line: barriers and shared memory, subgroup operations, integer outputs,
