@@ -55,3 +55,15 @@ def test_tvm_compile_int64_kernels_are_exact(device):
     half = vkir.tvm.tensor(np.zeros(64, np.int32), device=device)
     ex["main"](half)
     np.testing.assert_array_equal(vkir.tvm.numpy(half), np.arange(64) < 32)
+
+
+def test_int64_indices_are_narrowed_only_where_the_device_lacks_int64(device):
+    """TVM's NarrowDataType(32) runs where the device has no int64 (the kernel's index math in
+    int32); where it has int64 the kernel keeps TVM's int64 index arithmetic as written."""
+    from vkir.tvm.lowering import device_functions
+
+    target = vkir.tvm.target(device)
+    (func,) = device_functions(tvm.IRModule({"main": guarded_double}), target).values()
+    has_int64 = "int64" in device.info.features
+    assert bool(target.attrs["supports_int64"]) == has_int64
+    assert ("T.int64" in func.script()) == has_int64

@@ -60,26 +60,25 @@ def _last_line(exc) -> str:
 
 
 def narrow(device_mod, target):
-    """`device_mod` with int64 indices narrowed to int32 function by function. Where the device
-    has int64, TVM's NarrowDataType(32) narrows what it proves safe and a function it cannot
-    narrow (e.g. argmax's int64 index reduction) keeps its int64 arithmetic, which the device
-    computes natively (lavapipe's int64 compares exactly, vkir's "int64_signed_compare" quirk
-    lowering). Where the device lacks int64, ForceNarrowIndexToInt32 narrows every index too
-    (it refuses an index that does not fit), and a function TVM cannot narrow keeps its int64
-    arithmetic, which vkir's EmulateInt64 computes in pairs of 32-bit words."""
+    """`device_mod` with int64 indices narrowed to int32 where the device lacks int64, and as
+    it is where the device has int64: there TVM's int64 index arithmetic runs natively
+    (lavapipe's signed int64 compares through vkir's exact "int64_signed_compare" quirk
+    lowering). Without int64, TVM's NarrowDataType(32) and ForceNarrowIndexToInt32 narrow each
+    function (the latter refuses an index that does not fit); a function they cannot narrow
+    (e.g. argmax's int64 index reduction) keeps its int64 arithmetic, which vkir's
+    EmulateInt64 computes in pairs of 32-bit words."""
     import tvm
 
+    if bool(target.attrs.get("supports_int64", False)):
+        return device_mod
     transform = tvm.tirx.transform
-    has_int64 = bool(target.attrs.get("supports_int64", False))
     out = {}
     for gv, func in device_mod.functions.items():
         one = tvm.IRModule({gv: func})
         try:
-            one = transform.NarrowDataType(32)(one)
-            if not has_int64:
-                one = transform.ForceNarrowIndexToInt32()(one)
+            one = transform.ForceNarrowIndexToInt32()(transform.NarrowDataType(32)(one))
         except TVM_ERRORS:
-            out[gv] = func   # int64 stays: native, or emulated in 32-bit words (EmulateInt64)
+            out[gv] = func   # int64 stays, emulated in 32-bit words (EmulateInt64)
             continue
         out[gv] = one[gv]
     return tvm.IRModule(out, attrs=device_mod.attrs)
