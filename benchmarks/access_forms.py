@@ -270,6 +270,61 @@ def vadd_split(vkir, dev, repeat, n=1 << 24):
               f"{np.median(nc) / n * 1e9:6.3f}", flush=True)
 
 
+def vadd_glsl(texel: bool, wide: bool) -> str:
+    """The best hand-written GLSL vadd measured (the chunk form): 64 invocations per workgroup,
+    each adding 16 consecutive float32 (with `wide` as two u64vec4 stores of 8, needs
+    shaderInt64; else four vec4 stores), a and b read through rgba32f texel buffers (`texel`)
+    or as storage-buffer vec4; no bounds tests (n a multiple of 1024)."""
+    if texel:
+        decl = ("layout(binding = 0) uniform samplerBuffer A;\n"
+                "layout(binding = 1) uniform samplerBuffer B;\n")
+        ld = (lambda buf, e: f"texelFetch({buf}, int({e}))")
+    else:
+        decl = ("layout(std430, binding = 0) readonly buffer A_ { vec4 a[]; };\n"
+                "layout(std430, binding = 1) readonly buffer B_ { vec4 b[]; };\n")
+        ld = (lambda buf, e: f"{buf.lower()}[{e}]")
+    head = "#version 450\n"
+    if wide:
+        head += "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
+        decl += ("layout(std430, binding = 2) writeonly buffer C_ { u64vec4 c[]; };\n"
+                 "u64vec4 pk(vec4 l, vec4 h) { uvec4 p = floatBitsToUint(l), q = floatBitsToUint(h);"
+                 " return u64vec4(packUint2x32(p.xy), packUint2x32(p.zw), packUint2x32(q.xy),"
+                 " packUint2x32(q.zw)); }\n")
+        body = "".join(
+            f"    {{ uint i = base + {u}u; c[i] = pk({ld('A', '2u * i')} + {ld('B', '2u * i')}, "
+            f"{ld('A', '2u * i + 1u')} + {ld('B', '2u * i + 1u')}); }}\n" for u in range(2))
+    else:
+        decl += "layout(std430, binding = 2) writeonly buffer C_ { vec4 c[]; };\n"
+        body = "".join(f"    {{ uint i = base + {u}u; c[i] = {ld('A', 'i')} + {ld('B', 'i')}; }}\n"
+                       for u in range(4))
+    per = 2 if wide else 4          # stores per invocation
+    return (head + "layout(local_size_x = 64) in;\n" + decl + "void main() {\n"
+            f"    uint base = gl_GlobalInvocationID.x * {per}u;\n" + body + "}\n")
+
+
+def vadd_launch(dev, A, B, C, n: int):
+    """(pipeline, resources, groups, form) of `vadd_glsl` for c = a + b on float32 DeviceArrays
+    of n elements (a multiple of 1024): texel reads where rgba32f views of a and b can be made,
+    u64vec4 stores where the device has int64; `form` names the choice."""
+    from vkir import runtime
+    from vkir.images import image_format
+    from vkir.runtime.buffer_texels import texel_view
+    from vkir.runtime.glsl import compile_glsl
+
+    if n % 1024:
+        raise ValueError(f"the GLSL vadd takes a multiple of 1024 elements, got {n}")
+    fmt = image_format("rgba32f")
+    views = [texel_view(X.buffer, fmt) for X in (A, B)]
+    texel = all(v is not None for v in views)
+    wide = "int64" in dev.info.features
+    kinds = ("uniform_texel_buffer",) * 2 if texel else ("storage",) * 2
+    pipe = runtime.get_pipeline(dev, compile_glsl(vadd_glsl(texel, wide)), "main", (0, 1, 2), 0,
+                                descriptor_types=(*kinds, "storage"))
+    resources = [*views, C.buffer] if texel else [A.buffer, B.buffer, C.buffer]
+    form = f"{'texel' if texel else 'storage'} reads, {'u64vec4' if wide else 'vec4'} stores"
+    return pipe, resources, (n // 1024, 1, 1), form
+
+
 SUM_FORMS = (dict(lanes=512, w=8, v=4, u=4, layout="range"),
              dict(lanes=256, w=8, v=4, u=4, layout="range"),
              dict(lanes=512, w=8, v=4, u=8, layout="range"),

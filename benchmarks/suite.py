@@ -192,6 +192,22 @@ class Bench:
         self.add(workload, "numpy_native", "wall_s", got["wall"], flops, None, got["cpu"])
         self.notes.append(f"{workload}: numpy* ran {got['blas']}")
 
+    def glsl_vadd(self, A, B, C, n):
+        """Steps timing the GLSL vadd reference: the chunk shader of
+        benchmarks.access_forms.vadd_launch (texel reads, u64vec4 stores where the device
+        allows them: the best hand-written vadd measured); shaders/vadd.comp (grid-stride,
+        4 scalar elements per invocation) where n is not a multiple of 1024."""
+        from vkir import runtime
+
+        from .access_forms import vadd_launch
+
+        if n % 1024:
+            return self.glsl_steps(self.glsl("vadd", (0, 1, 2), 4, WG=256), [
+                ([A, B, C], struct.pack("<I", n), ((n + 1023) // 1024, 1, 1))])
+        pipe, res, groups, form = vadd_launch(self.dev, A, B, C, n)
+        self.notes.append(f"vadd GLSL reference: chunk shader, {form}")
+        return [lambda: runtime.profile(self.dev, pipe, res, b"", groups, repeat=1, warmup=0)]
+
     def vkir_steps(self, kernel, calls):
         """Steps timing vkir kernel calls (`calls`: a list of argument tuples, run in order)."""
         return [lambda a=a: kernel.profile(*a, repeat=1, warmup=0) for a in calls]
@@ -231,12 +247,10 @@ class Bench:
         nbytes = 12 * n
         k = self.tuned(kernels.add, n=n)
         mirror = vk.build(kernels.vadd4, device=dev)
-        pipe = self.glsl("vadd", (0, 1, 2), 4, WG=256)
         self._timed("vadd", {
             "vkir": self.vkir_steps(k, [(A, B, C0)]),
             "vkir_mirror": self.vkir_steps(mirror, [(A, B, C1)]),
-            "glsl": self.glsl_steps(pipe, [([A, B, C2], struct.pack("<I", n),
-                                            ((n + 1023) // 1024, 1, 1))]),
+            "glsl": self.glsl_vadd(A, B, C2, n),
         }, nbytes=nbytes, peers=self.iree_samples("vadd", (n,), [a, b], a + b))
         for name, C in (("vkir", C0), ("vkir_mirror", C1), ("glsl", C2)):
             self.check(f"vadd {name}", C.numpy(), a + b)

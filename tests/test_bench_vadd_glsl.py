@@ -1,0 +1,41 @@
+"""The benchmark's GLSL vadd reference (benchmarks.access_forms.vadd_glsl / vadd_launch): every
+form it can take (texel or storage reads, u64vec4 or vec4 stores) gives numpy's sums exactly,
+and `vkir bench`'s vadd runs it and names the form (no time is asserted)."""
+
+import numpy as np
+import pytest
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("texel", [True, False])
+@pytest.mark.parametrize("wide", [True, False])
+def test_glsl_vadd_forms_are_exact(vkir_device, texel, wide):
+    import vkir
+    from vkir.benchmarks.access_forms import vadd_glsl
+
+    if wide and "int64" not in vkir_device.info.features:
+        pytest.skip("u64vec4 stores need shaderInt64")
+    n = 4096
+    rng = np.random.default_rng(0)
+    a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    k = vkir.compile_glsl(vadd_glsl(texel, wide), device=vkir_device)
+    C = vkir.empty(n, "float32", vkir_device)
+    if wide:
+        target = vkir.api.DeviceArray(C.buffer, (n // 8, 4), np.dtype("uint64"), vkir_device)
+    else:
+        target = C.reshape(n // 4, 4)
+    ins = ((a.reshape(-1, 4), b.reshape(-1, 4)) if texel
+           else (vkir.array(a, vkir_device).reshape(n // 4, 4),
+                 vkir.array(b, vkir_device).reshape(n // 4, 4)))
+    k(*ins, target, grid=(n // 1024, 1, 1))
+    np.testing.assert_array_equal(C.numpy(), a + b)
+
+
+@pytest.mark.device
+def test_bench_vadd_runs_the_glsl_reference(vkir_device):
+    from vkir.benchmarks.suite import Bench
+
+    bench = Bench(repeat=2, quick=True)
+    bench.vadd()   # checks vkir, the mirror and the GLSL reference against numpy
+    assert ("glsl", "device_s") in {(m.impl, m.metric) for m in bench.results}
+    assert any(note.startswith("vadd GLSL reference: chunk shader") for note in bench.notes)
