@@ -325,6 +325,50 @@ def vadd_launch(dev, A, B, C, n: int):
     return pipe, resources, (n // 1024, 1, 1), form
 
 
+SUM_PARTS = 512   # partial sums of the GLSL sum's first pass
+
+
+def sum_glsl(texel: bool, steps: int) -> str:
+    """The first pass of the best hand-written GLSL sum measured (vkir.ops.sum's form): 8
+    invocations per workgroup, each summing one contiguous run of `steps` x 4 vec4 of x in
+    four vec4 accumulators, read through an rgba32f texel buffer (`texel`) or as storage vec4,
+    and writing one partial sum."""
+    if texel:
+        decl = "layout(binding = 0) uniform samplerBuffer X;\n"
+        ld = (lambda e: f"texelFetch(X, int({e}))")
+    else:
+        decl = "layout(std430, binding = 0) readonly buffer X_ { vec4 x[]; };\n"
+        ld = (lambda e: f"x[{e}]")
+    adds = " ".join(f"s{u} += {ld(f'i + {u}u')};" for u in range(4))
+    return ("#version 450\nlayout(local_size_x = 8) in;\n" + decl +
+            "layout(std430, binding = 1) writeonly buffer P_ { float p[]; };\n"
+            "void main() {\n    uint g = gl_GlobalInvocationID.x;\n"
+            "    vec4 s0 = vec4(0), s1 = vec4(0), s2 = vec4(0), s3 = vec4(0);\n"
+            f"    for (uint s = 0u; s < {steps}u; ++s) {{\n"
+            f"        uint i = (g * {steps}u + s) * 4u;\n        {adds}\n    }}\n"
+            "    vec4 t = (s0 + s1) + (s2 + s3);\n    p[g] = (t.x + t.y) + (t.z + t.w);\n}\n")
+
+
+def sum_launch(dev, X, P, n: int):
+    """(pipeline, resources, groups, form) of `sum_glsl`'s pass over n float32 (a multiple of
+    16 * SUM_PARTS) of DeviceArray X into the SUM_PARTS partials of P: texel reads where an
+    rgba32f view of X can be made."""
+    from vkir import runtime
+    from vkir.images import image_format
+    from vkir.runtime.buffer_texels import texel_view
+    from vkir.runtime.glsl import compile_glsl
+
+    if n % (16 * SUM_PARTS):
+        raise ValueError(f"the GLSL sum takes a multiple of {16 * SUM_PARTS} elements, got {n}")
+    view = texel_view(X.buffer, image_format("rgba32f"))
+    texel = view is not None
+    words = compile_glsl(sum_glsl(texel, n // (16 * SUM_PARTS)))
+    pipe = runtime.get_pipeline(dev, words, "main", (0, 1), 0, descriptor_types=(
+        "uniform_texel_buffer" if texel else "storage", "storage"))
+    resources = [view if texel else X.buffer, P.buffer]
+    return pipe, resources, (SUM_PARTS // 8, 1, 1), "texel" if texel else "storage"
+
+
 SUM_FORMS = (dict(lanes=512, w=8, v=4, u=4, layout="range"),
              dict(lanes=256, w=8, v=4, u=4, layout="range"),
              dict(lanes=512, w=8, v=4, u=8, layout="range"),

@@ -208,6 +208,26 @@ class Bench:
         self.notes.append(f"vadd GLSL reference: chunk shader, {form}")
         return [lambda: runtime.profile(self.dev, pipe, res, b"", groups, repeat=1, warmup=0)]
 
+    def glsl_sum(self, X, P, S, n):
+        """Steps timing the GLSL sum reference: the first pass of
+        benchmarks.access_forms.sum_launch (vkir.ops.sum's form by hand: contiguous runs,
+        four vec4 accumulators, texel reads where a view can be made) into P, then
+        shaders/sum.comp over the partials into S; shaders/sum.comp for both passes (256
+        workgroups, grid-stride) where n does not split into its runs."""
+        from vkir import runtime
+
+        from .access_forms import SUM_PARTS, sum_launch
+
+        tree = self.glsl("sum", (0, 1), 4, WG=128)
+        if n % (16 * SUM_PARTS):
+            return self.glsl_steps(tree, [([X, P], struct.pack("<I", n), (256, 1, 1)),
+                                          ([P, S], struct.pack("<I", 256), (1, 1, 1))])
+        pipe, res, groups, form = sum_launch(self.dev, X, P, n)
+        self.notes.append(f"sum GLSL reference: contiguous runs, 4 vec4 accumulators, {form} "
+                          "reads, then shaders/sum.comp over the partials")
+        return [lambda: runtime.profile(self.dev, pipe, res, b"", groups, repeat=1, warmup=0),
+                *self.glsl_steps(tree, [([P, S], struct.pack("<I", SUM_PARTS), (1, 1, 1))])]
+
     def vkir_steps(self, kernel, calls):
         """Steps timing vkir kernel calls (`calls`: a list of argument tuples, run in order)."""
         return [lambda a=a: kernel.profile(*a, repeat=1, warmup=0) for a in calls]
@@ -309,16 +329,16 @@ class Bench:
         X2 = vk.api.DeviceArray(X.buffer, (1, n), X.dtype, dev)
         mirror = vk.build(kernels.block_sum, device=dev)
         P, S = vk.empty(m, "float32", dev), vk.empty(1, "float32", dev)
-        pipe = self.glsl("sum", (0, 1), 4, WG=128)
-        P2, S2 = vk.empty(m, "float32", dev), vk.empty(1, "float32", dev)
+        from .access_forms import SUM_PARTS
+
+        P2, S2 = vk.empty(max(m, SUM_PARTS), "float32", dev), vk.empty(1, "float32", dev)
         steps = self.vkir_steps(k1, [(X2, P0)]) + (self.vkir_steps(k2, [(P0, S0)]) if parts > 1 else [])
         if parts == 1:
             S0 = P0
         self._timed("sum", {
             "vkir": steps,
             "vkir_mirror": self.vkir_steps(mirror, [(X, P), (P, S)]),
-            "glsl": self.glsl_steps(pipe, [([X, P2], struct.pack("<I", n), (m, 1, 1)),
-                                           ([P2, S2], struct.pack("<I", m), (1, 1, 1))]),
+            "glsl": self.glsl_sum(X, P2, S2, n),
         }, nbytes=4 * n, peers=self.iree_samples("sum", (n,), [x], np.float32(want), rtol=1e-4))
         self.check("sum vkir", S0.numpy().reshape(-1)[0], want, rtol=1e-5)
         self.check("sum vkir_mirror", S.numpy()[0], want, rtol=1e-5)
