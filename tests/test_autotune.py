@@ -91,6 +91,20 @@ def test_cache_is_keyed_by_key_values_device_and_source(device, cache):
     assert Tuned(scale_template_v2, CONFIGS, ("n",)).cached(device.info, n=256) is None
 
 
+def test_helper_modules_join_the_source_hash():
+    """A module named in `helpers` writes part of the kernels: its source is in the cache key,
+    so editing it (matmul's ka=4 family lives in vkir.ops.linalg_k4) forgets old winners."""
+    from vkir.autotuning import _source_hash
+    from vkir.ops.linalg import kernel as matmul_kernel
+
+    plain = Tuned(scale_template, CONFIGS, ("n",))
+    helped = vkir.autotune(configs=CONFIGS, key=("n",), helpers=("vkir.ops.linalg_k4",))(
+        scale_template)
+    assert helped.source_hash != plain.source_hash
+    assert matmul_kernel.source_hash == _source_hash(matmul_kernel.fn, ("vkir.ops.linalg_k4",))
+    assert matmul_kernel.source_hash != _source_hash(matmul_kernel.fn)
+
+
 def test_autotune_off_takes_the_first_runnable_config(device, cache, monkeypatch):
     monkeypatch.setenv("VKIR_AUTOTUNE", "0")
     timing = CountingProfile(monkeypatch)

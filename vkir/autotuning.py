@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import inspect
 import json
 import logging
@@ -81,8 +82,10 @@ def device_key(info) -> str:
             f"{getattr(info, 'driver_version', 0):#x}:{info.name} / {info.driver}")
 
 
-def _source_hash(fn) -> str:
-    """Hash of the template's source and of its module's source (the helpers it calls)."""
+def _source_hash(fn, helpers=()) -> str:
+    """Hash of the template's source, of its module's source (the helpers it calls) and of the
+    modules named in `helpers` (other modules that write part of its kernels: a change there
+    changes the kernels a config builds, so their timings recorded before no longer hold)."""
     h = hashlib.sha256()
     try:
         h.update(inspect.getsource(fn).encode())
@@ -91,6 +94,8 @@ def _source_hash(fn) -> str:
             h.update(inspect.getsource(module).encode())
     except (OSError, TypeError):
         h.update(getattr(fn, "__qualname__", repr(fn)).encode())
+    for name in helpers:
+        h.update(inspect.getsource(importlib.import_module(name)).encode())
     return h.hexdigest()[:16]
 
 
@@ -166,13 +171,14 @@ FINALISTS = 3   # the fastest configs of a tuning, timed again in alternation to
 class Tuned:
     """A kernel template with configs and an autotuning `build`. Calling it calls the template."""
 
-    def __init__(self, fn, configs, key, repeat: int = 3, budget_s: float = 45.0):
+    def __init__(self, fn, configs, key, repeat: int = 3, budget_s: float = 45.0,
+                 helpers=()):
         self.fn = fn
         self.configs = configs
         self.key = tuple(key)
         self.repeat = repeat
         self.budget_s = budget_s  # configs left when tuning has taken this long are skipped
-        self.source_hash = _source_hash(fn)
+        self.source_hash = _source_hash(fn, helpers)
         self.last_log: list[str] = []
         self.fleet_report = None   # what the last `build(fleet=...)` measured (vkir.fleet.tuning)
         self._kernels = weakref.WeakKeyDictionary()  # device -> OrderedDict(shape key: Kernel)
@@ -448,16 +454,18 @@ def timing_arguments(kernel) -> list:
     return args
 
 
-def autotune(configs, key=()):
+def autotune(configs, key=(), helpers=()):
     """Decorator: make a kernel template (shapes and schedule parameters -> PrimFunc) tunable.
 
     `configs`: a list of schedule-parameter dicts, or a mapping from device class ("cpu",
     "nvidia", "amd", "intel", ..., "default") to such lists; `key`: the names of the template
-    arguments that select a cache entry (the shape)."""
+    arguments that select a cache entry (the shape); `helpers`: names of other modules that
+    write part of the template's kernels (their source joins the template's in the cache key,
+    so editing them invalidates the recorded winners as editing the template does)."""
     if not callable(configs) and not isinstance(configs, dict) and not list(configs):
         raise ArgumentError("autotune needs at least one config")
 
     def wrap(fn):
-        return Tuned(fn, configs, key)
+        return Tuned(fn, configs, key, helpers=tuple(helpers))
 
     return wrap

@@ -79,7 +79,8 @@ def _index(batched: bool, *idx: str) -> str:
             dict(tm=4, tn=4, wx=16, wy=16), dict(tm=1, tn=1, wx=16, wy=16, v=1)],
     "default": [dict(tm=4, tn=8, wx=8, wy=8), dict(tm=4, tn=4, wx=16, wy=16),
                 dict(tm=1, tn=1, wx=16, wy=16, v=1), dict(tm=4, tn=8, wx=8, wy=8, ka=4)],
-}, key=("M", "N", "K", "batch", "trans_a", "trans_b", "bias", "activation"))
+}, key=("M", "N", "K", "batch", "trans_a", "trans_b", "bias", "activation"),
+   helpers=("vkir.ops.linalg_k4",))
 def kernel(M, N, K, batch=None, trans_a=False, trans_b=False, bias=None, activation=None,
            tm=8, tn=16, wx=8, wy=4, v=4, ka=1):
     """The matmul PrimFunc C = act(A @ B + bias) for these shapes and schedule.
