@@ -70,13 +70,18 @@ def _dense_want(x, w, b, seed, mask=None):
 def test_dense_layer_gathers_every_gradient_without_atomics():
     ak = adjoint_kernels(from_script(DENSE.format(dt="float32")), ("x", "w", "b"))
     assert ak.gathered == ("x", "w", "b") and ak.atomic == ()
-    assert len(ak.kernels) == 4
+    # d_w and d_b have few elements (15, 3), each read by every row (n, known at run time):
+    # each element's sum is cut into 32 chunks over the rows, which a last kernel adds up
+    assert [k.name for k in ak.kernels] == ["dense_grad", "dense_grad_b", "dense_grad_b_sum",
+                                            "dense_grad_x", "dense_grad_w", "dense_grad_w_sum"]
     for k in ak.kernels:
         assert "atomic_add" not in k.script()
-    # one element of d_w per invocation of its gather kernel, looping over the rows
     w_kernel = next(k for k in ak.kernels if k.name == "dense_grad_w")
-    assert "for i in T.serial(n)" in w_kernel.script()
-    assert ak.scratch_shapes((np.zeros((7, 5)),)) == [(7, 3)]   # d_pre: the seed of acc
+    assert "for chunk in T.parallel(32)" in w_kernel.script()
+    x_kernel = next(k for k in ak.kernels if k.name == "dense_grad_x")
+    assert "for j in T.serial(3)" in x_kernel.script()   # one element of d_x per invocation
+    # d_pre (the seed of acc) and the partial sums of d_b and d_w
+    assert ak.scratch_shapes((np.zeros((7, 5)),)) == [(7, 3), (3, 32), (15, 32)]
 
 
 def test_float64_dense_layer_is_exact_in_the_interpreter():
@@ -206,3 +211,23 @@ def test_tape_runs_the_gathered_adjoint(device):
     tape.backward({Y: seed})
     for arr, want in zip((X, W, B), _dense_want(x, w, b, seed)):
         np.testing.assert_allclose(tape.grad(arr).numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+@T.prim_func
+def scaled(x: T.Buffer(("n",), "float32"), w: T.Buffer((2,), "float32"),
+           y: T.Buffer(("n",), "float32")):
+    for i in T.parallel(n):
+        y[i] = x[i] * w[0] + T.float32(0.5) * w[1]
+
+
+@pytest.mark.parametrize("n", [1, 31, 100])
+def test_two_weights_read_by_every_invocation_are_summed_in_chunks(n):
+    ak = adjoint_kernels(scaled, ("x", "w"))
+    assert ak.gathered == ("w",) and len(ak.kernels) == 3   # first, chunks, their sum
+    rng = np.random.default_rng(n)
+    x, w, seed = (rng.uniform(-1, 1, s).astype(np.float32) for s in (n, 2, n))
+    dx, dw = np.zeros(n, np.float32), np.full(2, 0.25, np.float32)   # (added into)
+    run(ak, [x, w, np.zeros(n, np.float32), seed, dx, dw])
+    np.testing.assert_allclose(dw, [0.25 + (seed * x).sum(), 0.25 + 0.5 * seed.sum()],
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dx, seed * w[0], rtol=1e-6)

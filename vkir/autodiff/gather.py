@@ -29,9 +29,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir import (Add, AllocBuffer, And, BufferLoad, BufferStore, Call, DeclBuffer,
-                  Evaluate, FloorDiv, For, GE, IfThenElse, IntImm, LT, Let, LetStmt, Not, PrimFunc,
-                  SeqStmt, Sub, Var, decl_buffer, seq, substitute)
+from ..ir import (Add, AllocBuffer, And, BufferLoad, BufferStore, Call, DeclBuffer, Evaluate,
+                  FloorDiv, For, GE, IfThenElse, IntImm, LT, Let, LetStmt, Max, Min, Not,
+                  PrimFunc, SeqStmt, Sub, Var, decl_buffer, seq, substitute)
 from ..ir import walk
 from ..ir.structural import structural_equal
 from .derivatives import Propagate, build, fconst
@@ -352,24 +352,81 @@ def _decode_plan(indices, loops, lets):
     return out
 
 
-def gather_kernel(name, params, buffer_map, b, d_b, sites, attrs) -> PrimFunc:
+def gather_kernel(name, params, buffer_map, b, d_b, sites, attrs, split=None) -> PrimFunc:
     """The kernel over d_b's index space that adds every gathered contribution of `sites` (reads
-    of wrt buffer b) into its element: one invocation per element, no atomics."""
+    of wrt buffer b) into its element: one invocation per element, no atomics. With `split`
+    (partial buffer, chunks) each element's sum is cut into `chunks` parts, one invocation each,
+    that store into partial[flat element, chunk] for `sum_kernel` to add up: a gradient of few
+    elements, each read in many iterations, still spreads over many invocations."""
     dims = [Var(f"e{k}", INT32) for k in range(len(b.shape))]
+    chunk = Var("chunk", INT32) if split is not None else None
     acc = decl_buffer((1,), b.dtype, f"d_{b.name}_sum", scope="local")
     blocks = [BufferStore(acc, fconst(0, acc), (IntImm(INT32, 0),))]
     for site in sites:
         blocks.append(_block(site, dims, acc,
-                             {s.var: s.value for s in site.lets if not s.value.dtype.is_float}))
+                             {s.var: s.value for s in site.lets if not s.value.dtype.is_float},
+                             None if split is None else (chunk, split[1])))
     total = BufferLoad(acc, (IntImm(INT32, 0),))
-    body = seq(*blocks, BufferStore(d_b, BufferLoad(d_b, tuple(dims)) + total, tuple(dims)))
-    body = AllocBuffer(acc, body)
+    if split is None:
+        done = BufferStore(d_b, BufferLoad(d_b, tuple(dims)) + total, tuple(dims))
+    else:
+        done = BufferStore(split[0], total, (_flat(dims, b.shape), chunk))
+    body = AllocBuffer(acc, seq(*blocks, done))
+    if split is not None:
+        body = For(chunk, IntImm(INT32, 0), IntImm(INT32, split[1]), "parallel", body)
     for var, extent in reversed(list(zip(dims, b.shape))):
         body = For(var, IntImm(INT32, 0), extent, "parallel", body)
     return PrimFunc(params, body, buffer_map, attrs.set("global_symbol", name))
 
 
-def _block(site, dims, acc, int_lets):
+def sum_kernel(name, params, buffer_map, b, d_b, partial, chunks, attrs) -> PrimFunc:
+    """The kernel over d_b's index space that adds the `chunks` partial sums of each element
+    (from a split gather_kernel) into it."""
+    dims = [Var(f"e{k}", INT32) for k in range(len(b.shape))]
+    acc = decl_buffer((1,), b.dtype, f"d_{b.name}_sum", scope="local")
+    zero = (IntImm(INT32, 0),)
+    c = Var("chunk", INT32)
+    body = AllocBuffer(acc, seq(
+        BufferStore(acc, fconst(0, acc), zero),
+        For(c, IntImm(INT32, 0), IntImm(INT32, chunks), "serial",
+            BufferStore(acc, BufferLoad(acc, zero) +
+                        BufferLoad(partial, (_flat(dims, b.shape), c)), zero)),
+        BufferStore(d_b, BufferLoad(d_b, tuple(dims)) + BufferLoad(acc, zero), tuple(dims))))
+    for var, extent in reversed(list(zip(dims, b.shape))):
+        body = For(var, IntImm(INT32, 0), extent, "parallel", body)
+    return PrimFunc(params, body, buffer_map, attrs.set("global_symbol", name))
+
+
+def iterations(sites) -> int | None:
+    """The most iterations one element's gather runs over (the product of the loops it does
+    not decode), None where a loop's extent is not a constant."""
+    most = 0
+    for site in sites:
+        decode = _decode_plan(site.load.indices, [(_Loop(v, lo, ext), par)
+                                                  for v, lo, ext, par in site.loops],
+                              {s.var: s.value for s in site.lets
+                               if not s.value.dtype.is_float})
+        fixed = {var for _, terms in decode for _, var, _, _ in terms}
+        n = 1
+        for var, _, extent, _ in site.loops:
+            if var in fixed:
+                continue
+            if not isinstance(extent, IntImm):
+                return None
+            n *= extent.value
+        most = max(most, n)
+    return most
+
+
+def _flat(dims, shape):
+    """The row-major flat index of element `dims` of a buffer of constant `shape`."""
+    flat = dims[0]
+    for d, n in zip(dims[1:], shape[1:]):
+        flat = flat * IntImm(INT32, n.value) + d
+    return flat
+
+
+def _block(site, dims, acc, int_lets, split=None):
     """The sum over the iterations whose read (site.load) reaches element `dims`: the decoded
     loop variables, loops over the others, the site's lets and conditions, and each iteration's
     contribution (its seed times the recomputed derivative, or the stored contribution)."""
@@ -401,9 +458,19 @@ def _block(site, dims, acc, int_lets):
     for s in reversed(site.lets):
         inner = LetStmt(s.var, s.value, inner)
     fixed = {var for _, terms in decode for _, var, _, _ in terms}
-    for var, lo, extent, _ in reversed(site.loops):
-        if var not in fixed:
+    free = [loop for loop in site.loops if loop[0] not in fixed]
+    for k, (var, lo, extent, _) in reversed(list(enumerate(free))):
+        if split is not None and k == 0:
+            # (split) this invocation's chunk of the outermost loop the gather runs
+            chunk, chunks = split
+            size = (extent + IntImm(INT32, chunks - 1)) // IntImm(INT32, chunks)
+            start = chunk * size
+            inner = For(var, lo + start, Max(Min(size, extent - start), IntImm(INT32, 0)),
+                        "serial", inner)
+        else:
             inner = For(var, lo, extent, "serial", inner)
+    if split is not None and not free:   # one iteration reaches the element: chunk 0 adds it
+        inner = IfThenElse(_eq0(split[0]), inner)
     checks, lets = [], []
     for dim, (const, terms) in zip(dims, decode):
         rem = dim

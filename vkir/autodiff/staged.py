@@ -8,7 +8,9 @@ first kernel is that adjoint with those reads left out; where their statement's 
 local's adjoint it writes the seed into a scratch buffer indexed by the invocation (the
 `d_pre[i, j]` of the layer). Then one gather kernel per such wrt buffer, launched over its
 index space, sums each element's contributions over the iterations that read it
-(vkir.autodiff.gather): `d_w[k, j] = sum_i seed[i, j] * x[i, k]`, one writer per element. Reads
+(vkir.autodiff.gather): `d_w[k, j] = sum_i seed[i, j] * x[i, k]`, one writer per element. A
+gradient of few elements each read in many iterations (a bias, a scalar weight) is gathered in
+chunks, each element's sum cut into parts over more invocations, which a last kernel adds. Reads
 whose map cannot be inverted (a data-dependent index, a value that depends on a local the
 gather cannot recompute) keep their atomic adds in the first kernel.
 
@@ -22,10 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import UnsupportedError
-from ..ir import PrimFunc, Var
+from ..ir import IntImm, PrimFunc, Var, decl_buffer
 from .adjoint import prepare
 from .derivatives import where
-from .gather import gather_kernel, plan
+from .gather import gather_kernel, iterations, plan, sum_kernel
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,29 @@ class AdjointKernels:
                 for b in self.scratch]
 
 
+# a gradient of at most SMALL elements whose gather runs LONG iterations per element (or a
+# number only known at run time) is summed in CHUNKS parts, then the parts are added up
+SMALL, LONG, CHUNKS = 64, 4096, 32
+
+
+def _elements(buf):
+    n = 1
+    for d in buf.shape:
+        if not isinstance(d, IntImm):
+            return None
+        n *= d.value
+    return n
+
+
+def _chunks(buf, sites) -> int:
+    """How many parts each element's gather is cut into (1: none)."""
+    n = _elements(buf)
+    if n is None or n > SMALL:
+        return 1
+    most = iterations(sites)
+    return CHUNKS if most is None or most >= LONG else 1
+
+
 def adjoint_kernels(f: PrimFunc, wrt) -> AdjointKernels:
     """The adjoint of f with respect to `wrt` (as vkir.grad takes them) as a first kernel plus
     one gather kernel per wrt buffer whose shared reads can be gathered (the module's doc)."""
@@ -72,14 +97,24 @@ def adjoint_kernels(f: PrimFunc, wrt) -> AdjointKernels:
                 "form (float32 only); make each invocation read its own elements, or take the "
                 "gradient in float32")
     scratch = []
-    for buf, _ in gather.scratch.values():
-        if buf not in scratch:
-            scratch.append(buf)
+    for entries in gather.scratch.values():
+        scratch += [buf for buf, _, _ in entries if buf not in scratch]
+    splits = {}
+    for buf, sites in gather.sites.items():
+        chunks = _chunks(buf, sites)
+        if chunks > 1:
+            partial = decl_buffer((_elements(buf), chunks), buf.dtype, f"part_{buf.name}")
+            splits[buf] = (partial, chunks)
+            scratch.append(partial)
     kernels = [setup.adjoint(setup.stage_one(gather), func.name + "_grad", scratch)]
     params, bmap = setup.params(scratch)
     for buf, sites in gather.sites.items():
-        kernels.append(gather_kernel(f"{func.name}_grad_{buf.name}", params, bmap, buf,
-                                     setup.grads[buf], sites, func.attrs))
+        name = f"{func.name}_grad_{buf.name}"
+        kernels.append(gather_kernel(name, params, bmap, buf, setup.grads[buf], sites,
+                                     func.attrs, splits.get(buf)))
+        if buf in splits:
+            kernels.append(sum_kernel(name + "_sum", params, bmap, buf, setup.grads[buf],
+                                      *splits[buf], func.attrs))
     names = [b.name for b in setup.grads]
     return AdjointKernels(tuple(kernels), tuple(scratch),
                           tuple(n for n, b in zip(names, setup.grads) if b in gather.sites),
