@@ -11,8 +11,8 @@ every thread counted, medians):
   forward     the layer kernel
   atomic      vkir.grad(layer, ("x", "w", "b")): one kernel, each invocation (i, j) adding into
               d_w[k, j] and d_b[j] (shared by every i) and d_x[i, k] (by every j) with atomics
-  gather      vkir.autodiff.staged.adjoint_kernels: a first kernel writing d_pre[i, j], then one
-              gather kernel per gradient over its own index space, no atomics
+  gather      vkir.autodiff.adjoint_kernels(...).build(): a first kernel writing d_pre[i, j],
+              then one gather kernel per gradient over its own index space, no atomics
 
 A training step (forward, the mean squared error's gradient, the adjoint for w and b, an SGD
 step) on DeviceArrays with either adjoint, through vkir.Tape, and torch's (torch.tanh(x @ w +
@@ -101,19 +101,6 @@ def _func(vkir, source: str):
     return vkir.from_script(source)
 
 
-class Staged:
-    """Built adjoint kernels (vkir.autodiff.staged) with their scratch made once."""
-
-    def __init__(self, vkir, plan, args, dev):
-        self.kernels = [vkir.build(k, device=dev) for k in plan.kernels]
-        self.scratch = [vkir.empty(s, b.dtype, dev)
-                        for s, b in zip(plan.scratch_shapes(args), plan.scratch)]
-
-    def __call__(self, *args):
-        for k in self.kernels:
-            k(*args, *self.scratch)
-
-
 def reference(x, w, b, d_y):
     """(d_x, d_w, d_b) in float64 for seed d_y."""
     x, w, b, d_y = (np.asarray(a, np.float64) for a in (x, w, b, d_y))
@@ -162,7 +149,7 @@ def layer_forms(vkir, dev, n, k, m):
     fwd = vkir.build(layer, device=dev)
     atomic = vkir.build(vkir.grad(layer, ("x", "w", "b")), device=dev)
     plan = adjoint_kernels(layer, ("x", "w", "b"))
-    staged = Staged(vkir, plan, (x, w, b, y), dev)
+    staged = plan.build(device=dev)
     want = reference(xs, ws, bs, seed)
     errors = {}
     for name, adjoint in (("atomic", atomic), ("gather", staged)):
@@ -197,7 +184,7 @@ def step_forms(vkir, torch, dev, n, k, m):
     params = {"atomic": [vkir.array(w0, dev), vkir.array(b0, dev)],
               "gather": [vkir.array(w0, dev), vkir.array(b0, dev)],
               "vkir.Tape": [vkir.array(w0, dev), vkir.array(b0, dev)]}
-    staged = Staged(vkir, adjoint_kernels(layer, ("w", "b")), (x, *params["gather"], y), dev)
+    staged = adjoint_kernels(layer, ("w", "b")).build(device=dev)
     losses = vkir.empty((n,), "float32", dev)
 
     def on_device(adjoint, w, b):

@@ -6,6 +6,6 @@ backwards (vkir.autodiff.recording)."""
 
 from .adjoint import grad
 from .recording import Tape
-from .staged import AdjointKernels, adjoint_kernels
+from .staged import AdjointKernels, BuiltAdjoint, adjoint_kernels
 
-__all__ = ["AdjointKernels", "Tape", "adjoint_kernels", "grad"]
+__all__ = ["AdjointKernels", "BuiltAdjoint", "Tape", "adjoint_kernels", "grad"]

@@ -42,7 +42,7 @@ import numpy as np
 from ..driver.tape_hook import ACTIVE_TAPE
 from ..errors import ArgumentError, UnsupportedError
 from ..ir import BufferLoad, BufferStore, Call, walk
-from .staged import adjoint_kernels
+from .staged import BuiltAdjoint, adjoint_kernels
 from .memory import Memories, extent, fingerprint, overlap
 
 # forward Kernel -> (wrt names, adjoint Kernel or None when nothing is read): a cache, so that a
@@ -399,40 +399,14 @@ def _adjoint_kernel(kernel, call, index):
         adjoint = None
     else:
         try:
-            adjoint = _Staged(adjoint_kernels(func, wrt), kernel.device)
+            plan = adjoint_kernels(func, wrt)
+            adjoint = BuiltAdjoint(plan, [_build(k, kernel.device) for k in plan.kernels])
         except UnsupportedError as exc:
             raise UnsupportedError(f"vkir.Tape: the adjoint of recorded call {index} (kernel "
                                    f"{kernel.name}, outputs {sorted(written)}): {exc}") from exc
     with _ADJOINTS_LOCK:
         _ADJOINTS[kernel] = (wrt, adjoint)
     return adjoint, wrt
-
-
-class _Staged:
-    """The built kernels of an adjoint (vkir.autodiff.staged: a first kernel, then gather
-    kernels), called as one: `(*args, *seeds, *grads)`. The scratch buffers of the last call's
-    shapes are kept for the next (a launch on buffers it has seen before costs less); calls
-    from several threads take turns, since they share them."""
-
-    def __init__(self, kernels, device):
-        self.plan = kernels
-        self.kernels = [_build(k, device) for k in kernels.kernels]
-        self.device = device
-        self._lock = threading.Lock()
-        self._scratch = ((), [])   # (shapes, arrays)
-
-    def __call__(self, *args):
-        from ..driver.arrays import empty
-
-        n = len(self.plan.func.params)
-        shapes = tuple(self.plan.scratch_shapes(args[:n]))
-        with self._lock:
-            if self._scratch[0] != shapes or any(
-                    a.device is not args[0].device for a in self._scratch[1]):
-                self._scratch = (shapes, [empty(shape, b.dtype, device=args[0].device)
-                                          for shape, b in zip(shapes, self.plan.scratch)])
-            for k in self.kernels:
-                k(*args, *self._scratch[1])
 
 
 def _build(func, device):

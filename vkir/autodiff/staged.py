@@ -21,6 +21,7 @@ gives their shapes for the call's arguments; their contents need no initial valu
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 from ..errors import UnsupportedError
@@ -41,6 +42,12 @@ class AdjointKernels:
     gathered: tuple
     atomic: tuple
     func: PrimFunc
+
+    def build(self, device=None) -> "BuiltAdjoint":
+        """The kernels built for `device` (vkir.build), callable as one adjoint kernel."""
+        from ..api import build
+
+        return BuiltAdjoint(self, [build(k, device=device) for k in self.kernels])
 
     def scratch_shapes(self, args) -> list:
         """The shape of each scratch buffer for a call of f with `args` (f's parameters in
@@ -79,6 +86,30 @@ def _chunks(buf, sites) -> int:
         return 1
     most = iterations(sites)
     return CHUNKS if most is None or most >= LONG else 1
+
+
+class BuiltAdjoint:
+    """The built kernels of an AdjointKernels, called as one kernel: `(*args, *seeds, *grads)`
+    as vkir.grad's adjoint takes them (DeviceArrays, numpy arrays or torch tensors). The scratch
+    buffers of the last call's shapes are kept for the next (a launch on buffers the runtime
+    has seen before costs less); calls from several threads take turns, since they share them."""
+
+    def __init__(self, plan: AdjointKernels, kernels):
+        self.plan, self.kernels = plan, list(kernels)
+        self.device = self.kernels[0].device
+        self._lock = threading.Lock()
+        self._scratch = ((), [])   # (shapes, arrays)
+
+    def __call__(self, *args) -> None:
+        from ..driver.arrays import empty
+
+        shapes = tuple(self.plan.scratch_shapes(args[:len(self.plan.func.params)]))
+        with self._lock:
+            if self._scratch[0] != shapes:
+                self._scratch = (shapes, [empty(shape, b.dtype, device=self.device)
+                                          for shape, b in zip(shapes, self.plan.scratch)])
+            for k in self.kernels:
+                k(*args, *self._scratch[1])
 
 
 def adjoint_kernels(f: PrimFunc, wrt) -> AdjointKernels:
