@@ -252,42 +252,57 @@ def varying_passes(and_bits: int, or_bits: int) -> list[int]:
 def radix_sort(dev, xd, result, dtype: str, with_index: bool) -> None:
     """Sort the 1-d DeviceArray xd into result (the sorted values, or the int32 positions
     when `with_index`) with stable 8-bit passes: those whose digit varies, keys only when
-    every value is its key's inverse (`sort`), else with the values or positions.
+    every value is its key's inverse (`sort`), else with the values or positions. Inside a
+    `vkir.sequence()` recording (nothing runs until it is submitted, so the first count's
+    statistics cannot be read) every pass runs, with the payload.
 
-    The passes before the last alternate between two sets of buffers, the one the last pass
-    reads new and the other `result` itself (unless it is xd's memory): half the fresh memory,
-    whose first writes cost page faults on CPU devices."""
+    The passes before the last alternate between two sets of buffers: the one the last pass
+    reads, and `result` itself (unless it is xd's memory) with a payload buffer; scratch
+    memory comes from the device's workspace (vkir.ops.scratch)."""
+    from ..driver.sequences import current
+    from .scratch import workspace
+
+    with workspace(dev) as ws:
+        _radix_sort(dev, ws, xd, result, dtype, with_index, current() is None)
+
+
+def _plan(stats, with_index: bool) -> tuple[list[int], str]:
+    """(the passes to run, the payload) from the first count's statistics (3 x P)."""
     import numpy as np
 
+    and_bits = int(np.bitwise_and.reduce(stats[0]))
+    or_bits = int(np.bitwise_or.reduce(stats[1]))
+    payload = "index" if with_index else ("value" if int(stats[2].sum()) else "none")
+    return varying_passes(and_bits, or_bits), payload
+
+
+def _radix_sort(dev, ws, xd, result, dtype, with_index, readable) -> None:
     from ..aliasing import overlaps
-    from ..api import empty
 
     n = xd.size
     P, C = chunking(n)
-    counts = empty((BINS * P,), "int32", dev)
-    offsets = empty((BINS * P,), "int32", dev)
-    stats = empty((3 * P,), "uint32", dev)
+    counts = ws.take((BINS * P,), "int32")
+    offsets = ws.take((BINS * P,), "int32")
+    stats = ws.take((3 * P,), "uint32")
     radix_count_kernel.kernel(dev, N=n, P=P, C=C, dtype=dtype, first=True)(xd, counts, stats, 0)
-    s = stats.numpy().reshape(3, P)
-    and_bits = int(np.bitwise_and.reduce(s[0]))
-    or_bits = int(np.bitwise_or.reduce(s[1]))
-    payload = "index" if with_index else ("value" if int(s[2].sum()) else "none")
-    passes = varying_passes(and_bits, or_bits)
+    if readable:
+        passes, payload = _plan(stats.numpy().reshape(3, P), with_index)
+    else:
+        passes, payload = list(range(PASSES)), "index" if with_index else "value"
     pt = "int32" if with_index else dtype
-
     in_place = overlaps(result, xd)
     if in_place and len(passes) == 1:   # a second pass by the same digit changes nothing
         passes = passes * 2
 
     def new_set():
-        return [empty((n,), "uint32", dev)] + ([empty((n,), pt, dev)] if payload != "none" else [])
+        return [ws.take((n,), "uint32")] + ([ws.take((n,), pt)] if payload != "none" else [])
 
     inner = len(passes) - 1   # the passes before the last, which write keys (and payloads)
     a = new_set() if inner else None
     b = None
     if inner > 1:
         b = new_set() if in_place else [result.view("uint32")] + (
-            [empty((n,), pt, dev)] if payload != "none" else [])
+            [ws.take((n,), pt)] if payload != "none" else [])
     sets = [a if (inner - 1 - step) % 2 == 0 else b for step in range(inner)]
     offsets_k = radix_offsets_kernel.kernel(dev, P=P)
     src = pin = None

@@ -12,6 +12,9 @@ offset. Each element is read twice and written once. Where lines are contiguous 
 and the chunk are multiples of 4, the "v=4" configs read and write 4 elements per access: on
 llvmpipe every access is a loop over the SIMD lanes whatever its width, and reads go through
 texel views, so this cut a 2^24 float32 cumsum from 81 to 25 ms of CPU time (docs/performance.md).
+Contiguous lines of LOOKBACK_MIN elements or more (R a multiple of 4) are scanned in one pass
+instead (vkir.ops.scan_lookback: each tile's sum published and looked back on; the input read
+from memory once).
 """
 
 from __future__ import annotations
@@ -173,10 +176,20 @@ def chunk_for(O, R, I) -> int:
     return int(min(256, max(64, 1 << int(chunk - 1).bit_length())))
 
 
+LOOKBACK_MIN = 1 << 17   # from this line length a contiguous scan is one pass (scan_lookback)
+
+
 def _scan_into(dev, xd, res, O, R, I, dtype, exclusive):
     from ..api import empty
 
     chunk = chunk_for(O, R, I)
+    if I == 1 and R % 4 == 0 and R >= LOOKBACK_MIN and chunk < R:
+        from .scan_lookback import lookback_scan
+        from .scratch import workspace
+
+        with workspace(dev) as ws:
+            lookback_scan(dev, ws, xd, res, O, R, dtype, exclusive)
+        return
     if chunk >= R:
         k = scan_kernel.kernel(dev, O=O, R=R, I=I, dtype=dtype, exclusive=exclusive, chunk=R,
                                with_offsets=False)

@@ -1,0 +1,77 @@
+"""The one-pass look-back scan behind vkir.ops.cumsum for long contiguous lines
+(vkir.ops.scan_lookback): exact integer sums (inclusive, exclusive, wrapping uint32), float sums
+within the tolerance of the chunked scan, several lines, a last tile that is not full, lengths
+that take the other path, the fallback that sums a tile whose owner has not published, and the
+kernel in the interpreter."""
+
+import numpy as np
+import pytest
+
+import vkir
+from vkir import ops
+from vkir.ops import scan, scan_lookback
+
+R = scan.LOOKBACK_MIN + 4 * 1037   # not a whole number of tiles
+
+
+def _want(x, exclusive):
+    w = np.cumsum(x, axis=-1, dtype=np.float64 if x.dtype == np.float32 else x.dtype)
+    return w - x if exclusive else w
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "float32"])
+def test_long_lines(device, dtype, exclusive):
+    rng = np.random.default_rng(7)
+    if dtype == "float32":
+        x = rng.standard_normal((3, R)).astype(np.float32)
+    else:
+        x = rng.integers(-9, 10, (3, R)).astype(dtype)
+        x[:, ::101] = np.iinfo(dtype).max        # wraps around
+    got = ops.cumsum(x, axis=-1, exclusive=exclusive, device=device)
+    if dtype == "float32":
+        np.testing.assert_allclose(got, _want(x, exclusive), rtol=1e-4, atol=2e-2)
+    else:
+        np.testing.assert_array_equal(got, _want(x, exclusive).astype(dtype))
+
+
+def test_lengths_off_the_vector_width_take_the_chunked_scan(device):
+    x = np.random.default_rng(8).integers(-9, 10, R + 1).astype(np.int32)
+    np.testing.assert_array_equal(ops.cumsum(x, device=device), np.cumsum(x).astype(np.int32))
+
+
+def test_fallback_sums_unpublished_tiles(device):
+    """spin=0: a tile whose predecessor has not published is summed from the data at once;
+    the sums stay exact whichever tiles took that path."""
+    n, chunk = 1 << 18, 512
+    x = np.random.default_rng(9).integers(-99, 100, n).astype(np.int32)
+    nt = scan_lookback.tiles(n, chunk)
+    k = vkir.build(scan_lookback.lookback_scan_kernel(1, n, "int32", False, w=8, chunk=chunk,
+                                                      spin=0), device=device)
+    y = np.zeros(n, np.int32)
+    k(x, y, np.zeros(nt, np.uint32), np.zeros(nt, np.uint32), np.zeros(nt + 1, np.uint32))
+    np.testing.assert_array_equal(y, np.cumsum(x).astype(np.int32))
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_interpreter(exclusive):
+    O, n, chunk = 2, 40, 8
+    x = np.arange(O * n, dtype=np.int32) % 7 - 3
+    nt = O * scan_lookback.tiles(n, chunk)
+    y = np.zeros_like(x)
+    f = scan_lookback.lookback_scan_kernel(O, n, "int32", exclusive, w=4, chunk=chunk)
+    vkir.interpret(f, x, y, np.zeros(nt, np.uint32), np.zeros(nt, np.uint32),
+                   np.zeros(nt + 1, np.uint32), subgroup_size=4)
+    np.testing.assert_array_equal(y.reshape(O, n), _want(x.reshape(O, n), exclusive))
+
+
+def test_workspace_lends_distinct_arrays_and_takes_them_back(device):
+    from vkir.ops.scratch import for_device, workspace
+
+    with workspace(device) as ws:
+        a, b = ws.take((5,), "uint32"), ws.take((5,), "uint32")
+        assert a is not b
+    with workspace(device) as ws:
+        c = ws.take((5,), "uint32")
+    assert c is a or c is b
+    assert len(for_device(device)) >= 1
