@@ -134,3 +134,35 @@ def test_division_on_the_device_matches_numpy(device):
         np.testing.assert_array_equal(got[defined], w[defined])
         if emulated:
             np.testing.assert_array_equal(got, w)
+
+
+CONSTANTS = [3, -3, 7, -1, 1, 0, 10, 1000000007, 2**31, 2**32 - 1, 2**32 + 1, -(2**32), 2**63 - 1,
+             -2**63, 768]
+
+
+def test_division_by_constants():
+    """Constant divisors (sign and size known, so only the code their case needs is emitted):
+    exact against numpy for edge and random dividends, signed and, as uint64, unsigned."""
+    lines = []
+    for k, c in enumerate(CONSTANTS):
+        lines += [f"out[tx, {k}, 0] = a[tx] // T.int64({c})",
+                  f"out[tx, {k}, 1] = a[tx] % T.int64({c})",
+                  f"out[tx, {k}, 2] = T.truncdiv(a[tx], T.int64({c}))",
+                  f"out[tx, {k}, 3] = T.truncmod(a[tx], T.int64({c}))",
+                  f"uout[tx, {k}, 0] = T.cast(a[tx], 'uint64') // T.uint64({c % 2**64})",
+                  f"uout[tx, {k}, 1] = T.cast(a[tx], 'uint64') % T.uint64({c % 2**64})"]
+    body = "\n        ".join(lines)
+    m = len(CONSTANTS)
+    func = vkir.from_script(f'''
+def by_constants(a: T.Buffer(({N},), "int64"), out: T.Buffer(({N}, {m}, 4), "int64"),
+                 uout: T.Buffer(({N}, {m}, 2), "uint64")):
+    for tx in T.thread_binding({N}, "threadIdx.x"):
+        {body}
+''')
+    a = _operands(4)[0]
+    out, uout = np.zeros((N, m, 4), np.int64), np.zeros((N, m, 2), np.uint64)
+    vkir.interpret(EmulateInt64()(func), *_words(a, out, uout))
+    for k, c in enumerate(CONSTANTS):
+        want = _numpy(a, np.full(N, c, np.int64))
+        np.testing.assert_array_equal(out[:, k], want[0], err_msg=f"by {c}")
+        np.testing.assert_array_equal(uout[:, k], want[1], err_msg=f"by {c} as uint64")

@@ -221,7 +221,8 @@ class _Rewriter(Mutator):
             if quotient:   # floor(a / 2**k): the shift that fills signs
                 return P.shift_right(a, P.constant(k), signed)
             return P.bitwise("bitwise_and", a, P.constant(2 ** k - 1))   # in [0, 2**k)
-        return D.divide(self.visit(op.a), self.visit(op.b), signed, floor, not quotient)
+        known = op.b.value if isinstance(op.b, E.IntImm) else None
+        return D.divide(self.visit(op.a), self.visit(op.b), signed, floor, not quotient, known)
 
     visit_Div = visit_Mod = visit_FloorDiv = visit_FloorMod = division
 

@@ -107,15 +107,27 @@ def _select_pair(lets: Lets, cond, a, b):
     return lets.let(P.pair(E.Select(cond, P.lo(a), P.lo(b)), E.Select(cond, P.hi(a), P.hi(b))))
 
 
-def unsigned_divmod(lets: Lets, u: E.PrimExpr, v: E.PrimExpr) -> tuple:
-    """(quotient, remainder) pairs of the uint64 division u / v (0 and 0 where v is 0)."""
+def _by_word(lets: Lets, ul, uh, d) -> tuple:
+    """(quotient, remainder) pairs of uh:ul divided by the nonzero uint32 `d`: the high word of
+    the quotient, then the low word from the rest."""
+    qh = lets.let(E.Div(uh, d))
+    ql, rl = divide_words(lets, lets.let(E.Sub(uh, E.Mul(qh, d))), ul, d)
+    return P.pair(ql, qh), P.pair(rl, P.word(0))
+
+
+def unsigned_divmod(lets: Lets, u: E.PrimExpr, v: E.PrimExpr, known: int | None = None) -> tuple:
+    """(quotient, remainder) pairs of the uint64 division u / v (0 and 0 where v is 0);
+    `known` is v's value where it is a constant (below 2**32, only that case is emitted)."""
+    if known == 0:
+        return P.constant(0), P.constant(0)
+    if known is not None and known < 2 ** 32:
+        u = lets.let(u)
+        return _by_word(lets, lets.let(P.lo(u)), lets.let(P.hi(u)), P.word(known))
     u, v = lets.let(u), lets.let(v)
     ul, uh, vl, vh = (lets.let(x) for x in (P.lo(u), P.hi(u), P.lo(v), P.hi(v)))
     small = lets.let(E.EQ(vh, P.word(0)))
-    # a divisor below 2**32: the high word of the quotient, then the low word from the rest
-    d = _nonzero(lets, vl)
-    qh = lets.let(E.Div(uh, d))
-    ql, rl = divide_words(lets, lets.let(E.Sub(uh, E.Mul(qh, d))), ul, d)
+    # a divisor below 2**32 (one that is 0 divides by 1: its result is replaced by 0)
+    narrow_q, narrow_r = _by_word(lets, ul, uh, _nonzero(lets, vl))
     # a larger divisor: the quotient fits 32 bits; estimate it from the top 32 bits of the
     # divisor normalized (n leading zeros shifted out) and the dividend halved
     h = _nonzero(lets, vh)
@@ -131,24 +143,32 @@ def unsigned_divmod(lets: Lets, u: E.PrimExpr, v: E.PrimExpr) -> tuple:
     big_q = P.pair(E.Add(q0, _bit(fix)), P.word(0))
     big_r = _select_pair(lets, fix, lets.let(P.sub(rest, v)), rest)
     zero = lets.let(E.And(small, E.EQ(vl, P.word(0))))
-    q = _select_pair(lets, small, P.pair(ql, qh), big_q)
-    r = _select_pair(lets, small, P.pair(rl, P.word(0)), big_r)
+    q = _select_pair(lets, small, narrow_q, big_q)
+    r = _select_pair(lets, small, narrow_r, big_r)
     return (_select_pair(lets, zero, P.constant(0), q), _select_pair(lets, zero, P.constant(0), r))
 
 
-def divide(a: E.PrimExpr, b: E.PrimExpr, signed: bool, floor: bool, remainder: bool) -> E.PrimExpr:
+def divide(a: E.PrimExpr, b: E.PrimExpr, signed: bool, floor: bool, remainder: bool,
+           known: int | None = None) -> E.PrimExpr:
     """The quotient (or with `remainder` the remainder) pair of the 64-bit division a / b:
-    truncating or (`floor`) flooring for `signed` operands, unsigned otherwise."""
+    truncating or (`floor`) flooring for `signed` operands, unsigned otherwise. `known` is b's
+    value where it is a constant (its sign and magnitude then need no code)."""
     lets = Lets()
     if not signed:
-        q, r = unsigned_divmod(lets, a, b)
+        q, r = unsigned_divmod(lets, a, b, None if known is None else known % 2 ** 64)
         return lets.wrap(r if remainder else q)
     a, b = lets.let(a), lets.let(b)
-    na, nb = lets.let(P.is_negative(a)), lets.let(P.is_negative(b))
+    na = lets.let(P.is_negative(a))
     ua = _select_pair(lets, na, lets.let(P.negate(a)), a)
-    ub = _select_pair(lets, nb, lets.let(P.negate(b)), b)
-    q, r = unsigned_divmod(lets, ua, ub)
-    differ = lets.let(E.NE(na, nb))
+    if known is None:
+        nb = lets.let(P.is_negative(b))
+        ub = _select_pair(lets, nb, lets.let(P.negate(b)), b)
+        q, r = unsigned_divmod(lets, ua, ub)
+        differ = lets.let(E.NE(na, nb))
+    else:
+        magnitude = abs(known) % 2 ** 64
+        q, r = unsigned_divmod(lets, ua, P.constant(magnitude), magnitude)
+        differ = lets.let(E.Not(na)) if known < 0 else na
     q = _select_pair(lets, differ, lets.let(P.negate(q)), q)   # truncated toward zero
     r = _select_pair(lets, na, lets.let(P.negate(r)), r)       # the dividend's sign
     if floor:   # one less where the signs differ and the division is not exact
