@@ -75,3 +75,28 @@ def test_workspace_lends_distinct_arrays_and_takes_them_back(device):
         c = ws.take((5,), "uint32")
     assert c is a or c is b
     assert len(for_device(device)) >= 1
+
+
+def test_recorded_in_a_sequence_and_replayed(device):
+    """Inside vkir.sequence() nothing runs until the block ends: the look-back's status words
+    are cleared by a recorded kernel (so a replay scans again), and the radix sort runs every
+    pass with its payload (it cannot read the first count's statistics)."""
+    n = scan.LOOKBACK_MIN
+    rng = np.random.default_rng(10)
+    xi = rng.integers(-99, 100, n).astype(np.int32)
+    xf = rng.standard_normal(n).astype(np.float32)
+    XI, XF = vkir.array(xi, device=device), vkir.array(xf, device=device)
+    S, V, I = (vkir.empty(n, dt, device) for dt in ("int32", "float32", "int32"))
+    with vkir.sequence(device=device) as seq:
+        ops.cumsum(XI, out=S)
+        ops.sort(XF, out=V)
+        ops.argsort(XI, out=I)
+    seq.wait()
+    for _ in range(2):
+        np.testing.assert_array_equal(S.numpy(), np.cumsum(xi).astype(np.int32))
+        np.testing.assert_array_equal(V.numpy(), np.sort(xf))
+        np.testing.assert_array_equal(I.numpy(), np.argsort(xi, kind="stable"))
+        xi, xf = xi[::-1].copy(), xf[::-1].copy()
+        XI.write(xi)
+        XF.write(xf)
+        seq.run().wait()
