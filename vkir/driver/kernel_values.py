@@ -56,7 +56,8 @@ class CallValues:
         got = self.__dict__.get("_wide_words")
         if got is None:
             wide = {p.name: p for p in self.func.params if p not in self.func.buffer_map
-                    and p.dtype.code in ("int", "uint") and p.dtype.bits == 64}
+                    and isinstance(p.dtype, DataType) and p.dtype.code in ("int", "uint")
+                    and p.dtype.bits == 64}
             groups = {}
             for k, pc in enumerate(self.module.push_constants):
                 user = self._aliases.get(pc.var, pc.var)
