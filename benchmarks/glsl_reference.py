@@ -47,3 +47,105 @@ def matmul_launch(dev, A, B, C, m: int, n: int, k: int):
                                 descriptor_types=(*kinds, "storage"))
     resources = [*views, C.buffer] if texel else [A.buffer, B.buffer, C.buffer]
     return pipe, resources, (n // (4 * tn4 * wx), m // tm, 1), "texel" if texel else "storage"
+
+
+# -- `python -m benchmarks.glsl_reference`: matmul configs against this tile and the ceiling --
+
+_PEAK = """#version 450
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) buffer O { vec4 o[]; };
+void main() {
+    vec4 m = o[gl_GlobalInvocationID.x], d = m * 0.5;
+DECL
+    for (uint k = 0; k < 4096u; ++k) { BODY BODY BODY BODY }
+    o[gl_GlobalInvocationID.x] = SUM;
+}
+"""
+PEAK_ACCUMULATORS = 8   # independent vec4 FMA chains: enough to hide the latency, in registers
+
+
+def peak_glsl() -> tuple[str, float]:
+    """(GLSL, FLOP per 64 x 64 dispatch) of the register-only FMA shader: llvmpipe's and
+    SwiftShader's arithmetic ceiling, no memory access in its loop."""
+    n = PEAK_ACCUMULATORS
+    text = (_PEAK.replace("DECL", "\n".join(f"    vec4 c{i} = vec4({i}) * m;" for i in range(n)))
+            .replace("BODY", " ".join(f"c{i} = fma(c{i}, m, d);" for i in range(n)))
+            .replace("SUM", " + ".join(f"c{i}" for i in range(n))))
+    return text, 64.0 * 64 * 4096 * 4 * n * 4 * 2
+
+
+def compare(size: int, configs: list, rounds: int = 3, calls: int = 2) -> list:
+    """Rows (name, GFLOP per CPU-second: median over `rounds`, fraction of the FMA ceiling's
+    median) of vkir.ops.matmul's template with each config, this GLSL tile and the peak shader,
+    timed in interleaved rounds of `calls` calls each on the default device (process CPU
+    seconds, so the ratios hold on a loaded host). Each result is checked against numpy."""
+    import statistics
+    import time
+
+    import numpy as np
+
+    import vkir
+    from vkir import runtime
+    from vkir.ops.linalg import kernel as template
+
+    dev = vkir.device()
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((size, size), dtype=np.float32) for _ in range(2))
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    A, B = vkir.array(a, dev), vkir.array(b, dev)
+    runs = []   # (name, flop per call, call, output or None)
+    for config in configs:
+        k = vkir.build(template(M=size, N=size, K=size, **config), device=dev)
+        C = vkir.empty((size, size), "float32", dev)
+        runs.append((str(config), 2.0 * size ** 3, lambda k=k, C=C: k(A, B, C), C))
+    if fits(size, size, size):
+        C = vkir.empty((size, size), "float32", dev)
+        pipe, res, groups, form = matmul_launch(dev, A, B, C, size, size, size)
+        runs.append((f"GLSL 8x8 tile, {form} reads", 2.0 * size ** 3, lambda: runtime.profile(
+            dev, pipe, res, b"", groups, repeat=1, warmup=0), C))
+    text, flop = peak_glsl()
+    peak = vkir.compile_glsl(text, device=dev)
+    O = vkir.array(np.ones(64 * 64 * 4, np.float32), dev)
+    runs.append(("register-only FMAs (the ceiling)", flop, lambda: peak(O, grid=(64, 1, 1)), None))
+    for name, _, call, C in runs:
+        call()
+        if C is not None and not np.allclose(C.numpy(), want, rtol=1e-3, atol=1e-3):
+            raise AssertionError(f"{name}: wrong result")
+    rates = {name: [] for name, *_ in runs}
+    for _ in range(rounds):
+        for name, flop, call, _ in runs:
+            c0 = time.process_time()
+            for _ in range(calls):
+                call()
+            rates[name].append(flop * calls / (time.process_time() - c0) / 1e9)
+    medians = {name: statistics.median(r) for name, r in rates.items()}
+    ceiling = medians[runs[-1][0]]
+    return [(name, m, m / ceiling) for name, m in medians.items()]
+
+
+def main(argv=None) -> None:
+    import argparse
+
+    import vkir
+    from vkir.ops.linalg import kernel as template
+
+    parser = argparse.ArgumentParser(description="vkir.ops.matmul configs against the GLSL "
+                                     "tile and the FMA ceiling, per CPU-second")
+    parser.add_argument("configs", nargs="*", help="configs such as tm=32,tn=8,wx=8,wy=1,ka=4 "
+                        "(default: the device's first three)")
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=2)
+    args = parser.parse_args(argv)
+    configs = [{k: int(v) for k, v in (kv.split("=") for kv in c.split(","))}
+               for c in args.configs]
+    dev = vkir.device()
+    configs = configs or template.configs_for(dev.info)[:3]
+    print(f"device: {dev.info.name}   matmul {args.size}^3 float32, GFLOP per CPU-second "
+          f"(median of {args.rounds} interleaved rounds)")
+    for name, rate, fraction in compare(args.size, configs, args.rounds, args.calls):
+        print(f"{name:48s} {rate:7.1f}   {fraction:5.3f} of the ceiling")
+
+
+if __name__ == "__main__":
+    main()
