@@ -258,7 +258,9 @@ def radix_sort(dev, xd, result, dtype: str, with_index: bool) -> None:
 
     The passes before the last alternate between two sets of buffers: the one the last pass
     reads, and `result` itself (unless it is xd's memory) with a payload buffer; scratch
-    memory comes from the device's workspace (vkir.ops.scratch)."""
+    memory comes from the device's workspace (vkir.ops.scratch). After the first count (whose
+    statistics are read back) the passes are one submission (a sequence): one wait instead of
+    one per dispatch, each of which a loaded host can stretch."""
     from ..driver.sequences import current
     from .scratch import workspace
 
@@ -305,6 +307,21 @@ def _radix_sort(dev, ws, xd, result, dtype, with_index, readable) -> None:
             [ws.take((n,), pt)] if payload != "none" else [])
     sets = [a if (inner - 1 - step) % 2 == 0 else b for step in range(inner)]
     offsets_k = radix_offsets_kernel.kernel(dev, P=P)
+    if readable:   # the passes as one submission (see radix_sort); inside a sequence, its own
+        from ..driver.sequences import sequence
+
+        with sequence(dev) as seq:
+            _passes(dev, xd, result, dtype, n, P, C, passes, payload, sets, counts, offsets,
+                    stats, offsets_k)
+        seq.wait()
+        return
+    _passes(dev, xd, result, dtype, n, P, C, passes, payload, sets, counts, offsets, stats,
+            offsets_k)
+
+
+def _passes(dev, xd, result, dtype, n, P, C, passes, payload, sets, counts, offsets, stats,
+            offsets_k) -> None:
+    """Run (or record) the count, offsets and scatter kernels of every pass."""
     src = pin = None
     for step, k in enumerate(passes):
         first, last = step == 0, step == len(passes) - 1

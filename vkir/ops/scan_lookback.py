@@ -157,10 +157,19 @@ def zero_kernel(N):
 def lookback_scan(dev, ws, xd, res, O: int, R: int, dtype: str, exclusive: bool) -> None:
     """Scan the O lines of R contiguous elements of xd into res with `lookback_scan_kernel`,
     its state from the workspace `ws` (vkir.ops.scratch)."""
+    from ..driver.sequences import current, sequence
+
     k = lookback_scan_kernel.kernel(dev, O=O, R=R, dtype=dtype, exclusive=exclusive)
     PL = tiles(R, k.config.get("chunk", 8256))
     nt = O * PL
     agg, incl = ws.take((nt,), "uint32"), ws.take((nt,), "uint32")
     status = ws.take((nt + 1,), "uint32")
-    zero_kernel.kernel(dev, N=nt + 1)(status)
-    k(xd, res, agg, incl, status)
+    zero = zero_kernel.kernel(dev, N=nt + 1)
+    if current() is not None:   # recorded in the caller's sequence
+        zero(status)
+        k(xd, res, agg, incl, status)
+        return
+    with sequence(dev) as seq:  # one submission for both
+        zero(status)
+        k(xd, res, agg, incl, status)
+    seq.wait()
