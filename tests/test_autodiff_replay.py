@@ -110,3 +110,34 @@ def test_a_loop_whose_adjoint_reads_the_running_value_still_replays_exactly():
     vkir.interpret(g, x, np.zeros(4), seed, dx)
     want = seed[:, None] * x.prod(axis=1)[:, None] / x
     np.testing.assert_allclose(dx, want, rtol=1e-12)
+
+
+WEIGHTED = '''
+@T.prim_func
+def weighted(x: T.Buffer((8, "m"), "float32"), w: T.Buffer((2,), "float32"),
+             out: T.Buffer((8,), "float32")):
+    for i in T.parallel(8):
+        acc = T.float32(0)
+        for k in T.serial(m):
+            acc += x[i, k] * w[0] + w[1]
+        out[i] = acc
+'''
+
+
+@pytest.mark.parametrize("m", [0, 1, 37])
+def test_a_read_that_stays_put_in_the_loop_adds_once_after_it(m):
+    f = from_script(WEIGHTED)
+    g = vkir.grad(f, ("x", "w"))
+    script = g.script()
+    # the loop sums w's adjoints in locals; one atomic add per element after the loop, when
+    # the loop ran (m > 0)
+    assert script.count("T.atomic_add(d_w[0]") == 1 and script.count("T.atomic_add(d_w[1]") == 1
+    assert "if m > 0:" in script
+    rng = np.random.default_rng(m)
+    x, w = rng.uniform(-1, 1, (8, m)).astype(np.float32), np.float32([0.5, -2])
+    seed = rng.uniform(-1, 1, 8).astype(np.float32)
+    dx, dw = np.zeros((8, m), np.float32), np.float32([1, 1])
+    vkir.interpret(g, x, w, np.zeros(8, np.float32), seed, dx, dw)
+    np.testing.assert_allclose(dw, [1 + (seed[:, None] * x).sum(), 1 + m * seed.sum()],
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dx, seed[:, None] * w[0] + 0 * x, rtol=1e-6)

@@ -40,6 +40,7 @@ from ..ir import (AllocBuffer, BufferLoad, BufferStore, Call, DeclBuffer, Evalua
 from ..ir import walk as _nodes
 from .derivatives import NOP, Propagate, build, fconst, is_float, where
 from .indexing import injective, linear
+from .loop_sums import keep_local
 from .overwrites import plan as _last_stores
 from .vector_locals import scalarize as _scalarize_vector_locals
 
@@ -438,17 +439,19 @@ class _Adjoint:
         adjoint = self.body(s)
         r = Var(f"{s.loop_var.name}_rev", s.loop_var.dtype)
         k = s.min + s.extent - 1 - r
+        targets = set(self.grads.values())
         if not _local_reads(adjoint) & writes:
             # an accumulation (`acc = acc + g(x)`): the body's adjoint never reads a value the
             # body changes, so the loop runs backwards once, linear in its trip count
-            return For(r, IntImm(r.dtype, 0), s.extent, "serial",
-                       LetStmt(s.loop_var, k, adjoint))
+            return keep_local(For(r, IntImm(r.dtype, 0), s.extent, "serial",
+                                  LetStmt(s.loop_var, k, adjoint)), targets)
         snap = {b: decl_buffer(b.shape, b.dtype, f"{b.name}_snap", scope="local") for b in writes}
         j = Var(f"{s.loop_var.name}_re", s.loop_var.dtype)
         redo = For(j, s.min, k - s.min, "serial",
                    substitute(self.replay(s.body), {s.loop_var: j}))
-        body = For(r, IntImm(r.dtype, 0), s.extent, "serial",
-                   LetStmt(s.loop_var, k, seq(_copy(snap, restore=True), redo, adjoint)))
+        body = keep_local(For(r, IntImm(r.dtype, 0), s.extent, "serial",
+                              LetStmt(s.loop_var, k, seq(_copy(snap, restore=True), redo,
+                                                         adjoint))), targets)
         body = seq(_copy(snap, restore=False), body)
         for b, s_buf in snap.items():
             body = AllocBuffer(s_buf, body)
