@@ -146,7 +146,8 @@ def radix_count_kernel(N, P, C, dtype="float32", first=True, w=8, v=1):
     _check(N, P, C, w, v)
     params = f'{_src(dtype, first)}, counts: T.Buffer((BINS * P,), "int32"), '
     use = f"{_PAD}c[d] = c[d] + 1\n"
-    tail = "                for d in T.serial(BINS):\n                    counts[d * P + p] = c[d]\n"
+    tail = ("                for d in T.serial(BINS):\n"
+            "                    counts[d * P + p] = c[d]\n")
     setup = ""
     if first:
         params += 'stats: T.Buffer((3 * P,), "uint32"), '
