@@ -151,3 +151,20 @@ def test_flat_kernel_script_reads_vectors_and_stores_wide():
     assert 'a1: T.Buffer(("q",), "float32x4")' in text and 't1: T.Buffer(("n",), "float32")' in text
     assert '"uint64x4", data=out.data' in text
     assert "uint64x4" not in flat_kernel_script(axpy, ("full", "full", "full"))
+
+
+@pytest.mark.parametrize("shape, row", [((64, 24), (24,)), ((3, 5, 16), (1, 5, 16)),
+                                        ((9, 8), (1, 8)), ((6, 10), (10,))])
+def test_flat_kernel_repeats_trailing_tiles(device, maps, shape, row):
+    """An argument that is the result's last axes (a bias row) repeats along the leading
+    ones; (6, 10) against (10,) is not whole groups of 8 and takes the general kernel."""
+    rng = np.random.default_rng(7)
+    x, b = rng.standard_normal(shape).astype("float32"), rng.standard_normal(row).astype("float32")
+    m = Mapped(axpy, device)
+    want = np.float32(2) * x + b
+    np.testing.assert_array_equal(m(2.0, x, b), want)
+    got = m(2.0, vkir.array(x, device=device), vkir.array(b, device=device))
+    np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal(m(b, x, b), b * x + b)
+    tiled = any(key[0] == "flat" and "tile" in key[1] for key in m.kernels)
+    assert tiled == (b.size % 8 == 0)

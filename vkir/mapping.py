@@ -18,12 +18,13 @@ place (numpy views of their memory) and give a torch tensor out. `out=` takes th
 (numpy, torch or DeviceArray, of the result's exact shape and dtype) and is returned.
 
 The kernel is written once per (function, argument dimensions) and built once per device. Where
-every argument either has the result's shape or holds one element, and neither the parameters
-nor the result are vectors (the common case: `vkir.map(axpy)(a, x, y)`), the arrays are taken as
-flat and the kernel is the hand-written vadd's form (`flat_kernel_script`): each invocation
-computes `ELEMENTS` consecutive results as float32x4-wide vector operations (one element-typed
-4-lane load per full-size argument, one-element arguments broadcast), 64 invocations per
-workgroup, the last partial vector element by element. On drivers whose storage accesses cost
+every argument has the result's shape, holds one element, or is a tile of the result's last
+axes of whole groups of 8 elements (a bias row), and neither the parameters nor the result are
+vectors (the common case: `vkir.map(axpy)(a, x, y)`), the arrays are taken as flat and the
+kernel is the hand-written vadd's form (`flat_kernel_script`): each invocation
+computes `ELEMENTS` consecutive results as float32x4-wide vector operations (one 4-lane load
+of the element type per full-size or tile argument, one-element arguments broadcast), 64
+invocations per workgroup, the last partial group element by element. On drivers whose storage accesses cost
 a loop over the SIMD lanes per 32- or 64-bit component (lavapipe: the "storage_loads_per_lane"
 quirk) and that have 64-bit integers, a 32-bit result is stored eight elements at a time as one
 uint64x4 (half the store loops; `vkir.benchmarks.access_forms vadd_layouts` measures the forms).
@@ -189,7 +190,8 @@ class Mapped:
             if kind == "one":
                 call.append(a)
                 continue
-            call.append(a[:whole].reshape(whole // 4, 4))   # a view: 4-lane elements
+            size = whole if kind == "full" else a.shape[0]   # a tile: a multiple of 8
+            call.append(a[:size].reshape(size // 4, 4))      # a view: 4-lane elements
             if tail:
                 call.append(a)
         kernel(*call, _flat(target))
@@ -239,9 +241,11 @@ def wide_stores(func: DeviceFunction, device) -> bool:
 
 
 def _flat_kinds(func: DeviceFunction, shapes: list, shape: tuple) -> tuple | None:
-    """For each argument, "full" (it has the result's shape) or "one" (a single element), when
-    the call can run the flat kernel (no vector parameter or result, every argument one or the
-    other, at least one full one of at least 8 elements); else None."""
+    """For each argument, "full" (it has the result's shape), "one" (a single element) or
+    "tile" (past leading axes of length 1, the result's last axes, a multiple of 8 elements:
+    repeated along the leading ones, as a bias row is), when the call can run the flat kernel
+    (no vector parameter or result, every argument one of these, at least one full one of at
+    least 8 elements); else None."""
     if func.ret.lanes != 1 or any(dtype.lanes != 1 for _, dtype in func.params):
         return None
     if int(np.prod(shape, dtype=np.int64)) < 8:
@@ -252,9 +256,20 @@ def _flat_kinds(func: DeviceFunction, shapes: list, shape: tuple) -> tuple | Non
             kinds.append("full")
         elif int(np.prod(s, dtype=np.int64)) == 1:
             kinds.append("one")
+        elif _is_tile(tuple(s), tuple(shape)):
+            kinds.append("tile")
         else:
             return None
     return tuple(kinds) if "full" in kinds else None
+
+
+def _is_tile(s: tuple, shape: tuple) -> bool:
+    """Whether an argument of element shape `s` is a tile of the result's `shape`: less its
+    leading 1s, the result's last axes, with a multiple of 8 elements (whole groups)."""
+    while s and s[0] == 1:
+        s = s[1:]
+    return (0 < len(s) < len(shape) + 1 and tuple(shape[len(shape) - len(s):]) == s
+            and int(np.prod(s, dtype=np.int64)) % 8 == 0)
 
 
 def _flat(a):
@@ -268,7 +283,9 @@ def flat_kernel_script(func: DeviceFunction, kinds: tuple, wide: bool = False,
     """The script of the flat kernel applying `func` (named `f` in its env) to arguments of
     kinds `kinds` (see the module doc): a "full" argument k is `a{k}`, its first 4 * q elements
     as q 4-lane vectors (plus, with `tail`, the whole array again as `t{k}` of n elements, for
-    the results past the last whole group); a "one" argument is `a{k}` of one element. Groups of
+    the results past the last whole group); a "tile" argument k is `a{k}`, all its m{k}
+    elements as 4-lane vectors (and `t{k}` with `tail`), element i of the result reading its
+    element i % m{k}; a "one" argument is `a{k}` of one element. Groups of
     4 results (8 with `wide`) are computed as 4-lane vectors; each invocation takes ELEMENTS
     consecutive results, and the invocation after the last whole group (with `tail`) computes
     the rest one by one. With `wide`, a group of eight 32-bit results is stored as one
@@ -283,17 +300,21 @@ def flat_kernel_script(func: DeviceFunction, kinds: tuple, wide: bool = False,
         if kind == "one":
             params.append(f'a{k}: T.Buffer((1,), "{dtype}")')
         else:
-            params.append(f'a{k}: T.Buffer(("q",), "{dtype}x4")')
+            vectors, elements = ('"q"', '"n"') if kind == "full" else (f'"m{k}"', f'"n{k}"')
+            params.append(f'a{k}: T.Buffer(({vectors},), "{dtype}x4")')
             if tail:
-                params.append(f't{k}: T.Buffer(("n",), "{dtype}")')
+                params.append(f't{k}: T.Buffer(({elements},), "{dtype}")')
     params.append(f'out: T.Buffer(("n",), "{ret}")')
 
     def call(lane: str | None, at: str = "") -> str:
         """f of the arguments: lane `lane` of the group's values (local copies of the loaded
         vectors), or element `at` of the tail."""
+        def tail_at(k, kind):
+            return f"t{k}[{at}]" if kind == "full" else f"t{k}[({at}) % n{k}]"
+
         return "f(" + ", ".join(
             f"a{k}[0]" if kind == "one" else
-            (f"x{k}[{lane}]" if lane is not None else f"t{k}[{at}]")
+            (f"x{k}[{lane}]" if lane is not None else tail_at(k, kind))
             for k, kind in enumerate(kinds)) + ")"
 
     groups = "q // 2" if wide else "q"
@@ -308,7 +329,7 @@ def flat_kernel_script(func: DeviceFunction, kinds: tuple, wide: bool = False,
     # each full argument's group is loaded as whole 4-lane vectors into a local copy x{k}
     # (indexing a loaded vector by lane in a vectorized loop would become a select chain)
     for k, ((_, dtype), kind) in enumerate(zip(func.params, kinds)):
-        if kind == "full":
+        if kind != "one":
             lines.append(f'{pad}x{k} = T.alloc_buffer(({group},), "{dtype}", scope="local")')
     if wide:
         lines.append(f'{pad}r = T.alloc_buffer((8,), "{ret}", scope="local")')
@@ -316,8 +337,10 @@ def flat_kernel_script(func: DeviceFunction, kinds: tuple, wide: bool = False,
               f"{pad}    g = (bx * {WORKGROUP} + tx) * {per} + u",
               f"{pad}    if g < {groups}:"]
     for h in range(group // 4):
-        lines += [f"{pad}        x{k}[T.ramp({4 * h}, 1, 4)] = a{k}[g * {group // 4} + {h}]"
-                  for k, kind in enumerate(kinds) if kind == "full"]
+        at = f"g * {group // 4} + {h}"
+        lines += [f"{pad}        x{k}[T.ramp({4 * h}, 1, 4)] = "
+                  + (f"a{k}[{at}]" if kind == "full" else f"a{k}[({at}) % m{k}]")
+                  for k, kind in enumerate(kinds) if kind != "one"]
     if wide:
         for h in (0, 1):
             lines += [f"{pad}        for v in T.vectorized(4):",
