@@ -14,13 +14,14 @@ every thread counted, medians):
   gather      vkir.autodiff.adjoint_kernels(...).build(): a first kernel writing d_pre[i, j],
               then one gather kernel per gradient over its own index space, no atomics
 
-A training step (forward, the mean squared error's gradient, the adjoint for w and b, an SGD
-step) on DeviceArrays with either adjoint, through vkir.Tape, and torch's (torch.tanh(x @ w +
-b), autograd, the same step) on the CPU with its default threads and with one (on a loaded
-host torch's OpenMP threads wait for cores: the one-thread form is the steadier reference). Then the replay of accumulation loops: vkir.grad's
-adjoint of out[i] = sqrt(sum_p (y[i] p / trips - t[i])^2) for each trip count in --trips (the
-same memory for every count), against its forward: a constant ratio is an adjoint linear in the
-trip count (quadratic, the ratio grows with it).
+A training step (forward, the mean squared error's gradient, the adjoint for w and b, an SGD step)
+on DeviceArrays with either adjoint, through vkir.Tape, and torch's (torch.tanh(x @ w + b),
+autograd, the same step) on the CPU with its default threads and with one (on a loaded host torch's
+OpenMP threads wait for cores: the one-thread form is the steadier reference). Then the replay of
+accumulation loops: vkir.grad's adjoint of out[i] = sqrt(sum_p (y[i] p / trips - t[i])^2) for each
+trip count in --trips (the same memory for every count): the stores one invocation of it
+executes as generated (before the driver's compiler drops dead code, which on llvmpipe removed
+the dead replays of the old quadratic form) and its time against the forward's.
 
 Every gradient is checked against numpy in float64 before timing. Nothing here asserts a time;
 tests/test_bench_grad_dense.py runs it small.

@@ -5,17 +5,19 @@ seeds: d loss / d output) and for every `wrt` buffer (where the gradients accumu
 runs f's grid: parallel loops (thread bindings) stay as they are, and each invocation runs its
 own statements backwards.
 
-Running backwards needs the values of the invocation's mutable scalars (local buffers) as they
-were when each statement ran. The transformation recomputes them instead of storing them: the
-adjoint of a statement assumes the locals hold their values from before it; a sequence replays
-its earlier statements (forward, without their global writes) from a snapshot only when a later
-statement's adjoint reads a local that an earlier one changed, and a serial loop replays its
-first k iterations before the adjoint of iteration k only when its body's adjoint reads a local
-the body writes (otherwise the loop runs backwards in linear time: the usual accumulation
-`acc = acc + g(x)` needs no replay). What an adjoint reads is taken from the generated adjoint
-code (`_local_reads`), not from the statement: `acc = acc + x * w` reads acc, its adjoint not. Lets stay in place; each let gets an adjoint scalar. A let
-reads the locals in its value into variables where it stands (its body's adjoint may change
-them), and its adjoint flows through those variables into the locals' adjoints.
+Running backwards needs the values of the invocation's mutable scalars (local buffers) as they were
+when each statement ran. The transformation recomputes them instead of storing them: the adjoint of
+a statement assumes the locals hold their values from before it; a sequence replays its earlier
+statements (forward, without their global writes) from a snapshot only when a later statement's
+adjoint reads a local that an earlier one changed, and a serial loop replays its first k iterations
+before the adjoint of iteration k only when its body's adjoint reads a local the body writes
+(otherwise the loop runs backwards in linear time: the usual accumulation `acc = acc + g(x)` needs
+no replay). What an adjoint reads is taken from the generated adjoint code (`_local_reads`), not
+from the statement: `acc = acc + x * w` reads acc, its adjoint not. Inside a serial loop, adjoints
+added into one gradient element in every iteration are summed in a local first
+(vkir.autodiff.loop_sums). Lets stay in place; each let gets an adjoint scalar. A let reads the
+locals in its value into variables where it stands (its body's adjoint may change them), and its
+adjoint flows through those variables into the locals' adjoints.
 
 Global adjoints: a read `x[idx]` adds to `d_x[idx]`, with an atomic add unless the index is a
 one-to-one function of the invocation's thread indices and its own serial loop indices, the same

@@ -7,12 +7,12 @@
     tape.grad(w)                                  # a DeviceArray shaped like w
 
 Each recorded call's adjoint is `vkir.grad`'s adjoint of the kernel's PrimFunc with respect to
-every float buffer the kernel reads (and does not write), in its staged form
-(vkir.autodiff.staged: gather kernels instead of contended atomics where the index maps
-invert), built once per kernel and kept while the kernel lives. `backward` adds the seeds into the adjoints, then runs the calls' adjoint kernels in
-reverse order: each gets the call's own arguments, the adjoints of the arrays the call wrote
-(the seeds) and the adjoints of the float arrays it read (accumulated, +=). A call none of whose
-outputs has an adjoint contributes nothing and is skipped.
+every float buffer the kernel reads (and does not write), in its staged form (vkir.autodiff.staged:
+gather kernels instead of contended atomics where the index maps invert), built once per kernel and
+kept while the kernel lives. `backward` adds the seeds into the adjoints, then runs the calls'
+adjoint kernels in reverse order: each gets the call's own arguments, the adjoints of the arrays
+the call wrote (the seeds) and the adjoints of the float arrays it read (accumulated, +=). A call
+none of whose outputs has an adjoint contributes nothing and is skipped.
 
 Backward reads the arrays as they are when it runs, so the tape refuses (ArgumentError, at the
 call) a recorded call that writes an array an earlier recorded call read, or that stores into
