@@ -104,10 +104,11 @@ class CausalLM(nn.Module):
     and the constructor of its TIRPagedKVCache (RoPE applied as keys enter the cache), whose
     kernels are generated for `target`."""
 
-    def __init__(self, c: TinyLlama, target):
+    def __init__(self, c: TinyLlama, target, dtype: str = "float32"):
         self.model = Decoder(c)
         self.lm_head = nn.Linear(c.hidden_size, c.vocab_size, bias=False)
-        self.config, self.target, self.dtype = c, target, "float32"
+        self.config, self.target, self.dtype = c, target, dtype
+        self.to(dtype)   # the tutorial runs TinyLlama in float16
 
     def embed(self, input_ids):
         return self.model.embed_tokens(input_ids)
@@ -186,19 +187,19 @@ def opt_llm_pipeline():
     return pipeline
 
 
-def generate(dev, prompt, steps: int):
+def generate(dev, prompt, steps: int, dtype: str = "float32"):
     """(tokens, logits of each step): the prompt prefilled, then `steps` greedy decode steps,
     on `dev` (tvm.cpu(): TVM's llvm target and default pipeline; else the tutorial's)."""
     gpu = dev != tvm.cpu()
     target = tvm.target.Target.from_device(dev)
-    model = CausalLM(TinyLlama(), target)
+    model = CausalLM(TinyLlama(), target, dtype)
     mod, named = model.export_tvm(spec=model.spec())
     with target:
         ex = tvm.compile(mod, target, relax_pipeline=opt_llm_pipeline() if gpu else "default")
     vm = relax.VirtualMachine(ex, dev)
     rng = np.random.default_rng(0)
     params = [tvm.runtime.tensor((0.2 * rng.standard_normal([int(d) for d in p.shape]))
-                                 .astype(np.float32), device=dev) for _, p in named]
+                                 .astype(dtype), device=dev) for _, p in named]
     cache = vm["create_tir_paged_kv_cache"](ShapeTuple([1]), ShapeTuple([64]), ShapeTuple([32]),
                                             ShapeTuple([16]))
     view = tvm.get_global_func("vm.builtin.reshape")
@@ -216,7 +217,7 @@ def generate(dev, prompt, steps: int):
         fn = "prefill" if not tokens else "decode"
         logits, cache = vm[fn](embed(step_ids), cache, params)
         end(cache)
-        logits_seen.append(logits.numpy())
+        logits_seen.append(logits.numpy().astype(np.float32))
         tokens.append(int(np.argmax(logits_seen[-1])))
         step_ids = [tokens[-1]]
     return tokens, logits_seen
@@ -229,14 +230,21 @@ def vulkan(_vulkan_device):
 
 
 @pytest.mark.full   # compiles the tutorial's ~40 kernels for the device (20+ s on 2 CPUs)
-def test_optimize_llm_tutorial_generates_the_tokens_of_llvm(vulkan):
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-4), ("float16", 2e-2)])
+def test_optimize_llm_tutorial_generates_the_tokens_of_llvm(vulkan, _vulkan_device, dtype, tol):
+    """float16 as the tutorial runs TinyLlama, where the device has it; elsewhere the build
+    names the feature."""
     prompt = [5, 17, 42, 9, 77, 3]
-    want, want_logits = generate(tvm.cpu(), prompt, 4)
-    got, got_logits = generate(vulkan, prompt, 4)
+    if dtype == "float16" and "float16" not in _vulkan_device.info.features:
+        with pytest.raises(vkir.UnsupportedError, match=f"device feature '{dtype}'"):
+            generate(vulkan, prompt, 4, dtype)
+        return
+    want, want_logits = generate(tvm.cpu(), prompt, 4, dtype)
+    got, got_logits = generate(vulkan, prompt, 4, dtype)
     assert got == want
     for w, g in zip(want_logits, got_logits):
         assert g.shape == w.shape == (1, 1, TinyLlama().vocab_size)
-        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
 
 
 def test_target_from_device_has_the_device_features(vulkan, _vulkan_device):
