@@ -10,6 +10,7 @@ once per round in rotating order (interleaved, so the host's load falls on all a
   numpy-on-vk   np.add on the DeviceArrays' own memory (host_view): is the memory the cause?
   parallel      `for i in T.parallel(n)` (vkir's automatic launch, symbolic n)
   block64       the README's kernel: 64 invocations per workgroup, one element each
+  map           vkir.map of an add device function (its flat kernel: 16 results per invocation)
   tuned         benchmarks.kernels.add as `vkir bench` tunes it for the device
 
 Bytes moved are 12 per element; GB/s of wall time and GB per CPU-second are printed side by
@@ -28,6 +29,7 @@ from vkir.examples.demo_kernels import vadd as block64_vadd
 
 from .host_numpy import timed_calls
 
+NAMES = ("numpy", "numpy-on-vk", "parallel", "block64", "map", "tuned")
 PARALLEL = '''
 @T.prim_func
 def vadd(a: T.Buffer(("n",), "float32"), b: T.Buffer(("n",), "float32"),
@@ -46,13 +48,16 @@ def implementations(vkir, dev, n: int, tuned: bool = True) -> tuple:
     a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
     c = np.empty_like(a)
     A, B = vkir.array(a, dev), vkir.array(b, dev)
-    outs = {name: vkir.empty(n, "float32", dev) for name in ("parallel", "block64", "tuned")}
+    outs = {name: vkir.empty(n, "float32", dev)
+            for name in ("parallel", "block64", "map", "tuned")}
     va, vb, vc = A.host_view(), B.host_view(), vkir.empty(n, "float32", dev).host_view()
     par = vkir.build(vkir.from_script(PARALLEL), device=dev)
     blk = vkir.build(block64_vadd, device=dev)   # README's vadd: 64-wide workgroups
+    mapped = vkir.map(kernels.add_elements, device=dev)
     calls = {"numpy": lambda: np.add(a, b, out=c),
              "parallel": lambda: par(A, B, outs["parallel"]),
-             "block64": lambda: blk(A, B, outs["block64"])}
+             "block64": lambda: blk(A, B, outs["block64"]),
+             "map": lambda: mapped(A, B, out=outs["map"])}
     if va is not None and vc is not None:
         calls["numpy-on-vk"] = lambda: np.add(va, vb, out=vc)
     if tuned:
@@ -98,16 +103,15 @@ def main(argv=None) -> int:
 
     dev = vkir.device(args.device)
     print(f"device: {dev.info}")
-    print("size   " + "".join(f"{name:>26s}" for name in
-                              ("numpy", "numpy-on-vk", "parallel", "block64", "tuned")))
-    print("       " + "".join(f"{'GB/s wall, per CPU-s':>26s}" for _ in range(5)))
+    print("size   " + "".join(f"{name:>26s}" for name in NAMES))
+    print("       " + "".join(f"{'GB/s wall, per CPU-s':>26s}" for _ in NAMES))
     for lg in range(args.min, args.max + 1):
         n = 1 << lg
         calls, check = implementations(vkir, dev, n, tuned=not args.no_tuned)
         got = measure(calls, args.repeat, args.rounds)
         check()
         cells = []
-        for name in ("numpy", "numpy-on-vk", "parallel", "block64", "tuned"):
+        for name in NAMES:
             if name not in got:
                 cells.append(f"{'-':>26s}")
                 continue

@@ -12,5 +12,5 @@ def test_vadd_sizes_forms_are_exact_and_measured(vkir_device):
     calls, check = vadd_sizes.implementations(vkir, vkir_device, 4096, tuned=False)
     got = vadd_sizes.measure(calls, repeat=1, rounds=1)
     check()
-    assert {"numpy", "parallel", "block64"} <= set(got)
+    assert {"numpy", "parallel", "block64", "map"} <= set(got)
     assert all(w > 0 and c >= 0 for w, c in got.values())

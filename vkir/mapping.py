@@ -191,7 +191,9 @@ class Mapped:
                 call.append(a)
                 continue
             size = whole if kind == "full" else a.shape[0]   # a tile: a multiple of 8
-            call.append(a[:size].reshape(size // 4, 4))      # a view: 4-lane elements
+            # a slice is a new buffer (and a new texel view) per call: only where needed
+            head = a if size == a.shape[0] else a[:size]
+            call.append(head.reshape(size // 4, 4))   # a view: 4-lane elements
             if tail:
                 call.append(a)
         kernel(*call, _flat(target))
