@@ -55,7 +55,7 @@ def test_fallback_sums_unpublished_tiles(device):
 
 @pytest.mark.parametrize("exclusive", [False, True])
 def test_interpreter(exclusive):
-    O, n, chunk = 2, 40, 8
+    O, n, chunk = 2, 72, 16
     x = np.arange(O * n, dtype=np.int32) % 7 - 3
     nt = O * scan_lookback.tiles(n, chunk)
     y = np.zeros_like(x)

@@ -76,9 +76,10 @@ def scan_lookback(x: T.Buffer((O * R,), "{dt}"), y: T.Buffer((O * R,), "{dt}"),
                     else:
                         for v in T.vectorized(4):
                             e[v] = {zero}
-                        for c in T.serial(C // 4):
-                            for v in T.vectorized(4):
-                                e[v] = e[v] + x[base - (p - j[0]) * C + c * 4 + v]
+                        for c in T.serial(C // 16):
+                            for k in T.unroll(4):
+                                for v in T.vectorized(4):
+                                    e[v] = e[v] + x[base - (p - j[0]) * C + c * 16 + k * 4 + v]
                         run[0] = run[0] + (e[0] + e[1] + (e[2] + e[3]))
                         j[0] = j[0] - 1
                 T.atomic_exchange(incl[g], T.reinterpret(run[0] + total, "uint32"))
@@ -120,14 +121,16 @@ def lookback_scan_kernel(O, R, dtype="float32", exclusive=False, w=8, chunk=8256
     (inclusive, or `exclusive`) in one pass: one invocation per tile of `chunk` consecutive
     elements, `w` invocations per workgroup; agg, incl and status (tiles + 1 words, zeroed
     before the call) are its look-back state (module docstring); `spin`: how many times a
-    tile without a published sum is asked again before it is summed from the data."""
+    tile without a published sum is asked again before it is summed from the data (16
+    elements per iteration: on llvmpipe 22.3 an invocation's loops stop after 65535 iterations
+    in all, and vkir then raises, so the walk's worst case keeps far below that)."""
     check_positive("look-back scan kernel", O=O, R=R, w=w, chunk=chunk)
     if dtype not in DTYPES:
         raise ArgumentError(f"look-back scan kernel: dtype must be one of {', '.join(DTYPES)}, "
                             f"got {dtype!r}")
-    if R % 4 or chunk % 4:
-        raise ArgumentError(f"look-back scan kernel: R ({R}) and chunk ({chunk}) must be "
-                            "multiples of 4")
+    if R % 4 or chunk % 16:
+        raise ArgumentError(f"look-back scan kernel: R ({R}) must be a multiple of 4 and chunk "
+                            f"({chunk}) of 16")
     PL = tiles(R, chunk)
     zero = f"T.{dtype}(0)"
     scan = "".join(f"{_PAD}{ln.format(dt=dtype)}\n" for ln in _SCAN[bool(exclusive)])
