@@ -41,6 +41,8 @@ not broadcast, wrong dtypes and wrong lanes are `ArgumentError`s naming the shap
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .errors import ArgumentError
@@ -179,7 +181,7 @@ class Mapped:
 
     def _run_flat(self, kinds: tuple, args: list, target, device) -> None:
         """Run the flat kernel (see flat_kernel_script) on `args` (by `kinds`) into `target`."""
-        n = int(np.prod(target.shape, dtype=np.int64))
+        n = math.prod(target.shape)
         wide = self._wide(device)
         group = 8 if wide else 4
         whole = n // group * group          # the elements of whole groups
@@ -250,13 +252,13 @@ def _flat_kinds(func: DeviceFunction, shapes: list, shape: tuple) -> tuple | Non
     least 8 elements); else None."""
     if func.ret.lanes != 1 or any(dtype.lanes != 1 for _, dtype in func.params):
         return None
-    if int(np.prod(shape, dtype=np.int64)) < 8:
+    if math.prod(shape) < 8:
         return None
     kinds = []
     for s in shapes:
         if tuple(s) == tuple(shape):
             kinds.append("full")
-        elif int(np.prod(s, dtype=np.int64)) == 1:
+        elif math.prod(s) == 1:
             kinds.append("one")
         elif _is_tile(tuple(s), tuple(shape)):
             kinds.append("tile")
@@ -271,12 +273,12 @@ def _is_tile(s: tuple, shape: tuple) -> bool:
     while s and s[0] == 1:
         s = s[1:]
     return (0 < len(s) < len(shape) + 1 and tuple(shape[len(shape) - len(s):]) == s
-            and int(np.prod(s, dtype=np.int64)) % 8 == 0)
+            and math.prod(s) % 8 == 0)
 
 
 def _flat(a):
     """`a` as a 1-d array of its elements (a view: numpy arrays here are C-contiguous)."""
-    size = int(np.prod(a.shape, dtype=np.int64))
+    size = math.prod(a.shape)
     return a.reshape(size) if tuple(a.shape) != (size,) else a
 
 
