@@ -345,3 +345,39 @@ def test_bit_counts_abs_and_reinterpret_of_the_same_bits(device):
     vkir.build(BITS, device=device)(a, a.view(np.uint64), built, w)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(built, want)
+
+
+F64 = vkir.from_script('''
+def f64(a: T.Buffer((32,), "int64"), d: T.Buffer((32,), "float64"), wide: T.Buffer((32, 2), "int64"),
+        uwide: T.Buffer((32,), "uint64"), back: T.Buffer((32, 2), "float64")):
+    for i in T.thread_binding(32, "threadIdx.x"):
+        wide[i, 0] = T.cast(d[i], "int64")
+        wide[i, 1] = T.cast(T.cast(d[i] * T.float64(-3), "uint64"), "int64")
+        uwide[i] = T.cast(d[i], "uint64")
+        back[i, 0] = T.cast(a[i], "float64")
+        back[i, 1] = T.cast(T.cast(a[i], "uint64"), "float64")
+''')
+
+
+def test_float64_conversions_where_the_device_has_float64(device):
+    """A device with float64 but not int64 converts in float64 (no float32 step): fractions
+    above 2**31 truncate toward zero, values above 2**53 round once, bounds saturate."""
+    d = np.array([0.5, -0.5, 2.0**31 + 0.5, -(2.0**31 + 0.5), 2.0**32 + 0.75, -(2.0**40) - 0.25,
+                  2.0**53 + 2, 2.0**63, -2.0**63, 2.0**64, 1e300, -1e300, np.nan, np.inf, -np.inf,
+                  4503599627370495.5, -4503599627370495.5, 123456789012.9, 2.0**62 * 3, 1.0] * 2,
+                 np.float64)[:32]
+    a = np.array([2**53 + 1, -(2**53 + 1), 2**63 - 1, -2**63, 2**54 + 3, 2**62 + 2**10 + 1, -1, 0]
+                 * 4, np.int64)
+    want = [np.zeros((32, 2), np.int64), np.zeros(32, np.uint64), np.zeros((32, 2), np.float64)]
+    vkir.interpret(F64, a, d, *want)
+    after = EmulateInt64()(F64)
+    got = [np.zeros_like(w) for w in want]
+    ints = lambda arrays: [_words(x) if x.dtype.kind in "iu" else x for x in arrays]
+    vkir.interpret(after, _words(a), d, *ints(got))
+    for w, g in zip(want, got):
+        np.testing.assert_array_equal(g, w)
+    if "float64" in device.info.features:
+        built = [np.zeros_like(w) for w in want]
+        vkir.build(after, device=device)(_words(a), d, *ints(built))
+        for w, b in zip(want, built):
+            np.testing.assert_array_equal(b, w)

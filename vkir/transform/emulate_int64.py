@@ -286,9 +286,9 @@ class _Rewriter(Mutator):
     def to_pair(self, value, src: DataType, signed_dst: bool):
         """A pair from a value of another type `src`."""
         if src.code == "float":
-            if src.bits != 32:
-                value = E.Cast(P.FLOAT32, value)  # float16 widens exactly; float64 needs the device
-            return P.from_float32(value, signed_dst)
+            if src.bits == 16:
+                value = E.Cast(P.FLOAT32, value)  # exactly (float64, where the device has it, as is)
+            return P.from_float(value, signed_dst)
         if src.code == "bool":
             return P.pair(E.Cast(P.WORD, value), P.word(0))
         signed = src.code == "int"
@@ -301,6 +301,8 @@ class _Rewriter(Mutator):
         if dst.code == "bool":
             return E.Not(P.equal(value, P.constant(0)))
         if dst.code == "float":
+            if dst.bits == 64:   # (where the device has float64)
+                return P.to_float64(value, signed)
             f = P.to_float32(value, signed)
             return f if dst.bits == 32 else E.Cast(dst, f)
         low = P.lo(value)

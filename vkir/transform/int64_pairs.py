@@ -241,15 +241,18 @@ def _scaled(high: E.PrimExpr, low: E.PrimExpr, s: E.PrimExpr) -> E.PrimExpr:
     return E.Mul(E.Cast(FLOAT32, w), scale)
 
 
-def from_float32(f: E.PrimExpr, signed: bool) -> E.PrimExpr:
-    """The 64-bit integer of a float32, truncated toward zero and saturated (NaN gives 0), as
-    the interpreter converts. Below 2**31 in magnitude (2**32 unsigned) a 32-bit conversion is
-    exact; above it the float is an integer and splits exactly into 2**32 * high + low."""
-    fl = lambda v: E.FloatImm(FLOAT32, v)
+def from_float(f: E.PrimExpr, signed: bool) -> E.PrimExpr:
+    """The 64-bit integer of a float32 or float64, truncated toward zero and saturated (NaN
+    gives 0), as the interpreter converts. Below 2**31 in magnitude (2**32 unsigned) a 32-bit
+    conversion is exact; above it the float, truncated (a float32 there is an integer already),
+    splits exactly into 2**32 * high + low."""
+    dt = f.dtype
+    fl = lambda v: E.FloatImm(dt, v)
     def body(f):
-        high_f = bind(_call(FLOAT32, "floor", E.Mul(f, fl(2.0 ** -32))), lambda h: pair(
-            E.Cast(WORD, E.Sub(f, E.Mul(h, fl(2.0 ** 32)))),
-            E.Cast(WORD, E.Cast(INT32, h)) if signed else E.Cast(WORD, h)))
+        whole = f if dt.bits == 32 else _call(dt, "trunc", f)
+        high_f = bind(whole, lambda t: bind(_call(dt, "floor", E.Mul(t, fl(2.0 ** -32))), lambda h: pair(
+            E.Cast(WORD, E.Sub(t, E.Mul(h, fl(2.0 ** 32)))),
+            E.Cast(WORD, E.Cast(INT32, h)) if signed else E.Cast(WORD, h))))
         if signed:
             small = from_int32(E.Cast(INT32, f), True)
             fits = E.And(E.LT(f, fl(2.0 ** 31)), E.GT(f, fl(-2.0 ** 31)))
@@ -262,6 +265,20 @@ def from_float32(f: E.PrimExpr, signed: bool) -> E.PrimExpr:
         over, top, under, bottom = limits
         return _select(fits, small, _select(over, top, _select(under, bottom, high_f)))
     return bind(f, body)
+
+
+def to_float64(a: E.PrimExpr, signed: bool) -> E.PrimExpr:
+    """The float64 nearest the 64-bit value (ties to even): 2**32 * high + low, both exact in
+    float64, rounded once by the addition (of the magnitude, for a signed value)."""
+    f64 = DataType("float", 64)
+    def unsigned(a):
+        return bind(a, lambda a: E.Add(E.Mul(E.Cast(f64, hi(a)), E.FloatImm(f64, 2.0 ** 32)),
+                                       E.Cast(f64, lo(a))))
+    if not signed:
+        return unsigned(a)
+    return bind(a, lambda a: bind(is_negative(a), lambda neg: bind(
+        unsigned(_select(neg, negate(a), a)),
+        lambda f: _select(neg, E.Sub(E.FloatImm(f64, 0.0), f), f))))
 
 
 def bit_count(op: str, a: E.PrimExpr) -> E.PrimExpr:
