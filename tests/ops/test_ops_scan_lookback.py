@@ -100,3 +100,11 @@ def test_recorded_in_a_sequence_and_replayed(device):
         XI.write(xi)
         XF.write(xf)
         seq.run().wait()
+
+
+def test_in_place(device):
+    """cumsum(X, out=X) takes the chunked scan (the look-back's fallback reads other tiles)."""
+    x = np.random.default_rng(11).integers(-9, 10, R).astype(np.int32)
+    X = vkir.array(x, device=device)
+    assert ops.cumsum(X, out=X) is X
+    np.testing.assert_array_equal(X.numpy(), np.cumsum(x).astype(np.int32))

@@ -180,10 +180,12 @@ LOOKBACK_MIN = 1 << 17   # from this line length a contiguous scan is one pass (
 
 
 def _scan_into(dev, xd, res, O, R, I, dtype, exclusive):
+    from ..aliasing import overlaps
     from ..api import empty
 
     chunk = chunk_for(O, R, I)
-    if I == 1 and R % 4 == 0 and R >= LOOKBACK_MIN and chunk < R:
+    # (not in place: the look-back's fallback may read a tile its owner is overwriting)
+    if I == 1 and R % 4 == 0 and R >= LOOKBACK_MIN and chunk < R and not overlaps(res, xd):
         from .scan_lookback import lookback_scan
         from .scratch import workspace
 
