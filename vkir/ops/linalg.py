@@ -62,9 +62,12 @@ def _index(batched: bool, *idx: str) -> str:
     # first A read as float32x4 along k (vkir.ops.linalg_k4), as the GLSL texel tile does:
     # 1.5x the best plain tile per CPU-second on lavapipe at 1024, 4x on SwiftShader at 256;
     # 32 x 8 is its best tile on lavapipe at 1024 and 2048 (0.44 and 0.43 of the FMA ceiling,
-    # 16 x 8 0.42 and 0.39, 16 x 16 0.27 at 2048: more accumulators than the stack keeps fast)
+    # 16 x 8 0.42 and 0.39, 16 x 16 0.27 at 2048: more accumulators than the stack keeps fast);
+    # SwiftShader (4 lanes) at 512 prefers 16 x 16 and 32 x 16 in 4 x 1 workgroups (0.18 of its
+    # ceiling, 16 x 8 0.16; with texel reads 0.24-0.26, the GLSL texel tile 0.23)
     "cpu": [dict(tm=32, tn=8, wx=8, wy=1, ka=4), dict(tm=16, tn=8, wx=8, wy=1, ka=4),
-            dict(tm=8, tn=8, wx=8, wy=1, ka=4),
+            dict(tm=8, tn=8, wx=8, wy=1, ka=4), dict(tm=16, tn=16, wx=4, wy=1, ka=4),
+            dict(tm=32, tn=16, wx=4, wy=1, ka=4),
             dict(tm=8, tn=8, wx=8, wy=8, ka=4), dict(tm=4, tn=8, wx=8, wy=8, ka=4),
             dict(tm=16, tn=16, wx=16, wy=1), dict(tm=16, tn=32, wx=8, wy=1),
             dict(tm=8, tn=16, wx=16, wy=1), dict(tm=8, tn=16, wx=8, wy=8),
