@@ -74,16 +74,15 @@ def reduce_rows({params}):
 
 
 @autotune(configs={
-    # float32x4 loads first: on lavapipe they are whole-texel fetches (x retyped as float32x4),
-    # twice as fast per CPU-second as the uint64x4 loads of v=8 (a pointer cast: storage reads
-    # looped over the SIMD lanes; benchmarks.access_forms sum_forms), which devices without int64
-    # cannot build: v=8 is the template's, not the tuner's
+    # float32x4 loads: on lavapipe they are whole-texel fetches (x retyped as float32x4), twice
+    # as fast per CPU-second as the uint64x4 loads of v=8 (a pointer cast: storage reads looped
+    # over the SIMD lanes; benchmarks.access_forms sum_forms), which devices without int64
+    # cannot build: v=8 is the template's, not the tuner's. At most 512 parts: 2048 or 8192
+    # shorter runs cost 20-40% more CPU per element, yet tuned on a loaded host by wall time
+    # they won as often as not (their extra workgroups only wait for the same two cores).
     "cpu": [dict(lanes=512, w=8, v=4, u=4, layout="range"),
             dict(lanes=256, w=8, v=4, u=4, layout="range"),
             dict(lanes=512, w=8, v=4, u=8, layout="range"),
-            dict(lanes=2048, w=8, v=4, u=4, layout="range"),
-            dict(lanes=2048, w=8, v=4, u=2, layout="range"),
-            dict(lanes=8192, w=8, v=4, u=4, layout="range"),
             dict(lanes=512, w=64, v=4), dict(lanes=16, w=8, v=4), dict(lanes=512, w=64, v=1)],
     "default": [dict(lanes=65536, w=256, v=4), dict(lanes=16384, w=128, v=4),
                 dict(lanes=65536, w=256, v=1)],
