@@ -233,13 +233,25 @@ def f(x: T.Buffer(({n},), "float32"), y: T.Buffer(({n},), "float32")):
     assert any("no longer builds" in line for line in tuned.last_log)
 
 
-def test_family_order_interleaves_config_families():
-    from vkir.autotuning import family_order
+def test_family_queue_times_each_family_first_then_the_fastest_family():
+    from vkir.autotuning import FamilyQueue
 
-    configs = [dict(w=8), dict(w=16), dict(w=32), dict(w=8, v=4), dict(form="window", w=8),
-               dict(form="window", w=16)]
-    assert family_order(configs) == [dict(w=8), dict(w=8, v=4), dict(form="window", w=8),
-                                     dict(w=16), dict(form="window", w=16), dict(w=32)]
+    configs = [dict(w=8), dict(w=16), dict(w=32), dict(w=8, v=4), dict(w=16, v=4),
+               dict(form="window", w=8), dict(form="window", w=16)]
+    queue, seen = FamilyQueue(configs), []
+    times = {8: 3.0, 16: 4.0, 32: 5.0}   # plain tiles; the v=4 family is 1.0, "window" 2.0
+    for c in queue:
+        seen.append(c)
+        queue.timed(c, 1.0 if "v" in c else 2.0 if "form" in c else times[c["w"]])
+    assert seen == [dict(w=8), dict(w=8, v=4), dict(form="window", w=8), dict(w=16, v=4),
+                    dict(form="window", w=16), dict(w=16), dict(w=32)]
+    # a family none of whose configs has been timed yet (refused so far) stays in front
+    queue, seen = FamilyQueue(configs), []
+    for c in queue:
+        seen.append(c)
+        if "v" not in c:
+            queue.timed(c, 1.0)
+    assert seen[:3] == [dict(w=8), dict(w=8, v=4), dict(w=16, v=4)]
 
 
 def scale_template_v(n, w=64, v=1):

@@ -151,18 +151,36 @@ def family(config: dict):
     return ("form", str(form)) if form is not None else tuple(sorted(config))
 
 
-def family_order(configs: list) -> list:
-    """`configs` in tuning order: the first of every family, then the second of every family,
-    and so on (each family keeping its own order). With the budget check in `_tune`, which
+class FamilyQueue:
+    """The configs of a tuning in the order to time them (iterate; report each timing with
+    `timed`): first the first config of every family, then the rest of the families fastest
+    first, each family keeping its own order. A family with no timed config yet (its configs
+    refused so far) keeps its place at the front. With the budget check in `Tuned._tune`, which
     skips a config only once its family has been timed, a spent budget never leaves a family
-    unseen: the cost of one family's many configs falls on that family alone."""
-    groups: dict = {}
-    for c in configs:
-        groups.setdefault(family(c), []).append(c)
-    out = []
-    for i in range(max((len(g) for g in groups.values()), default=0)):
-        out += [g[i] for g in groups.values() if i < len(g)]
-    return out
+    unseen, and what it leaves untimed is the slow families' configs and the fast family's
+    least likely ones. (Taking the families in turns instead, the matmul template's plain tiles,
+    4-6x slower on SwiftShader than its ka=4 tiles, spent the budget before the best ka=4 tile
+    was reached.)"""
+
+    def __init__(self, configs: list):
+        self._pending: dict = {}
+        for c in configs:
+            self._pending.setdefault(family(c), []).append(c)
+        self._rank = {f: i for i, f in enumerate(self._pending)}
+        self._fastest: dict = {}   # family -> its fastest time so far
+
+    def timed(self, config: dict, seconds: float) -> None:
+        f = family(config)
+        self._fastest[f] = min(seconds, self._fastest.get(f, seconds))
+
+    def __iter__(self):
+        while True:
+            waiting = [f for f, cs in self._pending.items() if cs]
+            if not waiting:
+                return
+            f = min(waiting, key=lambda f: (f in self._fastest, self._fastest.get(f, 0.0),
+                                            self._rank[f]))
+            yield self._pending[f].pop(0)
 
 
 FINALISTS = 3   # the fastest configs of a tuning, timed again in alternation to pick the winner
@@ -362,11 +380,12 @@ class Tuned:
         best = None  # (seconds, config, kernel)
         timed = []   # the fastest FINALISTS so far, fastest first
         t_start = time.perf_counter()
-        configs = family_order(configs)
+        order = FamilyQueue(configs)
         timed_families = set()
-        bar = tqdm(configs, desc=f"autotune {self.fn.__module__}.{self.fn.__qualname__}", file=sys.stderr,
-                   leave=False, unit="config")
-        for config in bar:
+        bar = tqdm(total=len(configs), desc=f"autotune {self.fn.__module__}.{self.fn.__qualname__}",
+                   file=sys.stderr, leave=False, unit="config")
+        for config in order:
+            bar.update()
             if best is not None and time.perf_counter() - t_start > self.budget_s \
                     and family(config) in timed_families:
                 self._note(f"skipped {config}: the tuning budget of {self.budget_s:.0f} s is spent")
@@ -387,6 +406,7 @@ class Tuned:
                 seconds = min(first, kernel.profile(*args, repeat=self.repeat, warmup=0).median)
             self._note(f"{config}: {seconds * 1e3:.3f} ms")
             timed_families.add(family(config))
+            order.timed(config, seconds)
             timed.append((seconds, config, kernel))
             timed.sort(key=lambda t: t[0])
             del timed[FINALISTS:]   # only the finalists' kernels stay alive
