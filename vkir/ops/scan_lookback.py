@@ -19,8 +19,8 @@ CPU time of this one). The tile is
    prefix is published;
 4. scanned into y, reading the tile again (from the cache).
 
-C is 8256, not 8192: tiles 32 KiB apart put the 8 SIMD lanes' streams in one L1 set (a copy
-walking such chunks: 14.5 ms of CPU for 2^24 float32 on lavapipe, 11.8 with 8256). Integer
+C is 2^k + 64 (chunk_of): tiles 2^k elements apart put the 8 SIMD lanes' streams in one L1
+set (a copy walking chunks of 8192: 14.5 ms of CPU for 2^24 float32 on lavapipe, 11.8 with 8256). Integer
 sums are exact (wrapping); float sums are added in another order than numpy's serial one (as
 the chunked scan's are), and whether a tile took its predecessors' aggregates or an inclusive
 prefix depends on timing, so two runs can differ in the last bits of a float result.
@@ -113,17 +113,33 @@ def tiles(R: int, chunk: int) -> int:
     return -(-R // chunk)
 
 
-@autotune(configs={"cpu": [dict(w=8, chunk=8256), dict(w=8, chunk=4160)],
-                   "default": [dict(w=64, chunk=256), dict(w=64, chunk=1024)]},
+def chunk_of(O: int, R: int, log_chunk: int) -> int:
+    """The tile length for O lines of R: 2^k + 64 elements (the 64 keeps the SIMD lanes'
+    tiles out of one cache set) with k as large as leaves about 128 tiles in all, between
+    min(12, log_chunk) and log_chunk (lavapipe, 2^24 float32, CPU ms per scan: tiles of
+    2^10 + 16: 48, 2^12 + 64: 28, 2^13 + 64: 23.5, 2^15 + 64: 20.5; each tile costs its claim,
+    publications and look-back). Past 2^15 an invocation's two walks over its tile near
+    llvmpipe 22.3's budget of 65535 loop iterations (with fallbacks)."""
+    k = max(1, O * R // 128).bit_length() - 1
+    return (1 << max(min(12, log_chunk), min(k, log_chunk))) + 64
+
+
+@autotune(configs={"cpu": [dict(w=8, log_chunk=15), dict(w=8, log_chunk=13)],
+                   "default": [dict(w=64, log_chunk=8), dict(w=64, log_chunk=10)]},
           key=("O", "R", "dtype", "exclusive"))
-def lookback_scan_kernel(O, R, dtype="float32", exclusive=False, w=8, chunk=8256, spin=SPIN):
+def lookback_scan_kernel(O, R, dtype="float32", exclusive=False, w=8, log_chunk=15, spin=SPIN,
+                         chunk=None):
     """The PrimFunc scanning each of the O contiguous lines of R elements of x into y
     (inclusive, or `exclusive`) in one pass: one invocation per tile of `chunk` consecutive
-    elements, `w` invocations per workgroup; agg, incl and status (tiles + 1 words, zeroed
-    before the call) are its look-back state (module docstring); `spin`: how many times a
-    tile without a published sum is asked again before it is summed from the data (16
-    elements per iteration: on llvmpipe 22.3 an invocation's loops stop after 65535 iterations
-    in all, and vkir then raises, so the walk's worst case keeps far below that)."""
+    elements (default `chunk_of(O, R, log_chunk)`), `w` invocations per workgroup; agg, incl
+    and status (tiles + 1 words, zeroed before the call) are its look-back state (module
+    docstring); `spin`: how many times a tile without a published sum is asked again before
+    it is summed from the data (16 elements per iteration: on llvmpipe 22.3 an invocation's
+    loops stop after 65535 iterations in all, and vkir then raises, so the walk's worst case
+    keeps far below that)."""
+    if chunk is None:
+        check_positive("look-back scan kernel", O=O, R=R, log_chunk=log_chunk)
+        chunk = chunk_of(O, R, log_chunk)
     check_positive("look-back scan kernel", O=O, R=R, w=w, chunk=chunk)
     if dtype not in DTYPES:
         raise ArgumentError(f"look-back scan kernel: dtype must be one of {', '.join(DTYPES)}, "
@@ -163,7 +179,7 @@ def lookback_scan(dev, ws, xd, res, O: int, R: int, dtype: str, exclusive: bool)
     from ..driver.sequences import current, sequence
 
     k = lookback_scan_kernel.kernel(dev, O=O, R=R, dtype=dtype, exclusive=exclusive)
-    PL = tiles(R, k.config.get("chunk", 8256))
+    PL = tiles(R, chunk_of(O, R, k.config["log_chunk"]))
     nt = O * PL
     agg, incl = ws.take((nt,), "uint32"), ws.take((nt,), "uint32")
     status = ws.take((nt + 1,), "uint32")
