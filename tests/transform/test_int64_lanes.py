@@ -150,3 +150,63 @@ def test_lets_inside_lanes_are_bound_once_per_lane(device):
     vkir.build(LETS, device=device)(a, f, built)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(built, want)
+
+
+WIDE_VIEWS = vkir.from_script(f'''
+def wide_views(a: T.Buffer(({N},), "float32"), b: T.Buffer(({N},), "float32"),
+               c: T.Buffer(({N},), "float32"), d: T.Buffer(({N // 4},), "uint64")):
+    aw = T.decl_buffer(({N // 8},), "uint64x4", data=a.data)
+    bw = T.decl_buffer(({N // 8},), "uint64x4", data=b.data)
+    cw = T.decl_buffer(({N // 8},), "uint64x4", data=c.data)
+    for bx in T.thread_binding({N // 64}, "blockIdx.x"):
+        for tx in T.thread_binding(8, "threadIdx.x"):
+            i = bx * 8 + tx
+            x = aw[i]
+            y = bw[i]
+            lo = T.reinterpret(T.shuffle([x], [0, 1]), "float32x4") + T.reinterpret(T.shuffle([y], [0, 1]), "float32x4")
+            hi = T.reinterpret(T.shuffle([x], [2, 3]), "float32x4") * T.reinterpret(T.shuffle([y], [3, 2]), "float32x4")
+            cw[i] = T.shuffle([T.reinterpret(lo, "uint64x2"), T.reinterpret(hi, "uint64x2")], [0, 1, 2, 3])
+            d[2 * i] = T.shuffle([x], [3]) + T.shuffle([y], [1])
+            d[2 * i + 1] = T.shuffle([T.reinterpret(T.reinterpret(T.shuffle([x], [1, 2]), "int32x4") ^ T.reinterpret(T.shuffle([y], [0, 3]), "int32x4"), "uint64x2")], [0])
+''')
+
+
+def _wide_views_data():
+    """a and b: random float32 (their bits random words); c and d zeroed; numpy's results."""
+    rng = np.random.default_rng(5)
+    a, b = (rng.standard_normal(N).astype(np.float32) * 1e3 for _ in range(2))
+    f4, u4, w8 = (lambda x: x.reshape(-1, 8)), (lambda x: x.view(np.uint64).reshape(-1, 4)), \
+        (lambda x: x.view(np.int32).reshape(-1, 8))
+    c = np.concatenate([f4(a)[:, :4] + f4(b)[:, :4],
+                        f4(a)[:, 4:] * f4(b)[:, [6, 7, 4, 5]]], axis=1).reshape(-1)
+    d = np.empty((N // 8, 2), np.uint64)
+    d[:, 0] = u4(a)[:, 3] + u4(b)[:, 1]
+    d[:, 1] = (w8(a)[:, 2:4] ^ w8(b)[:, 0:2]).copy().view(np.uint64)[:, 0]
+    return a, b, c, d.reshape(-1)
+
+
+def test_pointer_cast_vector_views_and_lane_changing_reinterprets():
+    """uint64x4 views of float32 buffers (the wide loads and stores of benchmarks.kernels' add,
+    vkir.mapping's flat kernels and vkir.ops.reduce's rows): shuffles of their lanes, and
+    reinterprets that change the lane count (uint64x2 <-> float32x4, int32x4), taken lane by
+    lane from the word pairs, keep every bit (the interpreter's and numpy's results)."""
+    after = EmulateInt64()(WIDE_VIEWS)
+    verify_types(after)
+    verify_well_formed(after)
+    assert not any(is_wide(getattr(n, "dtype", None)) for n in walk(after.body))
+    a, b, c, d = _wide_views_data()
+    for func, words in ((WIDE_VIEWS, lambda x: x), (after, _words)):
+        got_c, got_d = np.zeros(N, np.float32), np.zeros(N // 4, np.uint64)
+        vkir.interpret(func, a, b, got_c, words(got_d))
+        np.testing.assert_array_equal(got_c, c, err_msg=func.name)
+        np.testing.assert_array_equal(got_d, d, err_msg=func.name)
+
+
+@pytest.mark.device
+def test_pointer_cast_vector_views_on_the_device(device):
+    """Natively where the device has int64, emulated where not: numpy's results exactly."""
+    a, b, c, d = _wide_views_data()
+    got_c, got_d = np.zeros(N, np.float32), np.zeros(N // 4, np.uint64)
+    vkir.build(WIDE_VIEWS, device=device)(a, b, got_c, got_d)
+    np.testing.assert_array_equal(got_c, c)
+    np.testing.assert_array_equal(got_d, d)

@@ -23,8 +23,9 @@ Floor division and modulo by a constant power of two (TVM's index arithmetic) ar
 mask; every other 64-bit division and modulo (truncating or flooring, signed or unsigned, by a
 run-time divisor) is straight-line code on 32-bit words (vkir.transform.int64_divide), with the
 interpreter's results for a zero divisor (0 and 0) and for -2**63 / -1. `popcount`, `clz`,
-`ctz` and `fabs` come from the words' own; `T.reinterpret` among int64, uint64 and 2-lane
-32-bit vectors keeps the bits.
+`ctz` and `fabs` come from the words' own; `T.reinterpret` among int64, uint64 and vectors of
+64 bits (uint32x2, float32x2...) keeps the bits; a reinterpret that changes the lane count of a
+64-bit vector (uint64x2 as float32x4) is taken lane by lane from the words.
 
 Atomics: a buffer that a 64-bit atomic updates is held as uint32 words instead (two an element,
 the same bytes); `atomic_add`/`atomic_sub` (with a carry into the high word), `atomic_and`,
@@ -121,8 +122,8 @@ class _Rewriter(Mutator):
                 self.refuse(f"a {buf.dtype} view of the 64-bit buffer {buf.data.name!r}")
         else:
             self.scalar(buf.dtype)
-            if not _wide_pointer(buf.data.dtype):
-                self.refuse(f"the {buf.dtype} view {buf.name!r} of {buf.data.dtype} memory")
+            # a 64-bit view of other memory (a pointer cast of a float32 buffer) stays one,
+            # of pairs: the same bytes
             dims.update(data=self.visit_Var(buf.data), dtype=P.PAIR)
             if buf.data in self.words:   # two uint32 words an element, in the last dimension
                 if buf.strides or not buf.shape:
@@ -342,13 +343,13 @@ class _Rewriter(Mutator):
                 P.absolute(self.visit(op.args[0]), op.dtype.code == "int")
         if name == "reinterpret":
             src = op.args[0].dtype
-            if _word_bits(src) and _word_bits(op.dtype):   # the same 64 bits
+            if _pair_bits(src) and _pair_bits(op.dtype):   # the same 64 bits
                 value = self.visit(op.args[0])
                 if is_wide(src) and is_wide(op.dtype):
                     return value
-                if is_wide(src):   # as the int32x2/uint32x2 of its words
-                    return value if op.dtype == P.PAIR else E.Cast(op.dtype, value)
-                return value if src == P.PAIR else E.Cast(P.PAIR, value)
+                if is_wide(src):   # the bits of its words as a vector (float32x2, int16x4...)
+                    return value if op.dtype == P.PAIR else E.Call(op.dtype, name, (value,))
+                return value if src == P.PAIR else E.Call(P.PAIR, name, (value,))
         if name == "if_then_else" and is_wide(op.dtype):
             self.scalar(op.dtype)
             return E.Call(P.PAIR, name, tuple(self.visit(a) for a in op.args))
@@ -424,11 +425,14 @@ def _power_of_two(value) -> int | None:
     return None
 
 
-def _word_bits(dt) -> bool:
-    """Whether `dt` is a 64-bit integer scalar or a 2-lane 32-bit integer vector (the types
-    whose bits a pair holds as they are)."""
-    return isinstance(dt, DataType) and dt.code in ("int", "uint") and (
-        (dt.bits == 64 and dt.lanes == 1) or (dt.bits == 32 and dt.lanes == 2))
+def _pair_bits(dt) -> bool:
+    """Whether `dt` is a 64-bit integer scalar or a vector of 64 bits in all (int32x2,
+    float32x2, float16x4...): the types whose bits a pair holds, or reinterprets, as they are."""
+    if not isinstance(dt, DataType):
+        return False
+    if dt.lanes == 1:
+        return dt.code in ("int", "uint") and dt.bits == 64
+    return dt.code in ("int", "uint", "float") and dt.bits * dt.lanes == 64
 
 
 def _doubled(e: E.PrimExpr) -> E.PrimExpr:

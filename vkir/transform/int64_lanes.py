@@ -9,6 +9,10 @@ emulates):
 - A buffer of 64-bit vector elements (int64x2, int64x4: VectorTypeRewrite's) becomes a buffer of
   64-bit scalars with N times the elements in its last dimension (the same bytes); element `i`
   is the lanes at `N * i .. N * i + N - 1`.
+- A 64-bit vector view of another buffer's memory (a pointer cast: `T.decl_buffer((n,),
+  "uint64x4", data=x.data)` of a float32 `x`) stays a view of that memory, of 64-bit scalars.
+- A `T.reinterpret` that changes the lane count (uint64x2 as float32x4 and back) is taken
+  lane by lane from whole 64-bit lanes (see `lane_reinterpret`).
 - A store of a 64-bit vector (or through a 64-bit vector index) becomes one store per lane.
 - An expression of another type that takes 64-bit vectors (a comparison, a cast to float32x4, a
   load through an int64 ramp index) is computed lane by lane and its lanes gathered with a
@@ -83,7 +87,7 @@ class _Scalarizer(Mutator):
             if buf.strides or not buf.shape:
                 self.refuse(f"the strided or 0-d {buf.dtype} buffer {buf.name!r}")
             data = self.datas.get(buf.data, buf.data)
-            if data.dtype.element != buf.dtype.element_of():   # not a vector view of scalars
+            if wide_vector(data.dtype.element):   # its own memory: 64-bit scalars now
                 data = self.datas[buf.data] = E.Var(
                     buf.data.name, PointerType(buf.dtype.element_of(), buf.data.dtype.scope))
             last = buf.shape[-1]
@@ -160,8 +164,8 @@ class _Scalarizer(Mutator):
     def lane(self, e, k: int):
         """The scalar expression of lane `k` of `e` (`e` itself, rewritten, for a scalar)."""
         dt = _dtype(e)
-        if dt.lanes == 1:   # (each lane has its own copy: its lets get names of their own)
-            return _renamed(self.visit(e))
+        if dt.lanes == 1 and not any(wide_vector(_dtype(c)) for c in children(e)):
+            return _renamed(self.visit(e))   # (each lane its own copy: lets of their own names)
         method = getattr(self, "lane_" + type(e).__name__, None)
         if method is not None:
             return method(e, k)
@@ -222,8 +226,28 @@ class _Scalarizer(Mutator):
     def lane_Call(self, e, k):
         if not is_pure(e.op):
             self.refuse(f"T.{e.op} giving {e.dtype}")
+        if e.op == "reinterpret" and e.args[0].dtype.lanes != e.dtype.lanes:
+            return self.lane_reinterpret(e.args[0], e.dtype, k)
+        if any(a.dtype.lanes not in (1, e.dtype.lanes) for a in e.args):
+            self.refuse(f"T.{e.op} giving {e.dtype} from {', '.join(str(a.dtype) for a in e.args)}")
         return E.Call(e.dtype.element_of(), e.op,
                       tuple(self.lane(a, k) if a.dtype.lanes > 1 else self.visit(a) for a in e.args))
+
+    def lane_reinterpret(self, src, dt: DataType, k: int):
+        """Lane `k` of `T.reinterpret(src, dt)` where the lane count changes (the bytes stay in
+        place, little-endian: a uint64x2 is the float32x4 of its words, low word first). Into
+        narrower lanes, `r` of them a 64-bit lane: lane `k % r` of the `r`-lane reinterpret of
+        64-bit lane `k // r` (which EmulateInt64 takes from its word pair). Into 64-bit lanes
+        from `r` narrower ones: the 64-bit reinterpret of lanes `r * k .. r * k + r - 1`."""
+        if wide_vector(src.dtype) or (_dtype(src).bits == 64 and src.dtype.code in ("int", "uint")):
+            r = dt.lanes // src.dtype.lanes
+            part = DataType(dt.code, dt.bits, r)
+            return E.Shuffle((E.Call(part, "reinterpret", (self.lane(src, k // r),)),), (k % r,))
+        if wide_vector(dt):
+            r = src.dtype.lanes // dt.lanes
+            part = E.Shuffle((_renamed(self.visit(src)),), tuple(range(r * k, r * k + r)))
+            return E.Call(dt.element_of(), "reinterpret", (part,))
+        return E.Shuffle((E.Call(dt, "reinterpret", (_renamed(self.visit(src)),)),), (k,))
 
     def lane_Let(self, e, k):
         """The let bound again in this lane under a fresh name (a variable is bound once); a
