@@ -11,19 +11,21 @@ CPU time of this one). The tile is
    thread a contiguous range of workgroups: with tiles fixed by workgroup, the second thread's
    tiles found nothing published before them);
 2. summed (the read from memory) and the sum published (the tile's aggregate, status 1);
-3. given its exclusive prefix by looking back over the tiles before it in its line: a tile with
-   its inclusive prefix published (status 2) ends the walk, one with its aggregate (status 1)
-   adds it and the walk goes on, and one with neither is asked again up to SPIN times (its
-   claimer runs, so it comes soon) and then summed here from the data, so that no invocation
-   ever waits on another for good (no forward-progress assumption); then the tile's inclusive
-   prefix is published;
+3. given its exclusive prefix by looking back over the tiles before it in its line to the
+   nearest one with its inclusive prefix published (status 2; or the line's start), then
+   adding the aggregates of the tiles after that one in order, going forward: one not
+   published yet (status 0) is asked again up to SPIN times (its claimer runs, so it comes
+   soon) and then summed here from the data with the same operations its owner uses, so that
+   no invocation ever waits on another for good (no forward-progress assumption); then the
+   tile's inclusive prefix is published. Every inclusive prefix is thus the same chain
+   I(p) = I(p - 1) + A(p) whichever tiles published first: float results are the same bits
+   from run to run;
 4. scanned into y, reading the tile again (from the cache).
 
 C is 2^k + 64 (chunk_of): tiles 2^k elements apart put the 8 SIMD lanes' streams in one L1
 set (a copy walking chunks of 8192: 14.5 ms of CPU for 2^24 float32 on lavapipe, 11.8 with 8256). Integer
 sums are exact (wrapping); float sums are added in another order than numpy's serial one (as
-the chunked scan's are), and whether a tile took its predecessors' aggregates or an inclusive
-prefix depends on timing, so two runs can differ in the last bits of a float result.
+the chunked scan's are), the same order in every run.
 """
 
 from __future__ import annotations
@@ -59,18 +61,24 @@ def scan_lookback(x: T.Buffer((O * R,), "{dt}"), y: T.Buffer((O * R,), "{dt}"),
                 run[0] = {zero}
                 j = T.alloc_buffer((2,), "int32", scope="local")
                 j[0] = p - 1
-                j[1] = 0
+                j[1] = -1
                 while j[0] >= 0:
-                    q = g - p + j[0]
-                    st = T.atomic_add(status[q], T.uint32(0))
-                    if st == T.uint32(2):
-                        run[0] = run[0] + T.reinterpret(T.atomic_add(incl[q], T.uint32(0)),
-                                                        "{dt}")
+                    if T.atomic_add(status[g - p + j[0]], T.uint32(0)) == T.uint32(2):
+                        j[1] = j[0]
                         j[0] = -1
-                    elif st == T.uint32(1):
+                    else:
+                        j[0] = j[0] - 1
+                if j[1] >= 0:
+                    run[0] = T.reinterpret(T.atomic_add(incl[g - p + j[1]], T.uint32(0)),
+                                           "{dt}")
+                j[0] = j[1] + 1
+                j[1] = 0
+                while j[0] < p:
+                    q = g - p + j[0]
+                    if T.atomic_add(status[q], T.uint32(0)) >= T.uint32(1):
                         run[0] = run[0] + T.reinterpret(T.atomic_add(agg[q], T.uint32(0)),
                                                         "{dt}")
-                        j[0] = j[0] - 1
+                        j[0] = j[0] + 1
                     elif j[1] < SPIN:
                         j[1] = j[1] + 1
                     else:
@@ -81,7 +89,7 @@ def scan_lookback(x: T.Buffer((O * R,), "{dt}"), y: T.Buffer((O * R,), "{dt}"),
                                 for v in T.vectorized(4):
                                     e[v] = e[v] + x[base - (p - j[0]) * C + c * 16 + k * 4 + v]
                         run[0] = run[0] + (e[0] + e[1] + (e[2] + e[3]))
-                        j[0] = j[0] - 1
+                        j[0] = j[0] + 1
                 T.atomic_exchange(incl[g], T.reinterpret(run[0] + total, "uint32"))
                 T.atomic_exchange(status[g], T.uint32(2))
                 u = T.alloc_buffer((4,), "{dt}", scope="local")
