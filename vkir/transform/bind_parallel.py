@@ -22,6 +22,12 @@ rounded up to one). Only blockIdx.x is used, so codegen folds a grid wider than 
 per-dimension limit into rows (vkir.spirv.codegen). Iterations of a parallel loop are independent
 by the user's promise, as in TVM: the interpreter runs unbound ones in order.
 
+On a driver whose storage accesses loop over the SIMD lanes (the "storage_loads_per_lane" quirk
+of llvmpipe: a CPU driver), a one-loop nest whose accesses are all x[i] of 1-d 32-bit parameters
+gives each invocation 16 consecutive iterations as 4-lane vectors instead, the last n % 4 one by
+one (vkir.transform.parallel_chunks). Other targets (GPUs, SwiftShader) keep one iteration per
+invocation; `elements` overrides the choice.
+
 Parallel loops that cannot be bound run as serial loops: those of a kernel with thread bindings
 of its own, those inside another loop, and those of a body with more than the one nest (a
 statement beside the nest would run once per invocation). `parallelism(func)` tells a caller
@@ -39,10 +45,13 @@ from ..ir.functor import Mutator
 from ..ir.traversal import walk
 from ..target import Target
 from .base import Pass
+from .parallel_chunks import ELEMENTS, chunkable, chunked
 
 _INT32 = DataType("int", 32)
 _WRAPPERS = (S.LetStmt, S.DeclBuffer)
 PREFERRED_WORKGROUP = 256
+CHUNK_WORKGROUP = 64      # invocations per workgroup of the chunked form (as vkir.map's)
+_STORE_LOOP_QUIRK = "storage_loads_per_lane"   # vkir.quirks.STORAGE_LOADS_PER_LANE
 
 
 def _threaded(func) -> bool:
@@ -94,6 +103,12 @@ def workgroup_size(target: Target, total=None) -> int:
     return size
 
 
+def elements_per_invocation(target: Target) -> int:
+    """Consecutive iterations one invocation of a bound nest computes on `target` where the
+    nest qualifies: ELEMENTS on a driver with the per-lane storage access loops, else 1."""
+    return ELEMENTS if _STORE_LOOP_QUIRK in target.quirks else 1
+
+
 class _Serial(Mutator):
     """Every parallel loop made serial."""
 
@@ -108,6 +123,7 @@ class BindParallel(Pass):
     loops become serial (see the module doc)."""
 
     target: Target | None = None
+    elements: int | None = None   # 1 or ELEMENTS; None: elements_per_invocation(target)
 
     def transform(self, func):
         """The function with its parallel loops bound or made serial."""
@@ -116,16 +132,21 @@ class BindParallel(Pass):
         chain = [] if _threaded(func) else _outer_nest(func.body)
         body = _Serial().visit(func.body)
         if chain:
-            body = self._bind(body, len(chain))
+            body = self._bind(body, len(chain), tuple(func.buffer_map.values()))
         return replace(func, body=body)
 
-    def _bind(self, body, depth: int):
+    def _bind(self, body, depth: int, params: tuple):
         if isinstance(body, (*_WRAPPERS, S.AllocBuffer)):
-            return replace(body, body=self._bind(body.body, depth))
+            return replace(body, body=self._bind(body.body, depth, params))
         chain = []
         for _ in range(depth):
             chain.append(body)
             body = body.body
+        target = self.target or Target()
+        elements = self.elements or elements_per_invocation(target)
+        if elements > 1 and len(chain) == 1 and chunkable(chain[0], params):
+            return chunked(chain[0], min(CHUNK_WORKGROUP, workgroup_size(target)),
+                           span=chain[0].span)
         total = chain[0].extent
         for loop in chain[1:]:
             total = E.Mul(total, loop.extent)
@@ -133,7 +154,7 @@ class BindParallel(Pass):
             from ..arith import simplify_expr
 
             total = simplify_expr(total)
-        size = workgroup_size(self.target or Target(), total)
+        size = workgroup_size(target, total)
         w = E.IntImm(_INT32, size)
         bx, tx = E.Var("bx", _INT32), E.Var("tx", _INT32)
         linear = E.Var("linear", _INT32)
