@@ -113,8 +113,11 @@ def interpret_lowered(lowered, *args, original=None, **options) -> None:
     arguments of the original function: EmulateInt8 made each 8-bit (or bool) parameter a uint32
     word buffer, so such arrays are passed as their bytes padded to whole words, and the bytes
     are copied back afterwards; EmulateInt64 made each int64/uint64 buffer a uint32x2 one, which
-    takes the same bytes as uint32 words. Other functions are interpreted as they are (bool arrays as int8
-    where BoolToInt8 retyped them).
+    takes the same bytes as uint32 words, and each int64/uint64 scalar parameter two uint32 ones
+    of its name (the low word in its place, the high word after all the other parameters, in
+    the order of the 64-bit ones), so such a value is passed as its two words, as a Kernel does.
+    Other functions are interpreted as they are (bool arrays as int8 where BoolToInt8 retyped
+    them).
 
     A symbolic size that only 8-bit buffers had is named by no lowered argument shape: a word
     buffer of (n + 3) // 4 words holds 4 sizes of n. As a Kernel does, such sizes are bound on
@@ -127,6 +130,7 @@ def interpret_lowered(lowered, *args, original=None, **options) -> None:
     from .errors import ArgumentError
     from .interpreter import interpret
 
+    args, high_words = _split_wide_scalars(lowered, args, original)
     views, copies = [], []
     for p, a in zip(lowered.params, args):
         buf = lowered.buffer_map.get(p)
@@ -144,6 +148,7 @@ def interpret_lowered(lowered, *args, original=None, **options) -> None:
             copies.append((a, words))
             a = words
         views.append(a)
+    views += high_words
     hidden = _hidden_sizes(lowered)
     if hidden:
         if original is None:
@@ -161,6 +166,35 @@ def interpret_lowered(lowered, *args, original=None, **options) -> None:
     interpret(lowered, *views, **options)
     for a, raw in copies:
         a[...] = raw.view(np.uint8)[:a.nbytes].view(a.dtype).reshape(a.shape)
+
+
+def _split_wide_scalars(lowered, args: tuple, original) -> tuple:
+    """(`args` with each 64-bit scalar argument's low word in its place, the high words in
+    order): where EmulateInt64 gave `lowered` trailing uint32 parameters past the user's, each
+    named as an earlier uint32 scalar parameter (its low word). A value outside int64 and
+    uint64 (outside its type in `original`, where given) is an ArgumentError, as for a Kernel."""
+    from .errors import ArgumentError
+    from .ir.dtype import type_range
+
+    trailing = lowered.params[len(args):]
+    lows = {p.name: k for k, p in enumerate(lowered.params[:len(args)])
+            if p not in lowered.buffer_map and str(p.dtype) == "uint32"}
+    if not trailing or any(str(p.dtype) != "uint32" or p in lowered.buffer_map
+                           or p.name not in lows for p in trailing):
+        return args, []
+    declared = {} if original is None else {p.name: p.dtype for p in original.params
+                                            if p not in original.buffer_map}
+    args, high_words = list(args), []
+    for p in trailing:
+        k = lows[p.name]
+        value = int(args[k])
+        lo, hi = (-2**63, 2**64 - 1) if p.name not in declared else type_range(declared[p.name])
+        if not lo <= value <= hi:
+            raise ArgumentError(f"interpret_lowered: {p.name} = {value} does not fit "
+                                f"{declared.get(p.name, 'int64 or uint64')}")
+        args[k] = value & 0xFFFFFFFF
+        high_words.append((value >> 32) & 0xFFFFFFFF)
+    return tuple(args), high_words
 
 
 def _hidden_sizes(func) -> tuple:

@@ -306,6 +306,43 @@ def test_a_scalar_int64_parameter_is_two_words():
         np.testing.assert_array_equal(got, want, err_msg=f"k={k}, u={u}")
 
 
+@T.prim_func
+def scaled_bytes(b: T.Buffer(("n",), "int8"), k: T.int64, c: T.Buffer((4,), "int64"), u: T.uint64):
+    # n is named only by an 8-bit buffer: a hidden size after EmulateInt8, after the high words
+    for i in T.serial(n):
+        b[i] = T.cast(T.cast(b[i], "int64") * k + T.cast(u >> T.uint64(32), "int64"), "int8")
+    for i in T.serial(4):
+        c[i] = k + T.cast(u, "int64") * T.cast(i, "int64")
+
+
+def test_interpret_lowered_passes_a_scalar_int64_as_its_two_words():
+    """vkir.testing.interpret_lowered takes the user's arguments: a 64-bit scalar goes in as
+    its low word in place and its high word after the other parameters (and before a hidden
+    size, bound on the original signature), as a Kernel passes it; values outside the type
+    are refused."""
+    from vkir.target import Target
+    from vkir.testing import interpret_lowered
+
+    after = EmulateInt64()(scaled)
+    a = np.array(EDGES[:8], np.int64)
+    for k, u in SCALARS:
+        want, got = np.zeros((8, 2), np.int64), np.zeros((8, 2), np.int64)
+        vkir.interpret(scaled, a, want, k, u)
+        interpret_lowered(after, a, got, k, np.uint64(u))
+        np.testing.assert_array_equal(got, want, err_msg=f"k={k}, u={u}")
+    with pytest.raises(vkir.ArgumentError, match="k = 9223372036854775808 does not fit int64"):
+        interpret_lowered(after, a, got, 2**63, 1, original=scaled)
+    lowered = vkir.lower(scaled_bytes, Target.vulkan13())   # no int8, no int64
+    assert [p.name for p in lowered.params] == ["b", "k", "c", "u", "k", "u"]
+    for k, u in SCALARS:
+        want = [np.arange(-3, 3, dtype=np.int8), np.zeros(4, np.int64)]
+        got = [x.copy() for x in want]
+        vkir.interpret(scaled_bytes, want[0], k, want[1], u)
+        interpret_lowered(lowered, got[0], k, got[1], u, original=scaled_bytes)
+        for w, g in zip(want, got):
+            np.testing.assert_array_equal(g, w, err_msg=f"k={k}, u={u}")
+
+
 def test_a_scalar_int64_argument_round_trips_on_the_device(device):
     """Values beyond 2**32 and negative ones reach the kernel whole: natively where the device
     has int64, as two push-constant words where it does not."""
