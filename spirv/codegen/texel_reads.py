@@ -13,6 +13,15 @@ of the fetched texel). The result is the element itself, so the interpreter's va
 bit for bit. The host binds a VkBufferView over the argument's buffer range (vkir.abi.Binding
 `texel`); a call whose argument cannot be viewed that way runs the storage-buffer variant.
 
+A parameter the kernel also casts (a DeclBuffer of another element type over its data: the
+4-lane vector accesses of SymbolicVectorCast for a parameter of symbolic size) has several
+bindings, all bound to the one argument. Where none of them is written and each has the same
+32-bit scalar type, scalar or 4-lane (`float32` and `float32x4`), every one of them is a texel
+buffer of the 4-lane format (`rgba32f`), so that one view serves them all: a 4-lane element is
+one texel, scalar element j is lane j % 4 of texel j // 4 (OpVectorExtractDynamic), and a
+binding the kernel never reads is declared so too. Such a view exists only for an argument of
+whole texels (the host checks it; other calls run the storage-buffer variant).
+
 Everything else (stores, atomics, shared and local memory, other element types) keeps its
 storage-buffer form.
 """
@@ -31,6 +40,8 @@ _INT32 = DataType("int", 32)
 _FORMATS = {("float", 1): ("r32f", "R32f"), ("float", 4): ("rgba32f", "Rgba32f"),
             ("int", 1): ("r32i", "R32i"), ("int", 4): ("rgba32i", "Rgba32i"),
             ("uint", 1): ("r32ui", "R32ui"), ("uint", 4): ("rgba32ui", "Rgba32ui")}
+_SPIRV_FORMATS = dict(_FORMATS.values())   # vkir format name -> SPIR-V ImageFormat
+_LANES = {name: (4 if name.startswith("rgba") else 1) for name, _ in _FORMATS.values()}
 
 
 def texel_format(dtype: DataType) -> tuple | None:
@@ -55,6 +66,21 @@ class TexelMemory:
     image_type: int    # its OpTypeImage
     elem: DataType     # the IR element type (32-bit, 1 or 4 lanes)
     format: str        # vkir format name of the view
+    packed: bool = False   # scalar elements in a 4-lane view: element j in texel j // 4
+
+
+def shared_texel_format(siblings) -> str:
+    """The one 4-lane vkir format of every binding of a parameter with several (`siblings`:
+    its cast bindings), or "": some binding is written, or not all share one 32-bit scalar type
+    of 1 or 4 lanes, or none reads 4-lane elements."""
+    elem = siblings[0].dtype.element_of()
+    if any(b.writable for b in siblings) or any(
+            b.dtype.element_of() != elem or b.dtype.lanes not in (1, 4) for b in siblings):
+        return ""
+    if not any(b.readable and b.dtype.lanes == 4 for b in siblings):
+        return ""
+    fmt = texel_format(elem.with_lanes(4))
+    return fmt[0] if fmt is not None else ""
 
 
 class TexelReadMixin:
@@ -62,17 +88,21 @@ class TexelReadMixin:
 
     def texel_eligible(self, sb, shared: bool) -> str:
         """The vkir format name of storage binding `sb` read as a texel buffer, or "" where it
-        keeps its storage buffer: the target lacks the quirk, the kernel writes it or casts its
-        parameter (`shared`), or no texel format holds its element type."""
-        if not uses_texel_reads(self.target) or shared or sb.writable or not sb.readable:
+        keeps its storage buffer: the target lacks the quirk, the kernel writes it, no texel
+        format holds its element type, or its parameter has other bindings (`shared`: casts)
+        that cannot share one 4-lane view with it (shared_texel_format)."""
+        if not uses_texel_reads(self.target) or sb.writable:
             return ""
+        if shared:
+            return shared_texel_format([b for b in self.iface.bindings.values()
+                                        if b.param_index == sb.param_index])
         fmt = texel_format(sb.dtype)
-        return fmt[0] if fmt is not None else ""
+        return fmt[0] if fmt is not None and sb.readable else ""
 
     def texel_binding(self, sb, fmt: str) -> None:
         """Declare binding `sb` as a uniform texel buffer of vkir format `fmt`."""
         b = self.b
-        spirv_format = texel_format(sb.dtype)[1]
+        spirv_format = _SPIRV_FORMATS[fmt]
         b.capability("SampledBuffer")
         image_t = b.type_image(self.ty(sb.dtype.element_of()), "Buffer", False, 1, spirv_format)
         var = b.global_variable(b.type_pointer("UniformConstant", image_t), "UniformConstant")
@@ -80,12 +110,14 @@ class TexelReadMixin:
         b.decorate(var, "DescriptorSet", 0)
         b.decorate(var, "Binding", sb.binding)
         self.interface_vars.append((var, "UniformConstant"))
-        self.texels[(sb.data, sb.dtype)] = TexelMemory(var, image_t, sb.dtype, fmt)
+        packed = sb.dtype.lanes == 1 and _LANES[fmt] == 4
+        self.texels[(sb.data, sb.dtype)] = TexelMemory(var, image_t, sb.dtype, fmt, packed)
 
     def texel_load(self, mem: TexelMemory, buffer: Buffer, indices: tuple) -> int:
         """The id of the value read from texel-buffer parameter `buffer` at `indices`: one
         OpImageFetch per index lane (int32 coordinates: a view holds at most
-        maxTexelBufferElements texels, which the host checked), lane 0 of a scalar element."""
+        maxTexelBufferElements texels, which the host checked), lane 0 of a scalar element
+        (lane j % 4 of texel j // 4 for a `packed` one)."""
         index = flat_index(buffer, indices)
         idt = index.dtype.element_of()
         image = self.op("OpLoad", mem.image_type, mem.var)
@@ -94,6 +126,12 @@ class TexelReadMixin:
         for i in self.lane_indices(index):
             if idt != _INT32:
                 i = self.convert(i, idt, _INT32)
+            if mem.packed:
+                at = self.op("OpShiftRightLogical", self.ty(_INT32), i, self.const(_INT32, 2))
+                texel = self.op("OpImageFetch", texel_t, image, at)
+                lane = self.op("OpBitwiseAnd", self.ty(_INT32), i, self.const(_INT32, 3))
+                parts.append(self.op("OpVectorExtractDynamic", self.ty(mem.elem), texel, lane))
+                continue
             texel = self.op("OpImageFetch", texel_t, image, i)
             if mem.elem.lanes == 1:
                 texel = self.op("OpCompositeExtract", self.ty(mem.elem), texel, 0)

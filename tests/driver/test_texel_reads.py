@@ -233,3 +233,51 @@ def test_compile_cache_keeps_texel_bindings(device, tmp_path, monkeypatch):
     again(*_inputs(n, 7), c, d)
     np.testing.assert_array_equal(c, want_c)
     np.testing.assert_array_equal(d, want_d)
+
+
+# -- parameters of symbolic size read through 4-lane casts -------------------------------------
+
+@T.prim_func
+def casted(x: T.Buffer(("n",), "float32"), k: T.Buffer(("n",), "int32"),
+           y: T.Buffer(("n",), "float32")):
+    # x and k are read as 4-lane vectors (SymbolicVectorCast) and x as scalars too (reversed)
+    for bx in T.thread_binding((n + 255) // 256, "blockIdx.x"):
+        for tx in T.thread_binding(64, "threadIdx.x"):
+            g = bx * 64 + tx
+            if g < n // 4:
+                for v in T.vectorized(4):
+                    y[g * 4 + v] = x[g * 4 + v] * T.cast(k[g * 4 + v], "float32") \
+                        + x[n - 1 - g * 4 - v]
+            if g == n // 4:
+                for r in T.serial(n % 4):
+                    y[g * 4 + r] = x[g * 4 + r] + T.cast(k[g * 4 + r], "float32")
+
+
+def _casted_inputs(n):
+    rng = np.random.default_rng(n)
+    return rng.standard_normal(n).astype(np.float32), rng.integers(-9, 9, n).astype(np.int32)
+
+
+def test_cast_parameters_share_one_four_lane_texel_format():
+    target = Target.lavapipe()
+    module = codegen(vkir.lower(casted, target), target)   # validated by spirv-val in codegen
+    got = {}
+    for b in module.bindings:
+        got.setdefault(b.param_index, set()).add(b.texel)
+    assert got == {0: {"rgba32f"}, 1: {"rgba32i"}, 2: {""}}
+    assert len([b for b in module.bindings if b.param_index == 0]) == 2   # the scalar and x4
+    assert "OpVectorExtractDynamic" in vkir.spirv.disassemble(module.words)
+
+
+def test_cast_parameters_match_the_interpreter(device):
+    k = vkir.build(casted, device=device)
+    assert k.texel_params == (("x", "k") if _lavapipe(device) else ())
+    for n in (1000, 1001, 3):   # whole texels: views; else the storage-buffer variant
+        x, ki = _casted_inputs(n)
+        want = np.zeros(n, np.float32)
+        vkir.interpret(casted, x, ki, want)
+        y = vkir.empty(n, "float32", device)
+        k(vkir.array(x, device), vkir.array(ki, device), y)
+        np.testing.assert_array_equal(y.numpy(), want, err_msg=f"n={n}")
+        if n == 1000:
+            assert not k._storage_programs

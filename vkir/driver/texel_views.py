@@ -7,7 +7,8 @@ binding, a texel view of the argument's buffer (`buffer_texel_view` of the image
 per buffer while it lives). A call runs the kernel's storage-buffer variant instead, made from
 the same lowered function without the quirk on first use, where:
 
-- an argument cannot be viewed (its offset in its VkBuffer is not a multiple of
+- an argument cannot be viewed (its size is not whole texels: an odd float count for a 4-lane
+  format, as a parameter of symbolic size read through 4-lane casts has; its offset in its VkBuffer is not a multiple of
   minTexelBufferOffsetAlignment, it holds more than maxTexelBufferElements texels, it is empty);
 - a written argument shares memory with another one (vkir.aliasing): one memory read through a
   texel buffer and written through a storage buffer is not coherent within a dispatch, and
@@ -44,8 +45,10 @@ class TexelBinding:
     @property
     def texel_params(self) -> tuple:
         """The names of the parameters this kernel reads through uniform texel buffers (empty
-        on a device without the quirk)."""
-        return tuple(self._params[b.param_index].name for b in self._texel_bindings)
+        on a device without the quirk), each once (a parameter with casts has several texel
+        bindings, all of one format: one view serves them)."""
+        return tuple(dict.fromkeys(self._params[b.param_index].name
+                                   for b in self._texel_bindings))
 
     def _texel_view(self, buffer, fmt: str):
         """A cached texel view of format `fmt` over runtime buffer `buffer`, or None."""
