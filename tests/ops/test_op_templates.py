@@ -196,6 +196,8 @@ def test_conv2d_window_form_needs_wide_rows():
         conv2d.kernel(1, 2, 8, 10, 4, 3, 3, ow=8, form="window", toc=4, tw=8, wy=1, wmax=8)
     with pytest.raises(vkir.errors.ArgumentError, match="padding=0"):
         conv2d.kernel(1, 2, 8, 40, 4, 3, 3, padding=1, form="window", toc=4, tw=8)
+    with pytest.raises(vkir.errors.ArgumentError, match="unroll_kh"):
+        conv2d.kernel(1, 2, 8, 40, 4, 3, 3, toc=4, tw=8, unroll_kh=1)   # the tile form
 
 
 def test_device_class_of_this_device(device):
