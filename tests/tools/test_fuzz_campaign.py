@@ -58,3 +58,18 @@ def test_offline_campaign_builds_and_validates():
     report = fuzz.run(10, seed=5, device=None)
     assert not report.findings
     assert all(o.kind in ("ok", "refused", "unsupported", "skipped") for o in report.outcomes)
+
+
+def test_int64_programs_run_where_the_device_lacks_int64(device):
+    """int64/uint64 programs run on every device (emulated in word pairs without shaderInt64),
+    computing the interpreter's bits; the dtypes that need a feature still need it."""
+    from vkir.tools.fuzz.campaign import _supported_dtypes
+
+    bare = set(_supported_dtypes(frozenset()))
+    assert {"int64", "uint64", "int32", "float32"} <= bare
+    assert not bare & {"float64", "float16", "int16", "uint16"}
+    report = fuzz.run(12, seed=64, device=device, make_program=lambda seed, index: fuzz.program(
+        seed, index, ("int64", "uint64"), mutants=0.0))
+    assert not report.findings, "\n\n".join(f"[{o.index}] {o.kind}: {o.detail}\n{o.source}"
+                                            for o in report.findings)
+    assert sum(o.kind == "ok" for o in report.outcomes) >= 8, report.table()

@@ -87,10 +87,17 @@ class Report:
         return "\n".join(lines)
 
 
+# dtypes that run without their feature: lowering emulates them (EmulateInt64 on word pairs)
+EMULATED = frozenset({"int64", "uint64"})
+
+
 def _supported_dtypes(features) -> tuple:
+    """The dtypes programs may use on a device with `features` (None: the interpreter, all):
+    those that need no feature, whose feature the device has, or that lowering emulates."""
     if features is None:
         return DTYPES
-    return tuple(d for d in DTYPES if NEEDS.get(d) is None or NEEDS[d] in features)
+    return tuple(d for d in DTYPES
+                 if NEEDS.get(d) is None or NEEDS[d] in features or d in EMULATED)
 
 
 def program(seed: int, index: int, dtypes=DTYPES, mutants: float = 0.3, atomics: bool = True,
