@@ -54,7 +54,7 @@ def small(a: T.Buffer((10,), "float32")):
 
 @T.prim_func
 def small_bound(a: T.Buffer((10,), "float32")):
-    for bx in T.thread_binding(1, "blockIdx.x"):
+    for bx in T.thread_binding(1, "blockIdx.x", annotations={"chunkable_parallel": 1}):
         for tx in T.thread_binding(16, "threadIdx.x"):
             linear = bx * 16 + tx
             if linear < 10:

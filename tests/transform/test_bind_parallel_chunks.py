@@ -17,7 +17,7 @@ from vkir.quirks import STORAGE_LOADS_PER_LANE
 from vkir.spirv import codegen
 from vkir.target import Target
 from vkir.transform import BindParallel
-from vkir.transform.bind_parallel import elements_per_invocation
+from vkir.transform.bind_parallel import CHUNKABLE, elements_per_invocation
 
 QUIRKED = dataclasses.replace(Target(), quirks=frozenset({STORAGE_LOADS_PER_LANE}))
 SIZES = (1, 3, 15, 16, 17, 1000, 2 ** 20 + 3)
@@ -58,29 +58,47 @@ def _loop_kinds(func):
     return [n.kind for n in walk(func.body) if isinstance(n, S.For)]
 
 
+def _bound(func, target, **kwargs):
+    """`func` bound (one iteration per invocation, marked), then chunked where `target` wants:
+    the pass's two runs in vkir.build and its lowering."""
+    return BindParallel(target=target, **kwargs)(BindParallel(target=target)(func))
+
+
 def test_the_target_chooses_the_elements_per_invocation():
     assert elements_per_invocation(QUIRKED) == 16
     assert elements_per_invocation(Target()) == 1
-    assert "vectorized" in _loop_kinds(BindParallel(target=QUIRKED)(vadd))
-    assert "vectorized" not in _loop_kinds(BindParallel(target=Target())(vadd))
-    assert "vectorized" in _loop_kinds(BindParallel(target=Target(), elements=16)(vadd))
+    assert "vectorized" in _loop_kinds(_bound(vadd, QUIRKED))
+    assert "vectorized" not in _loop_kinds(_bound(vadd, Target()))
+    assert "vectorized" in _loop_kinds(_bound(vadd, Target(), elements=16))
+
+
+def test_binding_marks_and_a_later_run_chunks():
+    # the first run keeps one iteration per invocation (the kernel's function: what the
+    # interpreter and vkir.Tape's adjoints see), its blockIdx.x loop marked
+    once = BindParallel(target=QUIRKED)(vadd)
+    assert _loop_kinds(once) == ["thread_binding", "thread_binding"]
+    assert once.body.annotations.get(CHUNKABLE) == 1
+    assert "vectorized" in _loop_kinds(BindParallel(target=QUIRKED)(once))
 
 
 def test_only_loops_indexed_by_their_variable_are_chunked():
-    # a[i + 1] is not the loop variable: one iteration per invocation
-    assert "vectorized" not in _loop_kinds(BindParallel(target=QUIRKED)(shifted))
-    assert "vectorized" in _loop_kinds(BindParallel(target=QUIRKED)(mixed))
+    # a[i + 1] is not the loop variable: one iteration per invocation, not marked
+    once = BindParallel(target=QUIRKED)(shifted)
+    assert CHUNKABLE not in once.body.annotations
+    assert "vectorized" not in _loop_kinds(_bound(shifted, QUIRKED))
+    assert "vectorized" in _loop_kinds(_bound(mixed, QUIRKED))
 
 
 @pytest.mark.parametrize("func", [vadd, mixed, fixed], ids=lambda f: f.name)
 def test_codegen_of_the_chunked_form_passes_spirv_val(func):
-    codegen(vkir.lower(func, QUIRKED), QUIRKED)   # validated by spirv-val in codegen
+    lowered = vkir.lower(BindParallel(target=QUIRKED)(func), QUIRKED)
+    assert "vectorized" not in _loop_kinds(lowered) and "unrolled" in _loop_kinds(lowered)
+    codegen(lowered, QUIRKED)   # validated by spirv-val in codegen
 
 
 def _chunked(func, dev):
     """`func` built for `dev` in the chunked form, whatever the driver's quirks."""
-    bound = BindParallel(target=Target.from_device(dev), elements=16)(func)
-    return vkir.build(bound, device=dev)
+    return vkir.build(_bound(func, Target.from_device(dev), elements=16), device=dev)
 
 
 def test_vadd_is_exact_at_every_size(_vulkan_device):

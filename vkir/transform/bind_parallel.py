@@ -26,7 +26,12 @@ On a driver whose storage accesses loop over the SIMD lanes (the "storage_loads_
 of llvmpipe: a CPU driver), a one-loop nest whose accesses are all x[i] of 1-d 32-bit parameters
 gives each invocation 16 consecutive iterations as 4-lane vectors instead, the last n % 4 one by
 one (vkir.transform.parallel_chunks). Other targets (GPUs, SwiftShader) keep one iteration per
-invocation; `elements` overrides the choice.
+invocation; `elements` overrides the choice. The rewrite is done in two steps: binding gives such
+a nest the one-iteration form above, its blockIdx.x loop annotated CHUNKABLE, whatever the
+target; a later run of the pass (the lowering pipeline's) rewrites an annotated loop where the
+target wants several iterations. So `vkir.build`, which binds before it lowers, keeps the one-iteration form as the kernel's function
+(what the interpreter and `vkir.Tape`'s adjoints see: every element stored by one statement) and
+the lowering pipeline's run of this pass compiles the chunked form.
 
 Parallel loops that cannot be bound run as serial loops: those of a kernel with thread bindings
 of its own, those inside another loop, and those of a body with more than the one nest (a
@@ -51,6 +56,8 @@ _INT32 = DataType("int", 32)
 _WRAPPERS = (S.LetStmt, S.DeclBuffer)
 PREFERRED_WORKGROUP = 256
 CHUNK_WORKGROUP = 64      # invocations per workgroup of the chunked form (as vkir.map's)
+# the annotation of a bound one-loop nest that may take several iterations per invocation
+CHUNKABLE = "chunkable_parallel"
 _STORE_LOOP_QUIRK = "storage_loads_per_lane"   # vkir.quirks.STORAGE_LOADS_PER_LANE
 
 
@@ -126,13 +133,20 @@ class BindParallel(Pass):
     elements: int | None = None   # 1 or ELEMENTS; None: elements_per_invocation(target)
 
     def transform(self, func):
-        """The function with its parallel loops bound or made serial."""
+        """The function with its parallel loops bound or made serial, and the CHUNKABLE loops
+        it was given (bound by an earlier run) in the chunked form where the target wants
+        several iterations per invocation."""
+        params = tuple(func.buffer_map.values())
+        target = self.target or Target()
+        if (self.elements or elements_per_invocation(target)) > 1:
+            width = min(CHUNK_WORKGROUP, workgroup_size(target))
+            func = replace(func, body=_chunk(func.body, params, width))
         if not _has_parallel(func):
             return func
         chain = [] if _threaded(func) else _outer_nest(func.body)
         body = _Serial().visit(func.body)
         if chain:
-            body = self._bind(body, len(chain), tuple(func.buffer_map.values()))
+            body = self._bind(body, len(chain), params)
         return replace(func, body=body)
 
     def _bind(self, body, depth: int, params: tuple):
@@ -143,10 +157,6 @@ class BindParallel(Pass):
             chain.append(body)
             body = body.body
         target = self.target or Target()
-        elements = self.elements or elements_per_invocation(target)
-        if elements > 1 and len(chain) == 1 and chunkable(chain[0], params):
-            return chunked(chain[0], min(CHUNK_WORKGROUP, workgroup_size(target)),
-                           span=chain[0].span)
         total = chain[0].extent
         for loop in chain[1:]:
             total = E.Mul(total, loop.extent)
@@ -173,8 +183,40 @@ class BindParallel(Pass):
         if isinstance(total, E.IntImm):
             groups = E.IntImm(_INT32, -(-total.value // size))
         threads = S.For(tx, E.IntImm(_INT32, 0), w, "thread_binding", inner, "threadIdx.x")
+        mark = {CHUNKABLE: 1} if len(chain) == 1 and chunkable(chain[0], params) else {}
         return S.For(bx, E.IntImm(_INT32, 0), groups, "thread_binding", threads, "blockIdx.x",
-                     span=chain[0].span)
+                     annotations=mark, span=chain[0].span)
+
+
+def _chunk(body, params: tuple, width: int):
+    """`body` with its outer bound loop, where marked CHUNKABLE and still of the form _bind
+    gives it, in the chunked form (vkir.transform.parallel_chunks)."""
+    if isinstance(body, (*_WRAPPERS, S.AllocBuffer)):
+        return replace(body, body=_chunk(body.body, params, width))
+    loop = _one_element_loop(body)
+    if loop is None or not chunkable(loop, params):
+        return body
+    return chunked(loop, width, span=body.span)
+
+
+def _one_element_loop(bound):
+    """The parallel loop `for i in T.parallel(n): body` that _bind made `bound` from, where
+    `bound` is marked CHUNKABLE and has that form; else None."""
+    if not (isinstance(bound, S.For) and bound.kind == "thread_binding"
+            and bound.annotations.get(CHUNKABLE)):
+        return None
+    threads = bound.body
+    if not (isinstance(threads, S.For) and threads.kind == "thread_binding"):
+        return None
+    let = threads.body
+    if not (isinstance(let, S.LetStmt) and isinstance(let.body, S.IfThenElse)):
+        return None
+    guard = let.body
+    cond, inner = guard.condition, guard.then_case
+    if guard.else_case is not None or not (isinstance(cond, E.LT) and cond.a is let.var) \
+            or not (isinstance(inner, S.LetStmt) and inner.value is let.var):
+        return None
+    return S.For(inner.var, E.IntImm(_INT32, 0), cond.b, "parallel", inner.body)
 
 
 def _plus(start, index):
