@@ -31,13 +31,14 @@ from .host_numpy import timed_calls
 from .report import format_table  # noqa: F401  (the table `main` prints; fleet_bench's too)
 
 SHADERS = Path(__file__).resolve().parents[1] / "shaders"
-WORKLOADS = ("vadd", "map", "sum", "sum_subgroup", "matmul_1024", "softmax", "layer_norm", "conv2d",
+WORKLOADS = ("vadd", "map", "sum", "sum_subgroup", "matmul_1024", "matmul_2048", "peak_fma",
+             "softmax", "layer_norm", "conv2d",
              "batched_matmul", "cumsum", "sort", "histogram", "latency", "compile", "interop",
              "images")
-FULL = {"vadd": 1 << 24, "map": 1 << 24, "sum": 1 << 24, "matmul": 1024, "softmax": (4096, 1024),
+FULL = {"vadd": 1 << 24, "map": 1 << 24, "sum": 1 << 24, "matmul": 1024, "matmul2048": 2048, "softmax": (4096, 1024),
         "layer_norm": (4096, 1024), "conv2d": (1, 64, 56, 56, 64, 3), "bmm": (16, 256, 256, 256),
         "cumsum": 1 << 24, "sort": 1 << 20, "histogram": 1 << 24}
-QUICK = {"vadd": 1 << 16, "map": 1 << 16, "sum": 1 << 16, "matmul": 128, "softmax": (256, 256),
+QUICK = {"vadd": 1 << 16, "map": 1 << 16, "sum": 1 << 16, "matmul": 128, "matmul2048": 256, "softmax": (256, 256),
          "layer_norm": (256, 256), "conv2d": (1, 8, 16, 16, 8, 3), "bmm": (2, 64, 64, 64),
          "cumsum": 1 << 16, "sort": 1 << 12, "histogram": 1 << 16}
 
@@ -366,9 +367,10 @@ class Bench:
             k = self.tuned(matmul.kernel, M=s_m, N=s_n, K=s_k, batch=batch, trans_a=False,
                            trans_b=False, bias=None, activation=None)
             impls = {"vkir": self.vkir_steps(k, [(A, B, Cs[0])])}
-            if batch is None:
+            if batch is None and s_m * s_n * s_k <= 1 << 30:   # the naive mirror: ~30 s at 2048
                 mirror = vk.build(kernels.matmul, device=dev)
                 impls["vkir_mirror"] = self.vkir_steps(mirror, [(A, B, Cs[1])])
+            if batch is None:
                 impls["glsl"] = self.glsl_matmul(A, B, Cs[2], s_m, s_n, s_k)
             peer = self.iree_samples("matmul" if batch is None else "bmm",
                                      (*lead, s_m, s_n, s_k), [a, b], want, rtol=1e-3, atol=1e-3)
@@ -408,6 +410,31 @@ class Bench:
     def matmul_1024(self):
         s = self.sizes["matmul"]
         self._matmul("matmul_1024", None, s, s, s)
+
+    def matmul_2048(self):
+        s = self.sizes["matmul2048"]
+        self._matmul("matmul_2048", None, s, s, s)
+
+    def peak_fma(self):
+        """The device's arithmetic ceiling: a register-only FMA shader (eight independent vec4
+        chains, no memory access in its loop; benchmarks/glsl_reference.py), one "glsl" row
+        whose GFLOP per second (and per CPU-second) the matmul rows are fractions of."""
+        from vkir import runtime
+        from vkir.runtime.glsl import compile_glsl
+
+        from . import glsl_reference
+
+        vk, dev = self.vkir, self.dev
+        text, flops = glsl_reference.peak_glsl()
+        self.size = [64 * 64]
+        pipe = runtime.get_pipeline(dev, compile_glsl(text), "main", (0,), 0)
+        out = vk.array(np.ones(4 * 64 * 64, np.float32), dev)
+        self._timed("peak_fma", {"glsl": self.glsl_steps(pipe, [([out], b"", (64, 1, 1))])},
+                    flops=flops)
+        row = next(m for m in reversed(self.results)
+                   if m.workload == "peak_fma" and m.metric == "wall_s")
+        per_cpu = "" if row.gflops_cpu is None else f", {row.gflops_cpu:.1f} per CPU-second"
+        self.notes.append(f"peak_fma (the FMA ceiling): {row.gflops:.1f} GFLOP/s{per_cpu}")
 
     def batched_matmul(self):
         self._matmul("batched_matmul", *self.sizes["bmm"])
