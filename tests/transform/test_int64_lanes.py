@@ -210,3 +210,30 @@ def test_pointer_cast_vector_views_on_the_device(device):
     vkir.build(WIDE_VIEWS, device=device)(a, b, got_c, got_d)
     np.testing.assert_array_equal(got_c, c)
     np.testing.assert_array_equal(got_d, d)
+
+
+FLOAT_VIEW = vkir.from_script(f'''
+def float_view(a: T.Buffer(({N // 2},), "uint64"), c: T.Buffer(({N},), "float32")):
+    af = T.decl_buffer(({N // 4},), "float32x4", data=a.data)
+    for bx in T.thread_binding({N // 32}, "blockIdx.x"):
+        for tx in T.thread_binding(8, "threadIdx.x"):
+            i = bx * 8 + tx
+            c[T.ramp(i * 4, 1, 4)] = af[i] * T.broadcast(T.float32(2), 4) + T.broadcast(T.cast(a[2 * i] >> T.uint64(40), "float32"), 4)
+''')
+
+
+def test_a_view_of_64bit_memory_keeps_its_bytes(device):
+    """A float32x4 view of a uint64 buffer (the pointer cast the other way) reads the same
+    bytes once that buffer is one of word pairs: the interpreter's and numpy's results, in the
+    interpreter and on the device (natively or emulated)."""
+    a = np.random.default_rng(6).standard_normal(N).astype(np.float32)
+    words = a.view(np.uint64)
+    want = a * np.float32(2) + np.repeat((words[::2] >> np.uint64(40)).astype(np.float32), 4)
+    after = EmulateInt64()(FLOAT_VIEW)
+    verify_well_formed(after)
+    for run in (lambda c: vkir.interpret(FLOAT_VIEW, words, c),
+                lambda c: vkir.interpret(after, _words(words), c),
+                lambda c: vkir.build(FLOAT_VIEW, device=device)(words, c)):
+        got = np.zeros(N, np.float32)
+        run(got)
+        np.testing.assert_array_equal(got, want)

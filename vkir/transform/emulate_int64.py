@@ -11,7 +11,9 @@ interpreter's: two's complement wrap-around at 64 bits):
   bitwise operations word by word, shifts by any amount modulo 64, casts to and from every
   integer type, bool and float32 (int -> float32 rounds correctly, float32 -> int saturates).
 - Buffers (parameters, workgroup and local) of int64/uint64 elements become buffers of uint32x2
-  elements: the same bytes, so the host still passes its int64 array.
+  elements: the same bytes, so the host still passes its int64 array. A view of other memory
+  (a pointer cast: `T.decl_buffer` of another dtype on a buffer's data) stays a view of the
+  same bytes, either way round.
 - Indices, sizes and loops: an int64 buffer index is narrowed to its low word (a buffer holds
   fewer than 2**31 elements on any device), and an int64 loop variable or symbolic size becomes
   an int32 one (of the same name: a call binds it as before) whose value is sign-extended where
@@ -118,8 +120,8 @@ class _Rewriter(Mutator):
                     strides=tuple(self.dim(d) for d in buf.strides),
                     elem_offset=self.dim(buf.elem_offset))
         if not is_wide(buf.dtype):
-            if _wide_pointer(buf.data.dtype):
-                self.refuse(f"a {buf.dtype} view of the 64-bit buffer {buf.data.name!r}")
+            if _wide_pointer(buf.data.dtype):   # a view of 64-bit memory, now of pairs (or words)
+                dims.update(data=self.visit_Var(buf.data))
         else:
             self.scalar(buf.dtype)
             # a 64-bit view of other memory (a pointer cast of a float32 buffer) stays one,
