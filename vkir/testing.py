@@ -94,8 +94,11 @@ def buffer_reads(asm: str, scalar: str = "%float", vector: str = "%v4float") -> 
     image_formats = dict(re.findall(r"(%\w+) = OpTypeImage %\w+ Buffer \d \d \d \d (\w+)", asm))
     result_types = {m.group(1): m.group(2) for m in
                     re.finditer(r"^\s*(%\w+) = Op(?!Type)\w+ (%\w+)", asm, re.M)}
-    fetched = [image_formats.get(result_types.get(image), "")
-               for image in re.findall(r"= OpImageFetch %\w+ (%\w+) ", asm)]
+    # a fetch whose texel is indexed by lane (OpVectorExtractDynamic) reads one scalar element
+    # of a 4-channel view (a parameter also read through a 4-lane cast)
+    lane_read = set(re.findall(r"= OpVectorExtractDynamic %\w+ (%\w+) ", asm))
+    fetched = [("R" if texel in lane_read else image_formats.get(result_types.get(image), ""))
+               for texel, image in re.findall(r"(%\w+) = OpImageFetch %\w+ (%\w+) ", asm)]
     one = sum(f.startswith("R") and not f.startswith(("Rg", "Rgb")) for f in fetched)
     four = sum(f.startswith("Rgba") for f in fetched)
     return (len(re.findall(rf"= OpLoad {scalar} ", asm)) + one,
