@@ -211,6 +211,13 @@ def test_tape_runs_the_gathered_adjoint(device):
     tape.backward({Y: seed})
     for arr, want in zip((X, W, B), _dense_want(x, w, b, seed)):
         np.testing.assert_allclose(tape.grad(arr).numpy(), want, rtol=1e-4, atol=1e-5)
+    # planned on the function as written: the built kernel's grid binding of its T.parallel
+    # loops (i = linear // 3, j = linear % 3) would hide the index maps and keep atomics
+    from vkir.autodiff.recording import _ADJOINTS
+
+    wrt, adjoint = _ADJOINTS[k]
+    assert k.source is f and k.func is not f
+    assert adjoint.plan.gathered == ("x", "w", "b") and adjoint.plan.atomic == ()
 
 
 @T.prim_func

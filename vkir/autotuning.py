@@ -170,6 +170,7 @@ class FamilyQueue:
         self._fastest: dict = {}   # family -> its fastest time so far
 
     def timed(self, config: dict, seconds: float) -> None:
+        """Record that `config` took `seconds`: its family moves by its fastest time."""
         f = family(config)
         self._fastest[f] = min(seconds, self._fastest.get(f, seconds))
 

@@ -391,7 +391,9 @@ def _adjoint_kernel(kernel, call, index):
         found = _ADJOINTS.get(kernel)
     if found is not None:
         return found[1], found[0]
-    func = kernel.func
+    # the function as written: the grid binding of its T.parallel loops (i = linear // m)
+    # hides the index maps the gathered adjoint inverts
+    func = getattr(kernel, "source", kernel.func)
     written = {name for _, name, _, w, _ in call.params if w}
     wrt = tuple(name for i, name, r, w, _ in call.params
                 if r and not w and np.dtype(call.args[i].dtype).kind == "f")

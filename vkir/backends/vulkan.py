@@ -307,7 +307,7 @@ class VulkanBackend(DeviceBackend):
         from ..transform.bind_parallel import BindParallel
 
         rt = self.runtime(device)
-        func = BindParallel(target=rt.target(precise))(func)   # T.parallel onto the grid
+        source, func = func, BindParallel(target=rt.target(precise))(func)   # onto the grid
 
         def build(f):   # with loop-cut checks where the driver could cut a loop silently
             return with_loop_checks(f, rt.quirks, lambda g: Kernel(g, rt, pointer_casts, precise))
@@ -315,5 +315,8 @@ class VulkanBackend(DeviceBackend):
         if check_bounds:
             from ..driver.bounds_check import BoundsCheckedKernel
 
-            return BoundsCheckedKernel(func, build)
-        return build(func)
+            kernel = BoundsCheckedKernel(func, build)
+        else:
+            kernel = build(func)
+        kernel.source = source   # as written: what vkir.Tape differentiates
+        return kernel

@@ -58,14 +58,16 @@ def runtime_kernel(func: PrimFunc, rt, *, pointer_casts: bool = False, precise: 
         raise UnsupportedError(f"kernel {func.name}: check_bounds=True is not supported by the "
                                f"{rt.kind} backend (run it with device='interp', which always "
                                "checks bounds, or on Vulkan)")
-    func = BindParallel(target=rt.target(precise))(func)   # T.parallel onto the grid
+    source, func = func, BindParallel(target=rt.target(precise))(func)   # onto the grid
     if needs_checks(func, rt.quirks):
         raise UnsupportedError(
             f"kernel {func.name}: a loop whose length depends on buffer data, on a driver "
             f"that cuts long loops ({rt.name!r}); the checks that catch a cut read a vkir "
             f"device array, which the {rt.kind} backend does not have: pass loop counts as "
             "scalar arguments, or run it on Vulkan")
-    return Kernel(func, rt, pointer_casts, precise)
+    kernel = Kernel(func, rt, pointer_casts, precise)
+    kernel.source = source   # as written: what vkir.Tape differentiates
+    return kernel
 
 
 def _build(func: PrimFunc, device, pointer_casts: bool, precise: bool, check_bounds: bool):

@@ -80,8 +80,9 @@ class Kernel(CallValues, ProgramVariants, KernelCalls, TexelBinding, metaclass=a
     """A compiled kernel on one device. `spirv` (bytes), `asm` (disassembly), `ir` (the lowered
     PrimFunc), `module` (the SpirvModule), `compile_seconds` (lower + codegen + validate +
     pipeline), `subgroup_size` (the invocations per subgroup it runs with: pinned at pipeline
-    creation for a kernel with subgroup operations, else the device's default size). Call it with
-    device arrays, numpy arrays and Python scalars.
+    creation for a kernel with subgroup operations, else the device's default size), `func` (the
+    PrimFunc it compiles: T.parallel loops bound to the grid) and `source` (the PrimFunc as
+    passed to vkir.build). Call it with device arrays, numpy arrays and Python scalars.
 
     It runs on any device backend behind the seam: `dev` is a backend's Runtime
     (vkir.seam.protocol) or an opened Vulkan device; `device` is the backend's device object
@@ -97,6 +98,7 @@ class Kernel(CallValues, ProgramVariants, KernelCalls, TexelBinding, metaclass=a
         t0 = time.perf_counter()
         check_layouts(func)
         self.func = func
+        self.source = func   # the function as written (its builder sets it: before BindParallel)
         rt = self._rt = as_runtime(dev)
         self.device = rt.device
         self.target = scheduled_target(func, rt.target(precise))
