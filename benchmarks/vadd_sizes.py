@@ -8,7 +8,8 @@ once per round in rotating order (interleaved, so the host's load falls on all a
 
   numpy         np.add(a, b, out=c) on numpy arrays
   numpy-on-vk   np.add on the DeviceArrays' own memory (host_view): is the memory the cause?
-  parallel      `for i in T.parallel(n)` (vkir's automatic launch, symbolic n)
+  parallel      `for i in T.parallel(n)` (vkir's automatic launch, symbolic n: on llvmpipe 16
+                results per invocation as float32x4, rgba32f texel reads)
   block64       the README's kernel: 64 invocations per workgroup, one element each
   map           vkir.map of an add device function (its flat kernel: 16 results per invocation)
   tuned         benchmarks.kernels.add as `vkir bench` tunes it for the device
