@@ -84,7 +84,8 @@ def add_template(n, w=64, vpt=4, layout="interleave", groups=256, v=4):
     workgroup costs a scheduling step). With `v=8` ("range" only) a vector is eight float32,
     loaded and stored as one uint64x4 through explicit pointer casts (`T.decl_buffer`) and
     added as two float32x4 halves: lavapipe pays a loop over its SIMD lanes per load or store
-    whatever its width, so 32-byte accesses cost least per element (needs shaderInt64).
+    whatever its width, so 32-byte accesses cost least per element (emulated in word pairs
+    without shaderInt64: slower there).
     Layout "chunk": each invocation adds `vpt` consecutive vectors (one contiguous run of
     `vpt * v` elements), as many workgroups of `w` as needed, no loop; with `v=8` it reads
     float32x4 halves (texel fetches on lavapipe) and writes one uint64x4 through a pointer cast

@@ -76,8 +76,8 @@ def reduce_rows({params}):
 @autotune(configs={
     # float32x4 loads: on lavapipe they are whole-texel fetches (x retyped as float32x4), twice
     # as fast per CPU-second as the uint64x4 loads of v=8 (a pointer cast: storage reads looped
-    # over the SIMD lanes; benchmarks.access_forms sum_forms), which devices without int64
-    # cannot build: v=8 is the template's, not the tuner's. At most 512 parts: 2048 or 8192
+    # over the SIMD lanes; benchmarks.access_forms sum_forms), which devices without int64 run
+    # emulated in word pairs, slower still: v=8 is the template's, not the tuner's. At most 512 parts: 2048 or 8192
     # shorter runs cost 20-40% more CPU per element, yet tuned on a loaded host by wall time
     # they won as often as not (their extra workgroups only wait for the same two cores).
     "cpu": [dict(lanes=512, w=8, v=4, u=4, layout="range"),
@@ -101,8 +101,8 @@ def rows_kernel(O, R, op="sum", with_index=False, scale=1.0, lanes=512, w=64, v=
     `v=8` (layout "range" only) loads eight float32 at a time through an explicit pointer cast of
     x to uint64x4 (`T.decl_buffer`), split into two float32x4 with `T.shuffle` and
     `T.reinterpret`: on lavapipe every load costs a loop over the SIMD lanes whatever its width,
-    so the widest load (32 bytes) is the cheapest per element. It needs 64-bit integers
-    (shaderInt64); devices without them refuse the config."""
+    so the widest load (32 bytes) is the cheapest per element. Devices without 64-bit integers
+    (shaderInt64) run it with the uint64x4 emulated in word pairs, slower."""
     if op not in OPS:
         raise ArgumentError(f"reduction kernel: op must be one of {', '.join(OPS)}, got {op!r}")
     for name, value in (("O", O), ("R", R), ("lanes", lanes), ("w", w), ("v", v), ("u", u)):
