@@ -6,7 +6,9 @@ compiler exists or vkir's cache holds it), "target.build.vulkan", which imports 
 kernel into vkir, builds it, and returns a module with one function per kernel that calls the
 vkir launcher (TVM's host code calls kernels by name through its imports), and
 "__tvm_set_device", which accepts the Vulkan device type and defers to TVM's own function for
-every other one. Tensors on vulkan:0 (from TVM's device API, or vkir device arrays through
+every other one. It also makes TVM's default Relax pipeline for a "vulkan" target schedule
+kernels with vkir's own rules first (vkir.tvm.rules, for the installed device), TVM's after
+them; every other target's pipeline is TVM's. Tensors on vulkan:0 (from TVM's device API, or vkir device arrays through
 DLPack) hold an opaque handle as their data pointer, which the launcher maps back to the array
 (vkir.driver.dlpack).
 """
@@ -26,7 +28,8 @@ from . import require_tvm
 
 _LAUNCHER = "vkir.tvm.device_api.launch"   # called by both kinds of kernel module
 _LOCK = threading.Lock()
-_INSTALLED: dict = {}   # "set_device": TVM's own __tvm_set_device; "device": install()'s device
+_INSTALLED: dict = {}   # "set_device": TVM's own __tvm_set_device; "device": install()'s device;
+#                         "pipeline": TVM's own relax.get_default_pipeline
 _KERNELS: dict = {}     # (kernel key, id of the device selector) -> its launcher
 
 
@@ -54,6 +57,7 @@ def install(device=None) -> None:
         tvm_ffi.register_global_func(_LAUNCHER, _launch, override=True)
         _register_errors(tvm_ffi)
         _device_api(device)
+        _schedule_rules(tvm)
         if "set_device" in _INSTALLED:
             return
         original = tvm.get_global_func("__tvm_set_device")
@@ -64,6 +68,34 @@ def install(device=None) -> None:
 
         tvm_ffi.register_global_func("__tvm_set_device", set_device, override=True)
         _INSTALLED["set_device"] = original
+
+
+def _schedule_rules(tvm) -> None:
+    """`tvm.relax.get_default_pipeline` (what `tvm.compile` runs on a Relax module for a GPU
+    target) gives, for a "vulkan" target, TVM's generic GPU pipeline scheduling kernels with
+    vkir.tvm.rules.default_rules of the installed device (resolved at each compile, as the
+    builder's device is); any other target gets TVM's own pipeline. Installed once; TVM's
+    function is kept and deferred to."""
+    if "pipeline" in _INSTALLED:
+        return
+    original = tvm.relax.get_default_pipeline
+
+    def default_pipeline(target):
+        if target.kind.name != "vulkan":
+            return original(target)
+        from .rules import default_rules, relax_pipeline
+
+        return relax_pipeline(target, default_rules(_device_info()))
+
+    _INSTALLED["pipeline"] = original
+    tvm.relax.get_default_pipeline = default_pipeline
+
+
+def _device_info():
+    """The DeviceInfo of the installed device (an opened one, or the selector's now)."""
+    from ..api import device as open_device
+
+    return open_device(_INSTALLED.get("device")).info
 
 
 def _register_errors(tvm_ffi) -> None:
