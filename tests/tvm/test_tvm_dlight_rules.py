@@ -49,7 +49,7 @@ def test_the_matmul_rule_matches_llvm_without_shared_memory(case, device):
     assert mod["main"].attrs["tirx.is_scheduled"]
     assert shared_bytes(mod, tgt) == 0            # register tiles, no barriers
     kernel = vkir.build(vkir.from_tvm(mod, device=device), device=device)
-    assert kernel.module.local_size == (8, 8, 1)
+    assert kernel.module.local_size[0] == 8     # llvmpipe's 8 SIMD lanes along x
     rng = np.random.default_rng(5)
     inputs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
     out = vkir.empty(out_shape, "float32", device=device)
@@ -77,3 +77,16 @@ def test_install_schedules_vulkan_relax_modules_with_vkir_rules(device):
     llvm = tvm.relax.get_default_pipeline(tvm.target.Target("llvm"))
     assert llvm.info.name != "vkir.tvm.RelaxPipeline"
     assert bridge._INSTALLED["pipeline"] is not tvm.relax.get_default_pipeline
+
+
+def test_tiles_fit_the_extents_they_pad_least():
+    from vkir.tvm.rules.matmul import CONFIG, fitted, matmul_extents
+
+    assert fitted(CONFIG, None) == CONFIG
+    conv16 = fitted(CONFIG, (1, 16384, 16, 144))        # 16 output channels: 4x4-wide tiles
+    assert (conv16.micro_size_x, conv16.block_size_y) == (8, 4)
+    tokens = fitted(CONFIG, (1, 32, 384, 128))          # 32 rows: 4 per invocation
+    assert (tokens.micro_size_x, tokens.block_size_y) == (4, 8)
+    assert fitted(CONFIG, (1, None, None, 64)) == CONFIG  # symbolic: as configured
+    assert matmul_extents(_conv()[0]) == (1, 36, 12, 72)
+    assert matmul_extents(_dense()[0]) == (1, 37, 19, 20)
