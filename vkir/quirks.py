@@ -145,6 +145,9 @@ TABLE = (
     # Mesa 25.0 still reads storage buffers lane by lane: texel buffers stay about 1.5x faster
     # for a per-lane vec4 (benchmarks/access_forms.py loads)
     Entry("llvmpipe", STORAGE_LOADS_PER_LANE),
+    # SwiftShader (Subzero) too: vkir's ka=4 matmul tile reading through texel buffers passes
+    # the GLSL texel tile at 512^3 (benchmarks.glsl_reference)
+    Entry("swiftshader", STORAGE_LOADS_PER_LANE),
     Entry("swiftshader", FLUSHES_DENORMALS),
     Entry("swiftshader", UINT_TO_FLOAT_RTZ),
     Entry("swiftshader", BUFFER_REFERENCE_MERGE_CRASH),
