@@ -101,3 +101,20 @@ def test_each_kernel_is_lowered_once_per_compile(device, dlight_schedule, tmp_pa
     for entries in kernels:
         (entry,) = entries.values()
         assert entry["ir"] is not None and entry["words"]
+
+
+def test_dispatch_shifts_are_stored_in_cache_entries():
+    """TVM's ceil-divisions of a symbolic size by a power of two reach the grid as shifts
+    ((n + 63) >> 6): the entry writes and reads them back, so such kernels (GPT-2's over a
+    symbolic sequence length) hit the compile cache in a new process."""
+    from vkir.cache import compile as cc
+    from vkir.ir import Add, Call, IntImm, Var
+
+    n = Var("n", "int32")
+    grid = Call("int32", "shift_right", (Add(n, IntImm("int32", 63)), IntImm("int32", 6)))
+    data = cc._dump_expr(grid, {}, {"n": n})
+    assert data[0] == "call"
+    back = cc._load_expr(data, {"n": n})
+    assert type(back) is Call and back.op == "shift_right" and str(back) == str(grid)
+    with pytest.raises(ValueError, match="intrinsic"):
+        cc._load_expr(["call", "exp", "float32", []], {})

@@ -44,7 +44,7 @@ from . import ir_codec
 from .root import cache_root
 from ..abi import Binding, ImageParam, PushConstant, SpirvModule
 from ..ir import (
-    Add, Buffer, Cast, DataType, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimFunc, Sub, Var,
+    Add, Buffer, Call, Cast, DataType, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimFunc, Sub, Var,
 )
 
 FORMAT = 7   # version of the entry layout: an entry of another format is a miss
@@ -52,6 +52,9 @@ FORMAT = 7   # version of the entry layout: an entry of another format is a miss
 _OPS = {"add": Add, "sub": Sub, "mul": Mul, "floordiv": FloorDiv, "floormod": FloorMod,
         "min": Min, "max": Max}
 _NAMES = {cls: name for name, cls in _OPS.items()}
+# integer intrinsics a dispatch expression may hold (TVM's ceil-divisions by a power of two
+# arrive as shifts: a grid of (n + 63) >> 6 workgroups)
+_CALLS = frozenset({"shift_right", "shift_left", "bitwise_and", "bitwise_or"})
 
 
 def cache_dir() -> Path | None:
@@ -305,6 +308,8 @@ def _dump_expr(e, aliases: dict, names: dict):
         return ["cast", str(e.dtype), _dump_expr(e.value, aliases, names)]
     if t in _NAMES:
         return [_NAMES[t], _dump_expr(e.a, aliases, names), _dump_expr(e.b, aliases, names)]
+    if t is Call and e.op in _CALLS:
+        return ["call", e.op, str(e.dtype), [_dump_expr(a, aliases, names) for a in e.args]]
     raise _NotStorable(f"expression {t.__name__}")
 
 
@@ -319,6 +324,10 @@ def _load_expr(d, names: dict):
         return v
     if tag == "cast":
         return Cast(DataType.parse(d[1]), _load_expr(d[2], names))
+    if tag == "call":
+        if d[1] not in _CALLS:
+            raise ValueError(f"intrinsic {d[1]!r} in a dispatch expression")
+        return Call(DataType.parse(d[2]), d[1], tuple(_load_expr(a, names) for a in d[3]))
     return _OPS[tag](_load_expr(d[1], names), _load_expr(d[2], names))
 
 
