@@ -148,3 +148,26 @@ def test_cache_off_and_unwritable(device, tmp_path, monkeypatch):
     blocked.write_text("")
     monkeypatch.setenv("VKIR_CACHE_DIR", str(blocked))  # kernels/ cannot be created under a file
     _run(vkir.build(parse(), device=device))
+
+
+WIDE_SCALAR = '''
+@T.prim_func
+def offset(x: T.Buffer((64,), "int64"), y: T.Buffer((64,), "int64"), d: T.int64):
+    for tx in T.thread_binding(64, "threadIdx.x"):
+        y[tx] = x[tx] + d
+'''
+
+
+def test_a_kernel_with_an_int64_scalar_is_stored_and_loaded(device, cache):
+    """Where int64 is emulated (SwiftShader) the scalar travels as two words, the high one a
+    parameter of the lowered function the entry must map back to `d`; natively it is one."""
+    x = np.arange(-32, 32, dtype=np.int64) * (1 << 33)
+    first = vkir.build(vkir.from_script(WIDE_SCALAR), device=device)
+    again = vkir.build(vkir.from_script(WIDE_SCALAR), device=device)
+    assert not first._compiled.cached and again._compiled.cached
+    assert len(list(cache.glob("*.json"))) == 1
+    for k in (first, again):
+        for d in (-(1 << 40) - 7, (1 << 35) + 3, -1):
+            y = np.zeros(64, np.int64)
+            k(x, y, d)
+            np.testing.assert_array_equal(y, x + d)

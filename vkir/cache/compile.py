@@ -262,11 +262,18 @@ def _stored(data, func: PrimFunc, lower):
 
 def _aliases(func: PrimFunc, lowered: PrimFunc) -> dict:
     """Lowered-function Vars that stand for a different Var of the user's function: parameters
-    by position, symbolic sizes by name."""
+    by position (and the high words of emulated 64-bit scalars by name), symbolic sizes by
+    name."""
     out = {}
     for orig, low in zip(func.params, lowered.params):
         if orig is not low:
             out[low] = orig
+    # EmulateInt64 (devices without int64) appends each 64-bit scalar's high word as a
+    # parameter of the same name: it stands for that scalar too
+    scalars = {p.name: p for p in func.params if p not in func.buffer_map}
+    for low in lowered.params[len(func.params):]:
+        if low.name in scalars:
+            out[low] = scalars[low.name]
     sizes = {v.name: v for v in func.size_vars}
     for v in lowered.size_vars:
         if v.name in sizes and sizes[v.name] is not v:
