@@ -101,6 +101,8 @@ class Matmul(_Tiles):
         super().__init__(tiles)
 
     def apply(self, func, target, tunable):
+        """dlight's matmul schedule of `func` with tiles fitted to its extents, or None where
+        it is no matmul-like PrimFunc or the target is not one the rule serves."""
         from tvm import tirx
 
         if not isinstance(func, tirx.PrimFunc) or not self.is_target_available(target):
