@@ -30,12 +30,11 @@ tests/test_bench_grad_dense.py runs it small.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 
 import numpy as np
 
-from .host_numpy import timed_calls
+from .host_numpy import interleaved
 
 LAYER = '''
 @T.prim_func
@@ -116,22 +115,6 @@ def _close(got, want, what):
         raise AssertionError(f"grad_dense: {what} differs from numpy by {err:.2e} of its largest "
                              "element")
     return err
-
-
-def measure(calls: dict, repeat: int, rounds: int) -> dict:
-    """{name: (median wall s, median CPU s)} per call, over `rounds` interleaved rounds."""
-    names = list(calls)
-    wall = {k: [] for k in names}
-    cpu = {k: [] for k in names}
-    for f in calls.values():
-        f()   # warm-up: the driver compiles at the first dispatch
-    for r in range(rounds):
-        k = r % len(names)
-        for name in names[k:] + names[:k]:
-            w, c = timed_calls(calls[name], repeat, warmup=0)
-            wall[name] += w
-            cpu[name] += c
-    return {k: (statistics.median(wall[k]), statistics.median(cpu[k])) for k in names}
 
 
 def layer_forms(vkir, dev, n, k, m):
@@ -346,7 +329,7 @@ def main(argv=None) -> dict:
               f"gather {max(v for e, v in errors.items() if e.startswith('gather')):.1e}); "
               f"gather: {len(plan.kernels)} kernels, gathered {', '.join(plan.gathered) or '-'}"
               f", atomic {', '.join(plan.atomic) or '-'}")
-        layer = measure(forms, args.repeat, args.rounds)
+        layer = interleaved(forms, args.repeat, args.rounds)
         for name, got in layer.items():
             print(_row(name, got, layer["forward"]))
         found.update(layer=layer, errors=errors, gathered=plan.gathered, atomic=plan.atomic)
@@ -355,7 +338,7 @@ def main(argv=None) -> dict:
         check()
         print(f"training step (forward, mse gradient, adjoint of w and b, sgd); torch with "
               f"{torch.get_num_threads()} threads and with 1 (torch-1t, the ratios' base):")
-        step = measure(steps, args.repeat, args.rounds)
+        step = interleaved(steps, args.repeat, args.rounds)
         for name, got in step.items():
             print(_row(name, got, step["torch-1t"]))
         found["step"] = step
@@ -364,7 +347,7 @@ def main(argv=None) -> dict:
               "rows (adjoint of y, t; the same work per trip and memory for every count):")
         replay = found["replay"] = {}
         for trips, (calls, f_ops, a_ops) in replay_forms(vkir, dev, args.trips).items():
-            replay[trips] = measure(calls, args.repeat, args.rounds)
+            replay[trips] = interleaved(calls, args.repeat, args.rounds)
             replay[trips]["stores"] = (f_ops, a_ops)
             fw, fc = replay[trips]["forward"]
             aw, ac = replay[trips]["adjoint"]

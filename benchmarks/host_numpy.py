@@ -68,6 +68,27 @@ def timed_calls(fn, repeat: int, warmup: int = 1) -> tuple:
     return wall, cpu
 
 
+def interleaved(calls: dict, repeat: int, rounds: int) -> dict:
+    """{name: (median wall s, median CPU s)} per call of each of `calls` (name -> function),
+    over `rounds` rounds that time each `repeat` times, the order rotating from round to round so
+    that a change of load on the host falls on all of them alike; one warm-up call each first
+    (a CPU driver compiles at the first dispatch)."""
+    import statistics
+
+    names = list(calls)
+    wall = {k: [] for k in names}
+    cpu = {k: [] for k in names}
+    for f in calls.values():
+        f()
+    for r in range(rounds):
+        k = r % len(names)
+        for name in names[k:] + names[:k]:
+            w, c = timed_calls(calls[name], repeat, warmup=0)
+            wall[name] += w
+            cpu[name] += c
+    return {k: (statistics.median(wall[k]), statistics.median(cpu[k])) for k in names}
+
+
 def _call(workload: str, shape):
     """The numpy call of a child workload on inputs made from a fixed seed."""
     if workload not in CHILD_WORKLOADS:

@@ -21,14 +21,13 @@ side: on a loaded host wall time also counts the time a dispatch waits for a cor
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 
 import numpy as np
 
 from vkir.examples.demo_kernels import vadd as block64_vadd
 
-from .host_numpy import timed_calls
+from .host_numpy import interleaved
 
 NAMES = ("numpy", "numpy-on-vk", "parallel", "block64", "map", "tuned")
 PARALLEL = '''
@@ -75,22 +74,6 @@ def implementations(vkir, dev, n: int, tuned: bool = True) -> tuple:
     return calls, check
 
 
-def measure(calls: dict, repeat: int, rounds: int) -> dict:
-    """{name: (median wall s, median CPU s)} per call, over `rounds` interleaved rounds."""
-    names = list(calls)
-    wall = {k: [] for k in names}
-    cpu = {k: [] for k in names}
-    for f in calls.values():
-        f()   # warm-up: llvmpipe compiles at the first dispatch
-    for r in range(rounds):
-        k = r % len(names)
-        for name in names[k:] + names[:k]:
-            w, c = timed_calls(calls[name], repeat, warmup=0)
-            wall[name] += w
-            cpu[name] += c
-    return {k: (statistics.median(wall[k]), statistics.median(cpu[k])) for k in names}
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--min", type=int, default=16)
@@ -109,7 +92,7 @@ def main(argv=None) -> int:
     for lg in range(args.min, args.max + 1):
         n = 1 << lg
         calls, check = implementations(vkir, dev, n, tuned=not args.no_tuned)
-        got = measure(calls, args.repeat, args.rounds)
+        got = interleaved(calls, args.repeat, args.rounds)
         check()
         cells = []
         for name in NAMES:

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import vkir
-from vkir.ir import Add, AllocBuffer, BufferStore, DeclBuffer, For, IfThenElse, IntImm, \
-    LetStmt, Mul, SeqStmt, Sub, Var
+from vkir.benchmarks.grad_dense import executed_stores as stores_run
+from vkir.ir import For
 from vkir.script import from_script
 
 SQUARED = '''
@@ -32,39 +32,6 @@ def product(x: T.Buffer((4, {n}), "float64"), out: T.Buffer((4,), "float64")):
             acc = acc * x[i, k]
         out[i] = acc
 '''
-
-
-def _value(e, env):
-    if isinstance(e, IntImm):
-        return e.value
-    if isinstance(e, Var):
-        return env[e]
-    a, b = _value(e.a, env), _value(e.b, env)
-    return {Add: a + b, Sub: a - b, Mul: a * b}[type(e)]
-
-
-def stores_run(s, env=None) -> int:
-    """How many stores the statement executes (every branch taken: an upper bound)."""
-    env = env or {}
-    if isinstance(s, BufferStore):
-        return 1
-    if isinstance(s, SeqStmt):
-        return sum(stores_run(x, env) for x in s.seq)
-    if isinstance(s, (AllocBuffer, DeclBuffer)):
-        return stores_run(s.body, env)
-    if isinstance(s, LetStmt):
-        try:
-            env = {**env, s.var: _value(s.value, env)}
-        except (KeyError, AttributeError):
-            pass
-        return stores_run(s.body, env)
-    if isinstance(s, IfThenElse):
-        return stores_run(s.then_case, env) + (stores_run(s.else_case, env)
-                                                if s.else_case is not None else 0)
-    if isinstance(s, For):
-        lo, n = _value(s.min, env), _value(s.extent, env)
-        return sum(stores_run(s.body, {**env, s.loop_var: lo + v}) for v in range(n))
-    return 0
 
 
 def _parallel_body(func):

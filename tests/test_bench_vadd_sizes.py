@@ -10,7 +10,7 @@ def test_vadd_sizes_forms_are_exact_and_measured(vkir_device):
     from vkir.benchmarks import vadd_sizes
 
     calls, check = vadd_sizes.implementations(vkir, vkir_device, 4096, tuned=False)
-    got = vadd_sizes.measure(calls, repeat=1, rounds=1)
+    got = vadd_sizes.interleaved(calls, repeat=1, rounds=1)
     check()
     assert {"numpy", "parallel", "block64", "map"} <= set(got)
     assert all(w > 0 and c >= 0 for w, c in got.values())
