@@ -29,6 +29,7 @@ from ..ir import (
     Add, And, BufferLoad, Call, EQ, FloatImm, IntImm, Let, Max, Min, Mul, NE, Or, PrimExpr, Sub,
     Var,
 )
+from ..ir.dtype import DataType
 from ..ir.intrinsics import INTRINSICS
 
 # a sum or product with more terms than this stays an atom: expanding products is exponential,
@@ -42,24 +43,44 @@ _COMMUTATIVE_CALLS = frozenset(name for name, row in INTRINSICS.items() if row.c
 
 def attributes(expr) -> tuple:
     """The non-child data of `expr` that takes part in its identity: dtype, constant value, op
-    name, lanes, shuffle indices, and (by identity) variables, Let vars and buffers."""
-    if isinstance(expr, FloatImm):
-        return (expr.dtype, expr.value.hex())
-    if isinstance(expr, Var):
+    name, lanes, shuffle indices, and (by identity) variables, Let vars and buffers.
+
+    A DataType enters as its (code, bits, lanes): equal exactly when the DataTypes are, and
+    cheaper to hash (a DataType hashes its spelling). Operators whose only fields are operands
+    (`a + b`, `a < b`, `!a`) have none, without a look at their fields."""
+    cls = type(expr)
+    if _operands_only(cls):
+        return ()
+    if cls is IntImm:
+        dtype = expr.dtype
+        return (dtype.code, dtype.bits, dtype.lanes, expr.value)
+    if cls is FloatImm:
+        dtype = expr.dtype
+        return (dtype.code, dtype.bits, dtype.lanes, expr.value.hex())
+    if cls is Var:
         return (expr,)
-    if isinstance(expr, Let):
+    if cls is Let:
         return (expr.var,)
-    if isinstance(expr, BufferLoad):
+    if cls is BufferLoad:
         return (expr.buffer,)
     out = []
-    for f in _fields(type(expr)):
+    for f in _fields(cls):
         value = getattr(expr, f)
         if isinstance(value, PrimExpr):
             continue
         if isinstance(value, tuple) and any(isinstance(v, PrimExpr) for v in value):
             continue
+        if isinstance(value, DataType):
+            value = (value.code, value.bits, value.lanes)
         out.append(value)
     return tuple(out)
+
+
+@lru_cache(maxsize=None)
+def _operands_only(cls) -> bool:
+    """Whether the fields of `cls` are only operands (binary, comparison and unary operators),
+    which are always expressions."""
+    return _fields(cls) in (("a", "b"), ("a",))
 
 
 @lru_cache(maxsize=None)
@@ -76,16 +97,20 @@ class KeyTable:
         self._poly: dict[int, dict] = {}  # equivalence id of an integer ring term -> polynomial
 
     def _intern(self, key) -> int:
-        found = self._ids.get(key)
-        if found is None:
-            found = len(self._ids)
-            self._ids[key] = found
-        return found
+        ids = self._ids
+        return ids.setdefault(key, len(ids))
+
+    def variable(self, var, binder) -> int:
+        """Syntactic id of the variable `var` under the binding instance `binder` (what
+        `syntactic(var, (binder,))` gives, without dispatching on the node's class)."""
+        ids = self._ids
+        return ids.setdefault((Var, (var,), (binder,)), len(ids))
 
     def syntactic(self, expr, child_ids: tuple) -> int:
         """Id of `expr` given the syntactic ids of its children (in traversal order); for a Var,
         `child_ids` holds what distinguishes its binding instance."""
-        return self._intern((type(expr), attributes(expr), child_ids))
+        ids = self._ids
+        return ids.setdefault((type(expr), attributes(expr), child_ids), len(ids))
 
     def equivalent(self, expr, child_eids: tuple, syntactic_id: int) -> int:
         """Id of `expr` up to the laws above, given its children's equivalence ids."""

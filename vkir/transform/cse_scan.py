@@ -175,19 +175,25 @@ class Scan:
     def expr(self, expr: PrimExpr, site: int, chain: tuple) -> tuple:
         """Scan an expression, recording it as a candidate; returns its key, size and properties.
         """
-        if isinstance(expr, Var):
-            self._close(site)
-            vid = self.keys.syntactic(expr, (self.binders.get(expr),))
+        ends, keys = self.ends, self.keys
+        cls = type(expr)
+        if cls is Var:
+            ends[site] = len(ends)
+            self.visited += 1
+            vid = keys.variable(expr, self.binders.get(expr))
             return (vid, vid, 1, True, False, frozenset((vid,)), expr.dtype)
-        if isinstance(expr, (IntImm, FloatImm)):
-            self._close(site)
-            sid = self.keys.syntactic(expr, ())
-            return (sid, self.keys.equivalent(expr, (), sid), 1, True, False, _NO_VARS,
-                    expr.dtype)
-        sids, eids, dtypes = [], [], []
+        if cls is IntImm or cls is FloatImm:
+            ends[site] = len(ends)
+            self.visited += 1
+            sid = keys.syntactic(expr, ())
+            return (sid, keys.equivalent(expr, (), sid), 1, True, False, _NO_VARS, expr.dtype)
+        equivalence = keys.equivalence
+        sids, eids = [], []
+        first_dtype = None
         size, clean, traps, variables = 1, _own_clean(expr), _traps(expr), _NO_VARS
         for _, _, kind, child, bound in expr_parts(expr):
-            child_site = self.open()
+            child_site = len(ends)
+            ends.append(None)
             if kind == PLAIN:
                 info = self.expr(child, child_site, chain)
             else:
@@ -201,28 +207,31 @@ class Scan:
                 self.region = saved_region
                 _restore(self.binders, bound, saved_binder)
             sids.append(info[0])
-            eids.append(info[1])
-            dtypes.append(info[6])
+            if equivalence:
+                eids.append(info[1])
+                if info[5]:
+                    variables = variables | info[5]
+            if len(sids) == 1:
+                first_dtype = info[6]
             size += info[2]
             clean = clean and info[3]
             # an if_then_else guards its arms: it may trap only through its condition
             traps = traps or (info[4] and kind != ARM)
-            if self.keys.equivalence and info[5]:
-                variables = variables | info[5]
-        self._close(site)
-        sid = self.keys.syntactic(expr, tuple(sids))
-        eid = self.keys.equivalent(expr, tuple(eids), sid)
-        dtype = dtypes[0] if type(expr) in _DTYPE_OF_A else expr.dtype
+        ends[site] = len(ends)
+        self.visited += 1
+        sid = keys.syntactic(expr, tuple(sids))
+        eid = keys.equivalent(expr, tuple(eids), sid) if equivalence else sid
+        dtype = first_dtype if cls in _DTYPE_OF_A else expr.dtype
         if clean and _eligible(expr, dtype):
             # equivalence may cancel variables (x - x is 0): terms that are equal but use
             # different variables (or bindings of them) would have no common scope
-            key = (eid, variables) if self.keys.equivalence else eid
+            key = (eid, variables) if equivalence else eid
             if traps:
                 key = (key, self.region)
             group = self.groups.get(key)
             if group is None:
                 group = self.groups[key] = Group([])
-            group.uses.append(Use(site, self.ends[site], chain, expr, size, dtype))
+            group.uses.append(Use(site, ends[site], chain, expr, size, dtype))
         return (sid, eid, size, clean, traps, variables, dtype)
 
 

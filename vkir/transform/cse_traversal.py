@@ -10,6 +10,7 @@ evaluated only conditionally.
 from __future__ import annotations
 
 import dataclasses
+from functools import lru_cache
 
 from ..ir import (
     BufferLoad, BufferStore, Call, FloatImm, For, IfThenElse, IntImm, Let, LetStmt, PrimExpr,
@@ -58,6 +59,9 @@ def stmt_parts(stmt: Stmt) -> list:
 
 def expr_parts(expr: PrimExpr) -> list:
     """(field, tuple index or None, kind, child, bound var) of an expression."""
+    operands = _operand_fields(type(expr))
+    if operands is not None:  # the common case, without a look at each field
+        return [(f, None, PLAIN, getattr(expr, f), None) for f in operands]
     if isinstance(expr, (Var, IntImm, FloatImm)):
         return []
     if isinstance(expr, Let):
@@ -76,6 +80,14 @@ def expr_parts(expr: PrimExpr) -> list:
             parts.extend((field, j, PLAIN, v, None) for j, v in enumerate(value)
                          if isinstance(v, PrimExpr))
     return parts
+
+
+@lru_cache(maxsize=None)
+def _operand_fields(cls) -> tuple | None:
+    """The child fields of an operator whose fields are all operands (binary, comparison and
+    unary operators: always expressions), else None."""
+    names = tuple(f.name for f in dataclasses.fields(cls) if f.name != "span")
+    return names if names in (("a", "b"), ("a",)) and child_fields(cls) == names else None
 
 
 def rebuild(node, parts: list, new_children: list):
