@@ -839,6 +839,44 @@ def test_batched_rounds_give_exactly_the_one_binding_per_round_result():
             assert batched.script() == reference.script(), f"seed {100 + seed}"
 
 
+def test_skipping_the_final_scan_gives_the_scan_until_nothing_is_left_result(monkeypatch):
+    from vkir.lowering import default_passes
+    from vkir.ops import conv2d, layer_norm, matmul
+    from vkir.transform import common_subexpr_elim as cse
+
+    scans = []
+
+    class CountingScan(cse.Scan):
+        def __init__(self, keys):
+            super().__init__(keys)
+            scans.append(self)
+
+    monkeypatch.setattr(cse, "Scan", CountingScan)
+    passes = default_passes()
+    before_cse = passes[:[p.name for p in passes].index("CommonSubexprElim")]
+
+    def as_cse_gets_it(func):
+        for p in before_cse:
+            func = p(func)
+        return func
+
+    funcs = [_RandomKernel(200 + seed).func() for seed in range(25)]
+    funcs += [as_cse_gets_it(f) for f in (matmul.kernel(64, 48, 32), layer_norm.kernel(4, 128),
+                                          conv2d.kernel(1, 8, 16, 16, 8, 3, 3, padding=1))]
+    skipped = 0
+    for func in funcs:
+        for equiv in (False, True):
+            del scans[:]
+            fast = func.with_body(cse.eliminate(func.body, equiv))
+            fast_scans = len(scans)
+            del scans[:]
+            reference = func.with_body(cse.eliminate(func.body, equiv, skip_final_scan=False))
+            assert fast.script() == reference.script(), func.name
+            assert fast_scans in (len(scans), len(scans) - 1)
+            skipped += fast_scans < len(scans)
+    assert skipped >= 20  # the skip is taken on most kernels
+
+
 def test_a_variable_object_bound_in_two_sibling_scopes_is_two_variables():
     # not SSA (verify_well_formed would object), but CSE must still not hoist i * 4 + 1 out of
     # the loops, where i is unbound

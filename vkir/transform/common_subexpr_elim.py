@@ -80,13 +80,16 @@ class CommonSubexprElim(Pass):
 
 
 def eliminate(body: Stmt, identify_equiv_terms: bool, last_number: int = 0,
-              batched: bool = True) -> Stmt:
+              batched: bool = True, skip_final_scan: bool = True) -> Stmt:
     """`body` with its common subexpressions bound to new variables cse_v{last_number+1}, ...
 
     Conceptually one computation is bound per round (the largest that still occurs twice), and
     the statement is scanned again. A round may bind several computations at once when that
     cannot change the outcome (see `cse_scan.Scan.batch`); `batched=False` binds exactly one
-    per round, which tests use as the reference.
+    per round, which tests use as the reference. The scan after the last round, which would
+    find nothing, is skipped when the last round's scan shows that it would
+    (`cse_scan.Scan.last_round`); `skip_final_scan=False` scans until a scan finds nothing,
+    the reference for tests.
     """
     counter = last_number
     while True:
@@ -100,6 +103,8 @@ def eliminate(body: Stmt, identify_equiv_terms: bool, last_number: int = 0,
             counter += 1
             bindings.append((group, Var(f"cse_v{counter}", group.dtype)))
         body = _Rewrite(bindings, scan.ends).block(body, 0)
+        if skip_final_scan and scan.last_round(groups):  # the next scan would find nothing
+            return body
 
 
 def _last_cse_number(func: PrimFunc) -> int:

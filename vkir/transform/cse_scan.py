@@ -10,7 +10,7 @@ sum, cost the cube of its depth.)
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 from ..ir import (
@@ -82,6 +82,8 @@ class Scan:
         self.region: int = -1  # site of the innermost conditional region (-1: none)
         self.ends: list = []  # site -> one past the last site of its subtree
         self.visited = 0  # nodes visited (the scan's cost, which tests bound)
+        self.trap_regions: dict = {}  # key of a may-trap computation -> the regions it is in
+        self.candidates: list = []  # computations occurring twice (set by `batch`)
 
     def open(self) -> int:
         """A new site, numbered in visiting order (its end is set when its visit is done)."""
@@ -116,6 +118,7 @@ class Scan:
         if not candidates:
             return []
         candidates.sort(key=lambda g: (-g.uses[0].size, g.uses[0].site))
+        self.candidates = candidates
         # the subtrees of the batch's uses, sorted: they are disjoint (a group's outermost uses
         # are, and a group whose uses meet the batch's stops it), so their ends are sorted too
         starts: list = []
@@ -144,6 +147,41 @@ class Scan:
         largest_affected = max((max(u.size for u in g.uses)
                                 for g in candidates[stop:] if interacts(g)), default=0)
         return batch[:1] + [g for g in batch[1:] if g.uses[0].size > largest_affected]
+
+    def last_round(self, batch: list) -> bool:
+        """Whether binding `batch` (from `batch()`) leaves no computation occurring twice, so
+        that the next scan would find nothing.
+
+        A binding replaces the uses of its group by its variable, keeping one copy of the first
+        use as the bound value: a computation nested in the uses keeps only its occurrences in
+        that copy, and one containing a use changes its key in a way that cannot make it equal
+        to another that it was not already equal to (the uses of a group are equal, with the
+        same variables), except through the region of a may-trap computation: once the
+        division that made it may-trap is bound, its occurrences in different regions (or
+        beside a not-trapping equivalent) become one computation. So the batch is the last
+        when no may-trap computation occurs in two regions or has a not-trapping equivalent,
+        and every candidate left out of it lies inside the batch's uses, at most once inside
+        their first uses.
+        """
+        if any(len(regions) > 1 or key in self.groups
+               for key, regions in self.trap_regions.items()):
+            return False
+        members = {id(group) for group in batch}
+        owners = sorted((use.site, use.end, k == 0)
+                        for group in batch for k, use in enumerate(group.uses))
+        starts = [owner[0] for owner in owners]
+        for group in self.candidates:
+            if id(group) in members:
+                continue
+            kept = 0
+            for use in group.uses:
+                k = bisect_right(starts, use.site) - 1
+                if k < 0 or owners[k][1] < use.end:
+                    return False  # outside every use of the batch: it stays
+                kept += owners[k][2]
+            if kept > 1:
+                return False
+        return True
 
     # -- statements -------------------------------------------------------------------------
 
@@ -181,7 +219,8 @@ class Scan:
             ends[site] = len(ends)
             self.visited += 1
             vid = keys.variable(expr, self.binders.get(expr))
-            return (vid, vid, 1, True, False, frozenset((vid,)), expr.dtype)
+            return (vid, vid, 1, True, False,
+                    frozenset((vid,)) if keys.equivalence else _NO_VARS, expr.dtype)
         if cls is IntImm or cls is FloatImm:
             ends[site] = len(ends)
             self.visited += 1
@@ -193,10 +232,17 @@ class Scan:
         size, clean, traps, variables = 1, _own_clean(expr), _traps(expr), _NO_VARS
         for _, _, kind, child, bound in expr_parts(expr):
             child_site = len(ends)
-            ends.append(None)
-            if kind == PLAIN:
+            if kind == PLAIN and type(child) is Var:  # the commonest child, without a call
+                ends.append(child_site + 1)
+                self.visited += 1
+                vid = keys.variable(child, self.binders.get(child))
+                info = (vid, vid, 1, True, False, frozenset((vid,)) if equivalence else _NO_VARS,
+                        child.dtype)
+            elif kind == PLAIN:
+                ends.append(None)
                 info = self.expr(child, child_site, chain)
             else:
+                ends.append(None)
                 saved_region, saved_binder = self.region, self.binders.get(bound, _MISSING)
                 if kind == ARM:
                     self.region = child_site
@@ -227,6 +273,7 @@ class Scan:
             # different variables (or bindings of them) would have no common scope
             key = (eid, variables) if equivalence else eid
             if traps:
+                self.trap_regions.setdefault(key, set()).add(self.region)
                 key = (key, self.region)
             group = self.groups.get(key)
             if group is None:
