@@ -229,7 +229,10 @@ class Scan:
         equivalence = keys.equivalence
         sids, eids = [], []
         first_dtype = None
-        size, clean, traps, variables = 1, _own_clean(expr), _traps(expr), _NO_VARS
+        # clean: not itself a load, a Let or an impure call
+        clean = cls not in _NOT_CLEAN and (cls is not Call or is_pure(expr.op))
+        traps = cls in _DIVISIONS and _traps(expr)
+        size, variables = 1, _NO_VARS
         for _, _, kind, child, bound in expr_parts(expr):
             child_site = len(ends)
             if kind == PLAIN and type(child) is Var:  # the commonest child, without a call
@@ -285,13 +288,10 @@ class Scan:
 _NO_VARS = frozenset()
 # the operators whose type is their first operand's (as BinaryOp.dtype computes it)
 _DTYPE_OF_A = frozenset({Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Min, Max, And, Or})
-
-
-def _own_clean(expr: PrimExpr) -> bool:
-    """Not itself a load, a Let or an impure call."""
-    if isinstance(expr, (BufferLoad, Let)):
-        return False
-    return not isinstance(expr, Call) or is_pure(expr.op)
+# the classes that are never clean (loads and Lets; a call is clean when its op is pure), and
+# those that may divide by zero
+_NOT_CLEAN = frozenset({BufferLoad, Let})
+_DIVISIONS = frozenset({Div, Mod, FloorDiv, FloorMod})
 
 
 _MISSING = object()
