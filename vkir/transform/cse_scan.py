@@ -241,6 +241,12 @@ class Scan:
                 vid = keys.variable(child, self.binders.get(child))
                 info = (vid, vid, 1, True, False, frozenset((vid,)) if equivalence else _NO_VARS,
                         child.dtype)
+            elif kind == PLAIN and type(child) is IntImm:  # the next commonest
+                ends.append(child_site + 1)
+                self.visited += 1
+                csid = keys.syntactic(child, ())
+                info = (csid, keys.equivalent(child, (), csid) if equivalence else csid, 1, True,
+                        False, _NO_VARS, child.dtype)
             elif kind == PLAIN:
                 ends.append(None)
                 info = self.expr(child, child_site, chain)
