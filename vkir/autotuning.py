@@ -360,7 +360,7 @@ class Tuned:
         with self._kernels_lock:
             per_device = self._kernels.setdefault(dev, OrderedDict())
             k = per_device.get(key)
-            if k is not None and k.program.alive:
+            if k is not None:   # (a pipeline-cache reset: its program makes it again)
                 per_device.move_to_end(key)
                 return k
         tune = config.autotune() == "always"
